@@ -1,0 +1,121 @@
+# iot-operator: plain GNU make. Override anything in config.mak (untracked)
+# or on the command line: make V=1, make check SANITIZE=1, make DEVELOPER=1.
+-include config.mak
+
+prefix ?= /usr/local
+bindir ?= $(prefix)/bin
+datadir ?= $(prefix)/share/iot-operator
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARNINGS = -std=c11 -Wall -Wextra -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
+           -Wshadow -Wvla -Wwrite-strings -Wno-unused-parameter -Wpointer-arith \
+           -Wundef -Wcast-align
+# CI and DEVELOPER=1 turn warnings into errors.
+ifneq ($(or $(DEVELOPER),$(filter true,$(CI))),)
+WARNINGS += -Werror
+endif
+
+# Objects and binaries of a sanitizer build live apart, so that switching
+# between the two never mixes objects.
+ifdef SANITIZE
+O ?= build/san
+BIN ?= build/san/bin
+CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+else
+O ?= build
+BIN ?= bin
+endif
+
+# Debian's libjq has no pkg-config file.
+PKGS ?= libcurl yaml-0.1 openssl libmicrohttpd
+DEP_CFLAGS ?= $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+DEP_LIBS ?= $(shell pkg-config --libs $(PKGS) 2>/dev/null) -ljq -lonig -lm -lpthread
+ALL_CFLAGS = $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE -Ilib -Icmd $(DEP_CFLAGS)
+
+ifndef V
+QUIET_CC   = @echo '   CC  ' $@;
+QUIET_LINK = @echo '   LINK' $@;
+QUIET_AR   = @echo '   AR  ' $@;
+endif
+
+# One file per tool in cmd/; ksim is big enough for a folder of its own.
+# cmd/tool.c is the tools' shared layer, not a tool.
+SIMPLE_TOOLS := $(sort $(basename $(notdir $(filter-out cmd/tool.c,$(wildcard cmd/*.c)))))
+KSIM_SRCS := $(wildcard cmd/ksim/*.c)
+TOOLS := $(SIMPLE_TOOLS) $(if $(KSIM_SRCS),ksim)
+PROGRAMS := $(addprefix $(BIN)/,$(TOOLS))
+
+LIB_SRCS := $(wildcard lib/*.c)
+LIB_OBJS := $(patsubst %.c,$(O)/%.o,$(LIB_SRCS))
+LIB := $(O)/lib/libkop.a
+TOOL_OBJ := $(O)/cmd/tool.o
+TEST_TOOL := $(O)/t/test-tool
+TEST_TOOL_SRCS := $(wildcard t/helper/*.c)
+
+all: $(PROGRAMS) $(TEST_TOOL)
+
+$(LIB): $(LIB_OBJS)
+	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
+
+$(O)/%.o: %.c $(O)/CFLAGS
+	@mkdir -p $(dir $@)
+	$(QUIET_CC)$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(addprefix $(BIN)/,$(SIMPLE_TOOLS)): $(BIN)/%: $(O)/cmd/%.o $(TOOL_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
+
+$(BIN)/ksim: $(patsubst %.c,$(O)/%.o,$(KSIM_SRCS)) $(TOOL_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
+
+$(TEST_TOOL): $(patsubst %.c,$(O)/%.o,$(TEST_TOOL_SRCS)) $(LIB)
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
+
+# Everything is rebuilt when the flags change (git's GIT-CFLAGS).
+$(O)/CFLAGS: FORCE
+	@mkdir -p $(O)
+	@echo '$(CC) $(ALL_CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(LDFLAGS)' >$@
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)
+
+# Installs the Debian packages the build and the tests need (idempotent).
+deps:
+	@scripts/deps.sh
+
+PROVE ?= prove
+PROVE_OPTS ?= -j2 --timer
+T ?= $(sort $(wildcard t/t[0-9]*.sh))
+# The tests find the tools through KOP_BIN; SANITIZE=1 runs the same tests
+# on the sanitizer build.
+check: deps
+	@$(MAKE) --no-print-directory all
+	KOP_BIN=$(abspath $(BIN)) KOP_TEST_TOOL=$(abspath $(TEST_TOOL)) \
+	  KOP_SANITIZE=$(if $(SANITIZE),1,) $(PROVE) $(PROVE_OPTS) $(T)
+
+# A quick look at any one test: make test T=t/t1001-kwatch-basic.sh
+test: all
+	KOP_BIN=$(abspath $(BIN)) KOP_TEST_TOOL=$(abspath $(TEST_TOOL)) $(PROVE) -v $(T)
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	KOP_BIN=$(abspath $(BIN)) bench/run
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	KOP_BIN=$(abspath $(BIN)) scripts/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(datadir)
+	install -m 755 $(PROGRAMS) $(DESTDIR)$(bindir)
+	cp -R pipeline $(DESTDIR)$(datadir)/
+
+clean:
+	rm -rf build bin t/trash.* bench/results.json
+
+FORCE:
+.PHONY: all deps check test bench demo install clean FORCE
+.DELETE_ON_ERROR:

@@ -1,0 +1,93 @@
+#ifndef KOP_TOOL_H
+#define KOP_TOOL_H
+/*
+ * What every tool in cmd/ shares and lib/ must not do: print and exit.
+ *
+ * Logs are one JSON object per line on stderr:
+ *   {"time":"2026-11-22T10:00:00.123456Z","level":"error","prog":"kwatch","msg":"…", …fields}
+ * or, with --log-format=text (the default when stderr is a terminal),
+ *   kwatch: error: unable to open 'x': No such file or directory
+ * Messages follow one style: lowercase, no full stop, the subject quoted,
+ * "unable to <verb> '<obj>': <reason>". No secret value is ever logged.
+ */
+#include <stdnoreturn.h>
+#include <jv.h>
+#include "kop.h"
+
+extern const char *PROG;
+
+enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG, LOG_TRACE };
+
+/* Current threshold (default LOG_INFO); messages above it are dropped. */
+extern int log_level;
+int log_enabled(int level);
+void tool_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* With extra structured fields: `fields` is a jv object (consumed; jv_null() for none). */
+void tool_logj(int level, jv fields, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define log_error(...) tool_log(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) tool_log(LOG_WARN, __VA_ARGS__)
+#define log_info(...) tool_log(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) tool_log(LOG_DEBUG, __VA_ARGS__)
+
+/* Logs at error level, "fatal: …", and exits with code. Setup only: never in a loop. */
+noreturn void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Bad usage: logs the message and "see 'PROG --help'", exits 100. */
+noreturn void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Options every tool takes the same way. Tools add these to their
+ * getopt_long table with TOOL_COMMON_OPTIONS (or TOOL_KUBE_OPTIONS for the
+ * ones that talk to the API) and pass unknown codes to tool_common_option().
+ */
+enum {
+	OPT_LOG_LEVEL = 0x1000,
+	OPT_LOG_FORMAT,
+	OPT_KUBECONFIG,
+	OPT_CONTEXT,
+	OPT_REQUEST_TIMEOUT,
+	OPT_HELP,
+	OPT_TOOL_LAST	/* tools number their own long-only options from here */
+};
+#define TOOL_COMMON_OPTIONS \
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL }, \
+	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT }, \
+	{ "verbose", no_argument, NULL, 'v' }, \
+	{ "help", no_argument, NULL, 'h' }
+#define TOOL_KUBE_OPTIONS \
+	{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG }, \
+	{ "context", required_argument, NULL, OPT_CONTEXT }, \
+	{ "request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT }
+/* The short options of TOOL_COMMON_OPTIONS, for the getopt string. */
+#define TOOL_COMMON_SHORT "vh"
+
+/* What the common options set. */
+struct tool_kube_opts {
+	const char *kubeconfig;		/* --kubeconfig, else NULL */
+	const char *context;		/* --context, else NULL */
+	long request_timeout_ms;	/* --request-timeout (0 = none) */
+};
+extern struct tool_kube_opts tool_kube;
+
+/*
+ * Handles a common option; returns 1 if c was one, 0 if not. -v raises the
+ * log level by one step. -h prints `usage` to stdout and exits 0.
+ */
+int tool_common_option(int c, const char *arg, const char *usage);
+/* Parses a duration: "30s", "500ms", "2m", "1h", or plain seconds. -1 on error. */
+long tool_parse_duration_ms(const char *s);
+
+/*
+ * Start of main(): sets PROG, makes sure fds 0-2 are open, seeds random(),
+ * picks the log format; ignores SIGPIPE when ignore_sigpipe (network tools,
+ * which check every write instead).
+ */
+void tool_init(const char *prog, int argc, char **argv, int ignore_sigpipe);
+/*
+ * Handles a failed write to stdout: EPIPE (reader gone) exits quietly as
+ * SIGPIPE would; anything else is fatal (111).
+ */
+noreturn void tool_stdout_failed(void);
+/* End of main(): flush and close stdout, turning errors into 111 (or quiet EPIPE). */
+int tool_finish(int code);
+
+#endif

@@ -1,0 +1,55 @@
+#ifndef KOP_JSONL_H
+#define KOP_JSONL_H
+/*
+ * JSON Lines in and out, through libjq's jv.
+ *
+ * Reading is push-style so that one reader serves a file descriptor (stdin,
+ * a recorded file) and a libcurl write callback (a watch body) alike: feed
+ * bytes as they come, then pull values. Input is split on '\n'; each line
+ * holds one JSON value (several values on one line are all returned; blank
+ * lines are skipped). A malformed line, or one longer than the limit, is an
+ * error that names its line number, and reading goes on with the next line:
+ * one bad record never stops a stream.
+ */
+#include <stdio.h>
+#include <jv.h>
+#include "kop.h"
+
+#define KOP_JSONL_MAX_LINE (32u << 20)	/* default line limit: 32 MiB */
+
+struct kop_jsonl {
+	struct kop_buf in;	/* bytes fed and not yet consumed */
+	size_t start;		/* offset of the unconsumed part of in */
+	size_t line;		/* number of the line the next value comes from (1-based) */
+	size_t max_line;
+	int skipping;		/* inside an over-long line: drop bytes up to the next '\n' */
+	size_t skip_line;	/* its number, for the error */
+	int eof;
+	jv pending;		/* array of values parsed from the current line, not yet returned */
+	size_t pending_line;
+};
+
+void kop_jsonl_init(struct kop_jsonl *r, size_t max_line);
+void kop_jsonl_release(struct kop_jsonl *r);
+void kop_jsonl_feed(struct kop_jsonl *r, const char *data, size_t len);
+/* No more input: a last line without '\n' is still read. */
+void kop_jsonl_eof(struct kop_jsonl *r);
+/*
+ * 1: *out is the next value (caller owns it), *lineno its line.
+ * 0: need more input (or, after kop_jsonl_eof, the end).
+ * -1: a bad line, described in err ("line 12: ..."); call again to go on.
+ */
+int kop_jsonl_next(struct kop_jsonl *r, jv *out, size_t *lineno, char *err);
+/* Reads once from fd into the reader: >0 bytes read, 0 end of file (eof set), -1 error (errno). */
+ssize_t kop_jsonl_read_fd(struct kop_jsonl *r, int fd);
+
+/*
+ * Writes v (consumed) as one compact line and flushes, so a record is never
+ * left half-written in a pipe. -1 with errno on a write error (EPIPE
+ * included); the caller decides what that means.
+ */
+int kop_jsonl_write(FILE *f, jv v);
+/* Compact JSON text of v (consumed), heap-allocated. */
+char *kop_json_dump(jv v);
+
+#endif

@@ -1,0 +1,155 @@
+#ifndef KOP_KUBE_H
+#define KOP_KUBE_H
+/*
+ * The Kubernetes client every tool shares: configuration as kubectl finds it,
+ * requests over libcurl with decoded Status errors, one classification of
+ * failures, discovery. guides/kube-api.md §0-5 and §7 is the reference.
+ *
+ * Ownership: structs are owned by the caller and released with their
+ * *_release/*_free function; strings inside them belong to the struct.
+ * Secrets (tokens, keys, passwords) live only in memory and never appear in
+ * an error message.
+ */
+#include <curl/curl.h>
+#include <jv.h>
+#include "kop.h"
+
+/* ---- configuration ------------------------------------------------------ */
+
+struct kube_exec;	/* an exec credential plugin (client.authentication.k8s.io v1/v1beta1) */
+
+struct kube_config {
+	char *server;		/* "https://127.0.0.1:6443" (no trailing slash) */
+	char *context;		/* the context used, or NULL in-cluster */
+	char *namespace;	/* the context's namespace, in-cluster namespace, else "default" */
+	char *ca_pem;		/* CA bundle (PEM) in memory; NULL = system roots */
+	size_t ca_len;
+	int insecure;		/* insecure-skip-tls-verify: true */
+	char *tls_server_name;
+	char *cert_pem, *key_pem;	/* client certificate and key (PEM), in memory */
+	size_t cert_len, key_len;
+	char *token;		/* static bearer token */
+	char *token_file;	/* bearer token file, re-read as it rotates (tokenFile, in-cluster) */
+	char *username, *password;	/* basic auth */
+	struct kube_exec *exec;
+	char *source;		/* where it came from, for messages: "/root/.kube/config", "in-cluster" */
+};
+
+/*
+ * Loads the configuration the way the operator finds it (iotservice.md §7,
+ * controller-runtime's order): the explicit file (kubeconfig != NULL; missing
+ * = error), else $KUBECONFIG (a ':'-separated list merged by kubectl's rules:
+ * the first file to define a name wins, the first non-empty current-context
+ * wins, missing files skipped), else in-cluster (KUBERNETES_SERVICE_HOST/PORT
+ * and /var/run/secrets/kubernetes.io/serviceaccount, overridable with
+ * $KOP_SERVICEACCOUNT_DIR for tests), else ~/.kube/config. context != NULL
+ * overrides current-context. Relative paths resolve against the directory of
+ * the file that named them. -1 with err naming the file and the problem.
+ */
+int kube_config_load(struct kube_config *cfg, const char *kubeconfig, const char *context, char *err);
+void kube_config_release(struct kube_config *cfg);
+
+/* ---- client ------------------------------------------------------------- */
+
+struct kube_client;
+
+/* Takes cfg's contents (cfg is left empty). timeout_ms = 0: no overall limit for plain requests. */
+struct kube_client *kube_client_new(struct kube_config *cfg, long timeout_ms, char *err);
+void kube_client_free(struct kube_client *c);
+const struct kube_config *kube_client_config(const struct kube_client *c);
+/* "iot-operator/kapply" style User-Agent; default "iot-operator". */
+void kube_client_set_user_agent(struct kube_client *c, const char *ua);
+
+/* The outcome of one request, successful or not. */
+struct kube_response {
+	long code;		/* HTTP status; 0 when no response arrived (connection, TLS, timeout) */
+	jv body;		/* the decoded JSON body (object or Status); jv_null() when none or not JSON */
+	char *reason;		/* Status.reason, else derived from code ("NotFound"), else curl's name */
+	char *message;		/* Status.message, plain-text body, or curl's error */
+	long retry_after_s;	/* Retry-After header or details.retryAfterSeconds; -1 when absent */
+	int transient;		/* kube_classify() of this outcome */
+};
+void kube_response_release(struct kube_response *r);
+
+/*
+ * One classification for every tool (guides/style.md habit 8): transient =
+ * no response (connection refused/reset, DNS, timeout), 408, 429, 5xx (and
+ * 409 for callers that re-read and retry); permanent = other 4xx. 401 is
+ * transient once: the caller calls kube_auth_failed() and retries.
+ */
+int kube_is_transient(long code, CURLcode cc);
+/* The exit code for a failed response: 100 permanent, 111 transient. */
+int kube_exit_code(const struct kube_response *r);
+
+/*
+ * A blocking request. path includes the query ("/api/v1/namespaces?limit=500").
+ * body (consumed) is sent as content_type when valid (jv_invalid() = none).
+ * Returns 0 on 2xx, -1 otherwise; resp is filled in both cases and must be
+ * released. Retries nothing itself: callers decide with their backoff.
+ */
+int kube_request(struct kube_client *c, const char *method, const char *path, const char *content_type,
+		 jv body, struct kube_response *resp);
+
+/*
+ * For callers that drive many transfers with a curl multi handle (kwatch's
+ * watches, kapply's writes in flight): an easy handle set up with the URL,
+ * TLS, credentials (exec plugin run or token file re-read as needed),
+ * User-Agent, Accept: application/json, TCP keepalive, HTTP/2 where offered
+ * and the error buffer. The caller adds its own write/header callbacks and
+ * body, and frees *headers with curl_slist_free_all after the transfer.
+ * NULL with err when credentials cannot be obtained.
+ */
+CURL *kube_easy_new(struct kube_client *c, const char *method, const char *path, struct curl_slist **headers,
+		    char *err);
+/*
+ * Builds a kube_response from a finished transfer: HTTP code, the body
+ * bytes, the Retry-After header value (NULL if none), the curl result and
+ * error buffer.
+ */
+void kube_response_from(struct kube_response *r, long code, const char *body, size_t len,
+			const char *retry_after, CURLcode cc, const char *curl_err);
+/* After a 401: forget the cached credential (exec plugin re-run, token file re-read). */
+void kube_auth_failed(struct kube_client *c);
+
+/* ---- discovery ------------------------------------------------------------ */
+
+struct kube_resource {
+	char *group;		/* "" for core */
+	char *version;		/* "v1" */
+	char *resource;		/* plural, "deployments" */
+	char *kind;		/* "Deployment" */
+	char *api_version;	/* "apps/v1" or "v1" */
+	int namespaced;
+	jv verbs;		/* array of strings */
+};
+void kube_resource_release(struct kube_resource *r);
+
+/*
+ * Resolves a resource name as kubectl does: "deployments", "deployment",
+ * "deploy", "Deployment", "deployments.apps", "deployments.v1.apps",
+ * "iotservices.cp.iot.sap", "iotservices.v1.cp.iot.sap"; the preferred
+ * version of the group wins. Discovery is cached; an unknown name refreshes
+ * the cache once before failing (a CRD just created).
+ */
+int kube_resolve(struct kube_client *c, const char *name, struct kube_resource *out, char *err);
+/* The same from an object's apiVersion and kind (kapply). */
+int kube_resolve_gvk(struct kube_client *c, const char *api_version, const char *kind, struct kube_resource *out,
+		     char *err);
+void kube_discovery_invalidate(struct kube_client *c);
+/*
+ * The resolution itself, on discovery documents already fetched: docs is an
+ * object { "<groupVersion>": <APIResourceList>, ... } and groups the /apis
+ * APIGroupList plus core (for preferred versions). Pure, for tests.
+ */
+int kube_discovery_find(jv docs, jv groups, const char *name, struct kube_resource *out, char *err);
+
+/*
+ * The path of a collection or an object: ns NULL/"" = all namespaces (or
+ * cluster-scoped), name NULL = collection, sub NULL = no subresource.
+ * "/apis/apps/v1/namespaces/ns/deployments/d/status". Caller frees.
+ */
+char *kube_path(const struct kube_resource *r, const char *ns, const char *name, const char *sub);
+/* Percent-encodes a query value (label selectors, continue tokens). Caller frees. */
+char *kube_query_escape(const char *s);
+
+#endif

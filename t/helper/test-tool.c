@@ -1,0 +1,100 @@
+/*
+ * test-tool: exposes lib/ functions to the shell tests (git's t/helper).
+ *   test-tool jsonl [MAXLINE] < input    each value as a compact line; errors as "error: …"
+ *   test-tool backoff BASE CAP JITTER N   N delays in ms, one per line
+ *   test-tool time-parse RFC3339          seconds since the epoch
+ * Exit 0, or 1 when any input was bad.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kop.h"
+#include "jsonl.h"
+#include "test-tool.h"
+#include "banned.h"
+
+static int cmd_jsonl(int argc, char **argv)
+{
+	struct kop_jsonl r;
+	char err[KOP_ERRLEN];
+	int bad = 0;
+
+	kop_jsonl_init(&r, argc > 1 ? strtoul(argv[1], NULL, 10) : 0);
+	for (;;) {
+		jv v;
+		size_t line;
+		int rc = kop_jsonl_next(&r, &v, &line, err);
+
+		if (rc > 0) {
+			printf("%zu ", line);
+			kop_jsonl_write(stdout, v);
+			continue;
+		}
+		if (rc < 0) {
+			printf("error: %s\n", err);
+			bad = 1;
+			continue;
+		}
+		if (r.eof)
+			break;
+		if (kop_jsonl_read_fd(&r, 0) < 0) {
+			perror("read");
+			return 2;
+		}
+	}
+	kop_jsonl_release(&r);
+	return bad;
+}
+
+static int cmd_backoff(int argc, char **argv)
+{
+	struct kop_backoff b;
+	int i, n;
+
+	if (argc < 5)
+		return 2;
+	kop_backoff_init(&b, (unsigned)atoi(argv[1]), (unsigned)atoi(argv[2]), atof(argv[3]));
+	n = atoi(argv[4]);
+	for (i = 0; i < n; i++)
+		printf("%u\n", kop_backoff_next(&b));
+	return 0;
+}
+
+static int cmd_time_parse(int argc, char **argv)
+{
+	time_t t;
+
+	if (argc < 2 || kop_time_parse(argv[1], &t) < 0)
+		return 1;
+	printf("%lld\n", (long long)t);
+	return 0;
+}
+
+static const struct test_cmd builtin_cmds[] = {
+	{ "jsonl", cmd_jsonl },
+	{ "backoff", cmd_backoff },
+	{ "time-parse", cmd_time_parse },
+};
+
+struct test_cmd_list *test_cmd_lists;
+
+int main(int argc, char **argv)
+{
+	size_t i;
+	const struct test_cmd_list *l;
+	const struct test_cmd *c;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: test-tool COMMAND [ARGS]\n");
+		return 2;
+	}
+	for (i = 0; i < sizeof(builtin_cmds) / sizeof(builtin_cmds[0]); i++)
+		if (!strcmp(argv[1], builtin_cmds[i].name))
+			return builtin_cmds[i].fn(argc - 1, argv + 1);
+	for (l = test_cmd_lists; l; l = l->next)
+		for (c = l->cmds; c->name; c++)
+			if (!strcmp(argv[1], c->name))
+				return c->fn(argc - 1, argv + 1);
+	fprintf(stderr, "test-tool: unknown command '%s'\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,48 @@
+#!/bin/sh
+test_description='lib/jsonl: the JSON Lines reader'
+. "${0%/*}/test-lib.sh"
+
+test_expect_success 'values come out one per line with their line numbers' '
+	printf "{\"a\":1}\n\n  [1,2] 3\n\"x\"" >in &&
+	"$KOP_TEST_TOOL" jsonl <in >out &&
+	printf "1 {\"a\":1}\n3 [1,2]\n3 3\n4 \"x\"\n" >expect &&
+	test_cmp expect out
+'
+
+test_expect_success 'a malformed line is reported with its number and skipped' '
+	printf "{\"a\":1}\n{\"a\":\n{oops}\n{\"b\":2}\n" >in &&
+	test_expect_code 1 "$KOP_TEST_TOOL" jsonl <in >out &&
+	grep "^1 {\"a\":1}$" out &&
+	grep "^error: line 2, column 5: Unfinished JSON term" out &&
+	grep "^error: line 3, column [0-9]*: " out &&
+	grep "^4 {\"b\":2}$" out
+'
+
+test_expect_success 'an over-long line is an error and the next line still reads' '
+	{ printf "{\"big\":\""; head -c 5000 /dev/zero | tr "\0" x; printf "\"}\n{\"ok\":true}\n"; } >in &&
+	test_expect_code 1 "$KOP_TEST_TOOL" jsonl 1000 <in >out &&
+	grep "^error: line 1: longer than 1000 bytes" out &&
+	grep "^2 {\"ok\":true}$" out &&
+	test $(wc -l <out) = 2
+'
+
+test_expect_success 'a stream fed in odd-sized pieces reads the same' '
+	f="$SHARED/recordings/deployment/deployments.watch.jsonl" &&
+	(dd bs=7 if="$f" 2>/dev/null) | "$KOP_TEST_TOOL" jsonl >out &&
+	test $(wc -l <out) = $(grep -c . "$f")
+'
+
+test_expect_success 'backoff grows, caps and jitters within bounds' '
+	"$KOP_TEST_TOOL" backoff 800 30000 1.0 12 >out &&
+	awk "NR==1 && (\$1 < 800 || \$1 >= 1600) {exit 1}
+	     NR==12 && (\$1 < 30000 || \$1 >= 60000) {exit 1}" out
+'
+
+test_expect_success 'RFC 3339 times parse with zones and fractions' '
+	test "$("$KOP_TEST_TOOL" time-parse 2024-05-01T10:00:00Z)" = 1714557600 &&
+	test "$("$KOP_TEST_TOOL" time-parse 2024-05-01T12:00:00.5+02:00)" = 1714557600 &&
+	test_must_fail "$KOP_TEST_TOOL" time-parse 2024-05-01 &&
+	test_must_fail "$KOP_TEST_TOOL" time-parse yesterday
+'
+
+test_done
