@@ -1,0 +1,43 @@
+#ifndef KOP_YAML_H
+#define KOP_YAML_H
+/*
+ * YAML to JSON values, through libyaml, the way Kubernetes reads YAML
+ * (sigs.k8s.io/yaml over go-yaml v2): used for kubeconfig files, kapply -f
+ * manifests and program manifests.
+ *
+ * Plain scalars resolve as YAML 1.1 does in go-yaml v2:
+ *   null: "", ~, null, Null, NULL
+ *   bool: true/false, yes/no, on/off, y/n (and their Title/UPPER forms)
+ *   int:  123, -4, +5, 1_000, 0x1F, 0o17, 017 (octal), 0b101
+ *   float: 1.5, .5, 1e3, -2.5E-3
+ *   everything else (dates included) is a string.
+ * Quoted and block (| >) scalars are always strings; explicit tags !!str,
+ * !!int, !!float, !!bool, !!null are honoured (an unknown tag gives a
+ * string). .inf and .nan have no JSON form and are an error. Mapping keys
+ * become strings (1 -> "1", true -> "true"); a null or collection key is an
+ * error. Anchors, aliases and merge keys (<<) work; a later duplicate key
+ * replaces an earlier one.
+ *
+ * Input whose first non-blank character is '{' or '[' is read as a stream
+ * of JSON values first (kubectl's YAMLOrJSONDecoder does the same), and as
+ * YAML if that fails.
+ */
+#include <stddef.h>
+#include <jv.h>
+#include "kop.h"
+
+/*
+ * Parses every document of text[0..len) into *docs_out, a jv array of the
+ * documents' values (owned by the caller). Empty documents (nothing, or only
+ * comments, or a null value) are skipped, as kubectl skips them, so an
+ * empty file gives []. name is used in messages ("manifest.yaml", NULL =
+ * "<input>"). Returns 0, or -1 with err such as
+ *   "unable to parse 'deploy.yaml': line 3, column 7: mapping values are not allowed in this context"
+ * and *docs_out left jv_invalid().
+ */
+int kop_yaml_load(const char *text, size_t len, const char *name, jv *docs_out, char *err);
+
+/* kop_yaml_load of a whole file (at most 64 MiB); name in messages is path. */
+int kop_yaml_load_file(const char *path, jv *docs_out, char *err);
+
+#endif
