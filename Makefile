@@ -119,3 +119,20 @@ clean:
 FORCE:
 .PHONY: all deps check test bench demo install clean FORCE
 .DELETE_ON_ERROR:
+
+# Fuzzing (clang's libFuzzer). Each t/fuzz/fuzz-NAME.c is a target built
+# against the library sources with ASan+UBSan; seed corpora come from the
+# test fixtures (t/fuzz/seeds.sh). make check runs each for a few seconds
+# (t/t0090-fuzz.sh); `make fuzz-run FUZZ=jsonl SECONDS=600` runs one long.
+FUZZ_CC ?= clang
+FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ilib -Icmd $(DEP_CFLAGS)
+FUZZ_TARGETS := $(patsubst t/fuzz/%.c,build/fuzz/%,$(wildcard t/fuzz/fuzz-*.c))
+fuzz: $(FUZZ_TARGETS)
+build/fuzz/fuzz-%: t/fuzz/fuzz-%.c $(LIB_SRCS) $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(LIB_SRCS) $(DEP_LIBS)
+fuzz-run: build/fuzz/fuzz-$(FUZZ)
+	@mkdir -p build/fuzz/corpus-$(FUZZ)
+	t/fuzz/seeds.sh $(FUZZ) build/fuzz/corpus-$(FUZZ)
+	build/fuzz/fuzz-$(FUZZ) -max_total_time=$(or $(SECONDS),600) build/fuzz/corpus-$(FUZZ)
+.PHONY: fuzz fuzz-run

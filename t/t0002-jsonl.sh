@@ -32,6 +32,13 @@ test_expect_success 'a stream fed in odd-sized pieces reads the same' '
 	test $(wc -l <out) = $(grep -c . "$f")
 '
 
+test_expect_success 'two values without a separator inside an object are an error' '
+	printf "{\"a\":\"x\" \"b\"}\n{\"ok\":1}\n" >in &&
+	test_expect_code 1 "$KOP_TEST_TOOL" jsonl <in >out &&
+	grep "^error: line 1, column [0-9]*: Expected separator between values" out &&
+	grep "^2 {\"ok\":1}$" out
+'
+
 test_expect_success 'backoff grows, caps and jitters within bounds' '
 	"$KOP_TEST_TOOL" backoff 800 30000 1.0 12 >out &&
 	awk "NR==1 && (\$1 < 800 || \$1 >= 1600) {exit 1}
