@@ -41,3 +41,19 @@ int kop_yaml_load(const char *text, size_t len, const char *name, jv *docs_out, 
 int kop_yaml_load_file(const char *path, jv *docs_out, char *err);
 
 #endif
+
+/*
+ * This header shadows libyaml's <yaml.h> on the -Ilib path, so it brings in
+ * libyaml's too: "yaml.h" or <yaml.h> from anywhere gets both. Outside the
+ * guard on purpose: when lib/x.c includes "yaml.h" (found beside it), the
+ * #include_next finds this file again through -Ilib, and that inclusion's
+ * #include_next reaches the system header.
+ */
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Winclude-next-absolute-path"
+#endif
+#include_next <yaml.h>
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif

@@ -1,0 +1,601 @@
+/*
+ * YAML to jv through libyaml's event parser, resolving scalars as go-yaml v2
+ * does under sigs.k8s.io/yaml (see yaml.h for the rules).
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "yaml.h"	/* ours, and libyaml's through it */
+#include "banned.h"
+
+#define YAML_MAX_DEPTH 1000
+/* Nodes that aliases may add in one load before we call it a "billion laughs". */
+#define YAML_MAX_ALIAS_NODES 4000000
+
+#define TAG_PREFIX "tag:yaml.org,2002:"
+
+struct yl {
+	yaml_parser_t p;
+	const char *name;
+	char *err;
+	jv anchors;		/* name -> [value, node count] */
+	size_t alias_nodes;
+	int depth;
+};
+
+static int yl_fail(struct yl *y, size_t line, size_t col, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int yl_fail(struct yl *y, size_t line, size_t col, const char *fmt, ...)
+{
+	char msg[KOP_ERRLEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return kop_error(y->err, "unable to parse '%s': line %zu, column %zu: %s", y->name, line + 1, col + 1, msg);
+}
+
+static int yl_next(struct yl *y, yaml_event_t *ev)
+{
+	if (yaml_parser_parse(&y->p, ev))
+		return 0;
+	if (y->p.problem)
+		return yl_fail(y, y->p.problem_mark.line, y->p.problem_mark.column, "%s", y->p.problem);
+	return yl_fail(y, y->p.mark.line, y->p.mark.column, "%s",
+		       y->p.error == YAML_MEMORY_ERROR ? "out of memory" : "invalid YAML");
+}
+
+/* ---- scalars ------------------------------------------------------------ */
+
+static int digit_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return 99;
+}
+
+/*
+ * Go's strconv.ParseInt(s, 0, 64), falling back to ParseUint: optional sign,
+ * 0x/0o/0b prefixes, a leading 0 for octal. 0 and *out, or -1.
+ */
+static int parse_go_int(const char *s, double *out)
+{
+	int neg = 0, base = 10;
+	uint64_t v = 0;
+	const char *p = s;
+
+	if (*p == '+' || *p == '-')
+		neg = *p++ == '-';
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		base = 16;
+		p += 2;
+	} else if (p[0] == '0' && (p[1] == 'o' || p[1] == 'O')) {
+		base = 8;
+		p += 2;
+	} else if (p[0] == '0' && (p[1] == 'b' || p[1] == 'B')) {
+		base = 2;
+		p += 2;
+	} else if (p[0] == '0' && p[1]) {
+		base = 8;
+		p++;
+	}
+	if (!*p)
+		return -1;
+	for (; *p; p++) {
+		int d = digit_value((unsigned char)*p);
+
+		if (d >= base)
+			return -1;
+		if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
+			return -1;
+		v = v * (uint64_t)base + (uint64_t)d;
+	}
+	if (neg) {
+		if (v > (uint64_t)INT64_MAX + 1)
+			return -1;
+		*out = -(double)v;
+	} else {
+		*out = (double)v;
+	}
+	return 0;
+}
+
+/* go-yaml's yamlStyleFloat: ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$ */
+static int is_yaml_float(const char *p)
+{
+	if (*p == '+' || *p == '-')
+		p++;
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return 0;
+		while (isdigit((unsigned char)*p))
+			p++;
+	} else {
+		if (!isdigit((unsigned char)*p))
+			return 0;
+		while (isdigit((unsigned char)*p))
+			p++;
+		if (*p == '.') {
+			p++;
+			while (isdigit((unsigned char)*p))
+				p++;
+		}
+	}
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!isdigit((unsigned char)*p))
+			return 0;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	return *p == 0;
+}
+
+static int in_list(const char *s, const char *const *list)
+{
+	for (; *list; list++)
+		if (!strcmp(s, *list))
+			return 1;
+	return 0;
+}
+
+static const char *const yes_words[] = { "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", NULL };
+static const char *const no_words[] = { "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF", NULL };
+static const char *const null_words[] = { "", "~", "null", "Null", "NULL", NULL };
+static const char *const special_floats[] = { ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF",
+					      "-.inf", "-.Inf", "-.INF", NULL };
+
+/* A number in go-yaml's int or float form: 0 and *out, or -1. */
+static int parse_number(const char *s, size_t len, double *out)
+{
+	char *plain = kop_malloc(len + 1);
+	size_t i, n = 0;
+	int rc = -1;
+
+	for (i = 0; i < len; i++)
+		if (s[i] != '_')
+			plain[n++] = s[i];
+	plain[n] = 0;
+	if (!parse_go_int(plain, out)) {
+		rc = 0;
+	} else if (is_yaml_float(plain)) {
+		double d = strtod(plain, NULL);
+
+		if (isfinite(d)) {
+			*out = d;
+			rc = 0;
+		}
+	}
+	free(plain);
+	return rc;
+}
+
+enum scalar_kind { SC_RESOLVE, SC_STR, SC_INT, SC_FLOAT, SC_BOOL, SC_NULL };
+
+/* The value of a scalar event: 0 and *out, or -1 with the error set. */
+static int scalar_value(struct yl *y, const yaml_event_t *ev, jv *out)
+{
+	const char *s = (const char *)ev->data.scalar.value;
+	size_t len = ev->data.scalar.length;
+	const char *tag = (const char *)ev->data.scalar.tag;
+	enum scalar_kind k = SC_RESOLVE;
+	double d;
+
+	if (tag && !strncmp(tag, TAG_PREFIX, strlen(TAG_PREFIX))) {
+		const char *t = tag + strlen(TAG_PREFIX);
+
+		if (!strcmp(t, "int"))
+			k = SC_INT;
+		else if (!strcmp(t, "float"))
+			k = SC_FLOAT;
+		else if (!strcmp(t, "bool"))
+			k = SC_BOOL;
+		else if (!strcmp(t, "null"))
+			k = SC_NULL;
+		else
+			k = SC_STR;	/* str, binary, timestamp, and the rest */
+	} else if (tag || ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
+		k = SC_STR;	/* quoted, block, "!" or an application tag */
+	}
+	if (k == SC_STR) {
+		*out = jv_string_sized(s, (int)len);
+		return 0;
+	}
+	if (strlen(s) != len) {	/* a NUL inside: never a number, null or bool */
+		if (k != SC_RESOLVE)
+			goto bad;
+		*out = jv_string_sized(s, (int)len);
+		return 0;
+	}
+	if ((k == SC_RESOLVE || k == SC_NULL) && in_list(s, null_words)) {
+		*out = jv_null();
+		return 0;
+	}
+	if (k == SC_RESOLVE || k == SC_BOOL) {
+		if (in_list(s, yes_words)) {
+			*out = jv_true();
+			return 0;
+		}
+		if (in_list(s, no_words)) {
+			*out = jv_false();
+			return 0;
+		}
+	}
+	if ((k == SC_RESOLVE || k == SC_FLOAT) && in_list(s, special_floats))
+		return yl_fail(y, ev->start_mark.line, ev->start_mark.column,
+			       "'%s' has no JSON representation", s);
+	if (k == SC_RESOLVE || k == SC_INT || k == SC_FLOAT) {
+		if (k == SC_INT) {
+			char *plain = kop_malloc(len + 1);
+			size_t i, n = 0;
+			int rc;
+
+			for (i = 0; i < len; i++)
+				if (s[i] != '_')
+					plain[n++] = s[i];
+			plain[n] = 0;
+			rc = parse_go_int(plain, &d);
+			free(plain);
+			if (!rc) {
+				*out = jv_number(d);
+				return 0;
+			}
+		} else if (!parse_number(s, len, &d)) {
+			*out = jv_number(d);
+			return 0;
+		}
+	}
+	if (k == SC_RESOLVE) {
+		*out = jv_string_sized(s, (int)len);
+		return 0;
+	}
+bad:
+	return yl_fail(y, ev->start_mark.line, ev->start_mark.column, "cannot decode '%.64s' as %s", s, tag);
+}
+
+/* ---- collections -------------------------------------------------------- */
+
+static int parse_node(struct yl *y, yaml_event_t *ev, jv *out, size_t *nodes);
+
+/* A mapping key as a string, as sigs.k8s.io/yaml turns keys into JSON. */
+static int key_string(struct yl *y, const yaml_event_t *kev, jv key, jv *out)
+{
+	switch (jv_get_kind(key)) {
+	case JV_KIND_STRING:
+		*out = key;
+		return 0;
+	case JV_KIND_NUMBER:
+	case JV_KIND_TRUE:
+	case JV_KIND_FALSE:
+		*out = jv_dump_string(key, 0);
+		return 0;
+	default:
+		jv_free(key);
+		return yl_fail(y, kev->start_mark.line, kev->start_mark.column, "unsupported mapping key");
+	}
+}
+
+static int is_merge_key(const yaml_event_t *ev)
+{
+	if (ev->type != YAML_SCALAR_EVENT || strcmp((const char *)ev->data.scalar.value, "<<"))
+		return 0;
+	if (ev->data.scalar.tag)
+		return !strcmp((const char *)ev->data.scalar.tag, TAG_PREFIX "merge");
+	return ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+}
+
+/* Adds the keys of src (an object) that dst lacks. Consumes src. */
+static jv merge_missing(jv dst, jv src)
+{
+	jv_object_foreach(src, k, v) {
+		if (jv_object_has(jv_copy(dst), jv_copy(k)))
+			jv_free(v);
+		else
+			dst = jv_object_set(dst, jv_copy(k), v);
+		jv_free(k);
+	}
+	jv_free(src);
+	return dst;
+}
+
+static int parse_mapping(struct yl *y, jv *out, size_t *nodes)
+{
+	jv obj = jv_object(), merges = jv_array();
+	yaml_event_t kev, vev;
+
+	for (;;) {
+		jv key, val;
+		int merge;
+
+		if (yl_next(y, &kev))
+			goto fail;
+		if (kev.type == YAML_MAPPING_END_EVENT) {
+			yaml_event_delete(&kev);
+			break;
+		}
+		merge = is_merge_key(&kev);
+		if (parse_node(y, &kev, &key, nodes)) {
+			yaml_event_delete(&kev);
+			goto fail;
+		}
+		if (yl_next(y, &vev)) {
+			jv_free(key);
+			yaml_event_delete(&kev);
+			goto fail;
+		}
+		if (parse_node(y, &vev, &val, nodes)) {
+			jv_free(key);
+			yaml_event_delete(&kev);
+			yaml_event_delete(&vev);
+			goto fail;
+		}
+		if (merge) {
+			jv_free(key);
+			if (jv_get_kind(val) == JV_KIND_OBJECT) {
+				merges = jv_array_append(merges, val);
+			} else if (jv_get_kind(val) == JV_KIND_ARRAY) {
+				jv_array_foreach(val, i, m) {
+					if (jv_get_kind(m) != JV_KIND_OBJECT) {
+						jv_free(m);
+						jv_free(val);
+						yl_fail(y, vev.start_mark.line, vev.start_mark.column,
+							"map merge requires map or sequence of maps as the value");
+						yaml_event_delete(&kev);
+						yaml_event_delete(&vev);
+						goto fail;
+					}
+					merges = jv_array_append(merges, m);
+				}
+				jv_free(val);
+			} else {
+				jv_free(val);
+				yl_fail(y, vev.start_mark.line, vev.start_mark.column,
+					"map merge requires map or sequence of maps as the value");
+				yaml_event_delete(&kev);
+				yaml_event_delete(&vev);
+				goto fail;
+			}
+		} else {
+			jv ks;
+
+			if (key_string(y, &kev, key, &ks)) {
+				jv_free(val);
+				yaml_event_delete(&kev);
+				yaml_event_delete(&vev);
+				goto fail;
+			}
+			obj = jv_object_set(obj, ks, val);
+		}
+		yaml_event_delete(&kev);
+		yaml_event_delete(&vev);
+	}
+	/* Explicit keys win over merged ones, and an earlier merge over a later one. */
+	jv_array_foreach(merges, i, m)
+		obj = merge_missing(obj, m);
+	jv_free(merges);
+	*out = obj;
+	return 0;
+fail:
+	jv_free(obj);
+	jv_free(merges);
+	return -1;
+}
+
+static int parse_sequence(struct yl *y, jv *out, size_t *nodes)
+{
+	jv arr = jv_array();
+	yaml_event_t ev;
+
+	for (;;) {
+		jv v;
+
+		if (yl_next(y, &ev)) {
+			jv_free(arr);
+			return -1;
+		}
+		if (ev.type == YAML_SEQUENCE_END_EVENT) {
+			yaml_event_delete(&ev);
+			break;
+		}
+		if (parse_node(y, &ev, &v, nodes)) {
+			yaml_event_delete(&ev);
+			jv_free(arr);
+			return -1;
+		}
+		yaml_event_delete(&ev);
+		arr = jv_array_append(arr, v);
+	}
+	*out = arr;
+	return 0;
+}
+
+static void remember_anchor(struct yl *y, const yaml_char_t *anchor, jv v, size_t count)
+{
+	if (!anchor)
+		return;
+	y->anchors = jv_object_set(y->anchors, jv_string((const char *)anchor),
+				   JV_ARRAY(jv_copy(v), jv_number((double)count)));
+}
+
+/* Parses the node that starts with ev (not deleted here). */
+static int parse_node(struct yl *y, yaml_event_t *ev, jv *out, size_t *nodes)
+{
+	size_t mine = 1;
+	int rc;
+
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT:
+		if (scalar_value(y, ev, out))
+			return -1;
+		remember_anchor(y, ev->data.scalar.anchor, *out, 1);
+		*nodes += 1;
+		return 0;
+	case YAML_ALIAS_EVENT: {
+		jv a = jv_object_get(jv_copy(y->anchors), jv_string((const char *)ev->data.alias.anchor));
+		size_t count;
+
+		if (jv_get_kind(a) != JV_KIND_ARRAY) {
+			jv_free(a);
+			return yl_fail(y, ev->start_mark.line, ev->start_mark.column, "unknown anchor '%s' referenced",
+				       (const char *)ev->data.alias.anchor);
+		}
+		count = (size_t)jv_number_value(jv_array_get(jv_copy(a), 1));
+		y->alias_nodes += count;
+		if (y->alias_nodes > YAML_MAX_ALIAS_NODES) {
+			jv_free(a);
+			return yl_fail(y, ev->start_mark.line, ev->start_mark.column,
+				       "document contains excessive aliasing");
+		}
+		*out = jv_array_get(a, 0);
+		*nodes += count;
+		return 0;
+	}
+	case YAML_MAPPING_START_EVENT:
+	case YAML_SEQUENCE_START_EVENT:
+		if (++y->depth > YAML_MAX_DEPTH) {
+			y->depth--;
+			return yl_fail(y, ev->start_mark.line, ev->start_mark.column,
+				       "nested deeper than %d levels", YAML_MAX_DEPTH);
+		}
+		if (ev->type == YAML_MAPPING_START_EVENT)
+			rc = parse_mapping(y, out, &mine);
+		else
+			rc = parse_sequence(y, out, &mine);
+		y->depth--;
+		if (rc)
+			return -1;
+		remember_anchor(y, ev->type == YAML_MAPPING_START_EVENT ? ev->data.mapping_start.anchor
+									: ev->data.sequence_start.anchor,
+				*out, mine);
+		*nodes += mine;
+		return 0;
+	default:
+		return yl_fail(y, ev->start_mark.line, ev->start_mark.column, "unexpected event");
+	}
+}
+
+/* ---- documents ---------------------------------------------------------- */
+
+static int load_yaml(struct yl *y, jv *docs)
+{
+	yaml_event_t ev;
+
+	if (yl_next(y, &ev))
+		return -1;
+	yaml_event_delete(&ev);	/* STREAM-START */
+	for (;;) {
+		jv v;
+		size_t nodes = 0;
+
+		if (yl_next(y, &ev))
+			return -1;
+		if (ev.type == YAML_STREAM_END_EVENT) {
+			yaml_event_delete(&ev);
+			return 0;
+		}
+		yaml_event_delete(&ev);	/* DOCUMENT-START */
+		if (yl_next(y, &ev))
+			return -1;
+		if (parse_node(y, &ev, &v, &nodes)) {
+			yaml_event_delete(&ev);
+			return -1;
+		}
+		yaml_event_delete(&ev);
+		if (yl_next(y, &ev)) {	/* DOCUMENT-END */
+			jv_free(v);
+			return -1;
+		}
+		yaml_event_delete(&ev);
+		/* Anchors do not cross documents. */
+		jv_free(y->anchors);
+		y->anchors = jv_object();
+		if (jv_get_kind(v) == JV_KIND_NULL)
+			jv_free(v);
+		else
+			*docs = jv_array_append(*docs, v);
+	}
+}
+
+/* A stream of JSON values, when the text looks like JSON: 0 and *docs, or -1 (then try YAML). */
+static int load_json(const char *text, size_t len, jv *docs)
+{
+	struct jv_parser *p = jv_parser_new(0);
+	jv arr = jv_array(), v;
+
+	jv_parser_set_buf(p, text, (int)len, 1);
+	while (jv_is_valid(v = jv_parser_next(p))) {
+		if (jv_get_kind(v) == JV_KIND_NULL)
+			jv_free(v);
+		else
+			arr = jv_array_append(arr, v);
+	}
+	jv_parser_free(p);
+	if (jv_invalid_has_msg(jv_copy(v))) {
+		jv_free(v);
+		jv_free(arr);
+		return -1;
+	}
+	jv_free(v);
+	jv_free(*docs);
+	*docs = arr;
+	return 0;
+}
+
+int kop_yaml_load(const char *text, size_t len, const char *name, jv *docs_out, char *err)
+{
+	struct yl y;
+	jv docs = jv_array();
+	size_t i;
+	int rc;
+
+	*docs_out = jv_invalid();
+	for (i = 0; i < len && isspace((unsigned char)text[i]); i++)
+		;
+	if (i < len && (text[i] == '{' || text[i] == '[') && len < INT32_MAX && !load_json(text, len, &docs)) {
+		*docs_out = docs;
+		return 0;
+	}
+	memset(&y, 0, sizeof(y));
+	if (!yaml_parser_initialize(&y.p)) {
+		jv_free(docs);
+		return kop_error(err, "unable to parse '%s': out of memory", name ? name : "<input>");
+	}
+	yaml_parser_set_input_string(&y.p, (const unsigned char *)text, len);
+	y.name = name ? name : "<input>";
+	y.err = err;
+	y.anchors = jv_object();
+	rc = load_yaml(&y, &docs);
+	jv_free(y.anchors);
+	yaml_parser_delete(&y.p);
+	if (rc) {
+		jv_free(docs);
+		return -1;
+	}
+	*docs_out = docs;
+	return 0;
+}
+
+int kop_yaml_load_file(const char *path, jv *docs_out, char *err)
+{
+	char *text;
+	size_t len;
+	int rc;
+
+	*docs_out = jv_invalid();
+	if (kop_read_file(path, 64u << 20, &text, &len, err))
+		return -1;
+	rc = kop_yaml_load(text, len, path, docs_out, err);
+	free(text);
+	return rc;
+}

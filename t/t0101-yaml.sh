@@ -1,0 +1,80 @@
+#!/bin/sh
+test_description='lib/yaml: YAML to JSON as Kubernetes (sigs.k8s.io/yaml) reads it'
+. "${0%/*}/test-lib.sh"
+
+for name in scalars anchors multi; do
+	test_expect_success "$name.yaml reads as $name.expect" '
+		"$KOP_TEST_TOOL" yaml "$FIXTURES/'$name'.yaml" >out &&
+		jq -S -c . "$FIXTURES/'$name'.expect" >expect &&
+		jq -S -c . out >actual &&
+		test_cmp expect actual
+	'
+done
+
+test_expect_success 'an empty file and a file of comments give no documents' '
+	: >empty.yaml &&
+	"$KOP_TEST_TOOL" yaml empty.yaml >out &&
+	test ! -s out &&
+	printf "# nothing\n---\n---\n" >comments.yaml &&
+	"$KOP_TEST_TOOL" yaml comments.yaml >out &&
+	test ! -s out
+'
+
+test_expect_success 'a bad document is an error naming the file, line and column' '
+	test_expect_code 1 "$KOP_TEST_TOOL" yaml "$FIXTURES/bad-indent.yaml" >out &&
+	echo "error: unable to parse '\''$FIXTURES/bad-indent.yaml'\'': line 5, column 2: did not find expected key" >expect &&
+	test_cmp expect out
+'
+
+test_expect_success 'an error in a later document fails the whole file' '
+	printf "a: 1\n---\nb: [1, 2\n" >two.yaml &&
+	test_expect_code 1 "$KOP_TEST_TOOL" yaml two.yaml >out &&
+	grep "^error: unable to parse '\''two.yaml'\'': line 4, column 1: " out
+'
+
+test_expect_success 'unknown anchors, .inf, bad tagged values and collection keys are errors' '
+	printf "a: *nope\n" | test_expect_code 1 "$KOP_TEST_TOOL" yaml >out &&
+	echo "error: unable to parse '\''<input>'\'': line 1, column 4: unknown anchor '\''nope'\'' referenced" >expect &&
+	test_cmp expect out &&
+	printf "x: .inf\n" | test_expect_code 1 "$KOP_TEST_TOOL" yaml >out &&
+	grep "line 1, column 4: '\''.inf'\'' has no JSON representation" out &&
+	printf "x: !!int abc\n" | test_expect_code 1 "$KOP_TEST_TOOL" yaml >out &&
+	grep "cannot decode '\''abc'\'' as tag:yaml.org,2002:int" out &&
+	printf "? [a]\n: 1\n" | test_expect_code 1 "$KOP_TEST_TOOL" yaml >out &&
+	grep "line 1, column 3: unsupported mapping key" out &&
+	printf "~: 1\n" | test_expect_code 1 "$KOP_TEST_TOOL" yaml >out &&
+	grep "unsupported mapping key" out
+'
+
+test_expect_success 'a billion laughs is refused, not expanded' '
+	test_expect_code 1 "$KOP_TEST_TOOL" yaml "$FIXTURES/billion.yaml" >out &&
+	grep "excessive aliasing" out
+'
+
+test_expect_success 'deep nesting is an error, not a crash' '
+	awk "BEGIN { for (i = 0; i < 5000; i++) printf \"[\"; print \"\" }" >deep.yaml &&
+	test_expect_code 1 "$KOP_TEST_TOOL" yaml deep.yaml >out &&
+	grep "nested deeper than 1000 levels" out
+'
+
+test_expect_success 'JSON input is read as JSON, several values in a row' '
+	printf "{\"a\": 1e2, \"b\": \"yes\"}\n[1,\n 2]\nnull\n" >in.json &&
+	"$KOP_TEST_TOOL" yaml in.json >out &&
+	printf "{\"a\":100,\"b\":\"yes\"}\n[1,2]\n" >expect &&
+	test_cmp expect out
+'
+
+test_expect_success 'flow YAML that is not JSON still reads as YAML' '
+	printf "{a: yes, b: [x, 2]}\n" >flow.yaml &&
+	"$KOP_TEST_TOOL" yaml flow.yaml >out &&
+	echo "{\"a\":true,\"b\":[\"x\",2]}" >expect &&
+	test_cmp expect out
+'
+
+test_expect_success 'a missing file is an error naming it' '
+	test_expect_code 1 "$KOP_TEST_TOOL" yaml nope.yaml >out &&
+	echo "error: unable to open '\''nope.yaml'\'': No such file or directory" >expect &&
+	test_cmp expect out
+'
+
+test_done
