@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -225,9 +226,154 @@ void tool_stdout_failed(void)
 
 int tool_finish(int code)
 {
+	tool_metrics_flush(1);
 	if (fflush(stdout) == EOF || ferror(stdout))
 		tool_stdout_failed();
 	if (fclose(stdout) == EOF)
 		tool_stdout_failed();
 	return code;
+}
+
+/* ---- metrics for the supervisor (tool.h) ---------------------------------- */
+
+static struct {
+	int state;		/* 0 unknown, 1 enabled, -1 disabled */
+	int fd;
+	int dirty, broken;
+	int64_t last_ms;
+	jv series;		/* "name{labels}" -> {"name","type","labels","value"} */
+} metrics;
+
+static int metrics_enabled(void)
+{
+	const char *env;
+	char *end;
+	long fd;
+
+	if (metrics.state)
+		return metrics.state > 0;
+	metrics.state = -1;
+	if (!(env = getenv("KOP_STATS_FD")) || !*env)
+		return 0;
+	fd = strtol(env, &end, 10);
+	if (*end || fd < 3 || fd > 1023 || fcntl((int)fd, F_GETFD) < 0)
+		return 0;
+	/* The stats pipe stays ours: not inherited by exec plugins, never blocking. */
+	(void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+	(void)fcntl((int)fd, F_SETFL, fcntl((int)fd, F_GETFL) | O_NONBLOCK);
+	metrics.fd = (int)fd;
+	metrics.series = jv_object();
+	metrics.state = 1;
+	return 1;
+}
+
+static jv metric_labels(const char *labels)
+{
+	jv o = jv_object();
+	const char *p = labels;
+
+	while (p && *p) {
+		const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+		const char *eq = memchr(p, '=', (size_t)(end - p));
+
+		if (eq && eq > p)
+			o = jv_object_set(o, jv_string_sized(p, (int)(eq - p)),
+					  jv_string_sized(eq + 1, (int)(end - eq - 1)));
+		p = comma ? comma + 1 : end;
+	}
+	return o;
+}
+
+static void metric_update(const char *name, const char *labels, const char *type, double v, int add)
+{
+	struct kop_buf key = KOP_BUF_INIT;
+	jv cur;
+
+	if (!metrics_enabled())
+		return;
+	kop_buf_addf(&key, "%s{%s}", name, labels ? labels : "");
+	cur = jv_object_get(jv_copy(metrics.series), jv_string(key.buf));
+	if (jv_get_kind(cur) != JV_KIND_OBJECT) {
+		jv_free(cur);
+		cur = jv_object();
+		cur = jv_object_set(cur, jv_string("name"), jv_string(name));
+		cur = jv_object_set(cur, jv_string("type"), jv_string(type));
+		cur = jv_object_set(cur, jv_string("labels"), metric_labels(labels));
+		cur = jv_object_set(cur, jv_string("value"), jv_number(0));
+	}
+	if (add) {
+		jv old = jv_object_get(jv_copy(cur), jv_string("value"));
+
+		v += jv_get_kind(old) == JV_KIND_NUMBER ? jv_number_value(old) : 0;
+		jv_free(old);
+	}
+	cur = jv_object_set(cur, jv_string("value"), jv_number(v));
+	metrics.series = jv_object_set(metrics.series, jv_string(key.buf), cur);
+	metrics.dirty = 1;
+	kop_buf_release(&key);
+}
+
+void tool_metric_add(const char *name, const char *labels, double delta)
+{
+	metric_update(name, labels, "counter", delta, 1);
+}
+
+void tool_metric_set(const char *name, const char *labels, double value)
+{
+	metric_update(name, labels, "gauge", value, 0);
+}
+
+void tool_metric_request(const char *method, long code)
+{
+	char labels[64];
+
+	if (code > 0)
+		snprintf(labels, sizeof(labels), "code=%ld,method=%s", code, method);
+	else
+		snprintf(labels, sizeof(labels), "code=<error>,method=%s", method);
+	tool_metric_add("rest_client_requests_total", labels, 1);
+}
+
+void tool_metrics_flush(int force)
+{
+	struct kop_buf line = KOP_BUF_INIT;
+	jv all, dump;
+	ssize_t n;
+	size_t off = 0;
+	int64_t now;
+
+	if (!metrics_enabled() || !metrics.dirty)
+		return;
+	now = kop_mono_ms();
+	if (!force && now - metrics.last_ms < 200)
+		return;
+	all = jv_array();
+	jv_object_foreach(metrics.series, k, v) {
+		all = jv_array_append(all, v);
+		jv_free(k);
+	}
+	dump = jv_dump_string(jv_object_set(jv_object(), jv_string("metrics"), all), 0);
+	/* After a line was cut short, a newline first ends the garbled line for the reader. */
+	kop_buf_addf(&line, "%s%s\n", metrics.broken ? "\n" : "", jv_string_value(dump));
+	jv_free(dump);
+	while (off < line.len) {
+		/* A socket (what iot-operator gives) never raises SIGPIPE; a pipe works too. */
+		n = send(metrics.fd, line.buf + off, line.len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == ENOTSOCK)
+			n = write(metrics.fd, line.buf + off, line.len - off);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		break;
+	}
+	if (off == line.len) {
+		metrics.dirty = metrics.broken = 0;
+		metrics.last_ms = now;
+	} else if (off > 0) {
+		metrics.broken = 1;
+	}
+	kop_buf_release(&line);
 }

@@ -90,4 +90,22 @@ noreturn void tool_stdout_failed(void);
 /* End of main(): flush and close stdout, turning errors into 111 (or quiet EPIPE). */
 int tool_finish(int code);
 
+/*
+ * Metrics for the supervisor (README "iot-operator", "Stage metrics").
+ * iot-operator gives each stage a pipe and names it in KOP_STATS_FD; the
+ * tool's counters and gauges travel there as JSON lines, values cumulative
+ * since the tool started, so a dropped line loses nothing:
+ *   {"metrics":[{"name":"rest_client_requests_total","type":"counter",
+ *                "labels":{"code":"200","method":"PATCH"},"value":12},...]}
+ * labels is NULL or "key=value,key=value" (values without ',' or '=').
+ * Without KOP_STATS_FD everything here is a cheap no-op. Writes never block
+ * the tool: a line that does not fit the pipe is dropped.
+ */
+void tool_metric_add(const char *name, const char *labels, double delta);	/* a counter */
+void tool_metric_set(const char *name, const char *labels, double value);	/* a gauge */
+/* rest_client_requests_total{code,method}; code 0 (no response) counts as "<error>", as client-go does. */
+void tool_metric_request(const char *method, long code);
+/* Sends the values if any changed: at most every 200 ms unless force. tool_finish() forces. */
+void tool_metrics_flush(int force);
+
 #endif
