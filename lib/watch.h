@@ -1,0 +1,146 @@
+#ifndef KOP_WATCH_H
+#define KOP_WATCH_H
+/*
+ * The list-and-watch state machine of one resource (kwatch keeps one per
+ * watched collection). It knows no HTTP client: the caller asks it for the
+ * next request path, feeds it what the server answered and is told what to
+ * do next. So it runs offline in tests (t/helper/test-watch.c).
+ *
+ * What it guarantees downstream (through the emit callback): every change
+ * exactly once, in order, across reconnects and relists. It keeps, per
+ * object, only the key (namespace/name), uid and the resourceVersion last
+ * emitted (struct kw_map), not the objects. After a relist (410 Expired) it
+ * emits the difference between that map and the new state: ADDED for new
+ * objects, MODIFIED for changed ones (another resourceVersion), DELETED for
+ * vanished ones (a stub: kind, apiVersion, metadata name/namespace/uid and
+ * the relist's resourceVersion), DELETED + ADDED for a name reused by a new
+ * uid. guides/kube-api.md §1-2 describe the protocol.
+ *
+ * Requests, in order:
+ *  - initial state: a streaming list (watch with sendInitialEvents=true,
+ *    resourceVersionMatch=NotOlderThan, allowWatchBookmarks=true), or, once
+ *    the server refused that with 400/422, a paged LIST (limit, continue);
+ *  - then a WATCH from the last resourceVersion seen (bookmarks requested).
+ */
+#include <stdint.h>
+#include <jv.h>
+#include "kop.h"
+#include "jsonl.h"
+
+#define KW_PAGE_SIZE 500
+
+enum kw_req {
+	KW_REQ_NONE,
+	KW_REQ_STREAM,		/* streaming list: initial ADDEDs, end bookmark, then a watch */
+	KW_REQ_LIST,		/* one page of a paged LIST; the body is a whole List */
+	KW_REQ_WATCH		/* a watch from w->rv */
+};
+
+/* What the caller does after kw_watch_done(). */
+enum kw_next {
+	KW_NEXT_NOW,		/* send kw_watch_request() at once */
+	KW_NEXT_BACKOFF,	/* wait (backoff, at least retry_after_s) then send the next request */
+	KW_NEXT_AUTH,		/* 401: refresh the credentials, then as KW_NEXT_BACKOFF */
+	KW_NEXT_FORBIDDEN,	/* 403: permanent, report loudly (w->err_*) */
+	KW_NEXT_FATAL		/* another permanent refusal (bad selector...): report (w->err_*) */
+};
+
+/* An object downstream was told about. One allocation: key, uid, rv follow the struct. */
+struct kw_entry {
+	struct kw_entry *next;
+	uint32_t hash;
+	unsigned gen;		/* the relist generation that last saw it */
+	uint32_t klen, ulen, rvlen;
+	char data[];		/* "ns/name\0uid\0rv\0" */
+};
+
+struct kw_map {
+	struct kw_entry **slots;
+	size_t nslots, count;
+};
+
+/*
+ * emit: one event for downstream. type "ADDED", "MODIFIED" or "DELETED";
+ * object consumed.
+ */
+typedef void kw_emit_fn(void *ctx, const char *type, jv object);
+
+struct kw_watch {
+	/* configuration (kw_watch_init; owned) */
+	char *name;		/* as the user named it, for messages */
+	char *path;		/* collection path, "/api/v1/namespaces/ns/pods" */
+	char *kind, *api_version;
+	char *label_selector, *field_selector;	/* NULL = none */
+	int streaming;		/* 1: try the streaming list; cleared by a 400/422 answer */
+	unsigned watch_timeout_s;	/* timeoutSeconds of a watch (0 = server's default) */
+	int quiet;		/* emit nothing until the first sync ends (--no-initial) */
+	kw_emit_fn *emit;
+	void *ctx;
+
+	/* state */
+	enum kw_req req;	/* the request in flight (set by kw_watch_request) */
+	int need_list;		/* the state must be (re)read before watching */
+	int synced;		/* the initial state has been delivered once */
+	int in_init;		/* a streaming list before its end bookmark */
+	unsigned gen;		/* relist generation */
+	char *rv;		/* where a watch resumes; NULL = none yet */
+	char *cont;		/* continue token of the paged list in progress */
+	char *sync_rv;		/* resourceVersion of the last completed (re)list */
+	struct kw_map map;
+	struct kop_jsonl reader;	/* the body of a watch */
+	size_t events;		/* events received by the current request */
+	size_t bad_lines;	/* malformed lines received (skipped) */
+	jv stream_error;	/* the Status of an ERROR event, or jv_invalid() */
+
+	/* the refusal that kw_watch_done() reports (KW_NEXT_FORBIDDEN, FATAL, BACKOFF) */
+	long err_code;
+	char err[KOP_ERRLEN];
+};
+
+void kw_watch_init(struct kw_watch *w, const char *name, const char *path, const char *kind,
+		   const char *api_version, const char *label_selector, const char *field_selector);
+void kw_watch_release(struct kw_watch *w);
+
+/*
+ * The path and query of the next request (caller frees). Resets the
+ * per-request state. Its verb, for messages: kw_watch_verb().
+ */
+char *kw_watch_request(struct kw_watch *w);
+const char *kw_watch_verb(const struct kw_watch *w);
+
+/*
+ * Body bytes of a watch or streaming list answered 200. Events are applied
+ * and emitted as they complete. Returns 0, or -1 with err describing a
+ * malformed line (skipped; feeding may go on).
+ */
+int kw_watch_feed(struct kw_watch *w, const char *data, size_t len, char *err);
+
+/* The body of a LIST page answered 200 (consumed). -1 with err when it is no List. */
+int kw_watch_list(struct kw_watch *w, jv list, char *err);
+
+/*
+ * The request ended. code: HTTP status (0 = none arrived); transport_ok:
+ * the transfer completed (CURLE_OK); status: the decoded error body
+ * (consumed; jv_null() when none); elapsed_ms: how long the request lasted.
+ * Decides what comes next and prepares the state for it.
+ */
+enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv status, int64_t elapsed_ms);
+
+/*
+ * The caller abandoned the request (idle watch, shutdown): the next request
+ * resumes where the stream stopped.
+ */
+void kw_watch_abort(struct kw_watch *w);
+
+/* Compares resourceVersions as kube-apiserver's decimal ones: by length, then bytes. */
+int kw_rv_cmp(const char *a, const char *b);
+
+/* The map (exposed for tests). */
+void kw_map_init(struct kw_map *m);
+void kw_map_release(struct kw_map *m);
+struct kw_entry *kw_map_get(const struct kw_map *m, const char *key);
+static inline const char *kw_entry_key(const struct kw_entry *e) { return e->data; }
+static inline const char *kw_entry_uid(const struct kw_entry *e) { return e->data + e->klen + 1; }
+static inline const char *kw_entry_rv(const struct kw_entry *e) { return e->data + e->klen + e->ulen + 2; }
+
+#endif
