@@ -94,9 +94,12 @@ int kube_request(struct kube_client *c, const char *method, const char *path, co
  * For callers that drive many transfers with a curl multi handle (kwatch's
  * watches, kapply's writes in flight): an easy handle set up with the URL,
  * TLS, credentials (exec plugin run or token file re-read as needed),
- * User-Agent, Accept: application/json, TCP keepalive, HTTP/2 where offered
- * and the error buffer. The caller adds its own write/header callbacks and
- * body, and frees *headers with curl_slist_free_all after the transfer.
+ * User-Agent, Accept: application/json, TCP keepalive, HTTP/2 where offered.
+ * No overall timeout is set (watches run long). The caller adds its own
+ * write/header callbacks, body, timeout and CURLOPT_ERRORBUFFER (curl keeps
+ * no buffer the caller could read otherwise), may curl_slist_append more
+ * headers to *headers (the list is never empty, so its head stays put), and
+ * frees *headers with curl_slist_free_all after curl_easy_cleanup.
  * NULL with err when credentials cannot be obtained.
  */
 CURL *kube_easy_new(struct kube_client *c, const char *method, const char *path, struct curl_slist **headers,
@@ -104,7 +107,7 @@ CURL *kube_easy_new(struct kube_client *c, const char *method, const char *path,
 /*
  * Builds a kube_response from a finished transfer: HTTP code, the body
  * bytes, the Retry-After header value (NULL if none), the curl result and
- * error buffer.
+ * error buffer (NULL or "" = curl_easy_strerror(cc)).
  */
 void kube_response_from(struct kube_response *r, long code, const char *body, size_t len,
 			const char *retry_after, CURLcode cc, const char *curl_err);
