@@ -1,0 +1,713 @@
+/*
+ * What jq 1.6 cannot do (lib/render.h): YAML text in gopkg.in/yaml.v2
+ * v2.2.2's style, MD5 and SHA-256 digests, base64.
+ *
+ * yaml.v2's encoder is a Go port of libyaml's emitter, so libyaml's emitter
+ * writes the same bytes once it is fed the same events. What yaml.v2 adds on
+ * top, and what is reproduced here, is the choice of scalar style:
+ *  - a string containing a newline asks for a literal block scalar;
+ *  - a string that would read back as something else when plain (a bool,
+ *    null, int, float or timestamp under yaml.v2's resolver, or a base-60
+ *    float) asks for double quotes;
+ *  - anything else asks for plain, which libyaml downgrades to single quotes
+ *    (or double quotes) when the text is unsafe as a plain scalar.
+ * And one emitter detail: yaml.v2 never writes the "..." document end marker
+ * that libyaml 0.2.5 writes after a trailing "|+" scalar.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+#include <openssl/evp.h>
+#include "render.h"
+#include "banned.h"
+
+/* ---- yaml.v2's resolver: would this plain text read back as a string? ---- */
+
+static int all_digits(const char *s, size_t n)
+{
+	size_t i;
+
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isdigit((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+/* Go's getnum(s, false): one or two digits. Returns digits consumed, 0 on error. */
+static size_t getnum12(const char *s, int *out)
+{
+	if (!isdigit((unsigned char)s[0]))
+		return 0;
+	if (isdigit((unsigned char)s[1])) {
+		*out = (s[0] - '0') * 10 + (s[1] - '0');
+		return 2;
+	}
+	*out = s[0] - '0';
+	return 1;
+}
+
+static int days_in(int month, int year)
+{
+	static const int days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+
+	if (month == 2 && ((year % 4 == 0 && year % 100 != 0) || year % 400 == 0))
+		return 29;
+	return days[month - 1];
+}
+
+/*
+ * Go's time.Parse for the layouts yaml.v2 tries, written as a tiny pattern:
+ * Y year (4 digits), M month, D day, H hour, I minute, S second (1-2
+ * digits each), F optional ".digits", Z "Z" or "+hh:mm"; other bytes literal.
+ */
+static int ts_match(const char *s, const char *layout)
+{
+	int year = 0, month = 0, day = 0, v = 0;
+	size_t n;
+
+	for (; *layout; layout++) {
+		switch (*layout) {
+		case 'Y':
+			if (!all_digits(s, 4))
+				return 0;
+			year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
+			s += 4;
+			break;
+		case 'M':
+		case 'D':
+		case 'H':
+		case 'I':
+		case 'S':
+			if (!(n = getnum12(s, &v)))
+				return 0;
+			s += n;
+			if (*layout == 'M') {
+				if (v < 1 || v > 12)
+					return 0;
+				month = v;
+			} else if (*layout == 'D') {
+				day = v;
+			} else if ((*layout == 'H' && v > 23) || v > 59) {
+				return 0;
+			}
+			break;
+		case 'F':
+			if ((s[0] == '.' || s[0] == ',') && isdigit((unsigned char)s[1])) {
+				s++;
+				while (isdigit((unsigned char)*s))
+					s++;
+			}
+			break;
+		case 'Z':
+			if (*s == 'Z') {
+				s++;
+				break;
+			}
+			if ((s[0] != '+' && s[0] != '-') || !all_digits(s + 1, 2) || s[3] != ':' ||
+			    !all_digits(s + 4, 2))
+				return 0;
+			s += 6;
+			break;
+		default:
+			if (*s != *layout)
+				return 0;
+			s++;
+		}
+	}
+	if (*s)
+		return 0;
+	return day >= 1 && month >= 1 && day <= days_in(month, year);
+}
+
+static int is_timestamp(const char *s, size_t len)
+{
+	static const char *const layouts[] = { "Y-M-DTH:I:SFZ", "Y-M-DtH:I:SFZ", "Y-M-D H:I:SF", "Y-M-D" };
+	size_t i;
+
+	if (len < 5 || !all_digits(s, 4) || s[4] != '-')
+		return 0;
+	for (i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		if (ts_match(s, layouts[i]))
+			return 1;
+	return 0;
+}
+
+static int digit_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return 99;
+}
+
+/* Go's strconv.ParseInt(s, 0, 64) or ParseUint(s, 0, 64) succeeds (no underscores left). */
+static int go_parses_as_int(const char *s)
+{
+	int neg = 0, base = 10;
+	unsigned long long v = 0, limit;
+
+	if (*s == '+' || *s == '-') {
+		neg = *s == '-';
+		s++;
+	}
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	} else if (s[0] == '0' && (s[1] == 'b' || s[1] == 'B')) {
+		base = 2;
+		s += 2;
+	} else if (s[0] == '0' && (s[1] == 'o' || s[1] == 'O')) {
+		base = 8;
+		s += 2;
+	} else if (s[0] == '0' && s[1]) {
+		base = 8;
+		s++;
+	}
+	if (!*s)
+		return 0;
+	for (; *s; s++) {
+		int d = digit_value((unsigned char)*s);
+
+		if (d >= base)
+			return 0;
+		if (v > (~0ULL - (unsigned)d) / (unsigned)base)
+			return 0;
+		v = v * (unsigned)base + (unsigned)d;
+	}
+	/* ParseInt: |v| within int64; ParseUint (no sign): within uint64. */
+	limit = neg ? (1ULL << 63) : ~0ULL;
+	return v <= limit;
+}
+
+/* yamlStyleFloat: ^[-+]?[0-9]*\.?[0-9]+([eE][-+][0-9]+)?$ and a finite value. */
+static int yaml_style_float(const char *s)
+{
+	const char *p = s, *q;
+	double d;
+
+	if (*p == '+' || *p == '-')
+		p++;
+	q = p;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (*p == '.') {
+		p++;
+		q = p;
+		if (!isdigit((unsigned char)*p))
+			return 0;
+		while (isdigit((unsigned char)*p))
+			p++;
+	} else if (p == q) {
+		return 0;
+	}
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p != '+' && *p != '-')
+			return 0;
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return 0;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	if (*p)
+		return 0;
+	errno = 0;
+	d = strtod(s, NULL);
+	return isfinite(d);
+}
+
+/* Go's ParseFloat for a text that starts with '.': ".5", ".5e3". */
+static int go_parses_dot_float(const char *s)
+{
+	const char *p = s + 1;
+
+	if (!isdigit((unsigned char)*p))
+		return 0;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!isdigit((unsigned char)*p))
+			return 0;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	return !*p && isfinite(strtod(s, NULL));
+}
+
+/* ^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$ */
+static int is_base60_float(const char *s)
+{
+	int groups = 0;
+
+	if (*s == '+' || *s == '-')
+		s++;
+	if (!isdigit((unsigned char)*s))
+		return 0;
+	s++;
+	while (isdigit((unsigned char)*s) || *s == '_')
+		s++;
+	while (*s == ':') {
+		s++;
+		if (s[0] >= '0' && s[0] <= '5' && isdigit((unsigned char)s[1]))
+			s += 2;
+		else if (isdigit((unsigned char)s[0]))
+			s++;
+		else
+			return 0;
+		groups++;
+	}
+	if (!groups)
+		return 0;
+	if (*s == '.') {
+		s++;
+		while (isdigit((unsigned char)*s) || *s == '_')
+			s++;
+	}
+	return !*s;
+}
+
+static int plain_resolves_to_str(const char *s, size_t len)
+{
+	static const char *const special[] = {
+		"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON",
+		"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF",
+		"", "~", "null", "Null", "NULL", ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF",
+		"+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", "<<",
+	};
+	char hint;
+	size_t i, j;
+	char *plain;
+	int is_str;
+
+	if (!len)
+		return 0;
+	switch (s[0]) {
+	case '+': case '-':
+		hint = 'S';
+		break;
+	case '0': case '1': case '2': case '3': case '4':
+	case '5': case '6': case '7': case '8': case '9':
+		hint = 'D';
+		break;
+	case 'y': case 'Y': case 'n': case 'N': case 't': case 'T':
+	case 'f': case 'F': case 'o': case 'O': case '~':
+		hint = 'M';
+		break;
+	case '.':
+		hint = '.';
+		break;
+	default:
+		return 1;
+	}
+	for (i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+		if (strlen(special[i]) == len && !memcmp(special[i], s, len))
+			return 0;
+	if (hint == 'M')
+		return 1;
+	if (memchr(s, 0, len))
+		return 1;
+	if (hint == '.')
+		return !go_parses_dot_float(s);
+	if (is_timestamp(s, len))
+		return 0;
+	plain = kop_malloc(len + 1);
+	for (i = j = 0; i < len; i++)
+		if (s[i] != '_')
+			plain[j++] = s[i];
+	plain[j] = 0;
+	is_str = !go_parses_as_int(plain) && !yaml_style_float(plain);
+	free(plain);
+	return is_str;
+}
+
+/* ---- the emitter ---- */
+
+static int write_handler(void *data, unsigned char *buffer, size_t size)
+{
+	kop_buf_add(data, buffer, size);
+	return 1;
+}
+
+static int emitter_error(yaml_emitter_t *e, char *err)
+{
+	return kop_error(err, "unable to emit yaml: %s", e->problem ? e->problem : "unknown error");
+}
+
+static int emit_scalar(yaml_emitter_t *e, const char *s, size_t len, yaml_scalar_style_t style, char *err)
+{
+	yaml_event_t ev;
+
+	if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)len, 1, 1, style))
+		return kop_error(err, "unable to emit yaml: out of memory");
+	if (!yaml_emitter_emit(e, &ev))
+		return emitter_error(e, err);
+	return 0;
+}
+
+static int emit_string(yaml_emitter_t *e, const char *s, size_t len, char *err)
+{
+	yaml_scalar_style_t style;
+
+	if (memchr(s, '\n', len))
+		style = YAML_LITERAL_SCALAR_STYLE;
+	else if (plain_resolves_to_str(s, len) && !is_base60_float(s))
+		style = YAML_PLAIN_SCALAR_STYLE;
+	else
+		style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+	return emit_scalar(e, s, len, style, err);
+}
+
+/*
+ * Go's strconv.FormatFloat(f, 'g', -1, 64): the shortest digits that read
+ * back, exponent form when exp < -4 || exp >= 21 ('g' with shortest uses
+ * eprec 21 when the digits fit), "e+06"-style exponents.
+ */
+static void format_go_float(double d, char *buf, size_t len)
+{
+	char tmp[64], digits[32], *p;
+	int prec, exp, nd = 0;
+
+	if (isnan(d)) {
+		snprintf(buf, len, ".nan");
+		return;
+	}
+	if (isinf(d)) {
+		snprintf(buf, len, d > 0 ? ".inf" : "-.inf");
+		return;
+	}
+	for (prec = 0; prec < 17; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*e", prec, d);
+		if (strtod(tmp, NULL) == d)
+			break;
+	}
+	/* tmp is "-d.ddde+XX": collect digits and the exponent. */
+	for (p = tmp; *p && *p != 'e'; p++)
+		if (isdigit((unsigned char)*p) && nd < (int)sizeof(digits) - 1)
+			digits[nd++] = *p;
+	digits[nd] = 0;
+	exp = atoi(p + 1);
+	if (exp < -4 || exp >= (nd > 21 ? nd : 21)) {
+		snprintf(buf, len, "%s%c%s%.*se%c%02d", d < 0 ? "-" : "", digits[0], nd > 1 ? "." : "",
+			 nd - 1, digits + 1, exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+	} else if (exp < 0) {
+		snprintf(buf, len, "%s0.%0*d%s", d < 0 ? "-" : "", -exp - 1, 0, digits);
+		if (-exp - 1 == 0)
+			snprintf(buf, len, "%s0.%s", d < 0 ? "-" : "", digits);
+	} else if (nd <= exp + 1) {
+		snprintf(buf, len, "%s%s%0*d", d < 0 ? "-" : "", digits, exp + 1 - nd, 0);
+		if (exp + 1 - nd == 0)
+			snprintf(buf, len, "%s%s", d < 0 ? "-" : "", digits);
+	} else {
+		snprintf(buf, len, "%s%.*s.%s", d < 0 ? "-" : "", exp + 1, digits, digits + exp + 1);
+	}
+}
+
+static int emit_value(yaml_emitter_t *e, jv v, int depth, char *err);
+
+static int emit_mapping(yaml_emitter_t *e, jv v, int depth, char *err)
+{
+	yaml_event_t ev;
+	int it, rc = 0;
+
+	yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE);
+	if (!yaml_emitter_emit(e, &ev))
+		return emitter_error(e, err);
+	for (it = jv_object_iter(v); rc == 0 && jv_object_iter_valid(v, it); it = jv_object_iter_next(v, it)) {
+		jv key = jv_object_iter_key(v, it);
+
+		rc = emit_string(e, jv_string_value(key), (size_t)jv_string_length_bytes(jv_copy(key)), err);
+		jv_free(key);
+		if (rc == 0)
+			rc = emit_value(e, jv_object_iter_value(v, it), depth + 1, err);
+	}
+	if (rc)
+		return rc;
+	yaml_mapping_end_event_initialize(&ev);
+	if (!yaml_emitter_emit(e, &ev))
+		return emitter_error(e, err);
+	return 0;
+}
+
+static int emit_sequence(yaml_emitter_t *e, jv v, int depth, char *err)
+{
+	yaml_event_t ev;
+	int i, n = jv_array_length(jv_copy(v));
+
+	yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
+	if (!yaml_emitter_emit(e, &ev))
+		return emitter_error(e, err);
+	for (i = 0; i < n; i++)
+		if (emit_value(e, jv_array_get(jv_copy(v), i), depth + 1, err))
+			return -1;
+	yaml_sequence_end_event_initialize(&ev);
+	if (!yaml_emitter_emit(e, &ev))
+		return emitter_error(e, err);
+	return 0;
+}
+
+/* Emits v (borrowed... consumed: v is freed here). */
+static int emit_value(yaml_emitter_t *e, jv v, int depth, char *err)
+{
+	char num[64];
+	double d;
+	int rc;
+
+	if (depth > 256) {
+		jv_free(v);
+		return kop_error(err, "unable to emit yaml: value nested deeper than 256 levels");
+	}
+	switch (jv_get_kind(v)) {
+	case JV_KIND_OBJECT:
+		rc = emit_mapping(e, v, depth, err);
+		break;
+	case JV_KIND_ARRAY:
+		rc = emit_sequence(e, v, depth, err);
+		break;
+	case JV_KIND_STRING:
+		rc = emit_string(e, jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)), err);
+		break;
+	case JV_KIND_NUMBER:
+		/* Integral values are Go ints in the original's structs. */
+		d = jv_number_value(v);
+		if (d == floor(d) && fabs(d) < 9.2e18)
+			snprintf(num, sizeof(num), "%lld", (long long)d);
+		else
+			format_go_float(d, num, sizeof(num));
+		rc = emit_scalar(e, num, strlen(num), YAML_PLAIN_SCALAR_STYLE, err);
+		break;
+	case JV_KIND_TRUE:
+		rc = emit_scalar(e, "true", 4, YAML_PLAIN_SCALAR_STYLE, err);
+		break;
+	case JV_KIND_FALSE:
+		rc = emit_scalar(e, "false", 5, YAML_PLAIN_SCALAR_STYLE, err);
+		break;
+	case JV_KIND_NULL:
+		rc = emit_scalar(e, "null", 4, YAML_PLAIN_SCALAR_STYLE, err);
+		break;
+	default:
+		rc = kop_error(err, "unable to emit yaml: invalid value");
+	}
+	jv_free(v);
+	return rc;
+}
+
+char *kop_yaml_emit(jv v, char *err)
+{
+	yaml_emitter_t e;
+	yaml_event_t ev;
+	struct kop_buf out = KOP_BUF_INIT;
+	int ok;
+
+	if (!yaml_emitter_initialize(&e)) {
+		jv_free(v);
+		kop_error(err, "unable to emit yaml: out of memory");
+		return NULL;
+	}
+	yaml_emitter_set_output(&e, write_handler, &out);
+	yaml_emitter_set_unicode(&e, 1);
+	yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+	ok = yaml_emitter_emit(&e, &ev);
+	if (ok) {
+		yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
+		ok = yaml_emitter_emit(&e, &ev);
+	}
+	if (!ok) {
+		emitter_error(&e, err);
+		jv_free(v);
+		goto fail;
+	}
+	if (emit_value(&e, v, 0, err))
+		goto fail;
+	/* yaml.v2 writes no "..." after an open-ended ("|+") last scalar. */
+	e.open_ended = 0;
+	yaml_document_end_event_initialize(&ev, 1);
+	ok = yaml_emitter_emit(&e, &ev);
+	if (ok) {
+		yaml_stream_end_event_initialize(&ev);
+		ok = yaml_emitter_emit(&e, &ev);
+	}
+	if (ok)
+		ok = yaml_emitter_flush(&e);
+	if (!ok) {
+		emitter_error(&e, err);
+		goto fail;
+	}
+	yaml_emitter_delete(&e);
+	if (!out.buf)
+		kop_buf_add(&out, "", 0);
+	return kop_buf_detach(&out, NULL);
+fail:
+	yaml_emitter_delete(&e);
+	kop_buf_release(&out);
+	return NULL;
+}
+
+/* ---- digests and base64 ---- */
+
+static int digest_hex(const EVP_MD *md, const char *s, size_t len, jv *out, char *err)
+{
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned int n = 0, i;
+	char hex[2 * EVP_MAX_MD_SIZE + 1];
+
+	if (!EVP_Digest(s, len, d, &n, md, NULL))
+		return kop_error(err, "unable to compute digest '%s'", EVP_MD_get0_name(md));
+	for (i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	hex[2 * n] = 0;
+	*out = jv_string(hex);
+	return 0;
+}
+
+static int base64_encode(const char *s, size_t len, jv *out, char *err)
+{
+	size_t cap = 4 * ((len + 2) / 3) + 1;
+	unsigned char *b;
+	size_t done = 0, wrote = 0;
+
+	b = kop_malloc(cap);
+	/* EVP_EncodeBlock takes an int length: encode in slices that keep it small. */
+	while (done < len) {
+		size_t chunk = len - done > 3u << 20 ? 3u << 20 : len - done;
+
+		wrote += (size_t)EVP_EncodeBlock(b + wrote, (const unsigned char *)s + done, (int)chunk);
+		done += chunk;
+	}
+	b[wrote] = 0;
+	*out = jv_string_sized((const char *)b, (int)wrote);
+	free(b);
+	(void)err;
+	return 0;
+}
+
+int kop_fn_call(const char *name, jv arg, jv *out, char *err)
+{
+	const char *s;
+	size_t len;
+	int rc;
+
+	if (!strcmp(name, "yaml")) {
+		char *text = kop_yaml_emit(arg, err);
+
+		if (!text)
+			return -1;
+		*out = jv_string(text);
+		free(text);
+		return 0;
+	}
+	if (strcmp(name, "md5") && strcmp(name, "sha256") && strcmp(name, "base64")) {
+		jv_free(arg);
+		return kop_error(err, "unknown function '%s'", name);
+	}
+	if (jv_get_kind(arg) != JV_KIND_STRING) {
+		kop_error(err, "function '%s' needs a string, not %s", name, jv_kind_name(jv_get_kind(arg)));
+		jv_free(arg);
+		return -1;
+	}
+	s = jv_string_value(arg);
+	len = (size_t)jv_string_length_bytes(jv_copy(arg));
+	if (!strcmp(name, "md5"))
+		rc = digest_hex(EVP_md5(), s, len, out, err);
+	else if (!strcmp(name, "sha256"))
+		rc = digest_hex(EVP_sha256(), s, len, out, err);
+	else
+		rc = base64_encode(s, len, out, err);
+	jv_free(arg);
+	return rc;
+}
+
+/* {"$fn": NAME, "arg": X} exactly: two keys, NAME a string. */
+static int is_directive(jv v)
+{
+	jv name;
+	int ok;
+
+	if (jv_get_kind(v) != JV_KIND_OBJECT || jv_object_length(jv_copy(v)) != 2 ||
+	    !jv_object_has(jv_copy(v), jv_string("arg")))
+		return 0;
+	name = jv_object_get(jv_copy(v), jv_string("$fn"));
+	ok = jv_get_kind(name) == JV_KIND_STRING;
+	jv_free(name);
+	return ok;
+}
+
+static int resolve(jv v, jv *out, int depth, char *err)
+{
+	jv_kind kind = jv_get_kind(v);
+
+	if (depth > 512) {
+		jv_free(v);
+		return kop_error(err, "value nested deeper than 512 levels");
+	}
+	if (kind == JV_KIND_ARRAY) {
+		int i, n = jv_array_length(jv_copy(v));
+
+		for (i = 0; i < n; i++) {
+			jv item;
+
+			if (resolve(jv_array_get(jv_copy(v), i), &item, depth + 1, err)) {
+				jv_free(v);
+				return -1;
+			}
+			v = jv_array_set(v, i, item);
+		}
+		*out = v;
+		return 0;
+	}
+	if (kind != JV_KIND_OBJECT) {
+		*out = v;
+		return 0;
+	}
+	if (is_directive(v)) {
+		jv name = jv_object_get(jv_copy(v), jv_string("$fn"));
+		jv arg;
+		int rc;
+
+		if (resolve(jv_object_get(jv_copy(v), jv_string("arg")), &arg, depth + 1, err)) {
+			jv_free(name);
+			jv_free(v);
+			return -1;
+		}
+		rc = kop_fn_call(jv_string_value(name), arg, out, err);
+		jv_free(name);
+		jv_free(v);
+		return rc;
+	}
+	{
+		jv keys = jv_keys_unsorted(jv_copy(v));
+		int i, n = jv_array_length(jv_copy(keys));
+
+		for (i = 0; i < n; i++) {
+			jv key = jv_array_get(jv_copy(keys), i), item;
+
+			if (resolve(jv_object_get(jv_copy(v), jv_copy(key)), &item, depth + 1, err)) {
+				jv_free(key);
+				jv_free(keys);
+				jv_free(v);
+				return -1;
+			}
+			v = jv_object_set(v, key, item);
+		}
+		jv_free(keys);
+	}
+	*out = v;
+	return 0;
+}
+
+int kop_fn_resolve(jv v, jv *out, char *err)
+{
+	return resolve(v, out, 0, err);
+}

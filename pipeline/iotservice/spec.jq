@@ -1,0 +1,215 @@
+# spec.jq: the IoTService spec as the original operator decoded it
+# (original-operator.md §1.2), its defaults (§1.5) and its validation.
+#
+# iot_spec: .spec (any JSON) -> the typed, defaulted spec, every field
+# present in the original's struct order; or error({field, value, message})
+# naming the first bad field.
+
+include "kop";
+
+# The field set in struct order, which is also config.yml's key order.
+# Leaf types: "s" string, "i" int, "i32" int32, "b" bool, "r" resources.
+# A leaf type ending in "-" is used by the manifests only, never written to
+# config.yml.
+def iot_spec_schema:
+  def common: {image: "s-", size: "i32-", resources: "r-"};
+  def db: {hostname: "s", port: "s", dbadminuser: "s", dbadminpassword: "s"};
+  {
+    instance_namespace: "s",
+    instance_owner_pwd: "s",
+    client_auth_cert: ["s"],
+    server_cert: "s",
+    domain_name: "s",
+    mms: ({listening_address: "s", max_heap_size: "s", amq_store_size_mb: "i"} + common
+          + {container_port_jms: "s", container_port_jms_tls: "s", container_port_hazelcast: "s",
+             persistent_volume_claim_size: "s"}),
+    core: ({listening_address: "s", max_heap_size: "s"} + common
+           + {container_port_http: "s", container_port_hazelcast: "s"}),
+    core_spring: ({enabled: "b", max_heap_size: "s", database: db} + common
+                  + {container_port: "s", persistent_volume_claim_size: "s"}),
+    data_migration: {enabled: "b"},
+    measure_migration: {enabled: "b"},
+    processing: ({max_heap_size: "s", database: (db + {dbname: "s"}),
+                  types: {kafka: {enabled: "b"},
+                          iotae: {enabled: "b", user: "s", password: "s", brokers: "s", token_url: "s",
+                                  subaccount_id: "s"},
+                          sql: {enabled: "b"}, internalsql: {enabled: "b"}, http: {enabled: "b"}}}
+                 + common
+                 + {container_port: "s",
+                    kafkaProducer: {acks: "s", maxBlockInMs: "s", requestTimeoutInMs: "s", retries: "s",
+                                    retryBackoffInMs: "s", maxRequestSize: "s"},
+                    throughputConfiguration: {sqlQueueCapacity: "s", httpQueueCapacity: "s",
+                                              kafkaQueueCapacity: "s", leonardoIotQueueCapacity: "s",
+                                              internalSqlQueueCapacity: "s",
+                                              batching: {batchSize: "s", forceTimeoutMilliseconds: "s",
+                                                         checkPeriodForCommitTimeoutMilliseconds: "s",
+                                                         numberOfThreads: "s", maxSizeMbytes: "s",
+                                                         maxThreadsWaitingForMeasures: "s",
+                                                         maxThreadsProcessingMeasures: "s"}}}),
+    cockpit: ({listening_address: "s", max_heap_size: "s",
+               iot_connect_365: {enabled: "b", host: "s", application_token: "s"}} + common
+              + {container_port: "s"}),
+    gateway: {enable_device_vitality: "b", enable_measure_validation: "b",
+              mqtt: ({listening_address: "s", max_heap_size: "s", amq_store_size_mb: "i"} + common
+                     + {amq_temp_size_mb: "i", tenant_exposed: "b", container_port: "s",
+                        persistent_volume_claim_size: "s"}),
+              rest: ({listening_address: "s", max_heap_size: "s"} + common
+                     + {commands_ttl: "i", container_port: "s"})},
+    haproxy: (common + {container_port_http: "s", container_port_https: "s", container_port_mqtt: "s",
+                        container_port_jms: "s"}),
+    postgresql: (common + {container_port: "s-"}),
+    certificate: {provider: "s", registration_authority_certificate_password: "s",
+                  tcs: {certificate_authority_url: "s"}},
+    metering: {maas: {enabled: "b", organization_id: "s", space_id: "s", instance_id: "s", domain: "s",
+                      region: "s", client_id: "s", client_secret: "s"},
+               enabled: "b", organization_id: "s", space_id: "s", domain: "s", instance_id: "s",
+               resource_id: "s", user: "s", password: "s"},
+    processing_services: [{name: "s",
+                           properties: {"processing.kafka.brokers": "s", "processing.kafka.topic.metadata": "s",
+                                        "processing.kafka.topic.measures": "s", "processing.kafka.user": "s",
+                                        "processing.kafka.password": "s", "processing.kafka.tokenurl": "s",
+                                        "processing.http.url": "s",
+                                        "processing.http.headers": [{name: "s", value: "s"}]}}],
+    packetdb: db,
+    last_alive: {enabled: "b", period_seconds: "i"},
+    enable_multi_protocol_support: "b",
+    jwt_validation_url: "s",
+    imagePullPolicy: "s-",
+    imagePullSecrets: "s-",
+    enableNetworkPolicies: "b-",
+    auditlog: {enabled: "b", domain: "s", user: "s", password: "s", subAccountId: "s",
+               auditLogLastEventCache: {expireAfterWriteSec: "i", maxSize: "i"}},
+    on_boarding: "s",
+    enable_monitoring: "b-"
+  };
+
+# THE defaults table (original-operator.md §1.5): a string is defaulted when
+# it is "", an int when it is 0. Nothing else is defaulted. deploy/'s CRD
+# carries the same values as schema defaults.
+def iot_defaults:
+  [
+    [["auditlog", "auditLogLastEventCache", "expireAfterWriteSec"], 60],
+    [["mms", "container_port_hazelcast"], "5701"],
+    [["mms", "container_port_jms"], "61619"],
+    [["mms", "container_port_jms_tls"], "61620"],
+    [["mms", "persistent_volume_claim_size"], "10Gi"],
+    [["core", "container_port_http"], "8161"],
+    [["core", "container_port_hazelcast"], "5801"],
+    [["core_spring", "container_port"], "8081"],
+    [["core_spring", "persistent_volume_claim_size"], "2Gi"],
+    [["processing", "container_port"], "8082"],
+    [["processing", "kafkaProducer", "acks"], "1"],
+    [["processing", "kafkaProducer", "maxBlockInMs"], "3000"],
+    [["processing", "kafkaProducer", "requestTimeoutInMs"], "30000"],
+    [["processing", "kafkaProducer", "retries"], "20"],
+    [["processing", "kafkaProducer", "retryBackoffInMs"], "5000"],
+    [["processing", "kafkaProducer", "maxRequestSize"], "1048576"],
+    [["processing", "throughputConfiguration", "sqlQueueCapacity"], "200"],
+    [["processing", "throughputConfiguration", "httpQueueCapacity"], "200"],
+    [["processing", "throughputConfiguration", "kafkaQueueCapacity"], "200"],
+    [["processing", "throughputConfiguration", "leonardoIotQueueCapacity"], "200"],
+    [["processing", "throughputConfiguration", "internalSqlQueueCapacity"], "200"],
+    [["processing", "throughputConfiguration", "batching", "batchSize"], "5000"],
+    [["processing", "throughputConfiguration", "batching", "forceTimeoutMilliseconds"], "2000"],
+    [["processing", "throughputConfiguration", "batching", "checkPeriodForCommitTimeoutMilliseconds"], "1000"],
+    [["processing", "throughputConfiguration", "batching", "numberOfThreads"], "8"],
+    [["processing", "throughputConfiguration", "batching", "maxSizeMbytes"], "128"],
+    [["processing", "throughputConfiguration", "batching", "maxThreadsWaitingForMeasures"], "100"],
+    [["processing", "throughputConfiguration", "batching", "maxThreadsProcessingMeasures"], "8"],
+    [["cockpit", "container_port"], "8080"],
+    [["gateway", "mqtt", "container_port"], "61628"],
+    [["gateway", "mqtt", "amq_temp_size_mb"], 1000],
+    [["gateway", "mqtt", "persistent_volume_claim_size"], "20Gi"],
+    [["gateway", "rest", "container_port"], "8699"],
+    [["gateway", "rest", "commands_ttl"], 21600000],
+    [["haproxy", "container_port_http"], "80"],
+    [["haproxy", "container_port_https"], "443"],
+    [["haproxy", "container_port_mqtt"], "8883"],
+    [["haproxy", "container_port_jms"], "61616"],
+    [["postgresql", "container_port"], "5432"],
+    [["on_boarding"], "oneproduct"]
+  ];
+
+# "spec.a.b[0].c" for an error message.
+def iot_field($path):
+  reduce $path[] as $p ("spec"; if ($p | type) == "number" then . + "[\($p)]" else . + "." + $p end);
+
+def iot_fail($path; $value; $message): error({field: iot_field($path), value: $value, message: $message});
+
+# Decodes . against $schema as Go's JSON decoder did: null is the zero value,
+# unknown fields are dropped, a type mismatch is an error naming the field.
+def iot_decode($schema; $path):
+  if ($schema | type) == "object" then
+    if . == null then {}
+    elif type == "object" then .
+    else iot_fail($path; .; "must be an object") end
+    | . as $in
+    | reduce ($schema | keys_unsorted[]) as $k ({}; . + {($k): ($in[$k] | iot_decode($schema[$k]; $path + [$k]))})
+  elif ($schema | type) == "array" then
+    if . == null then []
+    elif type == "array" then [to_entries[] | .key as $i | .value | iot_decode($schema[0]; $path + [$i])]
+    else iot_fail($path; .; "must be a list") end
+  else
+    ($schema | rtrimstr("-")) as $t
+    | if $t == "s" then
+        if . == null then "" elif type == "string" then . else iot_fail($path; .; "must be a string") end
+      elif $t == "b" then
+        if . == null then false elif type == "boolean" then . else iot_fail($path; .; "must be a boolean") end
+      elif $t == "i" or $t == "i32" then
+        if . == null then 0
+        elif type == "number" and . == floor and
+             (if $t == "i32" then (. >= -2147483648 and . <= 2147483647)
+              else (. >= -9007199254740991 and . <= 9007199254740991) end) then .
+        else iot_fail($path; .; "must be an integer") end
+      elif $t == "r" then
+        if . == null then {}
+        elif type == "object" then .
+        else iot_fail($path; .; "must be an object with limits and requests") end
+        | . as $r
+        | reduce (["limits", "requests"][] | select($r[.] != null)) as $k ({};
+            if ($r[$k] | type) != "object" then iot_fail($path + [$k]; $r[$k]; "must be a map of quantities")
+            else
+              ($r[$k] | to_entries | map(
+                 .key as $name
+                 | (.value | if type == "number" then tostring else . end | kop_quantity) as $q
+                 | if $q == null or ($q | startswith("-")) then
+                     iot_fail($path + [$k, $name]; .value; "is not a valid quantity")
+                   else {key: $name, value: $q} end)
+               | from_entries) as $map
+              # an empty map is stored as absent (B11)
+              | if ($map | length) > 0 then . + {($k): $map} else . end
+            end)
+      else . end
+  end;
+
+# The typed spec with the defaults of §1.5 and tenant_exposed forced false.
+def iot_spec:
+  iot_decode(iot_spec_schema; [])
+  | reduce iot_defaults[] as [$path, $value] (.;
+      if getpath($path) == "" or getpath($path) == 0 then setpath($path; $value) else . end)
+  | .gateway.mqtt.tenant_exposed = false;
+
+# Checks what the manifests need; error({field, value, message}) on the first problem.
+# $components: the [path, component] pairs that are rendered.
+def iot_validate($components):
+  . as $s
+  | def port($path):
+      ($s | getpath($path)) as $v
+      | if ($v | test("^[0-9]{1,5}$")) and ($v | tonumber) >= 1 and ($v | tonumber) <= 65535 then .
+        else iot_fail($path; $v; "is not a port number (1-65535)") end;
+    ($components[] as [$path, $c]
+      | ($s | getpath($path)) as $b
+      | if $b.size < 0 then iot_fail($path + ["size"]; $b.size; "must not be negative") else . end
+      | if $b.image == "" then iot_fail($path + ["image"]; ""; "must not be empty") else . end
+      | ($b | keys_unsorted[] | select(startswith("container_port"))) as $k | port($path + [$k]))
+    , (if ["", "Always", "IfNotPresent", "Never"] | index([$s.imagePullPolicy]) then .
+       else iot_fail(["imagePullPolicy"]; $s.imagePullPolicy; "must be Always, IfNotPresent or Never") end)
+    , (if $s.imagePullSecrets == "" or ($s.imagePullSecrets | kop_dns1123_label) or
+          ($s.imagePullSecrets | test("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$") and length <= 253) then .
+       else iot_fail(["imagePullSecrets"]; $s.imagePullSecrets; "is not a valid secret name") end)
+    , ([["mms", "persistent_volume_claim_size"], ["gateway", "mqtt", "persistent_volume_claim_size"]][] as $path
+       | ($s | getpath($path)) as $v
+       | if ($v | kop_quantity) == null or ($v | kop_quantity | startswith("-")) then
+           iot_fail($path; $v; "is not a valid quantity")
+         else . end)
+  | empty;

@@ -1,0 +1,108 @@
+# kop.jq: helpers every reconcile program may `include "kop";` (jq 1.6).
+#
+# Directives: jq 1.6 cannot call C, so these return {"$fn": NAME, "arg": .}
+# objects that ireconcile resolves (lib/render.c, innermost first) before it
+# compares the desired object with the live one. They compose:
+#   $config | yaml | base64enc     Secret data holding the YAML text
+#   $config | yaml | md5           checksum annotation of the same bytes
+def yaml: {"$fn": "yaml", "arg": .};
+def md5: {"$fn": "md5", "arg": .};
+def sha256: {"$fn": "sha256", "arg": .};
+def base64enc: {"$fn": "base64", "arg": .};
+
+# Is this value an unresolved directive?
+def kop_is_fn: type == "object" and has("$fn") and has("arg") and length == 2;
+
+# A Kubernetes DNS-1123 label (namespace names): at most 63 characters,
+# lowercase alphanumerics and '-', alphanumeric at both ends.
+def kop_dns1123_label: type == "string" and length <= 63 and test("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
+
+# ---- resource.Quantity, canonicalised as apimachinery does ----
+#
+# kop_quantity: string -> canonical string ("0.5" -> "500m", "1024Mi" ->
+# "1Gi", "2000" -> "2k", "1e3" -> "1e3"), or null when the text is not a
+# quantity. Values whose exact integer form needs more than 53 bits cannot be
+# handled with jq's doubles and are returned as given.
+
+def _kop_pow($b; $e): reduce range(0; $e) as $i (1; . * $b);
+
+# [amount, times]: amount with every factor $f removed, and how many.
+def _kop_remove_factors($f):
+  if . == 0 then [0, 0]
+  else [., 0] | until((.[0] % $f) != 0; [(.[0] / $f), .[1] + 1])
+  end;
+
+def _kop_dec_suffix($e):
+  {"-9": "n", "-6": "u", "-3": "m", "0": "", "3": "k", "6": "M", "9": "G", "12": "T", "15": "P", "18": "E"}[$e | tostring];
+
+def kop_quantity:
+  if type != "string" then null
+  else
+    (capture("^(?<sign>[+-]?)(?<int>[0-9]*)(\\.(?<frac>[0-9]*))?(?<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$") // null) as $m
+    | if $m == null or (($m.int + ($m.frac // "")) | length) == 0 then null
+      else
+        ($m.frac // "") as $frac
+        | (($m.int + $frac) | sub("^0+"; "")) as $digits
+        | ($m.suffix // "") as $suffix
+        | (if ($suffix | test("^[eE]")) then "exp" elif ($suffix | endswith("i")) then "bin" else "dec" end) as $format
+        | (if $format == "exp" then ($suffix[1:] | tonumber)
+           elif $format == "dec" then ({"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}[$suffix])
+           else 0 end) as $e10s
+        | (if $format == "bin" then ({"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}[$suffix]) else 0 end) as $k
+        | if $digits == "" then "0"
+          elif ($digits | length) > 15 then .
+          else
+            # value = mantissa * 10^scale, mantissa an integer
+            ($digits | tonumber) as $mant0
+            | ($e10s - ($frac | length)) as $scale0
+            | ($mant0 * _kop_pow(1024; $k)) as $mant1
+            | if $mant1 >= 9007199254740992 then .
+              else
+                # round up to nano precision, as apimachinery does
+                (if $scale0 < -9 then
+                   [((($mant1 / _kop_pow(10; -9 - $scale0)) | ceil)), -9]
+                 else [$mant1, $scale0] end) as [$mant, $scale]
+                | (if $format == "bin" then
+                     (if $scale >= 0 then ($mant * _kop_pow(10; $scale))
+                      elif ($mant % _kop_pow(10; -$scale)) == 0 then ($mant / _kop_pow(10; -$scale))
+                      else null end) as $int
+                     | if $int != null and $int >= 1024 and $int < 9007199254740992 then "bin" else "dec" end
+                   else $format end) as $out
+                | if $out == "bin" then
+                    ($mant * _kop_pow(10; ([$scale, 0] | max)) / _kop_pow(10; ([-$scale, 0] | max))) as $int
+                    | ($int | _kop_remove_factors(1024)) as [$amount, $times]
+                    | ($m.sign | if . == "-" then "-" else "" end) + ($amount | tostring)
+                      + (["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][$times])
+                  else
+                    ($mant | _kop_remove_factors(10)) as [$a0, $t]
+                    | ($scale + $t) as $e0
+                    | (if ($e0 % 3 + 3) % 3 == 1 then [$a0 * 10, $e0 - 1]
+                       elif ($e0 % 3 + 3) % 3 == 2 then [$a0 * 100, $e0 - 2]
+                       else [$a0, $e0] end) as [$amount, $exp]
+                    | if $amount >= 9007199254740992 then .
+                      else
+                        ($m.sign | if . == "-" then "-" else "" end) + ($amount | tostring)
+                        + (if $out == "exp" then (if $exp == 0 then "" else "e\($exp)" end)
+                           else (_kop_dec_suffix($exp) // "e\($exp)") end)
+                      end
+                  end
+              end
+          end
+      end
+  end;
+
+# ---- metav1.Condition lists ----
+#
+# kop_condition($old; $type; $status; $reason; $message; $gen; $now): the
+# condition, keeping lastTransitionTime from $old (a conditions array) when
+# its status did not change.
+def kop_condition($old; $type; $status; $reason; $message; $gen; $now):
+  (($old // []) | map(select(.type == $type)) | first // null) as $prev
+  | {type: $type, status: $status, observedGeneration: $gen,
+     lastTransitionTime: (if $prev != null and $prev.status == $status and ($prev.lastTransitionTime // null) != null
+                          then $prev.lastTransitionTime else $now end),
+     reason: $reason, message: $message};
+
+# Seconds since the epoch of an RFC 3339 time ("2026-01-02T03:04:05Z", with
+# or without a fraction); null when it cannot be read.
+def kop_epoch: if type == "string" then (sub("\\.[0-9]+Z$"; "Z") | try fromdateiso8601 catch null) else null end;
