@@ -6,7 +6,7 @@
  * failures, discovery. guides/kube-api.md §0-5 and §7 is the reference.
  *
  * Ownership: structs are owned by the caller and released with their
- * *_release/*_free function; strings inside them belong to the struct.
+ * _release or _free function; strings inside them belong to the struct.
  * Secrets (tokens, keys, passwords) live only in memory and never appear in
  * an error message.
  */
