@@ -1,0 +1,184 @@
+# sync.jq: one reconcile of one IoTService (iotservice.md §2-6), run by
+# ireconcile with the input described in README.md ("Writing a program"):
+#   {parent, children, related, settings, aggregates, errors, finalizing, now}
+# and returning {children, status, events, resyncAfterSeconds, finalized}.
+
+include "kop";
+include "spec";
+include "config";
+include "children";
+
+# Kinds the program owns, as ireconcile keys them (program.yml: children).
+def iot_child_kinds:
+  ["Namespace.v1", "Secret.v1", "Service.v1", "Deployment.apps/v1", "StatefulSet.apps/v1",
+   "NetworkPolicy.networking.k8s.io/v1"];
+
+# "Deployment.apps/v1" -> {kind, apiVersion}
+def iot_kind_of: index(".") as $i | {kind: .[:$i], apiVersion: .[$i + 1:]};
+
+# Identity-only copies of the observed children: desired that way, nothing
+# is written and nothing is pruned (an invalid spec freezes the instance).
+def iot_stubs($children):
+  [iot_child_kinds[] as $key | ($key | iot_kind_of) as $k
+   | ($children[$key] // {})[]
+   | {apiVersion: $k.apiVersion, kind: $k.kind,
+      metadata: ({name: .metadata.name} + (if .metadata.namespace then {namespace: .metadata.namespace} else {} end))}];
+
+def iot_key_of: "\(.kind).\(.apiVersion)";
+
+# Why a required child is not ready, or empty (iotservice.md §4).
+def iot_not_ready($live):
+  . as $want
+  | if $live == null then "\($want.kind) \($want.metadata.name) is missing"
+    elif $want.kind == "Deployment" then
+      ($live.status // {}) as $st
+      | ($live.spec.replicas // 1) as $r
+      | if ($st.observedGeneration // 0) < ($live.metadata.generation // 0) or $r != $want.spec.replicas then
+          "Deployment \($want.metadata.name) is not updated yet"
+        elif ($st.updatedReplicas // 0) != $r or ($st.availableReplicas // 0) != $r or ($st.readyReplicas // 0) != $r then
+          "Deployment \($want.metadata.name) has \($st.readyReplicas // 0)/\($r) ready, \($st.updatedReplicas // 0) updated, \($st.availableReplicas // 0) available"
+        else empty end
+    elif $want.kind == "StatefulSet" then
+      ($live.status // {}) as $st
+      | ($live.spec.replicas // 1) as $r
+      | if ($st.observedGeneration // 0) < ($live.metadata.generation // 0) or $r != $want.spec.replicas then
+          "StatefulSet \($want.metadata.name) is not updated yet"
+        elif ($st.readyReplicas // 0) != $r or ($st.replicas // 0) != $r then
+          "StatefulSet \($want.metadata.name) has \($st.readyReplicas // 0)/\($r) ready"
+        elif ($st.currentRevision // "") != ($st.updateRevision // "") then
+          "StatefulSet \($want.metadata.name) is rolling out revision \($st.updateRevision)"
+        else empty end
+    elif $want.kind == "Service" and $want.spec.type == "LoadBalancer" then
+      if (($live.status.loadBalancer.ingress // []) | length) == 0 then
+        "Service \($want.metadata.name) has no load-balancer ingress yet"
+      else empty end
+    else empty end;
+
+# Changes the API forbids (iotservice.md §3): a StatefulSet's PVC template,
+# a workload's selector. Keeps the live value in the desired object and
+# reports the field, so that everything else is still reconciled.
+def iot_immutable($children):
+  reduce .[] as $d ({children: [], problems: []};
+    (($children[$d | iot_key_of] // {})[$d.metadata.name]) as $live
+    | if $live != null and ($d.kind == "Deployment" or $d.kind == "StatefulSet") then
+        (if ($live.spec.selector // null) != null and $live.spec.selector != $d.spec.selector then
+           .problems += ["\($d.kind) \($d.metadata.name): the selector \($live.spec.selector.matchLabels // {} | tojson) cannot change to \($d.spec.selector.matchLabels | tojson); delete the object to have it recreated"]
+         else . end)
+        | if $d.kind == "StatefulSet" and ($live.spec.volumeClaimTemplates // null) != null and
+             ([$live.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: (.spec.resources.requests.storage | kop_quantity)}]
+              != [$d.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: .spec.resources.requests.storage}]) then
+            .problems += ["StatefulSet \($d.metadata.name): volumeClaimTemplates cannot change (storage \($live.spec.volumeClaimTemplates | map(.spec.resources.requests.storage) | join(",")) to \($d.spec.volumeClaimTemplates | map(.spec.resources.requests.storage) | join(","))); the field is spec.\(if ($d.metadata.name | startswith("gateway-mqtt-")) then "gateway.mqtt" else "mms" end).persistent_volume_claim_size"]
+            | .children += [$d | .spec.volumeClaimTemplates = $live.spec.volumeClaimTemplates]
+          else .children += [$d] end
+      else .children += [$d] end);
+
+def iot_error_text:
+  "\(.op // "apply") of \(.ref.kind // "object") \(if .ref.namespace then "\(.ref.namespace)/" else "" end)\(.ref.name // "") failed: \(if .code then "\(.code) " else "" end)\(.reason // "")\(if .message then ": \(.message)" else "" end)";
+
+. as $in
+| $in.settings.operatorName as $o
+| $in.parent.metadata.name as $x
+| "\($o)-\($x)" as $ns
+| ($in.children // {}) as $children
+| ($in.parent.metadata.generation // 0) as $gen
+| ($in.parent.status // {}) as $old
+| ($in.now // (now | todate)) as $now
+| if $in.finalizing then
+    # iotservice.md §5: only our namespace is deleted (the engine prunes
+    # what carries our labels); done when it is gone or terminating.
+    (($children["Namespace.v1"] // {})[$ns]) as $nsobj
+    | ($nsobj == null or $nsobj.metadata.deletionTimestamp != null or $nsobj.status.phase == "Terminating") as $gone
+    | {children: [], status: null,
+       events: (if $gone then [] else [{type: "Normal", reason: "Deleting", message: "deleting namespace \($ns)"}] end),
+       finalized: $gone}
+  else
+    (($old.conditions // []) | map(select(.type == "Progressing")) | first // {}) as $oldProgressing
+    # --- the spec, its defaults and its validation ---
+    | (try (
+         if ($ns | kop_dns1123_label) | not then
+           error({field: "metadata.name", value: $x,
+                  message: "gives the instance namespace '\($ns)', which is not a valid namespace name (at most 63 lowercase letters, digits and '-')"})
+         else . end
+         | ($in.parent.spec | iot_spec) as $spec
+         | ($spec | iot_validate([iot_components($spec)[] | [.path, .c]])) , {spec: $spec}
+       ) catch (if type == "object" and has("field") then {invalid: .} else error(.) end)) as $checked
+    | ($checked.invalid // null) as $invalid
+    | (if $invalid == null then
+         $checked.spec as $spec
+         | iot_config($spec; $x; $ns) as $config
+         | iot_children({o: $o, x: $x, ns: $ns, spec: $spec, config: $config,
+                         pullSecret: (($in.related["Secret.v1"] // {})["\($o)/image-pull-secret"])})
+       else [] end) as $desired0
+    | ($desired0 | iot_immutable($children)) as $imm
+    # --- the parallel-update limit (§6), counted from the cluster's statuses ---
+    | "\($in.parent.metadata.namespace)/\($x)" as $key
+    | ((($in.aggregates.rolling // []) - [$key]) | length) as $rollingOthers
+    | ($in.settings.maxParallelUpdates // 30) as $maxParallel
+    | ($oldProgressing.reason == "UpdateQueued") as $wasQueued
+    | ($gen != ($old.observedGeneration // null)) as $newGeneration
+    | ($invalid == null and (($old.phase == "Available" and $newGeneration) or $wasQueued)) as $updateRequested
+    | ($updateRequested and $rollingOthers >= $maxParallel) as $queued
+    | ($updateRequested and ($queued | not)) as $admitted
+    | ($invalid == null and ($queued | not) and ($newGeneration or $wasQueued)) as $fresh
+    # --- what is not there or not ready ---
+    | [$imm.children[] | . as $d | iot_not_ready(($children[$d | iot_key_of] // {})[$d.metadata.name])] as $notReady
+    | [($in.errors // [])[] | select((.op // "apply") == "apply" or .op == "delete" or .op == "patch") | iot_error_text] as $errors
+    | ($in.settings.progressDeadlineSeconds // 900) as $deadline
+    | (if $oldProgressing.status == "True" then ($oldProgressing.lastTransitionTime | kop_epoch) else null end) as $since
+    | (($now | kop_epoch) // 0) as $nowEpoch
+    # --- the phase, its reason and the conditions ---
+    | (if $invalid != null then
+         {phase: "Failed", reason: "invalid \($invalid.field) \($invalid.value | tojson): \($invalid.message)",
+          progressing: ["False", "InvalidSpec"]}
+       elif ($imm.problems | length) > 0 then
+         {phase: "Failed", reason: ($imm.problems | join("; ")), progressing: ["False", "ImmutableField"]}
+       elif ($errors | length) > 0 then
+         {phase: "Failed", reason: ($errors | join("; ")), progressing: ["False", "ApplyFailed"]}
+       elif $queued then
+         {phase: "Processing",
+          message: "update queued: \($rollingOthers) of at most \($maxParallel) instances are rolling out",
+          progressing: ["False", "UpdateQueued"]}
+       elif ($notReady | length) == 0 and ($fresh | not) then
+         {phase: "Available", message: "all required children are ready", progressing: ["False", "Complete"]}
+       else
+         ((if $fresh then ["spec generation \($gen) is being applied"] else [] end + $notReady)
+          | if length > 4 then .[:4] + ["\(length - 4) more"] else . end | join("; ")) as $what
+         | (if $admitted or ($oldProgressing.reason == "Updating" and $old.phase == "Processing") then "Updating"
+            else "Reconciling" end) as $why
+         | if ($fresh | not) and ($oldProgressing.reason == "ProgressDeadlineExceeded") then
+             {phase: "Failed", reason: "progress deadline exceeded: \($what)", progressing: ["False", "ProgressDeadlineExceeded"]}
+           elif ($fresh | not) and $since != null and ($nowEpoch - $since) > $deadline then
+             {phase: "Failed", reason: "progress deadline exceeded: \($what)", progressing: ["False", "ProgressDeadlineExceeded"]}
+           else
+             {phase: "Processing", message: $what, progressing: ["True", $why],
+              resync: (if $since != null then ([$deadline - ($nowEpoch - $since), 1] | max) else $deadline end)}
+           end
+       end) as $p
+    | ($in.children["Pod.v1"] // {}) as $pods
+    | ({phase: $p.phase}
+      + (if $p.phase == "Failed" then {reason: $p.reason} else {} end)
+      + {observedGeneration: $gen,
+         pods: ([$pods[] | select(.metadata.namespace == $ns and .metadata.labels.instance == $x and .status.phase == "Running")
+                 | .metadata.name] | sort),
+         conditions: [
+           kop_condition($old.conditions; "Available"; (if $p.phase == "Available" then "True" else "False" end);
+                         (if $p.phase == "Available" then "AllChildrenReady" elif $p.phase == "Failed" then "Failed"
+                          else "ChildrenNotReady" end);
+                         ($p.reason // $p.message); $gen; $now),
+           kop_condition($old.conditions; "Progressing"; $p.progressing[0]; $p.progressing[1];
+                         ($p.reason // $p.message); $gen; $now)]}) as $status
+    | {children: (if $invalid != null or $queued then iot_stubs($children) else $imm.children end),
+       status: $status,
+       events: ((if $p.phase != ($old.phase // "") then
+                   [{type: (if $p.phase == "Failed" then "Warning" else "Normal" end), reason: $p.phase,
+                     message: ($p.reason // $p.message)}]
+                 elif $p.phase == "Failed" and $p.reason != ($old.reason // "") then
+                   [{type: "Warning", reason: "Failed", message: $p.reason}]
+                 else [] end)
+                + (if $queued and ($wasQueued | not) then
+                     [{type: "Normal", reason: "UpdateQueued", message: $p.message}] else [] end)),
+       finalized: false}
+      + (if $queued then {resyncAfterSeconds: 30}
+         elif $p.resync then {resyncAfterSeconds: $p.resync}
+         else {} end)
+  end
