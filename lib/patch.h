@@ -63,8 +63,14 @@ int kop_builtin_known(const char *api_version, const char *kind);
 jv kop_builtin_listinfo(const char *api_version, const char *kind);
 
 /* The listinfo entry for the list at a concrete path (array of field
- * names/array indices as in jv_getpath), or jv_null() when atomic. Borrowing:
- * listinfo is not consumed, path is not consumed. */
+ * names/array indices as in jv_getpath), or jv_null() when not named.
+ * Neither listinfo nor path is consumed. */
 jv kop_listinfo_lookup(jv listinfo, jv path);
+
+/* The same by pattern ("spec.template.spec.containers[].ports"). listinfo not
+ * consumed. An entry {"type":"atomic"} may also name an object (a map owned
+ * and replaced as a whole, like a Deployment's spec.selector); a map entry
+ * may carry "defaults": {"protocol":"TCP"} for keys the server defaults. */
+jv kop_listinfo_get(jv listinfo, const char *pattern);
 
 #endif
