@@ -1,0 +1,1490 @@
+/*
+ * ireconcile: the generic reconcile engine. Watch events in, a view of the
+ * cluster kept, a program's jq run per primary, the operations of the stage
+ * protocol out (README, "ireconcile" and "Writing a program").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "tool.h"
+#include "jsonl.h"
+#include "hmap.h"
+#include "program.h"
+#include "render.h"
+#include "banned.h"
+
+static const char usage[] =
+	"usage: ireconcile [options] PROGRAM\n"
+	"       ireconcile --print-watches PROGRAM\n"
+	"\n"
+	"Reads watch events on stdin, keeps a view of the cluster, runs PROGRAM (a directory\n"
+	"under pipeline/ with a program.yml) for each primary and writes apply, delete, patch,\n"
+	"status and event lines on stdout (README, \"The stage protocol\").\n"
+	"\n"
+	"  --feedback FILE        result lines (a FIFO): failed writes reach the program as .errors\n"
+	"  --print-watches        print the watches the program needs, one JSON line each, and exit\n"
+	"  --now TIME             the RFC 3339 time the program sees as .now (default: the clock)\n"
+	"  --once                 exit after the first full reconcile\n"
+	"  --backoff-base D       first delay after a program error or a failed write (default 1s)\n"
+	"  --backoff-cap D        longest such delay (default 5m)\n"
+	"  -v, --verbose          log each reconcile (key, duration, counts); twice for more\n"
+	"  --log-level LEVEL      error, warn, info, debug, trace\n"
+	"  --log-format FORMAT    json or text\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"Settings come from the environment (see the program's settings, e.g. OPERATOR_NAME).\n"
+	"Exit codes: 0 end of input, 100 bad usage or program, 111 local I/O error.\n";
+
+enum {
+	OPT_FEEDBACK = OPT_TOOL_LAST,
+	OPT_PRINT_WATCHES,
+	OPT_NOW,
+	OPT_ONCE,
+	OPT_BACKOFF_BASE,
+	OPT_BACKOFF_CAP
+};
+
+#define MAX_LINE (32u << 20)
+/* An operation sent and not seen back is forgotten after this long. */
+#define FLIGHT_TIMEOUT_MS 60000
+
+struct prim;
+
+/* A live object in the view. */
+struct obj {
+	char *key;			/* "Kind.group|ns/name" */
+	const struct kop_kind *kind;
+	jv v;				/* without managedFields */
+	char *rv;			/* metadata.resourceVersion ("" when none) */
+	char *owner_uid;		/* controller reference's uid when mapped by owner reference */
+	struct prim *prim;		/* children and observed: their primary */
+	struct obj *prev, *next;	/* in prim->children */
+};
+
+/* A primary, known from its object or from children that map to it. */
+struct prim {
+	char *key;			/* "ns/name" */
+	struct obj *obj;		/* NULL when not (or no longer) seen */
+	struct obj *children;
+	int queued;
+	struct prim *qnext;
+	int64_t due;			/* timer, monotonic ms; 0 = none */
+	struct kop_backoff backoff;
+	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"} */
+	unsigned char *agg;		/* one flag per aggregate */
+};
+
+/* An operation sent and not yet seen back (README: not repeated while in flight). */
+struct flight {
+	jv sent;
+	char *live_rv;			/* the live object's resourceVersion when sent ("" = missing) */
+	int64_t at;
+	int failed;
+	int64_t retry_at;
+};
+
+/* Splits a byte stream into JSON values: one per line, or a pretty-printed
+ * value from a line "{" to a line "}" (kubectl -o json). */
+struct reader {
+	const char *name;
+	int fd;
+	struct kop_buf buf;
+	size_t start;
+	size_t lineno;
+	int eof;
+	int skipping;			/* inside an over-long line */
+	struct kop_buf acc;		/* a multi-line value being collected */
+	size_t acc_line;
+	int in_multi;
+};
+
+struct engine {
+	struct kop_program prog;
+	struct kop_hmap objs;		/* objkey -> struct obj */
+	struct kop_hmap prims;		/* pkey -> struct prim */
+	struct kop_hmap related;	/* objkey -> struct obj (also in objs) */
+	struct kop_hmap flights;	/* "op|objkey" -> struct flight */
+	struct prim *qhead, *qtail;
+	int synced;
+	jv related_cache;		/* the program's .related, jv_invalid() when stale */
+	jv children_empty;		/* {"Kind.v": {}} for every child and observed kind */
+	jv aggs_cache;			/* .aggregates, jv_invalid() when stale */
+	const char *now;
+	unsigned backoff_base, backoff_cap;
+	unsigned long reconciles, errors;
+};
+
+static struct engine E;
+
+/* ---- small helpers ------------------------------------------------------------ */
+
+static jv path2(const char *a, const char *b)
+{
+	return jv_array_append(jv_array_append(jv_array(), jv_string(a)), jv_string(b));
+}
+
+/* obj.metadata.field as a string borrowed from obj, or NULL. */
+static const char *meta(jv obj, const char *field)
+{
+	jv v;
+	const char *s;
+
+	if (jv_get_kind(obj) != JV_KIND_OBJECT)
+		return NULL;
+	v = jv_getpath(jv_copy(obj), path2("metadata", field));
+	if (jv_get_kind(v) != JV_KIND_STRING) {
+		jv_free(v);
+		return NULL;
+	}
+	s = jv_string_value(v);
+	jv_free(v);
+	return s;
+}
+
+static const char *str_of(jv obj, const char *field)
+{
+	jv v;
+	const char *s;
+
+	if (jv_get_kind(obj) != JV_KIND_OBJECT)
+		return NULL;
+	v = jv_object_get(jv_copy(obj), jv_string(field));
+	if (jv_get_kind(v) != JV_KIND_STRING) {
+		jv_free(v);
+		return NULL;
+	}
+	s = jv_string_value(v);
+	jv_free(v);
+	return s;
+}
+
+static int has_meta(jv obj, const char *field)
+{
+	jv v = jv_getpath(jv_copy(obj), path2("metadata", field));
+	int k = jv_get_kind(v);
+
+	jv_free(v);
+	return k != JV_KIND_NULL && k != JV_KIND_INVALID;
+}
+
+/* "Kind.group|ns/name": one key per object, whatever version it was read in. */
+static char *obj_key(const char *api_version, const char *kind, const char *ns, const char *name)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	char *group = kop_api_group(api_version);
+
+	kop_buf_addf(&b, "%s.%s|%s/%s", kind, group, ns ? ns : "", name);
+	free(group);
+	return kop_buf_detach(&b, NULL);
+}
+
+static char *join2(const char *a, const char *b)
+{
+	struct kop_buf buf = KOP_BUF_INIT;
+
+	kop_buf_addf(&buf, "%s|%s", a, b);
+	return kop_buf_detach(&buf, NULL);
+}
+
+static void emit(jv line)
+{
+	if (kop_jsonl_write(stdout, line) < 0)
+		tool_stdout_failed();
+}
+
+/* ---- primaries and the queue ----------------------------------------------------- */
+
+static struct prim *prim_get(const char *key, int create)
+{
+	struct prim *p = kop_hmap_get(&E.prims, key);
+
+	if (p || !create)
+		return p;
+	p = kop_calloc(1, sizeof(*p));
+	p->key = kop_strdup(key);
+	p->errors = jv_object();
+	kop_backoff_init(&p->backoff, E.backoff_base, E.backoff_cap, 0.5);
+	p->agg = kop_calloc(E.prog.naggs ? E.prog.naggs : 1, 1);
+	kop_hmap_put(&E.prims, key, p);
+	return p;
+}
+
+static void prim_free(void *v)
+{
+	struct prim *p = v;
+
+	free(p->key);
+	jv_free(p->errors);
+	free(p->agg);
+	free(p);
+}
+
+static void enqueue(struct prim *p)
+{
+	if (!p || p->queued)
+		return;
+	p->queued = 1;
+	p->qnext = NULL;
+	if (E.qtail)
+		E.qtail->qnext = p;
+	else
+		E.qhead = p;
+	E.qtail = p;
+}
+
+static void enqueue_all(void)
+{
+	size_t it = 0;
+	void *v;
+
+	while (kop_hmap_next(&E.prims, &it, NULL, &v))
+		if (((struct prim *)v)->obj)
+			enqueue(v);
+}
+
+static void schedule(struct prim *p, int64_t at)
+{
+	if (!p->due || at < p->due)
+		p->due = at;
+}
+
+/* ---- the view ----------------------------------------------------------------------- */
+
+static void obj_free(void *v)
+{
+	struct obj *o = v;
+
+	free(o->key);
+	jv_free(o->v);
+	free(o->rv);
+	free(o->owner_uid);
+	free(o);
+}
+
+static void unlink_child(struct obj *o)
+{
+	struct prim *p = o->prim;
+
+	if (!p)
+		return;
+	if (o->prev)
+		o->prev->next = o->next;
+	else
+		p->children = o->next;
+	if (o->next)
+		o->next->prev = o->prev;
+	o->prev = o->next = NULL;
+	o->prim = NULL;
+}
+
+static void link_child(struct obj *o, struct prim *p)
+{
+	o->prim = p;
+	o->prev = NULL;
+	o->next = p->children;
+	if (p->children)
+		p->children->prev = o;
+	p->children = o;
+}
+
+/* Recomputes a primary's aggregate flags; the cache goes stale when one flips. */
+static void update_aggs(struct prim *p)
+{
+	size_t i;
+
+	for (i = 0; i < E.prog.naggs; i++) {
+		int flag = 0;
+
+		if (p->obj) {
+			jv r;
+			char err[KOP_ERRLEN];
+
+			if (kop_jq_run1(E.prog.aggs[i].jq, jv_copy(p->obj->v), &r, err) < 0) {
+				tool_logj(LOG_WARN, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
+					  "unable to evaluate aggregate '%s' for '%s': %s", E.prog.aggs[i].name, p->key,
+					  err);
+			} else {
+				flag = jv_get_kind(r) != JV_KIND_FALSE && jv_get_kind(r) != JV_KIND_NULL;
+				jv_free(r);
+			}
+		}
+		if (flag != p->agg[i]) {
+			p->agg[i] = (unsigned char)flag;
+			jv_free(E.aggs_cache);
+			E.aggs_cache = jv_invalid();
+		}
+	}
+}
+
+static void remove_obj(struct obj *o)
+{
+	struct prim *p = o->prim;
+
+	kop_hmap_remove(&E.objs, o->key);
+	if (o->kind->role == KOP_ROLE_RELATED) {
+		kop_hmap_remove(&E.related, o->key);
+		jv_free(E.related_cache);
+		E.related_cache = jv_invalid();
+		enqueue_all();
+	} else if (o->kind->role == KOP_ROLE_PRIMARY) {
+		if (p && p->obj == o) {
+			p->obj = NULL;
+			update_aggs(p);
+			enqueue(p);
+		}
+	} else {
+		unlink_child(o);
+		enqueue(p);
+	}
+	obj_free(o);
+}
+
+static void handle_object(const char *type, jv obj, size_t lineno)
+{
+	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
+	const char *kind = str_of(obj, "kind"), *av = str_of(obj, "apiVersion");
+	const struct kop_kind *k;
+	struct obj *o;
+	char *key;
+	const char *rv;
+
+	if (!name || !*name || !kind || !av) {
+		log_warn("line %zu: %s without %s; skipped", lineno, "an object",
+			 !kind ? "kind" : !av ? "apiVersion" : "metadata.name");
+		jv_free(obj);
+		return;
+	}
+	if (!(k = kop_program_find_kind(&E.prog, av, kind, ns, name))) {
+		log_warn("line %zu: unknown kind '%s' (apiVersion '%s') for program '%s'; skipped", lineno, kind, av,
+			 E.prog.name);
+		jv_free(obj);
+		return;
+	}
+	if (k->role == KOP_ROLE_PRIMARY && k->namespace && strcmp(k->namespace, ns ? ns : "")) {
+		log_debug("line %zu: %s '%s/%s' outside namespace '%s'; ignored", lineno, kind, ns ? ns : "", name,
+			  k->namespace);
+		jv_free(obj);
+		return;
+	}
+	key = obj_key(av, kind, ns, name);
+	o = kop_hmap_get(&E.objs, key);
+	if (!strcmp(type, "DELETED")) {
+		if (o)
+			remove_obj(o);
+		free(key);
+		jv_free(obj);
+		return;
+	}
+	if (has_meta(obj, "managedFields"))
+		obj = jv_object_set(obj, jv_string("metadata"),
+				    jv_object_delete(jv_object_get(jv_copy(obj), jv_string("metadata")),
+						     jv_string("managedFields")));
+	rv = meta(obj, "resourceVersion");
+	if (o && rv && *rv && !strcmp(o->rv, rv) && jv_equal(jv_copy(o->v), jv_copy(obj))) {
+		free(key);	/* the same state again (a replay, a relist): nothing new */
+		jv_free(obj);
+		return;
+	}
+	if (k->role == KOP_ROLE_CHILD || k->role == KOP_ROLE_OBSERVED) {
+		char *owner_uid = NULL;
+		char *pkey = kop_program_map(&E.prog, k->mapping, obj, &owner_uid);
+
+		if (!pkey) {
+			/* Not (or no longer) ours: out of the view. */
+			if (o)
+				remove_obj(o);
+			free(key);
+			jv_free(obj);
+			return;
+		}
+		if (!o) {
+			o = kop_calloc(1, sizeof(*o));
+			o->key = key;
+			o->v = jv_null();
+			kop_hmap_put(&E.objs, key, o);
+		} else {
+			free(key);
+		}
+		if (!o->prim || strcmp(o->prim->key, pkey)) {
+			struct prim *old = o->prim;
+
+			unlink_child(o);
+			enqueue(old);
+			link_child(o, prim_get(pkey, 1));
+		}
+		free(o->owner_uid);
+		o->owner_uid = owner_uid;
+		free(pkey);
+	} else {
+		if (!o) {
+			o = kop_calloc(1, sizeof(*o));
+			o->key = key;
+			o->v = jv_null();
+			kop_hmap_put(&E.objs, key, o);
+		} else {
+			free(key);
+		}
+	}
+	o->kind = k;
+	jv_free(o->v);
+	o->v = obj;
+	free(o->rv);
+	o->rv = kop_strdup(rv ? rv : "");
+	switch (k->role) {
+	case KOP_ROLE_PRIMARY: {
+		struct kop_buf pk = KOP_BUF_INIT;
+		struct prim *p;
+
+		if (ns && *ns)
+			kop_buf_addf(&pk, "%s/%s", ns, name);
+		else
+			kop_buf_adds(&pk, name);
+		p = prim_get(pk.buf, 1);
+		kop_buf_release(&pk);
+		o->prim = p;	/* for primaries: a back pointer only, not a list */
+		p->obj = o;
+		update_aggs(p);
+		enqueue(p);
+		break;
+	}
+	case KOP_ROLE_RELATED:
+		kop_hmap_put(&E.related, o->key, o);
+		jv_free(E.related_cache);
+		E.related_cache = jv_invalid();
+		enqueue_all();
+		break;
+	default:
+		enqueue(o->prim);
+	}
+}
+
+static void handle_event(jv ev, size_t lineno)
+{
+	const char *type = str_of(ev, "type");
+	jv obj;
+
+	if (jv_get_kind(ev) != JV_KIND_OBJECT || !type) {
+		log_warn("line %zu: not a watch event (no \"type\"); skipped", lineno);
+		jv_free(ev);
+		return;
+	}
+	obj = jv_object_get(jv_copy(ev), jv_string("object"));
+	if (!strcmp(type, "BOOKMARK")) {
+		jv mark = jv_getpath(jv_copy(obj), jv_array_append(path2("metadata", "annotations"),
+								   jv_string("k8s.io/initial-events-end")));
+
+		if (jv_get_kind(mark) == JV_KIND_STRING && !strcmp(jv_string_value(mark), "true") && !E.synced) {
+			log_debug("line %zu: initial events end: reconciling every primary", lineno);
+			E.synced = 1;
+			enqueue_all();
+		}
+		jv_free(mark);
+		jv_free(obj);
+	} else if (!strcmp(type, "ERROR")) {
+		const char *msg = str_of(obj, "message");
+
+		log_warn("line %zu: watch error: %s; skipped", lineno, msg ? msg : "(no message)");
+		jv_free(obj);
+	} else if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED") && strcmp(type, "DELETED")) {
+		log_warn("line %zu: unknown event type '%s'; skipped", lineno, type);
+		jv_free(obj);
+	} else if (jv_get_kind(obj) != JV_KIND_OBJECT || !has_meta(obj, "name")) {
+		log_warn("line %zu: %s event with an object without metadata; skipped", lineno, type);
+		jv_free(obj);
+	} else {
+		handle_object(type, obj, lineno);
+	}
+	jv_free(ev);
+}
+
+/* ---- in-flight operations -------------------------------------------------------------- */
+
+static void flight_free(void *v)
+{
+	struct flight *f = v;
+
+	jv_free(f->sent);
+	free(f->live_rv);
+	free(f);
+}
+
+static void flight_forget(const char *fkey)
+{
+	struct flight *f = kop_hmap_remove(&E.flights, fkey);
+
+	if (f)
+		flight_free(f);
+}
+
+/*
+ * 1: send now (remembered as in flight); 0: the same operation is in flight
+ * against the same live object, or failed and waits for the backoff.
+ */
+static int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv, int64_t now)
+{
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
+
+	if (f && jv_equal(jv_copy(f->sent), jv_copy(sent))) {
+		if (f->failed && now < f->retry_at) {
+			schedule(p, f->retry_at);
+			return 0;
+		}
+		if (!f->failed && !strcmp(f->live_rv, live_rv) && now - f->at < FLIGHT_TIMEOUT_MS)
+			return 0;
+	}
+	if (!f) {
+		f = kop_calloc(1, sizeof(*f));
+		f->sent = jv_null();
+		kop_hmap_put(&E.flights, fkey, f);
+	}
+	jv_free(f->sent);
+	f->sent = jv_copy(sent);
+	free(f->live_rv);
+	f->live_rv = kop_strdup(live_rv);
+	f->at = now;
+	f->failed = 0;
+	return 1;
+}
+
+/* ---- one reconcile ------------------------------------------------------------------------ */
+
+static jv build_related(void)
+{
+	size_t it = 0, i;
+	void *v;
+	jv r;
+
+	if (jv_is_valid(E.related_cache))
+		return jv_copy(E.related_cache);
+	r = jv_object();
+	for (i = 0; i < E.prog.nkinds; i++)
+		if (E.prog.kinds[i].role == KOP_ROLE_RELATED)
+			r = jv_object_set(r, jv_string(E.prog.kinds[i].key), jv_object());
+	while (kop_hmap_next(&E.related, &it, NULL, &v)) {
+		struct obj *o = v;
+		const char *ns = meta(o->v, "namespace"), *name = meta(o->v, "name");
+		struct kop_buf k = KOP_BUF_INIT;
+		jv group;
+
+		if (ns && *ns)
+			kop_buf_addf(&k, "%s/%s", ns, name);
+		else
+			kop_buf_adds(&k, name);
+		group = jv_object_get(jv_copy(r), jv_string(o->kind->key));
+		r = jv_object_set(r, jv_string(o->kind->key), jv_object_set(group, jv_string(k.buf), jv_copy(o->v)));
+		kop_buf_release(&k);
+	}
+	E.related_cache = jv_copy(r);
+	return r;
+}
+
+static jv build_aggs(void)
+{
+	size_t i;
+	jv r;
+
+	if (jv_is_valid(E.aggs_cache))
+		return jv_copy(E.aggs_cache);
+	r = jv_object();
+	for (i = 0; i < E.prog.naggs; i++) {
+		size_t it = 0;
+		void *v;
+		jv keys = jv_array();
+
+		while (kop_hmap_next(&E.prims, &it, NULL, &v)) {
+			struct prim *p = v;
+
+			if (p->obj && p->agg[i])
+				keys = jv_array_append(keys, jv_string(p->key));
+		}
+		r = jv_object_set(r, jv_string(E.prog.aggs[i].name), jv_sort(keys, jv_copy(keys)));
+	}
+	E.aggs_cache = jv_copy(r);
+	return r;
+}
+
+static jv build_children(struct prim *p)
+{
+	jv c = jv_copy(E.children_empty);
+	struct obj *o;
+
+	for (o = p->children; o; o = o->next) {
+		jv group = jv_object_get(jv_copy(c), jv_string(o->kind->key));
+		const char *name = meta(o->v, "name"), *ns = meta(o->v, "namespace");
+
+		if (jv_object_has(jv_copy(group), jv_string(name)) && ns) {
+			struct kop_buf k = KOP_BUF_INIT;
+
+			log_warn("primary '%s': two %s named '%s'; the one in '%s' is keyed '%s/%s'", p->key, o->kind->key,
+				 name, ns, ns, name);
+			kop_buf_addf(&k, "%s/%s", ns, name);
+			group = jv_object_set(group, jv_string(k.buf), jv_copy(o->v));
+			kop_buf_release(&k);
+		} else {
+			group = jv_object_set(group, jv_string(name), jv_copy(o->v));
+		}
+		c = jv_object_set(c, jv_string(o->kind->key), group);
+	}
+	return c;
+}
+
+static jv errors_list(struct prim *p)
+{
+	jv keys = jv_keys(jv_copy(p->errors)), out = jv_array();
+
+	jv_array_foreach(keys, i, k) out = jv_array_append(out, jv_object_get(jv_copy(p->errors), k));
+	jv_free(keys);
+	return out;
+}
+
+static int has_finalizer(jv obj, const char *f, int *index)
+{
+	jv list = jv_getpath(jv_copy(obj), path2("metadata", "finalizers"));
+	int found = 0;
+
+	if (jv_get_kind(list) == JV_KIND_ARRAY) {
+		jv_array_foreach(list, i, e) {
+			if (!found && jv_get_kind(e) == JV_KIND_STRING && !strcmp(jv_string_value(e), f)) {
+				found = 1;
+				if (index)
+					*index = i;
+			}
+			jv_free(e);
+		}
+	}
+	jv_free(list);
+	return found;
+}
+
+/* {"apiVersion","kind","metadata":{"name","namespace"[,"uid"]}} of obj. */
+static jv ref_object(jv obj, int with_uid)
+{
+	jv m = jv_object(), r = jv_object();
+	const char *ns = meta(obj, "namespace"), *uid = meta(obj, "uid");
+
+	m = jv_object_set(m, jv_string("name"), jv_string(meta(obj, "name")));
+	if (ns && *ns)
+		m = jv_object_set(m, jv_string("namespace"), jv_string(ns));
+	if (with_uid && uid)
+		m = jv_object_set(m, jv_string("uid"), jv_string(uid));
+	r = jv_object_set(r, jv_string("apiVersion"), jv_string(str_of(obj, "apiVersion")));
+	r = jv_object_set(r, jv_string("kind"), jv_string(str_of(obj, "kind")));
+	return jv_object_set(r, jv_string("metadata"), m);
+}
+
+static jv op_line(const char *op, const char *pkey)
+{
+	return jv_object_set(jv_object_set(jv_object(), jv_string("op"), jv_string(op)), jv_string("primary"),
+			     jv_string(pkey));
+}
+
+struct counts {
+	unsigned applies, deletes, patches, statuses, events;
+};
+
+static void finalizer_patch(struct prim *p, jv patch, int64_t now, struct counts *n)
+{
+	const char *pkey = p->key;
+	jv obj = p->obj->v;
+	char *fkey = join2("patch", p->obj->key);
+
+	if (flight_check(p, fkey, patch, p->obj->rv, now)) {
+		jv line = op_line("patch", pkey);
+
+		line = jv_object_set(line, jv_string("object"), ref_object(obj, 0));
+		line = jv_object_set(line, jv_string("patchType"), jv_string("json"));
+		line = jv_object_set(line, jv_string("patch"), patch);
+		emit(line);
+		n->patches++;
+	} else {
+		jv_free(patch);
+	}
+	free(fkey);
+}
+
+static jv test_op(const char *path, jv value)
+{
+	jv o = jv_object_set(jv_object(), jv_string("op"), jv_string("test"));
+
+	o = jv_object_set(o, jv_string("path"), jv_string(path));
+	return jv_object_set(o, jv_string("value"), value);
+}
+
+static jv patch_op(const char *op, const char *path, jv value)
+{
+	jv o = jv_object_set(jv_object(), jv_string("op"), jv_string(op));
+
+	o = jv_object_set(o, jv_string("path"), jv_string(path));
+	if (jv_is_valid(value))
+		o = jv_object_set(o, jv_string("value"), value);
+	return o;
+}
+
+static void add_finalizer(struct prim *p, int64_t now, struct counts *n)
+{
+	jv list = jv_getpath(jv_copy(p->obj->v), path2("metadata", "finalizers"));
+	jv patch = jv_array();
+
+	if (jv_get_kind(list) == JV_KIND_ARRAY) {
+		/* Others' finalizers stay: the test fails if the list changed meanwhile. */
+		patch = jv_array_append(patch, test_op("/metadata/finalizers", list));
+		patch = jv_array_append(patch, patch_op("add", "/metadata/finalizers/-", jv_string(E.prog.finalizer)));
+	} else {
+		jv_free(list);
+		patch = jv_array_append(patch, test_op("/metadata/resourceVersion", jv_string(p->obj->rv)));
+		patch = jv_array_append(patch, patch_op("add", "/metadata/finalizers",
+							jv_array_append(jv_array(), jv_string(E.prog.finalizer))));
+	}
+	finalizer_patch(p, patch, now, n);
+}
+
+static void remove_finalizer(struct prim *p, int index, int64_t now, struct counts *n)
+{
+	char path[64];
+	jv patch = jv_array();
+
+	snprintf(path, sizeof(path), "/metadata/finalizers/%d", index);
+	patch = jv_array_append(patch, test_op(path, jv_string(E.prog.finalizer)));
+	patch = jv_array_append(patch, patch_op("remove", path, jv_invalid()));
+	finalizer_patch(p, patch, now, n);
+}
+
+/* Logs a program error for p and backs off. */
+static void program_failed(struct prim *p, const char *msg, int64_t now)
+{
+	unsigned delay = kop_backoff_next(&p->backoff);
+	jv f = jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key));
+
+	f = jv_object_set(f, jv_string("retryInMs"), jv_number(delay));
+	tool_logj(LOG_ERROR, f, "unable to reconcile '%s': %s", p->key, msg);
+	schedule(p, now + delay);
+	E.errors++;
+}
+
+/* Checks the program's output; -1 with err naming what is wrong. */
+static int check_output(jv out, char *err)
+{
+	static const struct {
+		const char *field;
+		int kind, kind2;
+	} want[] = {
+		{ "children", JV_KIND_ARRAY, JV_KIND_NULL },
+		{ "status", JV_KIND_OBJECT, JV_KIND_NULL },
+		{ "events", JV_KIND_ARRAY, JV_KIND_NULL },
+		{ "resyncAfterSeconds", JV_KIND_NUMBER, JV_KIND_NULL },
+		{ "finalized", JV_KIND_TRUE, JV_KIND_FALSE },
+	};
+	size_t i;
+
+	if (jv_get_kind(out) != JV_KIND_OBJECT)
+		return kop_error(err, "the output is %s, not an object", jv_kind_name(jv_get_kind(out)));
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		jv v = jv_object_get(jv_copy(out), jv_string(want[i].field));
+		int k = jv_get_kind(v);
+
+		jv_free(v);
+		if (k == JV_KIND_INVALID || k == JV_KIND_NULL || k == want[i].kind || k == want[i].kind2)
+			continue;
+		return kop_error(err, "'.%s' is %s", want[i].field, jv_kind_name(k));
+	}
+	return 0;
+}
+
+/* Applies what is desired and differs from the live object; fills desired (objkey -> 1). */
+static void apply_children(struct prim *p, jv children, struct kop_hmap *desired, int64_t now, struct counts *n)
+{
+	static int one = 1;
+
+	jv_array_foreach(children, i, c) {
+		const char *name = meta(c, "name"), *ns = meta(c, "namespace");
+		const char *kind = str_of(c, "kind"), *av = str_of(c, "apiVersion");
+		const struct kop_kind *k;
+		char *key, *fkey;
+		struct obj *live;
+
+		if (!name || !kind || !av) {
+			tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
+				  "primary '%s': desired child %d has no %s; skipped", p->key, i,
+				  !kind ? "kind" : !av ? "apiVersion" : "metadata.name");
+			jv_free(c);
+			continue;
+		}
+		k = kop_program_find_kind(&E.prog, av, kind, ns, name);
+		if (!k || k->role != KOP_ROLE_CHILD) {
+			tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
+				  "primary '%s': desired %s '%s' is not of a child kind of program '%s'; skipped", p->key,
+				  kind, name, E.prog.name);
+			jv_free(c);
+			continue;
+		}
+		c = kop_program_stamp(&E.prog, k->mapping, c, p->obj->v);
+		key = obj_key(av, kind, ns, name);
+		kop_hmap_put(desired, key, &one);
+		live = kop_hmap_get(&E.objs, key);
+		fkey = join2("apply", key);
+		if (live && kop_json_subset(c, live->v)) {
+			flight_forget(fkey);
+			jv_free(c);
+		} else if (flight_check(p, fkey, c, live ? live->rv : "", now)) {
+			emit(jv_object_set(op_line("apply", p->key), jv_string("object"), c));
+			n->applies++;
+		} else {
+			jv_free(c);
+		}
+		free(fkey);
+		free(key);
+	}
+}
+
+/* Deletes what p owns, is of a child kind, and is no longer desired. */
+static void prune(struct prim *p, struct kop_hmap *desired, int64_t now, struct counts *n)
+{
+	const char *puid = meta(p->obj->v, "uid");
+	struct obj *o;
+
+	for (o = p->children; o; o = o->next) {
+		const char *uid = meta(o->v, "uid");
+		char *fkey;
+		jv sent;
+
+		if (o->kind->role != KOP_ROLE_CHILD || kop_hmap_get(desired, o->key))
+			continue;
+		if (o->owner_uid && puid && strcmp(o->owner_uid, puid))
+			continue;	/* an earlier object of the same name owns it */
+		fkey = join2("delete", o->key);
+		if (has_meta(o->v, "deletionTimestamp") || !uid) {
+			free(fkey);
+			continue;	/* going already */
+		}
+		sent = jv_string(uid);
+		if (flight_check(p, fkey, sent, o->rv, now)) {
+			jv line = op_line("delete", p->key);
+
+			line = jv_object_set(line, jv_string("object"), ref_object(o->v, 1));
+			line = jv_object_set(line, jv_string("propagationPolicy"), jv_string("Background"));
+			emit(line);
+			n->deletes++;
+		}
+		jv_free(sent);
+		free(fkey);
+	}
+}
+
+/* Drops recorded failures of objects that are neither desired nor live any more. */
+static void tidy_errors(struct prim *p, struct kop_hmap *desired)
+{
+	jv keys = jv_keys(jv_copy(p->errors));
+
+	jv_array_foreach(keys, i, k) {
+		const char *s = jv_string_value(k), *bar = strchr(s, '|');
+		int keep = 1;
+
+		if (bar && !strncmp(s, "apply|", 6))
+			keep = kop_hmap_get(desired, bar + 1) != NULL;
+		else if (bar && !strncmp(s, "delete|", 7))
+			keep = kop_hmap_get(&E.objs, bar + 1) != NULL;
+		if (!keep)
+			p->errors = jv_object_delete(p->errors, jv_copy(k));
+		jv_free(k);
+	}
+	jv_free(keys);
+}
+
+/* Writes the status when it differs; 0 when an identical one is in flight. */
+static int write_status(struct prim *p, jv status, int64_t now, struct counts *n)
+{
+	jv live = jv_object_get(jv_copy(p->obj->v), jv_string("status"));
+	char *fkey = join2("status", p->key);
+	int sent = 1;
+
+	if (jv_get_kind(live) == JV_KIND_INVALID)
+		live = jv_null();
+	if (jv_equal(jv_copy(status), live)) {
+		flight_forget(fkey);
+	} else if (flight_check(p, fkey, status, p->obj->rv, now)) {
+		jv obj = ref_object(p->obj->v, 1);
+
+		obj = jv_object_set(obj, jv_string("status"), jv_copy(status));
+		emit(jv_object_set(op_line("status", p->key), jv_string("object"), obj));
+		n->statuses++;
+	} else {
+		sent = 0;
+	}
+	jv_free(status);
+	free(fkey);
+	return sent;
+}
+
+static void write_events(struct prim *p, jv events, struct counts *n)
+{
+	jv_array_foreach(events, i, ev) {
+		jv involved;
+
+		if (jv_get_kind(ev) != JV_KIND_OBJECT || !str_of(ev, "reason")) {
+			tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
+				  "primary '%s': event %d has no reason; skipped", p->key, i);
+			jv_free(ev);
+			continue;
+		}
+		if (!jv_object_has(jv_copy(ev), jv_string("type")))
+			ev = jv_object_set(ev, jv_string("type"), jv_string("Normal"));
+		if (!jv_object_has(jv_copy(ev), jv_string("involvedObject"))) {
+			jv r = ref_object(p->obj->v, 1), m = jv_object_get(jv_copy(r), jv_string("metadata"));
+
+			involved = jv_object_set(jv_object(), jv_string("apiVersion"),
+						 jv_object_get(jv_copy(r), jv_string("apiVersion")));
+			involved = jv_object_set(involved, jv_string("kind"), jv_object_get(r, jv_string("kind")));
+			involved = jv_object_merge(involved, m);
+			ev = jv_object_set(ev, jv_string("involvedObject"), involved);
+		}
+		emit(jv_object_set(op_line("event", p->key), jv_string("event"), ev));
+		n->events++;
+	}
+}
+
+static void reconcile(struct prim *p, int64_t now)
+{
+	struct counts n = { 0, 0, 0, 0, 0 };
+	int finalizing = 0, index = -1, status_sent = 1;
+	jv in, out, v;
+	char err[KOP_ERRLEN], ts[40];
+	struct kop_hmap desired = KOP_HMAP_INIT;
+	int64_t t0 = kop_mono_ms();
+
+	p->due = 0;
+	if (!p->obj) {
+		if (!p->children) {
+			kop_hmap_remove(&E.prims, p->key);
+			prim_free(p);
+		}
+		return;
+	}
+	if (has_meta(p->obj->v, "deletionTimestamp")) {
+		/* Being deleted: ours to finalize only while our finalizer holds it. */
+		if (!E.prog.finalizer || !has_finalizer(p->obj->v, E.prog.finalizer, &index))
+			return;
+		finalizing = 1;
+	} else if (E.prog.finalizer && !has_finalizer(p->obj->v, E.prog.finalizer, NULL)) {
+		add_finalizer(p, now, &n);
+	}
+
+	in = jv_object();
+	in = jv_object_set(in, jv_string("parent"), jv_copy(p->obj->v));
+	in = jv_object_set(in, jv_string("children"), build_children(p));
+	in = jv_object_set(in, jv_string("related"), build_related());
+	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
+	in = jv_object_set(in, jv_string("aggregates"), build_aggs());
+	in = jv_object_set(in, jv_string("errors"), errors_list(p));
+	in = jv_object_set(in, jv_string("finalizing"), jv_bool(finalizing));
+	in = jv_object_set(in, jv_string("now"),
+			   jv_string(E.now ? E.now : kop_time_rfc3339(ts, sizeof(ts), (time_t)(kop_wall_ms() / 1000))));
+	E.reconciles++;
+	if (kop_jq_run1(E.prog.sync, in, &out, err) < 0) {
+		program_failed(p, err, now);
+		return;
+	}
+	if (check_output(out, err) < 0 || kop_fn_resolve(out, &out, err) < 0) {
+		if (jv_is_valid(out))
+			jv_free(out);
+		program_failed(p, err, now);
+		return;
+	}
+
+	v = jv_object_get(jv_copy(out), jv_string("children"));
+	if (jv_get_kind(v) == JV_KIND_ARRAY)
+		apply_children(p, v, &desired, now, &n);
+	else
+		jv_free(v);
+	prune(p, &desired, now, &n);
+	tidy_errors(p, &desired);
+
+	v = jv_object_get(jv_copy(out), jv_string("status"));
+	if (jv_get_kind(v) == JV_KIND_OBJECT)
+		status_sent = write_status(p, v, now, &n);
+	else
+		jv_free(v);
+
+	/* Events that came with a status still in flight were sent with it already. */
+	v = jv_object_get(jv_copy(out), jv_string("events"));
+	if (jv_get_kind(v) == JV_KIND_ARRAY && status_sent)
+		write_events(p, v, &n);
+	else
+		jv_free(v);
+
+	v = jv_object_get(jv_copy(out), jv_string("finalized"));
+	if (finalizing && jv_get_kind(v) == JV_KIND_TRUE)
+		remove_finalizer(p, index, now, &n);
+	jv_free(v);
+
+	v = jv_object_get(jv_copy(out), jv_string("resyncAfterSeconds"));
+	if (jv_get_kind(v) == JV_KIND_NUMBER && jv_number_value(v) > 0) {
+		double s = jv_number_value(v);
+
+		schedule(p, now + (int64_t)(s > 1e9 ? 1e12 : s * 1000));
+	}
+	jv_free(v);
+	jv_free(out);
+	kop_hmap_release(&desired, NULL);
+	if (!jv_object_length(jv_copy(p->errors)))
+		kop_backoff_reset(&p->backoff);
+
+	if (log_enabled(LOG_DEBUG)) {
+		jv f = jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key));
+
+		f = jv_object_set(f, jv_string("ms"), jv_number((double)(kop_mono_ms() - t0)));
+		f = jv_object_set(f, jv_string("applies"), jv_number(n.applies));
+		f = jv_object_set(f, jv_string("deletes"), jv_number(n.deletes));
+		f = jv_object_set(f, jv_string("patches"), jv_number(n.patches));
+		f = jv_object_set(f, jv_string("statuses"), jv_number(n.statuses));
+		f = jv_object_set(f, jv_string("events"), jv_number(n.events));
+		f = jv_object_set(f, jv_string("finalizing"), jv_bool(finalizing));
+		tool_logj(LOG_DEBUG, f, "reconciled '%s'", p->key);
+	}
+}
+
+/* ---- feedback ------------------------------------------------------------------------------ */
+
+static void handle_result(jv r, size_t lineno)
+{
+	const char *op = str_of(r, "op"), *what = str_of(r, "for"), *pkey = str_of(r, "primary");
+	jv ref, ok;
+	struct prim *p;
+	char *okey = NULL, *fkey;
+	struct flight *f;
+
+	if (!op || strcmp(op, "result")) {
+		jv_free(r);
+		return;	/* anything else passes by */
+	}
+	if (!what || !pkey) {
+		log_warn("feedback line %zu: a result without \"for\" or \"primary\"; skipped", lineno);
+		jv_free(r);
+		return;
+	}
+	ref = jv_object_get(jv_copy(r), jv_string("ref"));
+	ok = jv_object_get(jv_copy(r), jv_string("ok"));
+	p = prim_get(pkey, 0);
+	if (!strcmp(what, "event")) {
+		if (jv_get_kind(ok) != JV_KIND_TRUE)
+			log_warn("unable to record an event for '%s': %s", pkey,
+				 str_of(r, "message") ? str_of(r, "message") : "(no message)");
+		goto out;
+	}
+	if (!p)
+		goto out;
+	if (!strcmp(what, "status")) {
+		fkey = join2("status", p->key);
+	} else {
+		const char *av = str_of(ref, "apiVersion"), *kind = str_of(ref, "kind");
+		const char *ns = str_of(ref, "namespace"), *name = str_of(ref, "name");
+
+		if (!av || !kind || !name) {
+			log_warn("feedback line %zu: a result without \"ref\"; skipped", lineno);
+			goto out;
+		}
+		okey = obj_key(av, kind, ns, name);
+		fkey = join2(what, okey);
+	}
+	f = kop_hmap_get(&E.flights, fkey);
+	if (jv_get_kind(ok) == JV_KIND_TRUE) {
+		if (jv_object_has(jv_copy(p->errors), jv_string(fkey))) {
+			p->errors = jv_object_delete(p->errors, jv_string(fkey));
+			enqueue(p);	/* the program may want to clear what it reported */
+		}
+		if (!jv_object_length(jv_copy(p->errors)))
+			kop_backoff_reset(&p->backoff);
+	} else {
+		jv e = jv_object_set(jv_object(), jv_string("op"), jv_string(what));
+		static const char *const fields[] = { "code", "reason", "message" };
+		size_t i;
+		int64_t now = kop_mono_ms();
+
+		e = jv_object_set(e, jv_string("ref"), jv_copy(ref));
+		for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+			jv x = jv_object_get(jv_copy(r), jv_string(fields[i]));
+
+			e = jv_object_set(e, jv_string(fields[i]), jv_is_valid(x) ? x : jv_null());
+		}
+		p->errors = jv_object_set(p->errors, jv_string(fkey), e);
+		if (f) {
+			f->failed = 1;
+			f->retry_at = now + kop_backoff_next(&p->backoff);
+			schedule(p, f->retry_at);
+		}
+		enqueue(p);
+	}
+	free(fkey);
+out:
+	free(okey);
+	jv_free(ref);
+	jv_free(ok);
+	jv_free(r);
+}
+
+/* ---- reading ----------------------------------------------------------------------------- */
+
+static void reader_init(struct reader *rd, const char *name, int fd)
+{
+	memset(rd, 0, sizeof(*rd));
+	rd->name = name;
+	rd->fd = fd;
+}
+
+static void reader_release(struct reader *rd)
+{
+	kop_buf_release(&rd->buf);
+	kop_buf_release(&rd->acc);
+}
+
+/* Parses text into values handed to fn; a malformed one is logged with its line. */
+static void parse_values(struct reader *rd, const char *text, size_t len, size_t lineno,
+			 void (*fn)(jv, size_t))
+{
+	jv_parser *parser = jv_parser_new(0);
+	jv v;
+
+	jv_parser_set_buf(parser, text, (int)len, 0);
+	while (jv_is_valid(v = jv_parser_next(parser)))
+		fn(v, lineno);
+	if (jv_invalid_has_msg(jv_copy(v))) {
+		jv msg = jv_invalid_get_msg(v);
+
+		log_warn("%sline %zu: %s; skipped", rd->name, lineno, jv_string_value(msg));
+		jv_free(msg);
+	} else {
+		jv_free(v);
+	}
+	jv_parser_free(parser);
+}
+
+static void reader_line(struct reader *rd, const char *line, size_t len, void (*fn)(jv, size_t))
+{
+	size_t no = ++rd->lineno;
+
+	if (len && line[len - 1] == '\r')
+		len--;
+	if (rd->in_multi) {
+		kop_buf_add(&rd->acc, line, len);
+		kop_buf_add(&rd->acc, "\n", 1);
+		if (len == 1 && line[0] == '}') {
+			rd->in_multi = 0;
+			parse_values(rd, rd->acc.buf, rd->acc.len, rd->acc_line, fn);
+			kop_buf_reset(&rd->acc);
+		} else if (rd->acc.len > MAX_LINE) {
+			log_warn("%sline %zu: a value longer than %u bytes; skipped", rd->name, rd->acc_line, MAX_LINE);
+			rd->in_multi = 0;
+			kop_buf_release(&rd->acc);
+		}
+		return;
+	}
+	if (len == 1 && line[0] == '{') {
+		/* kubectl -o json prints each event over many lines, from "{" to "}". */
+		rd->in_multi = 1;
+		rd->acc_line = no;
+		kop_buf_reset(&rd->acc);
+		kop_buf_add(&rd->acc, "{\n", 2);
+		return;
+	}
+	parse_values(rd, line, len, no, fn);
+}
+
+/* Consumes the complete lines in the buffer (and the last one at EOF). */
+static void reader_drain(struct reader *rd, void (*fn)(jv, size_t))
+{
+	for (;;) {
+		char *base = rd->buf.buf + rd->start, *nl;
+		size_t avail = rd->buf.len - rd->start;
+
+		nl = avail ? memchr(base, '\n', avail) : NULL;
+		if (!nl) {
+			if (rd->eof && avail) {
+				if (!rd->skipping)
+					reader_line(rd, base, avail, fn);
+				rd->start = rd->buf.len;
+			} else if (avail > MAX_LINE && !rd->skipping) {
+				log_warn("%sline %zu: longer than %u bytes; skipped", rd->name, rd->lineno + 1, MAX_LINE);
+				rd->skipping = 1;
+				rd->lineno++;
+				rd->start = rd->buf.len;
+			} else if (rd->skipping) {
+				rd->start = rd->buf.len;
+			}
+			if (rd->eof && rd->in_multi) {
+				log_warn("%sline %zu: a value not closed before the end; skipped", rd->name,
+					 rd->acc_line);
+				rd->in_multi = 0;
+			}
+			break;
+		}
+		if (rd->skipping)
+			rd->skipping = 0;
+		else
+			reader_line(rd, base, (size_t)(nl - base), fn);
+		rd->start += (size_t)(nl - base) + 1;
+	}
+	if (rd->start == rd->buf.len) {
+		rd->start = 0;
+		rd->buf.len = 0;
+	} else if (rd->start > (1u << 20)) {
+		memmove(rd->buf.buf, rd->buf.buf + rd->start, rd->buf.len - rd->start);
+		rd->buf.len -= rd->start;
+		rd->start = 0;
+	}
+}
+
+/* One read(2): >0 bytes, 0 EOF (eof set), -1 nothing now or an error (logged). */
+static ssize_t reader_fill(struct reader *rd)
+{
+	ssize_t n;
+
+	kop_buf_grow(&rd->buf, 65536);
+	do
+		n = read(rd->fd, rd->buf.buf + rd->buf.len, rd->buf.cap - rd->buf.len - 1);
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		rd->buf.len += (size_t)n;
+		rd->buf.buf[rd->buf.len] = 0;
+	} else if (n == 0) {
+		rd->eof = 1;
+	} else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+		log_error("unable to read %s: %s", rd->name[0] ? rd->name : "stdin", strerror(errno));
+		rd->eof = 1;
+	}
+	return n;
+}
+
+/* ---- main loop ---------------------------------------------------------------------------- */
+
+static void fire_timers(int64_t now)
+{
+	size_t it = 0;
+	void *v;
+
+	while (kop_hmap_next(&E.prims, &it, NULL, &v)) {
+		struct prim *p = v;
+
+		if (p->due && p->due <= now) {
+			p->due = 0;
+			enqueue(p);
+		}
+	}
+}
+
+static int next_timeout(int64_t now)
+{
+	size_t it = 0;
+	void *v;
+	int64_t min = 0;
+
+	while (kop_hmap_next(&E.prims, &it, NULL, &v)) {
+		struct prim *p = v;
+
+		if (p->due && (!min || p->due < min))
+			min = p->due;
+	}
+	if (!min)
+		return -1;
+	if (min <= now)
+		return 0;
+	return min - now > 3600000 ? 3600000 : (int)(min - now);
+}
+
+static void drain_queue(void)
+{
+	while (E.qhead) {
+		struct prim *p = E.qhead;
+
+		E.qhead = p->qnext;
+		if (!E.qhead)
+			E.qtail = NULL;
+		p->queued = 0;
+		p->qnext = NULL;
+		reconcile(p, kop_mono_ms());
+	}
+}
+
+static int open_feedback(const char *path, int *keep)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		die(KOP_EXIT_PERM, "unable to open '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+		/* Our own writer keeps the FIFO from reporting EOF when a stage restarts. */
+		*keep = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	}
+	return fd;
+}
+
+static void run(const char *feedback, int once)
+{
+	struct reader in, fb;
+	int fbfd = -1, keep = -1;
+
+	reader_init(&in, "", 0);
+	if (feedback) {
+		fbfd = open_feedback(feedback, &keep);
+		reader_init(&fb, "feedback ", fbfd);
+	}
+	for (;;) {
+		struct pollfd pfd[2];
+		int nfd = 0, timeout, r;
+		int64_t now = kop_mono_ms();
+
+		fire_timers(now);
+		if (E.synced) {
+			drain_queue();
+			if (once)
+				break;
+		}
+		if (in.eof) {
+			if (!E.synced) {
+				E.synced = 1;	/* a recorded file: its end ends the initial state */
+				enqueue_all();
+				drain_queue();
+			}
+			break;
+		}
+		timeout = E.synced ? next_timeout(kop_mono_ms()) : -1;
+		pfd[nfd].fd = 0;
+		pfd[nfd++].events = POLLIN;
+		if (fbfd >= 0 && !fb.eof) {
+			pfd[nfd].fd = fbfd;
+			pfd[nfd++].events = POLLIN;
+		}
+		r = poll(pfd, (nfds_t)nfd, timeout);
+		if (r < 0) {
+			if (errno != EINTR)
+				log_error("unable to poll: %s", strerror(errno));
+			continue;
+		}
+		if (pfd[0].revents) {
+			int rounds = 0;
+
+			/* Whatever has arrived together is read before reconciling: one reconcile per primary. */
+			do {
+				if (reader_fill(&in) < 0)
+					break;
+				reader_drain(&in, handle_event);
+			} while (!in.eof && ++rounds < 256 && poll(pfd, 1, 0) > 0 && pfd[0].revents);
+		}
+		if (nfd > 1 && pfd[1].revents) {
+			while (reader_fill(&fb) > 0)
+				reader_drain(&fb, handle_result);
+			reader_drain(&fb, handle_result);
+		}
+	}
+	reader_release(&in);
+	if (fbfd >= 0) {
+		reader_release(&fb);
+		close(fbfd);
+	}
+	if (keep >= 0)
+		close(keep);
+}
+
+static void print_watches(void)
+{
+	jv w = kop_program_watches(&E.prog);
+
+	jv_array_foreach(w, i, x) emit(x);
+	jv_free(w);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "feedback", required_argument, NULL, OPT_FEEDBACK },
+		{ "print-watches", no_argument, NULL, OPT_PRINT_WATCHES },
+		{ "now", required_argument, NULL, OPT_NOW },
+		{ "once", no_argument, NULL, OPT_ONCE },
+		{ "backoff-base", required_argument, NULL, OPT_BACKOFF_BASE },
+		{ "backoff-cap", required_argument, NULL, OPT_BACKOFF_CAP },
+		TOOL_COMMON_OPTIONS,
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *feedback = NULL;
+	int c, watches = 0, once = 0;
+	long ms;
+	char err[KOP_ERRLEN];
+	size_t i;
+
+	tool_init("ireconcile", argc, argv, 1);
+	E.backoff_base = 1000;
+	E.backoff_cap = 300000;
+	while ((c = getopt_long(argc, argv, TOOL_COMMON_SHORT, opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_FEEDBACK:
+			feedback = optarg;
+			break;
+		case OPT_PRINT_WATCHES:
+			watches = 1;
+			break;
+		case OPT_NOW: {
+			time_t t;
+
+			if (kop_time_parse(optarg, &t) < 0)
+				die_usage("invalid --now '%s' (RFC 3339, e.g. 2026-11-22T10:00:00Z)", optarg);
+			E.now = optarg;
+			break;
+		}
+		case OPT_ONCE:
+			once = 1;
+			break;
+		case OPT_BACKOFF_BASE:
+		case OPT_BACKOFF_CAP:
+			if ((ms = tool_parse_duration_ms(optarg)) <= 0 || ms > 86400000)
+				die_usage("invalid --%s '%s'", c == OPT_BACKOFF_BASE ? "backoff-base" : "backoff-cap",
+					  optarg);
+			if (c == OPT_BACKOFF_BASE)
+				E.backoff_base = (unsigned)ms;
+			else
+				E.backoff_cap = (unsigned)ms;
+			break;
+		default:
+			if (!tool_common_option(c, optarg, usage))
+				die_usage("unknown option");
+		}
+	}
+	if (optind != argc - 1)
+		die_usage("want one PROGRAM");
+	if (kop_program_load(&E.prog, argv[optind], !watches, err) < 0) {
+		kop_program_release(&E.prog);
+		die(KOP_EXIT_PERM, "%s", err);
+	}
+	if (watches) {
+		print_watches();
+		kop_program_release(&E.prog);
+		return tool_finish(KOP_EXIT_OK);
+	}
+	kop_hmap_init(&E.objs);
+	kop_hmap_init(&E.prims);
+	kop_hmap_init(&E.related);
+	kop_hmap_init(&E.flights);
+	E.related_cache = jv_invalid();
+	E.aggs_cache = jv_invalid();
+	E.children_empty = jv_object();
+	for (i = 0; i < E.prog.nkinds; i++)
+		if (E.prog.kinds[i].role != KOP_ROLE_RELATED)
+			E.children_empty = jv_object_set(E.children_empty, jv_string(E.prog.kinds[i].key), jv_object());
+
+	run(feedback, once);
+
+	log_debug("done: %lu reconciles, %lu program errors", E.reconciles, E.errors);
+	kop_hmap_release(&E.related, NULL);
+	kop_hmap_release(&E.objs, obj_free);
+	kop_hmap_release(&E.prims, prim_free);
+	kop_hmap_release(&E.flights, flight_free);
+	jv_free(E.related_cache);
+	jv_free(E.aggs_cache);
+	jv_free(E.children_empty);
+	kop_program_release(&E.prog);
+	return tool_finish(KOP_EXIT_OK);
+}

@@ -1,0 +1,40 @@
+#ifndef KOP_HMAP_H
+#define KOP_HMAP_H
+/*
+ * A string-keyed hash map of pointers (open addressing, linear probing).
+ * The map owns copies of its keys; values are borrowed pointers the caller
+ * owns (kop_hmap_release can free them). Iteration order is unspecified.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+struct kop_hmap_ent {
+	char *key;		/* NULL: empty slot; KOP_HMAP_TOMB: deleted */
+	uint32_t hash;
+	void *val;
+};
+
+struct kop_hmap {
+	struct kop_hmap_ent *ents;
+	size_t cap;		/* a power of two, or 0 */
+	size_t len;		/* live entries */
+	size_t used;		/* live + deleted slots */
+};
+#define KOP_HMAP_INIT { NULL, 0, 0, 0 }
+
+void kop_hmap_init(struct kop_hmap *m);
+/* Frees the keys and the table; free_val (may be NULL) is called on each value. */
+void kop_hmap_release(struct kop_hmap *m, void (*free_val)(void *));
+void *kop_hmap_get(const struct kop_hmap *m, const char *key);
+/* Sets key to val (not NULL); returns the value it replaces, or NULL. */
+void *kop_hmap_put(struct kop_hmap *m, const char *key, void *val);
+/* Removes key; returns its value, or NULL when absent. */
+void *kop_hmap_remove(struct kop_hmap *m, const char *key);
+/*
+ * Iteration: size_t it = 0; const char *k; void *v;
+ * while (kop_hmap_next(m, &it, &k, &v)) ...
+ * Removing the entry just returned is allowed; adding during iteration is not.
+ */
+int kop_hmap_next(const struct kop_hmap *m, size_t *it, const char **key, void **val);
+
+#endif

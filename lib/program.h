@@ -1,0 +1,100 @@
+#ifndef KOP_PROGRAM_H
+#define KOP_PROGRAM_H
+/*
+ * A reconcile program: pipeline/NAME/program.yml (README, "Writing a
+ * program") loaded, its settings read from the environment, its "{setting}"
+ * templates filled in and its jq compiled. Nothing here knows any kind.
+ */
+#include <jv.h>
+#include "kop.h"
+#include "jqrun.h"
+
+enum kop_role { KOP_ROLE_PRIMARY, KOP_ROLE_CHILD, KOP_ROLE_OBSERVED, KOP_ROLE_RELATED };
+
+/* How an object finds its primary. */
+struct kop_mapping {
+	int owner_ref;		/* by the controller ownerReference */
+	char *label_name;	/* by this label holding the primary's name (NULL: not by labels) */
+	char *namespace;	/* the primary's namespace when mapped by labels (NULL: see below) */
+	char *namespace_label;	/* ... else this label's value (NULL: the object's own namespace) */
+	jv match;		/* object of labels that must all be present with these values */
+};
+
+struct kop_kind {
+	enum kop_role role;
+	char *resource;		/* "deployments.apps", as kubectl names it */
+	char *api_version;	/* "apps/v1" */
+	char *kind;		/* "Deployment" */
+	char *group;		/* "apps", "" for core */
+	char *key;		/* "Deployment.apps/v1": how the program sees the kind */
+	char *namespace;	/* watch (and accept) only there; NULL = all */
+	char *name;		/* related: the one object; NULL = any */
+	char *label_selector;	/* the watch's selector; NULL = from the mapping's match labels */
+	const struct kop_mapping *mapping;	/* own_mapping or the program's */
+	struct kop_mapping own_mapping;
+};
+
+struct kop_aggregate {
+	char *name;
+	struct kop_jq *jq;
+};
+
+struct kop_program {
+	char *name;
+	char *dir;		/* the program's directory */
+	jv settings;		/* object: name -> value */
+	struct kop_kind primary;
+	char *finalizer;	/* NULL: none */
+	struct kop_mapping mapping;
+	struct kop_kind *kinds;	/* children, observed, related, in that order */
+	size_t nkinds;
+	struct kop_aggregate *aggs;
+	size_t naggs;
+	struct kop_jq *sync;
+};
+
+/*
+ * Loads path (a program directory holding program.yml, program.yaml or
+ * program.json, or that file itself). Settings come from getenv(). With
+ * compile = 0 the jq is not compiled (--print-watches). -1 with err naming
+ * the file and the field.
+ */
+int kop_program_load(struct kop_program *p, const char *path, int compile, char *err);
+void kop_program_release(struct kop_program *p);
+
+/* The entry that an object of apiVersion/kind in namespace ns named name
+ * belongs to (related entries by namespace and name first, then children,
+ * observed), or &p->primary, or NULL when the program does not know it. */
+const struct kop_kind *kop_program_find_kind(const struct kop_program *p, const char *api_version,
+					     const char *kind, const char *ns, const char *name);
+
+/* The watches the program needs: an array of
+ * {"resource","namespace","labelSelector","fieldSelector","role"} (caller owns). */
+jv kop_program_watches(const struct kop_program *p);
+
+/*
+ * The key ("NAMESPACE/NAME", or "NAME" for a cluster-scoped primary) of the
+ * primary that obj (borrowed) maps to under mapping m, or NULL when it does
+ * not map. *owner_uid (may be NULL) receives the controller reference's uid
+ * when mapped by owner reference (caller frees, NULL otherwise).
+ */
+char *kop_program_map(const struct kop_program *p, const struct kop_mapping *m, jv obj, char **owner_uid);
+
+/*
+ * Marks a desired child (consumed, returned) as the primary's under m: the
+ * match labels and the name label, and with owner_ref a controller owner
+ * reference to the primary (borrowed) when the child is in its namespace.
+ */
+jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, jv child, jv primary);
+
+/*
+ * desired ⊆ live: objects key by key (every key of desired present in live
+ * with a matching value), arrays element-wise with the same length, scalars
+ * equal; a null in desired matches null or absent. Both borrowed.
+ */
+int kop_json_subset(jv desired, jv live);
+
+/* The API group of an apiVersion ("apps/v1" -> "apps", "v1" -> ""), caller frees. */
+char *kop_api_group(const char *api_version);
+
+#endif
