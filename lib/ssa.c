@@ -293,7 +293,7 @@ static jv fs_value(struct walk *w, jv v, int mode)
 			int meta = !strcmp(w->pat.buf, "metadata");
 			jv cn = fs_value(w, c, mode);
 
-			if (meta && mode == FS_UPDATE && jv_object_length(jv_copy(cn)) == 0) {
+			if (meta && jv_object_length(jv_copy(cn)) == 0) {
 				jv_free(cn);
 				cn = jv_invalid();
 			}
