@@ -1,0 +1,755 @@
+/*
+ * kwatch: lists and watches Kubernetes resources and writes every change as
+ * one JSON line {"type":"ADDED|MODIFIED|DELETED","object":{…}}, then, once
+ * the initial state of every resource is out, one BOOKMARK line marked
+ * k8s.io/initial-events-end. One watch per resource, all multiplexed on one
+ * curl multi handle; lib/watch.c decides what each watch asks and emits.
+ *
+ * Output blocks when stdout is full (backpressure: while a line is being
+ * written nothing is read from the network); a closed stdout ends kwatch as
+ * SIGPIPE would; SIGTERM/SIGINT end it cleanly (exit 0).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <curl/curl.h>
+#include "kop.h"
+#include "kube.h"
+#include "jqrun.h"
+#include "watch.h"
+#include "tool.h"
+#include "banned.h"
+
+static const char usage[] =
+	"usage: kwatch [options] RESOURCE[@NAMESPACE][:l=SELECTOR][:f=SELECTOR]...\n"
+	"\n"
+	"Lists and watches resources; writes one JSON line per change\n"
+	"{\"type\":\"ADDED|MODIFIED|DELETED\",\"object\":{...}}, and one BOOKMARK line\n"
+	"(annotation k8s.io/initial-events-end) once the initial state is complete.\n"
+	"\n"
+	"  -n, --namespace NS         namespace of namespaced resources (default: the context's)\n"
+	"  -A, --all-namespaces       all namespaces\n"
+	"  -l, --selector SEL         label selector\n"
+	"      --field-selector SEL   field selector\n"
+	"      --no-initial           do not write the initial state (the BOOKMARK line still is)\n"
+	"      --once                 write the initial state and the BOOKMARK line, then exit\n"
+	"      --no-strip-managed-fields  keep metadata.managedFields (stripped by default)\n"
+	"      --project JQ           jq expression applied to each object (one output each)\n"
+	"      --record FILE          append every line written to stdout to FILE too\n"
+	"      --idle-timeout DUR     restart a watch silent this long (default 5m)\n"
+	"      --kubeconfig FILE, --context NAME, --request-timeout DUR (lists; default 60s)\n"
+	"  -v, --log-level LEVEL, --log-format json|text, -h\n"
+	"\n"
+	"Per resource: RESOURCE@NS watches namespace NS (RESOURCE@* all namespaces),\n"
+	":l=SEL and :f=SEL replace the label and field selector for that resource\n"
+	"(an empty one clears it). Exit: 0 done (--once, SIGTERM), 100 bad usage, unknown\n"
+	"resource, missing RBAC (403) or a refused selector, 111 setup failed (network).\n";
+
+enum {
+	OPT_FIELD_SELECTOR = OPT_TOOL_LAST,
+	OPT_NO_INITIAL,
+	OPT_ONCE,
+	OPT_STRIP,
+	OPT_NO_STRIP,
+	OPT_PROJECT,
+	OPT_RECORD,
+	OPT_IDLE_TIMEOUT
+};
+
+static const struct option options[] = {
+	{ "namespace", required_argument, NULL, 'n' },
+	{ "all-namespaces", no_argument, NULL, 'A' },
+	{ "selector", required_argument, NULL, 'l' },
+	{ "field-selector", required_argument, NULL, OPT_FIELD_SELECTOR },
+	{ "no-initial", no_argument, NULL, OPT_NO_INITIAL },
+	{ "once", no_argument, NULL, OPT_ONCE },
+	{ "strip-managed-fields", no_argument, NULL, OPT_STRIP },
+	{ "no-strip-managed-fields", no_argument, NULL, OPT_NO_STRIP },
+	{ "project", required_argument, NULL, OPT_PROJECT },
+	{ "record", required_argument, NULL, OPT_RECORD },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	TOOL_KUBE_OPTIONS,
+	TOOL_COMMON_OPTIONS,
+	{ NULL, 0, NULL, 0 }
+};
+
+/* One watched collection and its transfer. */
+struct res {
+	struct kw_watch w;
+	struct kube_resource r;
+	char *ns;			/* NULL: all namespaces (or cluster-scoped) */
+	CURL *easy;			/* the transfer in flight, or NULL */
+	struct curl_slist *hdrs;
+	const char *verb;		/* of the transfer in flight */
+	struct kop_buf body;		/* a LIST page or an error body */
+	long code;			/* HTTP status, once the headers are in */
+	char retry_after[32];
+	char curl_err[CURL_ERROR_SIZE];
+	int64_t started, last_rx;
+	int64_t next_at;		/* when to send the next request; -1 = nothing planned */
+	int done;			/* --once: this one is complete */
+	struct kop_backoff bo;
+};
+
+static struct {
+	const char *ns;
+	int all_ns;
+	const char *label, *field;
+	int no_initial, once, strip;
+	const char *project, *record;
+	long idle_ms;
+} opt = { .strip = 1, .idle_ms = 300000 };
+
+static struct kube_client *client;
+static CURLM *multi;
+static struct res *res;
+static size_t nres;
+static struct kop_jq *projection;
+static int record_fd = -1;
+static int sigpipe_fd[2] = { -1, -1 };
+static volatile sig_atomic_t stopping;
+static int bookmark_written;
+
+/* ---- output ----------------------------------------------------------------- */
+
+/* Blocking write of a whole buffer, even to an O_NONBLOCK fd. 0, or -1 with errno. */
+static int write_blocking(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+				return -1;
+			continue;
+		}
+		if (n < 0 && errno == EINTR) {
+			if (stopping)
+				return 1;	/* SIGTERM while blocked: drop the rest, we are ending */
+			continue;
+		}
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes one line (with its '\n') to stdout, then to the record file. */
+static void out_line(const char *line, size_t len)
+{
+	int rc;
+
+	if (stopping)
+		return;
+	rc = write_blocking(1, line, len);
+	if (rc < 0)
+		tool_stdout_failed();	/* EPIPE: quiet end, as SIGPIPE */
+	if (rc > 0)
+		return;
+	if (record_fd >= 0 && write_blocking(record_fd, line, len) < 0)
+		die(KOP_EXIT_TEMP, "unable to write to '%s': %s", opt.record, strerror(errno));
+}
+
+static void out_event(const char *type, jv obj)
+{
+	jv s;
+	struct kop_buf line = KOP_BUF_INIT;
+
+	s = jv_dump_string(JV_OBJECT(jv_string("type"), jv_string(type), jv_string("object"), obj), 0);
+	kop_buf_grow(&line, (size_t)jv_string_length_bytes(jv_copy(s)) + 1);
+	kop_buf_add(&line, jv_string_value(s), (size_t)jv_string_length_bytes(jv_copy(s)));
+	kop_buf_add(&line, "\n", 1);
+	jv_free(s);
+	out_line(line.buf, line.len);
+	kop_buf_release(&line);
+}
+
+/* lib/watch.c's emit callback: strip, project, print. */
+static void emit(void *ctx, const char *type, jv obj)
+{
+	struct res *r = ctx;
+	char err[KOP_ERRLEN];
+
+	if (opt.strip) {
+		jv meta = jv_object_get(jv_copy(obj), jv_string("metadata"));
+
+		if (jv_get_kind(meta) == JV_KIND_OBJECT) {
+			jv mf = jv_object_get(jv_copy(meta), jv_string("managedFields"));
+
+			if (jv_is_valid(mf))
+				obj = jv_object_set(obj, jv_string("metadata"),
+						    jv_object_delete(meta, jv_string("managedFields")));
+			else
+				jv_free(meta);
+			jv_free(mf);
+		} else {
+			jv_free(meta);
+		}
+	}
+	if (projection) {
+		jv out;
+
+		if (kop_jq_run1(projection, obj, &out, err) < 0) {
+			tool_logj(LOG_WARN, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
+				  "unable to project a %s event: %s", type, err);
+			tool_metric_add("kwatch_project_errors_total", NULL, 1);
+			return;
+		}
+		obj = out;
+	}
+	out_event(type, obj);
+	{
+		char labels[64];
+
+		snprintf(labels, sizeof(labels), "type=%s", type);
+		tool_metric_add("kwatch_events_total", labels, 1);
+	}
+}
+
+/* The one line that says the view is complete. */
+static void out_bookmark(void)
+{
+	const char *rv = "";
+	size_t i;
+
+	for (i = 0; i < nres; i++) {
+		const char *v = res[i].w.sync_rv ? res[i].w.sync_rv : "";
+
+		if (kw_rv_cmp(v, rv) > 0)
+			rv = v;
+	}
+	out_event("BOOKMARK",
+		  JV_OBJECT(jv_string("kind"), jv_string(res[0].r.kind), jv_string("apiVersion"),
+			    jv_string(res[0].r.api_version), jv_string("metadata"),
+			    JV_OBJECT(jv_string("resourceVersion"), jv_string(rv), jv_string("annotations"),
+				      JV_OBJECT(jv_string("k8s.io/initial-events-end"), jv_string("true")))));
+	bookmark_written = 1;
+}
+
+/* ---- transfers ------------------------------------------------------------------ */
+
+static size_t on_body(char *p, size_t size, size_t n, void *ctx)
+{
+	struct res *r = ctx;
+	char err[KOP_ERRLEN];
+
+	n *= size;
+	r->last_rx = kop_mono_ms();
+	if (!r->code)
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->code);
+	if (r->code == 200 && r->w.req != KW_REQ_LIST) {
+		if (kw_watch_feed(&r->w, p, n, err) < 0)
+			tool_logj(LOG_WARN, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)), "%s", err);
+		if (stopping)
+			return 0;
+		if (opt.once && r->w.synced) {
+			/* --once: the state is out; nothing after it is wanted */
+			r->w.quiet = 1;
+			r->done = 1;
+			return 0;
+		}
+		return n;
+	}
+	if (r->body.len + n > ((size_t)1 << 30))
+		return 0;	/* a runaway body: fail the transfer */
+	kop_buf_add(&r->body, p, n);
+	return n;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ctx)
+{
+	struct res *r = ctx;
+
+	n *= size;
+	if (n > 12 && !strncasecmp(p, "retry-after:", 12)) {
+		size_t i = 12, j = 0;
+
+		while (i < n && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		while (i < n && p[i] != '\r' && p[i] != '\n' && j < sizeof(r->retry_after) - 1)
+			r->retry_after[j++] = p[i++];
+		r->retry_after[j] = 0;
+	}
+	return n;
+}
+
+static void start(struct res *r)
+{
+	char err[KOP_ERRLEN];
+	char *path = kw_watch_request(&r->w);
+	int64_t now = kop_mono_ms();
+
+	r->verb = kw_watch_verb(&r->w);
+	r->hdrs = NULL;
+	r->easy = kube_easy_new(client, "GET", path, &r->hdrs, err);
+	if (!r->easy) {
+		unsigned d = kop_backoff_next(&r->bo);
+
+		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
+			  "unable to %s '%s': %s; retrying in %u ms", r->verb, r->w.name, err, d);
+		kw_watch_abort(&r->w);
+		r->next_at = now + d;
+		free(path);
+		return;
+	}
+	tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)), "GET %s", path);
+	free(path);
+	kop_buf_reset(&r->body);
+	r->code = 0;
+	r->retry_after[0] = 0;
+	r->curl_err[0] = 0;
+	r->started = r->last_rx = now;
+	r->next_at = -1;
+	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->curl_err);
+	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPIDLE, 30L);
+	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPINTVL, 15L);
+	curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
+	/* A list is a plain request; a watch lasts as long as the server keeps it. */
+	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS,
+			 r->w.req == KW_REQ_LIST ? (tool_kube.request_timeout_ms ? tool_kube.request_timeout_ms : 60000L)
+						 : 0L);
+	curl_multi_add_handle(multi, r->easy);
+}
+
+static void drop_transfer(struct res *r)
+{
+	curl_multi_remove_handle(multi, r->easy);
+	curl_easy_cleanup(r->easy);
+	curl_slist_free_all(r->hdrs);
+	r->easy = NULL;
+	r->hdrs = NULL;
+}
+
+static void schedule_backoff(struct res *r, long retry_after_s, int64_t now)
+{
+	int64_t d = kop_backoff_next(&r->bo);
+
+	if (retry_after_s > 0 && retry_after_s * 1000 > d)
+		d = retry_after_s * 1000;
+	r->next_at = now + d;
+}
+
+/* A transfer ended. Returns an exit code to end kwatch with, or -1 to go on. */
+static int finish(struct res *r, CURLcode cc)
+{
+	int64_t now = kop_mono_ms();
+	long code = 0, retry_after_s = -1;
+	int transport_ok = cc == CURLE_OK;
+	jv status = jv_null();
+	enum kw_next next;
+	char err[KOP_ERRLEN];
+	const char *verb = r->verb;
+
+	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+	drop_transfer(r);
+	tool_metric_request("GET", code);
+	if (r->done || stopping) {
+		kw_watch_abort(&r->w);
+		return -1;
+	}
+	if (r->w.req == KW_REQ_LIST && code == 200 && transport_ok) {
+		jv list = jv_parse_sized(r->body.buf ? r->body.buf : "", (int)r->body.len);
+
+		if (!jv_is_valid(list)) {
+			jv msg = jv_invalid_get_msg(list);
+
+			tool_logj(LOG_WARN, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
+				  "unable to read the list of '%s': %s", r->w.name,
+				  jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "not JSON");
+			jv_free(msg);
+			transport_ok = 0;
+		} else if (kw_watch_list(&r->w, list, err) < 0) {
+			tool_logj(LOG_WARN, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)), "%s", err);
+			transport_ok = 0;
+		}
+	} else if (code != 200 || !transport_ok) {
+		struct kube_response resp;
+
+		kube_response_from(&resp, code, r->body.buf ? r->body.buf : "", r->body.len,
+				   r->retry_after[0] ? r->retry_after : NULL, cc, r->curl_err);
+		status = jv_copy(resp.body);
+		if (jv_get_kind(status) != JV_KIND_OBJECT && resp.message) {
+			jv_free(status);
+			status = JV_OBJECT(jv_string("message"), jv_string(resp.message));
+		}
+		retry_after_s = resp.retry_after_s;
+		kube_response_release(&resp);
+	}
+	kop_buf_reset(&r->body);
+	if (r->w.events > 0)
+		kop_backoff_reset(&r->bo);	/* it was healthy: the next failure is a first one */
+	next = kw_watch_done(&r->w, code, transport_ok, status, now - r->started);
+	switch (next) {
+	case KW_NEXT_NOW:
+		if (opt.once && r->w.synced)
+			r->done = 1;	/* --once: no watch after the state */
+		if (r->w.err_code)
+			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("code"),
+						      jv_number(r->w.err_code)),
+				  "'%s' answered %ld: %s", r->w.name, r->w.err_code, r->w.err);
+		r->next_at = now;
+		return -1;
+	case KW_NEXT_AUTH:
+		kube_auth_failed(client);
+		/* fall through */
+	case KW_NEXT_BACKOFF:
+		schedule_backoff(r, retry_after_s, now);
+		if (r->w.err_code == 410) {
+			tool_metric_add("kwatch_relists_total", NULL, 1);
+			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
+				  "resourceVersion of '%s' expired (%s); reading the state again in %lld ms", r->w.name,
+				  r->w.err, (long long)(r->next_at - now));
+		} else {
+			tool_logj(r->w.synced ? LOG_WARN : LOG_INFO,
+				  JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("code"),
+					    jv_number(code)),
+				  "%s of '%s' ended: %s; again in %lld ms", verb, r->w.name, r->w.err,
+				  (long long)(r->next_at - now));
+		}
+		return -1;
+	case KW_NEXT_FORBIDDEN:
+		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("verb"),
+					       jv_string(verb), jv_string("code"), jv_number(403)),
+			  "forbidden: cannot %s '%s' %s%s%s: %s (missing RBAC: grant '%s' on '%s%s%s')", verb,
+			  r->w.name, r->ns ? "in namespace '" : "in all namespaces", r->ns ? r->ns : "", r->ns ? "'" : "",
+			  r->w.err, verb, r->r.resource, *r->r.group ? "." : "", r->r.group);
+		return KOP_EXIT_PERM;
+	case KW_NEXT_FATAL:
+		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("verb"),
+					       jv_string(verb), jv_string("code"), jv_number(r->w.err_code)),
+			  "unable to %s '%s': %s", verb, r->w.name, r->w.err);
+		return KOP_EXIT_PERM;
+	}
+	return -1;
+}
+
+/* ---- the loop --------------------------------------------------------------------- */
+
+static void on_signal(int sig)
+{
+	int e = errno;
+	char c = (char)sig;
+
+	stopping = 1;
+	/* A full pipe means a wakeup is pending anyway. */
+	(void)!write(sigpipe_fd[1], &c, 1);
+	errno = e;
+}
+
+static void setup_signals(void)
+{
+	struct sigaction sa;
+
+	if (pipe2(sigpipe_fd, O_CLOEXEC | O_NONBLOCK) < 0)
+		die(KOP_EXIT_TEMP, "unable to create a pipe: %s", strerror(errno));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;	/* no SA_RESTART: a write blocked on a full stdout must see EINTR */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* A pipe on stdout whose reader went away says so with POLLERR: end quietly, as SIGPIPE would. */
+static void check_stdout(void)
+{
+	struct pollfd p = { .fd = 1, .events = 0 };
+
+	if (poll(&p, 1, 0) > 0 && (p.revents & POLLERR)) {
+		errno = EPIPE;
+		tool_stdout_failed();
+	}
+}
+
+static int run(void)
+{
+	for (;;) {
+		int64_t now = kop_mono_ms(), wake = now + 1000;
+		struct curl_waitfd extra[2];
+		CURLMsg *m;
+		int running, left, all_synced = 1, all_done = 1;
+		size_t i;
+
+		if (stopping)
+			return KOP_EXIT_OK;
+		for (i = 0; i < nres; i++) {
+			struct res *r = &res[i];
+
+			if (!r->easy && !r->done && r->next_at >= 0 && now >= r->next_at)
+				start(r);
+			if (r->easy && r->w.req != KW_REQ_LIST && now - r->last_rx >= opt.idle_ms) {
+				tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
+					  "no news from '%s' for %lld ms: restarting its watch", r->w.name,
+					  (long long)(now - r->last_rx));
+				tool_metric_add("kwatch_idle_restarts_total", NULL, 1);
+				drop_transfer(r);
+				kw_watch_abort(&r->w);
+				r->next_at = now;
+			}
+		}
+		curl_multi_perform(multi, &running);
+		while ((m = curl_multi_info_read(multi, &left))) {
+			struct res *r;
+			int rc;
+
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+			rc = finish(r, m->data.result);
+			if (rc >= 0)
+				return rc;
+		}
+		for (i = 0; i < nres; i++) {
+			all_synced &= res[i].w.synced;
+			all_done &= res[i].done || (res[i].w.synced && !res[i].easy);
+		}
+		if (all_synced && !bookmark_written && !stopping)
+			out_bookmark();
+		if (opt.once && all_synced && all_done)
+			return KOP_EXIT_OK;
+		tool_metrics_flush(0);
+		now = kop_mono_ms();
+		for (i = 0; i < nres; i++) {
+			if (!res[i].easy && !res[i].done && res[i].next_at >= 0 && res[i].next_at < wake)
+				wake = res[i].next_at;
+			if (res[i].easy && res[i].w.req != KW_REQ_LIST && res[i].last_rx + opt.idle_ms < wake)
+				wake = res[i].last_rx + opt.idle_ms;
+		}
+		extra[0] = (struct curl_waitfd){ .fd = sigpipe_fd[0], .events = CURL_WAIT_POLLIN };
+		extra[1] = (struct curl_waitfd){ .fd = 1, .events = 0 };
+		if (wake > now)
+			curl_multi_poll(multi, extra, 2, (int)(wake - now), NULL);
+		if (extra[0].revents) {
+			char buf[64];
+
+			while (read(sigpipe_fd[0], buf, sizeof(buf)) > 0)
+				;
+		}
+		check_stdout();
+	}
+}
+
+/* ---- setup ---------------------------------------------------------------------------- */
+
+/* RESOURCE[@NAMESPACE][:l=SELECTOR][:f=SELECTOR]: the parts, as heap strings (NULL = not given). */
+struct spec {
+	char *name, *ns, *label, *field;
+	int ns_given, all_ns;
+};
+
+static void parse_spec(const char *arg, struct spec *s)
+{
+	const char *colon = strchr(arg, ':'), *at;
+	size_t head = colon ? (size_t)(colon - arg) : strlen(arg);
+	char **cur = NULL;
+
+	memset(s, 0, sizeof(*s));
+	at = memchr(arg, '@', head);
+	s->name = kop_strndup(arg, at ? (size_t)(at - arg) : head);
+	if (at) {
+		s->ns_given = 1;
+		s->ns = kop_strndup(at + 1, head - (size_t)(at + 1 - arg));
+		if (!*s->ns || !strcmp(s->ns, "*"))
+			s->all_ns = 1;
+	}
+	if (!*s->name)
+		die_usage("no resource name in '%s'", arg);
+	/* Selectors may hold ':' themselves: only ":l=" and ":f=" start a part. */
+	while (colon) {
+		const char *p = colon + 1, *next = strchr(p, ':');
+		size_t len;
+
+		while (next && strncmp(next, ":l=", 3) && strncmp(next, ":f=", 3))
+			next = strchr(next + 1, ':');
+		len = next ? (size_t)(next - p) : strlen(p);
+		if (len >= 2 && (p[0] == 'l' || p[0] == 'f') && p[1] == '=') {
+			cur = p[0] == 'l' ? &s->label : &s->field;
+			free(*cur);
+			*cur = kop_strndup(p + 2, len - 2);
+		} else {
+			die_usage("unknown part ':%.*s' in '%s' (:l=SELECTOR, :f=SELECTOR)", (int)len, p, arg);
+		}
+		colon = next;
+	}
+}
+
+static void free_spec(struct spec *s)
+{
+	free(s->name);
+	free(s->ns);
+	free(s->label);
+	free(s->field);
+}
+
+static int has_verb(jv verbs, const char *verb)
+{
+	int i, n;
+
+	if (jv_get_kind(verbs) != JV_KIND_ARRAY)
+		return 1;	/* unknown: let the server say */
+	n = jv_array_length(jv_copy(verbs));
+	for (i = 0; i < n; i++) {
+		jv v = jv_array_get(jv_copy(verbs), i);
+		int yes = jv_get_kind(v) == JV_KIND_STRING && !strcmp(jv_string_value(v), verb);
+
+		jv_free(v);
+		if (yes)
+			return 1;
+	}
+	return 0;
+}
+
+static void setup_resource(struct res *r, const char *arg)
+{
+	struct spec s;
+	char err[KOP_ERRLEN];
+	const char *ns;
+	char *path;
+
+	parse_spec(arg, &s);
+	memset(r, 0, sizeof(*r));
+	if (kube_resolve(client, s.name, &r->r, err) < 0)
+		die(KOP_EXIT_PERM, "%s", err);
+	if (!has_verb(r->r.verbs, "list") || !has_verb(r->r.verbs, "watch"))
+		die(KOP_EXIT_PERM, "resource '%s' cannot be listed and watched", s.name);
+	if (s.ns_given)
+		ns = s.all_ns ? NULL : s.ns;
+	else if (opt.all_ns)
+		ns = NULL;
+	else
+		ns = opt.ns ? opt.ns : kube_client_config(client)->namespace;
+	if (!r->r.namespaced)
+		ns = NULL;
+	r->ns = ns && *ns ? kop_strdup(ns) : NULL;
+	path = kube_path(&r->r, r->ns, NULL, NULL);
+	kw_watch_init(&r->w, arg, path, r->r.kind, r->r.api_version, s.label ? s.label : opt.label,
+		      s.field ? s.field : opt.field);
+	free(path);
+	r->w.watch_timeout_s = 300;	/* timeoutSeconds in [300, 600), as client-go */
+	r->w.quiet = opt.no_initial;
+	r->w.emit = emit;
+	r->w.ctx = r;
+	r->next_at = 0;
+	kop_backoff_init(&r->bo, 800, 30000, 1.0);
+	tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("resource"), jv_string(arg)), "watching '%s' %s%s", r->r.resource,
+		  r->ns ? "in " : "in all namespaces", r->ns ? r->ns : "");
+	free_spec(&s);
+}
+
+static void cleanup(void)
+{
+	size_t i;
+
+	for (i = 0; i < nres; i++) {
+		if (res[i].easy)
+			drop_transfer(&res[i]);
+		kw_watch_release(&res[i].w);
+		kube_resource_release(&res[i].r);
+		kop_buf_release(&res[i].body);
+		free(res[i].ns);
+	}
+	free(res);
+	curl_multi_cleanup(multi);
+	kube_client_free(client);
+	if (projection)
+		kop_jq_free(projection);
+	if (record_fd >= 0)
+		close(record_fd);
+	curl_global_cleanup();
+}
+
+int main(int argc, char **argv)
+{
+	struct kube_config cfg;
+	char err[KOP_ERRLEN];
+	int c, code;
+	size_t i;
+
+	tool_init("kwatch", argc, argv, 1);
+	while ((c = getopt_long(argc, argv, "n:Al:" TOOL_COMMON_SHORT, options, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			opt.ns = optarg;
+			break;
+		case 'A':
+			opt.all_ns = 1;
+			break;
+		case 'l':
+			opt.label = optarg;
+			break;
+		case OPT_FIELD_SELECTOR:
+			opt.field = optarg;
+			break;
+		case OPT_NO_INITIAL:
+			opt.no_initial = 1;
+			break;
+		case OPT_ONCE:
+			opt.once = 1;
+			break;
+		case OPT_STRIP:
+			opt.strip = 1;
+			break;
+		case OPT_NO_STRIP:
+			opt.strip = 0;
+			break;
+		case OPT_PROJECT:
+			opt.project = optarg;
+			break;
+		case OPT_RECORD:
+			opt.record = optarg;
+			break;
+		case OPT_IDLE_TIMEOUT:
+			if ((opt.idle_ms = tool_parse_duration_ms(optarg)) <= 0)
+				die_usage("invalid --idle-timeout '%s'", optarg);
+			break;
+		default:
+			if (!tool_common_option(c, optarg, usage))
+				die_usage("unknown option");
+		}
+	}
+	if (optind >= argc)
+		die_usage("no resource to watch");
+	if (opt.ns && opt.all_ns)
+		die_usage("-n and -A exclude each other");
+	if (opt.project && !(projection = kop_jq_compile(opt.project, "--project", jv_null(), jv_null(), err)))
+		die(KOP_EXIT_PERM, "%s", err);
+	if (opt.record && (record_fd = open(opt.record, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
+		die(KOP_EXIT_TEMP, "unable to open '%s': %s", opt.record, strerror(errno));
+	if (curl_global_init(CURL_GLOBAL_DEFAULT))
+		die(KOP_EXIT_TEMP, "unable to initialise libcurl");
+	if (kube_config_load(&cfg, tool_kube.kubeconfig, tool_kube.context, err) < 0)
+		die(KOP_EXIT_PERM, "%s", err);
+	if (!(client = kube_client_new(&cfg, tool_kube.request_timeout_ms, err)))
+		die(KOP_EXIT_PERM, "%s", err);
+	kube_client_set_user_agent(client, "iot-operator/kwatch");
+	nres = (size_t)(argc - optind);
+	res = kop_calloc(nres, sizeof(*res));
+	for (i = 0; i < nres; i++)
+		setup_resource(&res[i], argv[optind + (int)i]);
+	if (!(multi = curl_multi_init()))
+		die(KOP_EXIT_TEMP, "unable to initialise libcurl");
+	setup_signals();
+	code = run();
+	cleanup();
+	return tool_finish(code);
+}
