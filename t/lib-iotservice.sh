@@ -34,7 +34,7 @@ iot_input () {
 
 # iot_live OUTPUT [STATE] >VIEW: the children of a resolved OUTPUT as the
 # API server would hold them, with workloads "ready" (default) or "created"
-# (just created, nothing running yet), and a Running pod per workload.
+# (rolled out, no pod ready yet), and a Running pod per ready workload.
 iot_live () {
 	jq -c --arg state "${2:-ready}" '
 		[.children[]
@@ -47,6 +47,11 @@ iot_live () {
 				   currentRevision: "r1", updateRevision: "r1"}
 		   elif .kind == "Service" and .spec.type == "LoadBalancer" and $state == "ready" then
 			.status = {loadBalancer: {ingress: [{ip: "127.0.0.1"}]}}
+		   elif .kind == "Deployment" then
+			.status = {observedGeneration: 1, replicas: .spec.replicas, updatedReplicas: .spec.replicas,
+				   unavailableReplicas: .spec.replicas}
+		   elif .kind == "StatefulSet" then
+			.status = {observedGeneration: 1, replicas: .spec.replicas, currentRevision: "r1", updateRevision: "r1"}
 		   else . end]
 		+ (if $state == "ready" then
 			[.children[] | select(.kind == "Deployment" or .kind == "StatefulSet")

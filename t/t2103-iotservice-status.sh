@@ -1,0 +1,223 @@
+#!/bin/sh
+test_description='pipeline/iotservice: status, validation, readiness, limits, failures and deletion (sync.jq)'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-iotservice.sh"
+
+X=example-iotservice
+I=devawsk8s-example-iotservice
+
+# run PARENT VIEW [EXTRA] NAME: NAME.json is the resolved answer.
+run () {
+	iot_input "$1" "$2" "${3:-{\}}" >"$4.in.json" &&
+	iot_sync "$4.in.json" "$4.json"
+}
+
+# phase NAME: "phase|reason" of an answer
+phase () {
+	jq -r '"\(.status.phase)|\(.status.reason // "")"' "$1.json"
+}
+
+test_expect_success 'setup: the example, created and ready' '
+	iot_parent . >parent.json &&
+	run parent.json /dev/null "{}" created &&
+	iot_live created.json ready >ready.view &&
+	iot_live created.json created >created.view &&
+	jq -c ".status.phase = \"Processing\" | .status.observedGeneration = 1" parent.json >parent.processing.json
+'
+
+test_expect_success 'nothing there yet: Processing, Progressing True, an event' '
+	phase created >actual &&
+	echo "Processing|" >expect && test_cmp expect actual &&
+	jq -c "[.status.conditions[] | [.type, .status, .reason]], [.events[] | .reason], .resyncAfterSeconds" created.json >actual &&
+	cat >expect <<-\EOT &&
+	[["Available","False","ChildrenNotReady"],["Progressing","True","Reconciling"]]
+	["Processing"]
+	900
+	EOT
+	test_cmp expect actual
+'
+
+test_expect_success 'created but not running: Processing naming what is not ready, no event' '
+	run parent.processing.json created.view "{}" starting &&
+	phase starting >actual &&
+	echo "Processing|" >expect && test_cmp expect actual &&
+	jq -r ".status.conditions[0].message" starting.json >msg &&
+	grep "Deployment cockpit-$X has 0/1 ready" msg &&
+	jq -c ".events" starting.json >actual && echo "[]" >expect && test_cmp expect actual
+'
+
+test_expect_success 'everything ready: Available, sorted Running pods, conditions, an event' '
+	run parent.processing.json ready.view "{}" ready &&
+	phase ready >actual &&
+	echo "Available|" >expect && test_cmp expect actual &&
+	jq -c ".status.pods" ready.json >actual &&
+	jq -c "[.[] | select(.kind == \"Pod\") | .metadata.name] | sort" ready.view >expect &&
+	test_cmp expect actual &&
+	jq -e ".status.pods | length == 8" ready.json &&
+	jq -c "[.status.conditions[] | [.type, .status, .reason, .observedGeneration]], [.events[] | [.type, .reason]], has(\"resyncAfterSeconds\")" ready.json >actual &&
+	cat >expect <<-\EOT &&
+	[["Available","True","AllChildrenReady",1],["Progressing","False","Complete",1]]
+	[["Normal","Available"]]
+	false
+	EOT
+	test_cmp expect actual &&
+	jq -c ".children" ready.json >actual && jq -c ".children" created.json >expect && test_cmp expect actual
+'
+
+test_expect_success 'Available again: the same status (lastTransitionTime kept), no event' '
+	jq -c --slurpfile r ready.json ".status = \$r[0].status" parent.json >parent.available.json &&
+	run parent.available.json ready.view "{\"now\": \"2026-11-22T11:00:00Z\"}" again &&
+	jq -c .status again.json >actual && jq -c .status ready.json >expect &&
+	test_cmp expect actual &&
+	jq -c .events again.json >actual && echo "[]" >expect && test_cmp expect actual
+'
+
+test_expect_success 'no load-balancer ingress: Processing (B18)' '
+	jq -c "map(if .metadata.name == \"iot-$X\" then del(.status) else . end)" ready.view >nolb.view &&
+	run parent.processing.json nolb.view "{}" nolb &&
+	phase nolb >actual && echo "Processing|" >expect && test_cmp expect actual &&
+	jq -r ".status.conditions[0].message" nolb.json >msg &&
+	grep "Service iot-$X has no load-balancer ingress" msg
+'
+
+test_expect_success 'a rollout not yet observed is not Available (B18)' '
+	jq -c "map(if .metadata.name == \"cockpit-$X\" and .kind == \"Deployment\" then .metadata.generation = 2 else . end)" ready.view >rolling.view &&
+	run parent.processing.json rolling.view "{}" rolling &&
+	phase rolling >actual && echo "Processing|" >expect && test_cmp expect actual &&
+	jq -r ".status.conditions[0].message" rolling.json >msg &&
+	grep "Deployment cockpit-$X is not updated yet" msg &&
+	jq -c "map(if .kind == \"StatefulSet\" then .status.updateRevision = \"r2\" else . end)" ready.view >sts.view &&
+	run parent.processing.json sts.view "{}" sts &&
+	phase sts >actual && echo "Processing|" >expect && test_cmp expect actual
+'
+
+test_expect_success 'a left-over optional workload does not block Available (B14)' '
+	jq -c ".spec.postgresql.size = 0 | .status.phase = \"Processing\" | .status.observedGeneration = 1" parent.json >p-nopg.json &&
+	jq -c "map(if .metadata.name == \"postgresql-$X\" and .kind == \"Deployment\" then .status.availableReplicas = 0 else . end)" ready.view >pg.view &&
+	run p-nopg.json pg.view "{}" nopg &&
+	phase nopg >actual && echo "Available|" >expect && test_cmp expect actual
+'
+
+# invalid spec: filter, then the text the reason must contain
+while IFS='|' read filter want
+do
+	test_expect_success "invalid spec: $want" "
+		jq -c '$filter' parent.available.json >p-bad.json &&
+		run p-bad.json ready.view '{}' bad &&
+		jq -r .status.phase bad.json >actual && echo Failed >expect && test_cmp expect actual &&
+		jq -r .status.reason bad.json >reason &&
+		grep -F '$want' reason &&
+		jq -c '[.status.conditions[] | [.type, .status, .reason]]' bad.json >actual &&
+		echo '[[\"Available\",\"False\",\"Failed\"],[\"Progressing\",\"False\",\"InvalidSpec\"]]' >expect &&
+		test_cmp expect actual &&
+		jq -c '[.events[] | [.type, .reason]]' bad.json >actual &&
+		echo '[[\"Warning\",\"Failed\"]]' >expect && test_cmp expect actual &&
+		jq -c '[.children[] | keys] | unique' bad.json >actual &&
+		echo '[[\"apiVersion\",\"kind\",\"metadata\"]]' >expect && test_cmp expect actual &&
+		jq -e '(.children | length) == 20' bad.json
+	"
+done <<\EOT
+.spec.mms.resources.limits.memory = "lots"|invalid spec.mms.resources.limits.memory "lots": is not a valid quantity
+.spec.cockpit.container_port = "abc"|invalid spec.cockpit.container_port "abc": is not a port number
+.spec.haproxy.container_port_https = "70000"|invalid spec.haproxy.container_port_https "70000": is not a port number
+.spec.gateway.rest.size = -1|invalid spec.gateway.rest.size -1: must not be negative
+.spec.imagePullPolicy = "Sometimes"|invalid spec.imagePullPolicy "Sometimes": must be Always, IfNotPresent or Never
+.spec.core.size = "1"|invalid spec.core.size "1": must be an integer
+.spec.gateway.mqtt.persistent_volume_claim_size = "20 Gi"|invalid spec.gateway.mqtt.persistent_volume_claim_size "20 Gi": is not a valid quantity
+.spec.processing.image = ""|invalid spec.processing.image "": must not be empty
+EOT
+
+test_expect_success 'the spec fixed: Failed is left' '
+	jq -c ".spec.cockpit.container_port = \"abc\"" parent.available.json >p-bad.json &&
+	run p-bad.json ready.view "{}" bad &&
+	jq -c --slurpfile b bad.json ".status = \$b[0].status | .metadata.generation = 2" parent.json >p-fixed.json &&
+	run p-fixed.json ready.view "{}" fixed &&
+	phase fixed >actual && echo "Processing|" >expect && test_cmp expect actual &&
+	jq -c --slurpfile b fixed.json ".status = \$b[0].status | .metadata.generation = 2" parent.json >p-fixed2.json &&
+	run p-fixed2.json ready.view "{}" fixed2 &&
+	phase fixed2 >actual && echo "Available|" >expect && test_cmp expect actual
+'
+
+test_expect_success 'a failed apply reported by kapply: Failed with its reason' '
+	run parent.processing.json ready.view "{\"errors\": [{\"op\": \"apply\", \"ref\": {\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"namespace\": \"$I\", \"name\": \"cockpit-$X\"}, \"code\": 422, \"reason\": \"Invalid\", \"message\": \"spec.template.spec.containers[0].image: Required value\"}]}" applyfail &&
+	phase applyfail >actual &&
+	echo "Failed|apply of Deployment $I/cockpit-$X failed: 422 Invalid: spec.template.spec.containers[0].image: Required value" >expect &&
+	test_cmp expect actual &&
+	jq -c ".children" applyfail.json >actual && jq -c ".children" created.json >expect && test_cmp expect actual
+'
+
+test_expect_success 'a PVC size change the API forbids: Failed naming the field, the rest reconciled (B12)' '
+	jq -c ".spec.mms.persistent_volume_claim_size = \"30Gi\" | .spec.cockpit.image = \"new:1\"" parent.available.json >p-pvc.json &&
+	run p-pvc.json ready.view "{}" pvc &&
+	jq -r .status.phase pvc.json >actual && echo Failed >expect && test_cmp expect actual &&
+	jq -r .status.reason pvc.json >reason &&
+	grep "StatefulSet messaging-$X: volumeClaimTemplates cannot change (storage 10Gi to 30Gi); the field is spec.mms.persistent_volume_claim_size" reason &&
+	jq -r ".children[] | select(.metadata.name == \"messaging-$X\" and .kind == \"StatefulSet\") | .spec.volumeClaimTemplates[0].spec.resources.requests.storage" pvc.json >actual &&
+	echo 10Gi >expect && test_cmp expect actual &&
+	jq -r ".children[] | select(.metadata.name == \"cockpit-$X\" and .kind == \"Deployment\") | .spec.template.spec.containers[0].image" pvc.json >actual &&
+	echo new:1 >expect && test_cmp expect actual
+'
+
+test_expect_success 'progress deadline: Processing for too long goes Failed naming what is not ready' '
+	jq -c --slurpfile s starting.json ".status = \$s[0].status" parent.json >p-slow.json &&
+	run p-slow.json created.view "{\"now\": \"2026-11-22T10:14:00Z\"}" slow1 &&
+	phase slow1 >actual && echo "Processing|" >expect && test_cmp expect actual &&
+	jq -c .resyncAfterSeconds slow1.json >actual && echo 60 >expect && test_cmp expect actual &&
+	run p-slow.json created.view "{\"now\": \"2026-11-22T10:15:01Z\"}" slow2 &&
+	jq -r .status.reason slow2.json >reason &&
+	grep "^progress deadline exceeded: Deployment cockpit-$X has 0/1 ready" reason &&
+	jq -c "[.status.phase, .status.conditions[1].reason, .status.conditions[1].lastTransitionTime]" slow2.json >actual &&
+	echo "[\"Failed\",\"ProgressDeadlineExceeded\",\"2026-11-22T10:15:01Z\"]" >expect && test_cmp expect actual &&
+	jq -c --slurpfile s slow2.json ".status = \$s[0].status" parent.json >p-slow3.json &&
+	run p-slow3.json created.view "{\"now\": \"2026-11-22T10:16:00Z\"}" slow3 &&
+	phase slow3 >actual && jq -r "\"Failed|\(.status.reason)\"" slow2.json >expect && test_cmp expect actual &&
+	jq -c .events slow3.json >actual && echo "[]" >expect && test_cmp expect actual &&
+	run p-slow3.json ready.view "{\"now\": \"2026-11-22T10:17:00Z\"}" slow4 &&
+	phase slow4 >actual && echo "Available|" >expect && test_cmp expect actual
+'
+
+test_expect_success 'parallel updates: the 31st rolling instance waits with UpdateQueued' '
+	jq -c ".metadata.generation = 3 | .spec.cockpit.image = \"new:1\"" parent.available.json >p-upd.json &&
+	others=$(jq -nc "[range(30) | \"devawsk8s/other-\(.)\"] + [\"devawsk8s/$X\"]") &&
+	run p-upd.json ready.view "{\"aggregates\": {\"rolling\": $others}}" queued &&
+	jq -c "[.status.phase, .status.observedGeneration, (.status.conditions[] | [.type, .status, .reason]), .resyncAfterSeconds, [.events[].reason]]" queued.json >actual &&
+	echo "[\"Processing\",3,[\"Available\",\"False\",\"ChildrenNotReady\"],[\"Progressing\",\"False\",\"UpdateQueued\"],30,[\"Processing\",\"UpdateQueued\"]]" >expect &&
+	test_cmp expect actual &&
+	jq -c "[.children[] | keys] | unique" queued.json >actual &&
+	echo "[[\"apiVersion\",\"kind\",\"metadata\"]]" >expect && test_cmp expect actual &&
+	jq -c --slurpfile q queued.json ".status = \$q[0].status" p-upd.json >p-upd2.json &&
+	others=$(jq -nc "[range(29) | \"devawsk8s/other-\(.)\"]") &&
+	run p-upd2.json ready.view "{\"aggregates\": {\"rolling\": $others}}" admitted &&
+	jq -c "[.status.phase, (.status.conditions[1] | [.status, .reason])]" admitted.json >actual &&
+	echo "[\"Processing\",[\"True\",\"Updating\"]]" >expect && test_cmp expect actual &&
+	jq -r ".children[] | select(.metadata.name == \"cockpit-$X\" and .kind == \"Deployment\") | .spec.template.spec.containers[0].image" admitted.json >actual &&
+	echo new:1 >expect && test_cmp expect actual &&
+	jq -c --slurpfile a admitted.json ".status = \$a[0].status" p-upd.json >p-upd3.json &&
+	jq -e "(.status.conditions // []) | any(.type == \"Progressing\" and .status == \"True\" and .reason == \"Updating\")" p-upd3.json
+'
+
+test_expect_success 'an update below the limit is admitted at once' '
+	jq -c ".metadata.generation = 3 | .spec.cockpit.image = \"new:1\"" parent.available.json >p-upd.json &&
+	run p-upd.json ready.view "{}" direct &&
+	jq -c "[.status.phase, (.status.conditions[1] | [.status, .reason])]" direct.json >actual &&
+	echo "[\"Processing\",[\"True\",\"Updating\"]]" >expect && test_cmp expect actual
+'
+
+test_expect_success 'deletion: children none, not finalized while the namespace exists' '
+	jq -c ".metadata.deletionTimestamp = \"2026-11-22T10:00:00Z\"" parent.available.json >p-del.json &&
+	run p-del.json ready.view "{\"finalizing\": true}" del1 &&
+	jq -c "[.children, .status, .finalized, [.events[].reason]]" del1.json >actual &&
+	echo "[[],null,false,[\"Deleting\"]]" >expect && test_cmp expect actual
+'
+
+test_expect_success 'deletion: finalized once the namespace is terminating or gone (B22)' '
+	jq -c "map(if .kind == \"Namespace\" then .metadata.deletionTimestamp = \"2026-11-22T10:00:01Z\" | .status.phase = \"Terminating\" else . end)" ready.view >term.view &&
+	run p-del.json term.view "{\"finalizing\": true}" del2 &&
+	jq -c "[.children, .finalized, .events]" del2.json >actual &&
+	echo "[[],true,[]]" >expect && test_cmp expect actual &&
+	run p-del.json /dev/null "{\"finalizing\": true}" del3 &&
+	jq -c "[.children, .finalized]" del3.json >actual &&
+	echo "[[],true]" >expect && test_cmp expect actual
+'
+
+test_done
