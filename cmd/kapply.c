@@ -1,0 +1,1326 @@
+/*
+ * kapply: server-side apply, delete and patch, from the stage protocol on
+ * stdin or from manifests (-f), several requests in flight, the order of
+ * operations on one object kept, transient failures retried, one result line
+ * per operation on stdout.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <curl/curl.h>
+#include "tool.h"
+#include "kube.h"
+#include "jsonl.h"
+#include "manifest.h"
+#include "opresult.h"
+#include "banned.h"
+
+static const char usage[] =
+"usage: kapply [options] [-f FILE|DIR|-]...\n"
+"\n"
+"Without -f, reads JSON lines on stdin: {\"op\":\"apply\"|\"delete\"|\"patch\",...} are\n"
+"performed, every other line is passed through to stdout; one {\"op\":\"result\",...}\n"
+"line is written per operation. With -f, applies the objects of YAML or JSON\n"
+"manifests (as kubectl apply --server-side -f does).\n"
+"\n"
+"  -f, --filename F         a manifest file, a directory of them, or - (stdin); repeatable\n"
+"  -n, --namespace NS       namespace for namespaced objects that name none\n"
+"      --field-manager M    server-side apply field manager (default iot-operator)\n"
+"      --force-conflicts[=BOOL]  take fields owned by other managers (default true)\n"
+"      --dry-run[=MODE]     client (default when given): print what would be sent, no\n"
+"                           network; server: send with dryRun=All; none\n"
+"      --diff               print, per object, what would change; exit 1 if anything would\n"
+"      --concurrency N      requests in flight (default 8)\n"
+"      --qps Q, --burst B   client rate limit (default off)\n"
+"      --max-retries N      tries after a transient failure (default 10)\n"
+"      --crd-timeout D      how long to wait for a CRD to become Established (default 60s)\n"
+"      --kubeconfig F, --context C, --request-timeout D\n"
+"  -v, --log-level L, --log-format json|text, -h, --help\n"
+"\n"
+"Exit: 0 all done; 1 --diff found changes; with -f, 100 when an operation failed\n"
+"permanently, 111 when one still failed transiently after its retries. On stdin the\n"
+"stream goes on after any API error (reported in its result line) and ends with 0.\n";
+
+enum op_kind { OP_PASS, OP_APPLY, OP_DELETE, OP_PATCH };
+static const char *const kind_names[] = { "pass", "apply", "delete", "patch" };
+
+enum op_state { ST_QUEUED, ST_RUNNING, ST_DONE };
+
+/* What the next request of an operation is for. */
+enum op_phase {
+	PH_MAIN,	/* the write itself */
+	PH_ESTABLISH,	/* a CRD was applied: GET it until Established */
+	PH_DIFF_GET,	/* --diff: the live object */
+	PH_DIFF_DRY	/* --diff: the same write with dryRun=All */
+};
+
+struct op {
+	enum op_kind kind;
+	enum op_state state;
+	enum op_phase phase;
+	jv line;		/* the input line (kept whole for passthrough) */
+	jv obj;			/* the object of an operation */
+	jv primary;		/* string or null */
+	char *api_version, *kind_name, *group, *ns, *name, *uid;
+	char *key;		/* group/Kind/namespace/name: the order of operations is kept per key */
+	char *who;		/* Kind/namespace/name, for messages */
+	char *crd_group, *crd_kind;	/* an applied CRD: what it defines */
+	int is_namespace;	/* an apply of a Namespace: objects in it wait for it */
+	char *bad;		/* a malformed operation: reported, never sent */
+	struct kube_resource res;
+	int resolved;
+	/* the transfer in flight */
+	CURL *easy;
+	const char *method;	/* of the request in flight (a string literal) */
+	struct curl_slist *headers;
+	struct kop_buf resp;
+	char errbuf[CURL_ERROR_SIZE];
+	/* retries */
+	struct kop_backoff backoff;
+	unsigned attempts;
+	int auth_retried;
+	int64_t not_before;	/* monotonic ms; 0 = now */
+	int64_t deadline;	/* PH_ESTABLISH gives up here */
+	jv applied;		/* the apply's response, while waiting for Established */
+	jv live;		/* --diff: the live object, or null */
+};
+
+static struct {
+	const char *namespace;
+	const char *field_manager;
+	int force;
+	enum { DRY_NONE, DRY_CLIENT, DRY_SERVER } dry_run;
+	int diff;
+	unsigned concurrency;
+	double qps, burst;
+	unsigned max_retries;
+	long crd_timeout_ms;
+} opt = { NULL, "iot-operator", 1, DRY_NONE, 0, 8, 0, 0, 10, 60000 };
+
+static struct kube_client *client;
+static const char *default_ns = "default";
+static CURLM *multi;
+static unsigned inflight;
+static struct op **queue;
+static size_t queue_len, queue_cap;
+#define QUEUE_MAX (256 + 4 * (size_t)opt.concurrency)
+
+static int stream_mode;
+static int worst;		/* exit code: 0, 1 (diff), 100, 111 */
+static volatile sig_atomic_t stopping;
+static int unfinished;		/* stopped by a signal before everything was done */
+
+static struct {
+	double tokens;
+	int64_t last;
+} bucket;
+
+/* ---- small jv helpers --------------------------------------------------- */
+
+/* A string member of v at path a[.b], heap copy, or NULL. */
+static char *get_str(jv v, const char *a, const char *b)
+{
+	jv x;
+	char *s = NULL;
+
+	if (jv_get_kind(v) != JV_KIND_OBJECT)
+		return NULL;
+	x = jv_object_get(jv_copy(v), jv_string(a));
+	if (b) {
+		if (jv_get_kind(x) != JV_KIND_OBJECT) {
+			jv_free(x);
+			return NULL;
+		}
+		x = jv_object_get(x, jv_string(b));
+	}
+	if (jv_get_kind(x) == JV_KIND_STRING)
+		s = kop_strdup(jv_string_value(x));
+	jv_free(x);
+	return s;
+}
+
+static jv get_member(jv v, const char *key)
+{
+	if (jv_get_kind(v) != JV_KIND_OBJECT) {
+		jv_free(v);
+		return jv_invalid();
+	}
+	return jv_object_get(v, jv_string(key));
+}
+
+static void note_exit(int code)
+{
+	if (code == KOP_EXIT_PERM || worst == KOP_EXIT_PERM)
+		worst = KOP_EXIT_PERM;
+	else if (code == KOP_EXIT_TEMP || worst == KOP_EXIT_TEMP)
+		worst = KOP_EXIT_TEMP;
+	else if (code > worst)
+		worst = code;
+}
+
+static void emit(jv line)
+{
+	if (kop_jsonl_write(stdout, line) < 0)
+		tool_stdout_failed();
+}
+
+/* ---- operations ----------------------------------------------------------- */
+
+static void op_free(struct op *op)
+{
+	jv_free(op->line);
+	jv_free(op->obj);
+	jv_free(op->primary);
+	jv_free(op->applied);
+	jv_free(op->live);
+	free(op->api_version);
+	free(op->kind_name);
+	free(op->group);
+	free(op->ns);
+	free(op->name);
+	free(op->uid);
+	free(op->key);
+	free(op->who);
+	free(op->crd_group);
+	free(op->crd_kind);
+	free(op->bad);
+	if (op->resolved)
+		kube_resource_release(&op->res);
+	kop_buf_release(&op->resp);
+	free(op);
+}
+
+static struct op *op_alloc(enum op_kind kind, jv line)
+{
+	struct op *op = kop_calloc(1, sizeof(*op));
+
+	op->kind = kind;
+	op->line = line;
+	op->obj = jv_null();
+	op->primary = jv_null();
+	op->applied = jv_null();
+	op->live = jv_null();
+	kop_backoff_init(&op->backoff, 200, 30000, 1.0);
+	return op;
+}
+
+/* Reads the members every operation needs; a problem is kept in op->bad. */
+static void op_parse(struct op *op)
+{
+	jv meta;
+	char *slash;
+	struct kop_buf b = KOP_BUF_INIT;
+
+	if (jv_get_kind(op->obj) != JV_KIND_OBJECT) {
+		op->bad = kop_strdup("the operation has no object");
+		return;
+	}
+	op->api_version = get_str(op->obj, "apiVersion", NULL);
+	op->kind_name = get_str(op->obj, "kind", NULL);
+	op->name = get_str(op->obj, "metadata", "name");
+	op->uid = get_str(op->obj, "metadata", "uid");
+	op->ns = get_str(op->obj, "metadata", "namespace");
+	if (!op->api_version || !*op->api_version || !op->kind_name || !*op->kind_name || !op->name || !*op->name) {
+		op->bad = kop_strdup("the object needs apiVersion, kind and metadata.name");
+		return;
+	}
+	slash = strchr(op->api_version, '/');
+	op->group = slash ? kop_strndup(op->api_version, (size_t)(slash - op->api_version)) : kop_strdup("");
+	kop_buf_addf(&b, "%s/%s/%s/%s", op->group, op->kind_name, op->ns ? op->ns : "", op->name);
+	op->key = kop_buf_detach(&b, NULL);
+	kop_buf_addf(&b, "%s/%s%s%s", op->kind_name, op->ns ? op->ns : "", op->ns ? "/" : "", op->name);
+	op->who = kop_buf_detach(&b, NULL);
+	if (op->ns && opt.namespace && strcmp(op->ns, opt.namespace)) {
+		kop_buf_addf(&b, "the namespace from the provided object '%s' does not match the namespace '%s'",
+			     op->ns, opt.namespace);
+		op->bad = kop_buf_detach(&b, NULL);
+		return;
+	}
+	if (op->kind != OP_APPLY)
+		return;
+	if (!*op->group && !strcmp(op->kind_name, "Namespace"))
+		op->is_namespace = 1;
+	if (!strcmp(op->group, "apiextensions.k8s.io") && !strcmp(op->kind_name, "CustomResourceDefinition")) {
+		jv spec = get_member(jv_copy(op->obj), "spec");
+
+		op->crd_group = get_str(spec, "group", NULL);
+		op->crd_kind = get_str(spec, "names", "kind");
+		jv_free(spec);
+	}
+	meta = get_member(jv_copy(op->obj), "metadata");
+	if (jv_get_kind(meta) == JV_KIND_OBJECT) {
+		jv mf = jv_object_get(jv_copy(meta), jv_string("managedFields"));
+
+		/* Objects read back from the server carry these; apply must not. */
+		if (jv_is_valid(mf)) {
+			meta = jv_object_delete(meta, jv_string("managedFields"));
+			op->obj = jv_object_set(op->obj, jv_string("metadata"), jv_copy(meta));
+		}
+		jv_free(mf);
+	}
+	jv_free(meta);
+}
+
+/* An input line (consumed) as an operation or a passthrough. */
+static struct op *op_from_line(jv line)
+{
+	jv opname = get_member(jv_copy(line), "op");
+	enum op_kind kind = OP_PASS;
+	struct op *op;
+
+	if (jv_get_kind(opname) == JV_KIND_STRING) {
+		const char *s = jv_string_value(opname);
+
+		if (!strcmp(s, "apply"))
+			kind = OP_APPLY;
+		else if (!strcmp(s, "delete"))
+			kind = OP_DELETE;
+		else if (!strcmp(s, "patch"))
+			kind = OP_PATCH;
+	}
+	jv_free(opname);
+	op = op_alloc(kind, line);
+	op->primary = get_member(jv_copy(line), "primary");
+	if (jv_get_kind(op->primary) != JV_KIND_STRING) {
+		jv_free(op->primary);
+		op->primary = jv_null();
+	}
+	if (kind == OP_PASS)
+		return op;
+	op->obj = get_member(jv_copy(line), "object");
+	op_parse(op);
+	if (!op->bad && kind == OP_DELETE && (!op->uid || !*op->uid))
+		op->bad = kop_strdup("a deletion needs metadata.uid (it is sent as a precondition)");
+	if (!op->bad && kind == OP_PATCH) {
+		jv pt = get_member(jv_copy(line), "patchType"), p = get_member(jv_copy(line), "patch");
+
+		if (jv_get_kind(pt) != JV_KIND_STRING ||
+		    (strcmp(jv_string_value(pt), "json") && strcmp(jv_string_value(pt), "merge")))
+			op->bad = kop_strdup("a patch needs \"patchType\": \"json\" or \"merge\"");
+		else if (!jv_is_valid(p) || jv_get_kind(p) == JV_KIND_NULL)
+			op->bad = kop_strdup("a patch needs \"patch\"");
+		jv_free(pt);
+		jv_free(p);
+	}
+	return op;
+}
+
+static const char *op_ns(const struct op *op)
+{
+	return op->ns ? op->ns : (opt.namespace ? opt.namespace : default_ns);
+}
+
+static jv op_ref(const struct op *op)
+{
+	jv ref = kop_op_ref(jv_copy(op->obj));
+
+	if (op->resolved && op->res.namespaced && !op->ns)
+		ref = jv_object_set(ref, jv_string("namespace"), jv_string(op_ns(op)));
+	return ref;
+}
+
+/* Writes op's result line and marks it done. line is consumed. */
+static void op_done(struct op *op, jv result)
+{
+	if (opt.dry_run == DRY_SERVER)
+		result = jv_object_set(result, jv_string("dryRun"), jv_string("server"));
+	emit(result);
+	op->state = ST_DONE;
+}
+
+static void op_ok(struct op *op, long code, jv body)
+{
+	op_done(op, kop_result_ok(kind_names[op->kind], jv_copy(op->primary), op_ref(op), code, body));
+}
+
+static void op_fail(struct op *op, const struct kube_response *r)
+{
+	jv fields = jv_object();
+
+	fields = jv_object_set(fields, jv_string("code"), jv_number((double)r->code));
+	if (r->reason)
+		fields = jv_object_set(fields, jv_string("reason"), jv_string(r->reason));
+	tool_logj(LOG_ERROR, fields, "unable to %s '%s': %s", kind_names[op->kind], op->who,
+		  r->message ? r->message : "");
+	note_exit(kube_exit_code(r));
+	op_done(op, kop_result_fail(kind_names[op->kind], jv_copy(op->primary), op_ref(op), r));
+}
+
+static void op_fail_local(struct op *op, long code, const char *reason, const char *msg)
+{
+	log_error("unable to %s '%s': %s", kind_names[op->kind], op->who ? op->who : "?", msg);
+	note_exit(KOP_EXIT_PERM);
+	op_done(op, kop_result_local(kind_names[op->kind], jv_copy(op->primary), op_ref(op), code, reason, msg));
+}
+
+/* ---- the queue ------------------------------------------------------------ */
+
+static void queue_push(struct op *op)
+{
+	if (queue_len == queue_cap) {
+		queue_cap = queue_cap ? 2 * queue_cap : 64;
+		queue = kop_realloc(queue, queue_cap * sizeof(*queue));
+	}
+	queue[queue_len++] = op;
+}
+
+static int same(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+/*
+ * Whether queue[i] must wait for an earlier operation still unfinished: one
+ * on the same object, the apply of its namespace, or the apply of the CRD
+ * that defines its kind (until Established).
+ */
+static int blocked(size_t i)
+{
+	const struct op *op = queue[i];
+	size_t j;
+
+	for (j = 0; j < i; j++) {
+		const struct op *e = queue[j];
+
+		if (e->kind == OP_PASS || e->state == ST_DONE)
+			continue;
+		if (same(e->key, op->key))
+			return 1;
+		if (e->is_namespace && same(e->name, op_ns(op)) && !op->is_namespace)
+			return 1;
+		if (e->crd_kind && same(e->crd_group, op->group) && same(e->crd_kind, op->kind_name))
+			return 1;
+	}
+	return 0;
+}
+
+/* A passthrough line waits for the earlier operations of its primary (of all, without one). */
+static int pass_blocked(size_t i)
+{
+	const struct op *p = queue[i];
+	size_t j;
+
+	for (j = 0; j < i; j++) {
+		const struct op *e = queue[j];
+
+		if (e->kind == OP_PASS || e->state == ST_DONE)
+			continue;
+		if (jv_get_kind(p->primary) != JV_KIND_STRING || jv_get_kind(e->primary) != JV_KIND_STRING ||
+		    jv_equal(jv_copy(p->primary), jv_copy(e->primary)))
+			return 1;
+	}
+	return 0;
+}
+
+/* Writes the passthrough lines that may go, and drops finished entries. */
+static void flush_queue(void)
+{
+	size_t i, n = 0;
+	int held = 0;
+
+	for (i = 0; i < queue_len; i++) {
+		struct op *op = queue[i];
+
+		if (op->kind == OP_PASS && !held) {
+			if (pass_blocked(i))
+				held = 1;
+			else {
+				emit(jv_copy(op->line));
+				op->state = ST_DONE;
+			}
+		}
+	}
+	for (i = 0; i < queue_len; i++) {
+		if (queue[i]->state == ST_DONE)
+			op_free(queue[i]);
+		else
+			queue[n++] = queue[i];
+	}
+	queue_len = n;
+}
+
+/* ---- requests ------------------------------------------------------------- */
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct op *op = arg;
+
+	kop_buf_add(&op->resp, data, size * nmemb);
+	return size * nmemb;
+}
+
+/* The token bucket of --qps/--burst: 0 = go now, else ms to wait. */
+static int64_t bucket_take(int64_t now)
+{
+	double burst = opt.burst >= 1 ? opt.burst : 1;
+
+	if (opt.qps <= 0)
+		return 0;
+	if (!bucket.last) {
+		bucket.tokens = burst;
+		bucket.last = now;
+	}
+	bucket.tokens += (double)(now - bucket.last) * opt.qps / 1000.0;
+	if (bucket.tokens > burst)
+		bucket.tokens = burst;
+	bucket.last = now;
+	if (bucket.tokens >= 1) {
+		bucket.tokens -= 1;
+		return 0;
+	}
+	return (int64_t)((1 - bucket.tokens) * 1000.0 / opt.qps) + 1;
+}
+
+static void add_query(struct kop_buf *path, const char *name, const char *value)
+{
+	char *v = kube_query_escape(value);
+
+	kop_buf_addf(path, "%c%s=%s", strchr(path->buf, '?') ? '&' : '?', name, v);
+	free(v);
+}
+
+/* The object to send for an apply: the namespace filled in for namespaced kinds. */
+static jv apply_body(const struct op *op)
+{
+	jv obj = jv_copy(op->obj);
+
+	if (op->resolved && op->res.namespaced && !op->ns) {
+		jv meta = get_member(jv_copy(obj), "metadata");
+
+		meta = jv_object_set(meta, jv_string("namespace"), jv_string(op_ns(op)));
+		obj = jv_object_set(obj, jv_string("metadata"), meta);
+	}
+	return obj;
+}
+
+static jv delete_body(const struct op *op, int dry)
+{
+	jv o = jv_object(), pp = get_member(jv_copy(op->line), "propagationPolicy");
+
+	o = jv_object_set(o, jv_string("kind"), jv_string("DeleteOptions"));
+	o = jv_object_set(o, jv_string("apiVersion"), jv_string("v1"));
+	o = jv_object_set(o, jv_string("preconditions"),
+			  jv_object_set(jv_object(), jv_string("uid"), jv_string(op->uid)));
+	o = jv_object_set(o, jv_string("propagationPolicy"),
+			  jv_get_kind(pp) == JV_KIND_STRING ? pp : jv_string("Background"));
+	if (jv_get_kind(pp) != JV_KIND_STRING)
+		jv_free(pp);
+	if (dry)
+		o = jv_object_set(o, jv_string("dryRun"), jv_array_append(jv_array(), jv_string("All")));
+	return o;
+}
+
+static const char *patch_type(const struct op *op)
+{
+	jv pt = get_member(jv_copy(op->line), "patchType");
+	int json = jv_get_kind(pt) == JV_KIND_STRING && !strcmp(jv_string_value(pt), "json");
+
+	jv_free(pt);
+	return json ? "application/json-patch+json" : "application/merge-patch+json";
+}
+
+/*
+ * The request of an operation's write: method, content type, query and body
+ * (body returned, owned by the caller). dry = add dryRun=All.
+ */
+static jv write_request(const struct op *op, const char **method, const char **ctype, struct kop_buf *query, int dry)
+{
+	kop_buf_adds(query, "");
+	switch (op->kind) {
+	case OP_APPLY:
+		*method = "PATCH";
+		*ctype = "application/apply-patch+yaml";
+		add_query(query, "fieldManager", opt.field_manager);
+		if (opt.force)
+			add_query(query, "force", "true");
+		if (dry)
+			add_query(query, "dryRun", "All");
+		return apply_body(op);
+	case OP_DELETE:
+		*method = "DELETE";
+		*ctype = "application/json";
+		return delete_body(op, dry);
+	case OP_PATCH:
+		*method = "PATCH";
+		*ctype = patch_type(op);
+		add_query(query, "fieldManager", opt.field_manager);
+		if (dry)
+			add_query(query, "dryRun", "All");
+		return get_member(jv_copy(op->line), "patch");
+	case OP_PASS:
+		break;
+	}
+	*method = "GET";
+	*ctype = NULL;
+	return jv_invalid();
+}
+
+static int resolve(struct op *op, char *err)
+{
+	if (op->resolved)
+		return 0;
+	if (kube_resolve_gvk(client, op->api_version, op->kind_name, &op->res, err) < 0)
+		return -1;
+	op->resolved = 1;
+	return 0;
+}
+
+static void op_failed(struct op *op, const struct kube_response *r);
+
+/* Starts the next request of op (or puts it back in the queue to retry). */
+static void op_start(struct op *op)
+{
+	char err[KOP_ERRLEN];
+	struct kop_buf path = KOP_BUF_INIT, query = KOP_BUF_INIT;
+	const char *method = "GET", *ctype = NULL;
+	jv body = jv_invalid();
+	char *p;
+
+	if (resolve(op, err) < 0) {
+		struct kube_response r;
+
+		/*
+		 * Either discovery knows no such kind, even after a refresh
+		 * (permanent), or the server could not be asked (transient):
+		 * one cheap request tells which.
+		 */
+		op->attempts++;
+		if (kube_request(client, "GET", "/api", NULL, jv_invalid(), &r) == 0) {
+			tool_metric_request("GET", r.code);
+			kube_response_release(&r);
+			op_fail_local(op, 404, "NotFound", err);
+			return;
+		}
+		tool_metric_request("GET", r.code);
+		op_failed(op, &r);
+		kube_response_release(&r);
+		return;
+	}
+	if (op->phase == PH_ESTABLISH) {
+		p = kube_path(&op->res, NULL, op->name, NULL);
+	} else {
+		p = kube_path(&op->res, op->res.namespaced ? op_ns(op) : NULL, op->name, NULL);
+		if (op->phase == PH_MAIN)
+			body = write_request(op, &method, &ctype, &query, opt.dry_run == DRY_SERVER);
+		else if (op->phase == PH_DIFF_DRY)
+			body = write_request(op, &method, &ctype, &query, 1);
+	}
+	kop_buf_addf(&path, "%s%s", p, query.buf ? query.buf : "");
+	free(p);
+	kop_buf_release(&query);
+
+	kop_buf_reset(&op->resp);
+	op->errbuf[0] = '\0';
+	op->headers = NULL;
+	op->easy = kube_easy_new(client, method, path.buf, &op->headers, err);
+	if (!op->easy) {
+		struct kube_response r;
+
+		/* No credentials now (an exec plugin failed, a token file is missing): transient. */
+		kube_response_from(&r, 0, NULL, 0, NULL, CURLE_LOGIN_DENIED, err);
+		jv_free(body);
+		kop_buf_release(&path);
+		op->attempts++;
+		op_failed(op, &r);
+		kube_response_release(&r);
+		return;
+	}
+	if (strcmp(method, "GET") && strcmp(method, "POST"))
+		curl_easy_setopt(op->easy, CURLOPT_CUSTOMREQUEST, method);
+	if (jv_is_valid(body)) {
+		char *text = kop_json_dump(body);
+		struct kop_buf h = KOP_BUF_INIT;
+
+		kop_buf_addf(&h, "Content-Type: %s", ctype);
+		op->headers = curl_slist_append(op->headers, h.buf);
+		kop_buf_release(&h);
+		curl_easy_setopt(op->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(text));
+		curl_easy_setopt(op->easy, CURLOPT_COPYPOSTFIELDS, text);
+		free(text);
+	} else {
+		curl_easy_setopt(op->easy, CURLOPT_HTTPGET, 1L);
+		jv_free(body);
+	}
+	curl_easy_setopt(op->easy, CURLOPT_HTTPHEADER, op->headers);
+	curl_easy_setopt(op->easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(op->easy, CURLOPT_WRITEDATA, op);
+	curl_easy_setopt(op->easy, CURLOPT_ERRORBUFFER, op->errbuf);
+	curl_easy_setopt(op->easy, CURLOPT_PRIVATE, op);
+	curl_easy_setopt(op->easy, CURLOPT_TIMEOUT_MS,
+			 tool_kube.request_timeout_ms > 0 ? tool_kube.request_timeout_ms : 60000L);
+	op->method = method;
+	log_debug("%s %s", method, path.buf);
+	kop_buf_release(&path);
+	curl_multi_add_handle(multi, op->easy);
+	op->state = ST_RUNNING;
+	op->attempts++;
+	inflight++;
+}
+
+/* Starts what may start now; returns the ms until something may (for the poll timeout). */
+static int64_t schedule(void)
+{
+	int64_t now = kop_mono_ms(), wait = 1000;
+	size_t i;
+
+	for (i = 0; i < queue_len && !stopping; i++) {
+		struct op *op = queue[i];
+		int64_t w;
+
+		if (op->kind == OP_PASS || op->state != ST_QUEUED)
+			continue;
+		if (op->not_before > now) {
+			if (op->not_before - now < wait)
+				wait = op->not_before - now;
+			continue;
+		}
+		if (op->bad) {
+			op_fail_local(op, 400, "BadRequest", op->bad);
+			continue;
+		}
+		if (inflight >= opt.concurrency)
+			break;
+		if (blocked(i))
+			continue;
+		if ((w = bucket_take(now)) > 0) {
+			if (w < wait)
+				wait = w;
+			break;
+		}
+		op_start(op);
+		if (op->state == ST_QUEUED && op->not_before > now && op->not_before - now < wait)
+			wait = op->not_before - now;
+	}
+	return wait;
+}
+
+/* ---- results ------------------------------------------------------------- */
+
+static int established(jv crd)
+{
+	jv conds = jv_getpath(crd, JV_ARRAY(jv_string("status"), jv_string("conditions")));
+	int i, n, yes = 0;
+
+	if (jv_get_kind(conds) != JV_KIND_ARRAY) {
+		jv_free(conds);
+		return 0;
+	}
+	n = jv_array_length(jv_copy(conds));
+	for (i = 0; i < n && !yes; i++) {
+		jv c = jv_array_get(jv_copy(conds), i);
+		char *type = get_str(c, "type", NULL), *status = get_str(c, "status", NULL);
+
+		yes = same(type, "Established") && same(status, "True");
+		free(type);
+		free(status);
+		jv_free(c);
+	}
+	jv_free(conds);
+	return yes;
+}
+
+/* Drops what the server generates, so that --diff shows only what would change. */
+static jv scrub(jv obj)
+{
+	static const char *const gone[] = { "managedFields", "resourceVersion", "generation", "creationTimestamp",
+					    "uid", NULL };
+	jv meta;
+	int i;
+
+	if (jv_get_kind(obj) != JV_KIND_OBJECT)
+		return obj;
+	meta = jv_object_get(jv_copy(obj), jv_string("metadata"));
+	if (jv_get_kind(meta) != JV_KIND_OBJECT) {
+		jv_free(meta);
+		return obj;
+	}
+	for (i = 0; gone[i]; i++)
+		meta = jv_object_delete(meta, jv_string(gone[i]));
+	return jv_object_set(obj, jv_string("metadata"), meta);
+}
+
+static int plain_key(const char *k)
+{
+	if (!*k)
+		return 0;
+	for (; *k; k++)
+		if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') ||
+		      *k == '_' || *k == '-'))
+			return 0;
+	return 1;
+}
+
+/*
+ * The differences between a and b (both consumed; jv_invalid() = absent) as
+ * {"path",".a.b[0]","from","to"} entries appended to *changes. Objects and
+ * arrays of equal length are compared member by member; anything else whole.
+ */
+static void diff_values(jv a, jv b, const char *path, jv *changes)
+{
+	jv_kind ka = jv_get_kind(a), kb = jv_get_kind(b);
+	struct kop_buf p = KOP_BUF_INIT;
+
+	if (jv_is_valid(a) && jv_is_valid(b) && jv_equal(jv_copy(a), jv_copy(b))) {
+		jv_free(a);
+		jv_free(b);
+		return;
+	}
+	if (ka == JV_KIND_OBJECT && kb == JV_KIND_OBJECT) {
+		jv keys = jv_keys(jv_object_merge(jv_copy(a), jv_copy(b)));
+		int i, n = jv_array_length(jv_copy(keys));
+
+		for (i = 0; i < n; i++) {
+			jv k = jv_array_get(jv_copy(keys), i);
+			const char *ks = jv_string_value(k);
+
+			kop_buf_reset(&p);
+			if (plain_key(ks))
+				kop_buf_addf(&p, "%s.%s", path, ks);
+			else {
+				jv q = jv_dump_string(jv_copy(k), 0);
+
+				kop_buf_addf(&p, "%s[%s]", path, jv_string_value(q));
+				jv_free(q);
+			}
+			diff_values(jv_object_has(jv_copy(a), jv_copy(k)) ? jv_object_get(jv_copy(a), jv_copy(k))
+									    : jv_invalid(),
+				    jv_object_has(jv_copy(b), jv_copy(k)) ? jv_object_get(jv_copy(b), jv_copy(k))
+									    : jv_invalid(),
+				    p.buf, changes);
+			jv_free(k);
+		}
+		jv_free(keys);
+	} else if (ka == JV_KIND_ARRAY && kb == JV_KIND_ARRAY &&
+		   jv_array_length(jv_copy(a)) == jv_array_length(jv_copy(b))) {
+		int i, n = jv_array_length(jv_copy(a));
+
+		for (i = 0; i < n; i++) {
+			kop_buf_reset(&p);
+			kop_buf_addf(&p, "%s[%d]", path, i);
+			diff_values(jv_array_get(jv_copy(a), i), jv_array_get(jv_copy(b), i), p.buf, changes);
+		}
+	} else {
+		jv c = jv_object_set(jv_object(), jv_string("path"), jv_string(*path ? path : "."));
+
+		if (jv_is_valid(a))
+			c = jv_object_set(c, jv_string("from"), jv_copy(a));
+		if (jv_is_valid(b))
+			c = jv_object_set(c, jv_string("to"), jv_copy(b));
+		*changes = jv_array_append(*changes, c);
+	}
+	kop_buf_release(&p);
+	jv_free(a);
+	jv_free(b);
+}
+
+/* --diff: before (live, null = absent) and after (null = gone), both consumed. */
+static void op_diff(struct op *op, jv before, jv after)
+{
+	jv changes = jv_array(), line;
+
+	diff_values(jv_get_kind(before) == JV_KIND_NULL ? jv_invalid() : scrub(before),
+		    jv_get_kind(after) == JV_KIND_NULL ? jv_invalid() : scrub(after), "", &changes);
+	if (!jv_array_length(jv_copy(changes))) {
+		jv_free(changes);
+		op->state = ST_DONE;
+		return;
+	}
+	note_exit(KOP_EXIT_NO);
+	line = jv_object_set(jv_object(), jv_string("op"), jv_string("diff"));
+	line = jv_object_set(line, jv_string("for"), jv_string(kind_names[op->kind]));
+	if (jv_get_kind(op->primary) == JV_KIND_STRING)
+		line = jv_object_set(line, jv_string("primary"), jv_copy(op->primary));
+	line = jv_object_set(line, jv_string("ref"), op_ref(op));
+	line = jv_object_set(line, jv_string("changes"), changes);
+	emit(line);
+	op->state = ST_DONE;
+}
+
+/* A failed request: retried when transient and tries are left, else reported. */
+static void op_failed(struct op *op, const struct kube_response *r)
+{
+	int64_t delay;
+
+	if (r->code == 401 && !op->auth_retried) {
+		op->auth_retried = 1;
+		kube_auth_failed(client);
+		op->state = ST_QUEUED;
+		op->not_before = 0;
+		return;
+	}
+	/* A 409 is never retried here: with force it is a precondition that failed, without a conflict to report. */
+	if (r->transient && r->code != 409 && op->attempts <= opt.max_retries && !stopping) {
+		delay = kop_backoff_next(&op->backoff);
+		if (r->retry_after_s >= 0 && r->retry_after_s * 1000 > delay)
+			delay = r->retry_after_s * 1000;
+		log_info("retrying %s of '%s' in %lld ms after %ld %s: %s", kind_names[op->kind], op->who,
+			 (long long)delay, r->code, r->reason ? r->reason : "", r->message ? r->message : "");
+		op->state = ST_QUEUED;
+		op->not_before = kop_mono_ms() + delay;
+		return;
+	}
+	op_fail(op, r);
+}
+
+static void op_response(struct op *op, struct kube_response *r)
+{
+	int ok = r->code >= 200 && r->code < 300;
+
+	switch (op->phase) {
+	case PH_MAIN:
+		if (ok && op->crd_kind && opt.dry_run != DRY_SERVER) {
+			/* Objects of its kind wait (blocked()) until the API serves it. */
+			jv_free(op->applied);
+			op->applied = jv_copy(r->body);
+			op->phase = PH_ESTABLISH;
+			op->state = ST_QUEUED;
+			op->not_before = 0;
+			op->deadline = kop_mono_ms() + opt.crd_timeout_ms;
+			op->attempts = 0;
+			kop_backoff_reset(&op->backoff);
+		} else if (ok)
+			op_ok(op, r->code, jv_copy(r->body));
+		else if (op->kind == OP_DELETE && r->code == 404) {
+			/* Already gone: what a deletion wants. */
+			jv res = kop_result_ok("delete", jv_copy(op->primary), op_ref(op), 404, jv_null());
+
+			op_done(op, jv_object_set(res, jv_string("reason"), jv_string("NotFound")));
+		} else
+			op_failed(op, r);
+		return;
+	case PH_ESTABLISH:
+		if (ok && established(jv_copy(r->body))) {
+			kube_discovery_invalidate(client);
+			op_ok(op, 200, jv_copy(op->applied));
+		} else if (ok || r->code == 404) {
+			if (kop_mono_ms() >= op->deadline) {
+				struct kop_buf m = KOP_BUF_INIT;
+
+				kop_buf_addf(&m, "customresourcedefinition '%s' not established after %ld ms", op->name,
+					     opt.crd_timeout_ms);
+				note_exit(KOP_EXIT_TEMP);
+				log_error("%s", m.buf);
+				op_done(op, kop_result_local("apply", jv_copy(op->primary), op_ref(op), 504, "Timeout",
+							     m.buf));
+				kop_buf_release(&m);
+			} else {
+				op->state = ST_QUEUED;
+				op->not_before = kop_mono_ms() + 100;
+				op->attempts = 0;
+			}
+		} else
+			op_failed(op, r);
+		return;
+	case PH_DIFF_GET:
+		if (!ok && r->code != 404) {
+			op_failed(op, r);
+			return;
+		}
+		jv_free(op->live);
+		op->live = ok ? jv_copy(r->body) : jv_null();
+		op->attempts = 0;
+		kop_backoff_reset(&op->backoff);
+		if (op->kind == OP_DELETE) {
+			char *uid = get_str(op->live, "metadata", "uid");
+			int match = same(uid, op->uid);
+
+			free(uid);
+			op_diff(op, jv_copy(op->live), match ? jv_null() : jv_copy(op->live));
+			return;
+		}
+		if (op->kind == OP_PATCH && !ok) {
+			op_fail(op, r);
+			return;
+		}
+		op->phase = PH_DIFF_DRY;
+		op->state = ST_QUEUED;
+		op->not_before = 0;
+		return;
+	case PH_DIFF_DRY:
+		if (!ok) {
+			op_failed(op, r);
+			return;
+		}
+		op_diff(op, jv_copy(op->live), jv_copy(r->body));
+		return;
+	}
+}
+
+static void finished(CURLMsg *m)
+{
+	struct op *op;
+	char *priv = NULL;
+	struct kube_response r;
+	struct curl_header *h = NULL;
+	const char *retry_after = NULL;
+	long code = 0;
+
+	curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
+	op = (struct op *)(void *)priv;
+	curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+	if (curl_easy_header(m->easy_handle, "Retry-After", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h)
+		retry_after = h->value;
+	kube_response_from(&r, code, op->resp.buf, op->resp.len, retry_after, m->data.result, op->errbuf);
+	curl_multi_remove_handle(multi, m->easy_handle);
+	curl_easy_cleanup(m->easy_handle);
+	curl_slist_free_all(op->headers);
+	op->headers = NULL;
+	op->easy = NULL;
+	inflight--;
+	tool_metric_request(op->method, r.code);
+	log_debug("'%s': %ld %s", op->who, r.code, r.reason ? r.reason : "");
+	op_response(op, &r);
+	kube_response_release(&r);
+}
+
+/* ---- --dry-run=client ------------------------------------------------------ */
+
+static jv request_line(const char *method, const char *ctype, const struct kop_buf *query, jv body)
+{
+	jv req = jv_object_set(jv_object(), jv_string("method"), jv_string(method));
+
+	req = jv_object_set(req, jv_string("contentType"), jv_string(ctype));
+	if (query->len)
+		req = jv_object_set(req, jv_string("query"), jv_string(query->buf + 1));
+	return jv_object_set(req, jv_string("body"), body);
+}
+
+/* What would be sent, without discovery: the path needs the server, so it is left out. */
+static void dry_run_client(struct op *op)
+{
+	const char *method, *ctype;
+	struct kop_buf query = KOP_BUF_INIT;
+	jv line, req, body;
+
+	if (op->bad) {
+		op_fail_local(op, 400, "BadRequest", op->bad);
+		return;
+	}
+	body = write_request(op, &method, &ctype, &query, 0);
+	if (op->kind == OP_APPLY && !op->ns && opt.namespace) {
+		/* Without discovery the scope is unknown: -n is shown as given. */
+		jv meta = get_member(jv_copy(body), "metadata");
+
+		meta = jv_object_set(meta, jv_string("namespace"), jv_string(opt.namespace));
+		body = jv_object_set(body, jv_string("metadata"), meta);
+	}
+	line = jv_object_set(jv_object(), jv_string("op"), jv_string("dry-run"));
+	line = jv_object_set(line, jv_string("for"), jv_string(kind_names[op->kind]));
+	if (jv_get_kind(op->primary) == JV_KIND_STRING)
+		line = jv_object_set(line, jv_string("primary"), jv_copy(op->primary));
+	req = op_ref(op);
+	if (!op->ns && opt.namespace)
+		req = jv_object_set(req, jv_string("namespace"), jv_string(opt.namespace));
+	line = jv_object_set(line, jv_string("ref"), req);
+	line = jv_object_set(line, jv_string("request"), request_line(method, ctype, &query, body));
+	kop_buf_release(&query);
+	emit(line);
+	op->state = ST_DONE;
+}
+
+/* ---- input ------------------------------------------------------------------ */
+
+static struct kop_jsonl reader;
+static int input_done;
+static jv manifest_objs;
+static int manifest_next, manifest_len;
+
+/* One more input line as an operation, or NULL when there is none now. */
+static struct op *next_input(void)
+{
+	char err[KOP_ERRLEN];
+	size_t lineno;
+	jv v;
+	int rc;
+
+	if (!stream_mode) {
+		jv line;
+
+		if (manifest_next >= manifest_len) {
+			input_done = 1;
+			return NULL;
+		}
+		line = jv_object_set(jv_object(), jv_string("op"), jv_string("apply"));
+		line = jv_object_set(line, jv_string("object"), jv_array_get(jv_copy(manifest_objs), manifest_next++));
+		return op_from_line(line);
+	}
+	while ((rc = kop_jsonl_next(&reader, &v, &lineno, err)) < 0)
+		log_error("unable to read stdin: %s", err);
+	if (rc > 0)
+		return op_from_line(v);
+	if (reader.eof)
+		input_done = 1;
+	return NULL;
+}
+
+static void read_input(void)
+{
+	struct op *op;
+
+	while (!stopping && queue_len < QUEUE_MAX && (op = next_input())) {
+		queue_push(op);
+		if (opt.dry_run == DRY_CLIENT && op->kind != OP_PASS)
+			dry_run_client(op);
+		else if (opt.diff && op->kind != OP_PASS)
+			op->phase = PH_DIFF_GET;
+		if (op->kind == OP_PASS || op->state == ST_DONE)
+			flush_queue();	/* a line that may pass goes at once */
+	}
+}
+
+/* ---- main ------------------------------------------------------------------- */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static int parse_bool(const char *s, const char *what)
+{
+	if (!s || !strcmp(s, "true") || !strcmp(s, "1"))
+		return 1;
+	if (!strcmp(s, "false") || !strcmp(s, "0"))
+		return 0;
+	die_usage("invalid value '%s' for %s (true or false)", s, what);
+}
+
+static unsigned long parse_count(const char *s, const char *what, unsigned long min)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > 100000)
+		die_usage("invalid %s '%s'", what, s);
+	return v;
+}
+
+static double parse_rate(const char *s, const char *what)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || v < 0 || v > 1e6)
+		die_usage("invalid %s '%s'", what, s);
+	return v;
+}
+
+enum {
+	OPT_FIELD_MANAGER = OPT_TOOL_LAST,
+	OPT_FORCE,
+	OPT_DRY_RUN,
+	OPT_DIFF,
+	OPT_CONCURRENCY,
+	OPT_QPS,
+	OPT_BURST,
+	OPT_MAX_RETRIES,
+	OPT_CRD_TIMEOUT
+};
+
+static const struct option options[] = {
+	{ "filename", required_argument, NULL, 'f' },
+	{ "namespace", required_argument, NULL, 'n' },
+	{ "field-manager", required_argument, NULL, OPT_FIELD_MANAGER },
+	{ "force-conflicts", optional_argument, NULL, OPT_FORCE },
+	{ "dry-run", optional_argument, NULL, OPT_DRY_RUN },
+	{ "diff", no_argument, NULL, OPT_DIFF },
+	{ "concurrency", required_argument, NULL, OPT_CONCURRENCY },
+	{ "qps", required_argument, NULL, OPT_QPS },
+	{ "burst", required_argument, NULL, OPT_BURST },
+	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
+	{ "crd-timeout", required_argument, NULL, OPT_CRD_TIMEOUT },
+	TOOL_COMMON_OPTIONS,
+	TOOL_KUBE_OPTIONS,
+	{ NULL, 0, NULL, 0 }
+};
+
+static void setup_client(void)
+{
+	struct kube_config cfg;
+	char err[KOP_ERRLEN];
+
+	memset(&cfg, 0, sizeof(cfg));
+	if (kube_config_load(&cfg, tool_kube.kubeconfig, tool_kube.context, err) < 0) {
+		if (opt.dry_run == DRY_CLIENT)
+			return;	/* no network needed: the namespace defaults to "default" */
+		die(KOP_EXIT_PERM, "%s", err);
+	}
+	if (cfg.namespace && *cfg.namespace)
+		default_ns = kop_strdup(cfg.namespace);
+	if (opt.dry_run == DRY_CLIENT) {
+		kube_config_release(&cfg);
+		return;
+	}
+	if (!(client = kube_client_new(&cfg, tool_kube.request_timeout_ms, err)))
+		die(KOP_EXIT_PERM, "%s", err);
+	kube_client_set_user_agent(client, "iot-operator/kapply");
+}
+
+static int stdin_ready(int timeout_ms)
+{
+	struct pollfd pfd = { 0, POLLIN, 0 };
+
+	return poll(&pfd, 1, timeout_ms) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
+static void run(void)
+{
+	struct sigaction sa;
+	int64_t stop_deadline = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	if (client) {
+		multi = curl_multi_init();
+		curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+		curl_multi_setopt(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)opt.concurrency);
+	}
+	for (;;) {
+		struct curl_waitfd wfd = { 0, CURL_WAIT_POLLIN, 0 };
+		int64_t wait;
+		int running = 0, left, want_stdin;
+		CURLMsg *m;
+
+		read_input();
+		wait = schedule();
+		flush_queue();
+		if ((input_done || stopping) && !queue_len)
+			break;
+		if (stopping) {
+			/* Drain what is in flight for a bounded time; what never started is dropped. */
+			if (!stop_deadline)
+				stop_deadline = kop_mono_ms() + 10000;
+			if (!inflight || kop_mono_ms() > stop_deadline) {
+				log_warn("stopping with %zu operations unfinished", queue_len);
+				unfinished = 1;
+				break;
+			}
+		}
+		want_stdin = stream_mode && !input_done && !stopping && queue_len < QUEUE_MAX && !reader.eof;
+		if (!multi) {
+			if (want_stdin && stdin_ready((int)wait) && kop_jsonl_read_fd(&reader, 0) < 0 && errno != EINTR &&
+			    errno != EAGAIN) {
+				log_error("unable to read stdin: %s", strerror(errno));
+				kop_jsonl_eof(&reader);
+			}
+			continue;
+		}
+		if (wait > 200 && stopping)
+			wait = 200;
+		curl_multi_wait(multi, want_stdin ? &wfd : NULL, want_stdin ? 1 : 0, (int)wait, NULL);
+		/* curl reports POLLIN only; poll again for the end of a pipe (POLLHUP). */
+		if (want_stdin && stdin_ready(0) && kop_jsonl_read_fd(&reader, 0) < 0 && errno != EINTR &&
+		    errno != EAGAIN) {
+			log_error("unable to read stdin: %s", strerror(errno));
+			kop_jsonl_eof(&reader);
+		}
+		curl_multi_perform(multi, &running);
+		while ((m = curl_multi_info_read(multi, &left)))
+			if (m->msg == CURLMSG_DONE)
+				finished(m);
+	}
+	if (multi)
+		curl_multi_cleanup(multi);
+}
+
+int main(int argc, char **argv)
+{
+	const char *files[64];
+	int nfiles = 0, c, i;
+	char err[KOP_ERRLEN];
+
+	tool_init("kapply", argc, argv, 1);
+	while ((c = getopt_long(argc, argv, "f:n:" TOOL_COMMON_SHORT, options, NULL)) != -1) {
+		if (tool_common_option(c, optarg, usage))
+			continue;
+		switch (c) {
+		case 'f':
+			if (nfiles == (int)(sizeof(files) / sizeof(files[0])))
+				die_usage("too many -f");
+			files[nfiles++] = optarg;
+			break;
+		case 'n':
+			opt.namespace = optarg;
+			break;
+		case OPT_FIELD_MANAGER:
+			if (!*optarg || strlen(optarg) > 128)
+				die_usage("invalid --field-manager '%s'", optarg);
+			opt.field_manager = optarg;
+			break;
+		case OPT_FORCE:
+			opt.force = parse_bool(optarg, "--force-conflicts");
+			break;
+		case OPT_DRY_RUN:
+			if (!optarg || !strcmp(optarg, "client"))
+				opt.dry_run = DRY_CLIENT;
+			else if (!strcmp(optarg, "server"))
+				opt.dry_run = DRY_SERVER;
+			else if (!strcmp(optarg, "none"))
+				opt.dry_run = DRY_NONE;
+			else
+				die_usage("invalid --dry-run '%s' (client, server, none)", optarg);
+			break;
+		case OPT_DIFF:
+			opt.diff = 1;
+			break;
+		case OPT_CONCURRENCY:
+			opt.concurrency = (unsigned)parse_count(optarg, "--concurrency", 1);
+			break;
+		case OPT_QPS:
+			opt.qps = parse_rate(optarg, "--qps");
+			break;
+		case OPT_BURST:
+			opt.burst = parse_rate(optarg, "--burst");
+			break;
+		case OPT_MAX_RETRIES:
+			opt.max_retries = (unsigned)parse_count(optarg, "--max-retries", 0);
+			break;
+		case OPT_CRD_TIMEOUT:
+			if ((opt.crd_timeout_ms = tool_parse_duration_ms(optarg)) < 0)
+				die_usage("invalid --crd-timeout '%s'", optarg);
+			break;
+		default:
+			die_usage("unknown option");
+		}
+	}
+	if (optind < argc)
+		die_usage("unexpected argument '%s'", argv[optind]);
+	if (opt.diff && opt.dry_run != DRY_NONE)
+		die_usage("--diff and --dry-run do not go together");
+	stream_mode = !nfiles;
+
+	manifest_objs = jv_array();
+	for (i = 0; i < nfiles; i++)
+		if (kop_manifest_read(files[i], &manifest_objs, err) < 0)
+			die(KOP_EXIT_PERM, "%s", err);
+	manifest_len = jv_array_length(jv_copy(manifest_objs));
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	setup_client();
+	kop_jsonl_init(&reader, 0);
+	run();
+	kop_jsonl_release(&reader);
+	for (i = 0; i < (int)queue_len; i++)
+		op_free(queue[i]);
+	free(queue);
+	jv_free(manifest_objs);
+	if (client)
+		kube_client_free(client);
+	curl_global_cleanup();
+	if (stream_mode)	/* a stream reports API errors in its result lines */
+		worst = worst == KOP_EXIT_NO ? KOP_EXIT_NO : KOP_EXIT_OK;
+	if (unfinished)
+		worst = KOP_EXIT_TEMP;
+	return tool_finish(worst);
+}

@@ -1,0 +1,139 @@
+#!/bin/sh
+test_description='kapply: transient faults retried (Retry-After honoured), permanent ones reported at once
+
+Runs against a canned-reply server on loopback (fake-api.py) so that every
+fault arrives exactly when the test wants it.'
+. "${0%/*}/test-lib.sh"
+
+command -v python3 >/dev/null || test_skip_all 'python3 is missing'
+
+start_fake () {
+	rm -f port requests.jsonl &&
+	: >requests.jsonl &&
+	python3 "$FIXTURES/fake-api.py" "$FIXTURES/script.json" port requests.jsonl 2>fake.err &
+	echo $! >fake.pid
+	test_wait_for 10 test -s port &&
+	cat >kubeconfig <<-EOC
+	apiVersion: v1
+	kind: Config
+	clusters:
+	- name: fake
+	  cluster:
+	    server: http://127.0.0.1:$(cat port)
+	users:
+	- name: u
+	  user: {}
+	contexts:
+	- name: fake
+	  context: {cluster: fake, user: u, namespace: ns}
+	current-context: fake
+	EOC
+}
+
+stop_fake () {
+	test -f fake.pid && kill "$(cat fake.pid)" 2>/dev/null
+	rm -f fake.pid
+	return 0
+}
+
+cm () {
+	printf '{"op":"apply","primary":"ns/owner","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"%s"},"data":{"k":"v"}}}\n' "$1"
+}
+
+# requests METHOD NAME: how many requests for that object reached the server
+requests () {
+	jq -r --arg m "$1" --arg n "$2" 'select(.method == $m and (.path | endswith("/" + $n))) | .method' requests.jsonl | wc -l
+}
+
+# result_for NAME FILTER: exactly one result line in out is for NAME, and FILTER holds for it
+result_for () {
+	jq -e -s --arg n "$1" "map(select(.ref.name == \$n)) | length == 1 and (.[0] | $2)" "${3:-out}"
+}
+
+test_expect_success 'setup' '
+	start_fake
+'
+
+test_expect_success '429, 500, 503 and 504 are retried until the apply succeeds; Retry-After is honoured' '
+	cm x >in &&
+	start=$(date +%s%N) &&
+	timeout 60 kapply --kubeconfig kubeconfig <in >out 2>err &&
+	end=$(date +%s%N) &&
+	test $(requests PATCH x) = 5 &&
+	jq -e -s "length == 1 and .[0].ok == true and .[0].code == 200 and .[0].resourceVersion == \"7\" and
+		.[0].for == \"apply\" and .[0].primary == \"ns/owner\" and .[0].ref.namespace == \"ns\"" out &&
+	# two replies said Retry-After: 1
+	test $(( (end - start) / 1000000 )) -ge 2000 &&
+	grep -c "retrying apply" err >n && test "$(cat n)" = 4
+'
+
+test_expect_success 'the apply carries the field manager, force and the apply content type' '
+	jq -e -s "[.[] | select(.path | endswith(\"/x\"))] | length == 5 and all(.contentType == \"application/apply-patch+yaml\" and
+		.query == \"fieldManager=iot-operator&force=true\" and .body.metadata.namespace == \"ns\")" requests.jsonl
+'
+
+test_expect_success 'a transient failure that outlasts --max-retries is reported, exit 111 with -f' '
+	cat >down.yaml <<-\EOF &&
+	apiVersion: v1
+	kind: ConfigMap
+	metadata: {name: down}
+	EOF
+	test_expect_code 111 timeout 60 kapply --kubeconfig kubeconfig --max-retries 2 -f down.yaml >out 2>err &&
+	test $(requests PATCH down) = 3 &&
+	jq -e -s "length == 1 and .[0].ok == false and .[0].code == 503 and .[0].reason == \"ServiceUnavailable\" and
+		.[0].transient == true" out
+'
+
+test_expect_success 'permanent failures are reported at once with their reason and causes (exit 100 with -f)' '
+	cat >perm.yaml <<-\EOF &&
+	apiVersion: v1
+	kind: ConfigMap
+	metadata: {name: invalid}
+	---
+	apiVersion: v1
+	kind: ConfigMap
+	metadata: {name: secret}
+	EOF
+	test_expect_code 100 timeout 60 kapply --kubeconfig kubeconfig -f perm.yaml >out 2>err &&
+	test $(requests PATCH invalid) = 1 &&
+	test $(requests PATCH secret) = 1 &&
+	jq -e -s "length == 2" out &&
+	result_for invalid ".ok == false and .code == 422 and .reason == \"Invalid\" and
+		.causes[0].field == \"data[bad key]\"" out &&
+	result_for secret ".ok == false and .code == 403 and .reason == \"Forbidden\"" out &&
+	grep "is forbidden" err
+'
+
+test_expect_success 'without force a conflict is reported naming the other manager and the field' '
+	cm theirs >in &&
+	timeout 60 kapply --kubeconfig kubeconfig --force-conflicts=false <in >out 2>err &&
+	test $(requests PATCH theirs) = 1 &&
+	jq -e -s "[.[] | select(.path | endswith(\"/theirs\"))][0].query == \"fieldManager=iot-operator\"" requests.jsonl &&
+	jq -e ".ok == false and .code == 409 and .reason == \"Conflict\" and
+		.message == \"Apply failed with 1 conflict: conflict with \\\"one\\\": .data.k\" and
+		.causes[0].field == \".data.k\"" out
+'
+
+test_expect_success 'a deletion sends the uid precondition and propagation policy; not found after a retry is success' '
+	printf "%s\n" "{\"op\":\"delete\",\"primary\":\"ns/owner\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"gone\",\"namespace\":\"ns\",\"uid\":\"u-gone\"}},\"propagationPolicy\":\"Foreground\"}" >in &&
+	timeout 60 kapply --kubeconfig kubeconfig <in >out 2>err &&
+	test $(requests DELETE gone) = 2 &&
+	jq -e -s "[.[] | select(.method == \"DELETE\")][0].body == {\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",
+		\"preconditions\":{\"uid\":\"u-gone\"},\"propagationPolicy\":\"Foreground\"}" requests.jsonl &&
+	jq -e ".for == \"delete\" and .ok == true and .code == 404" out
+'
+
+test_expect_success 'a server that is not there: connection errors are retried, then reported (exit 111)' '
+	stop_fake &&
+	test_expect_code 111 timeout 60 kapply --kubeconfig kubeconfig --max-retries 1 -f down.yaml >out 2>err &&
+	jq -e ".ok == false and .code == 0" out
+'
+
+test_expect_success 'in stream mode API errors never end the stream' '
+	cm x >in && echo "{\"op\":\"status\",\"primary\":\"ns/owner\"}" >>in &&
+	timeout 60 kapply --kubeconfig kubeconfig --max-retries 0 <in >out 2>err &&
+	jq -e -s "length == 2 and .[0].op == \"result\" and .[0].ok == false and .[1].op == \"status\"" out
+'
+
+stop_fake
+test_done
