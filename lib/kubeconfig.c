@@ -144,11 +144,19 @@ static int get_bool(jv obj, const char *key)
 	return b;
 }
 
+/* obj[key] (obj not consumed); null when obj is no object or lacks key. */
 static jv get_member(jv obj, const char *key)
 {
+	jv v;
+
 	if (jv_get_kind(obj) != JV_KIND_OBJECT)
 		return jv_null();
-	return jv_object_get(jv_copy(obj), jv_string(key));
+	v = jv_object_get(jv_copy(obj), jv_string(key));
+	if (!jv_is_valid(v)) {
+		jv_free(v);
+		return jv_null();
+	}
+	return v;
 }
 
 /* Resolves a relative path against dir (heap). NULL stays NULL. */
@@ -156,9 +164,13 @@ static char *resolve_path(const char *dir, char *path)
 {
 	struct kop_buf b = KOP_BUF_INIT;
 
+	const char *rel = path;
+
 	if (!path || path[0] == '/' || !dir)
 		return path;
-	kop_buf_addf(&b, "%s/%s", dir, path);
+	while (rel[0] == '.' && rel[1] == '/')
+		rel += 2;
+	kop_buf_addf(&b, "%s/%s", dir, rel);
 	free(path);
 	return kop_buf_detach(&b, NULL);
 }

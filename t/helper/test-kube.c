@@ -6,7 +6,8 @@
  *                                    the resolved configuration as JSON
  *   credentials [--kubeconfig F] N [K]
  *                                    N handles from kube_easy_new; before the K-th,
- *                                    kube_auth_failed (a 401); prints each Authorization
+ *                                    kube_auth_failed (a 401); prints each Authorization.
+ *                                    $KOP_TEST_BETWEEN runs (sh) before every handle but the first.
  *   response CODE [BODY-FILE [RETRY-AFTER [CURLCODE]]]
  *                                    kube_response_from as JSON
  *   discovery-find DIR NAME...       kube_discovery_find on the .json files in DIR
@@ -214,6 +215,15 @@ static int cmd_credentials(int argc, char **argv)
 		CURL *e;
 		const char *auth = NULL;
 
+		if (j > 1 && getenv("KOP_TEST_BETWEEN")) {
+			char num[16];
+
+			/* a test's hook between two requests: rotate a token file, ... */
+			snprintf(num, sizeof(num), "%d", j);
+			setenv("J", num, 1);
+			if (system(getenv("KOP_TEST_BETWEEN")))
+				printf("%d hook failed\n", j);
+		}
 		if (j == k)
 			kube_auth_failed(c);
 		e = kube_easy_new(c, "GET", "/api", &h, err);
