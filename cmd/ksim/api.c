@@ -1,0 +1,2126 @@
+/*
+ * The request path: routing of /api and /apis URLs, the verbs (list, get,
+ * create, update, patch, delete, deletecollection, watch set-up) with
+ * kube-apiserver's semantics and wording (guides/kube-api.md §1-4, the
+ * recordings). Every write ends in ksim_store_commit().
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <openssl/evp.h>
+#include "ksim.h"
+#include "patch.h"
+#include "schema.h"
+#include "ssa.h"
+#include "yaml.h"
+#include "banned.h"
+
+#define MAX_NAME 253
+
+struct route {
+	struct ksim_type *t;
+	char *ns;		/* from the URL, or NULL */
+	char *name;		/* NULL for a collection */
+	char *sub;		/* "status", "finalize", or NULL */
+};
+
+struct wopts {
+	int dry_run;
+	const char *manager;
+	const char *user;
+	int put;		/* an update (PUT): an empty resourceVersion is an unconditional update */
+	int force;		/* apply: force conflicts */
+};
+
+/* ---- Status ------------------------------------------------------------ */
+
+jv ksim_status(int code, const char *reason, const char *message, jv details)
+{
+	jv s = JV_OBJECT(jv_string("kind"), jv_string("Status"), jv_string("apiVersion"), jv_string("v1"),
+			 jv_string("metadata"), jv_object(), jv_string("status"),
+			 jv_string(code < 400 ? "Success" : "Failure"));
+
+	if (message)
+		s = jv_object_set(s, jv_string("message"), jv_string(message));
+	if (reason)
+		s = jv_object_set(s, jv_string("reason"), jv_string(reason));
+	if (jv_get_kind(details) == JV_KIND_OBJECT)
+		s = jv_object_set(s, jv_string("details"), details);
+	else
+		jv_free(details);
+	return jv_object_set(s, jv_string("code"), jv_number(code));
+}
+
+/* "configmaps" or "deployments.apps": GroupResource.String(). */
+static char *gr_string(const struct ksim_type *t)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+
+	if (*t->group)
+		kop_buf_addf(&b, "%s.%s", t->resource, t->group);
+	else
+		kop_buf_adds(&b, t->resource);
+	return kop_buf_detach(&b, NULL);
+}
+
+static jv details(const struct ksim_type *t, const char *name)
+{
+	jv d = jv_object();
+
+	if (name)
+		d = jv_object_set(d, jv_string("name"), jv_string(name));
+	if (*t->group)
+		d = jv_object_set(d, jv_string("group"), jv_string(t->group));
+	return jv_object_set(d, jv_string("kind"), jv_string(t->resource));
+}
+
+static jv err_status(const struct ksim_type *t, const char *name, int code, const char *reason, const char *fmt,
+		     ...) __attribute__((format(printf, 5, 6)));
+static jv err_status(const struct ksim_type *t, const char *name, int code, const char *reason, const char *fmt, ...)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	va_list ap;
+	jv s;
+
+	va_start(ap, fmt);
+	kop_buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	s = ksim_status(code, reason, b.buf, t ? details(t, name) : jv_null());
+	kop_buf_release(&b);
+	return s;
+}
+
+static jv not_found(const struct ksim_type *t, const char *name)
+{
+	char *gr = gr_string(t);
+	jv s = err_status(t, name, 404, "NotFound", "%s \"%s\" not found", gr, name);
+
+	free(gr);
+	return s;
+}
+
+static jv bad_request(const char *msg)
+{
+	return ksim_status(400, "BadRequest", msg, jv_null());
+}
+
+/* 422 Invalid: causes is an array of {reason, message, field}. */
+static jv invalid(const struct ksim_type *t, const char *name, jv causes)
+{
+	struct kop_buf kg = KOP_BUF_INIT;
+	char *msg;
+	jv d, s;
+
+	if (*t->group)
+		kop_buf_addf(&kg, "%s.%s", t->kind, t->group);
+	else
+		kop_buf_adds(&kg, t->kind);
+	msg = kop_schema_invalid_message(kg.buf, name ? name : "", causes);
+	d = JV_OBJECT(jv_string("name"), jv_string(name ? name : ""));
+	if (*t->group)
+		d = jv_object_set(d, jv_string("group"), jv_string(t->group));
+	d = jv_object_set(d, jv_string("kind"), jv_string(t->kind));
+	d = jv_object_set(d, jv_string("causes"), causes);
+	s = ksim_status(422, "Invalid", msg, d);
+	free(msg);
+	kop_buf_release(&kg);
+	return s;
+}
+
+static jv cause(const char *reason, const char *message, const char *field)
+{
+	return JV_OBJECT(jv_string("reason"), jv_string(reason), jv_string("message"), jv_string(message),
+			 jv_string("field"), jv_string(field));
+}
+
+static jv conflict(const struct ksim_type *t, const char *name)
+{
+	char *gr = gr_string(t);
+	jv s = err_status(t, name, 409, "Conflict",
+			  "Operation cannot be fulfilled on %s \"%s\": the object has been modified; please apply your changes to the latest version and try again",
+			  gr, name);
+
+	free(gr);
+	return s;
+}
+
+/* ---- small jv helpers ---------------------------------------------------- */
+
+static jv meta(jv obj)
+{
+	jv m = jv_get_kind(obj) == JV_KIND_OBJECT ? jv_object_get(jv_copy(obj), jv_string("metadata")) : jv_invalid();
+
+	if (jv_get_kind(m) != JV_KIND_OBJECT) {
+		jv_free(m);
+		m = jv_object();
+	}
+	return m;
+}
+
+static jv set_meta(jv obj, const char *key, jv val)
+{
+	jv m = meta(obj);
+
+	if (jv_get_kind(val) == JV_KIND_INVALID || jv_get_kind(val) == JV_KIND_NULL) {
+		jv_free(val);
+		m = jv_object_delete(m, jv_string(key));
+	} else {
+		m = jv_object_set(m, jv_string(key), val);
+	}
+	return jv_object_set(obj, jv_string("metadata"), m);
+}
+
+static jv get_meta(jv obj, const char *key)
+{
+	return jv_object_get(meta(obj), jv_string(key));
+}
+
+static jv field(jv obj, const char *key)
+{
+	if (jv_get_kind(obj) != JV_KIND_OBJECT)
+		return jv_null();
+	return jv_object_get(jv_copy(obj), jv_string(key));
+}
+
+static int has_items(jv v)
+{
+	int n = jv_get_kind(v) == JV_KIND_ARRAY ? jv_array_length(jv_copy(v)) : 0;
+
+	jv_free(v);
+	return n > 0;
+}
+
+static const char *query(const struct ksim_request *rq, const char *name)
+{
+	jv v;
+
+	if (jv_get_kind(rq->query) != JV_KIND_OBJECT)
+		return NULL;
+	v = jv_object_get(jv_copy(rq->query), jv_string(name));
+	jv_free(v);	/* still held by rq->query */
+	return jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : NULL;
+}
+
+static int query_bool(const struct ksim_request *rq, const char *name)
+{
+	const char *v = query(rq, name);
+
+	return v && *v && strcmp(v, "0") && strcasecmp(v, "false");
+}
+
+/* The object as a client of type t sees it: apiVersion/kind of t, converted, in canonical key order. */
+static jv present(const struct ksim_type *t, jv obj)
+{
+	if (!strcmp(t->gr, "events")) {
+		/* one store, two APIs: core/v1 is stored; events.k8s.io/v1 renames fields */
+		static const char *const ren[][2] = { { "message", "note" }, { "involvedObject", "regarding" },
+						     { "reportingComponent", "reportingController" },
+						     { "firstTimestamp", "deprecatedFirstTimestamp" },
+						     { "lastTimestamp", "deprecatedLastTimestamp" },
+						     { "count", "deprecatedCount" }, { "source", "deprecatedSource" } };
+		int to_new = !strcmp(t->group, "events.k8s.io");
+		int from_new = !to_new && jv_equal(field(obj, "apiVersion"), jv_string("events.k8s.io/v1"));
+
+		if (to_new || from_new) {
+			for (size_t i = 0; i < sizeof(ren) / sizeof(*ren); i++) {
+				const char *from = ren[i][to_new ? 0 : 1], *to = ren[i][to_new ? 1 : 0];
+				jv v = field(obj, from);
+
+				if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL) {
+					obj = jv_object_delete(obj, jv_string(from));
+					obj = jv_object_set(obj, jv_string(to), v);
+				} else {
+					jv_free(v);
+				}
+			}
+		}
+	}
+	obj = jv_object_set(obj, jv_string("apiVersion"), jv_string(t->api_version));
+	obj = jv_object_set(obj, jv_string("kind"), jv_string(t->kind));
+	return ksim_canonical(obj);
+}
+
+/* ---- routing -------------------------------------------------------------- */
+
+static void route_release(struct route *r)
+{
+	free(r->ns);
+	free(r->name);
+	free(r->sub);
+	memset(r, 0, sizeof(*r));
+}
+
+/* 0 = routed; -1 = unknown path (plain 404). */
+static int route(const char *path, struct route *r)
+{
+	char *segs[8];
+	int n = 0, i;
+	char *copy = kop_strdup(path), *p = copy, *version;
+	const char *group;
+	int ret = -1;
+
+	memset(r, 0, sizeof(*r));
+	while (*p == '/')
+		p++;
+	while (*p && n < 8) {
+		char *s = strchr(p, '/');
+
+		if (s)
+			*s = 0;
+		segs[n++] = p;
+		if (!s)
+			break;
+		p = s + 1;
+	}
+	if (*p && n == 8)
+		goto out;
+	if (n >= 2 && !strcmp(segs[0], "api")) {
+		group = "";
+		version = segs[1];
+		i = 2;
+	} else if (n >= 3 && !strcmp(segs[0], "apis")) {
+		group = segs[1];
+		version = segs[2];
+		i = 3;
+	} else {
+		goto out;
+	}
+	for (int k = i; k < n; k++)
+		if (!*segs[k])
+			goto out;
+	if (n - i >= 3 && !strcmp(segs[i], "namespaces") && strcmp(segs[i + 2], "status") &&
+	    strcmp(segs[i + 2], "finalize")) {
+		r->ns = kop_strdup(segs[i + 1]);
+		i += 2;
+		r->t = ksim_type_find(group, version, segs[i]);
+		if (!r->t || !(r->t->flags & KT_NAMESPACED))
+			goto out;
+	} else if (n - i >= 1) {
+		r->t = ksim_type_find(group, version, segs[i]);
+		if (!r->t)
+			goto out;
+	} else {
+		goto out;
+	}
+	i++;
+	if (n - i > 2)
+		goto out;
+	if (n - i >= 1)
+		r->name = kop_strdup(segs[i]);
+	if (n - i == 2) {
+		r->sub = kop_strdup(segs[i + 1]);
+		if (!strcmp(r->sub, "status") ? !(r->t->flags & KT_STATUS) :
+		    !strcmp(r->sub, "finalize") ? strcmp(r->t->gr, "namespaces") : 1)
+			goto out;
+	}
+	ret = 0;
+out:
+	free(copy);
+	if (ret < 0)
+		route_release(r);
+	return ret;
+}
+
+/* ---- authorization -------------------------------------------------------- */
+
+int ksim_authorize(const struct ksim_attrs *a, jv *status)
+{
+	struct kop_buf m = KOP_BUF_INIT, res = KOP_BUF_INIT;
+	jv d;
+
+	/*
+	 * Authenticated users may do everything (--authorization rbac, issue 4,
+	 * goes here); anonymous requests (no token while --token is set) only
+	 * reach /version, as system:public-info-viewer allows.
+	 */
+	if (strcmp(a->user, "system:anonymous"))
+		return 0;
+	if (a->path) {
+		if (!strcmp(a->path, "/version"))
+			return 0;
+		kop_buf_addf(&m, "forbidden: User \"%s\" cannot get path \"%s\"", a->user, a->path);
+		*status = ksim_status(403, "Forbidden", m.buf, jv_object());
+		kop_buf_release(&m);
+		return -1;
+	}
+	kop_buf_adds(&res, a->resource);
+	if (a->subresource)
+		kop_buf_addf(&res, "/%s", a->subresource);
+	if (a->name)
+		kop_buf_addf(&m, "%s \"%s\" is forbidden: ", res.buf, a->name);
+	else
+		kop_buf_addf(&m, "%s is forbidden: ", res.buf);
+	kop_buf_addf(&m, "User \"%s\" cannot %s resource \"%s\" in API group \"%s\" ", a->user, a->verb, res.buf,
+		     a->group);
+	if (a->namespace)
+		kop_buf_addf(&m, "in the namespace \"%s\"", a->namespace);
+	else
+		kop_buf_adds(&m, "at the cluster scope");
+	d = jv_object();
+	if (a->name)
+		d = jv_object_set(d, jv_string("name"), jv_string(a->name));
+	if (*a->group)
+		d = jv_object_set(d, jv_string("group"), jv_string(a->group));
+	d = jv_object_set(d, jv_string("kind"), jv_string(a->resource));
+	*status = ksim_status(403, "Forbidden", m.buf, d);
+	kop_buf_release(&m);
+	kop_buf_release(&res);
+	return -1;
+}
+
+static const char *verb_of(const struct ksim_request *rq, const struct route *r)
+{
+	const char *m = rq->method;
+
+	if (!strcmp(m, "GET"))
+		return r->name ? "get" : query_bool(rq, "watch") ? "watch" : "list";
+	if (!strcmp(m, "POST"))
+		return "create";
+	if (!strcmp(m, "PUT"))
+		return "update";
+	if (!strcmp(m, "PATCH"))
+		return "patch";
+	if (!strcmp(m, "DELETE"))
+		return r->name ? "delete" : "deletecollection";
+	return "";
+}
+
+/* ---- write helpers ---------------------------------------------------------- */
+
+static jv listinfo(const struct ksim_type *t)
+{
+	if (t->flags & KT_CUSTOM)
+		return jv_get_kind(t->schema) == JV_KIND_OBJECT ? kop_schema_listinfo(t->schema) :
+								 kop_builtin_listinfo(t->api_version, t->kind);
+	return kop_builtin_listinfo(t->api_version, t->kind);
+}
+
+static const char *manager_of(const struct ksim_request *rq, char *buf, size_t len)
+{
+	const char *m = query(rq, "fieldManager");
+	const char *ua = rq->user_agent;
+
+	if (m && *m)
+		return m;
+	if (ua && *ua) {
+		size_t n = strcspn(ua, "/");
+
+		if (n >= len)
+			n = len - 1;
+		memcpy(buf, ua, n);
+		buf[n] = 0;
+		return buf;
+	}
+	return "unknown";
+}
+
+/* Objects compared without resourceVersion and managedFields' times. */
+static jv strip_times(jv obj)
+{
+	jv mf = get_meta(obj, "managedFields");
+
+	obj = set_meta(obj, "resourceVersion", jv_null());
+	if (jv_get_kind(mf) == JV_KIND_ARRAY) {
+		jv out = jv_array();
+
+		jv_array_foreach(mf, i, e) {
+			if (jv_get_kind(e) == JV_KIND_OBJECT)
+				e = jv_object_delete(e, jv_string("time"));
+			out = jv_array_append(out, e);
+		}
+		obj = set_meta(obj, "managedFields", out);
+	}
+	jv_free(mf);
+	return obj;
+}
+
+static int same_object(jv a, jv b)
+{
+	return jv_equal(strip_times(jv_copy(a)), strip_times(jv_copy(b)));
+}
+
+/* Everything but metadata (and status when the type has a status subresource). */
+static jv spec_part(const struct ksim_type *t, jv obj)
+{
+	obj = jv_object_delete(obj, jv_string("metadata"));
+	obj = jv_object_delete(obj, jv_string("apiVersion"));
+	obj = jv_object_delete(obj, jv_string("kind"));
+	if (t->flags & KT_STATUS)
+		obj = jv_object_delete(obj, jv_string("status"));
+	return obj;
+}
+
+static double generation(jv obj)
+{
+	jv g = get_meta(obj, "generation");
+	double d = jv_get_kind(g) == JV_KIND_NUMBER ? jv_number_value(g) : 0;
+
+	jv_free(g);
+	return d;
+}
+
+/* Schema defaulting, pruning and validation of a custom object: 0, or -1 with *err_out a 422. */
+static int schema_check(const struct ksim_type *t, jv *obj, const char *name, jv *err_out)
+{
+	jv causes;
+
+	if (!(t->flags & KT_CUSTOM) || jv_get_kind(t->schema) != JV_KIND_OBJECT)
+		return 0;
+	*obj = kop_schema_prune(kop_schema_default(*obj, t->schema), t->schema);
+	causes = kop_schema_validate(jv_copy(*obj), t->schema);
+	if (jv_get_kind(causes) == JV_KIND_ARRAY && jv_array_length(jv_copy(causes)) > 0) {
+		*err_out = invalid(t, name, causes);
+		return -1;
+	}
+	jv_free(causes);
+	return 0;
+}
+
+static int valid_name(const char *s, int label)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > (label ? 63u : (unsigned)MAX_NAME))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!(islower((unsigned char)c) || isdigit((unsigned char)c) || c == '-' || (!label && c == '.')))
+			return 0;
+	}
+	return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
+}
+
+static jv crd_status(jv crd, const char *now)
+{
+	jv names = jv_getpath(jv_copy(crd), JV_ARRAY(jv_string("spec"), jv_string("names")));
+	jv versions = jv_getpath(jv_copy(crd), JV_ARRAY(jv_string("spec"), jv_string("versions")));
+	jv stored = jv_getpath(jv_copy(crd), JV_ARRAY(jv_string("status"), jv_string("storedVersions")));
+	jv status;
+
+	if (jv_get_kind(names) == JV_KIND_OBJECT) {
+		const char *kind = ksim_str(names, "kind");
+
+		if (!jv_object_has(jv_copy(names), jv_string("singular")) && kind) {
+			char *s = kop_strdup(kind);
+
+			for (char *p = s; *p; p++)
+				*p = tolower((unsigned char)*p);
+			names = jv_object_set(names, jv_string("singular"), jv_string(s));
+			free(s);
+		}
+		if (!jv_object_has(jv_copy(names), jv_string("listKind")) && kind) {
+			struct kop_buf b = KOP_BUF_INIT;
+
+			kop_buf_addf(&b, "%sList", kind);
+			names = jv_object_set(names, jv_string("listKind"), jv_string(b.buf));
+			kop_buf_release(&b);
+		}
+		crd = jv_setpath(crd, JV_ARRAY(jv_string("spec"), jv_string("names")), jv_copy(names));
+	}
+	if (jv_get_kind(stored) != JV_KIND_ARRAY)
+		stored = (jv_free(stored), jv_array());
+	if (jv_get_kind(versions) == JV_KIND_ARRAY) {
+		jv_array_foreach(versions, i, v) {
+			jv st = jv_object_get(jv_copy(v), jv_string("storage"));
+
+			if (jv_get_kind(st) == JV_KIND_TRUE) {
+				jv n = jv_object_get(jv_copy(v), jv_string("name"));
+				int seen = 0;
+
+				jv_array_foreach(stored, j, s) {
+					seen |= jv_equal(s, jv_copy(n));
+				}
+				if (!seen)
+					stored = jv_array_append(stored, n);
+				else
+					jv_free(n);
+			}
+			jv_free(st);
+			jv_free(v);
+		}
+	}
+	jv_free(versions);
+	{
+		jv conv = jv_getpath(jv_copy(crd), JV_ARRAY(jv_string("spec"), jv_string("conversion")));
+
+		if (jv_get_kind(conv) != JV_KIND_OBJECT)
+			crd = jv_setpath(crd, JV_ARRAY(jv_string("spec"), jv_string("conversion")),
+					 JV_OBJECT(jv_string("strategy"), jv_string("None")));
+		jv_free(conv);
+	}
+	status = JV_OBJECT(jv_string("conditions"),
+			   JV_ARRAY(JV_OBJECT(jv_string("type"), jv_string("NamesAccepted"), jv_string("status"),
+					      jv_string("True"), jv_string("lastTransitionTime"), jv_string(now),
+					      jv_string("reason"), jv_string("NoConflicts"), jv_string("message"),
+					      jv_string("no conflicts found")),
+				    JV_OBJECT(jv_string("type"), jv_string("Established"), jv_string("status"),
+					      jv_string("True"), jv_string("lastTransitionTime"), jv_string(now),
+					      jv_string("reason"), jv_string("InitialNamesAccepted"),
+					      jv_string("message"), jv_string("the initial names have been accepted"))),
+			   jv_string("acceptedNames"), names, jv_string("storedVersions"), stored);
+	return jv_object_set(crd, jv_string("status"), status);
+}
+
+/* Type-specific defaults and status on create. */
+static jv prepare_create(const struct ksim_type *t, jv obj, const char *now)
+{
+	static unsigned svc_ip = 10;
+
+	if (t->flags & KT_STATUS)
+		obj = jv_object_delete(obj, jv_string("status"));
+	if (!strcmp(t->gr, "namespaces")) {
+		jv labels = get_meta(obj, "labels");
+		const char *name = ksim_str(obj, "metadata.name");
+
+		if (jv_get_kind(labels) != JV_KIND_OBJECT)
+			labels = (jv_free(labels), jv_object());
+		labels = jv_object_set(labels, jv_string("kubernetes.io/metadata.name"), jv_string(name ? name : ""));
+		obj = set_meta(obj, "labels", labels);
+		obj = jv_setpath(obj, JV_ARRAY(jv_string("spec"), jv_string("finalizers")),
+				 JV_ARRAY(jv_string("kubernetes")));
+		obj = jv_object_set(obj, jv_string("status"), JV_OBJECT(jv_string("phase"), jv_string("Active")));
+	} else if (!strcmp(t->gr, "pods")) {
+		obj = jv_object_set(obj, jv_string("status"),
+				    JV_OBJECT(jv_string("phase"), jv_string("Pending"), jv_string("qosClass"),
+					      jv_string("BestEffort")));
+	} else if (!strcmp(t->gr, "persistentvolumeclaims")) {
+		obj = jv_object_set(obj, jv_string("status"), JV_OBJECT(jv_string("phase"), jv_string("Pending")));
+	} else if (!strcmp(t->gr, "services")) {
+		jv spec = field(obj, "spec");
+		const char *type;
+
+		if (jv_get_kind(spec) != JV_KIND_OBJECT)
+			spec = (jv_free(spec), jv_object());
+		if (!jv_object_has(jv_copy(spec), jv_string("type")))
+			spec = jv_object_set(spec, jv_string("type"), jv_string("ClusterIP"));
+		type = ksim_str(spec, "type");
+		if (!jv_object_has(jv_copy(spec), jv_string("clusterIP")) && type && strcmp(type, "ExternalName")) {
+			char ip[32];
+
+			svc_ip++;
+			snprintf(ip, sizeof(ip), "10.96.%u.%u", (svc_ip >> 8) & 255, svc_ip & 255);
+			spec = jv_object_set(spec, jv_string("clusterIP"), jv_string(ip));
+			spec = jv_object_set(spec, jv_string("clusterIPs"), JV_ARRAY(jv_string(ip)));
+		}
+		if (!jv_object_has(jv_copy(spec), jv_string("sessionAffinity")))
+			spec = jv_object_set(spec, jv_string("sessionAffinity"), jv_string("None"));
+		obj = jv_object_set(obj, jv_string("spec"), spec);
+		obj = jv_object_set(obj, jv_string("status"),
+				    JV_OBJECT(jv_string("loadBalancer"), jv_object()));
+	} else if (!strcmp(t->gr, "secrets")) {
+		if (!jv_object_has(jv_copy(obj), jv_string("type")))
+			obj = jv_object_set(obj, jv_string("type"), jv_string("Opaque"));
+	} else if (!strcmp(t->gr, "customresourcedefinitions.apiextensions.k8s.io")) {
+		obj = crd_status(obj, now);
+	} else if (!strcmp(t->gr, "deployments.apps") || !strcmp(t->gr, "statefulsets.apps") ||
+		   !strcmp(t->gr, "replicasets.apps")) {
+		jv r = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("spec"), jv_string("replicas")));
+
+		if (jv_get_kind(r) != JV_KIND_NUMBER)
+			obj = jv_setpath(obj, JV_ARRAY(jv_string("spec"), jv_string("replicas")), jv_number(1));
+		jv_free(r);
+	}
+	return obj;
+}
+
+/* Checks the namespace of a namespaced create: 0, or -1 with *err (404 or 403). */
+static int namespace_ok(const struct ksim_type *t, const char *ns, const char *name, jv *err)
+{
+	jv nso;
+
+	if (!(t->flags & KT_NAMESPACED))
+		return 0;
+	nso = ksim_store_get("namespaces", "", ns);
+	if (!jv_is_valid(nso)) {
+		struct kop_buf b = KOP_BUF_INIT;
+
+		kop_buf_addf(&b, "namespaces \"%s\" not found", ns);
+		*err = ksim_status(404, "NotFound", b.buf,
+				   JV_OBJECT(jv_string("name"), jv_string(ns), jv_string("kind"), jv_string("namespaces")));
+		kop_buf_release(&b);
+		return -1;
+	}
+	if (ksim_str(nso, "metadata.deletionTimestamp")) {
+		struct kop_buf m = KOP_BUF_INIT, c = KOP_BUF_INIT;
+		char *gr = gr_string(t);
+
+		kop_buf_addf(&m, "%s \"%s\" is forbidden: unable to create new content in namespace %s because it is being terminated",
+			     gr, name, ns);
+		kop_buf_addf(&c, "namespace %s is being terminated", ns);
+		*err = ksim_status(403, "Forbidden", m.buf,
+				   jv_object_set(details(t, name), jv_string("causes"),
+						 JV_ARRAY(cause("NamespaceTerminating", c.buf, "metadata.namespace"))));
+		free(gr);
+		kop_buf_release(&m);
+		kop_buf_release(&c);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Create: obj consumed. Returns the HTTP code; *out the object or a Status.
+ * mf_done: managedFields already computed (server-side apply).
+ */
+static int do_create(const struct ksim_type *t, const char *ns, jv obj, const struct wopts *o, int mf_done,
+		     jv *out)
+{
+	char now[32], uid[40];
+	const char *name, *gen;
+	jv old;
+
+	ksim_now(now);
+	if (t->flags & KT_NAMESPACED) {
+		const char *bns = ksim_str(obj, "metadata.namespace");
+
+		if (bns && *bns && strcmp(bns, ns)) {
+			jv_free(obj);
+			*out = bad_request("the namespace of the provided object does not match the namespace sent on the request");
+			return 400;
+		}
+		obj = set_meta(obj, "namespace", jv_string(ns));
+	} else {
+		obj = set_meta(obj, "namespace", jv_null());
+	}
+	name = ksim_str(obj, "metadata.name");
+	gen = ksim_str(obj, "metadata.generateName");
+	if ((!name || !*name) && gen && *gen) {
+		static const char alnum[] = "bcdfghjklmnpqrstvwxz2456789";
+		char suffix[6];
+		struct kop_buf b = KOP_BUF_INIT;
+
+		do {
+			for (int i = 0; i < 5; i++)
+				suffix[i] = alnum[random() % (sizeof(alnum) - 1)];
+			suffix[5] = 0;
+			kop_buf_reset(&b);
+			kop_buf_addf(&b, "%s%s", gen, suffix);
+		} while (jv_is_valid(ksim_store_get(t->gr, ns, b.buf)));
+		obj = set_meta(obj, "name", jv_string(b.buf));
+		kop_buf_release(&b);
+		name = ksim_str(obj, "metadata.name");
+	}
+	if (!name || !*name) {
+		*out = invalid(t, "", JV_ARRAY(cause("FieldValueRequired", "Required value: name or generateName is required",
+						     "metadata.name")));
+		jv_free(obj);
+		return 422;
+	}
+	if (!valid_name(name, !strcmp(t->gr, "namespaces"))) {
+		struct kop_buf m = KOP_BUF_INIT;
+		char *nm = kop_strdup(name);
+
+		kop_buf_addf(&m, "Invalid value: \"%s\": a lowercase RFC 1123 %s must consist of lower case alphanumeric characters, '-'%s and must start and end with an alphanumeric character",
+			     nm, !strcmp(t->gr, "namespaces") ? "label" : "subdomain",
+			     !strcmp(t->gr, "namespaces") ? "" : " or '.',");
+		*out = invalid(t, nm, JV_ARRAY(cause("FieldValueInvalid", m.buf, "metadata.name")));
+		kop_buf_release(&m);
+		free(nm);
+		jv_free(obj);
+		return 422;
+	}
+	if (!strcmp(t->gr, "customresourcedefinitions.apiextensions.k8s.io")) {
+		struct kop_buf want = KOP_BUF_INIT;
+		const char *plural = ksim_str(obj, "spec.names.plural"), *group = ksim_str(obj, "spec.group");
+
+		kop_buf_addf(&want, "%s.%s", plural ? plural : "", group ? group : "");
+		if (strcmp(want.buf, name)) {
+			char *nm = kop_strdup(name);
+
+			*out = invalid(t, nm, JV_ARRAY(cause("FieldValueInvalid",
+							     "Invalid value: \"name\": must be spec.names.plural+\".\"+spec.group",
+							     "metadata.name")));
+			free(nm);
+			kop_buf_release(&want);
+			jv_free(obj);
+			return 422;
+		}
+		kop_buf_release(&want);
+	}
+	{
+		jv e;
+
+		if (namespace_ok(t, ns, name, &e) < 0) {
+			*out = e;
+			jv_free(obj);
+			return jv_number_value(jv_object_get(jv_copy(e), jv_string("code")));
+		}
+	}
+	old = ksim_store_get(t->gr, ns, name);
+	if (jv_is_valid(old)) {
+		char *gr = gr_string(t);
+
+		*out = err_status(t, name, 409, "AlreadyExists", "%s \"%s\" already exists", gr, name);
+		free(gr);
+		jv_free(obj);
+		return 409;
+	}
+	ksim_uuid(uid);
+	obj = set_meta(obj, "uid", jv_string(uid));
+	obj = set_meta(obj, "resourceVersion", jv_null());
+	obj = set_meta(obj, "creationTimestamp", jv_string(now));
+	obj = set_meta(obj, "deletionTimestamp", jv_null());
+	obj = set_meta(obj, "deletionGracePeriodSeconds", jv_null());
+	obj = set_meta(obj, "selfLink", jv_null());
+	obj = set_meta(obj, "generation", t->flags & KT_GENERATION ? jv_number(1) : jv_null());
+	obj = jv_object_set(obj, jv_string("apiVersion"), jv_string(t->api_version));
+	obj = jv_object_set(obj, jv_string("kind"), jv_string(t->kind));
+	obj = prepare_create(t, obj, now);
+	{
+		jv e;
+		char *nm = kop_strdup(name);
+		int bad = schema_check(t, &obj, nm, &e);
+
+		free(nm);
+		if (bad) {
+			jv_free(obj);
+			*out = e;
+			return 422;
+		}
+	}
+	if (!mf_done)
+		obj = kop_ssa_track_update(jv_null(), obj, o->manager, NULL, now, listinfo(t));
+	if (o->dry_run) {
+		*out = present(t, obj);
+		return 201;
+	}
+	obj = ksim_store_commit(t->gr, jv_null(), obj);
+	if (!strcmp(t->gr, "customresourcedefinitions.apiextensions.k8s.io"))
+		ksim_types_crd_changed(obj, 0);
+	*out = present(t, obj);
+	return 201;
+}
+
+static int finalizers_empty(jv obj)
+{
+	return !has_items(get_meta(obj, "finalizers"));
+}
+
+static int collect_fn(jv obj, const char *key, void *data)
+{
+	jv *items = data;
+
+	(void)key;
+	*items = jv_array_append(*items, jv_copy(obj));
+	return 0;
+}
+
+/* Removes every object of gr at once (the objects of a deleted CRD). */
+static void drop_all(const char *gr)
+{
+	jv items = jv_array();
+
+	ksim_store_each(gr, NULL, NULL, collect_fn, &items);
+	jv_array_foreach(items, i, o)
+		jv_free(ksim_store_commit(gr, o, jv_null()));
+	jv_free(items);
+}
+
+/* Commits the removal of stored (consumed) now; returns the deleted state. */
+static jv remove_now(const struct ksim_type *t, jv stored)
+{
+	jv gone = ksim_store_commit(t->gr, jv_copy(stored), jv_null());
+
+	if (!strcmp(t->gr, "customresourcedefinitions.apiextensions.k8s.io")) {
+		/* a CRD takes its objects with it (their finalizers are not waited for) */
+		const char *group = ksim_str(stored, "spec.group"), *plural = ksim_str(stored, "spec.names.plural");
+		struct kop_buf gr = KOP_BUF_INIT;
+
+		kop_buf_addf(&gr, "%s.%s", plural ? plural : "", group ? group : "");
+		ksim_types_crd_changed(stored, 1);
+		drop_all(gr.buf);
+		kop_buf_release(&gr);
+	}
+	jv_free(stored);
+	return gone;
+}
+
+/*
+ * The common end of update, patch and apply: `obj` (consumed) is the
+ * wanted new state of `old` (borrowed, stored). Applies the subresource
+ * rules, immutable fields, generation, schema, managedFields (unless
+ * mf_done), no-op detection, finalizer-driven removal, and commits.
+ */
+static int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const struct wopts *o,
+		     int mf_done, jv *out)
+{
+	char now[32];
+	const char *name = ksim_str(old, "metadata.name");
+	char *nm = kop_strdup(name ? name : "");
+	jv rv = get_meta(obj, "resourceVersion"), oldrv = get_meta(old, "resourceVersion");
+	int code = 200;
+
+	ksim_now(now);
+	if (jv_get_kind(rv) != JV_KIND_STRING || !*jv_string_value(rv)) {
+		if (o->put && (t->flags & KT_NEEDS_RV)) {
+			*out = invalid(t, nm, JV_ARRAY(cause("FieldValueInvalid",
+							     "Invalid value: 0x0: must be specified for an update",
+							     "metadata.resourceVersion")));
+			code = 422;
+			goto fail;
+		}
+	} else if (!jv_equal(jv_copy(rv), jv_copy(oldrv))) {
+		*out = conflict(t, nm);
+		code = 409;
+		goto fail;
+	}
+	if (sub && !strcmp(sub, "status")) {
+		jv st = field(obj, "status");
+		jv mf = get_meta(obj, "managedFields");
+
+		jv_free(obj);
+		obj = jv_copy(old);
+		obj = jv_get_kind(st) == JV_KIND_NULL || !jv_is_valid(st) ? jv_object_delete(obj, jv_string("status")) :
+									     jv_object_set(obj, jv_string("status"), st);
+		if (mf_done)
+			obj = set_meta(obj, "managedFields", mf);
+		else
+			jv_free(mf);
+	} else if (sub && !strcmp(sub, "finalize")) {
+		jv fin = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("spec"), jv_string("finalizers")));
+
+		jv_free(obj);
+		obj = jv_setpath(jv_copy(old), JV_ARRAY(jv_string("spec"), jv_string("finalizers")),
+				 jv_is_valid(fin) ? fin : jv_array());
+	} else {
+		if (t->flags & KT_STATUS) {
+			jv st = field(old, "status");
+
+			obj = jv_is_valid(st) && jv_get_kind(st) != JV_KIND_NULL ?
+				      jv_object_set(obj, jv_string("status"), st) :
+				      (jv_free(st), jv_object_delete(obj, jv_string("status")));
+		}
+		if (!strcmp(t->gr, "namespaces")) {
+			jv fin = jv_getpath(jv_copy(old), JV_ARRAY(jv_string("spec"), jv_string("finalizers")));
+
+			obj = jv_setpath(obj, JV_ARRAY(jv_string("spec"), jv_string("finalizers")), fin);
+		}
+		if (!strcmp(t->gr, "customresourcedefinitions.apiextensions.k8s.io"))
+			obj = crd_status(obj, now);
+	}
+	/* immutable and server-owned metadata */
+	{
+		static const char *const keep[] = { "name", "namespace", "uid", "creationTimestamp",
+						    "deletionTimestamp", "deletionGracePeriodSeconds", "generation" };
+
+		for (size_t i = 0; i < sizeof(keep) / sizeof(*keep); i++)
+			obj = set_meta(obj, keep[i], get_meta(old, keep[i]));
+		obj = set_meta(obj, "resourceVersion", jv_copy(oldrv));
+		obj = set_meta(obj, "selfLink", jv_null());
+	}
+	obj = jv_object_set(obj, jv_string("apiVersion"), field(old, "apiVersion"));
+	obj = jv_object_set(obj, jv_string("kind"), jv_string(t->kind));
+	if (ksim_str(old, "metadata.deletionTimestamp")) {
+		jv of = get_meta(old, "finalizers"), nf = get_meta(obj, "finalizers");
+		int added = 0;
+
+		if (jv_get_kind(nf) == JV_KIND_ARRAY) {
+			jv_array_foreach(nf, i, f) {
+				int found = 0;
+
+				if (jv_get_kind(of) == JV_KIND_ARRAY) {
+					jv_array_foreach(of, j, g) {
+						found |= jv_equal(g, jv_copy(f));
+					}
+				}
+				added |= !found;
+				jv_free(f);
+			}
+		}
+		jv_free(of);
+		jv_free(nf);
+		if (added) {
+			*out = invalid(t, nm, JV_ARRAY(cause("FieldValueForbidden",
+							     "Forbidden: no new finalizers can be added if the object is being deleted",
+							     "metadata.finalizers")));
+			jv_free(obj);
+			code = 422;
+			goto out;
+		}
+	}
+	if (schema_check(t, &obj, nm, out) < 0) {
+		jv_free(obj);
+		code = 422;
+		goto out;
+	}
+	if (t->flags & KT_GENERATION) {
+		if (!jv_equal(spec_part(t, jv_copy(obj)), spec_part(t, jv_copy(old))))
+			obj = set_meta(obj, "generation", jv_number(generation(old) + 1));
+	}
+	if (!mf_done)
+		obj = kop_ssa_track_update(jv_copy(old), obj, o->manager, sub && !strcmp(sub, "status") ? "status" : NULL,
+					   now, listinfo(t));
+	if (same_object(obj, old)) {
+		jv_free(obj);
+		*out = present(t, jv_copy(old));
+		goto out;
+	}
+	if (o->dry_run) {
+		*out = present(t, obj);
+		goto out;
+	}
+	if (ksim_str(obj, "metadata.deletionTimestamp") && finalizers_empty(obj) &&
+	    !(!strcmp(t->gr, "namespaces") &&
+	      has_items(jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("spec"), jv_string("finalizers")))))) {
+		/*
+		 * The last finalizer went: the object goes. Watchers see one
+		 * DELETED carrying the state before this update (as etcd3's
+		 * store does), except for namespaces, whose finalize step is a
+		 * write of its own (recordings/namespace/).
+		 */
+		if (!strcmp(t->gr, "namespaces")) {
+			jv stored = ksim_store_commit(t->gr, jv_copy(old), jv_copy(obj));
+
+			jv_free(remove_now(t, stored));
+		} else {
+			jv_free(remove_now(t, jv_copy(old)));
+		}
+		*out = present(t, obj);
+		goto out;
+	}
+	obj = ksim_store_commit(t->gr, jv_copy(old), obj);
+	if (!strcmp(t->gr, "customresourcedefinitions.apiextensions.k8s.io"))
+		ksim_types_crd_changed(obj, 0);
+	*out = present(t, obj);
+	goto out;
+fail:
+	jv_free(obj);
+out:
+	jv_free(rv);
+	jv_free(oldrv);
+	free(nm);
+	return code;
+}
+
+/* ---- verbs ------------------------------------------------------------------- */
+
+static int parse_body(const struct ksim_request *rq, jv *obj, jv *err)
+{
+	jv v;
+
+	if (!rq->body || !rq->body_len) {
+		*err = bad_request("the body of the request is empty");
+		return -1;
+	}
+	v = jv_parse_sized(rq->body, (int)rq->body_len);
+	if (!jv_is_valid(v)) {
+		jv msg = jv_invalid_get_msg(v);
+		struct kop_buf b = KOP_BUF_INIT;
+
+		kop_buf_addf(&b, "json: cannot unmarshal the request body: %s",
+			     jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "invalid JSON");
+		*err = bad_request(b.buf);
+		kop_buf_release(&b);
+		jv_free(msg);
+		return -1;
+	}
+	*obj = v;
+	return 0;
+}
+
+static int body_object(const struct ksim_request *rq, const struct ksim_type *t, jv *obj, jv *err)
+{
+	const char *av, *kind;
+
+	if (parse_body(rq, obj, err) < 0)
+		return -1;
+	if (jv_get_kind(*obj) != JV_KIND_OBJECT) {
+		jv_free(*obj);
+		*err = bad_request("the body of the request is not a JSON object");
+		return -1;
+	}
+	av = ksim_str(*obj, "apiVersion");
+	kind = ksim_str(*obj, "kind");
+	if (kind && *kind && strcmp(kind, t->kind) && strcmp(kind, "DeleteOptions")) {
+		struct kop_buf b = KOP_BUF_INIT;
+
+		kop_buf_addf(&b, "the kind in the data (%s) does not match the expected kind (%s)", kind, t->kind);
+		*err = bad_request(b.buf);
+		kop_buf_release(&b);
+		jv_free(*obj);
+		return -1;
+	}
+	if (av && *av && strcmp(av, t->api_version) && !(t->flags & KT_CUSTOM) && strcmp(t->gr, "events")) {
+		struct kop_buf b = KOP_BUF_INIT;
+
+		kop_buf_addf(&b, "the API version in the data (%s) does not match the expected API version (%s)", av,
+			     t->api_version);
+		*err = bad_request(b.buf);
+		kop_buf_release(&b);
+		jv_free(*obj);
+		return -1;
+	}
+	if (!strcmp(t->gr, "events") && !strcmp(t->group, "events.k8s.io")) {
+		/* stored in the core/v1 form */
+		static const char *const ren[][2] = { { "note", "message" }, { "regarding", "involvedObject" },
+						     { "reportingController", "reportingComponent" },
+						     { "deprecatedFirstTimestamp", "firstTimestamp" },
+						     { "deprecatedLastTimestamp", "lastTimestamp" },
+						     { "deprecatedCount", "count" }, { "deprecatedSource", "source" } };
+
+		for (size_t i = 0; i < sizeof(ren) / sizeof(*ren); i++) {
+			jv v = field(*obj, ren[i][0]);
+
+			if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL) {
+				*obj = jv_object_delete(*obj, jv_string(ren[i][0]));
+				*obj = jv_object_set(*obj, jv_string(ren[i][1]), v);
+			} else {
+				jv_free(v);
+			}
+		}
+	}
+	return 0;
+}
+
+static int dry_run(const struct ksim_request *rq, jv *err)
+{
+	const char *d = query(rq, "dryRun");
+
+	if (!d)
+		return 0;
+	if (strcmp(d, "All")) {
+		struct kop_buf b = KOP_BUF_INIT;
+
+		kop_buf_addf(&b, "Unsupported value: \"%s\": supported values: \"All\"", d);
+		*err = ksim_status(422, "Invalid", b.buf, jv_null());
+		kop_buf_release(&b);
+		return -1;
+	}
+	return 1;
+}
+
+/* base64url without padding (the continue token's encoding). */
+static char *b64url(const char *s)
+{
+	size_t n = strlen(s);
+	unsigned char *out = kop_malloc(4 * ((n + 2) / 3) + 1);
+	int len = EVP_EncodeBlock(out, (const unsigned char *)s, (int)n);
+
+	while (len > 0 && out[len - 1] == '=')
+		len--;
+	out[len] = 0;
+	for (int i = 0; i < len; i++)
+		out[i] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
+	return (char *)out;
+}
+
+static jv unb64url(const char *s)
+{
+	size_t n = strlen(s);
+	char *in = kop_malloc(n + 4);
+	unsigned char *out = kop_malloc(n + 4);
+	int len;
+	jv v;
+
+	for (size_t i = 0; i < n; i++)
+		in[i] = s[i] == '-' ? '+' : s[i] == '_' ? '/' : s[i];
+	while (n % 4)
+		in[n++] = '=';
+	in[n] = 0;
+	len = EVP_DecodeBlock(out, (unsigned char *)in, (int)n);
+	if (len < 0) {
+		free(in);
+		free(out);
+		return jv_invalid();
+	}
+	while (len > 0 && n >= 2 && in[n - 1] == '=' && out[len - 1] == 0) {
+		len--;
+		n--;
+	}
+	v = jv_parse_sized((const char *)out, len);
+	free(in);
+	free(out);
+	return v;
+}
+
+static char *continue_token(long long rv, const char *key)
+{
+	jv tok = JV_OBJECT(jv_string("v"), jv_string("meta.k8s.io/v1"), jv_string("rv"), jv_number((double)rv));
+	struct kop_buf start = KOP_BUF_INIT;
+	jv s;
+	char *out;
+
+	kop_buf_adds(&start, key);
+	kop_buf_add(&start, "", 1);
+	tok = jv_object_set(tok, jv_string("start"), jv_string_sized(start.buf, (int)start.len));
+	s = jv_dump_string(tok, 0);
+	out = b64url(jv_string_value(s));
+	jv_free(s);
+	kop_buf_release(&start);
+	return out;
+}
+
+struct list_ctx {
+	const struct ksim_type *t;
+	struct ksim_selector *ls, *fs;
+	long limit;
+	jv items;
+	long n;
+	char *last_key;
+	int more;
+};
+
+static int list_fn(jv obj, const char *key, void *data)
+{
+	struct list_ctx *c = data;
+
+	if (!ksim_selector_match(c->ls, obj, c->t) || !ksim_selector_match(c->fs, obj, c->t))
+		return 0;
+	if (c->limit > 0 && c->n >= c->limit) {
+		c->more = 1;
+		return 1;
+	}
+	c->items = jv_array_append(c->items, jv_copy(obj));
+	c->n++;
+	free(c->last_key);
+	c->last_key = kop_strdup(key);
+	return 0;
+}
+
+/* Parses both selectors: 0, or -1 with *err a 400. */
+static int selectors(const struct ksim_request *rq, const struct ksim_type *t, struct ksim_selector **ls,
+		     struct ksim_selector **fs, jv *err)
+{
+	char e[KOP_ERRLEN];
+	const char *l = query(rq, "labelSelector"), *f = query(rq, "fieldSelector");
+
+	*ls = *fs = NULL;
+	if (l && *l) {
+		*ls = ksim_selector_parse(l, 0, e);
+		if (*ls == (struct ksim_selector *)-1) {
+			struct kop_buf b = KOP_BUF_INIT;
+
+			*ls = NULL;
+			kop_buf_addf(&b, "unable to parse requirement: %s", e);
+			*err = bad_request(b.buf);
+			kop_buf_release(&b);
+			return -1;
+		}
+	}
+	if (f && *f) {
+		*fs = ksim_selector_parse(f, 1, e);
+		if (*fs == (struct ksim_selector *)-1) {
+			*fs = NULL;
+			*err = bad_request(e);
+			ksim_selector_free(*ls);
+			*ls = NULL;
+			return -1;
+		}
+		/* every field must be supported */
+		{
+			const char *p = f;
+
+			while (*p) {
+				size_t n = strcspn(p, ",");
+				char *term = kop_strndup(p, n), *op = strpbrk(term, "!=");
+
+				if (op)
+					*op = 0;
+				if (!ksim_field_supported(t, term)) {
+					struct kop_buf b = KOP_BUF_INIT;
+
+					kop_buf_addf(&b, "field label not supported: %s", term);
+					*err = bad_request(b.buf);
+					kop_buf_release(&b);
+					free(term);
+					ksim_selector_free(*ls);
+					ksim_selector_free(*fs);
+					*ls = *fs = NULL;
+					return -1;
+				}
+				free(term);
+				p += n;
+				if (*p)
+					p++;
+			}
+		}
+	}
+	return 0;
+}
+
+static int wants_table(const struct ksim_request *rq)
+{
+	return rq->accept && strstr(rq->accept, "as=Table");
+}
+
+static int include_object(const struct ksim_request *rq)
+{
+	const char *io = query(rq, "includeObject");
+
+	if (io && !strcmp(io, "None"))
+		return 0;
+	if (io && !strcmp(io, "Object"))
+		return 2;
+	return 1;
+}
+
+static int do_list(const struct ksim_request *rq, const struct route *r, jv *out)
+{
+	const struct ksim_type *t = r->t;
+	struct list_ctx c = { t, NULL, NULL, 0, jv_array(), 0, NULL, 0 };
+	const char *lim = query(rq, "limit"), *cont = query(rq, "continue"), *rvs = query(rq, "resourceVersion");
+	const char *rvm = query(rq, "resourceVersionMatch");
+	char *after = NULL;
+	long long list_rv = (long long)ksim.rv;
+	char rvbuf[32];
+	char *token = NULL;
+	jv md, items;
+
+	if (query_bool(rq, "sendInitialEvents")) {
+		*out = ksim_status(422, "Invalid", "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list",
+				   jv_null());
+		return 422;
+	}
+	if (rvm && *rvm && (!rvs || !*rvs)) {
+		*out = ksim_status(422, "Invalid", "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+				   jv_null());
+		return 422;
+	}
+	if (selectors(rq, t, &c.ls, &c.fs, out) < 0) {
+		jv_free(c.items);
+		return 400;
+	}
+	if (lim && *lim)
+		c.limit = strtol(lim, NULL, 10);
+	if (cont && *cont) {
+		jv tok = unb64url(cont);
+		jv rvj = field(tok, "rv"), start = field(tok, "start");
+
+		if (rvs && *rvs && strcmp(rvs, "0")) {
+			*out = bad_request("specifying resource version is not allowed when using continue");
+			goto bad;
+		}
+		if (jv_get_kind(rvj) != JV_KIND_NUMBER || jv_get_kind(start) != JV_KIND_STRING) {
+			*out = bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+			jv_free(tok);
+			jv_free(rvj);
+			jv_free(start);
+			goto bad;
+		}
+		after = kop_strdup(jv_string_value(start));
+		if (jv_number_value(rvj) >= 0 && (uint64_t)jv_number_value(rvj) < ksim.compacted) {
+			char *nt = continue_token(-1, after);
+
+			*out = ksim_status(410, "Expired",
+					   "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+					   jv_null());
+			*out = jv_object_set(*out, jv_string("metadata"), JV_OBJECT(jv_string("continue"), jv_string(nt)));
+			*out = ksim_canonical(*out);
+			free(nt);
+			jv_free(tok);
+			jv_free(rvj);
+			jv_free(start);
+			free(after);
+			ksim_selector_free(c.ls);
+			ksim_selector_free(c.fs);
+			jv_free(c.items);
+			return 410;
+		}
+		if (jv_number_value(rvj) >= 0)
+			list_rv = (long long)jv_number_value(rvj);
+		jv_free(tok);
+		jv_free(rvj);
+		jv_free(start);
+	} else if (rvs && *rvs && strcmp(rvs, "0")) {
+		char *end;
+		unsigned long long n = strtoull(rvs, &end, 10);
+
+		if (*end) {
+			struct kop_buf b = KOP_BUF_INIT;
+
+			kop_buf_addf(&b, "Invalid value: \"%s\": resourceVersion must be a number", rvs);
+			*out = bad_request(b.buf);
+			kop_buf_release(&b);
+			goto bad;
+		}
+		if ((rvm && !strcmp(rvm, "Exact")) || (c.limit > 0 && (!rvm || !*rvm))) {
+			if (n < ksim.compacted) {
+				*out = ksim_status(410, "Expired", "The resourceVersion for the provided list is too old.",
+						   jv_null());
+				goto bad410;
+			}
+		}
+	}
+	if (r->ns && (t->flags & KT_NAMESPACED)) {
+		/* restrict the walk to the namespace */
+		ksim_store_each(t->gr, r->ns, after, list_fn, &c);
+	} else {
+		ksim_store_each(t->gr, NULL, after, list_fn, &c);
+	}
+	snprintf(rvbuf, sizeof(rvbuf), "%lld", list_rv);
+	md = JV_OBJECT(jv_string("resourceVersion"), jv_string(rvbuf));
+	if (c.more && c.last_key) {
+		token = continue_token(list_rv, c.last_key);
+		md = jv_object_set(md, jv_string("continue"), jv_string(token));
+		if (!c.ls && !c.fs) {
+			size_t total = ksim_store_count(t->gr, r->ns);
+			long long before = 0;
+			struct list_ctx cnt = { t, NULL, NULL, 0, jv_array(), 0, NULL, 0 };
+
+			/* remaining = everything after the last key returned */
+			ksim_store_each(t->gr, r->ns, c.last_key, list_fn, &cnt);
+			before = cnt.n;
+			(void)total;
+			md = jv_object_set(md, jv_string("remainingItemCount"), jv_number((double)before));
+			jv_free(cnt.items);
+			free(cnt.last_key);
+		}
+	}
+	items = jv_array();
+	jv_array_foreach(c.items, i, o) {
+		o = present(t, o);
+		if (!(t->flags & KT_CUSTOM)) {
+			o = jv_object_delete(o, jv_string("kind"));
+			o = jv_object_delete(o, jv_string("apiVersion"));
+		}
+		items = jv_array_append(items, o);
+	}
+	jv_free(c.items);
+	if (wants_table(rq)) {
+		jv full = jv_array();
+
+		jv_array_foreach(items, i, o)
+			full = jv_array_append(full, present(t, o));
+		jv_free(items);
+		jv_free(md);
+		*out = ksim_table(t, full, rvbuf, token, include_object(rq));
+	} else {
+		*out = JV_OBJECT(jv_string("kind"), jv_string(t->list_kind), jv_string("apiVersion"),
+				 jv_string(t->api_version), jv_string("metadata"), md, jv_string("items"), items);
+	}
+	free(token);
+	free(after);
+	free(c.last_key);
+	ksim_selector_free(c.ls);
+	ksim_selector_free(c.fs);
+	return 200;
+bad410:
+	free(after);
+	ksim_selector_free(c.ls);
+	ksim_selector_free(c.fs);
+	jv_free(c.items);
+	return 410;
+bad:
+	free(after);
+	ksim_selector_free(c.ls);
+	ksim_selector_free(c.fs);
+	jv_free(c.items);
+	return 400;
+}
+
+static int do_get(const struct ksim_request *rq, const struct route *r, jv *out)
+{
+	jv obj = ksim_store_get(r->t->gr, r->ns, r->name);
+
+	if (!jv_is_valid(obj)) {
+		*out = not_found(r->t, r->name);
+		return 404;
+	}
+	if (wants_table(rq)) {
+		char rvbuf[32];
+
+		snprintf(rvbuf, sizeof(rvbuf), "%llu", (unsigned long long)ksim.rv);
+		*out = ksim_table(r->t, JV_ARRAY(present(r->t, jv_copy(obj))), rvbuf, NULL, include_object(rq));
+	} else {
+		*out = present(r->t, jv_copy(obj));
+	}
+	return 200;
+}
+
+static int do_put(const struct ksim_request *rq, const struct route *r, const struct wopts *o, jv *out)
+{
+	jv obj, old;
+	const char *bname;
+
+	if (body_object(rq, r->t, &obj, out) < 0)
+		return 400;
+	bname = ksim_str(obj, "metadata.name");
+	if (bname && strcmp(bname, r->name)) {
+		struct kop_buf b = KOP_BUF_INIT;
+
+		kop_buf_addf(&b, "the name of the object (%s) does not match the name on the URL (%s)", bname, r->name);
+		*out = bad_request(b.buf);
+		kop_buf_release(&b);
+		jv_free(obj);
+		return 400;
+	}
+	if (!bname)
+		obj = set_meta(obj, "name", jv_string(r->name));
+	if (r->ns && (r->t->flags & KT_NAMESPACED)) {
+		const char *bns = ksim_str(obj, "metadata.namespace");
+
+		if (bns && *bns && strcmp(bns, r->ns)) {
+			jv_free(obj);
+			*out = bad_request("the namespace of the provided object does not match the namespace sent on the request");
+			return 400;
+		}
+	}
+	old = ksim_store_get(r->t->gr, r->ns, r->name);
+	if (!jv_is_valid(old)) {
+		if ((r->t->flags & KT_CREATE_ON_UPDATE) && !r->sub) {
+			obj = set_meta(obj, "resourceVersion", jv_null());
+			return do_create(r->t, r->ns, obj, o, 0, out);
+		}
+		jv_free(obj);
+		*out = not_found(r->t, r->name);
+		return 404;
+	}
+	return do_update(r->t, old, obj, r->sub, o, 0, out);
+}
+
+static int do_patch(const struct ksim_request *rq, const struct route *r, const struct wopts *o, jv *out)
+{
+	const char *ct = rq->content_type ? rq->content_type : "";
+	jv old = ksim_store_get(r->t->gr, r->ns, r->name), patch, res;
+	char err[KOP_ERRLEN];
+	int apply = !strncmp(ct, "application/apply-patch+yaml", 28);
+
+	if (!apply && query(rq, "force")) {
+		*out = ksim_status(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch",
+				   jv_null());
+		return 422;
+	}
+	if (apply) {
+		jv docs;
+		const char *fm = query(rq, "fieldManager");
+
+		if (!fm || !*fm) {
+			*out = ksim_status(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+					   jv_null());
+			return 422;
+		}
+		if (kop_yaml_load(rq->body ? rq->body : "", rq->body_len, "request body", &docs, err) < 0) {
+			*out = bad_request(err);
+			return 400;
+		}
+		if (jv_array_length(jv_copy(docs)) != 1) {
+			jv_free(docs);
+			*out = bad_request("error decoding YAML: the body must hold exactly one object");
+			return 400;
+		}
+		patch = jv_array_get(docs, 0);
+	} else if (parse_body(rq, &patch, out) < 0) {
+		return 400;
+	}
+	if (apply) {
+		jv conflicts = jv_null();
+		char now[32];
+		const char *av = ksim_str(patch, "apiVersion"), *name = ksim_str(patch, "metadata.name");
+		int rc;
+
+		ksim_now(now);
+		if (jv_get_kind(patch) != JV_KIND_OBJECT) {
+			jv_free(patch);
+			*out = bad_request("the body of the request is not a JSON object");
+			return 400;
+		}
+		if (av && strcmp(av, r->t->api_version) && strcmp(r->t->gr, "events")) {
+			struct kop_buf b = KOP_BUF_INIT;
+
+			kop_buf_addf(&b, "Incorrect version specified in apply patch. Specified patch version: %s, expected: %s",
+				     av, r->t->api_version);
+			*out = bad_request(b.buf);
+			kop_buf_release(&b);
+			jv_free(patch);
+			return 400;
+		}
+		if (name && strcmp(name, r->name)) {
+			struct kop_buf b = KOP_BUF_INIT;
+
+			kop_buf_addf(&b, "the name of the object (%s) does not match the name on the URL (%s)", name,
+				     r->name);
+			*out = bad_request(b.buf);
+			kop_buf_release(&b);
+			jv_free(patch);
+			return 400;
+		}
+		if (!jv_is_valid(old) && r->sub) {
+			jv_free(patch);
+			*out = not_found(r->t, r->name);
+			return 404;
+		}
+		if (!name)
+			patch = set_meta(patch, "name", jv_string(r->name));
+		if (r->t->flags & KT_NAMESPACED) {
+			const char *bns = ksim_str(patch, "metadata.namespace");
+
+			if (bns && *bns && strcmp(bns, r->ns)) {
+				jv_free(patch);
+				*out = bad_request("the namespace of the provided object does not match the namespace sent on the request");
+				return 400;
+			}
+			patch = set_meta(patch, "namespace", jv_string(r->ns));
+		}
+		if (!jv_is_valid(old)) {
+			/* the applied object is its own first version */
+			patch = jv_object_set(patch, jv_string("apiVersion"), jv_string(r->t->api_version));
+			patch = jv_object_set(patch, jv_string("kind"), jv_string(r->t->kind));
+		}
+		{
+			jv applied_rv = get_meta(patch, "resourceVersion");
+			jv li = listinfo(r->t);
+
+			if (jv_get_kind(applied_rv) == JV_KIND_STRING && jv_is_valid(old) &&
+			    !jv_equal(jv_copy(applied_rv), get_meta(old, "resourceVersion"))) {
+				jv_free(applied_rv);
+				jv_free(li);
+				jv_free(patch);
+				*out = conflict(r->t, r->name);
+				return 409;
+			}
+			jv_free(applied_rv);
+			rc = kop_ssa_apply(jv_is_valid(old) ? jv_copy(old) : jv_null(), patch, query(rq, "fieldManager"),
+					   o->force, r->sub, now, li, &res, &conflicts, err);
+			jv_free(li);
+		}
+		if (rc == 1) {
+			char *msg = kop_ssa_conflict_message(conflicts);
+
+			*out = ksim_status(409, "Conflict", msg,
+					   JV_OBJECT(jv_string("causes"), kop_ssa_conflict_causes(conflicts)));
+			free(msg);
+			jv_free(conflicts);
+			return 409;
+		}
+		if (rc < 0) {
+			*out = bad_request(err);
+			return 400;
+		}
+		jv_free(conflicts);
+		if (!jv_is_valid(old))
+			return do_create(r->t, r->ns, res, o, 1, out);
+		return do_update(r->t, old, res, r->sub, o, 1, out);
+	}
+	if (!jv_is_valid(old)) {
+		jv_free(patch);
+		*out = not_found(r->t, r->name);
+		return 404;
+	}
+	if (!strncmp(ct, "application/json-patch+json", 27)) {
+		if (jv_get_kind(patch) != JV_KIND_ARRAY) {
+			jv_free(patch);
+			*out = bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch");
+			return 400;
+		}
+		if (jv_array_length(jv_copy(patch)) > 10000) {
+			jv_free(patch);
+			*out = ksim_status(413, "RequestEntityTooLarge",
+					   "Request entity too large: The allowed operations in a JSON patch are limited to 10000, got more",
+					   jv_null());
+			return 413;
+		}
+		if (kop_json_patch(present(r->t, jv_copy(old)), patch, &res, err) < 0) {
+			*out = ksim_status(422, "Invalid", err, jv_null());
+			return 422;
+		}
+	} else if (!strncmp(ct, "application/merge-patch+json", 28)) {
+		if (jv_get_kind(patch) != JV_KIND_OBJECT) {
+			jv_free(patch);
+			*out = bad_request("the body of the request is not a JSON object");
+			return 400;
+		}
+		res = kop_merge_patch(present(r->t, jv_copy(old)), patch);
+	} else if (!strncmp(ct, "application/strategic-merge-patch+json", 38)) {
+		if ((r->t->flags & KT_CUSTOM) || !kop_builtin_known(r->t->api_version, r->t->kind)) {
+			jv_free(patch);
+			*out = ksim_status(415, "UnsupportedMediaType",
+					   "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+					   jv_null());
+			return 415;
+		}
+		if (kop_strategic_merge_patch(present(r->t, jv_copy(old)), patch, r->t->api_version, r->t->kind, &res,
+					      err) < 0) {
+			*out = bad_request(err);
+			return 400;
+		}
+	} else {
+		jv_free(patch);
+		*out = ksim_status(415, "UnsupportedMediaType",
+				   "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
+				   jv_null());
+		return 415;
+	}
+	if (jv_get_kind(res) != JV_KIND_OBJECT) {
+		jv_free(res);
+		*out = bad_request("the patched object is not a JSON object");
+		return 400;
+	}
+	return do_update(r->t, old, res, r->sub, o, 0, out);
+}
+
+/* DeleteOptions from the body or the query. */
+struct delopts {
+	char *uid, *rv, *policy;
+	int dry;
+};
+
+static void delopts_release(struct delopts *d)
+{
+	free(d->uid);
+	free(d->rv);
+	free(d->policy);
+}
+
+static int parse_delopts(const struct ksim_request *rq, struct delopts *d, jv *err)
+{
+	memset(d, 0, sizeof(*d));
+	if (query(rq, "propagationPolicy"))
+		d->policy = kop_strdup(query(rq, "propagationPolicy"));
+	if (rq->body && rq->body_len) {
+		jv b = jv_parse_sized(rq->body, (int)rq->body_len);
+
+		if (jv_get_kind(b) == JV_KIND_OBJECT) {
+			const char *s;
+			jv dr = field(b, "dryRun");
+
+			if ((s = ksim_str(b, "preconditions.uid")))
+				d->uid = kop_strdup(s);
+			if ((s = ksim_str(b, "preconditions.resourceVersion")))
+				d->rv = kop_strdup(s);
+			if ((s = ksim_str(b, "propagationPolicy"))) {
+				free(d->policy);
+				d->policy = kop_strdup(s);
+			}
+			if (jv_get_kind(dr) == JV_KIND_ARRAY && jv_array_length(jv_copy(dr)) > 0)
+				d->dry = 1;
+			jv_free(dr);
+		} else if (!jv_is_valid(b) && rq->body_len > 0) {
+			jv_free(b);
+			*err = bad_request("json: cannot unmarshal the request body into DeleteOptions");
+			return -1;
+		}
+		jv_free(b);
+	}
+	if (d->policy && strcmp(d->policy, "Orphan") && strcmp(d->policy, "Background") &&
+	    strcmp(d->policy, "Foreground")) {
+		struct kop_buf b = KOP_BUF_INIT;
+
+		kop_buf_addf(&b, "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"%s\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
+			     d->policy);
+		*err = ksim_status(422, "Invalid", b.buf, jv_null());
+		kop_buf_release(&b);
+		return -1;
+	}
+	return 0;
+}
+
+struct orphan_ctx {
+	const char *uid;
+};
+
+static int owned_by(const char *gr, jv obj, void *data)
+{
+	struct orphan_ctx *c = data;
+	jv refs = get_meta(obj, "ownerReferences");
+	int hit = 0;
+
+	(void)gr;
+	if (jv_get_kind(refs) == JV_KIND_ARRAY) {
+		jv_array_foreach(refs, i, ref) {
+			const char *u = ksim_str(ref, "uid");
+
+			hit |= u && !strcmp(u, c->uid);
+			jv_free(ref);
+		}
+	}
+	jv_free(refs);
+	return hit;
+}
+
+/* Orphan propagation: dependents lose their reference to uid (what the GC does for policy Orphan). */
+static void orphan_dependents(const char *uid)
+{
+	struct orphan_ctx c = { uid };
+	jv deps = ksim_store_select(owned_by, &c);
+
+	jv_array_foreach(deps, i, pair) {
+		jv gr = jv_array_get(jv_copy(pair), 0), obj = jv_array_get(pair, 1);
+		jv refs = get_meta(obj, "ownerReferences"), kept = jv_array();
+		jv nobj;
+
+		jv_array_foreach(refs, j, ref) {
+			const char *u = ksim_str(ref, "uid");
+
+			if (u && !strcmp(u, uid))
+				jv_free(ref);
+			else
+				kept = jv_array_append(kept, ref);
+		}
+		jv_free(refs);
+		nobj = set_meta(jv_copy(obj), "ownerReferences",
+				jv_array_length(jv_copy(kept)) ? kept : (jv_free(kept), jv_null()));
+		jv_free(ksim_store_commit(jv_string_value(gr), obj, nobj));
+		jv_free(gr);
+	}
+	jv_free(deps);
+}
+
+/* Deletes one stored object (borrowed); returns the code and *out. */
+static int delete_one(const struct ksim_type *t, jv stored, const struct delopts *d, int dry, jv *out)
+{
+	const char *name = ksim_str(stored, "metadata.name");
+	char *nm = kop_strdup(name ? name : "");
+	char now[32];
+	int ns = !strcmp(t->gr, "namespaces");
+	int code = 200;
+
+	ksim_now(now);
+	if (d->uid && strcmp(d->uid, ksim_str(stored, "metadata.uid") ? ksim_str(stored, "metadata.uid") : "")) {
+		struct kop_buf b = KOP_BUF_INIT;
+
+		kop_buf_addf(&b, "Precondition failed: UID in precondition: %s, UID in object meta: %s", d->uid,
+			     ksim_str(stored, "metadata.uid"));
+		*out = err_status(t, nm, 409, "Conflict",
+				  "Operation cannot be fulfilled on %s: the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated",
+				  t->resource, d->uid, ksim_str(stored, "metadata.uid"));
+		kop_buf_release(&b);
+		code = 409;
+		goto out;
+	}
+	if (d->rv && strcmp(d->rv, ksim_str(stored, "metadata.resourceVersion"))) {
+		*out = err_status(t, nm, 409, "Conflict",
+				  "Operation cannot be fulfilled on %s: the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified",
+				  t->resource, d->rv, ksim_str(stored, "metadata.resourceVersion"));
+		code = 409;
+		goto out;
+	}
+	if (ns) {
+		if (!strcmp(nm, "default") || !strcmp(nm, "kube-system") || !strcmp(nm, "kube-public")) {
+			*out = err_status(t, nm, 403, "Forbidden", "namespaces \"%s\" is forbidden: this namespace may not be deleted",
+					  nm);
+			code = 403;
+			goto out;
+		}
+		if (ksim_str(stored, "metadata.deletionTimestamp")) {
+			if (has_items(jv_getpath(jv_copy(stored), JV_ARRAY(jv_string("spec"), jv_string("finalizers"))))) {
+				*out = err_status(t, nm, 409, "Conflict",
+						  "Operation cannot be fulfilled on namespaces \"%s\": The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
+						  nm);
+				code = 409;
+				goto out;
+			}
+			*out = present(t, jv_copy(stored));
+			goto out;
+		}
+	}
+	if (d->policy && !strcmp(d->policy, "Orphan") && !dry) {
+		const char *uid = ksim_str(stored, "metadata.uid");
+
+		if (uid) {
+			char *u = kop_strdup(uid);
+
+			orphan_dependents(u);
+			free(u);
+		}
+	}
+	if (!finalizers_empty(stored) ||
+	    (ns && has_items(jv_getpath(jv_copy(stored), JV_ARRAY(jv_string("spec"), jv_string("finalizers")))))) {
+		jv obj;
+
+		if (ksim_str(stored, "metadata.deletionTimestamp")) {
+			*out = present(t, jv_copy(stored));
+			goto out;
+		}
+		obj = set_meta(jv_copy(stored), "deletionTimestamp", jv_string(now));
+		obj = set_meta(obj, "deletionGracePeriodSeconds", jv_number(0));
+		if (t->flags & KT_GENERATION && generation(obj) > 0)
+			obj = set_meta(obj, "generation", jv_number(generation(obj) + 1));
+		if (ns)
+			obj = jv_setpath(obj, JV_ARRAY(jv_string("status"), jv_string("phase")), jv_string("Terminating"));
+		if (dry) {
+			*out = present(t, obj);
+			goto out;
+		}
+		*out = present(t, ksim_store_commit(t->gr, jv_copy(stored), obj));
+		goto out;
+	}
+	if (dry) {
+		*out = t->flags & KT_RETURN_DELETED ? present(t, jv_copy(stored)) :
+			ksim_status(200, NULL, NULL,
+				    jv_object_set(details(t, nm), jv_string("uid"),
+						  jv_string(ksim_str(stored, "metadata.uid"))));
+		goto out;
+	}
+	{
+		jv uid = get_meta(stored, "uid");
+		jv gone = remove_now(t, jv_copy(stored));
+
+		if (t->flags & KT_RETURN_DELETED) {
+			*out = present(t, gone);
+		} else {
+			jv_free(gone);
+			*out = ksim_status(200, NULL, NULL, jv_object_set(details(t, nm), jv_string("uid"), uid));
+			uid = jv_null();
+		}
+		jv_free(uid);
+	}
+out:
+	free(nm);
+	return code;
+}
+
+static int do_delete(const struct ksim_request *rq, const struct route *r, int dry, jv *out)
+{
+	struct delopts d;
+	jv stored;
+	int code;
+
+	if (parse_delopts(rq, &d, out) < 0)
+		return 422;
+	stored = ksim_store_get(r->t->gr, r->ns, r->name);
+	if (!jv_is_valid(stored)) {
+		delopts_release(&d);
+		*out = not_found(r->t, r->name);
+		return 404;
+	}
+	code = delete_one(r->t, jv_copy(stored), &d, dry || d.dry, out);
+	/* delete_one borrowed a copy */
+	delopts_release(&d);
+	return code;
+}
+
+static int do_deletecollection(const struct ksim_request *rq, const struct route *r, int dry, jv *out)
+{
+	struct list_ctx c = { r->t, NULL, NULL, 0, jv_array(), 0, NULL, 0 };
+	struct delopts d;
+	jv items = jv_array();
+	char rvbuf[32];
+
+	if (r->t->flags & KT_NO_DELCOL) {
+		jv_free(c.items);
+		*out = err_status(r->t, NULL, 405, "MethodNotAllowed",
+				  "deletecollection is not supported on resources of kind \"%s\"", r->t->resource);
+		return 405;
+	}
+	if (selectors(rq, r->t, &c.ls, &c.fs, out) < 0) {
+		jv_free(c.items);
+		return 400;
+	}
+	if (parse_delopts(rq, &d, out) < 0) {
+		jv_free(c.items);
+		ksim_selector_free(c.ls);
+		ksim_selector_free(c.fs);
+		return 422;
+	}
+	ksim_store_each(r->t->gr, r->ns, NULL, list_fn, &c);
+	jv_array_foreach(c.items, i, o) {
+		jv res;
+
+		if (delete_one(r->t, o, &d, dry || d.dry, &res) == 200) {
+			o = ksim_str(res, "kind") && !strcmp(ksim_str(res, "kind"), "Status") ? jv_copy(o) : jv_copy(res);
+			items = jv_array_append(items, o);
+		}
+		jv_free(res);
+	}
+	jv_free(c.items);
+	free(c.last_key);
+	delopts_release(&d);
+	ksim_selector_free(c.ls);
+	ksim_selector_free(c.fs);
+	snprintf(rvbuf, sizeof(rvbuf), "%llu", (unsigned long long)ksim.rv);
+	*out = JV_OBJECT(jv_string("kind"), jv_string(r->t->list_kind), jv_string("apiVersion"),
+			 jv_string(r->t->api_version), jv_string("metadata"),
+			 JV_OBJECT(jv_string("resourceVersion"), jv_string(rvbuf)), jv_string("items"), items);
+	return 200;
+}
+
+/* ---- watch set-up (the stream itself is in watch.c) ----------------------------- */
+
+struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ksim_type *t, const char *ns,
+				  struct ksim_selector *ls, struct ksim_selector *fs, jv *err, int *code);
+
+/* ---- entry ------------------------------------------------------------------------ */
+
+static void answer(struct ksim_response *rs, int code, jv body)
+{
+	rs->code = code;
+	if (jv_get_kind(body) == JV_KIND_OBJECT)
+		body = ksim_canonical(body);
+	rs->body = body;
+}
+
+void ksim_handle(const struct ksim_request *rq, struct ksim_response *rs)
+{
+	struct route r;
+	struct ksim_attrs a;
+	jv out = jv_null(), st;
+	int code, dry;
+	char mbuf[129];
+	struct wopts o = { 0 };
+	const char *m = rq->method;
+
+	memset(rs, 0, sizeof(*rs));
+	rs->body = jv_invalid();
+	rs->warnings = jv_array();
+	ksim_lock();
+	if (!strcmp(m, "GET")) {
+		jv d = ksim_discovery(rq->path);
+
+		if (!jv_is_valid(d))
+			d = ksim_openapi(rq->path);
+		if (jv_is_valid(d)) {
+			struct ksim_attrs na = { rq->user, "get", "", "", NULL, NULL, NULL, rq->path };
+
+			if (ksim_authorize(&na, &st) < 0) {
+				jv_free(d);
+				answer(rs, 403, st);
+			} else {
+				answer(rs, 200, d);
+			}
+			goto done;
+		}
+		jv_free(d);
+	}
+	if (route(rq->path, &r) < 0) {
+		rs->code = 404;
+		rs->text = kop_strdup("404 page not found\n");
+		rs->content_type = "text/plain; charset=utf-8";
+		goto done;
+	}
+	a.user = rq->user;
+	a.verb = verb_of(rq, &r);
+	a.group = r.t->group;
+	a.resource = r.t->resource;
+	a.subresource = r.sub;
+	a.namespace = r.ns;
+	a.name = r.name;
+	a.path = NULL;
+	if (ksim_authorize(&a, &st) < 0) {
+		answer(rs, 403, st);
+		route_release(&r);
+		goto done;
+	}
+	if (r.name && !r.ns && (r.t->flags & KT_NAMESPACED)) {
+		/* /apis/G/V/RES/NAME on a namespaced resource: not a route */
+		rs->code = 404;
+		rs->text = kop_strdup("404 page not found\n");
+		rs->content_type = "text/plain; charset=utf-8";
+		route_release(&r);
+		goto done;
+	}
+	dry = dry_run(rq, &out);
+	if (dry < 0) {
+		answer(rs, 422, out);
+		route_release(&r);
+		goto done;
+	}
+	o.dry_run = dry;
+	o.manager = manager_of(rq, mbuf, sizeof(mbuf));
+	o.user = rq->user;
+	o.force = query_bool(rq, "force");
+	if (!strcmp(m, "GET") && !r.name && query_bool(rq, "watch")) {
+		struct ksim_selector *ls, *fs;
+
+		if (selectors(rq, r.t, &ls, &fs, &out) < 0) {
+			answer(rs, 400, out);
+		} else {
+			rs->watch = ksim_watch_new(rq, r.t, r.t->flags & KT_NAMESPACED ? r.ns : NULL, ls, fs, &out, &code);
+			if (!rs->watch)
+				answer(rs, code, out);
+			else
+				rs->code = 200;
+		}
+	} else if (!strcmp(m, "GET")) {
+		code = r.name ? do_get(rq, &r, &out) : do_list(rq, &r, &out);
+		answer(rs, code, out);
+	} else if (!strcmp(m, "POST") && !r.name) {
+		jv obj;
+
+		if (body_object(rq, r.t, &obj, &out) < 0)
+			answer(rs, 400, out);
+		else if (!(r.t->flags & KT_NAMESPACED) || r.ns)
+			answer(rs, (code = do_create(r.t, r.ns, obj, &o, 0, &out)), out);
+		else {
+			jv_free(obj);
+			rs->code = 404;
+			rs->text = kop_strdup("404 page not found\n");
+			rs->content_type = "text/plain; charset=utf-8";
+		}
+	} else if (!strcmp(m, "PUT") && r.name) {
+		o.put = 1;
+		code = do_put(rq, &r, &o, &out);
+		answer(rs, code, out);
+	} else if (!strcmp(m, "PATCH") && r.name) {
+		code = do_patch(rq, &r, &o, &out);
+		answer(rs, code, out);
+	} else if (!strcmp(m, "DELETE") && r.name && !r.sub) {
+		code = do_delete(rq, &r, dry, &out);
+		answer(rs, code, out);
+	} else if (!strcmp(m, "DELETE") && !r.name) {
+		code = do_deletecollection(rq, &r, dry, &out);
+		answer(rs, code, out);
+	} else {
+		struct kop_buf b = KOP_BUF_INIT;
+
+		kop_buf_addf(&b, "%s is not supported on resources of kind \"%s\"", m, r.t->resource);
+		answer(rs, 405, ksim_status(405, "MethodNotAllowed", b.buf, jv_null()));
+		kop_buf_release(&b);
+	}
+	route_release(&r);
+done:
+	ksim_unlock();
+}
+
+void ksim_response_release(struct ksim_response *rs)
+{
+	jv_free(rs->body);
+	jv_free(rs->warnings);
+	free(rs->text);
+	if (rs->watch)
+		ksim_watch_free(rs->watch);
+	memset(rs, 0, sizeof(*rs));
+	rs->body = rs->warnings = jv_null();
+}
+
+int ksim_call(const char *user, const char *method, const char *path_and_query, const char *content_type, jv body,
+	      jv *out)
+{
+	struct ksim_request rq = { 0 };
+	struct ksim_response rs;
+	char *path = kop_strdup(path_and_query), *q = strchr(path, '?');
+	jv query = jv_object(), dumped = jv_null();
+	int code;
+
+	if (q) {
+		*q++ = 0;
+		while (*q) {
+			size_t n = strcspn(q, "&");
+			char *kv = kop_strndup(q, n), *eq = strchr(kv, '=');
+
+			if (eq) {
+				*eq = 0;
+				query = jv_object_set(query, jv_string(kv), jv_string(eq + 1));
+			} else {
+				query = jv_object_set(query, jv_string(kv), jv_string(""));
+			}
+			free(kv);
+			q += n;
+			if (*q)
+				q++;
+		}
+	}
+	rq.method = method;
+	rq.path = path;
+	rq.query = query;
+	rq.content_type = content_type ? content_type : "application/json";
+	rq.user = user;
+	rq.user_agent = "ksim";
+	if (jv_get_kind(body) != JV_KIND_NULL && jv_is_valid(body)) {
+		dumped = jv_dump_string(body, 0);
+		rq.body = jv_string_value(dumped);
+		rq.body_len = strlen(rq.body);
+	} else {
+		jv_free(body);
+	}
+	ksim_handle(&rq, &rs);
+	code = rs.code;
+	if (out)
+		*out = jv_copy(rs.body);
+	ksim_response_release(&rs);
+	jv_free(dumped);
+	jv_free(query);
+	free(path);
+	return code;
+}

@@ -1,0 +1,301 @@
+/*
+ * The controllers kube-controller-manager runs that every client notices:
+ * the namespace controller (a Terminating namespace's content is deleted,
+ * then the namespace is finalized and goes) and the garbage collector's
+ * background propagation (dependents of a deleted owner uid are deleted).
+ * One thread, driven by the event stream; every change goes through
+ * ksim_call(), as a client's would. It also resyncs every few seconds, and
+ * after losing history.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "tool.h"
+#include "ksim.h"
+#include "banned.h"
+
+#define CTL_USER "system:serviceaccount:kube-system:ksim-controllers"
+
+static pthread_t thread;
+static int running;
+
+/* The API path of an object of storage key gr (lock held): "/apis/G/V/namespaces/NS/RES/NAME". */
+static char *object_path(const char *gr, jv obj)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	const char *ns = ksim_str(obj, "metadata.namespace"), *name = ksim_str(obj, "metadata.name");
+
+	for (struct ksim_type *t = ksim_types(); t; t = t->next) {
+		if (!t->served || strcmp(t->gr, gr))
+			continue;
+		if (*t->group)
+			kop_buf_addf(&b, "/apis/%s/%s", t->group, t->version);
+		else
+			kop_buf_addf(&b, "/api/%s", t->version);
+		if ((t->flags & KT_NAMESPACED) && ns)
+			kop_buf_addf(&b, "/namespaces/%s", ns);
+		kop_buf_addf(&b, "/%s/%s", t->resource, name ? name : "");
+		return kop_buf_detach(&b, NULL);
+	}
+	return NULL;
+}
+
+struct ns_ctx {
+	const char *ns;
+};
+
+static int in_namespace(const char *gr, jv obj, void *data)
+{
+	struct ns_ctx *c = data;
+	const char *ns = ksim_str(obj, "metadata.namespace");
+
+	(void)gr;
+	return ns && !strcmp(ns, c->ns);
+}
+
+/* [path, deleting?] of every object in namespace ns (takes the lock). */
+static jv namespace_content(const char *ns)
+{
+	struct ns_ctx c = { ns };
+	jv all, out = jv_array();
+
+	ksim_lock();
+	all = ksim_store_select(in_namespace, &c);
+	jv_array_foreach(all, i, pair) {
+		jv gr = jv_array_get(jv_copy(pair), 0), obj = jv_array_get(pair, 1);
+		char *path = object_path(jv_string_value(gr), obj);
+
+		if (path)
+			out = jv_array_append(out, JV_ARRAY(jv_string(path),
+							    jv_bool(ksim_str(obj, "metadata.deletionTimestamp") != NULL)));
+		free(path);
+		jv_free(gr);
+		jv_free(obj);
+	}
+	jv_free(all);
+	ksim_unlock();
+	return out;
+}
+
+static void finalize_namespace(const char *name)
+{
+	jv content = namespace_content(name);
+	int remaining = jv_array_length(jv_copy(content));
+
+	jv_array_foreach(content, i, e) {
+		jv path = jv_array_get(jv_copy(e), 0), deleting = jv_array_get(e, 1);
+
+		if (jv_get_kind(deleting) != JV_KIND_TRUE) {
+			int code = ksim_call(CTL_USER, "DELETE", jv_string_value(path), NULL,
+					     JV_OBJECT(jv_string("kind"), jv_string("DeleteOptions"), jv_string("apiVersion"),
+						       jv_string("v1"), jv_string("propagationPolicy"),
+						       jv_string("Background")),
+					     NULL);
+
+			if (code != 200 && code != 404)
+				log_warn("namespace controller: unable to delete '%s': code %d", jv_string_value(path),
+					 code);
+		}
+		jv_free(path);
+		jv_free(deleting);
+	}
+	jv_free(content);
+	if (remaining) {
+		/* objects with finalizers may still be there: look again */
+		content = namespace_content(name);
+		remaining = jv_array_length(jv_copy(content));
+		jv_free(content);
+	}
+	if (!remaining) {
+		struct kop_buf p = KOP_BUF_INIT;
+		jv ns = jv_null();
+		int code;
+
+		kop_buf_addf(&p, "/api/v1/namespaces/%s", name);
+		code = ksim_call(CTL_USER, "GET", p.buf, NULL, jv_null(), &ns);
+		if (code == 200 && ksim_str(ns, "metadata.deletionTimestamp")) {
+			kop_buf_adds(&p, "/finalize");
+			ns = jv_setpath(ns, JV_ARRAY(jv_string("spec"), jv_string("finalizers")), jv_array());
+			code = ksim_call(CTL_USER, "PUT", p.buf, NULL, ns, NULL);
+			if (code != 200 && code != 404 && code != 409)
+				log_warn("namespace controller: unable to finalize '%s': code %d", name, code);
+		} else {
+			jv_free(ns);
+		}
+		kop_buf_release(&p);
+	}
+}
+
+static int terminating_ns(const char *gr, jv obj, void *data)
+{
+	(void)data;
+	return !strcmp(gr, "namespaces") && ksim_str(obj, "metadata.deletionTimestamp");
+}
+
+static void resync_namespaces(void)
+{
+	jv list;
+
+	ksim_lock();
+	list = ksim_store_select(terminating_ns, NULL);
+	ksim_unlock();
+	jv_array_foreach(list, i, pair) {
+		jv obj = jv_array_get(pair, 1);
+		const char *name = ksim_str(obj, "metadata.name");
+
+		if (name) {
+			char *n = kop_strdup(name);
+
+			finalize_namespace(n);
+			free(n);
+		}
+		jv_free(obj);
+	}
+	jv_free(list);
+}
+
+struct gc_ctx {
+	const char *uid;	/* the owner just deleted, or NULL (resync: any owner) */
+	jv uids;		/* object: every live uid */
+};
+
+/* A dependent to collect: its owners are all gone (and, with uid, it named that one). */
+static int dependent(const char *gr, jv obj, void *data)
+{
+	struct gc_ctx *c = data;
+	jv refs = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("metadata"), jv_string("ownerReferences")));
+	int n = 0, gone = 0, named = !c->uid;
+
+	(void)gr;
+	if (jv_get_kind(refs) == JV_KIND_ARRAY) {
+		jv_array_foreach(refs, i, ref) {
+			const char *u = ksim_str(ref, "uid");
+
+			n++;
+			gone += !u || !jv_object_has(jv_copy(c->uids), jv_string(u));
+			named |= u && c->uid && !strcmp(u, c->uid);
+			jv_free(ref);
+		}
+	}
+	jv_free(refs);
+	return named && n > 0 && gone == n && !ksim_str(obj, "metadata.deletionTimestamp");
+}
+
+static int collect_uid(const char *gr, jv obj, void *data)
+{
+	struct gc_ctx *c = data;
+	const char *u = ksim_str(obj, "metadata.uid");
+
+	(void)gr;
+	if (u)
+		c->uids = jv_object_set(c->uids, jv_string(u), jv_true());
+	return 0;
+}
+
+/* Background propagation: deletes the dependents whose owners are gone. */
+static void collect(const char *uid)
+{
+	struct gc_ctx c = { uid, jv_object() };
+	jv deps, paths = jv_array();
+
+	ksim_lock();
+	jv_free(ksim_store_select(collect_uid, &c));
+	deps = ksim_store_select(dependent, &c);
+	jv_array_foreach(deps, i, pair) {
+		jv gr = jv_array_get(jv_copy(pair), 0), obj = jv_array_get(pair, 1);
+		char *path = object_path(jv_string_value(gr), obj);
+
+		if (path)
+			paths = jv_array_append(paths, jv_string(path));
+		free(path);
+		jv_free(gr);
+		jv_free(obj);
+	}
+	jv_free(deps);
+	jv_free(c.uids);
+	ksim_unlock();
+	jv_array_foreach(paths, i, p) {
+		int code = ksim_call(CTL_USER, "DELETE", jv_string_value(p), NULL,
+				     JV_OBJECT(jv_string("kind"), jv_string("DeleteOptions"), jv_string("apiVersion"),
+					       jv_string("v1"), jv_string("propagationPolicy"), jv_string("Background")),
+				     NULL);
+
+		if (code != 200 && code != 404)
+			log_warn("garbage collector: unable to delete '%s': code %d", jv_string_value(p), code);
+		jv_free(p);
+	}
+	jv_free(paths);
+}
+
+static void *controllers(void *arg)
+{
+	uint64_t cursor = ksim_current_rv();
+	int64_t next_resync = kop_mono_ms() + 5000;
+
+	(void)arg;
+	resync_namespaces();
+	while (!ksim_stopping()) {
+		struct ksim_event ev;
+		int r = ksim_next_event(&cursor, 1000, &ev);
+
+		if (r < 0 || kop_mono_ms() >= next_resync) {
+			resync_namespaces();
+			collect(NULL);
+			next_resync = kop_mono_ms() + 5000;
+		}
+		if (r <= 0)
+			continue;
+		if (!strcmp(ev.gr, "namespaces") && ev.type != KSIM_DELETED &&
+		    ksim_str(ev.obj, "metadata.deletionTimestamp")) {
+			const char *n = ksim_str(ev.obj, "metadata.name");
+			char *name = kop_strdup(n ? n : "");
+
+			finalize_namespace(name);
+			free(name);
+		} else if (ev.type == KSIM_DELETED || ksim_str(ev.obj, "metadata.deletionTimestamp")) {
+			const char *ns = ksim_str(ev.obj, "metadata.namespace");
+
+			if (ev.type == KSIM_DELETED) {
+				const char *uid = ksim_str(ev.obj, "metadata.uid");
+
+				if (uid) {
+					char *u = kop_strdup(uid);
+
+					collect(u);
+					free(u);
+				}
+			}
+			if (ns) {
+				jv nso = jv_null();
+				struct kop_buf p = KOP_BUF_INIT;
+
+				kop_buf_addf(&p, "/api/v1/namespaces/%s", ns);
+				if (ksim_call(CTL_USER, "GET", p.buf, NULL, jv_null(), &nso) == 200 &&
+				    ksim_str(nso, "metadata.deletionTimestamp")) {
+					char *n = kop_strdup(ns);
+
+					finalize_namespace(n);
+					free(n);
+				}
+				jv_free(nso);
+				kop_buf_release(&p);
+			}
+		}
+		ksim_event_release(&ev);
+	}
+	return NULL;
+}
+
+void ksim_controllers_start(void)
+{
+	if (pthread_create(&thread, NULL, controllers, NULL) == 0)
+		running = 1;
+	else
+		log_error("unable to start the controllers thread");
+}
+
+void ksim_controllers_stop(void)
+{
+	if (running)
+		pthread_join(thread, NULL);
+	running = 0;
+}

@@ -1,0 +1,272 @@
+/*
+ * HTTP over libmicrohttpd: one thread per connection, 127.0.0.1 only.
+ * Authentication (bearer token), the admin endpoints under /ksim/, request
+ * logging, and the glue from MHD to ksim_handle(): JSON answers, plain-text
+ * 404s, and watch streams as chunked callback responses.
+ */
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+#include <microhttpd.h>
+#include "tool.h"
+#include "ksim.h"
+#include "banned.h"
+
+#define MAX_BODY (3 * 1024 * 1024)
+
+struct conn {
+	struct kop_buf body;
+	int too_big;
+};
+
+static int collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	jv *q = cls;
+
+	(void)kind;
+	*q = jv_object_set(*q, jv_string(key), jv_string(value ? value : ""));
+	return MHD_YES;
+}
+
+static ssize_t watch_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	size_t n = ksim_watch_read(cls, buf, max);
+
+	(void)pos;
+	return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void watch_free_cb(void *cls)
+{
+	ksim_watch_free(cls);
+}
+
+static void add_common_headers(struct MHD_Response *r, const char *ctype)
+{
+	char uid[40];
+
+	ksim_uuid(uid);
+	MHD_add_response_header(r, "Audit-Id", uid);
+	MHD_add_response_header(r, "Cache-Control", "no-cache, private");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, int code, jv body, jv warnings)
+{
+	jv s = jv_dump_string(body, 0);
+	size_t len = jv_string_length_bytes(jv_copy(s));
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)jv_string_value(s), MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	add_common_headers(r, "application/json");
+	if (code >= 400)
+		MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (jv_get_kind(warnings) == JV_KIND_ARRAY) {
+		jv_array_foreach(warnings, i, w) {
+			struct kop_buf b = KOP_BUF_INIT;
+
+			kop_buf_addf(&b, "299 - \"%s\"", jv_string_value(w));
+			MHD_add_response_header(r, "Warning", b.buf);
+			kop_buf_release(&b);
+			jv_free(w);
+		}
+	}
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	jv_free(s);
+	return ret;
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *c, int code, const char *text, const char *ctype)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	add_common_headers(r, ctype ? ctype : "text/plain; charset=utf-8");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* The admin endpoints (loopback, no authentication: tests and fault injection). */
+static int admin(const char *method, const char *url, const char **msg)
+{
+	if (strcmp(method, "POST"))
+		return 405;
+	ksim_lock();
+	if (!strcmp(url, "/ksim/cut-watches")) {
+		ksim.cut_epoch++;
+		*msg = "watches cut\n";
+	} else if (!strcmp(url, "/ksim/error-watches")) {
+		ksim.error_epoch++;
+		*msg = "watches sent an ERROR 410 event\n";
+	} else if (!strcmp(url, "/ksim/compact")) {
+		ksim.compacted = ksim.rv;
+		*msg = "history compacted\n";
+	} else {
+		ksim_unlock();
+		return 404;
+	}
+	pthread_cond_broadcast(&ksim.changed);
+	ksim_unlock();
+	log_info("admin: %s", url);
+	return 200;
+}
+
+/* "" = anonymous, NULL = bad credentials; else the user. */
+static const char *authenticate(struct MHD_Connection *c)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+
+	if (!ksim.token)
+		return "system:admin";
+	if (!h)
+		return "system:anonymous";
+	if (strncasecmp(h, "Bearer ", 7) || strcmp(h + 7, ksim.token))
+		return NULL;
+	return "system:admin";
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			       const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
+{
+	struct conn *cn = *con_cls;
+	struct ksim_request rq = { 0 };
+	struct ksim_response rs;
+	enum MHD_Result ret;
+	const char *user;
+
+	(void)cls;
+	(void)version;
+	if (!cn) {
+		cn = kop_calloc(1, sizeof(*cn));
+		*con_cls = cn;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (cn->body.len + *upload_size > MAX_BODY)
+			cn->too_big = 1;
+		else
+			kop_buf_add(&cn->body, upload_data, *upload_size);
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (!strncmp(url, "/ksim/", 6)) {
+		const char *msg = "not found\n";
+		int code = admin(method, url, &msg);
+
+		return send_text(c, code, code == 405 ? "method not allowed\n" : msg, NULL);
+	}
+	if (!strcmp(url, "/healthz") || !strcmp(url, "/livez") || !strcmp(url, "/readyz"))
+		return send_text(c, 200, "ok", NULL);
+	if (cn->too_big) {
+		jv s = ksim_status(413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728", jv_null());
+
+		return send_json(c, 413, s, jv_null());
+	}
+	user = authenticate(c);
+	if (!user) {
+		if (ksim.verbose)
+			tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("method"), jv_string(method), jv_string("path"),
+						       jv_string(url), jv_string("code"), jv_number(401)),
+				  "request");
+		return send_json(c, 401, ksim_status(401, "Unauthorized", "Unauthorized", jv_null()), jv_null());
+	}
+	rq.method = method;
+	rq.path = url;
+	rq.query = jv_object();
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, (MHD_KeyValueIterator)collect_arg, &rq.query);
+	rq.content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	rq.accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	rq.user_agent = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT);
+	rq.body = cn->body.buf;
+	rq.body_len = cn->body.len;
+	rq.user = user;
+	ksim_handle(&rq, &rs);
+	if (ksim.verbose)
+		tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("method"), jv_string(method), jv_string("path"),
+					       jv_string(url), jv_string("code"), jv_number(rs.code),
+					       jv_string("watch"), jv_bool(rs.watch != NULL)),
+			  "request");
+	if (rs.watch) {
+		struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, watch_cb,
+									    rs.watch, watch_free_cb);
+
+		rs.watch = NULL;
+		add_common_headers(r, "application/json");
+		ret = MHD_queue_response(c, 200, r);
+		MHD_destroy_response(r);
+	} else if (rs.text) {
+		ret = send_text(c, rs.code, rs.text, rs.content_type);
+	} else {
+		ret = send_json(c, rs.code, jv_copy(rs.body), jv_copy(rs.warnings));
+	}
+	ksim_response_release(&rs);
+	jv_free(rq.query);
+	return ret;
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct conn *cn = *con_cls;
+
+	(void)cls;
+	(void)c;
+	(void)toe;
+	if (cn) {
+		kop_buf_release(&cn->body);
+		free(cn);
+		*con_cls = NULL;
+	}
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+
+	(void)cls;
+	kop_buf_vaddf(&b, fmt, ap);
+	while (b.len && b.buf[b.len - 1] == '\n')
+		b.buf[--b.len] = 0;
+	log_debug("libmicrohttpd: %s", b.buf);
+	kop_buf_release(&b);
+}
+
+struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *key_pem, int *bound, char *err)
+{
+	struct sockaddr_in sa;
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+			 MHD_USE_ERROR_LOG;
+	struct MHD_Daemon *d;
+	const union MHD_DaemonInfo *info;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (cert_pem) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			kop_error(err, "unable to serve TLS: libmicrohttpd was built without TLS support");
+			return NULL;
+		}
+		flags |= MHD_USE_TLS;
+		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+				     (unsigned)600, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				     MHD_OPTION_HTTPS_MEM_CERT, cert_pem, MHD_OPTION_HTTPS_MEM_KEY, key_pem,
+				     MHD_OPTION_END);
+	} else {
+		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+				     (unsigned)600, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+	}
+	if (!d) {
+		kop_error(err, "unable to listen on '127.0.0.1:%d'", port);
+		return NULL;
+	}
+	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	*bound = info ? info->port : port;
+	return d;
+}

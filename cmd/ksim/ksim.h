@@ -1,0 +1,238 @@
+#ifndef KSIM_H
+#define KSIM_H
+/*
+ * ksim's internal API: one store, one request path, one event stream.
+ *
+ * Everything that changes the cluster goes through ksim_handle(), whether
+ * the request came over HTTP (http.c) or from a thread inside ksim (the
+ * namespace and garbage collectors in ctl.c, and later the simulated
+ * controllers). That way every write gets the same validation, the same
+ * resourceVersion bump, the same managedFields and the same watch event.
+ *
+ * Locking: one global mutex (ksim.lock) guards the store, the type registry
+ * and the event history. ksim_handle() and ksim_call() take it themselves:
+ * call them WITHOUT holding it. The ksim_store_* and ksim_type_* functions
+ * expect the caller to hold it (they are for api.c and for readers that want
+ * a consistent view: ksim_lock(); ...; ksim_unlock();).
+ *
+ * Being told about changes: every committed write appends one event to a
+ * ring (size --history) and broadcasts ksim.changed. A reader keeps a cursor
+ * (the last resourceVersion it has seen, starting from ksim_current_rv())
+ * and calls ksim_next_event() in a loop:
+ *
+ *	uint64_t cur = ksim_current_rv();
+ *	struct ksim_event ev;
+ *	for (;;) {
+ *		int r = ksim_next_event(&cur, 1000, &ev);
+ *		if (r < 0) ... history lost: relist (cur has been reset to now)
+ *		if (r == 0) ... timeout or shutdown (check ksim_stopping())
+ *		else { ... look at ev.gr, ev.type, ev.obj; ksim_event_release(&ev); }
+ *	}
+ *
+ * jv ownership follows libjq: arguments consumed, results owned by the caller.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <jv.h>
+#include "kop.h"
+
+/* ---- resource types -------------------------------------------------- */
+
+enum ksim_type_flags {
+	KT_NAMESPACED = 1 << 0,
+	KT_STATUS = 1 << 1,		/* has a /status subresource (main resource keeps old status) */
+	KT_GENERATION = 1 << 2,		/* metadata.generation is kept */
+	KT_CUSTOM = 1 << 3,		/* served from a CRD */
+	KT_NEEDS_RV = 1 << 4,		/* PUT without resourceVersion is 422 (CRs, Leases) */
+	KT_CREATE_ON_UPDATE = 1 << 5,	/* PUT of a missing object creates it (Leases) */
+	KT_RETURN_DELETED = 1 << 6,	/* DELETE answers the object, not a Status (pods, serviceaccounts) */
+	KT_NO_DELCOL = 1 << 7		/* no deletecollection verb (namespaces) */
+};
+
+/*
+ * One served group/version/resource. Types sharing storage (every version
+ * of a CRD; events in core and events.k8s.io) share `gr`, the storage key.
+ * Built-ins live for the life of the process; custom types are unlinked
+ * (served = 0) when their CRD goes and freed at exit.
+ */
+struct ksim_type {
+	struct ksim_type *next;
+	char *group;		/* "" for core */
+	char *version;
+	char *api_version;	/* "v1", "apps/v1" */
+	char *resource;		/* plural */
+	char *kind, *singular, *list_kind;
+	char *gr;		/* storage key: "configmaps", "deployments.apps" */
+	jv short_names;		/* array of strings */
+	jv categories;		/* array of strings */
+	unsigned flags;
+	int served;
+	char *crd;		/* custom types: the CRD's name */
+	jv schema;		/* custom types: openAPIV3Schema, else null */
+	jv columns;		/* custom types: additionalPrinterColumns, else null */
+	jv selectable;		/* custom types: selectableFields json paths, else null */
+};
+
+/* Caller holds the lock. NULL when not served. */
+struct ksim_type *ksim_type_find(const char *group, const char *version, const char *resource);
+/* The first served type with that apiVersion and kind. */
+struct ksim_type *ksim_type_by_kind(const char *api_version, const char *kind);
+/* The head of the registry list (walk ->next, skip !served). */
+struct ksim_type *ksim_types(void);
+void ksim_types_init(void);
+void ksim_types_free(void);
+/* (Re)registers the versions of a CRD object, or unserves them (crd = the CRD object). */
+void ksim_types_crd_changed(jv crd, int deleted);
+
+/* ---- store ------------------------------------------------------------ */
+
+enum ksim_event_type { KSIM_ADDED, KSIM_MODIFIED, KSIM_DELETED };
+extern const char *const ksim_event_names[];
+
+struct ksim_event {
+	uint64_t rv;		/* the write's resourceVersion */
+	enum ksim_event_type type;
+	char *gr;		/* storage key of the object's resource */
+	jv obj;			/* new state; DELETED: last state carrying the deletion RV */
+	jv old;			/* previous state, or null on ADDED */
+};
+void ksim_event_release(struct ksim_event *ev);
+
+struct ksim_state {
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	uint64_t rv;		/* last committed resourceVersion */
+	uint64_t compacted;	/* watches and lists at or below this RV are 410 */
+	size_t history;		/* ring size (--history) */
+	struct ksim_event *ring;
+	unsigned cut_epoch;	/* bumped by /ksim/cut-watches */
+	unsigned error_epoch;	/* bumped by /ksim/error-watches */
+	int stopping;
+	long bookmark_ms;	/* period of watch bookmarks */
+	const char *token;	/* --token, or NULL for no authentication */
+	int verbose;
+};
+extern struct ksim_state ksim;
+
+void ksim_lock(void);
+void ksim_unlock(void);
+uint64_t ksim_current_rv(void);	/* takes the lock */
+int ksim_stopping(void);
+
+/* Caller holds the lock. A borrowed object (do not free; jv_copy to keep), or jv_invalid(). */
+jv ksim_store_get(const char *gr, const char *ns, const char *name);
+/*
+ * Calls fn for each object of gr (ns NULL or "" = all namespaces) in key
+ * order (namespace, name), starting after `after` ("ns/name", NULL = from
+ * the start); fn returns nonzero to stop. obj is borrowed.
+ */
+void ksim_store_each(const char *gr, const char *ns, const char *after,
+		     int (*fn)(jv obj, const char *key, void *data), void *data);
+size_t ksim_store_count(const char *gr, const char *ns);
+/*
+ * Commits a write, the only way the store changes: old == null creates,
+ * obj == null deletes (old is then the stored object), else replaces. Bumps
+ * the RV, sets metadata.resourceVersion, appends the event and wakes
+ * watchers. Returns the stored object (copy). Caller holds the lock.
+ */
+jv ksim_store_commit(const char *gr, jv old, jv obj);
+/* Every object (all resources) for which fn returns nonzero, as an array of [gr, obj]. */
+jv ksim_store_select(int (*fn)(const char *gr, jv obj, void *data), void *data);
+void ksim_store_init(size_t history);
+void ksim_store_free(void);
+
+/* Waits (lock NOT held) for the event after *cursor: 1 got one, 0 timeout/stop, -1 history lost. */
+int ksim_next_event(uint64_t *cursor, long timeout_ms, struct ksim_event *out);
+
+/* ---- requests --------------------------------------------------------- */
+
+struct ksim_watch;
+
+struct ksim_request {
+	const char *method;	/* "GET", ... */
+	const char *path;	/* without the query */
+	jv query;		/* object: name -> string (borrowed) */
+	const char *content_type, *accept;
+	const char *body;
+	size_t body_len;
+	const char *user;	/* authenticated user name */
+	const char *user_agent;
+};
+
+struct ksim_response {
+	int code;
+	jv body;		/* JSON answer, or jv_invalid() when text is set */
+	char *text;		/* a plain-text answer ("404 page not found") */
+	const char *content_type;	/* NULL = application/json */
+	struct ksim_watch *watch;	/* non-NULL: stream this watch (http.c) */
+	jv warnings;		/* array of strings for Warning: headers */
+};
+
+/* The one request path (takes the lock itself). rs must be released. */
+void ksim_handle(const struct ksim_request *rq, struct ksim_response *rs);
+void ksim_response_release(struct ksim_response *rs);
+/*
+ * For threads inside ksim: a request as `user` with a JSON body (consumed;
+ * jv_null() for none) sent as content_type (NULL = application/json).
+ * Returns the HTTP code; *out (if non-NULL) gets the answer.
+ */
+int ksim_call(const char *user, const char *method, const char *path_and_query, const char *content_type,
+	      jv body, jv *out);
+
+/*
+ * Authorization, in one place (issue 4 adds RBAC here). verb is the
+ * Kubernetes verb ("get", "list", "watch", "create", "update", "patch",
+ * "delete", "deletecollection"). 0 = allowed; else -1 and *status gets
+ * the 403 Status.
+ */
+struct ksim_attrs {
+	const char *user, *verb, *group, *resource, *subresource, *namespace, *name;
+	const char *path;	/* non-resource requests (discovery): the path, else NULL */
+};
+int ksim_authorize(const struct ksim_attrs *a, jv *status);
+
+/* A Status object. details may be jv_null(). */
+jv ksim_status(int code, const char *reason, const char *message, jv details);
+
+/* ---- watch streams (http.c drives them) ------------------------------- */
+
+/* Produces the next bytes of the stream into buf; 0 = end of stream (zero chunk). Blocks. */
+size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max);
+void ksim_watch_free(struct ksim_watch *w);
+
+/* ---- tables, discovery (types.c) -------------------------------------- */
+
+/* The Table for a list of objects (array, consumed) of type t. */
+jv ksim_table(const struct ksim_type *t, jv items, const char *rv, const char *cont, int include_object);
+/* Discovery and OpenAPI documents; NULL-equivalent jv_invalid() when path unknown. */
+jv ksim_discovery(const char *path);
+jv ksim_openapi(const char *path);
+
+/* ---- helpers ------------------------------------------------------------ */
+
+void ksim_uuid(char *buf);	/* 37 bytes */
+void ksim_now(char *buf);	/* metav1.Time, 32 bytes */
+/* Canonical key order (kind, apiVersion, metadata in Go's field order, rest). */
+jv ksim_canonical(jv obj);
+/* String field at a dotted path of an object, or NULL (borrowed from obj). */
+const char *ksim_str(jv obj, const char *path);
+
+/* Selectors (select.c). NULL sel = everything. */
+struct ksim_selector;
+struct ksim_selector *ksim_selector_parse(const char *s, int field, char *err);
+int ksim_selector_match(const struct ksim_selector *s, jv obj, const struct ksim_type *t);
+/* The value of metadata.name= in a field selector, or NULL. */
+const char *ksim_selector_name(const struct ksim_selector *s);
+void ksim_selector_free(struct ksim_selector *s);
+/* Field selectors a type supports ("metadata.name" ...); 1 if supported. */
+int ksim_field_supported(const struct ksim_type *t, const char *field);
+
+/* HTTP (http.c): starts serving 127.0.0.1:port (0 = any); *bound = the port. TLS when cert_pem. */
+struct MHD_Daemon;
+struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *key_pem, int *bound, char *err);
+
+/* Controllers inside ksim (ctl.c): namespace lifecycle and ownerReference GC. */
+void ksim_controllers_start(void);
+void ksim_controllers_stop(void);
+
+#endif

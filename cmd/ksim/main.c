@@ -1,0 +1,270 @@
+/*
+ * ksim: a local Kubernetes API server for the demo, the tests and the
+ * benchmarks (README "ksim"). main() sets up the store, the built-in
+ * namespaces, TLS and HTTP, writes the kubeconfig once it serves, and
+ * waits for SIGTERM/SIGINT.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <microhttpd.h>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include "tool.h"
+#include "ksim.h"
+#include "banned.h"
+
+static const char usage[] =
+	"usage: ksim [--port N] [--kubeconfig FILE] [--tls] [--token T] [--history N]\n"
+	"            [--bookmark-interval DUR] [-v] [--log-level L] [--log-format json|text]\n"
+	"\n"
+	"A local Kubernetes API server on 127.0.0.1 for tests and demos.\n"
+	"\n"
+	"  --port N               listen on 127.0.0.1:N (default 0: a free port)\n"
+	"  --kubeconfig FILE      write a kubeconfig for clients once ready to serve\n"
+	"  --tls                  serve HTTPS with a self-signed certificate (CA data in the kubeconfig)\n"
+	"  --token T              require 'Authorization: Bearer T' (missing: anonymous, 403; wrong: 401)\n"
+	"  --history N            watch events kept for resuming watches (default 10000)\n"
+	"  --bookmark-interval D  period of watch bookmarks (default 60s)\n"
+	"  -v, --verbose          log every request (method, path, code)\n"
+	"\n"
+	"Admin endpoints (POST, no authentication): /ksim/cut-watches, /ksim/error-watches,\n"
+	"/ksim/compact.\n";
+
+enum { OPT_PORT = OPT_TOOL_LAST, OPT_TLS, OPT_TOKEN, OPT_HISTORY, OPT_BOOKMARK };
+
+static const struct option options[] = {
+	TOOL_COMMON_OPTIONS,
+	{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "tls", no_argument, NULL, OPT_TLS },
+	{ "token", required_argument, NULL, OPT_TOKEN },
+	{ "history", required_argument, NULL, OPT_HISTORY },
+	{ "bookmark-interval", required_argument, NULL, OPT_BOOKMARK },
+	{ NULL, 0, NULL, 0 }
+};
+
+static char *bio_string(BIO *b)
+{
+	char *data;
+	long n = BIO_get_mem_data(b, &data);
+
+	return kop_strndup(data, (size_t)n);
+}
+
+/* A self-signed EC P-256 certificate for 127.0.0.1 and localhost, PEM. */
+static int make_cert(char **cert_pem, char **key_pem, char *err)
+{
+	EVP_PKEY *key = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	X509_NAME *name;
+	X509V3_CTX ctx;
+	BIO *b;
+	static const char *const exts[][2] = {
+		{ "basicConstraints", "critical,CA:TRUE" },
+		{ "keyUsage", "critical,digitalSignature,keyEncipherment,keyCertSign" },
+		{ "extendedKeyUsage", "serverAuth" },
+		{ "subjectAltName", "IP:127.0.0.1,DNS:localhost" },
+	};
+	int ok = 0;
+
+	if (!key || !x)
+		goto out;
+	ASN1_INTEGER_set(X509_get_serialNumber(x), (long)(random() & 0x7fffffff));
+	X509_set_version(x, 2);
+	X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+	X509_gmtime_adj(X509_getm_notAfter(x), 365L * 24 * 3600);
+	X509_set_pubkey(x, key);
+	name = X509_get_subject_name(x);
+	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"ksim", -1, -1, 0);
+	X509_set_issuer_name(x, name);
+	X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
+	for (size_t i = 0; i < sizeof(exts) / sizeof(*exts); i++) {
+		X509_EXTENSION *e = X509V3_EXT_conf(NULL, &ctx, exts[i][0], exts[i][1]);
+
+		if (!e)
+			goto out;
+		X509_add_ext(x, e, -1);
+		X509_EXTENSION_free(e);
+	}
+	if (!X509_sign(x, key, EVP_sha256()))
+		goto out;
+	b = BIO_new(BIO_s_mem());
+	PEM_write_bio_X509(b, x);
+	*cert_pem = bio_string(b);
+	BIO_free(b);
+	b = BIO_new(BIO_s_mem());
+	PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL);
+	*key_pem = bio_string(b);
+	BIO_free(b);
+	ok = 1;
+out:
+	X509_free(x);
+	EVP_PKEY_free(key);
+	return ok ? 0 : kop_error(err, "unable to generate a certificate: OpenSSL failed");
+}
+
+static char *b64(const char *s)
+{
+	size_t n = strlen(s);
+	unsigned char *out = kop_malloc(4 * ((n + 2) / 3) + 1);
+
+	EVP_EncodeBlock(out, (const unsigned char *)s, (int)n);
+	return (char *)out;
+}
+
+/* Writes the kubeconfig (JSON, which every YAML reader takes) atomically. */
+static int write_kubeconfig(const char *path, const char *url, const char *ca_pem, const char *token, char *err)
+{
+	jv cluster = JV_OBJECT(jv_string("server"), jv_string(url));
+	jv user = jv_object(), cfg, s;
+	struct kop_buf tmp = KOP_BUF_INIT;
+	int fd, ret = 0;
+
+	if (ca_pem) {
+		char *d = b64(ca_pem);
+
+		cluster = jv_object_set(cluster, jv_string("certificate-authority-data"), jv_string(d));
+		free(d);
+	}
+	if (token)
+		user = jv_object_set(user, jv_string("token"), jv_string(token));
+	cfg = JV_OBJECT(jv_string("apiVersion"), jv_string("v1"), jv_string("kind"), jv_string("Config"),
+			jv_string("clusters"),
+			JV_ARRAY(JV_OBJECT(jv_string("name"), jv_string("ksim"), jv_string("cluster"), cluster)),
+			jv_string("users"), JV_ARRAY(JV_OBJECT(jv_string("name"), jv_string("ksim"), jv_string("user"), user)),
+			jv_string("contexts"),
+			JV_ARRAY(JV_OBJECT(jv_string("name"), jv_string("ksim"), jv_string("context"),
+					   JV_OBJECT(jv_string("cluster"), jv_string("ksim"), jv_string("user"),
+						     jv_string("ksim"), jv_string("namespace"), jv_string("default")))),
+			jv_string("current-context"), jv_string("ksim"), jv_string("preferences"), jv_object());
+	s = jv_dump_string(cfg, JV_PRINT_PRETTY | JV_PRINT_SPACE1);
+	kop_buf_addf(&tmp, "%s.tmp.%d", path, (int)getpid());
+	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || kop_write_all(fd, jv_string_value(s), strlen(jv_string_value(s))) < 0 ||
+	    kop_write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
+		ret = kop_error(err, "unable to write '%s': %s", tmp.buf, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		unlink(tmp.buf);
+	} else if (close(fd) < 0 || rename(tmp.buf, path) < 0) {
+		ret = kop_error(err, "unable to write '%s': %s", path, strerror(errno));
+		unlink(tmp.buf);
+	}
+	jv_free(s);
+	kop_buf_release(&tmp);
+	return ret;
+}
+
+static void bootstrap(void)
+{
+	static const char *const names[] = { "default", "kube-system", "kube-public", "kube-node-lease" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+		jv ns = JV_OBJECT(jv_string("apiVersion"), jv_string("v1"), jv_string("kind"), jv_string("Namespace"),
+				  jv_string("metadata"), JV_OBJECT(jv_string("name"), jv_string(names[i])));
+		int code = ksim_call("system:apiserver", "POST", "/api/v1/namespaces?fieldManager=kube-apiserver", NULL,
+				     ns, NULL);
+
+		if (code != 201)
+			die(KOP_EXIT_TEMP, "unable to create namespace '%s': code %d", names[i], code);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *kubeconfig = NULL, *token = NULL;
+	long port = 0, history = 10000;
+	int tls = 0, c, bound = 0, sig;
+	char *cert = NULL, *key = NULL, err[KOP_ERRLEN];
+	struct MHD_Daemon *d;
+	struct kop_buf url = KOP_BUF_INIT;
+	sigset_t set;
+
+	tool_init("ksim", argc, argv, 1);
+	while ((c = getopt_long(argc, argv, TOOL_COMMON_SHORT, options, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case OPT_KUBECONFIG:
+			kubeconfig = optarg;
+			break;
+		case OPT_PORT:
+			port = strtol(optarg, &end, 10);
+			if (*end || port < 0 || port > 65535)
+				die_usage("invalid port '%s'", optarg);
+			break;
+		case OPT_TLS:
+			tls = 1;
+			break;
+		case OPT_TOKEN:
+			token = optarg;
+			if (!*token)
+				die_usage("empty token");
+			break;
+		case OPT_HISTORY:
+			history = strtol(optarg, &end, 10);
+			if (*end || history < 1)
+				die_usage("invalid history size '%s'", optarg);
+			break;
+		case OPT_BOOKMARK:
+			ksim.bookmark_ms = tool_parse_duration_ms(optarg);
+			if (ksim.bookmark_ms <= 0)
+				die_usage("invalid duration '%s'", optarg);
+			break;
+		default:
+			if (!tool_common_option(c, optarg, usage))
+				die_usage("unknown option");
+		}
+	}
+	if (optind < argc)
+		die_usage("unexpected argument '%s'", argv[optind]);
+	ksim.verbose = log_enabled(LOG_DEBUG);
+	ksim.token = token;
+
+	/* Signals are taken by sigwait below; every thread inherits the mask. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	ksim_store_init((size_t)history);
+	ksim_types_init();
+	bootstrap();
+	if (tls && make_cert(&cert, &key, err) < 0)
+		die(KOP_EXIT_TEMP, "%s", err);
+	d = ksim_http_start((int)port, cert, key, &bound, err);
+	if (!d)
+		die(KOP_EXIT_TEMP, "%s", err);
+	ksim_controllers_start();
+	kop_buf_addf(&url, "%s://127.0.0.1:%d", tls ? "https" : "http", bound);
+	if (kubeconfig && write_kubeconfig(kubeconfig, url.buf, cert, token, err) < 0)
+		die(KOP_EXIT_TEMP, "%s", err);
+	tool_logj(LOG_INFO, JV_OBJECT(jv_string("url"), jv_string(url.buf)), "serving on '%s'", url.buf);
+
+	do {
+		if (sigwait(&set, &sig))
+			sig = SIGTERM;
+	} while (sig != SIGTERM && sig != SIGINT);
+	log_info("stopping on signal %d", sig);
+	ksim_lock();
+	ksim.stopping = 1;
+	pthread_cond_broadcast(&ksim.changed);
+	ksim_unlock();
+	ksim_controllers_stop();
+	MHD_stop_daemon(d);
+	ksim_store_free();
+	ksim_types_free();
+	free(cert);
+	free(key);
+	kop_buf_release(&url);
+	return tool_finish(KOP_EXIT_OK);
+}

@@ -1,0 +1,466 @@
+/*
+ * The store: objects per storage key (resource.group) in a binary tree
+ * ordered by (namespace, name) as etcd orders its keys, one global
+ * resourceVersion counter, and a ring of the last --history events for
+ * watches. Everything here runs under ksim.lock.
+ */
+#include <search.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include "ksim.h"
+#include "banned.h"
+
+struct ksim_state ksim = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.bookmark_ms = 60000,
+};
+
+const char *const ksim_event_names[] = { "ADDED", "MODIFIED", "DELETED" };
+
+struct obj {
+	char *key;		/* "ns/name" or "/name" for cluster-scoped objects */
+	jv val;
+};
+
+struct coll {
+	struct coll *next;
+	char *gr;
+	void *root;
+	size_t count;
+};
+
+static struct coll *colls;
+
+void ksim_lock(void)
+{
+	pthread_mutex_lock(&ksim.lock);
+}
+
+void ksim_unlock(void)
+{
+	pthread_mutex_unlock(&ksim.lock);
+}
+
+uint64_t ksim_current_rv(void)
+{
+	uint64_t rv;
+
+	ksim_lock();
+	rv = ksim.rv;
+	ksim_unlock();
+	return rv;
+}
+
+int ksim_stopping(void)
+{
+	int s;
+
+	ksim_lock();
+	s = ksim.stopping;
+	ksim_unlock();
+	return s;
+}
+
+/* Orders "ns/name" keys by namespace, then name (a '/' sorts below any name character here). */
+static int key_cmp(const void *a, const void *b)
+{
+	const struct obj *x = a, *y = b;
+	const char *p = x->key, *q = y->key;
+
+	while (*p && *p == *q) {
+		p++;
+		q++;
+	}
+	if (*p == *q)
+		return 0;
+	if (*p == '/')
+		return -1;
+	if (*q == '/')
+		return 1;
+	return (unsigned char)*p - (unsigned char)*q;
+}
+
+static struct coll *coll_get(const char *gr, int create)
+{
+	struct coll *c;
+
+	for (c = colls; c; c = c->next)
+		if (!strcmp(c->gr, gr))
+			return c;
+	if (!create)
+		return NULL;
+	c = kop_calloc(1, sizeof(*c));
+	c->gr = kop_strdup(gr);
+	c->next = colls;
+	colls = c;
+	return c;
+}
+
+static char *make_key(const char *ns, const char *name)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+
+	kop_buf_addf(&b, "%s/%s", ns ? ns : "", name);
+	return kop_buf_detach(&b, NULL);
+}
+
+static char *obj_key(jv obj)
+{
+	const char *ns = ksim_str(obj, "metadata.namespace");
+	const char *name = ksim_str(obj, "metadata.name");
+
+	return make_key(ns, name ? name : "");
+}
+
+jv ksim_store_get(const char *gr, const char *ns, const char *name)
+{
+	struct coll *c = coll_get(gr, 0);
+	struct obj probe, **found;
+
+	if (!c)
+		return jv_invalid();
+	probe.key = make_key(ns, name);
+	found = tfind(&probe, &c->root, key_cmp);
+	free(probe.key);
+	return found ? (*found)->val : jv_invalid();
+}
+
+struct walk {
+	const char *prefix;	/* "ns/" or NULL */
+	const char *after;
+	int (*fn)(jv, const char *, void *);
+	void *data;
+	int stop;
+	size_t count;
+};
+
+static void walk_fn(const void *node, VISIT which, void *closure)
+{
+	struct walk *w = closure;
+	const struct obj *o = *(struct obj *const *)node;
+
+	if (w->stop || (which != postorder && which != leaf))
+		return;
+	if (w->prefix && strncmp(o->key, w->prefix, strlen(w->prefix)))
+		return;
+	if (w->after) {
+		struct obj a = { (char *)w->after, jv_null() };
+
+		if (key_cmp(o, &a) <= 0)
+			return;
+	}
+	w->count++;
+	if (w->fn && w->fn(o->val, o->key, w->data))
+		w->stop = 1;
+}
+
+void ksim_store_each(const char *gr, const char *ns, const char *after,
+		     int (*fn)(jv obj, const char *key, void *data), void *data)
+{
+	struct coll *c = coll_get(gr, 0);
+	struct walk w = { NULL, after, fn, data, 0, 0 };
+	char *prefix = NULL;
+
+	if (!c)
+		return;
+	if (ns && *ns)
+		w.prefix = prefix = make_key(ns, "");
+	twalk_r(c->root, walk_fn, &w);
+	free(prefix);
+}
+
+size_t ksim_store_count(const char *gr, const char *ns)
+{
+	struct coll *c = coll_get(gr, 0);
+	struct walk w = { NULL, NULL, NULL, NULL, 0, 0 };
+	char *prefix = NULL;
+
+	if (!c)
+		return 0;
+	if (!ns || !*ns)
+		return c->count;
+	w.prefix = prefix = make_key(ns, "");
+	twalk_r(c->root, walk_fn, &w);
+	free(prefix);
+	return w.count;
+}
+
+struct select_walk {
+	const char *gr;
+	int (*fn)(const char *, jv, void *);
+	void *data;
+	jv out;
+};
+
+static void select_fn(const void *node, VISIT which, void *closure)
+{
+	struct select_walk *s = closure;
+	const struct obj *o = *(struct obj *const *)node;
+
+	if (which != postorder && which != leaf)
+		return;
+	if (s->fn(s->gr, o->val, s->data))
+		s->out = jv_array_append(s->out, JV_ARRAY(jv_string(s->gr), jv_copy(o->val)));
+}
+
+jv ksim_store_select(int (*fn)(const char *gr, jv obj, void *data), void *data)
+{
+	struct select_walk s = { NULL, fn, data, jv_array() };
+
+	for (struct coll *c = colls; c; c = c->next) {
+		s.gr = c->gr;
+		twalk_r(c->root, select_fn, &s);
+	}
+	return s.out;
+}
+
+static jv set_rv(jv obj, uint64_t rv)
+{
+	char buf[32];
+	jv md = jv_object_get(jv_copy(obj), jv_string("metadata"));
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)rv);
+	if (jv_get_kind(md) != JV_KIND_OBJECT) {
+		jv_free(md);
+		md = jv_object();
+	}
+	md = jv_object_set(md, jv_string("resourceVersion"), jv_string(buf));
+	return jv_object_set(obj, jv_string("metadata"), md);
+}
+
+void ksim_event_release(struct ksim_event *ev)
+{
+	free(ev->gr);
+	jv_free(ev->obj);
+	jv_free(ev->old);
+	memset(ev, 0, sizeof(*ev));
+	ev->obj = ev->old = jv_null();
+}
+
+jv ksim_store_commit(const char *gr, jv old, jv obj)
+{
+	struct coll *c = coll_get(gr, 1);
+	struct ksim_event *ev;
+	uint64_t rv = ++ksim.rv;
+	enum ksim_event_type type;
+	struct obj probe, **found;
+
+	if (jv_get_kind(obj) == JV_KIND_NULL) {
+		/* delete: the last state carries the deletion RV */
+		jv_free(obj);
+		obj = set_rv(jv_copy(old), rv);
+		probe.key = obj_key(old);
+		found = tfind(&probe, &c->root, key_cmp);
+		if (found) {
+			struct obj *o = *found;
+
+			tdelete(&probe, &c->root, key_cmp);
+			jv_free(o->val);
+			free(o->key);
+			free(o);
+			c->count--;
+		}
+		free(probe.key);
+		type = KSIM_DELETED;
+	} else {
+		obj = set_rv(obj, rv);
+		probe.key = obj_key(obj);
+		found = tfind(&probe, &c->root, key_cmp);
+		if (found) {
+			jv_free((*found)->val);
+			(*found)->val = jv_copy(obj);
+			free(probe.key);
+		} else {
+			struct obj *o = kop_malloc(sizeof(*o));
+
+			o->key = probe.key;
+			o->val = jv_copy(obj);
+			tsearch(o, &c->root, key_cmp);
+			c->count++;
+		}
+		type = jv_get_kind(old) == JV_KIND_NULL ? KSIM_ADDED : KSIM_MODIFIED;
+	}
+	ev = &ksim.ring[rv % ksim.history];
+	if (ev->gr)
+		ksim_event_release(ev);
+	ev->rv = rv;
+	ev->type = type;
+	ev->gr = kop_strdup(gr);
+	ev->obj = jv_copy(obj);
+	ev->old = old;
+	pthread_cond_broadcast(&ksim.changed);
+	return obj;
+}
+
+int ksim_next_event(uint64_t *cursor, long timeout_ms, struct ksim_event *out)
+{
+	struct timespec until;
+	int r = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	ksim_lock();
+	while (!ksim.stopping && ksim.rv <= *cursor) {
+		if (pthread_cond_timedwait(&ksim.changed, &ksim.lock, &until))
+			break;
+	}
+	if (ksim.rv > *cursor) {
+		uint64_t next = *cursor + 1;
+
+		if (*cursor < ksim.compacted || (ksim.rv > ksim.history && next <= ksim.rv - ksim.history)) {
+			*cursor = ksim.rv;
+			r = -1;
+		} else {
+			struct ksim_event *ev = &ksim.ring[next % ksim.history];
+
+			out->rv = ev->rv;
+			out->type = ev->type;
+			out->gr = kop_strdup(ev->gr);
+			out->obj = jv_copy(ev->obj);
+			out->old = jv_copy(ev->old);
+			*cursor = next;
+			r = 1;
+		}
+	}
+	ksim_unlock();
+	return r;
+}
+
+void ksim_store_init(size_t history)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&ksim.changed, &a);
+	pthread_condattr_destroy(&a);
+	ksim.history = history ? history : 1;
+	ksim.ring = kop_calloc(ksim.history, sizeof(*ksim.ring));
+	for (size_t i = 0; i < ksim.history; i++)
+		ksim.ring[i].obj = ksim.ring[i].old = jv_null();
+}
+
+static void free_obj(void *p)
+{
+	struct obj *o = p;
+
+	jv_free(o->val);
+	free(o->key);
+	free(o);
+}
+
+void ksim_store_free(void)
+{
+	while (colls) {
+		struct coll *c = colls;
+
+		colls = c->next;
+		tdestroy(c->root, free_obj);
+		free(c->gr);
+		free(c);
+	}
+	for (size_t i = 0; i < ksim.history; i++)
+		ksim_event_release(&ksim.ring[i]);
+	free(ksim.ring);
+	ksim.ring = NULL;
+}
+
+void ksim_uuid(char *buf)
+{
+	unsigned char b[16];
+
+	if (getrandom(b, sizeof(b), 0) != sizeof(b))
+		for (size_t i = 0; i < sizeof(b); i++)
+			b[i] = random() & 0xff;
+	b[6] = (b[6] & 0x0f) | 0x40;
+	b[8] = (b[8] & 0x3f) | 0x80;
+	snprintf(buf, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+		 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+void ksim_now(char *buf)
+{
+	kop_time_rfc3339(buf, 32, time(NULL));
+}
+
+const char *ksim_str(jv obj, const char *path)
+{
+	const char *p = path;
+	jv cur = obj;
+
+	/* Walks borrowed values: jv_object_get consumes, so copy and free as we go. */
+	while (*p) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot ? (size_t)(dot - p) : strlen(p);
+		char key[128];
+		jv next;
+
+		if (jv_get_kind(cur) != JV_KIND_OBJECT || n >= sizeof(key))
+			return NULL;
+		memcpy(key, p, n);
+		key[n] = 0;
+		next = jv_object_get(jv_copy(cur), jv_string(key));
+		/* jv values are refcounted: the stored object still holds `next`. */
+		jv_free(next);
+		if (!jv_is_valid(next))
+			return NULL;
+		cur = next;
+		p += n;
+		if (*p == '.')
+			p++;
+	}
+	return jv_get_kind(cur) == JV_KIND_STRING ? jv_string_value(cur) : NULL;
+}
+
+static const char *const meta_order[] = { "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
+	"generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+	"ownerReferences", "finalizers", "managedFields", NULL };
+
+jv ksim_canonical(jv obj)
+{
+	jv out = jv_object(), md;
+
+	if (jv_get_kind(obj) != JV_KIND_OBJECT)
+		return obj;
+	if (jv_object_has(jv_copy(obj), jv_string("kind")))
+		out = jv_object_set(out, jv_string("kind"), jv_object_get(jv_copy(obj), jv_string("kind")));
+	if (jv_object_has(jv_copy(obj), jv_string("apiVersion")))
+		out = jv_object_set(out, jv_string("apiVersion"), jv_object_get(jv_copy(obj), jv_string("apiVersion")));
+	md = jv_object_get(jv_copy(obj), jv_string("metadata"));
+	if (jv_get_kind(md) == JV_KIND_OBJECT) {
+		jv m = jv_object();
+
+		for (const char *const *k = meta_order; *k; k++)
+			if (jv_object_has(jv_copy(md), jv_string(*k)))
+				m = jv_object_set(m, jv_string(*k), jv_object_get(jv_copy(md), jv_string(*k)));
+		jv_object_foreach(md, k, v) {
+			if (!jv_object_has(jv_copy(m), jv_copy(k)))
+				m = jv_object_set(m, k, v);
+			else {
+				jv_free(k);
+				jv_free(v);
+			}
+		}
+		jv_free(md);
+		out = jv_object_set(out, jv_string("metadata"), m);
+	} else {
+		jv_free(md);
+	}
+	jv_object_foreach(obj, k, v) {
+		if (!jv_object_has(jv_copy(out), jv_copy(k)))
+			out = jv_object_set(out, k, v);
+		else {
+			jv_free(k);
+			jv_free(v);
+		}
+	}
+	jv_free(obj);
+	return out;
+}

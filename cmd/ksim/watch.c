@@ -1,0 +1,319 @@
+/*
+ * Watch streams (guides/kube-api.md §2): the initial state for RV ""/"0" or
+ * sendInitialEvents, then every event after the cursor from the history
+ * ring, filtered by namespace and selectors (transitions become ADDED and
+ * DELETED), bookmarks, the k8s.io/initial-events-end bookmark, ERROR 410
+ * events, timeoutSeconds, and the admin faults (cut, error).
+ *
+ * http.c calls ksim_watch_read() from the connection's thread; it blocks on
+ * ksim.changed and hands back whole events, one compact JSON line each.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "ksim.h"
+#include "banned.h"
+
+struct ksim_watch {
+	char *group, *version, *resource, *gr;
+	char *ns;
+	struct ksim_selector *ls, *fs;
+	uint64_t cursor;
+	struct kop_buf out;
+	size_t off;
+	int bookmarks;
+	int table, include_object;
+	int64_t next_bookmark, deadline;
+	unsigned cut_epoch, error_epoch;
+	int done;
+};
+
+struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ksim_type *t, const char *ns,
+				  struct ksim_selector *ls, struct ksim_selector *fs, jv *err, int *code);
+
+static const char *q(const struct ksim_request *rq, const char *name)
+{
+	jv v;
+
+	if (jv_get_kind(rq->query) != JV_KIND_OBJECT)
+		return NULL;
+	v = jv_object_get(jv_copy(rq->query), jv_string(name));
+	jv_free(v);
+	return jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : NULL;
+}
+
+static int qbool(const struct ksim_request *rq, const char *name)
+{
+	const char *v = q(rq, name);
+
+	return v && *v && strcmp(v, "0") && strcasecmp(v, "false");
+}
+
+static void emit(struct ksim_watch *w, const char *type, jv obj)
+{
+	jv ev = JV_OBJECT(jv_string("type"), jv_string(type), jv_string("object"), obj);
+	jv s = jv_dump_string(ev, 0);
+
+	kop_buf_adds(&w->out, jv_string_value(s));
+	kop_buf_add(&w->out, "\n", 1);
+	jv_free(s);
+}
+
+/* The object as this watch's client sees it (lock held). */
+static jv view(struct ksim_watch *w, const struct ksim_type *t, jv obj)
+{
+	obj = jv_object_set(obj, jv_string("apiVersion"), jv_string(t->api_version));
+	obj = jv_object_set(obj, jv_string("kind"), jv_string(t->kind));
+	obj = ksim_canonical(obj);
+	if (w->table) {
+		const char *rv = ksim_str(obj, "metadata.resourceVersion");
+		char *r = kop_strdup(rv ? rv : "");
+		jv tab = ksim_table(t, JV_ARRAY(obj), r, NULL, w->include_object);
+
+		free(r);
+		return tab;
+	}
+	return obj;
+}
+
+static void emit_error(struct ksim_watch *w, const char *msg)
+{
+	emit(w, "ERROR", ksim_status(410, "Expired", msg, jv_null()));
+	w->done = 1;
+}
+
+static void emit_bookmark(struct ksim_watch *w, const struct ksim_type *t, int initial_end)
+{
+	char rv[32];
+	jv md;
+
+	snprintf(rv, sizeof(rv), "%llu", (unsigned long long)w->cursor);
+	md = JV_OBJECT(jv_string("resourceVersion"), jv_string(rv), jv_string("creationTimestamp"), jv_null());
+	if (initial_end)
+		md = jv_object_set(md, jv_string("annotations"),
+				   JV_OBJECT(jv_string("k8s.io/initial-events-end"), jv_string("true")));
+	emit(w, "BOOKMARK", JV_OBJECT(jv_string("kind"), jv_string(t->kind), jv_string("apiVersion"),
+				      jv_string(t->api_version), jv_string("metadata"), md));
+}
+
+static int in_scope(struct ksim_watch *w, jv obj)
+{
+	const char *ns = ksim_str(obj, "metadata.namespace");
+
+	return !w->ns || (ns && !strcmp(ns, w->ns));
+}
+
+static int matches(struct ksim_watch *w, const struct ksim_type *t, jv obj)
+{
+	return jv_get_kind(obj) == JV_KIND_OBJECT && in_scope(w, obj) && ksim_selector_match(w->ls, obj, t) &&
+	       ksim_selector_match(w->fs, obj, t);
+}
+
+static int initial_fn(jv obj, const char *key, void *data)
+{
+	void **d = data;
+	struct ksim_watch *w = d[0];
+	const struct ksim_type *t = d[1];
+
+	(void)key;
+	if (matches(w, t, obj))
+		emit(w, "ADDED", view(w, t, jv_copy(obj)));
+	return 0;
+}
+
+struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ksim_type *t, const char *ns,
+				  struct ksim_selector *ls, struct ksim_selector *fs, jv *err, int *code)
+{
+	struct ksim_watch *w;
+	const char *rv = q(rq, "resourceVersion"), *rvm = q(rq, "resourceVersionMatch");
+	const char *to = q(rq, "timeoutSeconds");
+	int initial = qbool(rq, "sendInitialEvents");
+	int has_sie = q(rq, "sendInitialEvents") != NULL;
+	uint64_t n = 0;
+	int64_t now = kop_mono_ms();
+
+	if (has_sie && (!rvm || strcmp(rvm, "NotOlderThan"))) {
+		*err = ksim_status(422, "Invalid",
+				   "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+				   jv_null());
+		*code = 422;
+		goto fail;
+	}
+	if (!has_sie && rvm && *rvm) {
+		*err = ksim_status(422, "Invalid",
+				   "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+				   jv_null());
+		*code = 422;
+		goto fail;
+	}
+	if (rv && *rv) {
+		char *end;
+
+		n = strtoull(rv, &end, 10);
+		if (*end) {
+			struct kop_buf b = KOP_BUF_INIT;
+
+			kop_buf_addf(&b, "Invalid value: \"%s\": resourceVersion must be a number", rv);
+			*err = ksim_status(400, "BadRequest", b.buf, jv_null());
+			kop_buf_release(&b);
+			*code = 400;
+			goto fail;
+		}
+	}
+	w = kop_calloc(1, sizeof(*w));
+	w->group = kop_strdup(t->group);
+	w->version = kop_strdup(t->version);
+	w->resource = kop_strdup(t->resource);
+	w->gr = kop_strdup(t->gr);
+	w->ns = ns ? kop_strdup(ns) : NULL;
+	w->ls = ls;
+	w->fs = fs;
+	w->bookmarks = qbool(rq, "allowWatchBookmarks");
+	w->table = rq->accept && strstr(rq->accept, "as=Table") != NULL;
+	{
+		const char *io = q(rq, "includeObject");
+
+		w->include_object = io && !strcmp(io, "None") ? 0 : io && !strcmp(io, "Object") ? 2 : 1;
+	}
+	w->cut_epoch = ksim.cut_epoch;
+	w->error_epoch = ksim.error_epoch;
+	w->next_bookmark = now + ksim.bookmark_ms;
+	if (to && *to)
+		w->deadline = now + strtoll(to, NULL, 10) * 1000;
+	else
+		w->deadline = now + (1800 + random() % 1800) * 1000LL;
+	if (initial || !rv || !*rv || !strcmp(rv, "0")) {
+		void *d[2] = { w, (void *)t };
+
+		w->cursor = ksim.rv;
+		ksim_store_each(t->gr, ns, NULL, initial_fn, d);
+		if (initial && w->bookmarks)
+			emit_bookmark(w, t, 1);
+	} else if (n < ksim.compacted || (ksim.rv > ksim.history && n < ksim.rv - ksim.history)) {
+		w->cursor = ksim.rv;
+		emit_error(w, "The resourceVersion for the provided watch is too old.");
+	} else {
+		w->cursor = n;
+	}
+	return w;
+fail:
+	ksim_selector_free(ls);
+	ksim_selector_free(fs);
+	return NULL;
+}
+
+void ksim_watch_free(struct ksim_watch *w)
+{
+	if (!w)
+		return;
+	free(w->group);
+	free(w->version);
+	free(w->resource);
+	free(w->gr);
+	free(w->ns);
+	ksim_selector_free(w->ls);
+	ksim_selector_free(w->fs);
+	kop_buf_release(&w->out);
+	free(w);
+}
+
+/* Moves events after the cursor into w->out (lock held). */
+static void drain(struct ksim_watch *w, const struct ksim_type *t)
+{
+	while (!w->done && w->cursor < ksim.rv && w->out.len < 256 * 1024) {
+		uint64_t next = w->cursor + 1;
+		struct ksim_event *ev;
+		int mn, mo;
+
+		if (w->cursor < ksim.compacted || (ksim.rv > ksim.history && next <= ksim.rv - ksim.history)) {
+			char msg[128];
+
+			snprintf(msg, sizeof(msg), "too old resource version: %llu (%llu)",
+				 (unsigned long long)w->cursor,
+				 (unsigned long long)(ksim.compacted > ksim.rv - (ksim.rv > ksim.history ? ksim.history : ksim.rv) ?
+							      ksim.compacted :
+							      ksim.rv - (ksim.rv > ksim.history ? ksim.history : ksim.rv)));
+			emit_error(w, msg);
+			return;
+		}
+		ev = &ksim.ring[next % ksim.history];
+		w->cursor = next;
+		if (!ev->gr || strcmp(ev->gr, w->gr))
+			continue;
+		switch (ev->type) {
+		case KSIM_ADDED:
+			if (matches(w, t, ev->obj))
+				emit(w, "ADDED", view(w, t, jv_copy(ev->obj)));
+			break;
+		case KSIM_MODIFIED:
+			mn = matches(w, t, ev->obj);
+			mo = matches(w, t, ev->old);
+			if (mn && mo)
+				emit(w, "MODIFIED", view(w, t, jv_copy(ev->obj)));
+			else if (mn)
+				emit(w, "ADDED", view(w, t, jv_copy(ev->obj)));
+			else if (mo)
+				emit(w, "DELETED", view(w, t, jv_copy(ev->obj)));
+			break;
+		case KSIM_DELETED:
+			if (matches(w, t, ev->obj))
+				emit(w, "DELETED", view(w, t, jv_copy(ev->obj)));
+			break;
+		}
+	}
+}
+
+size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max)
+{
+	for (;;) {
+		const struct ksim_type *t;
+		struct timespec until;
+		int64_t now, wake;
+
+		if (w->off < w->out.len) {
+			size_t n = w->out.len - w->off;
+
+			if (n > max)
+				n = max;
+			memcpy(buf, w->out.buf + w->off, n);
+			w->off += n;
+			if (w->off == w->out.len) {
+				kop_buf_reset(&w->out);
+				w->off = 0;
+			}
+			return n;
+		}
+		if (w->done)
+			return 0;
+		ksim_lock();
+		t = ksim_type_find(w->group, w->version, w->resource);
+		now = kop_mono_ms();
+		if (!t || ksim.stopping || ksim.cut_epoch != w->cut_epoch || now >= w->deadline) {
+			w->done = 1;
+		} else if (ksim.error_epoch != w->error_epoch) {
+			emit_error(w, "The resourceVersion for the provided watch is too old.");
+		} else {
+			drain(w, t);
+			if (!w->out.len && w->bookmarks && now >= w->next_bookmark) {
+				emit_bookmark(w, t, 0);
+				w->next_bookmark = now + ksim.bookmark_ms;
+			}
+			if (!w->out.len && !w->done) {
+				wake = w->deadline;
+				if (w->bookmarks && w->next_bookmark < wake)
+					wake = w->next_bookmark;
+				if (wake > now + 1000)
+					wake = now + 1000;
+				clock_gettime(CLOCK_MONOTONIC, &until);
+				until.tv_sec += (wake - now) / 1000;
+				until.tv_nsec += ((wake - now) % 1000) * 1000000;
+				if (until.tv_nsec >= 1000000000) {
+					until.tv_sec++;
+					until.tv_nsec -= 1000000000;
+				}
+				pthread_cond_timedwait(&ksim.changed, &ksim.lock, &until);
+			}
+		}
+		ksim_unlock();
+	}
+}

@@ -1,0 +1,142 @@
+# Start and stop ksim, the local API server, for a test script.
+#
+#   . "$TEST_DIRECTORY/lib-ksim.sh"
+#   ksim_start [extra ksim args]   starts "$KOP_BIN/ksim --port 0 --kubeconfig $TRASH/ksim.kubeconfig ...",
+#                                  waits (at most 10 s) for the kubeconfig; sets KSIM_PID, KSIM_URL,
+#                                  exports KUBECONFIG and KUBECACHEDIR ($TRASH/kubecache)
+#   ksim_stop                      SIGTERM, wait (at most 10 s); fails if ksim crashed, had to be
+#                                  killed, exited non-zero or printed a sanitizer report
+#
+# Call ksim_start at the top level of the script (not inside a
+# test_expect_success body, which runs in a subshell); ksim_stop works
+# anywhere.
+#   ksim_admin PATH                POST to ksim's admin endpoint: ksim_admin cut-watches,
+#                                  ksim_admin compact, ksim_admin error-watches
+#   ksim_curl [curl args] PATH     curl against ksim with the token (if any), e.g.
+#                                  ksim_curl -o out.json /api/v1/namespaces
+#
+# ksim's stderr (JSON log lines) goes to $TRASH/ksim.log. ksim_start makes
+# sure ksim is stopped when the script exits, even when a test fails.
+
+KSIM_LOG="$TRASH/ksim.log"
+KSIM_PID=
+KSIM_URL=
+KSIM_TOKEN=
+
+ksim_exit_trap_ () {
+	if test -n "$KSIM_PID" && kill -0 "$KSIM_PID" 2>/dev/null; then
+		kill -TERM "$KSIM_PID" 2>/dev/null
+		ks_i=0
+		while kill -0 "$KSIM_PID" 2>/dev/null && test "$ks_i" -lt 100; do
+			sleep 0.1
+			ks_i=$((ks_i + 1))
+		done
+		kill -KILL "$KSIM_PID" 2>/dev/null
+	fi
+}
+
+ksim_start () {
+	KSIM_CONFIG="$TRASH/ksim.kubeconfig"
+	rm -f "$KSIM_CONFIG"
+	KSIM_TOKEN=
+	ks_prev=
+	for ks_a in "$@"; do
+		if test "$ks_prev" = "--token"; then
+			KSIM_TOKEN=$ks_a
+		fi
+		case "$ks_a" in
+		--token=*) KSIM_TOKEN=${ks_a#--token=} ;;
+		esac
+		ks_prev=$ks_a
+	done
+	rm -f "$TRASH/ksim.pid" "$TRASH/ksim.rc"
+	# A wrapper records the exit code, so that ksim_stop can check it from
+	# any subshell (test bodies run in one).
+	(
+		"$KOP_BIN/ksim" --port 0 --kubeconfig "$KSIM_CONFIG" "$@" >/dev/null 2>>"$KSIM_LOG" </dev/null &
+		echo $! >"$TRASH/ksim.pid.tmp" && mv "$TRASH/ksim.pid.tmp" "$TRASH/ksim.pid"
+		wait $!
+		echo $? >"$TRASH/ksim.rc.tmp" && mv "$TRASH/ksim.rc.tmp" "$TRASH/ksim.rc"
+	) >/dev/null 2>&1 &
+	ks_i=0
+	while ! test -s "$TRASH/ksim.pid" && test "$ks_i" -lt 100; do
+		sleep 0.05
+		ks_i=$((ks_i + 1))
+	done
+	KSIM_PID=$(cat "$TRASH/ksim.pid")
+	trap ksim_exit_trap_ EXIT
+	ks_i=0
+	while ! test -s "$KSIM_CONFIG"; do
+		if test -f "$TRASH/ksim.rc"; then
+			echo "ksim exited before serving:"
+			cat "$KSIM_LOG"
+			KSIM_PID=
+			return 1
+		fi
+		ks_i=$((ks_i + 1))
+		if test "$ks_i" -ge 100; then
+			echo "ksim did not write its kubeconfig within 10 s"
+			return 1
+		fi
+		sleep 0.1
+	done
+	KSIM_URL=$(sed -n 's/.*"server": *"\([^"]*\)".*/\1/p' "$KSIM_CONFIG")
+	KUBECONFIG=$KSIM_CONFIG
+	KUBECACHEDIR="$TRASH/kubecache"
+	export KUBECONFIG KUBECACHEDIR KSIM_URL KSIM_PID
+}
+
+ksim_stop () {
+	if test -z "$KSIM_PID"; then
+		echo "ksim_stop: ksim is not running"
+		return 1
+	fi
+	if ! kill -TERM "$KSIM_PID" 2>/dev/null; then
+		echo "ksim_stop: ksim (pid $KSIM_PID) is gone: it crashed"
+		cat "$KSIM_LOG"
+		return 1
+	fi
+	ks_i=0
+	while ! test -f "$TRASH/ksim.rc"; do
+		ks_i=$((ks_i + 1))
+		if test "$ks_i" -ge 100; then
+			echo "ksim_stop: ksim did not stop within 10 s of SIGTERM"
+			kill -KILL "$KSIM_PID"
+			return 1
+		fi
+		sleep 0.1
+	done
+	ks_rc=$(cat "$TRASH/ksim.rc")
+	if test "$ks_rc" != 0; then
+		echo "ksim_stop: ksim exited with $ks_rc"
+		tail -n 40 "$KSIM_LOG"
+		return 1
+	fi
+	if ! test_no_sanitizer_report "$KSIM_LOG" >/dev/null; then
+		echo "ksim_stop: sanitizer report in $KSIM_LOG"
+		cat "$KSIM_LOG"
+		return 1
+	fi
+	return 0
+}
+
+ksim_admin () {
+	curl -sS -f -m 10 -X POST "$KSIM_URL/ksim/${1#/}" >/dev/null
+}
+
+# curl with ksim's CA and token; the last argument is the path.
+ksim_curl () {
+	ks_n=$#
+	ks_path=$(eval "echo \"\${$ks_n}\"")
+	ks_args=
+	ks_i=1
+	while test "$ks_i" -lt "$ks_n"; do
+		ks_args="$ks_args \"\${$ks_i}\""
+		ks_i=$((ks_i + 1))
+	done
+	if test -n "$KSIM_TOKEN"; then
+		eval "curl -sS -m 30 -k -H \"Authorization: Bearer \$KSIM_TOKEN\" $ks_args \"\$KSIM_URL\$ks_path\""
+	else
+		eval "curl -sS -m 30 -k $ks_args \"\$KSIM_URL\$ks_path\""
+	fi
+}
