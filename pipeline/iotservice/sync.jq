@@ -84,11 +84,13 @@ def iot_error_text:
 | ($in.parent.status // {}) as $old
 | ($in.now // (now | todate)) as $now
 | if $in.finalizing then
-    # iotservice.md §5: only our namespace is deleted (the engine prunes
-    # what carries our labels); done when it is gone or terminating.
+    # iotservice.md §5: the namespace I is deleted (the engine prunes only
+    # what carries our labels, so never a namespace we did not create) and
+    # takes its contents with it; the other children are kept as they are
+    # rather than deleted one by one. Done when I is gone or terminating.
     (($children["Namespace.v1"] // {})[$ns]) as $nsobj
     | ($nsobj == null or $nsobj.metadata.deletionTimestamp != null or $nsobj.status.phase == "Terminating") as $gone
-    | {children: [], status: null,
+    | {children: [iot_stubs($children)[] | select(.kind != "Namespace")], status: null,
        events: (if $gone then [] else [{type: "Normal", reason: "Deleting", message: "deleting namespace \($ns)"}] end),
        finalized: $gone}
   else

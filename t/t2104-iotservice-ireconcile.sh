@@ -1,0 +1,116 @@
+#!/bin/sh
+test_description='pipeline/iotservice through ireconcile: recorded-style event files, golden operations'
+. "${0%/*}/test-lib.sh"
+
+command -v ireconcile >/dev/null || test_skip_all 'ireconcile not built'
+
+# reconcile NAME: the operations ireconcile writes for NAME.in.jsonl
+reconcile () {
+	OPERATOR_NAME=devawsk8s ireconcile --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
+		<"$FIXTURES/$1.in.jsonl" >"$1.out" 2>"$1.err"
+}
+
+# ops NAME: "op kind name" of each operation, in order
+ops () {
+	jq -r '"\(.op) \(.object.kind // .event.involvedObject.kind // "-") \(.object.metadata.name // .event.reason // "-")"' "$1.out"
+}
+
+for f in "$FIXTURES"/*.in.jsonl
+do
+	name=$(basename "$f" .in.jsonl)
+	test_expect_success "$name: operations as recorded (golden)" "
+		reconcile $name &&
+		test_no_sanitizer_report $name.err &&
+		test_cmp_json '$FIXTURES/$name.expect.jsonl' $name.out
+	"
+done
+
+test_expect_success '01-create: finalizer, every child once, then Processing' '
+	ops 01-create >actual &&
+	test $(grep -c "^apply " actual) = 20 &&
+	sed -n "1p;22,23p" actual >head &&
+	cat >expect <<-\EOT &&
+	patch IoTService example-iotservice
+	status IoTService example-iotservice
+	event IoTService Processing
+	EOT
+	test_cmp expect head &&
+	sed -n 2p actual >first && echo "apply Namespace devawsk8s-example-iotservice" >expect && test_cmp expect first
+'
+
+test_expect_success '03-ready: children ready moves Processing to Available, nothing applied' '
+	ops 03-ready >actual &&
+	printf "status IoTService example-iotservice\nevent IoTService Available\n" >expect &&
+	test_cmp expect actual &&
+	jq -r "select(.op == \"status\") | .object.status | [.phase, (.pods | length), .observedGeneration] | @tsv" 03-ready.out >actual &&
+	printf "Available\t8\t1\n" >expect && test_cmp expect actual
+'
+
+test_expect_success '04-steady: a stream with nothing new writes nothing at all' '
+	test_cmp /dev/null 04-steady.out
+'
+
+test_expect_success '05-edit-image: one Deployment applied, Processing for generation 2' '
+	ops 05-edit-image >actual &&
+	cat >expect <<-\EOT &&
+	apply Deployment cockpit-example-iotservice
+	status IoTService example-iotservice
+	event IoTService Processing
+	EOT
+	test_cmp expect actual
+'
+
+test_expect_success '06-core: core created, core-spring and processing pruned with uid preconditions' '
+	ops 06-core >actual &&
+	grep "^apply Deployment core-example-iotservice\$" actual &&
+	grep "^apply Service core-example-iotservice\$" actual &&
+	grep "^delete" actual | sort >deletes &&
+	cat >expect <<-\EOT &&
+	delete Deployment core-spring-example-iotservice
+	delete Deployment processing-example-iotservice
+	delete Service core-spring-example-iotservice
+	delete Service processing-example-iotservice
+	EOT
+	test_cmp expect deletes &&
+	jq -r "select(.op == \"delete\") | .object.metadata.uid" 06-core.out | sort >uids &&
+	printf "uid-Deployment-core-spring-example-iotservice\nuid-Deployment-processing-example-iotservice\nuid-Service-core-spring-example-iotservice\nuid-Service-processing-example-iotservice\n" >expect &&
+	test_cmp expect uids
+'
+
+test_expect_success '07-prune: postgresql size 0 and network policies off delete exactly those' '
+	ops 07-prune >actual &&
+	grep "^delete" actual | sort >deletes &&
+	cat >expect <<-\EOT &&
+	delete Deployment postgresql-example-iotservice
+	delete NetworkPolicy deny-not-instance-example-iotservice
+	delete Service postgresql-example-iotservice
+	EOT
+	test_cmp expect deletes &&
+	! grep "^apply" actual
+'
+
+test_expect_success '08-invalid: Failed naming the field, no child written or deleted' '
+	ops 08-invalid >actual &&
+	printf "status IoTService example-iotservice\nevent IoTService Failed\n" >expect &&
+	test_cmp expect actual &&
+	jq -r "select(.op == \"status\") | .object.status.reason" 08-invalid.out >actual &&
+	echo "invalid spec.cockpit.container_port \"abc\": is not a port number (1-65535)" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success '09-delete: only the namespace is deleted, the finalizer stays' '
+	ops 09-delete >actual &&
+	printf "delete Namespace devawsk8s-example-iotservice\nevent IoTService Deleting\n" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success '10-delete-terminating: the namespace terminating, only our finalizer is removed' '
+	ops 10-delete-terminating >actual &&
+	echo "patch IoTService example-iotservice" >expect &&
+	test_cmp expect actual &&
+	jq -c .patch 10-delete-terminating.out >actual &&
+	echo "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/0\",\"value\":\"com.sap.iotservices/namespace-dropper\"},{\"op\":\"remove\",\"path\":\"/metadata/finalizers/0\"}]" >expect &&
+	test_cmp expect actual
+'
+
+test_done

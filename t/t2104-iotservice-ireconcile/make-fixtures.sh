@@ -1,0 +1,100 @@
+#!/bin/sh
+# Regenerates the recorded-style event files of t2104 from the example
+# IoTService (run from t/, after a build; the files are committed, and a
+# person reads the diff). The live objects carry what the API server adds on
+# write (uid, resourceVersion, defaults such as protocol, clusterIP,
+# terminationMessagePath), so the tests also show that the program's desired
+# objects compare equal to what a server stores.
+set -e
+cd "$(dirname "$0")/.."
+TEST_NAME=t2104-iotservice-ireconcile
+PROJECT_ROOT=$(cd .. && pwd)
+SHARED="$PROJECT_ROOT/../shared"
+: "${KOP_TEST_TOOL:=$PROJECT_ROOT/build/t/test-tool}"
+. ./lib-iotservice.sh
+F=$TEST_NAME
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+
+iot_parent '.metadata += {resourceVersion: "100", creationTimestamp: "2026-11-22T09:00:00Z"}' >"$W/parent.json"
+iot_input "$W/parent.json" >"$W/in.json"
+iot_sync "$W/in.json" "$W/out.json"
+
+# server-side defaults and identity on the live children
+live () {
+	iot_live "$W/out.json" "$1" | jq -c '
+	def podspec: .containers |= map(.terminationMessagePath = "/dev/termination-log" | .terminationMessagePolicy = "File"
+		| .ports |= map(.protocol = "TCP") | .resources //= {})
+		| .restartPolicy = "Always" | .dnsPolicy = "ClusterFirst" | .schedulerName = "default-scheduler"
+		| .terminationGracePeriodSeconds = 30 | .securityContext //= {}
+		| .volumes |= (if . then map(if .secret then .secret.defaultMode = 420 else . end) else empty end);
+	.[] | .metadata.resourceVersion = "2\(.metadata.name | length)" | .metadata.creationTimestamp = "2026-11-22T09:00:01Z"
+	| if .kind == "Deployment" then .spec.revisionHistoryLimit = 10 | .spec.progressDeadlineSeconds = 600
+		| .spec.strategy = {type: "RollingUpdate", rollingUpdate: {maxSurge: "25%", maxUnavailable: "25%"}}
+		| .spec.template.spec |= podspec
+	  elif .kind == "StatefulSet" then .spec.podManagementPolicy = "OrderedReady"
+		| .spec.updateStrategy = {type: "RollingUpdate", rollingUpdate: {partition: 0}}
+		| .spec.template.spec |= podspec
+		| .spec.volumeClaimTemplates |= map(.apiVersion = "v1" | .kind = "PersistentVolumeClaim"
+			| .spec.volumeMode = "Filesystem" | .status = {phase: "Pending"})
+	  elif .kind == "Service" then .spec.clusterIP = "10.0.0.\(.metadata.name | length)"
+		| .spec.clusterIPs = [.spec.clusterIP] | .spec.sessionAffinity = "None"
+		| .spec.ipFamilies = ["IPv4"] | .spec.ipFamilyPolicy = "SingleStack"
+		| .spec.internalTrafficPolicy = "Cluster"
+		| if .spec.type == "LoadBalancer" then .spec.allocateLoadBalancerNodePorts = true
+			| .spec.ports |= map(.nodePort = 30000 + .port % 1000)
+			| .spec.healthCheckNodePort = 31999 else . end
+	  elif .kind == "Namespace" then .spec = {finalizers: ["kubernetes"]} | .status = {phase: "Active"}
+		| .metadata.labels["kubernetes.io/metadata.name"] = .metadata.name
+	  else . end'
+}
+live ready >"$W/ready.jsonl"
+live created >"$W/created.jsonl"
+
+ev () { jq -c "{type: \"${1:-ADDED}\", object: .}"; }
+secret='{"apiVersion":"v1","kind":"Secret","metadata":{"name":"image-pull-secret","namespace":"devawsk8s","uid":"uid-ps","resourceVersion":"5"},"type":"kubernetes.io/dockerconfigjson","data":{".dockerconfigjson":"eyJhdXRocyI6e319"}}'
+bookmark='{"type":"BOOKMARK","object":{"kind":"IoTService","apiVersion":"cp.iot.sap/v1","metadata":{"resourceVersion":"300","annotations":{"k8s.io/initial-events-end":"true"}}}}'
+fin='.metadata.finalizers = ["com.sap.iotservices/namespace-dropper"]'
+
+# 01: a new instance, nothing else there
+{ echo "$secret" | ev; ev <"$W/parent.json"; echo "$bookmark"; } >"$F/01-create.in.jsonl"
+
+# 02: everything created, nothing ready yet: Processing, no write
+jq -c "$fin | .metadata.resourceVersion = \"101\"" "$W/parent.json" >"$W/p1.json"
+jq -s . "$W/created.jsonl" >"$W/created.json"
+iot_input "$W/p1.json" "$W/created.json" >"$W/in2.json"
+iot_sync "$W/in2.json" "$W/out2.json"
+jq -c ".status = \$s" --argjson s "$(jq -c .status "$W/out2.json")" "$W/p1.json" >"$W/p2.json"
+{ echo "$secret" | ev; ev <"$W/p2.json"; ev <"$W/created.jsonl"; echo "$bookmark"; } >"$F/02-created.in.jsonl"
+
+# 03: then the children become ready (MODIFIED events): Available
+{ cat "$F/02-created.in.jsonl"; jq -c '{type: (if .kind == "Pod" then "ADDED" else "MODIFIED" end), object: .}' "$W/ready.jsonl"; } >"$F/03-ready.in.jsonl"
+
+# 04: the same view with the Available status stored: nothing at all
+jq -s . "$W/ready.jsonl" >"$W/ready.json"
+iot_input "$W/p2.json" "$W/ready.json" >"$W/in4.json"
+iot_sync "$W/in4.json" "$W/out4.json"
+jq -c ".status = \$s" --argjson s "$(jq -c .status "$W/out4.json")" "$W/p2.json" >"$W/p4.json"
+{ echo "$secret" | ev; ev <"$W/p4.json"; ev <"$W/ready.jsonl"; echo "$bookmark"; } >"$F/04-steady.in.jsonl"
+
+# 05: spec edit (image): one apply, Processing
+jq -c '.metadata.generation = 2 | .metadata.resourceVersion = "400" | .spec.cockpit.image = "registry/cockpit:5"' "$W/p4.json" >"$W/p5.json"
+{ cat "$F/04-steady.in.jsonl"; ev MODIFIED <"$W/p5.json"; } >"$F/05-edit-image.in.jsonl"
+
+# 06: core_spring disabled: core created, core-spring and processing pruned
+jq -c '.metadata.generation = 2 | .metadata.resourceVersion = "400" | .spec.core_spring.enabled = false' "$W/p4.json" >"$W/p6.json"
+{ cat "$F/04-steady.in.jsonl"; ev MODIFIED <"$W/p6.json"; } >"$F/06-core.in.jsonl"
+
+# 07: postgresql.size 0 and network policies off: pruned
+jq -c '.metadata.generation = 2 | .metadata.resourceVersion = "400" | .spec.postgresql.size = 0 | .spec.enableNetworkPolicies = false' "$W/p4.json" >"$W/p7.json"
+{ cat "$F/04-steady.in.jsonl"; ev MODIFIED <"$W/p7.json"; } >"$F/07-prune.in.jsonl"
+
+# 08: an invalid spec (port "abc"): Failed, nothing written to the children
+jq -c '.metadata.generation = 2 | .metadata.resourceVersion = "400" | .spec.cockpit.container_port = "abc"' "$W/p4.json" >"$W/p8.json"
+{ cat "$F/04-steady.in.jsonl"; ev MODIFIED <"$W/p8.json"; } >"$F/08-invalid.in.jsonl"
+
+# 09: deletion with the namespace still there; 10: the namespace terminating
+jq -c '.metadata.deletionTimestamp = "2026-11-22T10:00:00Z" | .metadata.resourceVersion = "500"' "$W/p4.json" >"$W/p9.json"
+{ cat "$F/04-steady.in.jsonl"; ev MODIFIED <"$W/p9.json"; } >"$F/09-delete.in.jsonl"
+jq -c 'select(.kind == "Namespace") | .metadata.deletionTimestamp = "2026-11-22T10:00:01Z" | .status.phase = "Terminating" | .metadata.resourceVersion = "501"' "$W/ready.jsonl" >"$W/nsterm.json"
+{ cat "$F/09-delete.in.jsonl"; ev MODIFIED <"$W/nsterm.json"; } >"$F/10-delete-terminating.in.jsonl"
