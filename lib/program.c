@@ -351,7 +351,7 @@ static int load_kind(jv o, const char *where, enum kop_role role, const struct k
 	if (jv_get_kind(m) == JV_KIND_OBJECT) {
 		jv_free(k->own_mapping.match);
 		rc = load_mapping(m, where, &k->own_mapping, err);
-		k->mapping = &k->own_mapping;
+		k->has_own_mapping = 1;	/* k->mapping is set once p->kinds stops moving */
 	} else if (jv_get_kind(m) != JV_KIND_NULL) {
 		rc = kop_error(err, "'%s.mapping' must be an object", where);
 	}
@@ -388,7 +388,7 @@ static int load_kinds(struct kop_program *p, jv doc, const char *section, enum k
 			jv_free(list);
 			return -1;
 		}
-		if (role == KOP_ROLE_RELATED && k->mapping == &k->own_mapping) {
+		if (role == KOP_ROLE_RELATED && k->has_own_mapping) {
 			jv_free(list);
 			return kop_error(err, "'%s.mapping': related objects belong to every primary", where);
 		}
@@ -606,8 +606,9 @@ static int load_doc(struct kop_program *p, jv doc, int compile, char *err)
 		return -1;
 	}
 	for (i = 0; i < (int)p->nkinds; i++) {
-		const struct kop_kind *k = &p->kinds[i];
+		struct kop_kind *k = &p->kinds[i];
 
+		k->mapping = k->has_own_mapping ? &k->own_mapping : &p->mapping;
 		if (k->role == KOP_ROLE_RELATED)
 			continue;
 		if (!k->mapping->owner_ref && !k->mapping->label_name) {

@@ -30,8 +30,9 @@ struct kop_kind {
 	char *namespace;	/* watch (and accept) only there; NULL = all */
 	char *name;		/* related: the one object; NULL = any */
 	char *label_selector;	/* the watch's selector; NULL = from the mapping's match labels */
-	const struct kop_mapping *mapping;	/* own_mapping or the program's */
+	const struct kop_mapping *mapping;	/* &own_mapping or the program's */
 	struct kop_mapping own_mapping;
+	int has_own_mapping;
 };
 
 struct kop_aggregate {

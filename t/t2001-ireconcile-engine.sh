@@ -1,0 +1,135 @@
+#!/bin/sh
+test_description='ireconcile: the engine on recorded-style event files (a tiny test program)'
+. "${0%/*}/test-lib.sh"
+
+NOW=2026-11-22T10:00:00Z
+
+# The program sits beside a copy of pipeline/lib, as programs under pipeline/ do.
+test_expect_success 'setup' '
+	mkdir prog &&
+	cp -R "$FIXTURES/widgets" prog/ &&
+	cp -R "$PROJECT_ROOT/pipeline/lib" prog/lib
+'
+
+for in in "$FIXTURES"/*.in.jsonl
+do
+	name=$(basename "$in" .in.jsonl)
+	test_expect_success "golden: $name" '
+		WIDGET_TEAM=blue ireconcile --now $NOW prog/widgets <"$in" >$name.out 2>$name.err &&
+		test_no_sanitizer_report $name.err &&
+		test_cmp_json "$FIXTURES/$name.expect.jsonl" $name.out &&
+		jq -c "{level, msg}" <$name.err >$name.log &&
+		test_cmp_json "$FIXTURES/$name.expect.log" $name.log
+	'
+done
+
+test_expect_success 'steady state: a replayed stream writes nothing' '
+	test_must_be_empty () { test -f "$1" && ! test -s "$1"; } &&
+	test_must_be_empty 02-steady.out &&
+	test_must_be_empty 03-steady-replayed.out &&
+	test_must_be_empty 07-extra-fields.out
+'
+
+test_expect_success 'events before the bookmark are reconciled once, with the latest state' '
+	WIDGET_TEAM=blue ireconcile -v --now $NOW prog/widgets \
+		<"$FIXTURES/04-collect.in.jsonl" >collect.out 2>collect.err &&
+	jq -r "select(.msg | startswith(\"reconciled \")) | .primary" <collect.err >reconciled &&
+	echo blue/w1 >expect &&
+	test_cmp expect reconciled &&
+	jq -r .object.data.color <collect.out >color &&
+	echo blue >expect &&
+	test_cmp expect color
+'
+
+test_expect_success 'the log of a reconcile has its key, duration and counts' '
+	jq -c "select(.primary == \"blue/w1\") | [.applies, .deletes, .statuses, .events, (.ms | type)]" \
+		<collect.err >counts &&
+	echo "[1,0,0,0,\"number\"]" >expect &&
+	test_cmp expect counts
+'
+
+test_expect_success 'prune deletes with the uid as precondition, nothing we did not create' '
+	jq -r "select(.op == \"delete\") | .object.metadata | \"\(.namespace)/\(.name) \(.uid)\"" \
+		<05-prune.out >deleted &&
+	echo "blue-w1/size uid-cm-w1-size" >expect &&
+	test_cmp expect deleted
+'
+
+test_expect_success 'finalizer removal tests the index of our own entry' '
+	jq -c "select(.op == \"patch\") | .patch" <10-finalized.out >patch &&
+	echo "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/1\",\"value\":\"test.example.org/cleanup\"},{\"op\":\"remove\",\"path\":\"/metadata/finalizers/1\"}]" >expect &&
+	test_cmp expect patch
+'
+
+test_expect_success 'kubectl -o json (pretty-printed events) reads like compact lines' '
+	jq . <"$FIXTURES/01-create.in.jsonl" >pretty.jsonl &&
+	test $(wc -l <pretty.jsonl) -gt 10 &&
+	WIDGET_TEAM=blue ireconcile --now $NOW prog/widgets <pretty.jsonl >pretty.out 2>pretty.err &&
+	test_cmp 01-create.out pretty.out &&
+	! test -s pretty.err
+'
+
+test_expect_success 'settings: integers from the environment, defaults otherwise' '
+	WIDGET_TEAM=blue WIDGET_REPLICAS=7 ireconcile --now $NOW prog/widgets \
+		<"$FIXTURES/01-create.in.jsonl" >replicas.out &&
+	jq -r "select(.object.kind == \"ConfigMap\") | .object.data.replicas" <replicas.out >replicas &&
+	echo 7 >expect &&
+	test_cmp expect replicas
+'
+
+test_expect_success 'a missing required setting stops ireconcile (100)' '
+	test_expect_code 100 ireconcile prog/widgets </dev/null >out 2>err &&
+	grep "missing setting .team.: set WIDGET_TEAM" err &&
+	! test -s out
+'
+
+test_expect_success 'a setting of the wrong type stops ireconcile (100)' '
+	WIDGET_TEAM=blue WIDGET_REPLICAS=many test_expect_code 100 ireconcile prog/widgets </dev/null 2>err &&
+	grep "setting .replicas.: .many. (from WIDGET_REPLICAS) is not an integer" err &&
+	WIDGET_TEAM=blue WIDGET_LOUD=perhaps test_expect_code 100 ireconcile prog/widgets </dev/null 2>err &&
+	grep "is not a boolean" err
+'
+
+test_expect_success 'a jq syntax error is reported with the file (100)' '
+	cp -R prog/widgets prog/broken &&
+	echo "{children: [" >prog/broken/sync.jq &&
+	WIDGET_TEAM=blue test_expect_code 100 ireconcile prog/broken </dev/null 2>err &&
+	grep "unable to compile .*broken/sync.jq" err
+'
+
+test_expect_success 'a program without a mapping for a kind is refused (100)' '
+	mkdir prog/nomap &&
+	cat >prog/nomap/program.json <<-\EOF &&
+	{"primary": {"resource": "widgets.test.example.org", "apiVersion": "test.example.org/v1", "kind": "Widget"},
+	 "children": [{"resource": "configmaps", "apiVersion": "v1", "kind": "ConfigMap"}]}
+	EOF
+	echo "{}" >prog/nomap/sync.jq &&
+	test_expect_code 100 ireconcile prog/nomap </dev/null 2>err &&
+	grep "kind .ConfigMap.v1.: no mapping" err
+'
+
+test_expect_success 'a missing program is refused (100)' '
+	test_expect_code 100 ireconcile prog/nothing </dev/null 2>err &&
+	grep "unable to open .prog/nothing." err
+'
+
+test_expect_success '--print-watches derives the watches from program.yml' '
+	WIDGET_TEAM=blue ireconcile --print-watches prog/widgets >watches &&
+	test_cmp_json "$FIXTURES/print-watches.expect.jsonl" watches
+'
+
+test_expect_success 'program.yml can be named directly' '
+	WIDGET_TEAM=blue ireconcile --print-watches prog/widgets/program.yml >watches2 &&
+	test_cmp watches watches2
+'
+
+test_expect_success '--help and bad usage' '
+	ireconcile --help >help &&
+	grep "^usage: ireconcile" help &&
+	test_expect_code 100 ireconcile 2>err &&
+	grep "want one PROGRAM" err &&
+	test_expect_code 100 ireconcile --now yesterday prog/widgets 2>err &&
+	grep "invalid --now" err
+'
+
+test_done

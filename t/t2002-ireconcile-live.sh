@@ -1,0 +1,111 @@
+#!/bin/sh
+test_description='ireconcile: live input (a FIFO held open): timed requeues, backoff, feedback, in-flight memory'
+. "${0%/*}/test-lib.sh"
+
+NOW=2026-11-22T10:00:00Z
+
+test_expect_success 'setup' '
+	mkdir prog &&
+	cp -R "$PROJECT_ROOT/t/t2001-ireconcile-engine/widgets" prog/ &&
+	cp -R "$PROJECT_ROOT/pipeline/lib" prog/lib
+'
+
+# Starts ireconcile on FIFOs: fd 5 writes its stdin, fd 6 its feedback.
+start_live () {
+	rm -f in fb out err &&
+	mkfifo in fb &&
+	{ WIDGET_TEAM=blue timeout 30 ireconcile --now $NOW --feedback fb "$@" prog/widgets <in >out 2>err & } &&
+	pid=$! &&
+	exec 5>in &&
+	test_wait_for 5 test -p fb &&
+	exec 6<>fb
+}
+
+# Ends its input; it must exit 0 by itself.
+stop_live () {
+	exec 5>&- 6>&- &&
+	wait $pid
+}
+
+# The number of output lines matching a jq condition.
+count () {
+	jq -c "select($1)" <out | wc -l
+}
+
+logs () {
+	jq -c "select($1)" <err | wc -l
+}
+
+# For test_wait_for, which runs a command each time: at least N lines.
+count_ge () {
+	test "$(count "$2")" -ge "$1"
+}
+
+logs_ge () {
+	test "$(logs "$2")" -ge "$1"
+}
+
+test_expect_success 'resyncAfterSeconds reconciles again without a new event' '
+	start_live -v &&
+	cat "$FIXTURES/resync.jsonl" >&5 &&
+	test_wait_for 10 logs_ge 4 ".primary == \"blue/w1\" and .applies == 0" &&
+	stop_live &&
+	! test -s out &&
+	test_no_sanitizer_report err
+'
+
+test_expect_success 'a program error backs off per primary, exponentially and capped' '
+	start_live --backoff-base 100ms --backoff-cap 400ms &&
+	cat "$FIXTURES/backoff.jsonl" >&5 &&
+	test_wait_for 10 logs_ge 5 ".primary == \"blue/w2\" and .level == \"error\"" &&
+	stop_live &&
+	jq -r "select(.primary == \"blue/w2\") | .retryInMs" <err >delays &&
+	head -n 1 delays >first && sed -n 3p delays >third &&
+	test $(cat first) -ge 100 && test $(cat first) -lt 150 &&
+	test $(cat third) -ge 400 &&
+	sed -n "3,\$p" delays >capped &&
+	while read d; do test $d -lt 600 || return 1; done <capped &&
+	grep "unable to reconcile .blue/w2.: spec.fail is set" err &&
+	! grep "blue/w1" out
+'
+
+test_expect_success 'an apply in flight is not repeated; feedback failures reach .errors without a loop' '
+	start_live --backoff-base 2s --backoff-cap 2s &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	cat "$FIXTURES/pod.jsonl" >&5 &&
+	sleep 0.3 &&
+	test "$(count ".op == \"apply\"")" -eq 2 &&
+	test "$(wc -l <out)" -eq 2 &&
+	echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"blue/w1\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"blue-w1\",\"name\":\"color\"},\"ok\":false,\"code\":422,\"reason\":\"Invalid\",\"message\":\"data: bad\"}" >&6 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
+	jq -c "select(.op == \"status\") | .object.status.errors" <out >errors &&
+	echo "[\"apply ConfigMap/color: 422 Invalid\"]" >expect &&
+	test_cmp expect errors &&
+	cat "$FIXTURES/status-written.jsonl" >&5 &&
+	sleep 0.5 &&
+	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 1 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\" and .object.kind == \"ConfigMap\"" &&
+	sleep 0.3 &&
+	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 2 &&
+	test "$(count ".op == \"status\"")" -eq 1 &&
+	echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"blue/w1\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"blue-w1\",\"name\":\"color\"},\"ok\":true,\"code\":200,\"resourceVersion\":\"31\"}" >&6 &&
+	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
+	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
+	echo "[]" >expect &&
+	test_cmp expect errors &&
+	cat "$FIXTURES/cm-live.jsonl" >&5 &&
+	sleep 0.3 &&
+	stop_live &&
+	test "$(count ".op == \"apply\"")" -eq 3 &&
+	test_no_sanitizer_report err
+'
+
+test_expect_success 'the end of stdin reconciles what is pending, then exits 0' '
+	start_live &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	stop_live &&
+	test "$(count ".op == \"apply\"")" -eq 2
+'
+
+test_done
