@@ -87,6 +87,7 @@ struct op {
 	int64_t not_before;	/* monotonic ms; 0 = now */
 	int64_t deadline;	/* PH_ESTABLISH gives up here */
 	jv applied;		/* the apply's response, while waiting for Established */
+	long applied_code;
 	jv live;		/* --diff: the live object, or null */
 };
 
@@ -877,6 +878,7 @@ static void op_response(struct op *op, struct kube_response *r)
 			/* Objects of its kind wait (blocked()) until the API serves it. */
 			jv_free(op->applied);
 			op->applied = jv_copy(r->body);
+			op->applied_code = r->code;
 			op->phase = PH_ESTABLISH;
 			op->state = ST_QUEUED;
 			op->not_before = 0;
@@ -896,7 +898,7 @@ static void op_response(struct op *op, struct kube_response *r)
 	case PH_ESTABLISH:
 		if (ok && established(jv_copy(r->body))) {
 			kube_discovery_invalidate(client);
-			op_ok(op, 200, jv_copy(op->applied));
+			op_ok(op, op->applied_code, jv_copy(op->applied));
 		} else if (ok || r->code == 404) {
 			if (kop_mono_ms() >= op->deadline) {
 				struct kop_buf m = KOP_BUF_INIT;

@@ -195,6 +195,28 @@ static jv merge_patch(jv old, jv new)
 	return patch;
 }
 
+/*
+ * After a 404 from the status subresource: whether the object itself is
+ * gone (or was replaced), rather than the subresource missing (a CRD
+ * without one) or the path unknown.
+ */
+static int object_gone(const char *obj_path, const char *uid)
+{
+	struct kube_response r;
+	int gone;
+
+	if (request("GET", obj_path, NULL, jv_invalid(), &r) < 0)
+		gone = r.code == 404;
+	else {
+		char *live_uid = get_str(r.body, "metadata", "uid");
+
+		gone = uid && *uid && live_uid && strcmp(uid, live_uid);
+		free(live_uid);
+	}
+	kube_response_release(&r);
+	return gone;
+}
+
 static jv skipped(jv primary, jv ref, long code, const char *why)
 {
 	jv r = kop_result_ok("status", primary, ref, code, jv_null());
@@ -309,7 +331,7 @@ static void do_status(jv line)
 			kube_response_release(&r);
 			break;
 		}
-		if (r.code == 404) {
+		if (r.code == 404 && object_gone(obj_path, uid)) {
 			emit(skipped(jv_copy(primary), kop_op_ref(jv_copy(obj)), 404, "deleted"));
 			kube_response_release(&r);
 			break;

@@ -1,0 +1,172 @@
+#!/bin/sh
+test_description='kapply against ksim: create, update, no-op, drift, conflicts, deletion, CRDs, errors, order'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+ksim_start
+
+# get KIND NAME [NS]: the live object as JSON in "$2.json"
+get () {
+	timeout 30 kubectl get "$1" "$2" -n "${3:-ns}" -o json --show-managed-fields >"$2.json"
+}
+
+cm_yaml () {
+	printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: ns\ndata:\n  k: %s\n' "$1" "$2"
+}
+
+# result_for NAME FILTER: exactly one result line in out is for NAME, and FILTER holds for it
+result_for () {
+	jq -e -s --arg n "$1" "map(select(.ref.name == \$n)) | length == 1 and (.[0] | $2)" "${3:-out}"
+}
+
+test_expect_success 'setup: ksim and a namespace applied by kapply' '
+	printf "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n" >ns.yaml &&
+	timeout 30 kapply -f ns.yaml >out 2>err &&
+	jq -e ".ok == true and .code == 201 and .ref.kind == \"Namespace\"" out
+'
+
+test_expect_success 'create: 201, the new resourceVersion, owned by iot-operator (Apply)' '
+	cm_yaml x one >x.yaml &&
+	timeout 30 kapply -f x.yaml >out 2>err &&
+	jq -e -s "length == 1 and .[0].op == \"result\" and .[0].for == \"apply\" and .[0].ok == true and .[0].code == 201" out &&
+	get cm x &&
+	test "$(jq -r .resourceVersion out)" = "$(jq -r .metadata.resourceVersion x.json)" &&
+	jq -e ".data.k == \"one\" and (.metadata.managedFields | any(.manager == \"iot-operator\" and .operation == \"Apply\"))" x.json
+'
+
+test_expect_success 'no-op: the same apply again changes no resourceVersion' '
+	rv=$(jq -r .metadata.resourceVersion x.json) &&
+	timeout 30 kapply -f x.yaml >out 2>err &&
+	jq -e ".ok == true and .code == 200 and .resourceVersion == \"$rv\"" out &&
+	get cm x &&
+	test "$(jq -r .metadata.resourceVersion x.json)" = "$rv"
+'
+
+test_expect_success 'update: a changed field is written' '
+	rv=$(jq -r .metadata.resourceVersion x.json) &&
+	cm_yaml x two >x.yaml &&
+	timeout 30 kapply -f x.yaml >out 2>err &&
+	get cm x &&
+	jq -e ".data.k == \"two\"" x.json &&
+	test "$(jq -r .resourceVersion out)" = "$(jq -r .metadata.resourceVersion x.json)" &&
+	test "$(jq -r .resourceVersion out)" != "$rv"
+'
+
+test_expect_success 'drift: another manager changed a field we own; the forced re-apply wins' '
+	timeout 30 kubectl patch cm x -n ns --type merge -p "{\"data\":{\"k\":\"drifted\"}}" >/dev/null &&
+	get cm x && jq -e ".data.k == \"drifted\"" x.json &&
+	timeout 30 kapply -f x.yaml >out 2>err &&
+	jq -e ".ok == true" out &&
+	get cm x &&
+	jq -e ".data.k == \"two\"" x.json
+'
+
+test_expect_success 'conflict: without force it is reported with the other manager and the field, nothing written' '
+	timeout 30 kubectl patch cm x -n ns --type merge -p "{\"data\":{\"k\":\"theirs\"}}" >/dev/null &&
+	get cm x && rv=$(jq -r .metadata.resourceVersion x.json) &&
+	test_expect_code 111 timeout 30 kapply --force-conflicts=false -f x.yaml >out 2>err &&
+	jq -e ".ok == false and .code == 409 and .reason == \"Conflict\" and
+		(.message | test(\"conflict with \\\"kubectl-patch\\\"\")) and (.message | test(\"\\\\.data\\\\.k\")) and
+		(.causes | any(.reason == \"FieldManagerConflict\" and .field == \".data.k\"))" out &&
+	grep "conflict with" err &&
+	get cm x &&
+	jq -e ".data.k == \"theirs\"" x.json &&
+	test "$(jq -r .metadata.resourceVersion x.json)" = "$rv"
+'
+
+test_expect_success 'deletion: a mismatched uid is a 409 and the object stays' '
+	echo "{\"op\":\"delete\",\"primary\":\"ns/p\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\",\"namespace\":\"ns\",\"uid\":\"not-the-uid\"}}}" >in &&
+	timeout 30 kapply <in >out 2>err &&
+	jq -e ".for == \"delete\" and .ok == false and .code == 409 and .reason == \"Conflict\" and .primary == \"ns/p\"" out &&
+	get cm x
+'
+
+test_expect_success 'deletion: with the right uid it is deleted; a second time, not found is success' '
+	uid=$(jq -r .metadata.uid x.json) &&
+	echo "{\"op\":\"delete\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\",\"namespace\":\"ns\",\"uid\":\"$uid\"}},\"propagationPolicy\":\"Background\"}" >in &&
+	cat in in >in2 &&
+	timeout 30 kapply <in2 >out 2>err &&
+	jq -e -s "length == 2 and .[0].ok == true and .[0].code == 200 and .[1].ok == true and .[1].code == 404" out &&
+	test_must_fail timeout 30 kubectl get cm x -n ns
+'
+
+test_expect_success 'a CRD and its objects in one file (a List too): the CRD is waited for' '
+	timeout 60 kapply -f "$FIXTURES/crd.yaml" >out 2>err &&
+	jq -e -s "length == 3 and all(.ok) and .[0].ref.kind == \"CustomResourceDefinition\"" out &&
+	get widgets.test.example.org w1 && jq -e ".spec.color == \"red\" and .spec.size == 3" w1.json &&
+	get widgets.test.example.org w2 && jq -e ".spec.size == 5" w2.json
+'
+
+test_expect_success 'permanent errors: 422 with causes, 404 namespace; each reported at once, exit 100' '
+	cat >bad.yaml <<-\EOF &&
+	apiVersion: test.example.org/v1
+	kind: Widget
+	metadata: {name: bad, namespace: ns}
+	spec: {color: pink}
+	---
+	apiVersion: v1
+	kind: ConfigMap
+	metadata: {name: lost, namespace: nowhere}
+	---
+	apiVersion: v1
+	kind: ConfigMap
+	metadata: {name: fine, namespace: ns}
+	---
+	apiVersion: nothing.example.org/v1
+	kind: Nothing
+	metadata: {name: nope, namespace: ns}
+	EOF
+	test_expect_code 100 timeout 60 kapply -f bad.yaml >out 2>err &&
+	jq -e -s "length == 4" out &&
+	result_for bad ".ok == false and .code == 422 and .reason == \"Invalid\" and
+		(.causes | any(.field == \"spec.color\"))" out &&
+	result_for lost ".ok == false and .code == 404 and .reason == \"NotFound\" and
+		(.message | test(\"nowhere\"))" out &&
+	result_for nope ".ok == false and .code == 404" out &&
+	result_for fine ".ok == true" out &&
+	! grep -q retrying err
+'
+
+test_expect_success 'stream: a namespace and its objects in one stream, many in flight; other lines pass in order' '
+	{
+		echo "{\"op\":\"status\",\"primary\":\"ns2/a\",\"n\":0}" &&
+		echo "{\"op\":\"apply\",\"primary\":\"ns2/a\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"ns2\"}}}" &&
+		for i in $(seq 1 40); do
+			echo "{\"op\":\"apply\",\"primary\":\"ns2/a\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c$i\",\"namespace\":\"ns2\"},\"data\":{\"i\":\"$i\"}}}" || return 1
+		done &&
+		echo "{\"op\":\"status\",\"primary\":\"ns2/a\",\"n\":1}" &&
+		echo "not an object, passed through" | jq -R . &&
+		echo "{\"op\":\"event\",\"n\":2}"
+	} >in &&
+	timeout 60 kapply --concurrency 8 <in >out 2>err &&
+	jq -e -s "length == 45" out &&
+	jq -e -s "[.[] | select(type == \"object\" and .op == \"result\")] | length == 41 and all(.ok)" out &&
+	# the first status line goes first; the second one waits for the applies of its primary
+	jq -e -s ".[0].n == 0 and .[42].n == 1 and .[43] == \"not an object, passed through\" and .[44].n == 2" out &&
+	timeout 30 kubectl get cm -n ns2 -o json >list.json &&
+	jq -e "[.items[] | select(.metadata.name | startswith(\"c\"))] | length == 40" list.json
+'
+
+test_expect_success 'stream: operations on one object keep their order' '
+	for i in 1 2 3 4 5 6; do
+		echo "{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ordered\",\"namespace\":\"ns\"},\"data\":{\"v\":\"$i\"}}}" || return 1
+	done >in &&
+	timeout 60 kapply --concurrency 8 <in >out 2>err &&
+	jq -s -r ".[].resourceVersion" out >rvs &&
+	sort -n rvs >sorted && test_cmp sorted rvs &&
+	get cm ordered && jq -e ".data.v == \"6\"" ordered.json
+'
+
+test_expect_success 'a patch operation (merge) with a finalizer' '
+	echo "{\"op\":\"patch\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ordered\",\"namespace\":\"ns\"}},\"patchType\":\"merge\",\"patch\":{\"metadata\":{\"finalizers\":[\"example.org/f\"]}}}" >in &&
+	echo "{\"op\":\"patch\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ordered\",\"namespace\":\"ns\"}},\"patchType\":\"json\",\"patch\":[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]}" >>in &&
+	timeout 30 kapply <in >out 2>err &&
+	jq -e -s "length == 2 and all(.ok and .for == \"patch\")" out &&
+	get cm ordered && jq -e ".metadata.finalizers == null" ordered.json
+'
+
+test_expect_success 'cleanup' '
+	ksim_stop
+'
+
+test_done

@@ -1,0 +1,70 @@
+#!/bin/sh
+test_description='kapply --dry-run (client and server) and --diff'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+test_expect_success '--dry-run=client needs no server: what would be sent, per operation (golden)' '
+	timeout 30 kapply --dry-run --kubeconfig /nonexistent -f "$FIXTURES/manifest.yaml" >out 2>err &&
+	test_cmp_json "$FIXTURES/dry-run-manifest.expect" out
+'
+
+test_expect_success '--dry-run=client on a stream: other lines pass, a bad operation is reported (golden)' '
+	timeout 30 kapply --dry-run=client --kubeconfig /nonexistent -n ns <"$FIXTURES/stream.jsonl" >out 2>err &&
+	test_cmp_json "$FIXTURES/dry-run-stream.expect" out
+'
+
+ksim_start
+
+test_expect_success 'setup: ksim with a namespace and a ConfigMap' '
+	printf "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n" >ns.yaml &&
+	timeout 30 kapply -f ns.yaml >out 2>err &&
+	cat >cm.yaml <<-\EOF &&
+	apiVersion: v1
+	kind: ConfigMap
+	metadata: {name: settings, namespace: ns, labels: {a: b}}
+	data: {mode: slow, level: "3", extra: "gone soon"}
+	EOF
+	timeout 30 kapply -f cm.yaml >out 2>err
+'
+
+test_expect_success '--dry-run=server: sent with dryRun=All, nothing persisted' '
+	timeout 30 kubectl get cm settings -n ns -o json >before.json &&
+	timeout 30 kapply --dry-run=server -f "$FIXTURES/manifest.yaml" -n ns >out 2>err &&
+	jq -e -s "length == 3 and all(.ok and .dryRun == \"server\")" out &&
+	timeout 30 kubectl get cm settings -n ns -o json >after.json &&
+	test_cmp before.json after.json &&
+	test_must_fail timeout 30 kubectl get deploy web -n ns &&
+	test_must_fail timeout 30 kubectl get svc web -n ns
+'
+
+test_expect_success '--diff: what would change against the live objects, exit 1 (golden)' '
+	test_expect_code 1 timeout 30 kapply --diff -f "$FIXTURES/diff.yaml" -n ns >out 2>err &&
+	# in flight together, so in any order
+	jq -s -c "sort_by(.ref.name)[]" out >diff &&
+	test_cmp_json "$FIXTURES/diff.expect" diff &&
+	test_must_fail timeout 30 kubectl get cm fresh -n ns &&
+	timeout 30 kubectl get cm settings -n ns -o json >live.json &&
+	jq -e ".data.mode == \"slow\"" live.json
+'
+
+test_expect_success '--diff: nothing to change, no output, exit 0' '
+	timeout 30 kapply --diff -f cm.yaml >out 2>err &&
+	test ! -s out
+'
+
+test_expect_success '--diff of a deletion: the object would go (right uid) or stay (wrong uid)' '
+	timeout 30 kubectl get cm settings -n ns -o json >live.json &&
+	uid=$(jq -r .metadata.uid live.json) &&
+	echo "{\"op\":\"delete\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"settings\",\"namespace\":\"ns\",\"uid\":\"$uid\"}}}" >in &&
+	echo "{\"op\":\"delete\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"settings\",\"namespace\":\"ns\",\"uid\":\"other\"}}}" >>in &&
+	test_expect_code 1 timeout 30 kapply --diff <in >out 2>err &&
+	jq -e -s "length == 1 and .[0].op == \"diff\" and .[0].for == \"delete\" and .[0].changes[0].path == \".\" and
+		.[0].changes[0].from.data.mode == \"slow\" and (.[0].changes[0] | has(\"to\") | not)" out &&
+	timeout 30 kubectl get cm settings -n ns
+'
+
+test_expect_success 'cleanup' '
+	ksim_stop
+'
+
+test_done
