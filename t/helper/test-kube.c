@@ -7,7 +7,7 @@
  *   credentials [--kubeconfig F] N [K]
  *                                    N handles from kube_easy_new; before the K-th,
  *                                    kube_auth_failed (a 401); prints each Authorization.
- *                                    $KOP_TEST_BETWEEN runs (sh) before every handle but the first.
+ * $KOP_TEST_BETWEEN (sh) runs between two handles, requests or names of one command.
  *   response CODE [BODY-FILE [RETRY-AFTER [CURLCODE]]]
  *                                    kube_response_from as JSON
  *   discovery-find DIR NAME...       kube_discovery_find on the .json files in DIR
@@ -195,6 +195,19 @@ static struct kube_client *client_from(const struct kopts *o)
 	return c;
 }
 
+/* $KOP_TEST_BETWEEN, a test's hook between two steps (rotate a token file, create a CRD); $J is the step. */
+static void between(int j)
+{
+	char num[16];
+
+	if (j < 2 || !getenv("KOP_TEST_BETWEEN"))
+		return;
+	snprintf(num, sizeof(num), "%d", j);
+	setenv("J", num, 1);
+	if (system(getenv("KOP_TEST_BETWEEN")))
+		printf("%d hook failed\n", j);
+}
+
 static int cmd_credentials(int argc, char **argv)
 {
 	struct kopts o;
@@ -215,15 +228,7 @@ static int cmd_credentials(int argc, char **argv)
 		CURL *e;
 		const char *auth = NULL;
 
-		if (j > 1 && getenv("KOP_TEST_BETWEEN")) {
-			char num[16];
-
-			/* a test's hook between two requests: rotate a token file, ... */
-			snprintf(num, sizeof(num), "%d", j);
-			setenv("J", num, 1);
-			if (system(getenv("KOP_TEST_BETWEEN")))
-				printf("%d hook failed\n", j);
-		}
+		between(j);
 		if (j == k)
 			kube_auth_failed(c);
 		e = kube_easy_new(c, "GET", "/api", &h, err);
@@ -356,6 +361,8 @@ static int cmd_request(int argc, char **argv)
 	for (n = 0; n < o.repeat; n++) {
 		struct kube_response r;
 
+		between(n + 1);
+
 		if (i + 2 < argc) {
 			char err[KOP_ERRLEN];
 
@@ -377,15 +384,16 @@ static int cmd_request(int argc, char **argv)
 static int cmd_resolve(int argc, char **argv)
 {
 	struct kopts o;
-	int i = parse_kopts(argc, argv, &o), bad = 0;
+	int i = parse_kopts(argc, argv, &o), bad = 0, j;
 	struct kube_client *c = client_from(&o);
 
 	if (!c)
 		return 1;
-	for (; i < argc; i++) {
+	for (j = 1; i < argc; i++, j++) {
 		struct kube_resource r;
 		char err[KOP_ERRLEN];
 
+		between(j);
 		if (kube_resolve(c, argv[i], &r, err)) {
 			printf("%s error: %s\n", argv[i], err);
 			bad = 1;
