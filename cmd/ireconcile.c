@@ -840,6 +840,7 @@ static void apply_children(struct prim *p, jv children, struct kop_hmap *desired
 		free(fkey);
 		free(key);
 	}
+	jv_free(children);
 }
 
 /* Deletes what p owns, is of a child kind, and is no longer desired. */
@@ -946,6 +947,7 @@ static void write_events(struct prim *p, jv events, struct counts *n)
 		emit(jv_object_set(op_line("event", p->key), jv_string("event"), ev));
 		n->events++;
 	}
+	jv_free(events);
 }
 
 static void reconcile(struct prim *p, int64_t now)
