@@ -203,18 +203,20 @@ test_expect_success 'an update below the limit is admitted at once' '
 	echo "[\"Processing\",[\"True\",\"Updating\"]]" >expect && test_cmp expect actual
 '
 
-test_expect_success 'deletion: children none, not finalized while the namespace exists' '
+test_expect_success 'deletion: all but the namespace kept as they are, not finalized while it exists' '
 	jq -c ".metadata.deletionTimestamp = \"2026-11-22T10:00:00Z\"" parent.available.json >p-del.json &&
 	run p-del.json ready.view "{\"finalizing\": true}" del1 &&
-	jq -c "[.children, .status, .finalized, [.events[].reason]]" del1.json >actual &&
-	echo "[[],null,false,[\"Deleting\"]]" >expect && test_cmp expect actual
+	jq -c "[(.children | length), (.children | map(select(.kind == \"Namespace\")) | length), .status, .finalized, [.events[].reason]]" del1.json >actual &&
+	echo "[19,0,null,false,[\"Deleting\"]]" >expect && test_cmp expect actual &&
+	jq -c "[.children[] | keys] | unique" del1.json >actual &&
+	echo "[[\"apiVersion\",\"kind\",\"metadata\"]]" >expect && test_cmp expect actual
 '
 
 test_expect_success 'deletion: finalized once the namespace is terminating or gone (B22)' '
 	jq -c "map(if .kind == \"Namespace\" then .metadata.deletionTimestamp = \"2026-11-22T10:00:01Z\" | .status.phase = \"Terminating\" else . end)" ready.view >term.view &&
 	run p-del.json term.view "{\"finalizing\": true}" del2 &&
-	jq -c "[.children, .finalized, .events]" del2.json >actual &&
-	echo "[[],true,[]]" >expect && test_cmp expect actual &&
+	jq -c "[(.children | length), .finalized, .events]" del2.json >actual &&
+	echo "[19,true,[]]" >expect && test_cmp expect actual &&
 	run p-del.json /dev/null "{\"finalizing\": true}" del3 &&
 	jq -c "[.children, .finalized]" del3.json >actual &&
 	echo "[[],true]" >expect && test_cmp expect actual
