@@ -347,6 +347,7 @@ static const char *curl_reason(CURLcode cc)
 	case CURLE_ABORTED_BY_CALLBACK: return "Aborted";
 	case CURLE_URL_MALFORMAT: return "BadURL";
 	case CURLE_UNSUPPORTED_PROTOCOL: return "UnsupportedProtocol";
+	case CURLE_LOGIN_DENIED: return "CredentialsUnavailable";
 	default: return "ConnectionError";
 	}
 }
