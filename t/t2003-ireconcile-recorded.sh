@@ -1,0 +1,53 @@
+#!/bin/sh
+test_description='ireconcile: real recorded watch streams (shared/recordings/deployment)'
+. "${0%/*}/test-lib.sh"
+
+for in in "$FIXTURES"/*.in.jsonl
+do
+	name=$(basename "$in" .in.jsonl)
+	test_expect_success "golden: $name" '
+		ireconcile -v "$FIXTURES/rollout" <"$in" >$name.out 2>$name.err &&
+		test_no_sanitizer_report $name.err &&
+		test_cmp_json "$FIXTURES/$name.expect.jsonl" $name.out &&
+		! grep -E "\"level\":\"(warn|error)\"" $name.err
+	'
+done
+
+test_expect_success 'a whole rollout read at once is one reconcile' '
+	jq -r "select(.msg | startswith(\"reconciled \")) | .primary" <03-rolled.err >reconciled &&
+	echo rec-deploy/web >expect &&
+	test_cmp expect reconciled
+'
+
+test_expect_success 'children map back by owner reference (ReplicaSets) and by label (pods)' '
+	jq -r ".object.data | .replicaSets, .running" <03-rolled.out >seen &&
+	cat >expect <<-\EOF &&
+	web-5c6d6746f4,web-5d77888775
+	web-5d77888775-fkj2x,web-5d77888775-hkjcj,web-5d77888775-m7q5r
+	EOF
+	test_cmp expect seen
+'
+
+test_expect_success 'the desired child gets the controller owner reference' '
+	jq -c ".object.metadata.ownerReferences" <01-initial.out >refs &&
+	echo "[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"web\",\"uid\":\"9c6e1345-a864-4311-b448-d2b282a32dc3\",\"controller\":true,\"blockOwnerDeletion\":true}]" >expect &&
+	test_cmp expect refs
+'
+
+test_expect_success 'the same streams fed live, event by event, end in the same state' '
+	mkfifo in &&
+	{ timeout 30 ireconcile -v "$FIXTURES/rollout" <in >live.out 2>live.err & } &&
+	pid=$! &&
+	exec 5>in &&
+	while read -r line
+	do
+		printf "%s\n" "$line" >&5 && sleep 0.02 || return 1
+	done <"$FIXTURES/03-rolled.in.jsonl" &&
+	exec 5>&- &&
+	wait $pid &&
+	test $(jq -r "select(.msg | startswith(\"reconciled \")) | .primary" <live.err | wc -l) -gt 1 &&
+	tail -n 1 live.out >last &&
+	test_cmp_json "$FIXTURES/03-rolled.expect.jsonl" last
+'
+
+test_done
