@@ -100,6 +100,16 @@ static jv not_found(const struct ksim_type *t, const char *name)
 	return s;
 }
 
+/* The code of a Status object. */
+static int status_code(jv st)
+{
+	jv c = jv_get_kind(st) == JV_KIND_OBJECT ? jv_object_get(jv_copy(st), jv_string("code")) : jv_invalid();
+	int code = jv_get_kind(c) == JV_KIND_NUMBER ? (int)jv_number_value(c) : 500;
+
+	jv_free(c);
+	return code;
+}
+
 static jv bad_request(const char *msg)
 {
 	return ksim_status(400, "BadRequest", msg, jv_null());
@@ -254,8 +264,8 @@ static void route_release(struct route *r)
 /* 0 = routed; -1 = unknown path (plain 404). */
 static int route(const char *path, struct route *r)
 {
-	char *segs[8];
-	int n = 0, i;
+	char *segs[9];
+	int n = 0, i, more = 0;
 	char *copy = kop_strdup(path), *p = copy, *version;
 	const char *group;
 	int ret = -1;
@@ -263,9 +273,13 @@ static int route(const char *path, struct route *r)
 	memset(r, 0, sizeof(*r));
 	while (*p == '/')
 		p++;
-	while (*p && n < 8) {
+	while (*p) {
 		char *s = strchr(p, '/');
 
+		if (n == 9) {
+			more = 1;
+			break;
+		}
 		if (s)
 			*s = 0;
 		segs[n++] = p;
@@ -273,7 +287,7 @@ static int route(const char *path, struct route *r)
 			break;
 		p = s + 1;
 	}
-	if (*p && n == 8)
+	if (more)
 		goto out;
 	if (n >= 2 && !strcmp(segs[0], "api")) {
 		group = "";
@@ -745,7 +759,7 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 		if (namespace_ok(t, ns, name, &e) < 0) {
 			*out = e;
 			jv_free(obj);
-			return jv_number_value(jv_object_get(jv_copy(e), jv_string("code")));
+			return status_code(e);
 		}
 	}
 	old = ksim_store_get(t->gr, ns, name);
@@ -998,10 +1012,35 @@ out:
 
 static int parse_body(const struct ksim_request *rq, jv *obj, jv *err)
 {
+	const char *ct = rq->content_type ? rq->content_type : "";
 	jv v;
 
 	if (!rq->body || !rq->body_len) {
 		*err = bad_request("the body of the request is empty");
+		return -1;
+	}
+	if (!strncmp(ct, "application/yaml", 16)) {
+		char e[KOP_ERRLEN];
+		jv docs;
+
+		if (kop_yaml_load(rq->body, rq->body_len, "request body", &docs, e) < 0) {
+			*err = bad_request(e);
+			return -1;
+		}
+		if (jv_array_length(jv_copy(docs)) != 1) {
+			jv_free(docs);
+			*err = bad_request("the body of the request must hold exactly one YAML document");
+			return -1;
+		}
+		*obj = jv_array_get(docs, 0);
+		return 0;
+	}
+	if (*ct && strncmp(ct, "application/json", 16) && strncmp(ct, "application/", 12) == 0 &&
+	    !strstr(ct, "json")) {
+		/* protobuf and CBOR bodies are not decoded: clients then see what a server without them says */
+		*err = ksim_status(415, "UnsupportedMediaType",
+				   "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+				   jv_null());
 		return -1;
 	}
 	v = jv_parse_sized(rq->body, (int)rq->body_len);
@@ -1435,7 +1474,7 @@ static int do_put(const struct ksim_request *rq, const struct route *r, const st
 	const char *bname;
 
 	if (body_object(rq, r->t, &obj, out) < 0)
-		return 400;
+		return status_code(*out);
 	bname = ksim_str(obj, "metadata.name");
 	if (bname && strcmp(bname, r->name)) {
 		struct kop_buf b = KOP_BUF_INIT;
@@ -1502,7 +1541,7 @@ static int do_patch(const struct ksim_request *rq, const struct route *r, const 
 		}
 		patch = jv_array_get(docs, 0);
 	} else if (parse_body(rq, &patch, out) < 0) {
-		return 400;
+		return status_code(*out);
 	}
 	if (apply) {
 		jv conflicts = jv_null();
@@ -1973,6 +2012,23 @@ void ksim_handle(const struct ksim_request *rq, struct ksim_response *rs)
 		}
 		jv_free(d);
 	}
+	if (!strcmp(m, "GET") && !strcmp(rq->path, "/openapi/v2")) {
+		/*
+		 * kubectl 1.27 loads OpenAPI v2 (protobuf only) before it applies
+		 * anything. An empty document (no definitions) makes it skip
+		 * client-side validation and compute patches from its compiled-in
+		 * types; the fieldValidation check reads /openapi/v3.
+		 */
+		static const char doc[] = "\x0a\x03" "2.0" "\x12\x15\x0a\x0a" "Kubernetes" "\x12\x07" "v1.30.0"
+					  "\x42\x00";
+
+		rs->code = 200;
+		rs->text_len = sizeof(doc) - 1;
+		rs->text = kop_malloc(rs->text_len + 1);
+		memcpy(rs->text, doc, rs->text_len + 1);
+		rs->content_type = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+		goto done;
+	}
 	if (route(rq->path, &r) < 0) {
 		rs->code = 404;
 		rs->text = kop_strdup("404 page not found\n");
@@ -2029,7 +2085,7 @@ void ksim_handle(const struct ksim_request *rq, struct ksim_response *rs)
 		jv obj;
 
 		if (body_object(rq, r.t, &obj, &out) < 0)
-			answer(rs, 400, out);
+			answer(rs, status_code(out), out);
 		else if (!(r.t->flags & KT_NAMESPACED) || r.ns)
 			answer(rs, (code = do_create(r.t, r.ns, obj, &o, 0, &out)), out);
 		else {

@@ -78,9 +78,10 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int code, jv body, jv
 	return ret;
 }
 
-static enum MHD_Result send_text(struct MHD_Connection *c, int code, const char *text, const char *ctype)
+static enum MHD_Result send_bytes(struct MHD_Connection *c, int code, const char *text, size_t len,
+				    const char *ctype)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result ret;
 
 	add_common_headers(r, ctype ? ctype : "text/plain; charset=utf-8");
@@ -88,6 +89,11 @@ static enum MHD_Result send_text(struct MHD_Connection *c, int code, const char 
 	ret = MHD_queue_response(c, code, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *c, int code, const char *text, const char *ctype)
+{
+	return send_bytes(c, code, text, strlen(text), ctype);
 }
 
 /* The admin endpoints (loopback, no authentication: tests and fault injection). */
@@ -199,7 +205,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		ret = MHD_queue_response(c, 200, r);
 		MHD_destroy_response(r);
 	} else if (rs.text) {
-		ret = send_text(c, rs.code, rs.text, rs.content_type);
+		ret = send_bytes(c, rs.code, rs.text, rs.text_len ? rs.text_len : strlen(rs.text), rs.content_type);
 	} else {
 		ret = send_json(c, rs.code, jv_copy(rs.body), jv_copy(rs.warnings));
 	}
@@ -252,15 +258,17 @@ struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *k
 			return NULL;
 		}
 		flags |= MHD_USE_TLS;
-		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				     MHD_OPTION_SOCK_ADDR, &sa,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-				     (unsigned)600, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				     (unsigned)600,
 				     MHD_OPTION_HTTPS_MEM_CERT, cert_pem, MHD_OPTION_HTTPS_MEM_KEY, key_pem,
 				     MHD_OPTION_END);
 	} else {
-		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				     MHD_OPTION_SOCK_ADDR, &sa,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-				     (unsigned)600, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+				     (unsigned)600, MHD_OPTION_END);
 	}
 	if (!d) {
 		kop_error(err, "unable to listen on '127.0.0.1:%d'", port);

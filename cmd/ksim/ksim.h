@@ -162,7 +162,8 @@ struct ksim_request {
 struct ksim_response {
 	int code;
 	jv body;		/* JSON answer, or jv_invalid() when text is set */
-	char *text;		/* a plain-text answer ("404 page not found") */
+	char *text;		/* a plain-text or binary answer ("404 page not found") */
+	size_t text_len;	/* its length (0: strlen(text)) */
 	const char *content_type;	/* NULL = application/json */
 	struct ksim_watch *watch;	/* non-NULL: stream this watch (http.c) */
 	jv warnings;		/* array of strings for Warning: headers */
