@@ -1060,11 +1060,21 @@ static struct op *next_input(void)
 	return NULL;
 }
 
+/* Whether every complete line read so far is in the queue (so more may be read). */
+static int need_input;
+
 static void read_input(void)
 {
 	struct op *op;
 
-	while (!stopping && queue_len < QUEUE_MAX && (op = next_input())) {
+	need_input = 0;
+	for (;;) {
+		if (stopping || queue_len >= QUEUE_MAX)
+			return;
+		if (!(op = next_input())) {
+			need_input = 1;
+			return;
+		}
 		queue_push(op);
 		if (opt.dry_run == DRY_CLIENT && op->kind != OP_PASS)
 			dry_run_client(op);
@@ -1209,7 +1219,8 @@ static void run(void)
 				break;
 			}
 		}
-		want_stdin = stream_mode && !input_done && !stopping && queue_len < QUEUE_MAX && !reader.eof;
+		/* Backpressure: stdin is read only once the lines already read are all queued. */
+		want_stdin = stream_mode && need_input && !input_done && !stopping && !reader.eof;
 		if (!multi) {
 			if (want_stdin && stdin_ready((int)wait) && kop_jsonl_read_fd(&reader, 0) < 0 && errno != EINTR &&
 			    errno != EAGAIN) {
