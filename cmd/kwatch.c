@@ -402,6 +402,10 @@ static int finish(struct res *r, CURLcode cc)
 	case KW_NEXT_NOW:
 		if (opt.once && r->w.synced)
 			r->done = 1;	/* --once: no watch after the state */
+		if (!r->w.err_code && !r->w.need_list && !r->done && !strcmp(verb, "watch"))
+			tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
+				  "%s of '%s' ended (%zu events); resuming at resourceVersion %s", verb, r->w.name,
+				  r->w.events, r->w.rv ? r->w.rv : "");
 		if (r->w.err_code)
 			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("code"),
 						      jv_number(r->w.err_code)),
@@ -628,8 +632,9 @@ static void setup_resource(struct res *r, const char *arg)
 
 	parse_spec(arg, &s);
 	memset(r, 0, sizeof(*r));
+	/* An unknown name is permanent; discovery that could not be fetched is not. */
 	if (kube_resolve(client, s.name, &r->r, err) < 0)
-		die(KOP_EXIT_PERM, "%s", err);
+		die(strncmp(err, "unable to get", 13) ? KOP_EXIT_PERM : KOP_EXIT_TEMP, "%s", err);
 	if (!has_verb(r->r.verbs, "list") || !has_verb(r->r.verbs, "watch"))
 		die(KOP_EXIT_PERM, "resource '%s' cannot be listed and watched", s.name);
 	if (s.ns_given)
