@@ -3,22 +3,15 @@ test_description='kwatch against ksim: initial state and live changes of several
 connections, expired resourceVersions, ERROR events, selectors, --once, idle restart, backpressure'
 . "${0%/*}/test-lib.sh"
 
-# ksim on a free loopback port; its kubeconfig in $TRASH/kc.
-test_expect_success 'start ksim' '
-	{ timeout 600 ksim --kubeconfig "$TRASH/kc" >ksim.log 2>&1 & echo $! >ksim.pid; } &&
-	test_wait_for 10 test -s kc &&
-	jq -r ".clusters[0].cluster.server" kc >server &&
-	test -s server
-'
-KUBECONFIG=$TRASH/kc
-export KUBECONFIG
+. "$TEST_DIRECTORY/lib-ksim.sh"
+ksim_start || exit 1
 
 # api METHOD PATH [BODY [CONTENT-TYPE]]: the answer on stdout; fails on HTTP errors.
 api () {
 	if test $# -ge 3; then
-		curl -sS -f -X "$1" -H "Content-Type: ${4:-application/json}" --data-binary "$3" "$(cat "$TRASH/server")$2"
+		curl -sS -f -X "$1" -H "Content-Type: ${4:-application/json}" --data-binary "$3" "$KSIM_URL$2"
 	else
-		curl -sS -f -X "$1" "$(cat "$TRASH/server")$2"
+		curl -sS -f -X "$1" "$KSIM_URL$2"
 	fi
 }
 cm () { # NAMESPACE NAME [LABELS-JSON]
@@ -122,7 +115,7 @@ test_expect_success 'a connection cut mid-stream resumes: nothing missed, nothin
 	i=1 &&
 	while test $i -le 40; do
 		cm b x$i || return 1
-		if test $i = 20; then api POST /ksim/cut-watches "" >/dev/null || return 1; fi
+		if test $i = 20; then ksim_admin cut-watches || return 1; fi
 		i=$((i + 1))
 	done &&
 	test_wait_for 30 has 40 out ".type == \"ADDED\"" &&
@@ -142,11 +135,11 @@ test_expect_success 'an expired resourceVersion: exactly the difference, DELETED
 	kw_start out -n c configmaps &&
 	test_wait_for 20 has 1 out ".type == \"BOOKMARK\"" &&
 	kill -STOP $(cat out.kwpid) &&
-	api POST /ksim/cut-watches "" >/dev/null &&
+	ksim_admin cut-watches &&
 	api DELETE /api/v1/namespaces/c/configmaps/c1 >/dev/null &&
 	cm_patch c c2 "{\"data\":{\"v\":\"2\"}}" &&
 	cm c c4 &&
-	api POST /ksim/compact "" >/dev/null &&
+	ksim_admin compact &&
 	kill -CONT $(cat out.kwpid) &&
 	test_wait_for 20 after_count 3 out &&
 	sleep 1 &&
@@ -162,7 +155,7 @@ test_expect_success 'an expired resourceVersion: exactly the difference, DELETED
 test_expect_success 'an ERROR 410 event: relist, nothing repeated, then live again' '
 	kw_start out -n c configmaps &&
 	test_wait_for 20 has 1 out ".type == \"BOOKMARK\"" &&
-	api POST /ksim/error-watches "" >/dev/null &&
+	ksim_admin error-watches &&
 	test_wait_for 20 grep -q expired out.err &&
 	cm c c5 &&
 	test_wait_for 20 has 1 out ".object.metadata.name == \"c5\"" &&
@@ -251,7 +244,7 @@ test_expect_success 'backpressure: a stdout nobody reads blocks kwatch; then eve
 '
 
 test_expect_success 'stop ksim' '
-	kill $(cat ksim.pid)
+	ksim_stop
 '
 
 test_done
