@@ -123,6 +123,17 @@ test_expect_success 'a deletion sends the uid precondition and propagation polic
 	jq -e ".for == \"delete\" and .ok == true and .code == 404" out
 '
 
+test_expect_success '--qps and --burst limit the request rate' '
+	for i in 1 2 3 4 5 6 7 8 9 10 11; do cm q || return 1; done >in &&
+	start=$(date +%s%N) &&
+	timeout 60 kapply --kubeconfig kubeconfig --qps 10 --burst 1 <in >out 2>err &&
+	end=$(date +%s%N) &&
+	test $(requests PATCH q) = 11 &&
+	jq -e -s "length == 11 and all(.ok)" out &&
+	# one token at once, then ten more at 10 per second
+	test $(( (end - start) / 1000000 )) -ge 900
+'
+
 test_expect_success 'a server that is not there: connection errors are retried, then reported (exit 111)' '
 	stop_fake &&
 	test_expect_code 111 timeout 60 kapply --kubeconfig kubeconfig --max-retries 1 -f down.yaml >out 2>err &&
