@@ -52,6 +52,14 @@ test_expect_success '--diff: nothing to change, no output, exit 0' '
 	test ! -s out
 '
 
+test_expect_success '--diff of a patch: the change it would make, nothing written' '
+	echo "{\"op\":\"patch\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"settings\",\"namespace\":\"ns\"}},\"patchType\":\"merge\",\"patch\":{\"data\":{\"level\":\"4\"}}}" >in &&
+	test_expect_code 1 timeout 30 kapply --diff <in >out 2>err &&
+	jq -e ".op == \"diff\" and .for == \"patch\" and .changes == [{\"path\":\".data.level\",\"from\":\"3\",\"to\":\"4\"}]" out &&
+	timeout 30 kubectl get cm settings -n ns -o json >live.json &&
+	jq -e ".data.level == \"3\"" live.json
+'
+
 test_expect_success '--diff of a deletion: the object would go (right uid) or stay (wrong uid)' '
 	timeout 30 kubectl get cm settings -n ns -o json >live.json &&
 	uid=$(jq -r .metadata.uid live.json) &&
