@@ -550,6 +550,7 @@ static void set_err(struct kw_watch *w, long code, jv status)
 	else
 		kop_error(w->err, "no answer");
 	jv_free(msg);
+	jv_free(status);
 }
 
 enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv status, int64_t elapsed_ms)
