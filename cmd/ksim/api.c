@@ -1339,7 +1339,7 @@ static int do_list(const struct ksim_request *rq, const struct route *r, jv *out
 			goto bad;
 		}
 		after = kop_strdup(jv_string_value(start));
-		if (jv_number_value(rvj) >= 0 && (uint64_t)jv_number_value(rvj) < ksim.compacted) {
+		if (jv_number_value(rvj) >= 0 && ksim.compacted && (uint64_t)jv_number_value(rvj) <= ksim.compacted) {
 			char *nt = continue_token(-1, after);
 
 			*out = ksim_status(410, "Expired",
@@ -1509,6 +1509,43 @@ static int do_put(const struct ksim_request *rq, const struct route *r, const st
 	return do_update(r->t, old, obj, r->sub, o, 0, out);
 }
 
+static int has_annotation(jv obj, const char *key)
+{
+	jv a = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("metadata"), jv_string("annotations"), jv_string(key)));
+	int has = jv_get_kind(a) == JV_KIND_STRING;
+
+	jv_free(a);
+	return has;
+}
+
+/*
+ * kube-apiserver lets `kubectl apply --server-side` take over fields that
+ * `kubectl apply` (client-side) set: when every conflict is with the
+ * client-side manager and the live object carries the last-applied
+ * annotation, the apply is forced (managedfields' lastAppliedManager; it
+ * also compares the values with the annotation's, which is skipped here).
+ */
+static int upgrade_from_csa(jv live, jv conflicts, const char *manager)
+{
+	int ok;
+
+	if (!manager || strcmp(manager, "kubectl") || !jv_is_valid(live) ||
+	    !has_annotation(live, "kubectl.kubernetes.io/last-applied-configuration"))
+		ok = 0;
+	else
+		ok = jv_get_kind(conflicts) == JV_KIND_ARRAY && jv_array_length(jv_copy(conflicts)) > 0;
+	if (ok) {
+		jv_array_foreach(conflicts, i, c) {
+			const char *m = ksim_str(c, "manager");
+
+			if (!m || strcmp(m, "kubectl-client-side-apply"))
+				ok = 0;
+			jv_free(c);
+		}
+	}
+	return ok;
+}
+
 static int do_patch(const struct ksim_request *rq, const struct route *r, const struct wopts *o, jv *out)
 {
 	const char *ct = rq->content_type ? rq->content_type : "";
@@ -1544,7 +1581,7 @@ static int do_patch(const struct ksim_request *rq, const struct route *r, const 
 		return status_code(*out);
 	}
 	if (apply) {
-		jv conflicts = jv_null();
+		jv conflicts = jv_null(), saved = jv_null();
 		char now[32];
 		const char *av = ksim_str(patch, "apiVersion"), *name = ksim_str(patch, "metadata.name");
 		int rc;
@@ -1610,10 +1647,22 @@ static int do_patch(const struct ksim_request *rq, const struct route *r, const 
 				return 409;
 			}
 			jv_free(applied_rv);
+			saved = jv_copy(patch);
 			rc = kop_ssa_apply(jv_is_valid(old) ? jv_copy(old) : jv_null(), patch, query(rq, "fieldManager"),
 					   o->force, r->sub, now, li, &res, &conflicts, err);
 			jv_free(li);
 		}
+		if (rc == 1 && upgrade_from_csa(old, conflicts, query(rq, "fieldManager"))) {
+			/* kube-apiserver's lastAppliedManager: client-side apply hands over to kubectl's SSA */
+			jv li = listinfo(r->t);
+
+			jv_free(conflicts);
+			conflicts = jv_null();
+			rc = kop_ssa_apply(jv_copy(old), jv_copy(saved), query(rq, "fieldManager"), 1, r->sub, now, li,
+					   &res, &conflicts, err);
+			jv_free(li);
+		}
+		jv_free(saved);
 		if (rc == 1) {
 			char *msg = kop_ssa_conflict_message(conflicts);
 
