@@ -56,11 +56,18 @@ enum {
 
 struct prim;
 
-/* A live object in the view. */
+/*
+ * A live object in the view. It is kept as compact JSON text, parsed only
+ * when a reconcile needs it: parsed jv objects take ten times the memory of
+ * their text, and a reconcile touches few objects.
+ */
 struct obj {
 	char *key;			/* "Kind.group|ns/name" */
 	const struct kop_kind *kind;
-	jv v;				/* without managedFields */
+	char *text;			/* the object without managedFields */
+	size_t len;
+	char *name, *ns, *uid;		/* ns and uid "" when none */
+	int deleting;			/* metadata.deletionTimestamp is set */
 	char *rv;			/* metadata.resourceVersion ("" when none) */
 	char *owner_uid;		/* controller reference's uid when mapped by owner reference */
 	struct prim *prim;		/* children and observed: their primary */
@@ -261,7 +268,10 @@ static void obj_free(void *v)
 	struct obj *o = v;
 
 	free(o->key);
-	jv_free(o->v);
+	free(o->text);
+	free(o->name);
+	free(o->ns);
+	free(o->uid);
 	free(o->rv);
 	free(o->owner_uid);
 	free(o);
@@ -293,19 +303,20 @@ static void link_child(struct obj *o, struct prim *p)
 	p->children = o;
 }
 
-/* Recomputes a primary's aggregate flags; the cache goes stale when one flips. */
-static void update_aggs(struct prim *p)
+/* Recomputes a primary's aggregate flags from obj (borrowed; jv_null() when
+ * gone); the cache goes stale when one flips. */
+static void update_aggs(struct prim *p, jv obj)
 {
 	size_t i;
 
 	for (i = 0; i < E.prog.naggs; i++) {
 		int flag = 0;
 
-		if (p->obj) {
+		if (jv_get_kind(obj) == JV_KIND_OBJECT) {
 			jv r;
 			char err[KOP_ERRLEN];
 
-			if (kop_jq_run1(E.prog.aggs[i].jq, jv_copy(p->obj->v), &r, err) < 0) {
+			if (kop_jq_run1(E.prog.aggs[i].jq, jv_copy(obj), &r, err) < 0) {
 				tool_logj(LOG_WARN, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
 					  "unable to evaluate aggregate '%s' for '%s': %s", E.prog.aggs[i].name, p->key,
 					  err);
@@ -335,7 +346,7 @@ static void remove_obj(struct obj *o)
 	} else if (o->kind->role == KOP_ROLE_PRIMARY) {
 		if (p && p->obj == o) {
 			p->obj = NULL;
-			update_aggs(p);
+			update_aggs(p, jv_null());
 			enqueue(p);
 		}
 	} else {
@@ -353,6 +364,8 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 	struct obj *o;
 	char *key;
 	const char *rv;
+	jv text;
+	size_t tlen;
 
 	if (!name || !*name || !kind || !av) {
 		log_warn("line %zu: %s without %s; skipped", lineno, "an object",
@@ -386,8 +399,11 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 				    jv_object_delete(jv_object_get(jv_copy(obj), jv_string("metadata")),
 						     jv_string("managedFields")));
 	rv = meta(obj, "resourceVersion");
-	if (o && rv && *rv && !strcmp(o->rv, rv) && jv_equal(jv_copy(o->v), jv_copy(obj))) {
+	text = jv_dump_string(jv_copy(obj), 0);
+	tlen = (size_t)jv_string_length_bytes(jv_copy(text));
+	if (o && o->len == tlen && !memcmp(o->text, jv_string_value(text), tlen)) {
 		free(key);	/* the same state again (a replay, a relist): nothing new */
+		jv_free(text);
 		jv_free(obj);
 		return;
 	}
@@ -400,13 +416,13 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 			if (o)
 				remove_obj(o);
 			free(key);
+			jv_free(text);
 			jv_free(obj);
 			return;
 		}
 		if (!o) {
 			o = kop_calloc(1, sizeof(*o));
 			o->key = key;
-			o->v = jv_null();
 			kop_hmap_put(&E.objs, key, o);
 		} else {
 			free(key);
@@ -425,17 +441,25 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		if (!o) {
 			o = kop_calloc(1, sizeof(*o));
 			o->key = key;
-			o->v = jv_null();
 			kop_hmap_put(&E.objs, key, o);
 		} else {
 			free(key);
 		}
 	}
 	o->kind = k;
-	jv_free(o->v);
-	o->v = obj;
+	free(o->text);
+	o->text = kop_strndup(jv_string_value(text), tlen);
+	o->len = tlen;
+	jv_free(text);
 	free(o->rv);
 	o->rv = kop_strdup(rv ? rv : "");
+	free(o->name);
+	o->name = kop_strdup(name);
+	free(o->ns);
+	o->ns = kop_strdup(ns ? ns : "");
+	free(o->uid);
+	o->uid = kop_strdup(meta(obj, "uid") ? meta(obj, "uid") : "");
+	o->deleting = has_meta(obj, "deletionTimestamp");
 	switch (k->role) {
 	case KOP_ROLE_PRIMARY: {
 		struct kop_buf pk = KOP_BUF_INIT;
@@ -449,7 +473,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		kop_buf_release(&pk);
 		o->prim = p;	/* for primaries: a back pointer only, not a list */
 		p->obj = o;
-		update_aggs(p);
+		update_aggs(p, obj);
 		enqueue(p);
 		break;
 	}
@@ -462,6 +486,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 	default:
 		enqueue(o->prim);
 	}
+	jv_free(obj);
 }
 
 static void handle_event(jv ev, size_t lineno)
@@ -554,6 +579,39 @@ static int flight_check(struct prim *p, const char *fkey, jv sent, const char *l
 
 /* ---- one reconcile ------------------------------------------------------------------------ */
 
+/* Parses a stored object (text we wrote ourselves). Caller owns the result. */
+static jv parse_obj(const struct obj *o)
+{
+	return jv_parse_sized(o->text, (int)o->len);
+}
+
+/* What one reconcile parsed: the primary and the live objects it looked at. */
+struct rctx {
+	jv parent;
+	struct kop_hmap live;		/* objkey -> jv* (parsed, owned here) */
+};
+
+static void parsed_free(void *v)
+{
+	jv *j = v;
+
+	jv_free(*j);
+	free(j);
+}
+
+/* The parsed live object (borrowed from the context). */
+static jv live_of(struct rctx *c, const struct obj *o)
+{
+	jv *j = kop_hmap_get(&c->live, o->key);
+
+	if (!j) {
+		j = kop_malloc(sizeof(*j));
+		*j = parse_obj(o);
+		kop_hmap_put(&c->live, o->key, j);
+	}
+	return *j;
+}
+
 static jv build_related(void)
 {
 	size_t it = 0, i;
@@ -568,16 +626,15 @@ static jv build_related(void)
 			r = jv_object_set(r, jv_string(E.prog.kinds[i].key), jv_object());
 	while (kop_hmap_next(&E.related, &it, NULL, &v)) {
 		struct obj *o = v;
-		const char *ns = meta(o->v, "namespace"), *name = meta(o->v, "name");
 		struct kop_buf k = KOP_BUF_INIT;
 		jv group;
 
-		if (ns && *ns)
-			kop_buf_addf(&k, "%s/%s", ns, name);
+		if (*o->ns)
+			kop_buf_addf(&k, "%s/%s", o->ns, o->name);
 		else
-			kop_buf_adds(&k, name);
+			kop_buf_adds(&k, o->name);
 		group = jv_object_get(jv_copy(r), jv_string(o->kind->key));
-		r = jv_object_set(r, jv_string(o->kind->key), jv_object_set(group, jv_string(k.buf), jv_copy(o->v)));
+		r = jv_object_set(r, jv_string(o->kind->key), jv_object_set(group, jv_string(k.buf), parse_obj(o)));
 		kop_buf_release(&k);
 	}
 	E.related_cache = jv_copy(r);
@@ -609,25 +666,25 @@ static jv build_aggs(void)
 	return r;
 }
 
-static jv build_children(struct prim *p)
+static jv build_children(struct prim *p, struct rctx *ctx)
 {
 	jv c = jv_copy(E.children_empty);
 	struct obj *o;
 
 	for (o = p->children; o; o = o->next) {
 		jv group = jv_object_get(jv_copy(c), jv_string(o->kind->key));
-		const char *name = meta(o->v, "name"), *ns = meta(o->v, "namespace");
+		const char *name = o->name, *ns = o->ns;
 
-		if (jv_object_has(jv_copy(group), jv_string(name)) && ns) {
+		if (jv_object_has(jv_copy(group), jv_string(name)) && *ns) {
 			struct kop_buf k = KOP_BUF_INIT;
 
 			log_warn("primary '%s': two %s named '%s'; the one in '%s' is keyed '%s/%s'", p->key, o->kind->key,
 				 name, ns, ns, name);
 			kop_buf_addf(&k, "%s/%s", ns, name);
-			group = jv_object_set(group, jv_string(k.buf), jv_copy(o->v));
+			group = jv_object_set(group, jv_string(k.buf), jv_copy(live_of(ctx, o)));
 			kop_buf_release(&k);
 		} else {
-			group = jv_object_set(group, jv_string(name), jv_copy(o->v));
+			group = jv_object_set(group, jv_string(name), jv_copy(live_of(ctx, o)));
 		}
 		c = jv_object_set(c, jv_string(o->kind->key), group);
 	}
@@ -678,6 +735,20 @@ static jv ref_object(jv obj, int with_uid)
 	return jv_object_set(r, jv_string("metadata"), m);
 }
 
+/* The same for a stored object, named as the program names its kind. */
+static jv ref_of(const struct obj *o)
+{
+	jv m = jv_object_set(jv_object(), jv_string("name"), jv_string(o->name));
+	jv r = jv_object();
+
+	if (*o->ns)
+		m = jv_object_set(m, jv_string("namespace"), jv_string(o->ns));
+	m = jv_object_set(m, jv_string("uid"), jv_string(o->uid));
+	r = jv_object_set(r, jv_string("apiVersion"), jv_string(o->kind->api_version));
+	r = jv_object_set(r, jv_string("kind"), jv_string(o->kind->kind));
+	return jv_object_set(r, jv_string("metadata"), m);
+}
+
 static jv op_line(const char *op, const char *pkey)
 {
 	return jv_object_set(jv_object_set(jv_object(), jv_string("op"), jv_string(op)), jv_string("primary"),
@@ -688,10 +759,9 @@ struct counts {
 	unsigned applies, deletes, patches, statuses, events;
 };
 
-static void finalizer_patch(struct prim *p, jv patch, int64_t now, struct counts *n)
+static void finalizer_patch(struct prim *p, jv obj, jv patch, int64_t now, struct counts *n)
 {
 	const char *pkey = p->key;
-	jv obj = p->obj->v;
 	char *fkey = join2("patch", p->obj->key);
 
 	if (flight_check(p, fkey, patch, p->obj->rv, now)) {
@@ -726,9 +796,9 @@ static jv patch_op(const char *op, const char *path, jv value)
 	return o;
 }
 
-static void add_finalizer(struct prim *p, int64_t now, struct counts *n)
+static void add_finalizer(struct prim *p, jv parent, int64_t now, struct counts *n)
 {
-	jv list = jv_getpath(jv_copy(p->obj->v), path2("metadata", "finalizers"));
+	jv list = jv_getpath(jv_copy(parent), path2("metadata", "finalizers"));
 	jv patch = jv_array();
 
 	if (jv_get_kind(list) == JV_KIND_ARRAY) {
@@ -741,10 +811,10 @@ static void add_finalizer(struct prim *p, int64_t now, struct counts *n)
 		patch = jv_array_append(patch, patch_op("add", "/metadata/finalizers",
 							jv_array_append(jv_array(), jv_string(E.prog.finalizer))));
 	}
-	finalizer_patch(p, patch, now, n);
+	finalizer_patch(p, parent, patch, now, n);
 }
 
-static void remove_finalizer(struct prim *p, int index, int64_t now, struct counts *n)
+static void remove_finalizer(struct prim *p, jv parent, int index, int64_t now, struct counts *n)
 {
 	char path[64];
 	jv patch = jv_array();
@@ -752,7 +822,7 @@ static void remove_finalizer(struct prim *p, int index, int64_t now, struct coun
 	snprintf(path, sizeof(path), "/metadata/finalizers/%d", index);
 	patch = jv_array_append(patch, test_op(path, jv_string(E.prog.finalizer)));
 	patch = jv_array_append(patch, patch_op("remove", path, jv_invalid()));
-	finalizer_patch(p, patch, now, n);
+	finalizer_patch(p, parent, patch, now, n);
 }
 
 /* Logs a program error for p and backs off. */
@@ -797,7 +867,8 @@ static int check_output(jv out, char *err)
 }
 
 /* Applies what is desired and differs from the live object; fills desired (objkey -> 1). */
-static void apply_children(struct prim *p, jv children, struct kop_hmap *desired, int64_t now, struct counts *n)
+static void apply_children(struct prim *p, struct rctx *ctx, jv children, struct kop_hmap *desired, int64_t now,
+			   struct counts *n)
 {
 	static int one = 1;
 
@@ -823,12 +894,12 @@ static void apply_children(struct prim *p, jv children, struct kop_hmap *desired
 			jv_free(c);
 			continue;
 		}
-		c = kop_program_stamp(&E.prog, k->mapping, c, p->obj->v);
+		c = kop_program_stamp(&E.prog, k->mapping, c, ctx->parent);
 		key = obj_key(av, kind, ns, name);
 		kop_hmap_put(desired, key, &one);
 		live = kop_hmap_get(&E.objs, key);
 		fkey = join2("apply", key);
-		if (live && kop_json_subset(c, live->v)) {
+		if (live && kop_json_subset(c, live_of(ctx, live))) {
 			flight_forget(fkey);
 			jv_free(c);
 		} else if (flight_check(p, fkey, c, live ? live->rv : "", now)) {
@@ -846,20 +917,20 @@ static void apply_children(struct prim *p, jv children, struct kop_hmap *desired
 /* Deletes what p owns, is of a child kind, and is no longer desired. */
 static void prune(struct prim *p, struct kop_hmap *desired, int64_t now, struct counts *n)
 {
-	const char *puid = meta(p->obj->v, "uid");
+	const char *puid = p->obj->uid;
 	struct obj *o;
 
 	for (o = p->children; o; o = o->next) {
-		const char *uid = meta(o->v, "uid");
+		const char *uid = o->uid;
 		char *fkey;
 		jv sent;
 
 		if (o->kind->role != KOP_ROLE_CHILD || kop_hmap_get(desired, o->key))
 			continue;
-		if (o->owner_uid && puid && strcmp(o->owner_uid, puid))
+		if (o->owner_uid && *puid && strcmp(o->owner_uid, puid))
 			continue;	/* an earlier object of the same name owns it */
 		fkey = join2("delete", o->key);
-		if (has_meta(o->v, "deletionTimestamp") || !uid) {
+		if (o->deleting || !*uid) {
 			free(fkey);
 			continue;	/* going already */
 		}
@@ -867,7 +938,7 @@ static void prune(struct prim *p, struct kop_hmap *desired, int64_t now, struct 
 		if (flight_check(p, fkey, sent, o->rv, now)) {
 			jv line = op_line("delete", p->key);
 
-			line = jv_object_set(line, jv_string("object"), ref_object(o->v, 1));
+			line = jv_object_set(line, jv_string("object"), ref_of(o));
 			line = jv_object_set(line, jv_string("propagationPolicy"), jv_string("Background"));
 			emit(line);
 			n->deletes++;
@@ -898,9 +969,9 @@ static void tidy_errors(struct prim *p, struct kop_hmap *desired)
 }
 
 /* Writes the status when it differs; 0 when an identical one is in flight. */
-static int write_status(struct prim *p, jv status, int64_t now, struct counts *n)
+static int write_status(struct prim *p, jv parent, jv status, int64_t now, struct counts *n)
 {
-	jv live = jv_object_get(jv_copy(p->obj->v), jv_string("status"));
+	jv live = jv_object_get(jv_copy(parent), jv_string("status"));
 	char *fkey = join2("status", p->key);
 	int sent = 1;
 
@@ -909,7 +980,7 @@ static int write_status(struct prim *p, jv status, int64_t now, struct counts *n
 	if (jv_equal(jv_copy(status), live)) {
 		flight_forget(fkey);
 	} else if (flight_check(p, fkey, status, p->obj->rv, now)) {
-		jv obj = ref_object(p->obj->v, 1);
+		jv obj = ref_object(parent, 1);
 
 		obj = jv_object_set(obj, jv_string("status"), jv_copy(status));
 		emit(jv_object_set(op_line("status", p->key), jv_string("object"), obj));
@@ -922,7 +993,7 @@ static int write_status(struct prim *p, jv status, int64_t now, struct counts *n
 	return sent;
 }
 
-static void write_events(struct prim *p, jv events, struct counts *n)
+static void write_events(struct prim *p, jv parent, jv events, struct counts *n)
 {
 	jv_array_foreach(events, i, ev) {
 		jv involved;
@@ -936,7 +1007,7 @@ static void write_events(struct prim *p, jv events, struct counts *n)
 		if (!jv_object_has(jv_copy(ev), jv_string("type")))
 			ev = jv_object_set(ev, jv_string("type"), jv_string("Normal"));
 		if (!jv_object_has(jv_copy(ev), jv_string("involvedObject"))) {
-			jv r = ref_object(p->obj->v, 1), m = jv_object_get(jv_copy(r), jv_string("metadata"));
+			jv r = ref_object(parent, 1), m = jv_object_get(jv_copy(r), jv_string("metadata"));
 
 			involved = jv_object_set(jv_object(), jv_string("apiVersion"),
 						 jv_object_get(jv_copy(r), jv_string("apiVersion")));
@@ -950,35 +1021,28 @@ static void write_events(struct prim *p, jv events, struct counts *n)
 	jv_free(events);
 }
 
-static void reconcile(struct prim *p, int64_t now)
+/* One reconcile of p, whose parsed object is ctx->parent. */
+static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 {
 	struct counts n = { 0, 0, 0, 0, 0 };
 	int finalizing = 0, index = -1, status_sent = 1;
-	jv in, out, v;
+	jv in, out, v, parent = ctx->parent;
 	char err[KOP_ERRLEN], ts[40];
 	struct kop_hmap desired = KOP_HMAP_INIT;
-	int64_t t0 = kop_mono_ms();
+	int64_t t0 = kop_mono_ms(), t1, t2, t3;
 
-	p->due = 0;
-	if (!p->obj) {
-		if (!p->children) {
-			kop_hmap_remove(&E.prims, p->key);
-			prim_free(p);
-		}
-		return;
-	}
-	if (has_meta(p->obj->v, "deletionTimestamp")) {
+	if (p->obj->deleting) {
 		/* Being deleted: ours to finalize only while our finalizer holds it. */
-		if (!E.prog.finalizer || !has_finalizer(p->obj->v, E.prog.finalizer, &index))
+		if (!E.prog.finalizer || !has_finalizer(parent, E.prog.finalizer, &index))
 			return;
 		finalizing = 1;
-	} else if (E.prog.finalizer && !has_finalizer(p->obj->v, E.prog.finalizer, NULL)) {
-		add_finalizer(p, now, &n);
+	} else if (E.prog.finalizer && !has_finalizer(parent, E.prog.finalizer, NULL)) {
+		add_finalizer(p, parent, now, &n);
 	}
 
 	in = jv_object();
-	in = jv_object_set(in, jv_string("parent"), jv_copy(p->obj->v));
-	in = jv_object_set(in, jv_string("children"), build_children(p));
+	in = jv_object_set(in, jv_string("parent"), jv_copy(parent));
+	in = jv_object_set(in, jv_string("children"), build_children(p, ctx));
 	in = jv_object_set(in, jv_string("related"), build_related());
 	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
 	in = jv_object_set(in, jv_string("aggregates"), build_aggs());
@@ -987,10 +1051,12 @@ static void reconcile(struct prim *p, int64_t now)
 	in = jv_object_set(in, jv_string("now"),
 			   jv_string(E.now ? E.now : kop_time_rfc3339(ts, sizeof(ts), (time_t)(kop_wall_ms() / 1000))));
 	E.reconciles++;
+	t1 = kop_mono_ms();
 	if (kop_jq_run1(E.prog.sync, in, &out, err) < 0) {
 		program_failed(p, err, now);
 		return;
 	}
+	t2 = kop_mono_ms();
 	if (check_output(out, err) < 0 || kop_fn_resolve(out, &out, err) < 0) {
 		if (jv_is_valid(out))
 			jv_free(out);
@@ -998,9 +1064,10 @@ static void reconcile(struct prim *p, int64_t now)
 		return;
 	}
 
+	t3 = kop_mono_ms();
 	v = jv_object_get(jv_copy(out), jv_string("children"));
 	if (jv_get_kind(v) == JV_KIND_ARRAY)
-		apply_children(p, v, &desired, now, &n);
+		apply_children(p, ctx, v, &desired, now, &n);
 	else
 		jv_free(v);
 	prune(p, &desired, now, &n);
@@ -1008,20 +1075,20 @@ static void reconcile(struct prim *p, int64_t now)
 
 	v = jv_object_get(jv_copy(out), jv_string("status"));
 	if (jv_get_kind(v) == JV_KIND_OBJECT)
-		status_sent = write_status(p, v, now, &n);
+		status_sent = write_status(p, parent, v, now, &n);
 	else
 		jv_free(v);
 
 	/* Events that came with a status still in flight were sent with it already. */
 	v = jv_object_get(jv_copy(out), jv_string("events"));
 	if (jv_get_kind(v) == JV_KIND_ARRAY && status_sent)
-		write_events(p, v, &n);
+		write_events(p, parent, v, &n);
 	else
 		jv_free(v);
 
 	v = jv_object_get(jv_copy(out), jv_string("finalized"));
 	if (finalizing && jv_get_kind(v) == JV_KIND_TRUE)
-		remove_finalizer(p, index, now, &n);
+		remove_finalizer(p, parent, index, now, &n);
 	jv_free(v);
 
 	v = jv_object_get(jv_copy(out), jv_string("resyncAfterSeconds"));
@@ -1040,6 +1107,8 @@ static void reconcile(struct prim *p, int64_t now)
 		jv f = jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key));
 
 		f = jv_object_set(f, jv_string("ms"), jv_number((double)(kop_mono_ms() - t0)));
+		f = jv_object_set(f, jv_string("programMs"), jv_number((double)(t2 - t1)));
+		f = jv_object_set(f, jv_string("functionsMs"), jv_number((double)(t3 - t2)));
 		f = jv_object_set(f, jv_string("applies"), jv_number(n.applies));
 		f = jv_object_set(f, jv_string("deletes"), jv_number(n.deletes));
 		f = jv_object_set(f, jv_string("patches"), jv_number(n.patches));
@@ -1050,6 +1119,24 @@ static void reconcile(struct prim *p, int64_t now)
 	}
 }
 
+static void reconcile(struct prim *p, int64_t now)
+{
+	struct rctx ctx;
+
+	p->due = 0;
+	if (!p->obj) {
+		if (!p->children) {
+			kop_hmap_remove(&E.prims, p->key);
+			prim_free(p);
+		}
+		return;
+	}
+	ctx.parent = parse_obj(p->obj);
+	kop_hmap_init(&ctx.live);
+	reconcile_parsed(p, &ctx, now);
+	jv_free(ctx.parent);
+	kop_hmap_release(&ctx.live, parsed_free);
+}
 /* ---- feedback ------------------------------------------------------------------------------ */
 
 static void handle_result(jv r, size_t lineno)
