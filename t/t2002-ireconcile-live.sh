@@ -108,4 +108,15 @@ test_expect_success 'the end of stdin reconciles what is pending, then exits 0' 
 	test "$(count ".op == \"apply\"")" -eq 2
 '
 
+test_expect_success '--once exits after the first full reconcile, stdin still open' '
+	rm -f in2 && mkfifo in2 &&
+	{ WIDGET_TEAM=blue timeout 30 ireconcile --once --now $NOW prog/widgets <in2 >once.out 2>once.err & } &&
+	pid=$! &&
+	exec 7>in2 &&
+	cat "$FIXTURES/create.jsonl" >&7 &&
+	wait $pid &&
+	exec 7>&- &&
+	test "$(jq -c "select(.op == \"apply\")" <once.out | wc -l)" -eq 2
+'
+
 test_done
