@@ -1,0 +1,83 @@
+#!/bin/sh
+# ireconcile benchmark (issue 5): reconciles per second and RSS with N
+# (default 1,000) primaries and their children in the view, fed from
+# generated event files (no API server). Figures go to stdout as JSON lines.
+#
+#  iotservice: N IoTServices (the example of t2104) reconciled from nothing
+#    ("create": every child applied), then the same N with all 20 children
+#    each live in the view ("steady": the view holds 21 N objects).
+#  engine: the same two passes with t2001's tiny program, whose jq is cheap,
+#    so that the engine's own cost shows apart from the program's.
+#
+# reconciles/s is N divided by the time spent inside reconciles (the sum of
+# the -v log's "ms"); wall time also counts reading and parsing the input.
+set -eu
+N=${BENCH_IRECONCILE_N:-1000}
+root=$(cd "$(dirname "$0")/.." && pwd)
+: "${KOP_BIN:=$root/bin}"
+PATH="$KOP_BIN:$PATH"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+log () { echo "bench ireconcile: $*" >&2; }
+
+# run NAME PROGRAM INPUT: runs ireconcile -v, prints the figures.
+run () {
+	/usr/bin/time -f "%e %M" -o "$tmp/$1.time" ireconcile -v "$2" <"$3" >"$tmp/$1.out" 2>"$tmp/$1.err"
+	read -r wall rss <"$tmp/$1.time"
+	jq -s -c --arg name "$1" --arg wall "$wall" --arg rss "$rss" --argjson n "$N" '
+		[.[] | select(.msg? // "" | startswith("reconciled "))] as $r
+		| ($r | map(.ms) | add) as $ms
+		| {bench: "ireconcile", metric: "\($name)_reconciles_per_s",
+		   value: (if $ms > 0 then ($r | length) * 1000 / $ms | floor else null end), unit: "1/s",
+		   target: ">= 1000"},
+		  {bench: "ireconcile", metric: "\($name)_program_ms_per_reconcile",
+		   value: (($r | map(.programMs + .functionsMs) | add) / ($r | length) * 100 | floor / 100), unit: "ms"},
+		  {bench: "ireconcile", metric: "\($name)_engine_ms_per_reconcile",
+		   value: (($r | map(.ms - .programMs - .functionsMs) | add) / ($r | length) * 100 | floor / 100),
+		   unit: "ms"},
+		  {bench: "ireconcile", metric: "\($name)_wall_s", value: ($wall | tonumber), unit: "s"},
+		  {bench: "ireconcile", metric: "\($name)_peak_rss_kb", value: ($rss | tonumber), unit: "KB",
+		   target: "< 100000"}' <"$tmp/$1.err"
+	log "$1: $(grep -c '"reconciled ' "$tmp/$1.err") reconciles, $(wc -l <"$tmp/$1.out") operations, ${wall}s, ${rss} KB"
+}
+
+# Pass 2's input: pass 1's primaries with the finalizer and status they asked
+# for, and every applied child as a live object.
+steady_input () {
+	jq -c -s '[.[] | select(.op == "status")] | map({key: .primary, value: .object.status}) | from_entries' \
+		<"$tmp/$1.out" >"$tmp/$1.status.json"
+	{
+		grep -v '"kind":"'"$2"'"' "$3" || :
+		jq -c --slurpfile st "$tmp/$1.status.json" --arg f "$4" \
+			'select(.object.kind == "'"$2"'")
+			 | .object.metadata.finalizers = [$f]
+			 | .object.status = $st[0]["\(.object.metadata.namespace)/\(.object.metadata.name)"]' "$3"
+		jq -c 'select(.op == "apply") | {type: "ADDED", object: (.object
+			| .metadata.uid = "u-\(.metadata.namespace)-\(.kind)-\(.metadata.name)"
+			| .metadata.resourceVersion = "7")}' "$tmp/$1.out"
+	} >"$tmp/$1.steady.jsonl"
+}
+
+log "generating $N IoTServices"
+F="$root/t/t2104-iotservice-ireconcile/01-create.in.jsonl"
+{
+	jq -c 'select(.object.kind != "IoTService")' "$F"
+	jq -c --argjson n "$N" 'select(.object.kind == "IoTService") | range(0; $n) as $i
+		| .object.metadata.name = "inst\($i)" | .object.metadata.uid = "uid-\($i)"
+		| .object.metadata.resourceVersion = "\(1000 + $i)"' "$F"
+} >"$tmp/iot.jsonl"
+export OPERATOR_NAME=devawsk8s
+run iotservice_create "$root/pipeline/iotservice" "$tmp/iot.jsonl"
+steady_input iotservice_create IoTService "$tmp/iot.jsonl" com.sap.iotservices/namespace-dropper
+run iotservice_steady "$root/pipeline/iotservice" "$tmp/iotservice_create.steady.jsonl"
+
+log "generating $N widgets"
+mkdir -p "$tmp/prog"
+cp -R "$root/t/t2001-ireconcile-engine/widgets" "$root/pipeline/lib" "$tmp/prog/"
+jq -c --argjson n "$N" 'select(.object.kind == "Widget") | range(0; $n) as $i
+	| .object.metadata.name = "w\($i)" | .object.metadata.uid = "uid-\($i)"
+	| .object.spec.size = 2' "$root/t/t2001-ireconcile-engine/01-create.in.jsonl" >"$tmp/widgets.jsonl"
+export WIDGET_TEAM=blue
+run engine_create "$tmp/prog/widgets" "$tmp/widgets.jsonl"
+steady_input engine_create Widget "$tmp/widgets.jsonl" test.example.org/cleanup
+run engine_steady "$tmp/prog/widgets" "$tmp/engine_create.steady.jsonl"
