@@ -632,9 +632,13 @@ static void setup_resource(struct res *r, const char *arg)
 
 	parse_spec(arg, &s);
 	memset(r, 0, sizeof(*r));
-	/* An unknown name is permanent; discovery that could not be fetched is not. */
+	/*
+	 * An unknown name is permanent, and so is a discovery refused with 403;
+	 * discovery that could not be fetched otherwise (server down) is not.
+	 */
 	if (kube_resolve(client, s.name, &r->r, err) < 0)
-		die(strncmp(err, "unable to get", 13) ? KOP_EXIT_PERM : KOP_EXIT_TEMP, "%s", err);
+		die(strncmp(err, "unable to get", 13) || strstr(err, "Forbidden") ? KOP_EXIT_PERM : KOP_EXIT_TEMP, "%s",
+		    err);
 	if (!has_verb(r->r.verbs, "list") || !has_verb(r->r.verbs, "watch"))
 		die(KOP_EXIT_PERM, "resource '%s' cannot be listed and watched", s.name);
 	if (s.ns_given)
