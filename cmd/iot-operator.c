@@ -24,7 +24,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -910,45 +909,69 @@ static void lease_stop(void)
 
 /* ---- spawning ------------------------------------------------------------------------ */
 
-/* Starts path with stdin/stdout/fd 3/fd 4 as given (-1: /dev/null for stdin, inherited stdout, none). */
+/*
+ * Starts path with stdin/stdout/fd 3/fd 4 as given (-1: /dev/null for stdin,
+ * inherited stdout, none). fork+exec rather than posix_spawn for one thing
+ * posix_spawn cannot do: the stage gets SIGKILL when the supervisor dies
+ * (PR_SET_PDEATHSIG), so that a leader killed with -9 leaves no writer behind.
+ * Between fork and exec the child calls only async-signal-safe functions.
+ */
 static pid_t spawn(const char *path, char *const argv[], int in, int out, int fd3, int fd4, char *err)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none, dfl;
-	pid_t pid = 0;
-	int rc;
+	pid_t parent = getpid(), pid;
+	int ep[2], e = 0;
+	ssize_t n;
 
-	posix_spawn_file_actions_init(&fa);
-	if (in >= 0)
-		posix_spawn_file_actions_adddup2(&fa, in, 0);
-	else
-		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (out >= 0)
-		posix_spawn_file_actions_adddup2(&fa, out, 1);
-	if (fd3 >= 0)
-		posix_spawn_file_actions_adddup2(&fa, fd3, FEEDBACK_FD);
-	if (fd4 >= 0)
-		posix_spawn_file_actions_adddup2(&fa, fd4, STATS_FD);
-	posix_spawnattr_init(&at);
-	sigemptyset(&none);
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGPIPE);
-	sigaddset(&dfl, SIGTERM);
-	sigaddset(&dfl, SIGINT);
-	sigaddset(&dfl, SIGHUP);
-	sigaddset(&dfl, SIGCHLD);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &dfl);
-	/* Its own process group: a terminal's ^C reaches only us, and a teardown reaches its children. */
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-	rc = posix_spawn(&pid, path, &fa, &at, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	if (rc) {
-		kop_error(err, "unable to start '%s': %s", path, strerror(rc));
-		return -1;
+	if (pipe_high(ep) < 0)
+		return kop_error(err, "unable to start '%s': %s", path, strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		e = errno;
+		close(ep[0]);
+		close(ep[1]);
+		return kop_error(err, "unable to start '%s': %s", path, strerror(e));
+	}
+	if (pid == 0) {
+		static const int dfl[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+		struct sigaction sa;
+		sigset_t none;
+		size_t i;
+
+		/* Its own process group: a terminal's ^C reaches only us, and a teardown reaches its children. */
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(KOP_EXIT_TEMP);
+		if (in >= 0)
+			dup2(in, 0);
+		else if ((in = open("/dev/null", O_RDONLY)) >= 0 && in != 0)
+			dup2(in, 0);
+		if (out >= 0)
+			dup2(out, 1);
+		if (fd3 >= 0)
+			dup2(fd3, FEEDBACK_FD);
+		if (fd4 >= 0)
+			dup2(fd4, STATS_FD);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		for (i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
+			sigaction(dfl[i], &sa, NULL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execve(path, argv, environ);
+		e = errno;
+		(void)!write(ep[1], &e, sizeof(e));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	close(ep[1]);
+	while ((n = read(ep[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(ep[0]);
+	if (n == (ssize_t)sizeof(e)) {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return kop_error(err, "unable to start '%s': %s", path, strerror(e));
 	}
 	return pid;
 }
