@@ -333,11 +333,34 @@ static void update_aggs(struct prim *p, jv obj)
 	}
 }
 
+static void flight_forget(const char *fkey);
+
+/* Operations on an object that is gone are no longer in flight. */
+static void forget_flights(const struct obj *o)
+{
+	static const char *const ops[] = { "apply", "delete", "patch" };
+	size_t i;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		char *fkey = join2(ops[i], o->key);
+
+		flight_forget(fkey);
+		free(fkey);
+	}
+	if (o->kind->role == KOP_ROLE_PRIMARY && o->prim) {
+		char *fkey = join2("status", o->prim->key);
+
+		flight_forget(fkey);
+		free(fkey);
+	}
+}
+
 static void remove_obj(struct obj *o)
 {
 	struct prim *p = o->prim;
 
 	kop_hmap_remove(&E.objs, o->key);
+	forget_flights(o);
 	if (o->kind->role == KOP_ROLE_RELATED) {
 		kop_hmap_remove(&E.related, o->key);
 		jv_free(E.related_cache);
