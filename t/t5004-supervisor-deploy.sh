@@ -1,0 +1,132 @@
+#!/bin/sh
+test_description='deploy/: kustomize output, kubectl apply -k (dry-run=server and for real) on ksim, the CRD schema'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+DEPLOY="$PROJECT_ROOT/deploy"
+SDK=/usr/lib/google-cloud-sdk/bin
+versions=
+for v in kubectl.1.27 kubectl.1.33; do
+	test -x "$SDK/$v" && versions="$versions $SDK/$v"
+done
+test -n "$versions" || versions=$(command -v kubectl)
+test -n "$versions" || test_skip_all 'no kubectl'
+set -- $versions
+KUBECTL=$1
+
+k () {
+	timeout 30 "$KUBECTL" "$@"
+}
+
+test_expect_success 'kustomization: the operator and its RBAC, not the example' '
+	k kustomize "$DEPLOY" >all.yaml &&
+	grep "^kind:" all.yaml | sort >kinds &&
+	cat >expect <<-\EOT &&
+	kind: ClusterRole
+	kind: ClusterRoleBinding
+	kind: CustomResourceDefinition
+	kind: Deployment
+	kind: Namespace
+	kind: Role
+	kind: RoleBinding
+	kind: Secret
+	kind: ServiceAccount
+	EOT
+	test_cmp expect kinds &&
+	! grep "^kind: IoTService" all.yaml
+'
+
+test_expect_success 'the Deployment: non-root, read-only root, no escalation, probes, env from the pod' '
+	"$KOP_TEST_TOOL" yaml "$DEPLOY/operator.yaml" >dep.json &&
+	jq -e ".spec.template.spec.securityContext.runAsNonRoot == true" dep.json &&
+	jq -e ".spec.template.spec.containers[0] |
+		.securityContext.readOnlyRootFilesystem == true and
+		.securityContext.allowPrivilegeEscalation == false and
+		.readinessProbe.httpGet.path == \"/readyz\" and .livenessProbe.httpGet.path == \"/healthz\" and
+		.ports[0].containerPort == 60000 and .resources.limits.memory != null and
+		(.env[] | select(.name == \"OPERATOR_NAME\") | .valueFrom.fieldRef.fieldPath) == \"metadata.namespace\" and
+		(.env[] | select(.name == \"POD_NAME\") | .valueFrom.fieldRef.fieldPath) == \"metadata.name\"" dep.json
+'
+
+test_expect_success 'the CRD: both versions, v1 storage, every default of the spec, printer columns' '
+	"$KOP_TEST_TOOL" yaml "$DEPLOY/crd.yaml" >crd.json &&
+	jq -e ".spec.versions | map({name, served, storage}) ==
+		[{name: \"v1\", served: true, storage: true}, {name: \"v1alpha1\", served: true, storage: false}]" crd.json &&
+	jq -e ".spec.conversion.strategy == \"None\" and .spec.names.shortNames == [\"iot\"]" crd.json &&
+	jq -e ".spec.versions[0].additionalPrinterColumns | map([.name, .jsonPath, (.priority // 0)]) ==
+		[[\"Status\", \".status.phase\", 0], [\"Reason\", \".status.reason\", 1], [\"Age\", \".metadata.creationTimestamp\", 0]]" crd.json &&
+	jq -e ".spec.versions[0].schema.openAPIV3Schema.properties.status.properties.phase.enum ==
+		[\"Processing\", \"Available\", \"Failed\"]" crd.json &&
+	jq -r "[.spec.versions[0].schema.openAPIV3Schema.properties.spec | paths(type == \"object\" and has(\"default\") and (.default | type) != \"object\")] | length" crd.json >ndefaults &&
+	echo 41 >expect && test_cmp expect ndefaults
+'
+
+for KUBECTL in $versions; do
+	V=$(basename "$KUBECTL")
+	ksim_start
+	rm -rf "$KUBECACHEDIR"
+
+	# As on a real API server, a dry run cannot create objects in a namespace
+	# that does not exist yet: the namespace is there first.
+	test_expect_success "$V: kubectl apply -k deploy/ --dry-run=server is accepted" '
+		echo "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"devawsk8s\"}}" >ns.json &&
+		k apply -f ns.json &&
+		k apply -k "$DEPLOY" --dry-run=server >out 2>err &&
+		cat out &&
+		grep "customresourcedefinition.apiextensions.k8s.io/iotservices.cp.iot.sap created (server dry run)" out &&
+		grep "deployment.apps/iot-operator created (server dry run)" out &&
+		grep "secret/image-pull-secret created (server dry run)" out &&
+		test "$(grep -c "(server dry run)" out)" = 9 &&
+		test_must_fail k get crd iotservices.cp.iot.sap &&
+		test_must_fail k get -n devawsk8s deploy iot-operator
+	'
+
+	test_expect_success "$V: kubectl apply -k deploy/ installs it" '
+		k apply -k "$DEPLOY" >out 2>err &&
+		grep "customresourcedefinition.apiextensions.k8s.io/iotservices.cp.iot.sap created" out &&
+		grep "clusterrole.rbac.authorization.k8s.io/iot-operator created" out &&
+		k wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s &&
+		k get -n devawsk8s secret image-pull-secret -o json >secret.json &&
+		jq -e ".type == \"kubernetes.io/dockerconfigjson\"" secret.json &&
+		k get -n devawsk8s deploy/iot-operator serviceaccount/iot-operator role/iot-operator-leader-election &&
+		k apply -k "$DEPLOY" >out2 2>err &&
+		! grep -v unchanged out2 &&
+		k apply -k "$DEPLOY" --dry-run=server >out3 2>err &&
+		test "$(grep -c "(server dry run)" out3)" = 9
+	'
+
+	test_expect_success "$V: the CRD accepts the example (v1) and fills the defaults" '
+		k apply -f "$DEPLOY/example-iotservice.yaml" >out &&
+		k get iot -n devawsk8s example-iotservice -o json >ex.json &&
+		jq -e ".apiVersion == \"cp.iot.sap/v1\" and .spec.mms.container_port_jms == \"61619\" and
+			.spec.gateway.rest.commands_ttl == 21600000 and .spec.gateway.mqtt.tenant_exposed == false and
+			.spec.on_boarding == \"oneproduct\" and .spec.core_spring.enabled == true" ex.json
+	'
+
+	test_expect_success "$V: the CRD rejects a status phase outside the enum and a string size" '
+		test_must_fail k patch iot -n devawsk8s example-iotservice --subresource=status --type=merge \
+			-p "{\"status\":{\"phase\":\"Bogus\"}}" 2>err &&
+		grep "Unsupported value" err &&
+		k patch iot -n devawsk8s example-iotservice --subresource=status --type=merge \
+			-p "{\"status\":{\"phase\":\"Processing\"}}" &&
+		test_must_fail k patch iot -n devawsk8s example-iotservice --type=merge \
+			-p "{\"spec\":{\"core\":{\"size\":\"two\"}}}" 2>err &&
+		grep -i "invalid" err
+	'
+
+	test_expect_success "$V: v1alpha1 is served" '
+		cat >alpha.yaml <<-\EOT &&
+		apiVersion: cp.iot.sap/v1alpha1
+		kind: IoTService
+		metadata: {name: alpha, namespace: devawsk8s}
+		spec: {core: {size: 1}}
+		EOT
+		k apply -f alpha.yaml &&
+		k get iotservices.v1alpha1.cp.iot.sap -n devawsk8s alpha -o json >alpha.json &&
+		jq -e ".spec.core.size == 1" alpha.json
+	'
+
+	ksim_stop
+done
+
+test_done
