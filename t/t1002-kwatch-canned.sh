@@ -12,7 +12,8 @@ test_expect_success 'start the canned server' '
 	for f in api api-v1 apis apis-apps-v1; do
 		cp "$SHARED/recordings/discovery/$f.json" . || return 1
 	done &&
-	cp "$FIXTURES"/routes.jsonl "$FIXTURES"/list.json "$FIXTURES"/watch.jsonl . &&
+	cp "$FIXTURES"/routes.jsonl "$FIXTURES"/list.json "$FIXTURES"/watch.jsonl \
+		"$FIXTURES"/pods-stream.jsonl "$FIXTURES"/empty.jsonl . &&
 	{ timeout 300 "$KOP_TEST_TOOL" canned-server routes.jsonl . >server.log 2>&1 & echo $! >server.pid; } &&
 	test_wait_for 10 test -s port &&
 	cat >kubeconfig <<-EOC &&
@@ -87,6 +88,25 @@ test_expect_success '403: reported at once with verb, resource and namespace; ex
 	grep "\"level\":\"error\"" err >errors &&
 	grep "forbidden: cannot watch .secrets@o. in namespace .o." errors &&
 	grep "\"verb\":\"watch\"" errors
+'
+
+test_expect_success '401: credentials refreshed (token file re-read) and retried, no exit' '
+	echo old >token &&
+	sed "s/token: t0k3n/tokenFile: token/" kubeconfig >kc401 &&
+	grep tokenFile kc401 &&
+	: >requests &&
+	{ KUBECONFIG=$PWD/kc401 timeout 60 kwatch pods >out 2>err & echo $! >pid; } &&
+	test_wait_for 20 grep -q "\"code\":401" err &&
+	echo new >token &&
+	test_wait_for 30 grep -q BOOKMARK out &&
+	kill -TERM $(cat pid) &&
+	{ wait $(cat pid); echo $? >rc; } &&
+	echo 0 >rc.expect &&
+	test_cmp rc.expect rc &&
+	jq -r "[.type, .object.metadata.name] | join(\" \")" out >summary &&
+	printf "ADDED p1\nBOOKMARK \n" >summary.expect &&
+	test_cmp summary.expect summary &&
+	test $(grep -c "namespaces/kw/pods?watch=true&sendInitialEvents" requests) -ge 2
 '
 
 test_expect_success 'an unknown resource is a usage error' '

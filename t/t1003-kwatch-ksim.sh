@@ -124,6 +124,8 @@ test_expect_success 'a connection cut mid-stream resumes: nothing missed, nothin
 	has 40 out ".type == \"ADDED\"" &&
 	has 41 out "true" &&
 	no_duplicates out &&
+	grep "GET /api/v1/namespaces/b/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true" out.err &&
+	! grep "limit=500" out.err &&
 	grep "resuming at resourceVersion" out.err &&
 	grep "GET /api/v1/namespaces/b/configmaps?watch=true&allowWatchBookmarks=true&resourceVersion=[0-9]" out.err &&
 	! grep "expired" out.err

@@ -6,7 +6,8 @@
  * ROUTES holds one JSON object per line, first match wins:
  *   {"path":"/api/v1","file":"api-v1.json"}                  200 with the file (relative to ROUTES)
  *   {"path":"/api/v1/secrets","query":"watch=true","code":403,"body":{…}}
- * "query" (optional) must occur in the request's query string. No match: 404.
+ * "query" (optional) must occur in the request's query string; "auth" (optional)
+ * must equal the Authorization header. No match: 404.
  * Writes its port to DIR/port and every request ("GET /path?query") to
  * DIR/requests; serves until SIGTERM.
  */
@@ -71,11 +72,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		jv r = jv_array_get(jv_copy(routes), i);
 		jv p = jv_object_get(jv_copy(r), jv_string("path"));
 		jv qs = jv_object_get(jv_copy(r), jv_string("query"));
+		jv au = jv_object_get(jv_copy(r), jv_string("auth"));
+		const char *have = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
 		int match = jv_get_kind(p) == JV_KIND_STRING && !strcmp(jv_string_value(p), url) &&
-			    (jv_get_kind(qs) != JV_KIND_STRING || (q.buf && strstr(q.buf, jv_string_value(qs))));
+			    (jv_get_kind(qs) != JV_KIND_STRING || (q.buf && strstr(q.buf, jv_string_value(qs)))) &&
+			    (jv_get_kind(au) != JV_KIND_STRING || (have && !strcmp(have, jv_string_value(au))));
 
 		jv_free(p);
 		jv_free(qs);
+		jv_free(au);
 		if (match) {
 			jv c = jv_object_get(jv_copy(r), jv_string("code"));
 			jv f = jv_object_get(jv_copy(r), jv_string("file"));
