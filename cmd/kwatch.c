@@ -394,7 +394,7 @@ static int finish(struct res *r, CURLcode cc)
 		retry_after_s = resp.retry_after_s;
 		kube_response_release(&resp);
 	}
-	kop_buf_reset(&r->body);
+	kop_buf_release(&r->body);	/* a LIST page can be megabytes: do not keep it */
 	if (r->w.events > 0)
 		kop_backoff_reset(&r->bo);	/* it was healthy: the next failure is a first one */
 	next = kw_watch_done(&r->w, code, transport_ok, status, now - r->started);
