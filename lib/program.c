@@ -951,12 +951,32 @@ jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, j
 	return jv_object_set(child, jv_string("metadata"), meta);
 }
 
+/* null, false, 0, "", {} or []: what Go's omitempty leaves out of a stored object. */
+static int is_zero(jv v)
+{
+	switch (jv_get_kind(v)) {
+	case JV_KIND_NULL:
+	case JV_KIND_FALSE:
+		return 1;
+	case JV_KIND_NUMBER:
+		return jv_number_value(v) == 0;
+	case JV_KIND_STRING:
+		return jv_string_length_bytes(jv_copy(v)) == 0;
+	case JV_KIND_ARRAY:
+		return jv_array_length(jv_copy(v)) == 0;
+	case JV_KIND_OBJECT:
+		return jv_object_length(jv_copy(v)) == 0;
+	default:
+		return 0;
+	}
+}
+
 int kop_json_subset(jv desired, jv live)
 {
 	int dk = jv_get_kind(desired), lk = jv_get_kind(live);
 
-	if (dk == JV_KIND_NULL)
-		return lk == JV_KIND_NULL || lk == JV_KIND_INVALID;
+	if (lk == JV_KIND_INVALID || (lk == JV_KIND_NULL && dk != JV_KIND_NULL))
+		return is_zero(desired);
 	if (dk != lk)
 		return 0;
 	if (dk == JV_KIND_OBJECT) {

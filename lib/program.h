@@ -91,7 +91,9 @@ jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, j
 /*
  * desired ⊆ live: objects key by key (every key of desired present in live
  * with a matching value), arrays element-wise with the same length, scalars
- * equal; a null in desired matches null or absent. Both borrowed.
+ * equal. A zero value in desired (null, false, 0, "", {}, []) also matches
+ * an absent or null one: the API server leaves omitempty fields out of what
+ * it stores. Both borrowed.
  */
 int kop_json_subset(jv desired, jv live);
 

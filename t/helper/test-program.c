@@ -1,0 +1,194 @@
+/*
+ * test-tool commands for lib/hmap.c and lib/program.c:
+ *   test-tool hmap-stress N SEED      N random puts/removes checked against a plain array; prints "ok"
+ *   test-tool json-subset < pairs.jsonl   each line [desired, live] -> true or false
+ *   test-tool program-map PROGRAM < objs.jsonl   each object -> the primary key it maps to, or null
+ * Exit 0, 1 on a failed check, 2 on bad usage or input.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "kop.h"
+#include "jsonl.h"
+#include "hmap.h"
+#include "program.h"
+#include "test-tool.h"
+#include "banned.h"
+
+static int cmd_hmap_stress(int argc, char **argv)
+{
+	struct kop_hmap m = KOP_HMAP_INIT;
+	long n, keys = 997, i;
+	long *ref;
+	int rc = 0;
+
+	if (argc != 3)
+		return 2;
+	n = atol(argv[1]);
+	srandom((unsigned)atol(argv[2]));
+	ref = kop_calloc((size_t)keys, sizeof(*ref));	/* 0 = absent, else the value */
+	for (i = 0; i < n && !rc; i++) {
+		long k = random() % keys, op = random() % 3;
+		char key[32];
+		void *old;
+
+		snprintf(key, sizeof(key), "key-%ld", k);
+		if (op < 2) {
+			old = kop_hmap_put(&m, key, (void *)(i + 1));
+			if ((long)old != ref[k])
+				rc = 1;
+			ref[k] = i + 1;
+		} else {
+			old = kop_hmap_remove(&m, key);
+			if ((long)old != ref[k])
+				rc = 1;
+			ref[k] = 0;
+		}
+		if ((long)kop_hmap_get(&m, key) != ref[k])
+			rc = 1;
+	}
+	if (!rc) {
+		size_t it = 0, seen = 0, want = 0;
+		const char *key;
+		void *v;
+
+		for (i = 0; i < keys; i++)
+			want += ref[i] != 0;
+		while (kop_hmap_next(&m, &it, &key, &v)) {
+			long k = atol(key + 4);
+
+			seen++;
+			if (ref[k] != (long)v)
+				rc = 1;
+		}
+		if (seen != want || m.len != want)
+			rc = 1;
+	}
+	kop_hmap_release(&m, NULL);
+	free(ref);
+	puts(rc ? "mismatch" : "ok");
+	return rc;
+}
+
+/* Runs fn on every JSON value of stdin. */
+static int each_value(int (*fn)(jv, void *), void *data)
+{
+	struct kop_jsonl r;
+	char err[KOP_ERRLEN];
+	int rc = 0;
+
+	kop_jsonl_init(&r, 0);
+	for (;;) {
+		jv v;
+		int got = kop_jsonl_next(&r, &v, NULL, err);
+
+		if (got < 0) {
+			fprintf(stderr, "error: %s\n", err);
+			rc = 2;
+			continue;
+		}
+		if (got == 1) {
+			if (fn(v, data))
+				rc = 2;
+			continue;
+		}
+		if (r.eof)
+			break;
+		if (kop_jsonl_read_fd(&r, 0) < 0)
+			break;
+		if (r.eof)
+			kop_jsonl_eof(&r);
+	}
+	kop_jsonl_release(&r);
+	return rc;
+}
+
+static int one_subset(jv pair, void *data)
+{
+	(void)data;
+	if (jv_get_kind(pair) != JV_KIND_ARRAY || jv_array_length(jv_copy(pair)) != 2) {
+		jv_free(pair);
+		return 1;
+	}
+	{
+		jv d = jv_array_get(jv_copy(pair), 0), l = jv_array_get(jv_copy(pair), 1);
+
+		puts(kop_json_subset(d, l) ? "true" : "false");
+		jv_free(d);
+		jv_free(l);
+	}
+	jv_free(pair);
+	return 0;
+}
+
+static int cmd_json_subset(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return each_value(one_subset, NULL);
+}
+
+static int one_map(jv obj, void *data)
+{
+	const struct kop_program *p = data;
+	const char *av = NULL, *kind = NULL, *ns = "", *name = "";
+	const struct kop_kind *k;
+	jv a = jv_object_get(jv_copy(obj), jv_string("apiVersion")), b = jv_object_get(jv_copy(obj), jv_string("kind"));
+	jv m = jv_object_get(jv_copy(obj), jv_string("metadata"));
+	jv n = jv_object_get(jv_copy(m), jv_string("name")), s = jv_object_get(m, jv_string("namespace"));
+
+	if (jv_get_kind(a) == JV_KIND_STRING)
+		av = jv_string_value(a);
+	if (jv_get_kind(b) == JV_KIND_STRING)
+		kind = jv_string_value(b);
+	if (jv_get_kind(n) == JV_KIND_STRING)
+		name = jv_string_value(n);
+	if (jv_get_kind(s) == JV_KIND_STRING)
+		ns = jv_string_value(s);
+	k = av && kind ? kop_program_find_kind(p, av, kind, ns, name) : NULL;
+	if (!k || k->role == KOP_ROLE_PRIMARY || k->role == KOP_ROLE_RELATED) {
+		puts("null");
+	} else {
+		char *owner = NULL, *key = kop_program_map(p, k->mapping, obj, &owner);
+
+		if (key)
+			printf("\"%s\"%s%s\n", key, owner ? " " : "", owner ? owner : "");
+		else
+			puts("null");
+		free(key);
+		free(owner);
+	}
+	jv_free(a);
+	jv_free(b);
+	jv_free(n);
+	jv_free(s);
+	jv_free(obj);
+	return 0;
+}
+
+static int cmd_program_map(int argc, char **argv)
+{
+	struct kop_program p;
+	char err[KOP_ERRLEN];
+	int rc;
+
+	if (argc != 2)
+		return 2;
+	if (kop_program_load(&p, argv[1], 0, err) < 0) {
+		fprintf(stderr, "error: %s\n", err);
+		kop_program_release(&p);
+		return 2;
+	}
+	rc = each_value(one_map, &p);
+	kop_program_release(&p);
+	return rc;
+}
+
+static const struct test_cmd program_cmds[] = {
+	{ "hmap-stress", cmd_hmap_stress },
+	{ "json-subset", cmd_json_subset },
+	{ "program-map", cmd_program_map },
+	{ NULL, NULL }
+};
+TEST_TOOL_REGISTER(program_cmds)
