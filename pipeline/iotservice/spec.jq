@@ -202,7 +202,8 @@ def iot_validate($components):
       | if $b.size < 0 then iot_fail($path + ["size"]; $b.size; "must not be negative") else . end
       | if $b.image == "" then iot_fail($path + ["image"]; ""; "must not be empty") else . end
       | ($b | keys_unsorted[] | select(startswith("container_port"))) as $k | port($path + [$k]))
-    , (if ["", "Always", "IfNotPresent", "Never"] | index([$s.imagePullPolicy]) then .
+    # (no array index(): it leaks in jq 1.6)
+    , (if any(("", "Always", "IfNotPresent", "Never"); . == $s.imagePullPolicy) then .
        else iot_fail(["imagePullPolicy"]; $s.imagePullPolicy; "must be Always, IfNotPresent or Never") end)
     , (if $s.imagePullSecrets == "" or ($s.imagePullSecrets | kop_dns1123_label) or
           ($s.imagePullSecrets | test("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$") and length <= 253) then .
