@@ -794,8 +794,12 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 			return 422;
 		}
 	}
-	if (!mf_done)
-		obj = kop_ssa_track_update(jv_null(), obj, o->manager, NULL, now, listinfo(t));
+	if (!mf_done) {
+		jv li = listinfo(t);
+
+		obj = kop_ssa_track_update(jv_null(), obj, o->manager, NULL, now, li);
+		jv_free(li);
+	}
 	if (o->dry_run) {
 		*out = present(t, obj);
 		return 201;
@@ -963,9 +967,13 @@ static int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub,
 		if (!jv_equal(spec_part(t, jv_copy(obj)), spec_part(t, jv_copy(old))))
 			obj = set_meta(obj, "generation", jv_number(generation(old) + 1));
 	}
-	if (!mf_done)
+	if (!mf_done) {
+		jv li = listinfo(t);
+
 		obj = kop_ssa_track_update(jv_copy(old), obj, o->manager, sub && !strcmp(sub, "status") ? "status" : NULL,
-					   now, listinfo(t));
+					   now, li);
+		jv_free(li);
+	}
 	if (same_object(obj, old)) {
 		jv_free(obj);
 		*out = present(t, jv_copy(old));
@@ -1845,7 +1853,7 @@ static void orphan_dependents(const char *uid)
 	jv_free(deps);
 }
 
-/* Deletes one stored object (borrowed); returns the code and *out. */
+/* Deletes one stored object (a copy, consumed); returns the code and *out. */
 static int delete_one(const struct ksim_type *t, jv stored, const struct delopts *d, int dry, jv *out)
 {
 	const char *name = ksim_str(stored, "metadata.name");
@@ -1945,6 +1953,7 @@ static int delete_one(const struct ksim_type *t, jv stored, const struct delopts
 		jv_free(uid);
 	}
 out:
+	jv_free(stored);
 	free(nm);
 	return code;
 }
@@ -1964,7 +1973,6 @@ static int do_delete(const struct ksim_request *rq, const struct route *r, int d
 		return 404;
 	}
 	code = delete_one(r->t, jv_copy(stored), &d, dry || d.dry, out);
-	/* delete_one borrowed a copy */
 	delopts_release(&d);
 	return code;
 }
@@ -1996,11 +2004,16 @@ static int do_deletecollection(const struct ksim_request *rq, const struct route
 	jv_array_foreach(c.items, i, o) {
 		jv res;
 
-		if (delete_one(r->t, o, &d, dry || d.dry, &res) == 200) {
-			o = ksim_str(res, "kind") && !strcmp(ksim_str(res, "kind"), "Status") ? jv_copy(o) : jv_copy(res);
-			items = jv_array_append(items, o);
+		if (delete_one(r->t, jv_copy(o), &d, dry || d.dry, &res) == 200) {
+			const char *kind = ksim_str(res, "kind");
+
+			if (kind && !strcmp(kind, "Status"))
+				items = jv_array_append(items, present(r->t, jv_copy(o)));
+			else
+				items = jv_array_append(items, jv_copy(res));
 		}
 		jv_free(res);
+		jv_free(o);
 	}
 	jv_free(c.items);
 	free(c.last_key);

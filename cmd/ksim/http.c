@@ -72,6 +72,7 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int code, jv body, jv
 			jv_free(w);
 		}
 	}
+	jv_free(warnings);
 	ret = MHD_queue_response(c, code, r);
 	MHD_destroy_response(r);
 	jv_free(s);

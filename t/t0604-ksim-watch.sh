@@ -1,0 +1,170 @@
+#!/bin/sh
+test_description='ksim: watch semantics (initial state, bookmarks, streaming lists, 410, selectors, timeouts, faults)'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+CM=/api/v1/namespaces/default/configmaps
+
+# Creates a configmap: name [labels-json]
+mkcm () {
+	ksim_curl -o /dev/null -f -X POST -H "Content-Type: application/json" \
+		-d "{\"metadata\":{\"name\":\"$1\",\"labels\":${2:-{\}}}}" $CM
+}
+
+# Starts a watch in the background writing to $1: file query
+watch_bg () {
+	ksim_curl -N -o "$1" "$CM?watch=true&$2" &
+}
+
+# The event types and names of a watch output, one per line.
+events () {
+	jq -r "[.type, (.object.metadata.name // \"-\")] | join(\" \")" "$1"
+}
+
+ksim_start --bookmark-interval 1s --history 20
+
+test_expect_success 'resourceVersion "" and "0": synthetic ADDED for the current state, then changes' '
+	mkcm a && mkcm b &&
+	watch_bg w1.out "timeoutSeconds=2" &&
+	test_wait_for 5 grep -q "\"b\"" w1.out &&
+	mkcm c &&
+	wait &&
+	events w1.out >actual &&
+	printf "ADDED a\nADDED b\nADDED c\n" >expect &&
+	test_cmp expect actual &&
+	watch_bg w2.out "resourceVersion=0&timeoutSeconds=2" &&
+	test_wait_for 5 grep -q "\"c\"" w2.out &&
+	mkcm c0 &&
+	wait &&
+	events w2.out >actual &&
+	printf "ADDED a\nADDED b\nADDED c\nADDED c0\n" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'resourceVersion N replays the changes after N only' '
+	rv=$(ksim_curl $CM/a | jq -r .metadata.resourceVersion) &&
+	watch_bg w.out "resourceVersion=$rv&timeoutSeconds=1" &&
+	wait &&
+	events w.out >actual &&
+	printf "ADDED b\nADDED c\nADDED c0\n" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'timeoutSeconds ends the stream cleanly (zero chunk)' '
+	start=$(date +%s) &&
+	ksim_curl --raw -o raw.out "$CM?watch=true&resourceVersion=0&timeoutSeconds=1" &&
+	end=$(date +%s) &&
+	test $((end - start)) -le 3 &&
+	tr -d "\r" <raw.out | tail -n 2 >tail && printf "0\n\n" >expect && test_cmp expect tail
+'
+
+test_expect_success 'allowWatchBookmarks: periodic BOOKMARK with only the resourceVersion' '
+	rv=$(ksim_curl $CM | jq -r .metadata.resourceVersion) &&
+	ksim_curl -o w.out "$CM?watch=true&resourceVersion=$rv&allowWatchBookmarks=true&timeoutSeconds=3" &&
+	jq -c "select(.type == \"BOOKMARK\") | .object" w.out >bm &&
+	test $(wc -l <bm) -ge 1 &&
+	head -n 1 bm >first &&
+	jq -e --arg rv "$rv" ".kind == \"ConfigMap\" and .apiVersion == \"v1\" and .metadata.resourceVersion == \$rv and (.metadata | keys - [\"creationTimestamp\"]) == [\"resourceVersion\"]" first
+'
+
+test_expect_success 'sendInitialEvents: ADDED for each object, then the initial-events-end bookmark' '
+	rv=$(ksim_curl $CM | jq -r .metadata.resourceVersion) &&
+	ksim_curl -o w.out "$CM?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1" &&
+	jq -c "select(.type != \"BOOKMARK\" or .object.metadata.annotations)" w.out >w2 &&
+	events w2 >actual &&
+	printf "ADDED a\nADDED b\nADDED c\nADDED c0\nBOOKMARK -\n" >expect &&
+	test_cmp expect actual &&
+	tail -n 1 w2 >end &&
+	jq -e --arg rv "$rv" ".object.metadata.annotations == {\"k8s.io/initial-events-end\": \"true\"} and .object.metadata.resourceVersion == \$rv" end
+'
+
+test_expect_success 'sendInitialEvents without resourceVersionMatch=NotOlderThan is 422' '
+	ksim_curl -o out.json -w "%{http_code}\n" "$CM?watch=true&sendInitialEvents=true" >code &&
+	echo 422 >expect && test_cmp expect code &&
+	jq -e ".reason == \"Invalid\" and (.message | contains(\"sendInitialEvents requires setting resourceVersionMatch to NotOlderThan\"))" out.json &&
+	ksim_curl -o out.json -w "%{http_code}\n" "$CM?sendInitialEvents=true" >code &&
+	test_cmp expect code &&
+	jq -e ".message | contains(\"sendInitialEvents is forbidden for list\")" out.json
+'
+
+test_expect_success 'a label selector turns relabelings into ADDED and DELETED' '
+	mkcm sel "{\"tier\":\"front\"}" &&
+	rv=$(ksim_curl $CM/sel | jq -r .metadata.resourceVersion) &&
+	watch_bg w.out "resourceVersion=$rv&labelSelector=tier%3Dfront&timeoutSeconds=3" &&
+	sleep 0.3 &&
+	ksim_curl -o /dev/null -X PATCH -H "Content-Type: application/merge-patch+json" -d "{\"metadata\":{\"labels\":{\"tier\":\"back\"}}}" $CM/sel &&
+	ksim_curl -o /dev/null -X PATCH -H "Content-Type: application/merge-patch+json" -d "{\"data\":{\"x\":\"1\"}}" $CM/sel &&
+	ksim_curl -o /dev/null -X PATCH -H "Content-Type: application/merge-patch+json" -d "{\"metadata\":{\"labels\":{\"tier\":\"front\"}}}" $CM/sel &&
+	ksim_curl -o /dev/null -X PATCH -H "Content-Type: application/merge-patch+json" -d "{\"data\":{\"x\":\"2\"}}" $CM/sel &&
+	mkcm other "{\"tier\":\"back\"}" &&
+	wait &&
+	events w.out >actual &&
+	printf "DELETED sel\nADDED sel\nMODIFIED sel\n" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'a field selector on metadata.name watches one object' '
+	watch_bg w.out "resourceVersion=0&fieldSelector=metadata.name%3Db&timeoutSeconds=1" &&
+	wait &&
+	events w.out >actual &&
+	echo "ADDED b" >expect && test_cmp expect actual
+'
+
+test_expect_success 'a namespaced watch does not see other namespaces; an all-namespaces one does' '
+	ksim_curl -o /dev/null -X POST -H "Content-Type: application/json" -d "{\"metadata\":{\"name\":\"elsewhere\"}}" /api/v1/namespaces &&
+	ksim_curl -o /dev/null -X POST -H "Content-Type: application/json" -d "{\"metadata\":{\"name\":\"x\"}}" /api/v1/namespaces/elsewhere/configmaps &&
+	watch_bg w.out "resourceVersion=0&timeoutSeconds=1" &&
+	ksim_curl -N -o all.out "/api/v1/configmaps?watch=true&resourceVersion=0&timeoutSeconds=1" &&
+	wait &&
+	! grep -q elsewhere w.out &&
+	jq -e "select(.object.metadata.namespace == \"elsewhere\")" all.out
+'
+
+test_expect_success 'the history is bounded (--history): an older resourceVersion is 410 in the stream' '
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21; do
+		mkcm "h$i" || return 1
+	done &&
+	ksim_curl -o w.out -w "%{http_code}\n" "$CM?watch=true&resourceVersion=3" >code &&
+	echo 200 >expect && test_cmp expect code &&
+	jq -e "select(.type == \"ERROR\") | .object | .code == 410 and .reason == \"Expired\"" w.out &&
+	test $(wc -l <w.out) = 1
+'
+
+test_expect_success 'ksim_admin error-watches: an ERROR 410 event, then the end' '
+	watch_bg w.out "resourceVersion=0" &&
+	test_wait_for 5 grep -q "\"h21\"" w.out &&
+	ksim_admin error-watches &&
+	wait &&
+	tail -n 1 w.out >last &&
+	jq -e ".type == \"ERROR\" and .object.kind == \"Status\" and .object.code == 410 and .object.reason == \"Expired\"" last
+'
+
+test_expect_success 'ksim_admin compact: watches from before the compaction get 410, current ones do not' '
+	rv=$(ksim_curl $CM | jq -r .metadata.resourceVersion) &&
+	mkcm after-compact-0 &&
+	ksim_admin compact &&
+	ksim_curl -o w.out "$CM?watch=true&resourceVersion=$rv&timeoutSeconds=1" &&
+	jq -e "select(.type == \"ERROR\") | .object.message == \"The resourceVersion for the provided watch is too old.\"" w.out &&
+	now=$(ksim_curl $CM | jq -r .metadata.resourceVersion) &&
+	watch_bg w2.out "resourceVersion=$now&timeoutSeconds=2" &&
+	sleep 0.3 && mkcm after-compact &&
+	wait &&
+	events w2.out >actual && echo "ADDED after-compact" >expect && test_cmp expect actual
+'
+
+test_expect_success 'Table watch events (kubectl get -w without -o json)' '
+	ksim_curl -o w.out -H "Accept: application/json;as=Table;v=v1;g=meta.k8s.io" "$CM?watch=true&resourceVersion=0&fieldSelector=metadata.name%3Da&timeoutSeconds=1" &&
+	jq -e ".type == \"ADDED\" and .object.kind == \"Table\" and .object.rows[0].cells[0] == \"a\" and .object.columnDefinitions[0].name == \"Name\"" w.out
+'
+
+test_expect_success 'SIGTERM ends open watch streams with the zero chunk' '
+	rm -f term.out &&
+	{ ksim_curl --raw -N -o term.out "$CM?watch=true&resourceVersion=0" & } &&
+	cpid=$! &&
+	test_wait_for 5 grep -q "\"a\"" term.out &&
+	ksim_stop &&
+	wait $cpid &&
+	tr -d "\r" <term.out | tail -n 2 >tail && printf "0\n\n" >expect && test_cmp expect tail
+'
+
+test_done
