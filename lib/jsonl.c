@@ -65,13 +65,14 @@ ssize_t kop_jsonl_read_fd(struct kop_jsonl *r, int fd)
 static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lineno, char *err)
 {
 	jv_parser *parser;
-	jv v, vals = jv_array();
+	jv v, vals;
 	size_t i;
 
 	for (i = 0; i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r'); i++)
 		;
 	if (i == len)
 		return 0;
+	vals = jv_array();
 	parser = jv_parser_new(0);
 	/* not partial: a value cut short at the end of the line is an error, not "more to come". */
 	jv_parser_set_buf(parser, p, (int)len, 0);
