@@ -18,4 +18,22 @@ for in in "$FIXTURES"/*.in.jsonl; do
 	'
 done
 
+# Many objects (the map grows several times), then a relist where every
+# third is gone and every fifth changed: exactly those events come out.
+test_expect_success 'relist difference over 1000 objects' '
+	jq -n -c "
+		def obj(\$i; \$rv): {metadata: {name: \"o\(\$i)\", namespace: \"n\", uid: \"u\(\$i)\", resourceVersion: \$rv}};
+		{code: 200, list: {metadata: {resourceVersion: \"5000\"}, items: [range(1; 1001) | obj(.; \"\(.)\")]}},
+		{code: 410, status: {code: 410, message: \"expired\"}},
+		{code: 200, list: {metadata: {resourceVersion: \"6000\"}, items: [range(1; 1001) | select(. % 3 != 0)
+			| obj(.; if . % 5 == 0 then \"\(. + 5000)\" else \"\(.)\" end)]}}
+	" >many.in.jsonl &&
+	"$KOP_TEST_TOOL" watch-sim --no-streaming pods /p Pod v1 <many.in.jsonl >many.out &&
+	test $(grep -c "^ADDED" many.out) = 1000 &&
+	test $(grep -c "^DELETED" many.out) = 333 &&
+	test $(grep -c "^DELETED .* 6000$" many.out) = 333 &&
+	test $(grep -c "^MODIFIED" many.out) = 134 &&
+	grep "^state synced=1 rv=6000 objects=667 " many.out
+'
+
 test_done
