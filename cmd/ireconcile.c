@@ -918,6 +918,22 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, struct
 			continue;
 		}
 		c = kop_program_stamp(&E.prog, k->mapping, c, ctx->parent);
+		{
+			/* What does not map back could never be seen, compared or pruned. */
+			char *back = kop_program_map(&E.prog, k->mapping, c, NULL);
+			int ours = back && !strcmp(back, p->key);
+
+			free(back);
+			if (!ours) {
+				tool_logj(LOG_ERROR,
+					  jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
+					  "primary '%s': desired %s '%s%s%s' would not map back to it (another namespace "
+					  "than an owner reference allows?); skipped",
+					  p->key, kind, ns ? ns : "", ns ? "/" : "", name);
+				jv_free(c);
+				continue;
+			}
+		}
 		key = obj_key(av, kind, ns, name);
 		kop_hmap_put(desired, key, &one);
 		live = kop_hmap_get(&E.objs, key);

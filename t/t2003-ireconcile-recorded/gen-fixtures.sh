@@ -18,4 +18,6 @@ jq -c 'select((.object.metadata.resourceVersion | tonumber) >= 970)' <all.tmp >d
 # The summary ConfigMap as the API server stores it after our apply: nothing to write.
 CM='{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web-rollout","namespace":"rec-deploy","uid":"0b8a3c1e-5d0f-4e34-9d55-3f0c1f7e2a10","resourceVersion":"980","creationTimestamp":"2026-11-22T01:22:00Z","ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"9c6e1345-a864-4311-b448-d2b282a32dc3","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"iot-operator","operation":"Apply","apiVersion":"v1"}]},"data":{"image":"nginx:1.26","replicas":"3","replicaSets":"web-5c6d6746f4,web-5d77888775","running":"web-5d77888775-fkj2x,web-5d77888775-hkjcj,web-5d77888775-m7q5r"}}}'
 { cat initial.tmp; echo "$CM"; echo "$BOOKMARK"; cat live.tmp; } >04-steady.in.jsonl
+# A program asking for a child in another namespace than its owner's.
+{ jq -c 'if .object.kind == "Deployment" then .object.metadata.annotations["test.example.org/stray"] = "yes" else . end' initial.tmp; echo "$BOOKMARK"; } >06-stray.in.jsonl
 rm -f all.tmp initial.tmp live.tmp mid.tmp deleted.tmp
