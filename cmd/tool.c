@@ -311,6 +311,7 @@ static void metric_update(const char *name, const char *labels, const char *type
 	metrics.series = jv_object_set(metrics.series, jv_string(key.buf), cur);
 	metrics.dirty = 1;
 	kop_buf_release(&key);
+	tool_metrics_flush(0);
 }
 
 void tool_metric_add(const char *name, const char *labels, double delta)

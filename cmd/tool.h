@@ -105,7 +105,12 @@ void tool_metric_add(const char *name, const char *labels, double delta);	/* a c
 void tool_metric_set(const char *name, const char *labels, double value);	/* a gauge */
 /* rest_client_requests_total{code,method}; code 0 (no response) counts as "<error>", as client-go does. */
 void tool_metric_request(const char *method, long code);
-/* Sends the values if any changed: at most every 200 ms unless force. tool_finish() forces. */
+/*
+ * Sends the values if any changed: at most every 200 ms unless force. Every
+ * tool_metric_* call tries it, so a busy tool needs nothing more; a tool that
+ * goes idle (before a blocking read or poll) calls it with force so that its
+ * last counts are not held back. tool_finish() forces.
+ */
 void tool_metrics_flush(int force);
 
 #endif
