@@ -134,6 +134,17 @@ test_expect_success '--qps and --burst limit the request rate' '
 	test $(( (end - start) / 1000000 )) -ge 900
 '
 
+test_expect_success 'SIGTERM: the request in flight finishes and its result is written, then exit 0' '
+	# stdin stays open (the sleep) while the request is in flight; rc records the exit code
+	{ cm slow; sleep 5; } |
+		sh -c "exec 6<&0; timeout 30 kapply --kubeconfig kubeconfig <&6 >out 2>err & echo \$! >pid; wait \$!; echo \$? >rc" &
+	test_wait_for 10 grep -q "/slow" requests.jsonl &&
+	kill -TERM $(cat pid) &&
+	test_wait_for 10 test -s rc &&
+	test "$(cat rc)" = 0 &&
+	jq -e ".ok == true and .resourceVersion == \"11\"" out
+'
+
 test_expect_success 'a server that is not there: connection errors are retried, then reported (exit 111)' '
 	stop_fake &&
 	test_expect_code 111 timeout 60 kapply --kubeconfig kubeconfig --max-retries 1 -f down.yaml >out 2>err &&

@@ -5,13 +5,14 @@ usage: fake-api.py SCRIPT.json PORTFILE LOG.jsonl
 
 SCRIPT maps "METHOD /path" (query left out) to a list of replies, served in
 order; the last one repeats. A reply is {"code":N,"body":<json or string>,
-"headers":{...}}. Minimal discovery (/api, /api/v1, /apis) is built in.
+"headers":{...},"delay":SECONDS}. Minimal discovery (/api, /api/v1, /apis) is built in.
 Every request is logged as one JSON line {"method","path","query",
 "contentType","body"}. The chosen port is written to PORTFILE when ready.
 """
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -69,6 +70,8 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(reply)
 
     def reply(self, reply):
+        if reply.get("delay"):
+            time.sleep(reply["delay"])
         body = reply.get("body", "")
         data = (body if isinstance(body, str) else json.dumps(body)).encode()
         self.send_response(reply["code"])
