@@ -3,6 +3,18 @@ test_description='kapply --dry-run (client and server) and --diff'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
+test_expect_success 'kapply --help; bad usage exits 100' '
+	kapply --help >help &&
+	grep "^usage: kapply" help &&
+	test_expect_code 100 kapply --bogus 2>err &&
+	test_expect_code 100 kapply --dry-run=maybe 2>err &&
+	grep "invalid --dry-run" err &&
+	test_expect_code 100 kapply --concurrency 0 2>err &&
+	test_expect_code 100 kapply --diff --dry-run 2>err &&
+	test_expect_code 100 kapply --kubeconfig /nonexistent -f "$FIXTURES/manifest.yaml" >out 2>err &&
+	test ! -s out
+'
+
 test_expect_success '--dry-run=client needs no server: what would be sent, per operation (golden)' '
 	timeout 30 kapply --dry-run --kubeconfig /nonexistent -f "$FIXTURES/manifest.yaml" >out 2>err &&
 	test_cmp_json "$FIXTURES/dry-run-manifest.expect" out

@@ -8,6 +8,14 @@ changed between the read and the write.'
 
 command -v python3 >/dev/null || test_skip_all 'python3 is missing'
 
+test_expect_success 'kstatus --help; bad usage exits 100' '
+	kstatus --help >help &&
+	grep "^usage: kstatus" help &&
+	test_expect_code 100 kstatus --bogus 2>err &&
+	test_expect_code 100 kstatus extra-argument 2>err &&
+	test_expect_code 100 kstatus --kubeconfig /nonexistent </dev/null >out 2>err
+'
+
 test_expect_success 'setup' '
 	: >requests.jsonl &&
 	python3 "$TEST_DIRECTORY/t3003-kapply-retry/fake-api.py" "$FIXTURES/script.json" port requests.jsonl 2>fake.err &
