@@ -245,7 +245,7 @@ struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *k
 {
 	struct sockaddr_in sa;
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-			 MHD_USE_ERROR_LOG;
+			 MHD_USE_ERROR_LOG | MHD_USE_ITC;
 	struct MHD_Daemon *d;
 	const union MHD_DaemonInfo *info;
 

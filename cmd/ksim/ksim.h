@@ -108,6 +108,7 @@ struct ksim_state {
 	unsigned cut_epoch;	/* bumped by /ksim/cut-watches */
 	unsigned error_epoch;	/* bumped by /ksim/error-watches */
 	int stopping;
+	int watches;		/* open watch streams (SIGTERM waits for them to end) */
 	long bookmark_ms;	/* period of watch bookmarks */
 	const char *token;	/* --token, or NULL for no authentication */
 	int verbose;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <microhttpd.h>
 #include <openssl/bio.h>
@@ -183,7 +184,7 @@ int main(int argc, char **argv)
 {
 	const char *kubeconfig = NULL, *token = NULL;
 	long port = 0, history = 10000;
-	int tls = 0, c, bound = 0, sig;
+	int tls = 0, c, bound = 0, sig, lfd;
 	char *cert = NULL, *key = NULL, err[KOP_ERRLEN];
 	struct MHD_Daemon *d;
 	struct kop_buf url = KOP_BUF_INIT;
@@ -255,12 +256,27 @@ int main(int argc, char **argv)
 			sig = SIGTERM;
 	} while (sig != SIGTERM && sig != SIGINT);
 	log_info("stopping on signal %d", sig);
+	/*
+	 * No new connections; watch streams see `stopping` and end with the
+	 * zero chunk; MHD stops once they are gone (or after 5 s).
+	 */
+	lfd = MHD_quiesce_daemon(d);
 	ksim_lock();
 	ksim.stopping = 1;
 	pthread_cond_broadcast(&ksim.changed);
+	{
+		struct timespec until;
+
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += 5;
+		while (ksim.watches > 0 && !pthread_cond_timedwait(&ksim.changed, &ksim.lock, &until))
+			;
+	}
 	ksim_unlock();
 	ksim_controllers_stop();
 	MHD_stop_daemon(d);
+	if (lfd >= 0)
+		close(lfd);
 	ksim_store_free();
 	ksim_types_free();
 	free(cert);

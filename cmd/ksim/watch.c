@@ -195,6 +195,7 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 	} else {
 		w->cursor = n;
 	}
+	ksim.watches++;
 	return w;
 fail:
 	ksim_selector_free(ls);
@@ -206,6 +207,10 @@ void ksim_watch_free(struct ksim_watch *w)
 {
 	if (!w)
 		return;
+	ksim_lock();
+	ksim.watches--;
+	pthread_cond_broadcast(&ksim.changed);
+	ksim_unlock();
 	free(w->group);
 	free(w->version);
 	free(w->resource);
