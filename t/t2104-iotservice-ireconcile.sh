@@ -113,4 +113,49 @@ test_expect_success '10-delete-terminating: the namespace terminating, only our 
 	test_cmp expect actual
 '
 
+CONFIG_APPLIES="apply Deployment cockpit-example-iotservice
+apply Deployment core-spring-example-iotservice
+apply Deployment gateway-rest-example-iotservice
+apply Deployment haproxy-example-iotservice
+apply Deployment processing-example-iotservice
+apply Secret iotservice-example-iotservice
+apply StatefulSet gateway-mqtt-example-iotservice
+apply StatefulSet messaging-example-iotservice"
+
+# edit NAME EXPECTED-APPLIES: exactly these applies, no delete, Processing
+check_edit () {
+	ops "$1" >actual &&
+	grep -v "^apply" actual >rest &&
+	printf "status IoTService example-iotservice\nevent IoTService Processing\n" >expect &&
+	test_cmp expect rest &&
+	grep "^apply" actual | sort >applies &&
+	printf "%s\n" "$2" | sort >expect &&
+	test_cmp expect applies
+}
+
+test_expect_success '11-edit-size: only the StatefulSet' '
+	check_edit 11-edit-size "apply StatefulSet gateway-mqtt-example-iotservice"
+'
+
+test_expect_success '12-edit-resources: only the Deployment, quantities canonical' '
+	check_edit 12-edit-resources "apply Deployment haproxy-example-iotservice" &&
+	jq -c "select(.op == \"apply\") | .object.spec.template.spec.containers[0].resources" 12-edit-resources.out >actual &&
+	echo "{\"limits\":{\"memory\":\"1Gi\",\"cpu\":\"500m\"}}" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success '13-edit-port: the config, the workloads mounting it and the Service' '
+	check_edit 13-edit-port "$CONFIG_APPLIES
+apply Service cockpit-example-iotservice"
+'
+
+test_expect_success '14-edit-config: the config Secret and the checksum of the workloads mounting it' '
+	check_edit 14-edit-config "$CONFIG_APPLIES" &&
+	jq -r "select(.op == \"apply\" and .object.kind == \"Secret\") | .object.data[\"config.yml\"]" 14-edit-config.out | base64 -d >config.yml &&
+	grep "^  domain_name: other.example\$" config.yml &&
+	sum=$(md5sum <config.yml | cut -d" " -f1) &&
+	jq -r "select(.op == \"apply\" and .object.spec.template) | .object.spec.template.metadata.annotations[\"checksum/config\"]" 14-edit-config.out | sort -u >actual &&
+	echo "$sum" >expect && test_cmp expect actual
+'
+
 test_done

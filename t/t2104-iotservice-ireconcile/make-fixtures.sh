@@ -98,3 +98,13 @@ jq -c '.metadata.deletionTimestamp = "2026-11-22T10:00:00Z" | .metadata.resource
 { cat "$F/04-steady.in.jsonl"; ev MODIFIED <"$W/p9.json"; } >"$F/09-delete.in.jsonl"
 jq -c 'select(.kind == "Namespace") | .metadata.deletionTimestamp = "2026-11-22T10:00:01Z" | .status.phase = "Terminating" | .metadata.resourceVersion = "501"' "$W/ready.jsonl" >"$W/nsterm.json"
 { cat "$F/09-delete.in.jsonl"; ev MODIFIED <"$W/nsterm.json"; } >"$F/10-delete-terminating.in.jsonl"
+
+# 11-14: more spec edits, each changing exactly its objects
+edit () {
+	jq -c ".metadata.generation = 2 | .metadata.resourceVersion = \"400\" | $2" "$W/p4.json" >"$W/$1.json"
+	{ cat "$F/04-steady.in.jsonl"; ev MODIFIED <"$W/$1.json"; } >"$F/$1.in.jsonl"
+}
+edit 11-edit-size '.spec.gateway.mqtt.size = 3'
+edit 12-edit-resources '.spec.haproxy.resources = {limits: {memory: "1024Mi", cpu: "0.5"}}'
+edit 13-edit-port '.spec.cockpit.container_port = "8090"'
+edit 14-edit-config '.spec.domain_name = "other.example"'
