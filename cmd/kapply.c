@@ -328,6 +328,14 @@ static jv op_ref(const struct op *op)
 /* Writes op's result line and marks it done. line is consumed. */
 static void op_done(struct op *op, jv result)
 {
+	jv ok = jv_object_get(jv_copy(result), jv_string("ok"));
+	struct kop_buf labels = KOP_BUF_INIT;
+
+	kop_buf_addf(&labels, "op=%s,result=%s", kind_names[op->kind],
+		     jv_get_kind(ok) == JV_KIND_TRUE ? "ok" : "error");
+	tool_metric_add("kapply_operations_total", labels.buf, 1);
+	kop_buf_release(&labels);
+	jv_free(ok);
 	if (opt.dry_run == DRY_SERVER)
 		result = jv_object_set(result, jv_string("dryRun"), jv_string("server"));
 	emit(result);
@@ -1231,6 +1239,8 @@ static void run(void)
 		}
 		if (wait > 200 && stopping)
 			wait = 200;
+		if (!inflight)
+			tool_metrics_flush(1);	/* going idle: the last counts go out now */
 		curl_multi_wait(multi, want_stdin ? &wfd : NULL, want_stdin ? 1 : 0, (int)wait, NULL);
 		/* curl reports POLLIN only; poll again for the end of a pipe (POLLHUP). */
 		if (want_stdin && stdin_ready(0) && kop_jsonl_read_fd(&reader, 0) < 0 && errno != EINTR &&

@@ -50,9 +50,28 @@ static const char *default_ns = "default";
 static char *instance;		/* reportingInstance: $POD_NAME or the host name */
 static char *host;
 static jv event_cache;		/* key -> {"name","namespace","count","first","last"} */
+static int passing;		/* emit() is passing a line through */
 
 static void emit(jv line)
 {
+	jv op = jv_get_kind(line) == JV_KIND_OBJECT ? jv_object_get(jv_copy(line), jv_string("op")) : jv_null();
+
+	if (jv_get_kind(op) == JV_KIND_STRING && !strcmp(jv_string_value(op), "result")) {
+		jv f = jv_object_get(jv_copy(line), jv_string("for")), ok = jv_object_get(jv_copy(line), jv_string("ok"));
+		struct kop_buf labels = KOP_BUF_INIT;
+
+		/* kapply's results pass through here too: only ours are counted. */
+		if (jv_get_kind(f) == JV_KIND_STRING &&
+		    (!strcmp(jv_string_value(f), "status") || !strcmp(jv_string_value(f), "event")) && !passing) {
+			kop_buf_addf(&labels, "op=%s,result=%s", jv_string_value(f),
+				     jv_get_kind(ok) == JV_KIND_TRUE ? "ok" : "error");
+			tool_metric_add("kstatus_operations_total", labels.buf, 1);
+		}
+		kop_buf_release(&labels);
+		jv_free(f);
+		jv_free(ok);
+	}
+	jv_free(op);
 	if (kop_jsonl_write(stdout, line) < 0)
 		tool_stdout_failed();
 }
@@ -602,8 +621,11 @@ static void handle(jv line)
 		do_status(line);
 	else if (jv_get_kind(op) == JV_KIND_STRING && !strcmp(jv_string_value(op), "event"))
 		do_event(line);
-	else
+	else {
+		passing = 1;
 		emit(line);
+		passing = 0;
+	}
 	jv_free(op);
 }
 
@@ -691,6 +713,7 @@ int main(int argc, char **argv)
 		}
 		if (reader.eof)
 			break;
+		tool_metrics_flush(1);	/* about to block on stdin */
 		if (kop_jsonl_read_fd(&reader, 0) < 0 && errno != EINTR) {
 			log_error("unable to read stdin: %s", strerror(errno));
 			kop_jsonl_eof(&reader);
