@@ -6,8 +6,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -866,7 +866,10 @@ static void free_strv(char **v)
 static int exec_run(struct kube_exec *e, int interactive, struct kop_buf *out, char *err)
 {
 	struct kop_buf info = KOP_BUF_INIT;
-	int outp[2], errp[2], status = 0, child_errno = 0;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t dfl;
+	int outp[2], status = 0, rc;
 	char **env;
 	pid_t pid;
 	ssize_t n;
@@ -877,42 +880,36 @@ static int exec_run(struct kube_exec *e, int interactive, struct kop_buf *out, c
 	kop_buf_addf(&info, "\"interactive\":%s}}", interactive ? "true" : "false");
 	env = exec_environ(e, info.buf);
 	kop_buf_release(&info);
-	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+	if (pipe2(outp, O_CLOEXEC) < 0) {
 		free_strv(env);
 		return kop_error(err, "getting credentials: exec: %s", strerror(errno));
 	}
-	pid = fork();
-	if (pid < 0) {
-		int e2 = errno;
-
-		close(outp[0]);
-		close(outp[1]);
-		close(errp[0]);
-		close(errp[1]);
-		free_strv(env);
-		return kop_error(err, "getting credentials: exec: %s", strerror(e2));
-	}
-	if (pid == 0) {
-		int fd;
-
-		signal(SIGPIPE, SIG_DFL);
-		if (!interactive) {
-			fd = open("/dev/null", O_RDONLY);
-			if (fd >= 0 && fd != 0) {
-				dup2(fd, 0);
-				close(fd);
-			}
-		}
-		dup2(outp[1], 1);
-		execvpe(e->argv[0], e->argv, env);
-		fd = errno;
-		if (write(errp[1], &fd, sizeof(fd)) < 0)
-			_exit(127);
-		_exit(127);
-	}
+	/* stdin only when interactive; stdout to us; stderr passed through, as client-go does. */
+	posix_spawn_file_actions_init(&fa);
+	if (!interactive)
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
+	/* glibc's posix_spawnp reports a failed exec (ENOENT, EACCES) as its result. */
+	/* Network tools ignore SIGPIPE; the plugin gets the default back. */
+	posix_spawnattr_init(&attr);
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
+	posix_spawnattr_setsigdefault(&attr, &dfl);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+	rc = posix_spawnp(&pid, e->argv[0], &fa, &attr, e->argv, env);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
 	free_strv(env);
 	close(outp[1]);
-	close(errp[1]);
+	if (rc) {
+		close(outp[0]);
+		if (rc == ENOENT && e->install_hint)
+			return kop_error(err, "getting credentials: exec: executable %s not found\n\n%s", e->command,
+					 e->install_hint);
+		if (rc == ENOENT)
+			return kop_error(err, "getting credentials: exec: executable %s not found", e->command);
+		return kop_error(err, "getting credentials: exec: fork/exec %s: %s", e->command, strerror(rc));
+	}
 	for (;;) {
 		kop_buf_grow(out, 4096);
 		n = read(outp[0], out->buf + out->len, out->cap - out->len - 1);
@@ -926,26 +923,12 @@ static int exec_run(struct kube_exec *e, int interactive, struct kop_buf *out, c
 			break;
 	}
 	close(outp[0]);
-	do
-		n = read(errp[0], &child_errno, sizeof(child_errno));
-	while (n < 0 && errno == EINTR);
-	close(errp[0]);
-	if (n != (ssize_t)sizeof(child_errno))
-		child_errno = 0;
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			status = 0;	/* reaped by someone else's SIGCHLD handler: judge by the output */
 			break;
 		}
 	}
-	if (child_errno == ENOENT) {
-		if (e->install_hint)
-			return kop_error(err, "getting credentials: exec: executable %s not found\n\n%s", e->command,
-					 e->install_hint);
-		return kop_error(err, "getting credentials: exec: executable %s not found", e->command);
-	}
-	if (child_errno)
-		return kop_error(err, "getting credentials: exec: fork/exec %s: %s", e->command, strerror(child_errno));
 	if (WIFEXITED(status) && WEXITSTATUS(status))
 		return kop_error(err, "getting credentials: exec: executable %s failed with exit code %d", e->command,
 				 WEXITSTATUS(status));
