@@ -482,7 +482,7 @@ static void do_event(jv line)
 	reason = get_str(ev, "reason", NULL);
 	message = get_str(ev, "message", NULL);
 	if (jv_get_kind(io) != JV_KIND_OBJECT || !io_name || !*io_name || !reason || !*reason) {
-		report_local("event", primary, event_ref(jv_copy(io), io_ns), 400, "BadRequest",
+		report_local("event", jv_copy(primary), event_ref(jv_copy(io), io_ns), 400, "BadRequest",
 			     "an event needs involvedObject.name and reason");
 		goto out;
 	}

@@ -65,9 +65,9 @@ test_expect_success 'an event for a cluster-scoped object goes to the default na
 '
 
 test_expect_success 'an event without a reason is reported and skipped' '
-	echo "{\"op\":\"event\",\"event\":{\"involvedObject\":{\"name\":\"w1\",\"namespace\":\"ns\"}}}" >in &&
+	echo "{\"op\":\"event\",\"primary\":\"ns/w1\",\"event\":{\"involvedObject\":{\"name\":\"w1\",\"namespace\":\"ns\"}}}" >in &&
 	timeout 30 kstatus <in >out 2>err &&
-	jq -e ".ok == false and .code == 400" out
+	jq -e ".ok == false and .code == 400 and .primary == \"ns/w1\"" out
 '
 
 test_expect_success 'cleanup' '
