@@ -181,7 +181,7 @@ test_expect_success 'parallel updates: the 31st rolling instance waits with Upda
 	others=$(jq -nc "[range(30) | \"devawsk8s/other-\(.)\"] + [\"devawsk8s/$X\"]") &&
 	run p-upd.json ready.view "{\"aggregates\": {\"rolling\": $others}}" queued &&
 	jq -c "[.status.phase, .status.observedGeneration, (.status.conditions[] | [.type, .status, .reason]), .resyncAfterSeconds, [.events[].reason]]" queued.json >actual &&
-	echo "[\"Processing\",3,[\"Available\",\"False\",\"ChildrenNotReady\"],[\"Progressing\",\"False\",\"UpdateQueued\"],30,[\"Processing\",\"UpdateQueued\"]]" >expect &&
+	echo "[\"Processing\",3,[\"Available\",\"True\",\"AllChildrenReady\"],[\"Progressing\",\"False\",\"UpdateQueued\"],30,[\"Processing\",\"UpdateQueued\"]]" >expect &&
 	test_cmp expect actual &&
 	jq -c "[.children[] | keys] | unique" queued.json >actual &&
 	echo "[[\"apiVersion\",\"kind\",\"metadata\"]]" >expect && test_cmp expect actual &&

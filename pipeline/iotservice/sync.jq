@@ -163,8 +163,10 @@ def iot_error_text:
          pods: ([$pods[] | select(.metadata.namespace == $ns and .metadata.labels.instance == $x and .status.phase == "Running")
                  | .metadata.name] | sort),
          conditions: [
-           kop_condition($old.conditions; "Available"; (if $p.phase == "Available" then "True" else "False" end);
-                         (if $p.phase == "Available" then "AllChildrenReady" elif $p.phase == "Failed" then "Failed"
+           # a queued instance still serves its previous generation
+           (($p.phase == "Available") or ($queued and ($notReady | length) == 0)) as $available
+           | kop_condition($old.conditions; "Available"; (if $available then "True" else "False" end);
+                         (if $available then "AllChildrenReady" elif $p.phase == "Failed" then "Failed"
                           else "ChildrenNotReady" end);
                          ($p.reason // $p.message); $gen; $now),
            kop_condition($old.conditions; "Progressing"; $p.progressing[0]; $p.progressing[1];
