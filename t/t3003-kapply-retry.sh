@@ -145,6 +145,29 @@ test_expect_success 'SIGTERM: the request in flight finishes and its result is w
 	jq -e ".ok == true and .resourceVersion == \"11\"" out
 '
 
+test_expect_success 'a CRD that never becomes Established: its objects wait, then fail; the CRD times out' '
+	cat >crd.yaml <<-\EOF &&
+	apiVersion: apiextensions.k8s.io/v1
+	kind: CustomResourceDefinition
+	metadata: {name: gadgets.test.example.org}
+	spec:
+	  group: test.example.org
+	  names: {kind: Gadget, plural: gadgets}
+	  scope: Namespaced
+	---
+	apiVersion: test.example.org/v1
+	kind: Gadget
+	metadata: {name: g1}
+	EOF
+	test_expect_code 100 timeout 60 kapply --kubeconfig kubeconfig --crd-timeout 1s -f crd.yaml >out 2>err &&
+	jq -e -s "length == 2 and
+		(.[0] | .ref.kind == \"CustomResourceDefinition\" and .ok == false and .code == 504 and .reason == \"Timeout\") and
+		(.[1] | .ref.kind == \"Gadget\" and .ok == false and .code == 404)" out &&
+	# polled until the deadline: several reads of the CRD
+	test $(requests GET gadgets.test.example.org) -ge 3 &&
+	! grep -q "/gadgets/" requests.jsonl
+'
+
 test_expect_success 'a server that is not there: connection errors are retried, then reported (exit 111)' '
 	stop_fake &&
 	test_expect_code 111 timeout 60 kapply --kubeconfig kubeconfig --max-retries 1 -f down.yaml >out 2>err &&

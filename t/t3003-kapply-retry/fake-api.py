@@ -35,7 +35,15 @@ DISCOVERY = {
          "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["svc"]},
         {"name": "services/status", "singularName": "", "namespaced": True, "kind": "Service",
          "verbs": ["get", "patch", "update"]}]},
-    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": []},
+    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+        {"name": "apiextensions.k8s.io",
+         "versions": [{"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"}],
+         "preferredVersion": {"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"}}]},
+    "/apis/apiextensions.k8s.io/v1": {"kind": "APIResourceList", "apiVersion": "v1",
+                                      "groupVersion": "apiextensions.k8s.io/v1", "resources": [
+        {"name": "customresourcedefinitions", "singularName": "customresourcedefinition", "namespaced": False,
+         "kind": "CustomResourceDefinition", "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+         "shortNames": ["crd", "crds"]}]},
 }
 
 
