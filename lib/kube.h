@@ -55,6 +55,7 @@ struct kube_client;
 
 /* Takes cfg's contents (cfg is left empty). timeout_ms = 0: no overall limit for plain requests. */
 struct kube_client *kube_client_new(struct kube_config *cfg, long timeout_ms, char *err);
+/* After every handle from kube_easy_new is cleaned up (they share its connection cache). */
 void kube_client_free(struct kube_client *c);
 const struct kube_config *kube_client_config(const struct kube_client *c);
 /* "iot-operator/kapply" style User-Agent; default "iot-operator". */
@@ -75,7 +76,8 @@ void kube_response_release(struct kube_response *r);
  * One classification for every tool (guides/style.md habit 8): transient =
  * no response (connection refused/reset, DNS, timeout), 408, 429, 5xx (and
  * 409 for callers that re-read and retry); permanent = other 4xx. 401 is
- * transient once: the caller calls kube_auth_failed() and retries.
+ * transient once: the caller calls kube_auth_failed() and retries (so
+ * kube_is_transient(401, …) itself says 0, and a 401 that persists exits 100).
  */
 int kube_is_transient(long code, CURLcode cc);
 /* The exit code for a failed response: 100 permanent, 111 transient. */
@@ -85,7 +87,10 @@ int kube_exit_code(const struct kube_response *r);
  * A blocking request. path includes the query ("/api/v1/namespaces?limit=500").
  * body (consumed) is sent as content_type when valid (jv_invalid() = none).
  * Returns 0 on 2xx, -1 otherwise; resp is filled in both cases and must be
- * released. Retries nothing itself: callers decide with their backoff.
+ * released. Retries nothing itself: callers decide with their backoff. On a
+ * 401 it has already called kube_auth_failed(). When no credential can be
+ * had (exec plugin failed), resp has code 0, reason "CredentialsUnavailable"
+ * and is transient.
  */
 int kube_request(struct kube_client *c, const char *method, const char *path, const char *content_type,
 		 jv body, struct kube_response *resp);
