@@ -232,4 +232,11 @@ test_expect_success 'an instance name too long for O-X gives nothing and Failed'
 	grep "^\[0,\"Failed\",\"invalid metadata.name .*devawsk8s-a-name-that-is-far-too-long-for-a-namespace-once-prefixed-xx.*not a valid namespace name" actual
 '
 
+test_expect_success 'an instance name too long for its Service names gives nothing and Failed' '
+	desired ".metadata.name = \"n23456789-123456789-123456789-123456789-123456789-1\"" long2 &&
+	jq -c "[(.children | length), .status.phase, .status.reason]" long2.json >actual &&
+	echo "[0,\"Failed\",\"invalid metadata.name \\\"n23456789-123456789-123456789-123456789-123456789-1\\\": gives the Service name '"'"'gateway-mqtt-n23456789-123456789-123456789-123456789-123456789-1'"'"', longer than 63 characters\"]" >expect &&
+	test_cmp expect actual
+'
+
 test_done

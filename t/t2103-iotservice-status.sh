@@ -122,7 +122,8 @@ done <<\EOT
 .spec.haproxy.container_port_https = "70000"|invalid spec.haproxy.container_port_https "70000": is not a port number
 .spec.gateway.rest.size = -1|invalid spec.gateway.rest.size -1: must not be negative
 .spec.imagePullPolicy = "Sometimes"|invalid spec.imagePullPolicy "Sometimes": must be Always, IfNotPresent or Never
-.spec.core.size = "1"|invalid spec.core.size "1": must be an integer
+.spec.core.size = "1"|invalid spec.core.size "1": must be a 32-bit integer
+.spec.mms.amq_store_size_mb = 1.5|invalid spec.mms.amq_store_size_mb 1.5: must be an integer
 .spec.gateway.mqtt.persistent_volume_claim_size = "20 Gi"|invalid spec.gateway.mqtt.persistent_volume_claim_size "20 Gi": is not a valid quantity
 .spec.processing.image = ""|invalid spec.processing.image "": must not be empty
 EOT

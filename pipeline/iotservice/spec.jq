@@ -160,7 +160,7 @@ def iot_decode($schema; $path):
         elif type == "number" and . == floor and
              (if $t == "i32" then (. >= -2147483648 and . <= 2147483647)
               else (. >= -9007199254740991 and . <= 9007199254740991) end) then .
-        else iot_fail($path; .; "must be an integer") end
+        else iot_fail($path; .; if $t == "i32" then "must be a 32-bit integer" else "must be an integer" end) end
       elif $t == "r" then
         if . == null then {}
         elif type == "object" then .

@@ -100,6 +100,9 @@ def iot_error_text:
          if ($ns | kop_dns1123_label) | not then
            error({field: "metadata.name", value: $x,
                   message: "gives the instance namespace '\($ns)', which is not a valid namespace name (at most 63 lowercase letters, digits and '-')"})
+         elif ("gateway-mqtt-\($x)" | length) > 63 then
+           error({field: "metadata.name", value: $x,
+                  message: "gives the Service name 'gateway-mqtt-\($x)', longer than 63 characters"})
          else . end
          | ($in.parent.spec | iot_spec) as $spec
          | ($spec | iot_validate([iot_components($spec)[] | [.path, .c]])) , {spec: $spec}
