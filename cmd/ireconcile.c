@@ -512,6 +512,41 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 	jv_free(obj);
 }
 
+/*
+ * Applies the kind's `project` (program.yml) to obj (consumed): the object as
+ * it will be kept. apiVersion, kind, name and namespace always stay.
+ */
+static jv project(jv obj, size_t lineno)
+{
+	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
+	const char *kind = str_of(obj, "kind"), *av = str_of(obj, "apiVersion");
+	const struct kop_kind *k = kind && av && name ? kop_program_find_kind(&E.prog, av, kind, ns, name) : NULL;
+	jv out = jv_invalid(), meta_out;
+	char err[KOP_ERRLEN] = "";
+
+	if (!k || !k->project)
+		return obj;
+	if (kop_jq_run1(k->project, jv_copy(obj), &out, err) < 0 || jv_get_kind(out) != JV_KIND_OBJECT) {
+		log_warn("line %zu: unable to project %s '%s': %s; kept whole", lineno, kind, name,
+			 err[0] ? err : "not an object");
+		jv_free(out);
+		return obj;
+	}
+	meta_out = jv_object_get(jv_copy(out), jv_string("metadata"));
+	if (jv_get_kind(meta_out) != JV_KIND_OBJECT) {
+		jv_free(meta_out);
+		meta_out = jv_object();
+	}
+	meta_out = jv_object_set(meta_out, jv_string("name"), jv_string(name));
+	if (ns)
+		meta_out = jv_object_set(meta_out, jv_string("namespace"), jv_string(ns));
+	out = jv_object_set(out, jv_string("metadata"), meta_out);
+	out = jv_object_set(out, jv_string("apiVersion"), jv_string(av));
+	out = jv_object_set(out, jv_string("kind"), jv_string(kind));
+	jv_free(obj);
+	return out;
+}
+
 static void handle_event(jv ev, size_t lineno)
 {
 	const char *type = str_of(ev, "type");
@@ -546,7 +581,7 @@ static void handle_event(jv ev, size_t lineno)
 		log_warn("line %zu: %s event with an object without metadata; skipped", lineno, type);
 		jv_free(obj);
 	} else {
-		handle_object(type, obj, lineno);
+		handle_object(type, project(obj, lineno), lineno);
 	}
 	jv_free(ev);
 }

@@ -151,7 +151,8 @@ static int load_setting(jv s, size_t i, jv *settings, char *err)
 	return 0;
 }
 
-/* "{name}" in s replaced by the setting's text; "{{" is a literal "{". */
+/* "{name}" in s replaced by the setting's text; "{{" is a literal "{". (Not in
+ * `project`, which is jq; jq gets settings as .settings.) */
 static int expand_str(jv settings, const char *s, struct kop_buf *out, char *err)
 {
 	while (*s) {
@@ -233,7 +234,13 @@ static jv expand(jv settings, jv v, char *err)
 
 		for (i = 0; i < n; i++) {
 			jv k = jv_array_get(jv_copy(keys), i);
-			jv e = expand(settings, jv_object_get(jv_copy(v), jv_copy(k)), err);
+			jv e;
+
+			if (!strcmp(jv_string_value(k), "project")) {
+				jv_free(k);	/* jq text: its braces are jq's */
+				continue;
+			}
+			e = expand(settings, jv_object_get(jv_copy(v), jv_copy(k)), err);
 
 			if (!jv_is_valid(e)) {
 				jv_free(k);
@@ -312,6 +319,8 @@ static void kind_release(struct kop_kind *k)
 	free(k->namespace);
 	free(k->name);
 	free(k->label_selector);
+	free(k->project_text);
+	kop_jq_free(k->project);
 	mapping_release(&k->own_mapping);
 }
 
@@ -331,7 +340,8 @@ static int load_kind(jv o, const char *where, enum kop_role role, const struct k
 	    req_str(o, "apiVersion", where, &k->api_version, err) < 0 ||
 	    req_str(o, "kind", where, &k->kind, err) < 0 || opt_str(o, "namespace", where, &k->namespace, err) < 0 ||
 	    opt_str(o, "name", where, &k->name, err) < 0 ||
-	    opt_str(o, "labelSelector", where, &k->label_selector, err) < 0)
+	    opt_str(o, "labelSelector", where, &k->label_selector, err) < 0 ||
+	    opt_str(o, "project", where, &k->project_text, err) < 0)
 		return -1;
 	if (k->namespace && !*k->namespace) {
 		free(k->namespace);
@@ -448,7 +458,7 @@ static int compile_jq(struct kop_program *p, jv doc, char *err)
 	const char *sync = get_str(doc, "sync");
 	char *file, *text = NULL, *dir, *lib, real[PATH_MAX];
 	jv libdirs = jv_array(), aggs;
-	size_t len;
+	size_t len, ki;
 	char sub[KOP_ERRLEN];
 
 	if (!sync)
@@ -475,6 +485,18 @@ static int compile_jq(struct kop_program *p, jv doc, char *err)
 		return kop_error(err, "%s", sub);
 	}
 	free(file);
+	for (ki = 0; ki < p->nkinds; ki++) {
+		struct kop_kind *k = &p->kinds[ki];
+		char name[160];
+
+		if (!k->project_text)
+			continue;
+		snprintf(name, sizeof(name), "project of %s", k->key);
+		if (!(k->project = kop_jq_compile(k->project_text, name, jv_copy(libdirs), jv_null(), sub))) {
+			jv_free(libdirs);
+			return kop_error(err, "%s", sub);
+		}
+	}
 	aggs = get(doc, "aggregates");
 	if (jv_get_kind(aggs) == JV_KIND_OBJECT) {
 		jv keys = jv_keys(jv_copy(aggs));

@@ -30,6 +30,8 @@ struct kop_kind {
 	char *namespace;	/* watch (and accept) only there; NULL = all */
 	char *name;		/* related: the one object; NULL = any */
 	char *label_selector;	/* the watch's selector; NULL = from the mapping's match labels */
+	char *project_text;	/* jq applied to each object before it is kept (NULL: none) */
+	struct kop_jq *project;	/* compiled (with compile = 1) */
 	const struct kop_mapping *mapping;	/* &own_mapping or the program's */
 	struct kop_mapping own_mapping;
 	int has_own_mapping;

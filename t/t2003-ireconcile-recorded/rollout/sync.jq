@@ -5,7 +5,8 @@
                        replicas: ($d.spec.replicas | tostring),
                        replicaSets: (.children["ReplicaSet.apps/v1"] | keys | join(",")),
                        running: ([.children["Pod.v1"][] | select(.status.phase == "Running") | .metadata.name]
-                                 | sort | join(","))}}]
+                                 | sort | join(",")),
+                       podFields: ([.children["Pod.v1"][] | paths(scalars) | join(".")] | unique | join(","))}}]
               # a child an owner reference cannot reach: the engine refuses it
               + (if $d.metadata.annotations["test.example.org/stray"] then
                    [{apiVersion: "v1", kind: "ConfigMap", metadata: {name: "stray", namespace: "elsewhere"}}]
