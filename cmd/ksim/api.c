@@ -25,8 +25,12 @@ struct route {
 	char *sub;		/* "status", "finalize", or NULL */
 };
 
+enum validation { VALIDATE_WARN, VALIDATE_STRICT, VALIDATE_IGNORE };
+
 struct wopts {
 	int dry_run;
+	enum validation validation;	/* fieldValidation */
+	jv *warnings;		/* the response's Warning headers */
 	const char *manager;
 	const char *user;
 	int put;		/* an update (PUT): an empty resourceVersion is an unconditional update */
@@ -475,13 +479,80 @@ static double generation(jv obj)
 }
 
 /* Schema defaulting, pruning and validation of a custom object: 0, or -1 with *err_out a 422. */
-static int schema_check(const struct ksim_type *t, jv *obj, const char *name, jv *err_out)
+/* The fields of orig (borrowed) that pruned (borrowed) lacks, as "spec.x" paths appended to *out. */
+static void pruned_paths(jv orig, jv pruned, const char *prefix, jv *out)
 {
-	jv causes;
+	if (jv_get_kind(orig) == JV_KIND_OBJECT && jv_get_kind(pruned) == JV_KIND_OBJECT) {
+		jv_object_foreach(orig, k, v) {
+			struct kop_buf p = KOP_BUF_INIT;
+			jv pv = jv_object_get(jv_copy(pruned), jv_copy(k));
 
-	if (!(t->flags & KT_CUSTOM) || jv_get_kind(t->schema) != JV_KIND_OBJECT)
+			kop_buf_addf(&p, "%s%s%s", prefix, *prefix ? "." : "", jv_string_value(k));
+			if (!jv_is_valid(pv))
+				*out = jv_array_append(*out, jv_string(p.buf));
+			else
+				pruned_paths(v, pv, p.buf, out);
+			jv_free(pv);
+			kop_buf_release(&p);
+			jv_free(k);
+			jv_free(v);
+		}
+	} else if (jv_get_kind(orig) == JV_KIND_ARRAY && jv_get_kind(pruned) == JV_KIND_ARRAY) {
+		jv_array_foreach(orig, i, v) {
+			struct kop_buf p = KOP_BUF_INIT;
+			jv pv = jv_array_get(jv_copy(pruned), i);
+
+			kop_buf_addf(&p, "%s[%d]", prefix, i);
+			if (jv_is_valid(pv))
+				pruned_paths(v, pv, p.buf, out);
+			jv_free(pv);
+			kop_buf_release(&p);
+			jv_free(v);
+		}
+	}
+}
+
+/*
+ * Schema defaulting, pruning and validation of a custom object: 0, or -1
+ * with *err_out a 422 (invalid) or 400 (fieldValidation=Strict and unknown
+ * fields). With Warn (the default), each pruned field becomes a warning.
+ */
+static int schema_check(const struct ksim_type *t, jv *obj, const char *name, const struct wopts *o, jv *err_out)
+{
+	jv causes, orig, unknown = jv_array();
+
+	if (!(t->flags & KT_CUSTOM) || jv_get_kind(t->schema) != JV_KIND_OBJECT) {
+		jv_free(unknown);
 		return 0;
+	}
+	orig = jv_copy(*obj);
 	*obj = kop_schema_prune(kop_schema_default(*obj, t->schema), t->schema);
+	if (o->validation != VALIDATE_IGNORE)
+		pruned_paths(orig, *obj, "", &unknown);
+	jv_free(orig);
+	if (jv_array_length(jv_copy(unknown)) > 0) {
+		struct kop_buf m = KOP_BUF_INIT;
+
+		kop_buf_adds(&m, "strict decoding error: ");
+		jv_array_foreach(unknown, i, f) {
+			struct kop_buf w = KOP_BUF_INIT;
+
+			kop_buf_addf(&w, "unknown field \"%s\"", jv_string_value(f));
+			kop_buf_addf(&m, "%s%s", i ? ", " : "", w.buf);
+			if (o->validation == VALIDATE_WARN && o->warnings)
+				*o->warnings = jv_array_append(*o->warnings, jv_string(w.buf));
+			kop_buf_release(&w);
+			jv_free(f);
+		}
+		if (o->validation == VALIDATE_STRICT) {
+			*err_out = bad_request(m.buf);
+			kop_buf_release(&m);
+			jv_free(unknown);
+			return -1;
+		}
+		kop_buf_release(&m);
+	}
+	jv_free(unknown);
 	causes = kop_schema_validate(jv_copy(*obj), t->schema);
 	if (jv_get_kind(causes) == JV_KIND_ARRAY && jv_array_length(jv_copy(causes)) > 0) {
 		*err_out = invalid(t, name, causes);
@@ -575,6 +646,54 @@ static jv crd_status(jv crd, const char *now)
 					      jv_string("message"), jv_string("the initial names have been accepted"))),
 			   jv_string("acceptedNames"), names, jv_string("storedVersions"), stored);
 	return jv_object_set(crd, jv_string("status"), status);
+}
+
+/*
+ * events.k8s.io/v1 creates are validated strictly (k/k ValidateEventCreate);
+ * obj is already in the stored core/v1 form. Returns the causes (array).
+ */
+static jv event_causes(jv obj)
+{
+	static const char *const req[][2] = { { "eventTime", "eventTime" },
+					      { "reportingComponent", "reportingController" },
+					      { "reportingInstance", "reportingInstance" },
+					      { "action", "action" },
+					      { "reason", "reason" } };
+	static const char *const dep[][2] = { { "firstTimestamp", "deprecatedFirstTimestamp" },
+					      { "lastTimestamp", "deprecatedLastTimestamp" },
+					      { "count", "deprecatedCount" },
+					      { "source", "deprecatedSource" } };
+	jv causes = jv_array();
+	const char *type = ksim_str(obj, "type"), *note = ksim_str(obj, "message");
+
+	for (size_t i = 0; i < sizeof(req) / sizeof(*req); i++) {
+		jv v = field(obj, req[i][0]);
+
+		if (jv_get_kind(v) != JV_KIND_STRING || !*jv_string_value(v))
+			causes = jv_array_append(causes, cause("FieldValueRequired", "Required value", req[i][1]));
+		else if (i > 1 && jv_string_length_bytes(jv_copy(v)) > 128)
+			causes = jv_array_append(causes, cause("FieldValueTooLong", "Too long: may not be more than 128 bytes",
+							       req[i][1]));
+		jv_free(v);
+	}
+	if (!type || (strcmp(type, "Normal") && strcmp(type, "Warning"))) {
+		struct kop_buf m = KOP_BUF_INIT;
+
+		kop_buf_addf(&m, "Unsupported value: \"%s\": supported values: \"Normal\", \"Warning\"", type ? type : "");
+		causes = jv_array_append(causes, cause("FieldValueNotSupported", m.buf, "type"));
+		kop_buf_release(&m);
+	}
+	if (note && strlen(note) > 1024)
+		causes = jv_array_append(causes, cause("FieldValueTooLong", "Too long: may not be more than 1024 bytes", "note"));
+	for (size_t i = 0; i < sizeof(dep) / sizeof(*dep); i++) {
+		jv v = field(obj, dep[i][0]);
+
+		if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL)
+			causes = jv_array_append(causes, cause("FieldValueForbidden",
+							       "Forbidden: deprecated field must not be set", dep[i][1]));
+		jv_free(v);
+	}
+	return causes;
 }
 
 /* Type-specific defaults and status on create. */
@@ -735,6 +854,19 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 		jv_free(obj);
 		return 422;
 	}
+	if (!strcmp(t->gr, "events") && !strcmp(t->group, "events.k8s.io")) {
+		jv causes = event_causes(obj);
+
+		if (jv_array_length(jv_copy(causes)) > 0) {
+			char *nm = kop_strdup(name);
+
+			*out = invalid(t, nm, causes);
+			free(nm);
+			jv_free(obj);
+			return 422;
+		}
+		jv_free(causes);
+	}
 	if (!strcmp(t->gr, "customresourcedefinitions.apiextensions.k8s.io")) {
 		struct kop_buf want = KOP_BUF_INIT;
 		const char *plural = ksim_str(obj, "spec.names.plural"), *group = ksim_str(obj, "spec.group");
@@ -785,13 +917,13 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 	{
 		jv e;
 		char *nm = kop_strdup(name);
-		int bad = schema_check(t, &obj, nm, &e);
+		int bad = schema_check(t, &obj, nm, o, &e);
 
 		free(nm);
 		if (bad) {
 			jv_free(obj);
 			*out = e;
-			return 422;
+			return status_code(e);
 		}
 	}
 	if (!mf_done) {
@@ -958,9 +1090,9 @@ static int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub,
 			goto out;
 		}
 	}
-	if (schema_check(t, &obj, nm, out) < 0) {
+	if (schema_check(t, &obj, nm, o, out) < 0) {
 		jv_free(obj);
-		code = 422;
+		code = status_code(*out);
 		goto out;
 	}
 	if (t->flags & KT_GENERATION) {
@@ -2128,6 +2260,27 @@ void ksim_handle(const struct ksim_request *rq, struct ksim_response *rs)
 	o.manager = manager_of(rq, mbuf, sizeof(mbuf));
 	o.user = rq->user;
 	o.force = query_bool(rq, "force");
+	o.warnings = &rs->warnings;
+	{
+		const char *fv = query(rq, "fieldValidation");
+
+		if (!fv || !*fv || !strcmp(fv, "Warn")) {
+			o.validation = VALIDATE_WARN;
+		} else if (!strcmp(fv, "Strict")) {
+			o.validation = VALIDATE_STRICT;
+		} else if (!strcmp(fv, "Ignore")) {
+			o.validation = VALIDATE_IGNORE;
+		} else {
+			struct kop_buf b = KOP_BUF_INIT;
+
+			kop_buf_addf(&b, "fieldValidation: Unsupported value: \"%s\": supported values: \"Ignore\", \"Strict\", \"Warn\"",
+				     fv);
+			answer(rs, 400, bad_request(b.buf));
+			kop_buf_release(&b);
+			route_release(&r);
+			goto done;
+		}
+	}
 	if (!strcmp(m, "GET") && !r.name && query_bool(rq, "watch")) {
 		struct ksim_selector *ls, *fs;
 

@@ -66,7 +66,13 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int code, jv body, jv
 		jv_array_foreach(warnings, i, w) {
 			struct kop_buf b = KOP_BUF_INIT;
 
-			kop_buf_addf(&b, "299 - \"%s\"", jv_string_value(w));
+			kop_buf_adds(&b, "299 - \"");
+			for (const char *p = jv_string_value(w); *p; p++) {
+				if (*p == '"' || *p == '\\')
+					kop_buf_add(&b, "\\", 1);
+				kop_buf_add(&b, p, 1);
+			}
+			kop_buf_add(&b, "\"", 1);
 			MHD_add_response_header(r, "Warning", b.buf);
 			kop_buf_release(&b);
 			jv_free(w);

@@ -1,0 +1,262 @@
+#!/bin/sh
+test_description='ksim: API semantics (dry run, names, selectors, paging, deletion, GC, leases, events, CRDs, status, tables, TLS)'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+NS=/api/v1/namespaces/default
+
+# method path body [content-type]: the answer in out.json, the code in code.
+req () {
+	ksim_curl -o out.json -w "%{http_code}\n" -X "$1" -H "Content-Type: ${4:-application/json}" ${3:+-d "$3"} "$2" >code
+}
+
+code_is () {
+	echo "$1" >expect.code && test_cmp expect.code code
+}
+
+ksim_start
+
+test_expect_success 'dryRun=All: the answer of a create, nothing stored, no RV used' '
+	rv=$(ksim_curl $NS/configmaps | jq -r .metadata.resourceVersion) &&
+	req POST "$NS/configmaps?dryRun=All" "{\"metadata\":{\"name\":\"dry\"},\"data\":{\"a\":\"b\"}}" &&
+	code_is 201 && jq -e ".metadata.name == \"dry\" and .metadata.uid" out.json &&
+	req GET $NS/configmaps/dry && code_is 404 &&
+	test "$(ksim_curl $NS/configmaps | jq -r .metadata.resourceVersion)" = "$rv" &&
+	req POST "$NS/configmaps?dryRun=Some" "{\"metadata\":{\"name\":\"dry\"}}" &&
+	code_is 422
+'
+
+test_expect_success 'generateName picks a free name; no name at all is 422' '
+	req POST $NS/configmaps "{\"metadata\":{\"generateName\":\"gen-\"}}" &&
+	code_is 201 &&
+	jq -r .metadata.name out.json >name && grep -E "^gen-[a-z0-9]{5}$" name &&
+	req POST $NS/configmaps "{\"metadata\":{}}" &&
+	code_is 422 &&
+	jq -e ".reason == \"Invalid\" and .details.causes[0].field == \"metadata.name\"" out.json
+'
+
+test_expect_success 'a body namespace that differs from the URL is 400; a missing namespace is 404' '
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"n\",\"namespace\":\"other\"}}" &&
+	code_is 400 &&
+	jq -e ".message == \"the namespace of the provided object does not match the namespace sent on the request\"" out.json &&
+	req POST /api/v1/namespaces/nowhere/configmaps "{\"metadata\":{\"name\":\"n\"}}" &&
+	code_is 404 &&
+	jq -e ".message == \"namespaces \\\"nowhere\\\" not found\"" out.json
+'
+
+test_expect_success 'label selectors: =, !=, in, notin, exists, !exists; a bad one is 400' '
+	for x in "a:env=prod,tier=web" "b:env=dev,tier=web" "c:env=prod" "d:tier=db"; do
+		name=${x%%:*} && labels=$(echo "${x#*:}" | jq -R "split(\",\") | map(split(\"=\") | {(.[0]): .[1]}) | add") &&
+		req POST $NS/configmaps "{\"metadata\":{\"name\":\"sel-$name\",\"labels\":$labels}}" &&
+		code_is 201 || return 1
+	done &&
+	check () {
+		ksim_curl -o l.json -G --data-urlencode "labelSelector=$1" $NS/configmaps &&
+		jq -r "[.items[].metadata.name | select(startswith(\"sel-\"))] | join(\",\")" l.json >actual &&
+		echo "$2" >expect && test_cmp expect actual
+	} &&
+	check "env=prod" "sel-a,sel-c" &&
+	check "env==prod,tier=web" "sel-a" &&
+	check "env!=prod" "sel-b,sel-d" &&
+	check "env in (dev, prod),tier" "sel-a,sel-b" &&
+	check "tier notin (web)" "sel-c,sel-d" &&
+	check "!env" "sel-d" &&
+	ksim_curl -o l.json -w "%{http_code}\n" -G --data-urlencode "labelSelector=env in prod" $NS/configmaps >code &&
+	code_is 400
+'
+
+test_expect_success 'field selectors: metadata.name and metadata.namespace; unsupported fields are 400' '
+	ksim_curl -o l.json -G --data-urlencode "fieldSelector=metadata.name=sel-b" /api/v1/configmaps &&
+	jq -e "[.items[].metadata.name] == [\"sel-b\"]" l.json &&
+	ksim_curl -o l.json -G --data-urlencode "fieldSelector=metadata.namespace!=default" /api/v1/configmaps &&
+	jq -e ".items == []" l.json &&
+	ksim_curl -o l.json -w "%{http_code}\n" -G --data-urlencode "fieldSelector=spec.foo=x" $NS/configmaps >code &&
+	code_is 400 &&
+	jq -e ".message == \"field label not supported: spec.foo\"" l.json
+'
+
+test_expect_success 'pods: field selectors on status.phase and spec.nodeName' '
+	req POST $NS/pods "{\"metadata\":{\"name\":\"p1\"},\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}" &&
+	code_is 201 && jq -e ".status.phase == \"Pending\"" out.json &&
+	ksim_curl -o l.json -G --data-urlencode "fieldSelector=status.phase=Pending,spec.nodeName=n1" $NS/pods &&
+	jq -e "[.items[].metadata.name] == [\"p1\"]" l.json &&
+	ksim_curl -o l.json -G --data-urlencode "fieldSelector=spec.nodeName=n2" $NS/pods &&
+	jq -e ".items == []" l.json
+'
+
+test_expect_success 'deletecollection with a label selector answers the deleted objects' '
+	ksim_curl -o out.json -X DELETE -G --data-urlencode "labelSelector=tier=web" $NS/configmaps &&
+	jq -e ".kind == \"ConfigMapList\" and ([.items[].metadata.name] | sort) == [\"sel-a\", \"sel-b\"]" out.json &&
+	ksim_curl -o l.json -G --data-urlencode "labelSelector=tier" $NS/configmaps &&
+	jq -e "[.items[].metadata.name] == [\"sel-d\"]" l.json
+'
+
+test_expect_success 'delete preconditions: a wrong uid or resourceVersion is 409' '
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"pre\"}}" &&
+	uid=$(jq -r .metadata.uid out.json) && rv=$(jq -r .metadata.resourceVersion out.json) &&
+	req DELETE $NS/configmaps/pre "{\"preconditions\":{\"uid\":\"wrong\"}}" &&
+	code_is 409 && jq -e ".reason == \"Conflict\" and (.message | contains(\"UID in precondition\") or contains(\"the UID in the precondition\"))" out.json &&
+	req DELETE $NS/configmaps/pre "{\"preconditions\":{\"resourceVersion\":\"1\"}}" &&
+	code_is 409 &&
+	req DELETE $NS/configmaps/pre "{\"preconditions\":{\"uid\":\"$uid\",\"resourceVersion\":\"$rv\"}}" &&
+	code_is 200 && jq -e ".status == \"Success\" and .details.uid == \"$uid\"" out.json
+'
+
+test_expect_success 'pods and serviceaccounts answer a delete with the object' '
+	req DELETE $NS/pods/p1 &&
+	code_is 200 && jq -e ".kind == \"Pod\" and .metadata.name == \"p1\"" out.json
+'
+
+test_expect_success 'garbage collection: dependents of a deleted owner go (Background), not with Orphan' '
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"owner\"}}" &&
+	uid=$(jq -r .metadata.uid out.json) &&
+	ref="[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"owner\",\"uid\":\"$uid\"}]" &&
+	req POST $NS/secrets "{\"metadata\":{\"name\":\"dep1\",\"ownerReferences\":$ref}}" && code_is 201 &&
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"dep2\",\"ownerReferences\":$ref}}" && code_is 201 &&
+	req DELETE $NS/configmaps/owner "{\"propagationPolicy\":\"Background\"}" && code_is 200 &&
+	test_wait_for 10 sh -c "test \"\$(curl -s -o /dev/null -w \"%{http_code}\" $KSIM_URL$NS/secrets/dep1)\" = 404" &&
+	test_wait_for 10 sh -c "test \"\$(curl -s -o /dev/null -w \"%{http_code}\" $KSIM_URL$NS/configmaps/dep2)\" = 404" &&
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"owner2\"}}" &&
+	uid=$(jq -r .metadata.uid out.json) &&
+	req POST $NS/secrets "{\"metadata\":{\"name\":\"dep3\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"owner2\",\"uid\":\"$uid\"}]}}" &&
+	req DELETE "$NS/configmaps/owner2?propagationPolicy=Orphan" && code_is 200 &&
+	sleep 1 &&
+	req GET $NS/secrets/dep3 && code_is 200 &&
+	jq -e ".metadata.ownerReferences == null" out.json
+'
+
+test_expect_success 'finalizers: delete sets deletionTimestamp; removing the last finalizer deletes' '
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"fin\",\"finalizers\":[\"example.com/a\",\"example.com/b\"]}}" &&
+	req DELETE $NS/configmaps/fin && code_is 200 &&
+	jq -e ".metadata.deletionTimestamp and .metadata.deletionGracePeriodSeconds == 0 and .kind == \"ConfigMap\"" out.json &&
+	req PATCH $NS/configmaps/fin "{\"metadata\":{\"finalizers\":[\"example.com/a\",\"example.com/c\"]}}" application/merge-patch+json &&
+	code_is 422 && jq -e ".message | contains(\"no new finalizers can be added if the object is being deleted\")" out.json &&
+	req PATCH $NS/configmaps/fin "{\"metadata\":{\"finalizers\":[\"example.com/a\"]}}" application/merge-patch+json &&
+	code_is 200 &&
+	req GET $NS/configmaps/fin && code_is 200 &&
+	req PATCH $NS/configmaps/fin "{\"metadata\":{\"finalizers\":null}}" application/merge-patch+json &&
+	code_is 200 &&
+	req GET $NS/configmaps/fin && code_is 404
+'
+
+test_expect_success 'leases: create on PUT, the resourceVersion is required to update, MicroTime kept' '
+	L=/apis/coordination.k8s.io/v1/namespaces/default/leases &&
+	body="{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"lock\"},\"spec\":{\"holderIdentity\":\"a\",\"leaseDurationSeconds\":15,\"renewTime\":\"2024-05-01T10:05:02.654321Z\"}}" &&
+	req PUT $L/lock "$body" && code_is 201 &&
+	jq -e ".spec.renewTime == \"2024-05-01T10:05:02.654321Z\"" out.json &&
+	rv=$(jq -r .metadata.resourceVersion out.json) &&
+	req PUT $L/lock "$body" && code_is 422 &&
+	jq -e ".details.causes[0].field == \"metadata.resourceVersion\" and (.message | contains(\"must be specified for an update\"))" out.json &&
+	req PUT $L/lock "$(echo "$body" | jq -c ".metadata.resourceVersion = \"$rv\" | .spec.holderIdentity = \"b\"")" &&
+	code_is 200 &&
+	req PUT $L/lock "$(echo "$body" | jq -c ".metadata.resourceVersion = \"$rv\" | .spec.holderIdentity = \"c\"")" &&
+	code_is 409
+'
+
+test_expect_success 'events: core/v1 readable as events.k8s.io/v1; events.k8s.io creates are validated' '
+	req POST $NS/events "{\"metadata\":{\"name\":\"e1\"},\"involvedObject\":{\"kind\":\"ConfigMap\",\"name\":\"x\",\"namespace\":\"default\"},\"reason\":\"Tested\",\"message\":\"hello\",\"type\":\"Normal\",\"count\":1,\"reportingComponent\":\"me\"}" &&
+	code_is 201 &&
+	req GET /apis/events.k8s.io/v1/namespaces/default/events/e1 && code_is 200 &&
+	jq -e ".apiVersion == \"events.k8s.io/v1\" and .note == \"hello\" and .regarding.name == \"x\" and .deprecatedCount == 1 and .reportingController == \"me\"" out.json &&
+	req POST /apis/events.k8s.io/v1/namespaces/default/events "{\"metadata\":{\"name\":\"e2\"},\"type\":\"Normal\",\"reason\":\"R\"}" &&
+	code_is 422 &&
+	jq -e "[.details.causes[].field] | index(\"eventTime\") and index(\"reportingController\") and index(\"action\")" out.json &&
+	req POST /apis/events.k8s.io/v1/namespaces/default/events "{\"metadata\":{\"name\":\"e3\"},\"eventTime\":\"2024-05-01T10:00:00.123456Z\",\"reportingController\":\"example.com/c\",\"reportingInstance\":\"i\",\"action\":\"Do\",\"reason\":\"Done\",\"note\":\"n\",\"type\":\"Normal\",\"regarding\":{\"kind\":\"ConfigMap\",\"name\":\"x\"}}" &&
+	code_is 201 &&
+	req GET $NS/events/e3 &&
+	jq -e ".message == \"n\" and .involvedObject.name == \"x\" and .reportingComponent == \"example.com/c\"" out.json
+'
+
+test_expect_success 'a CRD with two versions: both served, apiVersion rewritten, one storage' '
+	req POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$(cat "$FIXTURES/crd-multi.json")" &&
+	code_is 201 &&
+	jq -e ".status.storedVersions == [\"v1\"] and .spec.names.listKind == \"GadgetList\" and .spec.names.singular == \"gadget\"" out.json &&
+	ksim_curl -o apis.json /apis &&
+	jq -e "[.groups[] | select(.name == \"example.com\")][0] | (.versions | map(.version)) == [\"v1\", \"v1beta1\"] and .preferredVersion.version == \"v1\"" apis.json &&
+	req POST /apis/example.com/v1beta1/namespaces/default/gadgets "{\"apiVersion\":\"example.com/v1beta1\",\"kind\":\"Gadget\",\"metadata\":{\"name\":\"g\"},\"spec\":{\"n\":1}}" &&
+	code_is 201 && jq -e ".apiVersion == \"example.com/v1beta1\" and .metadata.generation == 1" out.json &&
+	req GET /apis/example.com/v1/namespaces/default/gadgets/g && code_is 200 &&
+	jq -e ".apiVersion == \"example.com/v1\" and .spec.n == 1" out.json &&
+	ksim_curl -o l.json /apis/example.com/v1/namespaces/default/gadgets &&
+	jq -e ".kind == \"GadgetList\" and .items[0].kind == \"Gadget\" and .items[0].apiVersion == \"example.com/v1\"" l.json
+'
+
+test_expect_success 'custom resources: 422 with field paths, unknown fields pruned (400 with Strict), PUT needs the RV' '
+	G=/apis/example.com/v1/namespaces/default/gadgets &&
+	req POST $G "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Gadget\",\"metadata\":{\"name\":\"big\"},\"spec\":{\"n\":11}}" &&
+	code_is 422 && jq -e ".details.causes[0].field == \"spec.n\" and .details.kind == \"Gadget\" and .details.group == \"example.com\"" out.json &&
+	ksim_curl -D h -o out.json -X POST -H "Content-Type: application/json" -d "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Gadget\",\"metadata\":{\"name\":\"extra\"},\"spec\":{\"n\":2,\"junk\":1}}" $G &&
+	jq -e ".spec == {n: 2}" out.json &&
+	grep -i "^Warning: 299 - \"unknown field \\\\\"spec.junk\\\\\"\"" h &&
+	req POST "$G?fieldValidation=Strict" "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Gadget\",\"metadata\":{\"name\":\"strict\"},\"spec\":{\"junk\":1}}" &&
+	code_is 400 && jq -e ".message == \"strict decoding error: unknown field \\\"spec.junk\\\"\"" out.json &&
+	req PUT $G/g "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Gadget\",\"metadata\":{\"name\":\"g\"},\"spec\":{\"n\":3}}" &&
+	code_is 422 && jq -e ".message | contains(\"metadata.resourceVersion: Invalid value: 0x0: must be specified for an update\")" out.json
+'
+
+test_expect_success 'status subresource: only .status changes there; the main resource keeps it; generation follows spec' '
+	G=/apis/example.com/v1/namespaces/default/gadgets &&
+	ksim_curl -o g.json $G/g &&
+	jq -c ".status = {phase: \"Up\"} | .metadata.labels = {sneaky: \"yes\"} | .spec.n = 9" g.json >st.json &&
+	req PUT $G/g/status "$(cat st.json)" && code_is 200 &&
+	jq -e ".status.phase == \"Up\" and .metadata.labels == null and .spec.n == 1 and .metadata.generation == 1" out.json &&
+	jq -c ".status = {phase: \"Down\"} | .spec.n = 5" out.json >main.json &&
+	req PUT $G/g "$(cat main.json)" && code_is 200 &&
+	jq -e ".status.phase == \"Up\" and .spec.n == 5 and .metadata.generation == 2" out.json &&
+	req PATCH $G/g "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}" application/merge-patch+json && code_is 200 &&
+	jq -e ".metadata.generation == 2" out.json &&
+	req GET $G/g/status && code_is 200 && jq -e ".kind == \"Gadget\" and .status.phase == \"Up\"" out.json
+'
+
+test_expect_success 'tables: printer columns of a CRD, columns of built-ins' '
+	T="Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json" &&
+	ksim_curl -o t.json -H "$T" /apis/example.com/v1/namespaces/default/gadgets &&
+	jq -e "[.columnDefinitions[].name] == [\"Name\", \"N\", \"Age\"] and .kind == \"Table\"" t.json &&
+	jq -e ".rows[] | select(.cells[0] == \"g\") | .cells[1] == 5 and .object.kind == \"PartialObjectMetadata\"" t.json &&
+	req POST /apis/apps/v1/namespaces/default/deployments "{\"metadata\":{\"name\":\"d\"},\"spec\":{\"replicas\":3,\"selector\":{\"matchLabels\":{\"a\":\"b\"}},\"template\":{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}" &&
+	code_is 201 &&
+	ksim_curl -o t.json -H "$T" /apis/apps/v1/namespaces/default/deployments &&
+	jq -e "[.columnDefinitions[].name] == [\"Name\", \"Ready\", \"Up-to-date\", \"Available\", \"Age\"] and .rows[0].cells[0:4] == [\"d\", \"0/3\", 0, 0]" t.json &&
+	req POST $NS/services "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"type\":\"LoadBalancer\",\"ports\":[{\"port\":80,\"protocol\":\"TCP\"}]}}" &&
+	code_is 201 && jq -e ".spec.clusterIP | startswith(\"10.96.\")" out.json &&
+	ksim_curl -o t.json -H "$T" $NS/services/s &&
+	jq -e "[.columnDefinitions[].name] == [\"Name\", \"Type\", \"Cluster-IP\", \"External-IP\", \"Port(s)\", \"Age\"] and .rows[0].cells[1] == \"LoadBalancer\" and .rows[0].cells[3] == \"<pending>\" and .rows[0].cells[4] == \"80/TCP\"" t.json
+'
+
+test_expect_success 'deleting a CRD removes its objects and its API' '
+	req DELETE /apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com && code_is 200 &&
+	ksim_curl -o /dev/null -w "%{http_code}\n" /apis/example.com/v1/namespaces/default/gadgets >code &&
+	code_is 404 &&
+	ksim_curl -o apis.json /apis &&
+	jq -e "[.groups[].name] | index(\"example.com\") | not" apis.json &&
+	req POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$(cat "$FIXTURES/crd-multi.json")" &&
+	code_is 201 &&
+	ksim_curl -o l.json /apis/example.com/v1/namespaces/default/gadgets &&
+	jq -e ".items == []" l.json
+'
+
+test_expect_success 'unknown paths are a plain-text 404' '
+	ksim_curl -o out.txt -w "%{http_code}\n" /api/v1/nothings >code &&
+	code_is 404 && echo "404 page not found" >expect && test_cmp expect out.txt
+'
+
+test_expect_success 'ksim stops cleanly' '
+	ksim_stop
+'
+
+ksim_start --tls --token t0k3n
+
+test_expect_success '--tls: https with the CA in the kubeconfig, kubectl works with it' '
+	case "$KSIM_URL" in https://127.0.0.1:*) ;; *) false ;; esac &&
+	jq -r ".clusters[0].cluster[\"certificate-authority-data\"]" "$KUBECONFIG" | base64 -d >ca.pem &&
+	curl -sS --cacert ca.pem -H "Authorization: Bearer t0k3n" -o ns.json "$KSIM_URL/api/v1/namespaces" &&
+	jq -e ".kind == \"NamespaceList\"" ns.json &&
+	timeout 30 kubectl get ns default -o name >out &&
+	echo namespace/default >expect && test_cmp expect out
+'
+
+test_expect_success 'ksim stops cleanly' '
+	ksim_stop
+'
+
+test_done
