@@ -285,11 +285,10 @@ static int merge_file(struct merged *m, const char *path, int missing_ok, char *
 	jv docs, doc;
 	int rc;
 
-	if (kop_read_file(path, KUBECONFIG_MAX, &text, &len, err)) {
-		if (missing_ok && errno == ENOENT)
-			return 1;
+	if (missing_ok && access(path, F_OK) && errno == ENOENT)
+		return 1;
+	if (kop_read_file(path, KUBECONFIG_MAX, &text, &len, err))
 		return -1;
-	}
 	rc = kop_yaml_load(text, len, path, &docs, err);
 	free(text);
 	if (rc)
