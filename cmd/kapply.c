@@ -356,6 +356,9 @@ static void op_fail(struct op *op, const struct kube_response *r)
 		fields = jv_object_set(fields, jv_string("reason"), jv_string(r->reason));
 	tool_logj(LOG_ERROR, fields, "unable to %s '%s': %s", kind_names[op->kind], op->who,
 		  r->message ? r->message : "");
+	if (r->code == 409 && op->kind == OP_APPLY && !opt.force)
+		log_error("the fields above have other managers: to take them over, apply again with "
+			  "--force-conflicts; to leave them, remove them from '%s'", op->who);
 	note_exit(kube_exit_code(r));
 	op_done(op, kop_result_fail(kind_names[op->kind], jv_copy(op->primary), op_ref(op), r));
 }

@@ -69,6 +69,7 @@ test_expect_success 'conflict: without force it is reported with the other manag
 		(.message | test(\"conflict with \\\"kubectl-patch\\\"\")) and (.message | test(\"\\\\.data\\\\.k\")) and
 		(.causes | any(.reason == \"FieldManagerConflict\" and .field == \".data.k\"))" out &&
 	grep "conflict with" err &&
+	grep "force-conflicts" err &&
 	get cm x &&
 	jq -e ".data.k == \"theirs\"" x.json &&
 	test "$(jq -r .metadata.resourceVersion x.json)" = "$rv"
