@@ -274,9 +274,22 @@ static void do_status(jv line)
 	}
 	kop_buf_addf(&q, "%s/%s/%s", kind, ns ? ns : "", name);
 	who = kop_buf_detach(&q, NULL);
-	if (kube_resolve_gvk(client, api_version, kind, &res, err) < 0) {
-		report_local("status", primary, kop_op_ref(jv_copy(obj)), 404, "NotFound", err);
-		goto out;
+	kop_backoff_init(&b, 100, 5000, 1.0);
+	while (kube_resolve_gvk(client, api_version, kind, &res, err) < 0) {
+		struct kube_response r;
+
+		/* No such kind (permanent), or the server could not be asked (transient): /api tells. */
+		if (request("GET", "/api", NULL, jv_invalid(), &r) == 0) {
+			kube_response_release(&r);
+			report_local("status", primary, kop_op_ref(jv_copy(obj)), 404, "NotFound", err);
+			goto out;
+		}
+		if (!retry_after_failure(&r, &b, &tries, 0)) {
+			report_fail("status", primary, kop_op_ref(jv_copy(obj)), &r, who);
+			kube_response_release(&r);
+			goto out;
+		}
+		kube_response_release(&r);
 	}
 	resolved = 1;
 	if (res.namespaced && !ns) {
@@ -294,7 +307,6 @@ static void do_status(jv line)
 		free(sp);
 		free(fm);
 	}
-	kop_backoff_init(&b, 100, 5000, 1.0);
 	for (;;) {
 		struct kube_response r;
 		jv stored, body, meta;
