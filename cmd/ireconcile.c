@@ -33,6 +33,7 @@ static const char usage[] =
 	"  --once                 exit after the first full reconcile\n"
 	"  --backoff-base D       first delay after a program error or a failed write (default 1s)\n"
 	"  --backoff-cap D        longest such delay (default 5m)\n"
+	"  --stats-interval D     log a \"stats\" line (reconciles, errors, queue, objects) every D\n"
 	"  -v, --verbose          log each reconcile (key, duration, counts); twice for more\n"
 	"  --log-level LEVEL      error, warn, info, debug, trace\n"
 	"  --log-format FORMAT    json or text\n"
@@ -47,7 +48,8 @@ enum {
 	OPT_NOW,
 	OPT_ONCE,
 	OPT_BACKOFF_BASE,
-	OPT_BACKOFF_CAP
+	OPT_BACKOFF_CAP,
+	OPT_STATS_INTERVAL
 };
 
 #define MAX_LINE (32u << 20)
@@ -125,6 +127,8 @@ struct engine {
 	const char *now;
 	unsigned backoff_base, backoff_cap;
 	unsigned long reconciles, errors;
+	long stats_ms;			/* --stats-interval, 0 = off */
+	int64_t stats_at;
 };
 
 static struct engine E;
@@ -1458,6 +1462,25 @@ static int next_timeout(int64_t now)
 	return min - now > 3600000 ? 3600000 : (int)(min - now);
 }
 
+/* One log line of counters (--stats-interval), for the supervisor's metrics. */
+static void log_stats(int level)
+{
+	jv f = jv_object();
+	size_t queued = 0;
+	struct prim *p;
+
+	for (p = E.qhead; p; p = p->qnext)
+		queued++;
+	f = jv_object_set(f, jv_string("reconciles"), jv_number((double)E.reconciles));
+	f = jv_object_set(f, jv_string("programErrors"), jv_number((double)E.errors));
+	f = jv_object_set(f, jv_string("queue"), jv_number((double)queued));
+	f = jv_object_set(f, jv_string("primaries"), jv_number((double)E.prims.len));
+	f = jv_object_set(f, jv_string("objects"), jv_number((double)E.objs.len));
+	f = jv_object_set(f, jv_string("inFlight"), jv_number((double)E.flights.len));
+	f = jv_object_set(f, jv_string("synced"), jv_bool(E.synced));
+	tool_logj(level, f, "stats");
+}
+
 static void drain_queue(void)
 {
 	while (E.qhead) {
@@ -1515,7 +1538,16 @@ static void run(const char *feedback, int once)
 			}
 			break;
 		}
-		timeout = E.synced ? next_timeout(kop_mono_ms()) : -1;
+		now = kop_mono_ms();
+		timeout = E.synced ? next_timeout(now) : -1;
+		if (E.stats_ms) {
+			if (now >= E.stats_at) {
+				log_stats(LOG_INFO);
+				E.stats_at = now + E.stats_ms;
+			}
+			if (timeout < 0 || E.stats_at - now < timeout)
+				timeout = (int)(E.stats_at - now);
+		}
 		pfd[nfd].fd = 0;
 		pfd[nfd++].events = POLLIN;
 		if (fbfd >= 0 && !fb.eof) {
@@ -1570,6 +1602,7 @@ int main(int argc, char **argv)
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "backoff-base", required_argument, NULL, OPT_BACKOFF_BASE },
 		{ "backoff-cap", required_argument, NULL, OPT_BACKOFF_CAP },
+		{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
 		TOOL_COMMON_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -1611,6 +1644,10 @@ int main(int argc, char **argv)
 			else
 				E.backoff_cap = (unsigned)ms;
 			break;
+		case OPT_STATS_INTERVAL:
+			if ((E.stats_ms = tool_parse_duration_ms(optarg)) <= 0 || E.stats_ms > 86400000)
+				die_usage("invalid --stats-interval '%s'", optarg);
+			break;
 		default:
 			if (!tool_common_option(c, optarg, usage))
 				die_usage("unknown option");
@@ -1640,7 +1677,7 @@ int main(int argc, char **argv)
 
 	run(feedback, once);
 
-	log_debug("done: %lu reconciles, %lu program errors", E.reconciles, E.errors);
+	log_stats(LOG_DEBUG);
 	kop_hmap_release(&E.related, NULL);
 	kop_hmap_release(&E.objs, obj_free);
 	kop_hmap_release(&E.prims, prim_free);

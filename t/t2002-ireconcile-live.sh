@@ -108,6 +108,17 @@ test_expect_success 'the end of stdin reconciles what is pending, then exits 0' 
 	test "$(count ".op == \"apply\"")" -eq 2
 '
 
+test_expect_success '--stats-interval logs counters for the supervisor' '
+	start_live --stats-interval 200ms &&
+	cat "$FIXTURES/backoff.jsonl" >&5 &&
+	test_wait_for 10 logs_ge 3 ".msg == \"stats\" and .synced" &&
+	stop_live &&
+	jq -c "select(.msg == \"stats\" and .synced) | [.primaries, .objects, (.reconciles >= 2), (.programErrors >= 1), .queue]" \
+		<err | tail -n 1 >stats &&
+	echo "[2,4,true,true,0]" >expect &&
+	test_cmp expect stats
+'
+
 test_expect_success '--once exits after the first full reconcile, stdin still open' '
 	rm -f in2 && mkfifo in2 &&
 	{ WIDGET_TEAM=blue timeout 30 ireconcile --once --now $NOW prog/widgets <in2 >once.out 2>once.err & } &&
