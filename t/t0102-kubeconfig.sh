@@ -99,6 +99,16 @@ test_expect_success 'tokenFile is read (trimmed) and kept for re-reading' '
 	test "$(jq -r .token_file out)" = "$D/tok"
 '
 
+test_expect_success 'merged files in different directories: each one'\''s paths are relative to itself' '
+	mkdir -p other && sed "s/tokenFile: tok/tokenFile: tok2/" b.yaml >other/b.yaml &&
+	printf "from-other-dir\n" >other/tok2 &&
+	(cd sub && KUBECONFIG=../a.yaml:../other/b.yaml "$KOP_TEST_TOOL" kubeconfig --context prod) >out &&
+	test "$(jq -c .token out)" = "$(secret_of from-other-dir)" &&
+	test "$(jq -r .token_file out)" = "$D/sub/../other/tok2" &&
+	(cd sub && KUBECONFIG=../a.yaml:../other/b.yaml "$KOP_TEST_TOOL" kubeconfig) >out &&
+	test "$(jq -c .ca out)" = "$(secret_file sub/ca.crt)"
+'
+
 test_expect_success 'a token file is re-read after a 401, not before' '
 	printf "first\n" >tok &&
 	KOP_TEST_BETWEEN="echo token-\$J >\"$D/tok\"" "$KOP_TEST_TOOL" credentials --kubeconfig b.yaml 3 3 >out &&
