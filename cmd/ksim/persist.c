@@ -1,0 +1,178 @@
+/*
+ * --data DIR: state that survives a kill -9. Every committed write (API or
+ * controller) is appended, as one JSON line {"rv","type","gr","object"}, to
+ * DIR/wal.jsonl; http.c calls ksim_persist_sync() before it answers, which
+ * writes what is queued and fdatasyncs it, so an acknowledged write is on
+ * disk. Concurrent requests share one fdatasync (group commit): whoever
+ * takes the sync lock writes everything queued so far, and the others find
+ * their write already covered.
+ *
+ * At start the log is replayed through ksim_store_commit() in order, so the
+ * objects, their resourceVersions, the counter and the watch history come
+ * back as they were; a torn last line (killed mid-write) is cut off.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "sim.h"
+#include "banned.h"
+
+const char *persist_dir;
+
+static int fd = -1;
+static struct kop_buf pending;		/* under ksim.lock */
+static uint64_t pending_rv;		/* under ksim.lock */
+static int loading;			/* under ksim.lock */
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t synced_rv;		/* under sync_lock */
+
+void ksim_persist_record(const char *gr, int type, jv obj)
+{
+	jv rec, s;
+
+	if (fd < 0 || loading)
+		return;
+	rec = JV_OBJECT(jv_string("rv"), jv_number((double)ksim.rv), jv_string("type"),
+			jv_string(ksim_event_names[type]), jv_string("gr"), jv_string(gr), jv_string("object"),
+			jv_copy(obj));
+	s = jv_dump_string(rec, 0);
+	kop_buf_adds(&pending, jv_string_value(s));
+	kop_buf_add(&pending, "\n", 1);
+	jv_free(s);
+	pending_rv = ksim.rv;
+}
+
+void ksim_persist_sync(void)
+{
+	uint64_t target, upto;
+	struct kop_buf out = KOP_BUF_INIT;
+
+	if (fd < 0)
+		return;
+	ksim_lock();
+	target = pending_rv;
+	ksim_unlock();
+	pthread_mutex_lock(&sync_lock);
+	if (synced_rv >= target) {
+		pthread_mutex_unlock(&sync_lock);
+		return;
+	}
+	ksim_lock();
+	out = pending;
+	pending = (struct kop_buf)KOP_BUF_INIT;
+	upto = pending_rv;
+	ksim_unlock();
+	if ((out.len && kop_write_all(fd, out.buf, out.len) < 0) || fdatasync(fd) < 0)
+		log_error("unable to write '%s/wal.jsonl': %s", persist_dir, strerror(errno));
+	else
+		synced_rv = upto;
+	pthread_mutex_unlock(&sync_lock);
+	kop_buf_release(&out);
+}
+
+/* Replays one record (lock held); 0 or -1 when it is not a record. */
+static int replay(jv rec)
+{
+	jv rvj = jv_object_get(jv_copy(rec), jv_string("rv"));
+	const char *type = ksim_str(rec, "type"), *gr = ksim_str(rec, "gr");
+	jv obj = jv_object_get(jv_copy(rec), jv_string("object")), old;
+	uint64_t rv;
+	int deleted;
+
+	if (jv_get_kind(rvj) != JV_KIND_NUMBER || !type || !gr || jv_get_kind(obj) != JV_KIND_OBJECT) {
+		jv_free(rvj);
+		jv_free(obj);
+		return -1;
+	}
+	rv = (uint64_t)jv_number_value(rvj);
+	jv_free(rvj);
+	deleted = !strcmp(type, "DELETED");
+	old = ksim_store_get(gr, ksim_str(obj, "metadata.namespace"), ksim_str(obj, "metadata.name"));
+	old = jv_is_valid(old) ? jv_copy(old) : jv_null();
+	if (rv <= ksim.rv || (deleted && jv_get_kind(old) == JV_KIND_NULL)) {
+		jv_free(old);
+		jv_free(obj);
+		return -1;
+	}
+	ksim.rv = rv - 1;
+	if (!strcmp(gr, "customresourcedefinitions.apiextensions.k8s.io"))
+		ksim_types_crd_changed(jv_copy(obj), deleted);
+	if (deleted) {
+		jv_free(obj);
+		jv_free(ksim_store_commit(gr, old, jv_null()));
+	} else {
+		jv_free(ksim_store_commit(gr, old, obj));
+	}
+	return 0;
+}
+
+void persist_load(void)
+{
+	struct kop_buf path = KOP_BUF_INIT;
+	char *data = NULL, err[KOP_ERRLEN];
+	size_t len = 0, off = 0, good = 0, n = 0;
+
+	if (!persist_dir)
+		return;
+	if (mkdir(persist_dir, 0700) < 0 && errno != EEXIST)
+		die(KOP_EXIT_TEMP, "unable to create '%s': %s", persist_dir, strerror(errno));
+	kop_buf_addf(&path, "%s/wal.jsonl", persist_dir);
+	if (access(path.buf, F_OK) == 0 && kop_read_file(path.buf, (size_t)1 << 34, &data, &len, err) < 0)
+		die(KOP_EXIT_TEMP, "%s", err);
+	ksim_lock();
+	loading = 1;
+	while (off < len) {
+		char *nl = memchr(data + off, '\n', len - off);
+		jv rec;
+
+		if (!nl)
+			break;	/* a torn last line */
+		rec = jv_parse_sized(data + off, (int)(nl - data - off));
+		if (!jv_is_valid(rec) || replay(rec) < 0) {
+			jv msg = jv_invalid_get_msg(jv_copy(rec));
+
+			log_warn("'%s': line %zu is not a record, ignored%s%s", path.buf, n + 1,
+				 jv_get_kind(msg) == JV_KIND_STRING ? ": " : "",
+				 jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "");
+			jv_free(msg);
+		}
+		jv_free(rec);
+		n++;
+		off = (size_t)(nl - data) + 1;
+		good = off;
+	}
+	loading = 0;
+	synced_rv = pending_rv = ksim.rv;
+	ksim_unlock();
+	fd = open(path.buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		die(KOP_EXIT_TEMP, "unable to open '%s': %s", path.buf, strerror(errno));
+	if (good < len && ftruncate(fd, (off_t)good) < 0)
+		die(KOP_EXIT_TEMP, "unable to truncate '%s': %s", path.buf, strerror(errno));
+	{
+		int dfd = open(persist_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (dfd >= 0) {
+			fsync(dfd);
+			close(dfd);
+		}
+	}
+	if (n)
+		log_info("replayed %zu writes from '%s' (resourceVersion %llu)", n, path.buf,
+			 (unsigned long long)ksim_current_rv());
+	free(data);
+	kop_buf_release(&path);
+}
+
+void persist_close(void)
+{
+	if (fd < 0)
+		return;
+	ksim_persist_sync();
+	close(fd);
+	fd = -1;
+	kop_buf_release(&pending);
+}

@@ -1,0 +1,310 @@
+/*
+ * Who may do what: bearer tokens to users and groups, and with
+ * --authorization rbac the Roles, ClusterRoles and their bindings in the
+ * store, evaluated per request as kube-apiserver's RBAC authorizer does
+ * (any matching rule allows; nothing matching denies).
+ *
+ * Tokens: --token T (the admin: user system:admin, group system:masters),
+ * --token-file FILE (lines TOKEN,USER[,GROUP...]; '#' comments), and
+ * --sa-token NS/NAME=TOKEN (user system:serviceaccount:NS:NAME, groups
+ * system:serviceaccounts and system:serviceaccounts:NS). Every
+ * authenticated user is in system:authenticated. An unknown token is 401.
+ * ksim's own controllers and system:masters members are always allowed.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "sim.h"
+#include "banned.h"
+
+static int rbac_on;
+static const char *token_file;
+static jv sa_tokens;	/* array of "NS/NAME=TOKEN" */
+static jv tokens;	/* token -> user */
+static jv groups;	/* user -> array of groups */
+
+static const char *const internal_users[] = { "system:apiserver", "system:kube-controller-manager",
+					      "system:node:ksim-node",
+					      "system:serviceaccount:kube-system:ksim-controllers", NULL };
+
+int rbac_option(int c, const char *arg)
+{
+	switch (c) {
+	case OPT_AUTHORIZATION:
+		if (!strcasecmp(arg, "rbac"))
+			rbac_on = 1;
+		else if (!strcmp(arg, "AlwaysAllow"))
+			rbac_on = 0;
+		else
+			die_usage("invalid authorization mode '%s' (AlwaysAllow or rbac)", arg);
+		return 1;
+	case OPT_TOKEN_FILE:
+		token_file = arg;
+		return 1;
+	case OPT_SA_TOKEN:
+		if (!strchr(arg, '/') || !strchr(arg, '=') || strchr(arg, '=') < strchr(arg, '/') ||
+		    !strchr(arg, '=')[1])
+			die_usage("invalid --sa-token '%s' (NAMESPACE/NAME=TOKEN)", arg);
+		if (jv_get_kind(sa_tokens) != JV_KIND_ARRAY)
+			sa_tokens = jv_array();
+		sa_tokens = jv_array_append(sa_tokens, jv_string(arg));
+		return 1;
+	}
+	return 0;
+}
+
+static void add_user(const char *token, const char *user, jv grps)
+{
+	jv have = jv_object_get(jv_copy(groups), jv_string(user));
+
+	if (jv_get_kind(have) == JV_KIND_ARRAY)
+		grps = jv_array_concat(have, grps);
+	else
+		jv_free(have);
+	if (token)
+		tokens = jv_object_set(tokens, jv_string(token), jv_string(user));
+	groups = jv_object_set(groups, jv_string(user), grps);
+}
+
+void rbac_init(void)
+{
+	tokens = jv_object();
+	groups = jv_object();
+	add_user(NULL, "system:admin", JV_ARRAY(jv_string("system:masters")));
+	for (const char *const *u = internal_users; *u; u++)
+		add_user(NULL, *u, JV_ARRAY(jv_string("system:masters")));
+	if (ksim.token)
+		add_user(ksim.token, "system:admin", jv_array());
+	if (token_file) {
+		char *data, err[KOP_ERRLEN], *line, *save = NULL;
+		size_t len, n = 0;
+
+		if (kop_read_file(token_file, 16 << 20, &data, &len, err) < 0)
+			die(KOP_EXIT_PERM, "%s", err);
+		for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			char *f, *fsave = NULL, *token, *user;
+			jv g = jv_array();
+
+			n++;
+			line[strcspn(line, "\r")] = 0;
+			if (!*line || *line == '#')
+				continue;
+			token = strtok_r(line, ",", &fsave);
+			user = strtok_r(NULL, ",", &fsave);
+			if (!token || !user)
+				die(KOP_EXIT_PERM, "'%s': line %zu: expected TOKEN,USER[,GROUP...]", token_file, n);
+			while ((f = strtok_r(NULL, ",", &fsave)))
+				if (*f)
+					g = jv_array_append(g, jv_string(f));
+			add_user(token, user, g);
+		}
+		free(data);
+	}
+	if (jv_get_kind(sa_tokens) == JV_KIND_ARRAY) {
+		jv_array_foreach(sa_tokens, i, s) {
+			const char *a = jv_string_value(s), *slash = strchr(a, '/'), *eq = strchr(a, '=');
+			struct kop_buf user = KOP_BUF_INIT, g = KOP_BUF_INIT;
+
+			kop_buf_addf(&user, "system:serviceaccount:%.*s:%.*s", (int)(slash - a), a,
+				     (int)(eq - slash - 1), slash + 1);
+			kop_buf_addf(&g, "system:serviceaccounts:%.*s", (int)(slash - a), a);
+			add_user(eq + 1, user.buf, JV_ARRAY(jv_string("system:serviceaccounts"), jv_string(g.buf)));
+			kop_buf_release(&user);
+			kop_buf_release(&g);
+			jv_free(s);
+		}
+	}
+}
+
+void rbac_free(void)
+{
+	jv_free(tokens);
+	jv_free(groups);
+	jv_free(sa_tokens);
+	tokens = groups = sa_tokens = jv_null();
+}
+
+int ksim_rbac_authenticate(const char *authorization, const char **user)
+{
+	jv u;
+
+	if (!token_file && jv_get_kind(sa_tokens) != JV_KIND_ARRAY)
+		return 0;
+	if (!authorization) {
+		*user = "system:anonymous";
+		return 1;
+	}
+	if (strncasecmp(authorization, "Bearer ", 7))
+		return -1;
+	u = jv_object_get(jv_copy(tokens), jv_string(authorization + 7));
+	if (jv_get_kind(u) != JV_KIND_STRING) {
+		jv_free(u);
+		return -1;
+	}
+	/* the string lives in `tokens`, which lives as long as ksim serves */
+	*user = jv_string_value(u);
+	jv_free(u);
+	return 1;
+}
+
+static int in_list(jv list, const char *s, const char *also)
+{
+	int found = 0;
+
+	if (jv_get_kind(list) != JV_KIND_ARRAY) {
+		jv_free(list);
+		return 0;
+	}
+	jv_array_foreach(list, i, e) {
+		if (jv_get_kind(e) == JV_KIND_STRING &&
+		    (!strcmp(jv_string_value(e), s) || (also && !strcmp(jv_string_value(e), also))))
+			found = 1;
+		jv_free(e);
+	}
+	jv_free(list);
+	return found;
+}
+
+static int user_in_group(const char *user, const char *group)
+{
+	if (!strcmp(group, "system:authenticated"))
+		return strcmp(user, "system:anonymous") != 0;
+	if (!strcmp(group, "system:unauthenticated"))
+		return !strcmp(user, "system:anonymous");
+	return in_list(jv_object_get(jv_copy(groups), jv_string(user)), group, NULL);
+}
+
+static int subject_matches(jv binding, const struct ksim_attrs *a)
+{
+	jv subjects = jv_object_get(jv_copy(binding), jv_string("subjects"));
+	const char *bns = ksim_str(binding, "metadata.namespace");
+	int yes = 0;
+
+	if (jv_get_kind(subjects) != JV_KIND_ARRAY) {
+		jv_free(subjects);
+		return 0;
+	}
+	jv_array_foreach(subjects, i, s) {
+		const char *kind = ksim_str(s, "kind"), *name = ksim_str(s, "name"), *ns = ksim_str(s, "namespace");
+
+		if (kind && name) {
+			if (!strcmp(kind, "User"))
+				yes |= !strcmp(name, a->user);
+			else if (!strcmp(kind, "Group"))
+				yes |= user_in_group(a->user, name);
+			else if (!strcmp(kind, "ServiceAccount")) {
+				struct kop_buf u = KOP_BUF_INIT;
+
+				kop_buf_addf(&u, "system:serviceaccount:%s:%s", ns ? ns : bns ? bns : "", name);
+				yes |= !strcmp(u.buf, a->user);
+				kop_buf_release(&u);
+			}
+		}
+		jv_free(s);
+	}
+	jv_free(subjects);
+	return yes;
+}
+
+static int rule_allows(jv rule, const struct ksim_attrs *a)
+{
+	struct kop_buf res = KOP_BUF_INIT, any_sub = KOP_BUF_INIT, res_any = KOP_BUF_INIT;
+	jv names;
+	int ok;
+
+	if (!in_list(jv_object_get(jv_copy(rule), jv_string("verbs")), a->verb, "*") ||
+	    !in_list(jv_object_get(jv_copy(rule), jv_string("apiGroups")), a->group, "*"))
+		return 0;
+	kop_buf_adds(&res, a->resource);
+	if (a->subresource) {
+		kop_buf_addf(&res, "/%s", a->subresource);
+		kop_buf_addf(&any_sub, "*/%s", a->subresource);
+		kop_buf_addf(&res_any, "%s/*", a->resource);
+	}
+	ok = in_list(jv_object_get(jv_copy(rule), jv_string("resources")), res.buf, "*") ||
+	     (a->subresource && in_list(jv_object_get(jv_copy(rule), jv_string("resources")), any_sub.buf,
+					res_any.buf));
+	kop_buf_release(&res);
+	kop_buf_release(&any_sub);
+	kop_buf_release(&res_any);
+	if (!ok)
+		return 0;
+	names = jv_object_get(jv_copy(rule), jv_string("resourceNames"));
+	if (jv_get_kind(names) == JV_KIND_ARRAY && jv_array_length(jv_copy(names)) > 0)
+		return a->name ? in_list(names, a->name, NULL) : (jv_free(names), 0);
+	jv_free(names);
+	return 1;
+}
+
+/* The rules of a roleRef (lock held); cluster-admin is built in when not stored. */
+static jv role_rules(jv ref, const char *ns)
+{
+	const char *kind = ksim_str(ref, "kind"), *name = ksim_str(ref, "name");
+	jv role;
+
+	if (!kind || !name)
+		return jv_array();
+	if (!strcmp(kind, "ClusterRole"))
+		role = ksim_store_get("clusterroles.rbac.authorization.k8s.io", NULL, name);
+	else if (!strcmp(kind, "Role") && ns)
+		role = ksim_store_get("roles.rbac.authorization.k8s.io", ns, name);
+	else
+		return jv_array();
+	if (!jv_is_valid(role)) {
+		if (!strcmp(kind, "ClusterRole") && !strcmp(name, "cluster-admin"))
+			return JV_ARRAY(JV_OBJECT(jv_string("apiGroups"), JV_ARRAY(jv_string("*")),
+						  jv_string("resources"), JV_ARRAY(jv_string("*")), jv_string("verbs"),
+						  JV_ARRAY(jv_string("*"))));
+		return jv_array();
+	}
+	role = jv_object_get(jv_copy(role), jv_string("rules"));
+	if (jv_get_kind(role) != JV_KIND_ARRAY) {
+		jv_free(role);
+		return jv_array();
+	}
+	return role;
+}
+
+struct check {
+	const struct ksim_attrs *a;
+	const char *ns;		/* the bindings' namespace, NULL for cluster bindings */
+	int allowed;
+};
+
+static int binding_fn(jv b, const char *key, void *data)
+{
+	struct check *c = data;
+	jv ref, rules;
+
+	(void)key;
+	if (!subject_matches(b, c->a))
+		return 0;
+	ref = jv_object_get(jv_copy(b), jv_string("roleRef"));
+	rules = role_rules(ref, c->ns);
+	jv_free(ref);
+	jv_array_foreach(rules, i, r) {
+		c->allowed |= rule_allows(r, c->a);
+		jv_free(r);
+	}
+	jv_free(rules);
+	return c->allowed;
+}
+
+int ksim_rbac_authorize(const struct ksim_attrs *a)
+{
+	struct check c = { a, NULL, 0 };
+
+	if (!rbac_on)
+		return 0;
+	if (user_in_group(a->user, "system:masters"))
+		return 1;
+	if (a->path)
+		/* system:discovery and system:public-info-viewer: the core decides for anonymous */
+		return strcmp(a->user, "system:anonymous") ? 1 : 0;
+	/* the lock is held: ksim_handle() authorizes under it */
+	ksim_store_each("clusterrolebindings.rbac.authorization.k8s.io", NULL, NULL, binding_fn, &c);
+	if (!c.allowed && a->namespace) {
+		c.ns = a->namespace;
+		ksim_store_each("rolebindings.rbac.authorization.k8s.io", a->namespace, NULL, binding_fn, &c);
+	}
+	return c.allowed ? 1 : -1;
+}

@@ -1,0 +1,127 @@
+#ifndef KSIM_SIM_H
+#define KSIM_SIM_H
+/*
+ * ksim's simulated cluster (issue 4), kept apart from the API server core:
+ *
+ *   sim.c      the controllers and the kubelet (Deployments, ReplicaSets,
+ *              StatefulSets, PVCs, pods, LoadBalancer Services, the Node)
+ *   faults.c   fault injection: flags, POST /ksim/faults, request faults
+ *   persist.c  --data DIR: an fsync'd log of every committed write, replayed
+ *              at start
+ *   rbac.c     --authorization rbac, --token-file, --sa-token
+ *   ext.c      the options of all four and their start/stop
+ *
+ * The core calls in through these hooks only: main.c (options, init, start,
+ * stop), http.c (admin endpoint, faults, authentication, durability before
+ * the answer), store.c (every commit is logged) and api.c (authorization).
+ */
+#include <stddef.h>
+#include <jv.h>
+#include "tool.h"
+#include "ksim.h"
+
+enum {
+	OPT_SIM_FIRST = OPT_TOOL_LAST + 100,
+	OPT_NO_SIMULATE = OPT_SIM_FIRST,
+	OPT_POD_START_DELAY,
+	OPT_POD_RUN_DURATION,
+	OPT_LB_DELAY,
+	OPT_BROKEN_IMAGE,
+	OPT_DATA,
+	OPT_AUTHORIZATION,
+	OPT_TOKEN_FILE,
+	OPT_SA_TOKEN,
+	OPT_FAULT_CUT_EVERY,
+	OPT_FAULT_RATE,
+	OPT_FAULT_CODE,
+	OPT_FAULT_LATENCY,
+	OPT_FAULT_PATH
+};
+
+#define KSIM_SIM_OPTIONS \
+	{ "no-simulate", no_argument, NULL, OPT_NO_SIMULATE }, \
+	{ "pod-start-delay", required_argument, NULL, OPT_POD_START_DELAY }, \
+	{ "pod-run-duration", required_argument, NULL, OPT_POD_RUN_DURATION }, \
+	{ "lb-delay", required_argument, NULL, OPT_LB_DELAY }, \
+	{ "broken-image", required_argument, NULL, OPT_BROKEN_IMAGE }, \
+	{ "data", required_argument, NULL, OPT_DATA }, \
+	{ "authorization", required_argument, NULL, OPT_AUTHORIZATION }, \
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE }, \
+	{ "sa-token", required_argument, NULL, OPT_SA_TOKEN }, \
+	{ "fault-cut-every", required_argument, NULL, OPT_FAULT_CUT_EVERY }, \
+	{ "fault-rate", required_argument, NULL, OPT_FAULT_RATE }, \
+	{ "fault-code", required_argument, NULL, OPT_FAULT_CODE }, \
+	{ "fault-latency", required_argument, NULL, OPT_FAULT_LATENCY }, \
+	{ "fault-path", required_argument, NULL, OPT_FAULT_PATH }
+
+#define KSIM_SIM_USAGE \
+	"\nSimulated cluster (README \"ksim\"):\n" \
+	"  --no-simulate          no controllers, no kubelet, no Node (a bare API server)\n" \
+	"  --pod-start-delay D    Pending to Running and Ready after D (default 1s; 0 = at once)\n" \
+	"  --pod-run-duration D   restartPolicy Never pods succeed after running D (default 2s)\n" \
+	"  --lb-delay D           LoadBalancer Services get an ingress IP after D (default 1s)\n" \
+	"  --broken-image PAT     images matching PAT (fnmatch) never pull (default '*:broken*')\n" \
+	"  --data DIR             keep every write in DIR/wal.jsonl (fsync'd before the answer), replay at start\n" \
+	"  --authorization MODE   AlwaysAllow (default) or rbac (Roles and bindings enforced)\n" \
+	"  --token-file FILE      lines TOKEN,USER[,GROUP...] (kube-apiserver's static token file)\n" \
+	"  --sa-token NS/NAME=T   token T authenticates as ServiceAccount NAME in NS (repeatable)\n" \
+	"  --fault-cut-every D    cut every watch every D\n" \
+	"  --fault-rate R         answer a share R (0..1) of API requests with --fault-code\n" \
+	"  --fault-code N         429 (with Retry-After: 1), 500 or 503 (default 429)\n" \
+	"  --fault-latency D      delay every API request by D\n" \
+	"  --fault-path PREFIX    faults only for paths starting with PREFIX\n" \
+	"Admin: POST /ksim/faults (JSON settings; GET shows them), /ksim/cut-watches,\n" \
+	"/ksim/error-watches, /ksim/compact.\n"
+
+/* ext.c: option parsing (1 = handled), then init (before bootstrap), start (serving), stop. */
+int ksim_sim_option(int c, const char *arg);
+void ksim_sim_init(void);
+void ksim_sim_start(void);
+void ksim_sim_stop(void);
+
+/* sim.c */
+struct sim_opts {
+	int enabled;
+	long pod_start_ms, pod_run_ms, lb_ms;
+	const char *broken_image;
+};
+extern struct sim_opts sim_opts;
+void sim_start(void);
+void sim_stop(void);
+
+/* faults.c: http.c hooks. */
+struct MHD_Connection;
+/* Admin requests under /ksim/ this module answers: 1 (answered, *ret set) or 0. */
+int ksim_faults_admin(struct MHD_Connection *c, const char *method, const char *url, const char *body, size_t len,
+		      int *ret);
+/* Before an API request: latency, then maybe an injected error answer (1, *ret set) or 0. */
+int ksim_faults_request(struct MHD_Connection *c, const char *method, const char *url, int *ret);
+/* A watch about to send bytes: blocks while watches are stalled. */
+void ksim_faults_watch_wait(void);
+int faults_option(int c, const char *arg);
+void faults_start(void);
+void faults_stop(void);
+
+/* persist.c */
+extern const char *persist_dir;
+/* Lock held: queues the committed event (type: enum ksim_event_type) for the log. */
+void ksim_persist_record(const char *gr, int type, jv obj);
+/* Lock NOT held: returns once every write committed so far is on disk. */
+void ksim_persist_sync(void);
+void persist_load(void);
+void persist_close(void);
+
+/* rbac.c */
+int rbac_option(int c, const char *arg);
+void rbac_init(void);
+void rbac_free(void);
+/*
+ * Authentication: the user of a bearer token (NULL header = anonymous).
+ * Returns 1 and *user when this module decides, 0 to leave it to http.c
+ * (no token file, no --sa-token), -1 for an unknown token (401).
+ */
+int ksim_rbac_authenticate(const char *authorization, const char **user);
+/* Authorization: 1 allowed, 0 not enabled (the core decides), -1 denied (the core words the 403). */
+int ksim_rbac_authorize(const struct ksim_attrs *a);
+
+#endif
