@@ -644,7 +644,46 @@ static int is_directive(jv v)
 	return ok;
 }
 
-static int resolve(jv v, jv *out, int depth, char *err)
+/*
+ * Results already computed in this resolution, as an array of [name, arg,
+ * result]: a program typically asks for the same text several times (the
+ * config as a Secret's data and as every pod template's checksum), and
+ * jq hands over the very same value each time, so the YAML is emitted once.
+ */
+#define FN_CACHE_MAX 32
+
+static int cached_call(jv *cache, jv name, jv arg, jv *out, char *err)
+{
+	int i, n = jv_array_length(jv_copy(*cache));
+
+	for (i = 0; i < n; i++) {
+		jv entry = jv_array_get(jv_copy(*cache), i);
+		int hit = jv_equal(jv_array_get(jv_copy(entry), 0), jv_copy(name)) &&
+			  jv_equal(jv_array_get(jv_copy(entry), 1), jv_copy(arg));
+
+		if (hit) {
+			*out = jv_array_get(entry, 2);
+			jv_free(name);
+			jv_free(arg);
+			return 0;
+		}
+		jv_free(entry);
+	}
+	if (kop_fn_call(jv_string_value(name), jv_copy(arg), out, err)) {
+		jv_free(name);
+		jv_free(arg);
+		return -1;
+	}
+	if (n < FN_CACHE_MAX)
+		*cache = jv_array_append(*cache, JV_ARRAY(name, arg, jv_copy(*out)));
+	else {
+		jv_free(name);
+		jv_free(arg);
+	}
+	return 0;
+}
+
+static int resolve(jv v, jv *out, jv *cache, int depth, char *err)
 {
 	jv_kind kind = jv_get_kind(v);
 
@@ -658,7 +697,7 @@ static int resolve(jv v, jv *out, int depth, char *err)
 		for (i = 0; i < n; i++) {
 			jv item;
 
-			if (resolve(jv_array_get(jv_copy(v), i), &item, depth + 1, err)) {
+			if (resolve(jv_array_get(jv_copy(v), i), &item, cache, depth + 1, err)) {
 				jv_free(v);
 				return -1;
 			}
@@ -674,17 +713,14 @@ static int resolve(jv v, jv *out, int depth, char *err)
 	if (is_directive(v)) {
 		jv name = jv_object_get(jv_copy(v), jv_string("$fn"));
 		jv arg;
-		int rc;
 
-		if (resolve(jv_object_get(jv_copy(v), jv_string("arg")), &arg, depth + 1, err)) {
+		if (resolve(jv_object_get(jv_copy(v), jv_string("arg")), &arg, cache, depth + 1, err)) {
 			jv_free(name);
 			jv_free(v);
 			return -1;
 		}
-		rc = kop_fn_call(jv_string_value(name), arg, out, err);
-		jv_free(name);
 		jv_free(v);
-		return rc;
+		return cached_call(cache, name, arg, out, err);
 	}
 	{
 		jv keys = jv_keys_unsorted(jv_copy(v));
@@ -693,7 +729,7 @@ static int resolve(jv v, jv *out, int depth, char *err)
 		for (i = 0; i < n; i++) {
 			jv key = jv_array_get(jv_copy(keys), i), item;
 
-			if (resolve(jv_object_get(jv_copy(v), jv_copy(key)), &item, depth + 1, err)) {
+			if (resolve(jv_object_get(jv_copy(v), jv_copy(key)), &item, cache, depth + 1, err)) {
 				jv_free(key);
 				jv_free(keys);
 				jv_free(v);
@@ -709,5 +745,9 @@ static int resolve(jv v, jv *out, int depth, char *err)
 
 int kop_fn_resolve(jv v, jv *out, char *err)
 {
-	return resolve(v, out, 0, err);
+	jv cache = jv_array();
+	int rc = resolve(v, out, &cache, 0, err);
+
+	jv_free(cache);
+	return rc;
 }

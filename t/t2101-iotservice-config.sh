@@ -83,6 +83,13 @@ test_expect_success 'directives resolve innermost first, anywhere in a value' '
 	test_cmp expect actual
 '
 
+test_expect_success 'repeated directives give the same result, different ones their own' '
+	echo "[{\"\$fn\":\"md5\",\"arg\":\"a\"},{\"\$fn\":\"md5\",\"arg\":\"b\"},{\"\$fn\":\"md5\",\"arg\":\"a\"},{\"\$fn\":\"base64\",\"arg\":\"a\"}]" >rep.jsonl &&
+	"$KOP_TEST_TOOL" fn-resolve <rep.jsonl >actual &&
+	echo "[\"$(printf a | md5sum | cut -d" " -f1)\",\"$(printf b | md5sum | cut -d" " -f1)\",\"$(printf a | md5sum | cut -d" " -f1)\",\"YQ==\"]" >expect &&
+	test_cmp expect actual
+'
+
 test_expect_success 'an unknown function or a bad argument is an error naming it' '
 	echo "{\"\$fn\":\"sha1\",\"arg\":\"x\"}" >bad1.jsonl &&
 	echo "{\"\$fn\":\"md5\",\"arg\":[1]}" >bad2.jsonl &&
