@@ -100,6 +100,7 @@ for KUBECTL in $versions; do
 	'
 
 	test_expect_success "$V: get -w --output-watch-events -o json sees ADDED, MODIFIED, DELETED" '
+		rm -f watch.out &&
 		{ timeout 20 "$KUBECTL" get wd -w --output-watch-events -o json >watch.out 2>watch.err & } &&
 		wpid=$! &&
 		test_wait_for 10 grep -q "\"name\":\"w2\"" watch.out &&
@@ -119,6 +120,7 @@ for KUBECTL in $versions; do
 
 	test_expect_success "$V: delete waits for a finalizer to be removed" '
 		k patch wd w1 --type=merge -p "{\"metadata\":{\"finalizers\":[\"test.example.org/hold\"]}}" &&
+		rm -f del.out &&
 		{ timeout 20 "$KUBECTL" delete wd w1 >del.out 2>&1 & } &&
 		dpid=$! &&
 		test_wait_for 10 sh -c "k=\$(\"$KUBECTL\" get wd w1 -o jsonpath=\"{.metadata.deletionTimestamp}\") && test -n \"\$k\"" &&

@@ -182,6 +182,7 @@ test_expect_success 'a watch from a compacted resourceVersion: 200, chunked, one
 
 test_expect_success 'watch framing: chunked, one compact event and a newline per event, zero chunk at the end' '
 	rv=$(ksim_curl /api/v1/namespaces/rec-cr/configmaps | jq -r .metadata.resourceVersion) &&
+	rm -f raw.out &&
 	{ ksim_curl --raw -N -D wh -o raw.out "/api/v1/namespaces/rec-cr/configmaps?watch=true&resourceVersion=$rv" & } &&
 	sleep 0.3 &&
 	req POST /api/v1/namespaces/rec-cr/configmaps "{\"metadata\":{\"name\":\"framed\"},\"data\":{\"a\":\"b\"}}" &&

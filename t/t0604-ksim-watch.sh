@@ -13,6 +13,7 @@ mkcm () {
 
 # Starts a watch in the background writing to $1: file query
 watch_bg () {
+	rm -f "$1"
 	ksim_curl -N -o "$1" "$CM?watch=true&$2" &
 }
 

@@ -154,7 +154,7 @@ static void resync_namespaces(void)
 }
 
 struct gc_ctx {
-	const char *uid;	/* the owner just deleted, or NULL (resync: any owner) */
+	jv deleted;		/* object: owners just deleted, or null (resync: any owner) */
 	jv uids;		/* object: every live uid */
 };
 
@@ -163,7 +163,7 @@ static int dependent(const char *gr, jv obj, void *data)
 {
 	struct gc_ctx *c = data;
 	jv refs = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("metadata"), jv_string("ownerReferences")));
-	int n = 0, gone = 0, named = !c->uid;
+	int n = 0, gone = 0, named = jv_get_kind(c->deleted) != JV_KIND_OBJECT;
 
 	(void)gr;
 	if (jv_get_kind(refs) == JV_KIND_ARRAY) {
@@ -172,7 +172,7 @@ static int dependent(const char *gr, jv obj, void *data)
 
 			n++;
 			gone += !u || !jv_object_has(jv_copy(c->uids), jv_string(u));
-			named |= u && c->uid && !strcmp(u, c->uid);
+			named |= u && jv_get_kind(c->deleted) == JV_KIND_OBJECT && jv_object_has(jv_copy(c->deleted), jv_string(u));
 			jv_free(ref);
 		}
 	}
@@ -191,10 +191,14 @@ static int collect_uid(const char *gr, jv obj, void *data)
 	return 0;
 }
 
-/* Background propagation: deletes the dependents whose owners are gone. */
-static void collect(const char *uid)
+/*
+ * Background propagation: deletes the dependents whose owners are all gone
+ * and among them one of `deleted` (an object of uids, consumed; null =
+ * any: the resync pass).
+ */
+static void collect(jv deleted)
 {
-	struct gc_ctx c = { uid, jv_object() };
+	struct gc_ctx c = { deleted, jv_object() };
 	jv deps, paths = jv_array();
 
 	ksim_lock();
@@ -212,6 +216,7 @@ static void collect(const char *uid)
 	}
 	jv_free(deps);
 	jv_free(c.uids);
+	jv_free(c.deleted);
 	ksim_unlock();
 	jv_array_foreach(paths, i, p) {
 		int code = ksim_call(CTL_USER, "DELETE", jv_string_value(p), NULL,
@@ -226,62 +231,80 @@ static void collect(const char *uid)
 	jv_free(paths);
 }
 
+static int ns_terminating(const char *name)
+{
+	jv ns;
+	int t;
+
+	ksim_lock();
+	ns = ksim_store_get("namespaces", "", name);
+	t = jv_is_valid(ns) && ksim_str(ns, "metadata.deletionTimestamp") != NULL;
+	ksim_unlock();
+	return t;
+}
+
+/*
+ * Events are taken in batches (up to 1000, or until the stream is idle) so
+ * that a burst of deletions costs one scan of the store, not one each.
+ */
 static void *controllers(void *arg)
 {
 	uint64_t cursor = ksim_current_rv();
 	int64_t next_resync = kop_mono_ms() + 5000;
+	jv deleted = jv_object(), dirty = jv_object();
+	int batch = 0, resync = 1;
 
 	(void)arg;
-	resync_namespaces();
 	while (!ksim_stopping()) {
 		struct ksim_event ev;
-		int r = ksim_next_event(&cursor, 1000, &ev);
+		int r = ksim_next_event(&cursor, batch ? 0 : 1000, &ev);
 
-		if (r < 0 || kop_mono_ms() >= next_resync) {
-			resync_namespaces();
-			collect(NULL);
-			next_resync = kop_mono_ms() + 5000;
-		}
-		if (r <= 0)
-			continue;
-		if (!strcmp(ev.gr, "namespaces") && ev.type != KSIM_DELETED &&
-		    ksim_str(ev.obj, "metadata.deletionTimestamp")) {
-			const char *n = ksim_str(ev.obj, "metadata.name");
-			char *name = kop_strdup(n ? n : "");
-
-			finalize_namespace(name);
-			free(name);
-		} else if (ev.type == KSIM_DELETED || ksim_str(ev.obj, "metadata.deletionTimestamp")) {
+		if (r > 0) {
 			const char *ns = ksim_str(ev.obj, "metadata.namespace");
 
-			if (ev.type == KSIM_DELETED) {
+			if (!strcmp(ev.gr, "namespaces") && ev.type != KSIM_DELETED &&
+			    ksim_str(ev.obj, "metadata.deletionTimestamp")) {
+				const char *n = ksim_str(ev.obj, "metadata.name");
+
+				dirty = jv_object_set(dirty, jv_string(n ? n : ""), jv_true());
+				batch++;
+			} else if (ev.type == KSIM_DELETED || ksim_str(ev.obj, "metadata.deletionTimestamp")) {
 				const char *uid = ksim_str(ev.obj, "metadata.uid");
 
-				if (uid) {
-					char *u = kop_strdup(uid);
-
-					collect(u);
-					free(u);
-				}
+				if (ev.type == KSIM_DELETED && uid)
+					deleted = jv_object_set(deleted, jv_string(uid), jv_true());
+				if (ns)
+					dirty = jv_object_set(dirty, jv_string(ns), jv_true());
+				batch++;
 			}
-			if (ns) {
-				jv nso = jv_null();
-				struct kop_buf p = KOP_BUF_INIT;
-
-				kop_buf_addf(&p, "/api/v1/namespaces/%s", ns);
-				if (ksim_call(CTL_USER, "GET", p.buf, NULL, jv_null(), &nso) == 200 &&
-				    ksim_str(nso, "metadata.deletionTimestamp")) {
-					char *n = kop_strdup(ns);
-
-					finalize_namespace(n);
-					free(n);
-				}
-				jv_free(nso);
-				kop_buf_release(&p);
-			}
+			ksim_event_release(&ev);
+			if (batch && batch < 1000)
+				continue;
 		}
-		ksim_event_release(&ev);
+		if (r < 0 || kop_mono_ms() >= next_resync)
+			resync = 1;
+		if (jv_object_length(jv_copy(deleted)) > 0) {
+			collect(deleted);
+			deleted = jv_object();
+		}
+		jv_object_foreach(dirty, k, v) {
+			if (ns_terminating(jv_string_value(k)))
+				finalize_namespace(jv_string_value(k));
+			jv_free(k);
+			jv_free(v);
+		}
+		jv_free(dirty);
+		dirty = jv_object();
+		batch = 0;
+		if (resync) {
+			resync_namespaces();
+			collect(jv_null());
+			next_resync = kop_mono_ms() + 5000;
+			resync = 0;
+		}
 	}
+	jv_free(deleted);
+	jv_free(dirty);
 	return NULL;
 }
 
