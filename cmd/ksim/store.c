@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <time.h>
 #include "ksim.h"
+#include "sim.h"
 #include "banned.h"
 
 struct ksim_state ksim = {
@@ -290,6 +291,7 @@ jv ksim_store_commit(const char *gr, jv old, jv obj)
 	ev->gr = kop_strdup(gr);
 	ev->obj = jv_copy(obj);
 	ev->old = old;
+	ksim_persist_record(gr, type, obj);	/* persist.c: --data */
 	pthread_cond_broadcast(&ksim.changed);
 	return obj;
 }
