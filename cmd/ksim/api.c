@@ -10,6 +10,7 @@
 #include <time.h>
 #include <openssl/evp.h>
 #include "ksim.h"
+#include "sim.h"
 #include "patch.h"
 #include "schema.h"
 #include "ssa.h"
@@ -352,8 +353,14 @@ int ksim_authorize(const struct ksim_attrs *a, jv *status)
 	 * goes here); anonymous requests (no token while --token is set) only
 	 * reach /version, as system:public-info-viewer allows.
 	 */
-	if (strcmp(a->user, "system:anonymous"))
+	switch (ksim_rbac_authorize(a)) {	/* rbac.c: --authorization rbac */
+	case 1:
 		return 0;
+	case 0:
+		if (strcmp(a->user, "system:anonymous"))
+			return 0;
+		break;
+	}
 	if (a->path) {
 		if (!strcmp(a->path, "/version"))
 			return 0;
