@@ -11,6 +11,7 @@
 #include <microhttpd.h>
 #include "tool.h"
 #include "ksim.h"
+#include "sim.h"
 #include "banned.h"
 
 #define MAX_BODY (3 * 1024 * 1024)
@@ -31,9 +32,11 @@ static int collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, cons
 
 static ssize_t watch_cb(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	size_t n = ksim_watch_read(cls, buf, max);
+	size_t n;
 
 	(void)pos;
+	ksim_faults_watch_wait();	/* faults.c: stalled watches send nothing */
+	n = ksim_watch_read(cls, buf, max);
 	return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
 }
 
@@ -132,6 +135,11 @@ static int admin(const char *method, const char *url, const char **msg)
 static const char *authenticate(struct MHD_Connection *c)
 {
 	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *u;
+	int known = ksim_rbac_authenticate(h, &u);	/* rbac.c: --token-file, --sa-token */
+
+	if (known)
+		return known > 0 ? u : NULL;
 
 	if (!ksim.token)
 		return "system:admin";
@@ -167,6 +175,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return MHD_YES;
 	}
 	if (!strncmp(url, "/ksim/", 6)) {
+		int fr;
+
+		if (ksim_faults_admin(c, method, url, cn->body.buf, cn->body.len, &fr))
+			return fr ? MHD_YES : MHD_NO;
 		const char *msg = "not found\n";
 		int code = admin(method, url, &msg);
 
@@ -178,6 +190,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		jv s = ksim_status(413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728", jv_null());
 
 		return send_json(c, 413, s, jv_null());
+	}
+	{
+		int fr;
+
+		if (ksim_faults_request(c, method, url, &fr))
+			return fr ? MHD_YES : MHD_NO;
 	}
 	user = authenticate(c);
 	if (!user) {
@@ -198,6 +216,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	rq.body_len = cn->body.len;
 	rq.user = user;
 	ksim_handle(&rq, &rs);
+	ksim_persist_sync();	/* persist.c: --data, durable before the answer */
 	if (ksim.verbose)
 		tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("method"), jv_string(method), jv_string("path"),
 					       jv_string(url), jv_string("code"), jv_number(rs.code),
