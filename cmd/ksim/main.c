@@ -21,6 +21,7 @@
 #include <openssl/x509v3.h>
 #include "tool.h"
 #include "ksim.h"
+#include "sim.h"
 #include "banned.h"
 
 static const char usage[] =
@@ -38,7 +39,7 @@ static const char usage[] =
 	"  -v, --verbose          log every request (method, path, code)\n"
 	"\n"
 	"Admin endpoints (POST, no authentication): /ksim/cut-watches, /ksim/error-watches,\n"
-	"/ksim/compact.\n";
+	"/ksim/compact.\n" KSIM_SIM_USAGE;
 
 enum { OPT_PORT = OPT_TOOL_LAST, OPT_TLS, OPT_TOKEN, OPT_HISTORY, OPT_BOOKMARK };
 
@@ -50,6 +51,7 @@ static const struct option options[] = {
 	{ "token", required_argument, NULL, OPT_TOKEN },
 	{ "history", required_argument, NULL, OPT_HISTORY },
 	{ "bookmark-interval", required_argument, NULL, OPT_BOOKMARK },
+	KSIM_SIM_OPTIONS,
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -175,7 +177,7 @@ static void bootstrap(void)
 		int code = ksim_call("system:apiserver", "POST", "/api/v1/namespaces?fieldManager=kube-apiserver", NULL,
 				     ns, NULL);
 
-		if (code != 201)
+		if (code != 201 && code != 409)	/* 409: replayed from --data */
 			die(KOP_EXIT_TEMP, "unable to create namespace '%s': code %d", names[i], code);
 	}
 }
@@ -222,7 +224,7 @@ int main(int argc, char **argv)
 				die_usage("invalid duration '%s'", optarg);
 			break;
 		default:
-			if (!tool_common_option(c, optarg, usage))
+			if (!ksim_sim_option(c, optarg) && !tool_common_option(c, optarg, usage))
 				die_usage("unknown option");
 		}
 	}
@@ -239,6 +241,7 @@ int main(int argc, char **argv)
 
 	ksim_store_init((size_t)history);
 	ksim_types_init();
+	ksim_sim_init();
 	bootstrap();
 	if (tls && make_cert(&cert, &key, err) < 0)
 		die(KOP_EXIT_TEMP, "%s", err);
@@ -246,6 +249,7 @@ int main(int argc, char **argv)
 	if (!d)
 		die(KOP_EXIT_TEMP, "%s", err);
 	ksim_controllers_start();
+	ksim_sim_start();
 	kop_buf_addf(&url, "%s://127.0.0.1:%d", tls ? "https" : "http", bound);
 	if (kubeconfig && write_kubeconfig(kubeconfig, url.buf, cert, token, err) < 0)
 		die(KOP_EXIT_TEMP, "%s", err);
@@ -273,6 +277,7 @@ int main(int argc, char **argv)
 			;
 	}
 	ksim_unlock();
+	ksim_sim_stop();
 	ksim_controllers_stop();
 	MHD_stop_daemon(d);
 	if (lfd >= 0)
