@@ -71,7 +71,7 @@ static void now_rfc(char *buf)
 /* Kubernetes' rand.SafeEncodeString(fmt.Sprint(fnv32a(x))) over the sorted JSON of v. */
 static void template_hash(jv v, char *out, size_t len)
 {
-	jv s = jv_dump_string(v, JV_PRINT_SORTED);
+	jv s = jv_dump_string(jv_copy(v), JV_PRINT_SORTED);
 	const unsigned char *p = (const unsigned char *)jv_string_value(s);
 	uint32_t h = 2166136261u;
 	char dec[16];
@@ -489,6 +489,7 @@ static void sync_rs(const char *ns, jv rs, jv pods)
 		}
 		jv_free(p);
 	}
+	jv_free(pods);
 	if (active < want) {
 		for (n = active; n < want; n++) {
 			char suffix[8];
@@ -567,19 +568,22 @@ static long int_or_percent(jv v, long total, int up, long def)
 	return n;
 }
 
+/* An annotation (keys have dots, so not through ksim_str), borrowed from obj, or NULL. */
+static const char *annotation(jv obj, const char *key)
+{
+	jv a = get(obj, "metadata", "annotations", key);
+	const char *s = jv_get_kind(a) == JV_KIND_STRING ? jv_string_value(a) : NULL;
+
+	/* obj still holds the string */
+	jv_free(a);
+	return s;
+}
+
 static long rs_revision(jv rs)
 {
-	const char *r = NULL;
-	jv a = get(rs, "metadata", "annotations", NULL);
+	const char *r = annotation(rs, "deployment.kubernetes.io/revision");
 
-	if (jv_get_kind(a) == JV_KIND_OBJECT)
-		r = ksim_str(a, "deployment.kubernetes.io/revision");
-	{
-		long n = r ? strtol(r, NULL, 10) : 0;
-
-		jv_free(a);
-		return n;
-	}
+	return r ? strtol(r, NULL, 10) : 0;
 }
 
 /* Sets the condition of its type: unchanged when status, reason and message are; moves to the end otherwise. */
@@ -590,6 +594,8 @@ static jv set_condition(jv conds, const char *type, const char *status, const ch
 	const char *ltt = now;
 	char keep_ltt[40] = "";
 
+	if (jv_get_kind(conds) != JV_KIND_ARRAY)
+		conds = (jv_free(conds), jv_array());
 	jv_array_foreach(conds, i, c) {
 		const char *t = ksim_str(c, "type");
 
@@ -773,16 +779,10 @@ static void sync_deploy(const char *ns, jv d, jv rss)
 			    new_rs(d, hash, n, maxrev + 1, surge));
 		kop_buf_addf(&name, "%s-%s", str(d, "metadata.name", ""), hash);
 		if (code == 201) {
-			char rev[24];
-			jv dd = jv_copy(d);
-
 			snprintf(msg, sizeof(msg), "Created new replica set \"%s\"", name.buf);
 			conds = set_condition(get(oldst, "conditions", NULL, NULL), "Progressing", "True",
 					      "NewReplicaSetCreated", msg, now, 0);
-			snprintf(rev, sizeof(rev), "%ld", maxrev + 1);
-			dd = jv_setpath(dd, JV_ARRAY(jv_string("metadata"), jv_string("annotations"),
-						     jv_string("deployment.kubernetes.io/revision")), jv_string(rev));
-			put_status(KCM, "/apis/apps/v1", "deployments", dd,
+			put_status(KCM, "/apis/apps/v1", "deployments", jv_copy(d),
 				   jv_object_set(jv_copy(oldst), jv_string("conditions"), conds),
 				   "kube-controller-manager");
 		}
@@ -922,17 +922,19 @@ static void sync_deploy(const char *ns, jv d, jv rss)
 	status = jv_object_set(status, jv_string("conditions"), conds);
 	{
 		char rev[24];
-		const char *cur = ksim_str(d, "metadata.annotations.deployment.kubernetes.io/revision");
-		jv dd = jv_copy(d);
+		const char *cur = annotation(d, "deployment.kubernetes.io/revision");
 
 		snprintf(rev, sizeof(rev), "%ld", rs_revision(newrs));
-		if (!cur || strcmp(cur, rev))
-			dd = jv_setpath(dd, JV_ARRAY(jv_string("metadata"), jv_string("annotations"),
-						     jv_string("deployment.kubernetes.io/revision")), jv_string(rev));
-		if (!jv_equal(jv_copy(oldst), jv_copy(status)) || !cur || strcmp(cur, rev))
-			put_status(KCM, "/apis/apps/v1", "deployments", dd, status, "kube-controller-manager");
-		else {
-			jv_free(dd);
+		if (!cur || strcmp(cur, rev)) {
+			/* the revision annotation follows the new ReplicaSet's; the status waits for the next pass */
+			jv_free(status);
+			put_object("/apis/apps/v1", "deployments",
+				   jv_setpath(jv_copy(d), JV_ARRAY(jv_string("metadata"), jv_string("annotations"),
+								   jv_string("deployment.kubernetes.io/revision")),
+					      jv_string(rev)));
+		} else if (!jv_equal(jv_copy(oldst), jv_copy(status))) {
+			put_status(KCM, "/apis/apps/v1", "deployments", jv_copy(d), status, "kube-controller-manager");
+		} else {
 			jv_free(status);
 		}
 	}
@@ -986,6 +988,7 @@ static jv find_named(jv list, const char *name)
 		else
 			jv_free(o);
 	}
+	jv_free(list);
 	return found;
 }
 
@@ -1040,6 +1043,7 @@ static void sync_sts(const char *ns, jv sts, jv pods, jv pvcs)
 		}
 		jv_free(p);
 	}
+	jv_free(pods);
 	/* create or wait, in order */
 	for (long ord = 0; ord < replicas && !acted; ord++) {
 		char key[24], pname[300];
@@ -1094,7 +1098,12 @@ static void sync_sts(const char *ns, jv sts, jv pods, jv pvcs)
 			} else {
 				jv_free(vols);
 			}
-			call(KCM, "POST", "/api/v1", ns, "pods", NULL, NULL, "kube-controller-manager", pod);
+			if (call(KCM, "POST", "/api/v1", ns, "pods", NULL, NULL, "kube-controller-manager", pod) == 201) {
+				/* counted at once, as the StatefulSet controller does */
+				count++;
+				updated++;
+				current += !strcmp(rev, currev);
+			}
 			acted = !parallel;
 			all_ready = 0;
 			continue;
@@ -1187,6 +1196,7 @@ static int pvc_in_use(jv pods, const char *claim)
 		jv_free(vols);
 		jv_free(p);
 	}
+	jv_free(pods);
 	return used;
 }
 
@@ -1208,13 +1218,14 @@ static void sync_pvc(jv pvc, jv pods)
 			}
 		}
 		jv_free(fin);
-		if (had && !pvc_in_use(jv_copy(pods), str(pvc, "metadata.name", "")))
+		if (!pvc_in_use(pods, str(pvc, "metadata.name", "")) && had)
 			put_object("/api/v1", "persistentvolumeclaims",
 				   jv_setpath(jv_copy(pvc), JV_ARRAY(jv_string("metadata"), jv_string("finalizers")), keep));
 		else
 			jv_free(keep);
 		return;
 	}
+	jv_free(pods);
 	if (strcmp(phase, "Pending"))
 		return;
 	if (!ksim_str(pvc, "spec.volumeName")) {
@@ -1457,7 +1468,9 @@ static void *sim_loop(void *arg)
 
 		now_ms = kop_mono_ms();
 		/* fired timers mark their namespace */
-		jv_object_foreach(jv_copy(timers), k, v) {
+		jv all = jv_copy(timers);
+
+		jv_object_foreach(all, k, v) {
 			jv ns = jv_array_get(jv_copy(v), 0), at = jv_array_get(jv_copy(v), 1);
 			int64_t due = (int64_t)jv_number_value(at);
 
@@ -1470,6 +1483,7 @@ static void *sim_loop(void *arg)
 			jv_free(k);
 			jv_free(v);
 		}
+		jv_free(all);
 		if (jv_object_length(jv_copy(dirty)) > 0) {
 			jv batch = dirty;
 
@@ -1496,6 +1510,7 @@ static void *sim_loop(void *arg)
 					}
 					jv_free(at);
 				}
+				jv_free(timers);
 				timers = keep;
 			}
 		}
