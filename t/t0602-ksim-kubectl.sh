@@ -62,7 +62,7 @@ for KUBECTL in $versions; do
 		jq -e ".spec.replicas == 2 and .metadata.generation == 1 and .spec.template.spec.containers[0].image == \"nginx:1.25\"" web.json &&
 		k get deploy >deploys &&
 		grep "^NAME  *READY  *UP-TO-DATE  *AVAILABLE  *AGE$" deploys &&
-		grep "^web  *0/2  *0  *0 " deploys
+		grep -E "^web +[0-2]/2 +[0-2] +[0-2] " deploys
 	'
 
 	test_expect_success "$V: apply (client-side) a Deployment, then again --server-side" '
