@@ -1,0 +1,105 @@
+#!/bin/sh
+test_description='pipeline/memcached through ireconcile: recorded event files, golden operations'
+. "${0%/*}/test-lib.sh"
+
+command -v ireconcile >/dev/null || test_skip_all 'ireconcile not built'
+
+P="$PROJECT_ROOT/pipeline/memcached"
+
+# reconcile NAME: the operations ireconcile writes for NAME.in.jsonl
+reconcile () {
+	ireconcile -v --now 2026-11-22T10:00:00Z "$P" <"$FIXTURES/$1.in.jsonl" >"$1.out" 2>"$1.err"
+}
+
+# ops NAME: "op kind name" of each operation, in order
+ops () {
+	jq -r '"\(.op) \(.object.kind // .event.involvedObject.kind) \(.object.metadata.name // .event.reason)"' "$1.out"
+}
+
+for f in "$FIXTURES"/*.in.jsonl
+do
+	name=$(basename "$f" .in.jsonl)
+	test_expect_success "$name: operations as recorded (golden)" "
+		reconcile $name &&
+		test_no_sanitizer_report $name.err &&
+		! grep -E '\"level\":\"(warn|error)\"' $name.err &&
+		test_cmp_json '$FIXTURES/$name.expect.jsonl' $name.out
+	"
+done
+
+test_expect_success 'the watches: Memcacheds, Deployments and pods labelled app=memcached' '
+	ireconcile --print-watches "$P" >watches.out &&
+	jq -r "[.role, .resource, .labelSelector] | @tsv" watches.out >actual &&
+	printf "primary\tmemcacheds.cache.example.com\t\nchild\tdeployments.apps\tapp=memcached\nobserved\tpods\tapp=memcached\n" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success '01-new: a Deployment of size replicas, owned by the Memcached; no pods yet' '
+	ops 01-new >actual &&
+	printf "apply Deployment example-memcached\nstatus Memcached example-memcached\n" >expect &&
+	test_cmp expect actual &&
+	jq -c "select(.op == \"apply\") | .object | [.spec.replicas, .metadata.labels, .spec.selector.matchLabels,
+		.spec.template.metadata.labels, (.metadata.ownerReferences[] | [.kind, .name, .controller, .uid])]" 01-new.out >actual &&
+	uid=$(jq -r "select(.type == \"ADDED\") | .object.metadata.uid" "$FIXTURES/01-new.in.jsonl") &&
+	l="{\"app\":\"memcached\",\"memcached_cr\":\"example-memcached\"}" &&
+	echo "[3,$l,$l,$l,[\"Memcached\",\"example-memcached\",true,\"$uid\"]]" >expect &&
+	test_cmp expect actual &&
+	jq -c "select(.op == \"apply\") | .object.spec.template.spec.containers" 01-new.out >actual &&
+	echo "[{\"name\":\"memcached\",\"image\":\"memcached:1.4.36-alpine\",\"command\":[\"memcached\",\"-m=64\",\"-o\",\"modern\",\"-v\"],\"ports\":[{\"containerPort\":11211,\"name\":\"memcached\"}]}]" >expect &&
+	test_cmp expect actual &&
+	jq -c "select(.op == \"status\") | .object.status" 01-new.out >actual &&
+	echo "{\"nodes\":[]}" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success '02-pods: status.nodes is the sorted names of the pods, the Deployment is left alone' '
+	ops 02-pods >actual &&
+	echo "status Memcached example-memcached" >expect &&
+	test_cmp expect actual &&
+	jq -r "select(.object.kind == \"Pod\") | .object.metadata.name" "$FIXTURES/02-pods.in.jsonl" | sort >expect &&
+	test $(wc -l <expect) = 3 &&
+	jq -r ".object.status.nodes[]" 02-pods.out >actual &&
+	test_cmp expect actual
+'
+
+test_expect_success '03-steady: what the server stores is what the program wants: nothing written' '
+	test_cmp /dev/null 03-steady.out
+'
+
+test_expect_success '04-scale: size 3 -> 4 applies replicas 4 and nothing else' '
+	ops 04-scale >actual &&
+	echo "apply Deployment example-memcached" >expect &&
+	test_cmp expect actual &&
+	jq -c ".object.spec.replicas" 04-scale.out >actual &&
+	echo 4 >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success '05-scaled: the fourth pod joins status.nodes, sorted' '
+	ops 05-scaled >actual &&
+	echo "status Memcached example-memcached" >expect &&
+	test_cmp expect actual &&
+	jq -r "select(.object.kind == \"Pod\") | .object.metadata.name" "$FIXTURES/05-scaled.in.jsonl" | sort >expect &&
+	test $(wc -l <expect) = 4 &&
+	jq -r ".object.status.nodes[]" 05-scaled.out >actual &&
+	test_cmp expect actual
+'
+
+test_expect_success '06-deleted: a deleted Memcached is left to the garbage collector: nothing written' '
+	test_cmp /dev/null 06-deleted.out
+'
+
+test_expect_success 'pods of another Memcached or without memcached_cr do not count' '
+	jq -c "if .object.kind == \"Pod\" and (.object.metadata.name | endswith(\"8fvxk\") or endswith(\"hjbq2\")) then
+		.object.metadata.labels.memcached_cr = (if (.object.metadata.name | endswith(\"8fvxk\")) then \"other\" else null end)
+		| .object.metadata.labels |= with_entries(select(.value != null)) else . end" \
+		"$FIXTURES/05-scaled.in.jsonl" >foreign.jsonl &&
+	ireconcile --now 2026-11-22T10:00:00Z "$P" <foreign.jsonl >foreign.out 2>foreign.err &&
+	jq -r ".object.status.nodes[]" foreign.out >actual &&
+	jq -r "select(.object.kind == \"Pod\") | .object.metadata.name | select(endswith(\"8fvxk\") or endswith(\"hjbq2\") | not)" \
+		"$FIXTURES/05-scaled.in.jsonl" | sort >expect &&
+	test $(wc -l <expect) = 2 &&
+	test_cmp expect actual
+'
+
+test_done
