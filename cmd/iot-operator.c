@@ -630,7 +630,7 @@ static char *metrics_render(size_t *len)
 			kop_buf_add(&b, key, (size_t)(brace - key));
 		else
 			kop_buf_adds(&b, key);
-		kop_buf_addf(&b, " %.17g\n", jv_number_value(val));
+		kop_buf_addf(&b, " %.15g\n", jv_number_value(val));
 		jv_free(k);
 		jv_free(m);
 		jv_free(name);

@@ -1,0 +1,47 @@
+#!/bin/sh
+test_description='iot-operator with the real stages on ksim: ready once kwatch has listed, stage metrics, drain'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+for t in ksim kwatch ireconcile kapply kstatus; do
+	test -x "$KOP_BIN/$t" || test_skip_all "no $t yet"
+done
+KUBECTL=$(command -v kubectl) || test_skip_all 'no kubectl'
+
+ksim_start
+
+test_expect_success 'setup: the CRD and the operator namespace' '
+	timeout 30 "$KUBECTL" apply -f "$PROJECT_ROOT/deploy/crd.yaml" -f "$PROJECT_ROOT/deploy/namespace.yaml" >out &&
+	timeout 30 "$KUBECTL" wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s
+'
+
+stop () {
+	test -f sup.code && return 0
+	kill -TERM "$(cat sup.pid)"
+	test_wait_for 20 test -f sup.code || kill -9 "$(cat sup.pid)"
+}
+
+test_expect_success 'the pipeline runs; ready once the initial lists are in; the stages report metrics' '
+	test_when_finished stop &&
+	(
+		OPERATOR_NAME=devawsk8s iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 2>sup.err &
+		echo $! >sup.pid
+		wait $!
+		echo $? >sup.code
+	) &
+	test_wait_for 10 grep -q "\"port\":" sup.err &&
+	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1) &&
+	test_wait_for 20 grep -q "initial lists are in" sup.err &&
+	curl -s -o ready.body -w "%{http_code}" "http://127.0.0.1:$port/readyz" >ready.code &&
+	test "$(cat ready.code)" = 200 &&
+	test_wait_for 10 eval "curl -s http://127.0.0.1:$port/metrics >metrics && grep -q \"^kwatch_events_total{type=\\\"ADDED\\\"} [1-9]\" metrics" &&
+	grep "^iot_operator_stage_restarts_total{stage=\"kwatch\"} 0" metrics &&
+	grep "^iot_operator_stage_resident_memory_bytes{stage=\"ireconcile\"} [1-9]" metrics &&
+	kill -TERM "$(cat sup.pid)" &&
+	test_wait_for 20 test -f sup.code &&
+	test "$(cat sup.code)" = 0 &&
+	! grep "restarting the pipeline" sup.err &&
+	test_no_sanitizer_report sup.err
+'
+
+test_done
