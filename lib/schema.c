@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
-#include <regex.h>
+#include <oniguruma.h>
 #include "schema.h"
 #include "banned.h"
 
@@ -85,7 +85,9 @@ jv kop_schema_default(jv obj, jv schema)
 		if (jv_get_kind(ap) == JV_KIND_OBJECT) {
 			jv props2 = sget(schema, "properties");
 
-			jv_object_foreach(jv_copy(obj), k, v) {
+			jv orig = jv_copy(obj);
+
+			jv_object_foreach(orig, k, v) {
 				if (jv_get_kind(props2) == JV_KIND_OBJECT && jv_object_has(jv_copy(props2), jv_copy(k))) {
 					jv_free(k);
 					jv_free(v);
@@ -93,6 +95,7 @@ jv kop_schema_default(jv obj, jv schema)
 				}
 				obj = jv_object_set(obj, k, kop_schema_default(v, ap));
 			}
+			jv_free(orig);
 			jv_free(props2);
 		}
 		jv_free(ap);
@@ -147,7 +150,8 @@ static jv prune(jv obj, jv schema, int resource)
 		int ap_any = jv_get_kind(ap) == JV_KIND_TRUE || jv_get_kind(ap) == JV_KIND_OBJECT;
 
 		jv_free(ap);
-		jv_object_foreach(jv_copy(obj), k, v) {
+		jv orig = jv_copy(obj);
+		jv_object_foreach(orig, k, v) {
 			const char *ks = jv_string_value(k);
 
 			if (resource && (!strcmp(ks, "apiVersion") || !strcmp(ks, "kind"))) {
@@ -171,6 +175,7 @@ static jv prune(jv obj, jv schema, int resource)
 			}
 			jv_free(ps);
 		}
+		jv_free(orig);
 		return obj;
 	}
 	if (jv_get_kind(obj) == JV_KIND_ARRAY) {
@@ -316,6 +321,29 @@ static int utf8_len(const char *s)
 	return n;
 }
 
+/*
+ * Does s match pattern? Oniguruma (libjq's regex engine, linked anyway) with
+ * Perl syntax, close to the ECMA-262/RE2 patterns CRDs use. Note: libonig
+ * also exports POSIX regcomp/regexec that shadow glibc's, so <regex.h>
+ * cannot be used in a program linked with -lonig. A pattern that does not
+ * compile never fails a value (the CRD would have been rejected).
+ */
+static int pattern_matches(const char *pattern, const char *s)
+{
+	OnigRegex re;
+	OnigErrorInfo einfo;
+	const UChar *p = (const UChar *)pattern, *str = (const UChar *)s;
+	const UChar *end = str + strlen(s);
+	int r;
+
+	if (onig_new(&re, p, p + strlen(pattern), ONIG_OPTION_CAPTURE_GROUP, ONIG_ENCODING_UTF8,
+		     ONIG_SYNTAX_PERL, &einfo) != ONIG_NORMAL)
+		return 1;
+	r = onig_search(re, str, end, str, end, NULL, ONIG_OPTION_NONE);
+	onig_free(re);
+	return r >= 0;
+}
+
 static void string_checks(struct val *v, jv x, jv schema)
 {
 	const char *s = jv_string_value(x);
@@ -328,16 +356,9 @@ static void string_checks(struct val *v, jv x, jv schema)
 		      show(x, &h), field(v), (int)jv_number_value(minl)), jv_free(h);
 	if (jv_get_kind(maxl) == JV_KIND_NUMBER && len > (int)jv_number_value(maxl))
 		cause(v, "FieldValueTooLong", field(v), "Too long: may not be longer than %d", (int)jv_number_value(maxl));
-	if (jv_get_kind(pat) == JV_KIND_STRING) {
-		regex_t re;
-
-		if (regcomp(&re, jv_string_value(pat), REG_EXTENDED | REG_NOSUB) == 0) {
-			if (regexec(&re, s, 0, NULL, 0) != 0)
-				cause(v, "FieldValueInvalid", field(v), "Invalid value: %s: %s in body should match '%s'",
-				      show(x, &h), field(v), jv_string_value(pat)), jv_free(h);
-			regfree(&re);
-		}
-	}
+	if (jv_get_kind(pat) == JV_KIND_STRING && !pattern_matches(jv_string_value(pat), s))
+		cause(v, "FieldValueInvalid", field(v), "Invalid value: %s: %s in body should match '%s'",
+		      show(x, &h), field(v), jv_string_value(pat)), jv_free(h);
 	jv_free(minl);
 	jv_free(maxl);
 	jv_free(pat);

@@ -7,7 +7,7 @@
  * Supported keywords: type, properties, additionalProperties (schema or
  * bool), items, required, enum, default, nullable, minimum, maximum,
  * exclusiveMinimum, exclusiveMaximum, multipleOf, minLength, maxLength, pattern
- * (POSIX ERE, which covers the usual CRD patterns), minItems, maxItems,
+ * (Perl-style, through Oniguruma), minItems, maxItems,
  * uniqueItems, minProperties, maxProperties, format (int32, int64, etc. are
  * not checked), x-kubernetes-preserve-unknown-fields,
  * x-kubernetes-int-or-string, x-kubernetes-embedded-resource,

@@ -981,7 +981,9 @@ static jv clean_applied(jv applied)
 		jv_free(md);
 		return applied;
 	}
-	jv_object_foreach(jv_copy(md), k, v) {
+	jv orig = jv_copy(md);
+
+	jv_object_foreach(orig, k, v) {
 		const char *ks = jv_string_value(k);
 
 		if (is_unowned_meta(ks) && strcmp(ks, "name") && strcmp(ks, "namespace") && strcmp(ks, "generateName"))
@@ -989,6 +991,7 @@ static jv clean_applied(jv applied)
 		jv_free(k);
 		jv_free(v);
 	}
+	jv_free(orig);
 	return jv_object_set(applied, jv_string("metadata"), md);
 }
 
