@@ -118,7 +118,7 @@ static struct {
 	int merged_fd;		/* ireconcile's stdin; -1 closed */
 	struct kop_buf merged;	/* lines waiting for it */
 	size_t merged_off;
-	int running, tearing_down, draining, culprit_seen;
+	int running, tearing_down, draining, culprit_seen, lease_killed;
 	int64_t started_ms, next_start_ms, kill_at_ms;
 	struct kop_backoff backoff;
 	int killed_at_bound;
@@ -1259,7 +1259,7 @@ static void pipeline_finish(void)
 	free(sup.st);
 	sup.st = NULL;
 	sup.nst = 0;
-	sup.running = sup.tearing_down = sup.draining = sup.culprit_seen = 0;
+	sup.running = sup.tearing_down = sup.draining = sup.culprit_seen = sup.lease_killed = 0;
 	publish_pids();
 	log_info("pipeline stopped");
 }
@@ -1613,8 +1613,10 @@ static void run(int sfd)
 		sup.is_leader = lead;
 		pthread_mutex_unlock(&sup.mu);
 
-		if (sup.running && !sup.tearing_down && !lead && !sup.terminating) {
+		/* Even during a drain: no write may happen once the lease could be another replica's. */
+		if (sup.running && !lead && !sup.lease_killed) {
 			log_error("not the leader any more: stopping the pipeline before the lease can expire");
+			sup.lease_killed = 1;
 			teardown(TEARDOWN_KILL);
 		}
 		if (sup.running && sup.tearing_down) {
