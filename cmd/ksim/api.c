@@ -1445,7 +1445,7 @@ static int include_object(const struct ksim_request *rq)
 static int do_list(const struct ksim_request *rq, const struct route *r, jv *out)
 {
 	const struct ksim_type *t = r->t;
-	struct list_ctx c = { t, NULL, NULL, 0, jv_array(), 0, NULL, 0 };
+	struct list_ctx c = { t, NULL, NULL, 0, jv_null(), 0, NULL, 0 };
 	const char *lim = query(rq, "limit"), *cont = query(rq, "continue"), *rvs = query(rq, "resourceVersion");
 	const char *rvm = query(rq, "resourceVersionMatch");
 	char *after = NULL;
@@ -1464,10 +1464,9 @@ static int do_list(const struct ksim_request *rq, const struct route *r, jv *out
 				   jv_null());
 		return 422;
 	}
-	if (selectors(rq, t, &c.ls, &c.fs, out) < 0) {
-		jv_free(c.items);
+	if (selectors(rq, t, &c.ls, &c.fs, out) < 0)
 		return 400;
-	}
+	c.items = jv_array();
 	if (lim && *lim)
 		c.limit = strtol(lim, NULL, 10);
 	if (cont && *cont) {
