@@ -119,7 +119,7 @@ test_expect_success 'a stage that dies restarts the pipeline with backoff, count
 	test_wait_for 15 kapply_starts_at_least 3 &&
 	awk "NR > 1 { print \$1 - prev } { prev = \$1 }" "$STAGE_LOG/kapply.starts" >gaps &&
 	cat gaps &&
-	awk "NR == 1 && \$1 < 1.0 { exit 1 } NR == 2 && \$1 < 1.9 { exit 1 }" gaps &&
+	awk "NR == 1 && \$1 < 0.95 { exit 1 } NR == 2 && \$1 < 1.9 { exit 1 }" gaps &&
 	test "$(metric "iot_operator_stage_restarts_total{stage=\"kapply\"}")" -ge 2 &&
 	test "$(metric "iot_operator_stage_restarts_total{stage=\"kwatch\"}")" = 0 &&
 	grep "stage .kapply. exited with code 111; restarting the pipeline" sup.err &&
