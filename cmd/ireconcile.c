@@ -203,10 +203,61 @@ static char *join2(const char *a, const char *b)
 	return kop_buf_detach(&buf, NULL);
 }
 
+/*
+ * Output. Lines are queued and written as stdout takes them, never blocking
+ * while it is a full pipe: the stages form a cycle (ireconcile -> kapply ->
+ * kstatus -> feedback -> ireconcile), so blocking on stdout while kstatus
+ * blocks on a full feedback FIFO would stop all of them. While more than
+ * OUT_HIGH bytes wait, no more is reconciled and stdin is not read.
+ */
+#define OUT_HIGH (1u << 20)
+
+static struct kop_buf outq;
+static size_t out_start;
+static size_t out_chunk = 4096;	/* PIPE_BUF for pipes: a POLLOUT write that never blocks */
+
+static size_t out_pending(void)
+{
+	return outq.len - out_start;
+}
+
+/* Writes what stdout takes now (block: all of it). */
+static void flush_out(int block)
+{
+	while (out_pending()) {
+		struct pollfd pfd = { 1, POLLOUT, 0 };
+		size_t len = out_pending() < out_chunk ? out_pending() : out_chunk;
+		ssize_t n;
+		int r = poll(&pfd, 1, block ? -1 : 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0)
+			return;
+		n = write(1, outq.buf + out_start, len);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			tool_stdout_failed();
+		out_start += (size_t)n;
+	}
+	out_start = 0;
+	kop_buf_reset(&outq);
+}
+
 static void emit(jv line)
 {
-	if (kop_jsonl_write(stdout, line) < 0)
-		tool_stdout_failed();
+	jv s = jv_dump_string(line, 0);
+
+	if (out_start > OUT_HIGH && out_start * 2 > outq.len) {
+		memmove(outq.buf, outq.buf + out_start, out_pending());
+		outq.len -= out_start;
+		out_start = 0;
+	}
+	kop_buf_add(&outq, jv_string_value(s), (size_t)jv_string_length_bytes(jv_copy(s)));
+	kop_buf_add(&outq, "\n", 1);
+	jv_free(s);
+	flush_out(0);
 }
 
 /* ---- primaries and the queue ----------------------------------------------------- */
@@ -1294,6 +1345,12 @@ out:
 	jv_free(r);
 }
 
+static void drop_result(jv r, size_t lineno)
+{
+	(void)lineno;
+	jv_free(r);
+}
+
 /* ---- reading ----------------------------------------------------------------------------- */
 
 static void reader_init(struct reader *rd, const char *name, int fd)
@@ -1481,9 +1538,10 @@ static void log_stats(int level)
 	tool_logj(level, f, "stats");
 }
 
+/* Reconciles what is queued, until the output backs up. */
 static void drain_queue(void)
 {
-	while (E.qhead) {
+	while (E.qhead && out_pending() <= OUT_HIGH) {
 		struct prim *p = E.qhead;
 
 		E.qhead = p->qnext;
@@ -1513,34 +1571,42 @@ static void run(const char *feedback, int once)
 {
 	struct reader in, fb;
 	int fbfd = -1, keep = -1;
+	struct stat st;
 
+	if (fstat(1, &st) == 0 && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
+		out_chunk = (size_t)-1;	/* a file or a terminal: writes do not block for long */
 	reader_init(&in, "", 0);
 	if (feedback) {
 		fbfd = open_feedback(feedback, &keep);
 		reader_init(&fb, "feedback ", fbfd);
 	}
 	for (;;) {
-		struct pollfd pfd[2];
-		int nfd = 0, timeout, r;
+		struct pollfd pfd[3];
+		int nfd = 0, timeout, r, ifd = -1, ffd = -1, ofd = -1;
+		/* The end of the input (or --once after the first pass): what is queued, then exit. */
+		int ending = in.eof || (once && E.synced);
 		int64_t now = kop_mono_ms();
 
-		fire_timers(now);
-		if (E.synced) {
+		if (!ending)
+			fire_timers(now);
+		if (in.eof && !E.synced) {
+			E.synced = 1;	/* a recorded file: its end ends the initial state */
+			enqueue_all();
+		}
+		if (E.synced)
 			drain_queue();
-			if (once)
-				break;
-		}
-		if (in.eof) {
-			if (!E.synced) {
-				E.synced = 1;	/* a recorded file: its end ends the initial state */
-				enqueue_all();
-				drain_queue();
-			}
+		ending = in.eof || (once && E.synced);
+		if (ending && !E.qhead && !out_pending())
 			break;
-		}
+
 		now = kop_mono_ms();
-		timeout = E.synced ? next_timeout(now) : -1;
-		if (E.stats_ms) {
+		if (E.qhead && out_pending() <= OUT_HIGH)
+			timeout = 0;
+		else if (ending)
+			timeout = -1;	/* only the output is left to write */
+		else
+			timeout = E.synced ? next_timeout(now) : -1;
+		if (E.stats_ms && !ending) {
 			if (now >= E.stats_at) {
 				log_stats(LOG_INFO);
 				E.stats_at = now + E.stats_ms;
@@ -1548,11 +1614,20 @@ static void run(const char *feedback, int once)
 			if (timeout < 0 || E.stats_at - now < timeout)
 				timeout = (int)(E.stats_at - now);
 		}
-		pfd[nfd].fd = 0;
-		pfd[nfd++].events = POLLIN;
+		if (!ending && out_pending() <= OUT_HIGH) {
+			pfd[nfd].fd = 0;
+			pfd[nfd].events = POLLIN;
+			ifd = nfd++;
+		}
 		if (fbfd >= 0 && !fb.eof) {
 			pfd[nfd].fd = fbfd;
-			pfd[nfd++].events = POLLIN;
+			pfd[nfd].events = POLLIN;
+			ffd = nfd++;
+		}
+		if (out_pending()) {
+			pfd[nfd].fd = 1;
+			pfd[nfd].events = POLLOUT;
+			ofd = nfd++;
 		}
 		r = poll(pfd, (nfds_t)nfd, timeout);
 		if (r < 0) {
@@ -1560,7 +1635,10 @@ static void run(const char *feedback, int once)
 				log_error("unable to poll: %s", strerror(errno));
 			continue;
 		}
-		if (pfd[0].revents) {
+		if (ofd >= 0 && pfd[ofd].revents)
+			flush_out(0);
+		if (ifd >= 0 && pfd[ifd].revents) {
+			struct pollfd one = { 0, POLLIN, 0 };
 			int rounds = 0;
 
 			/* Whatever has arrived together is read before reconciling: one reconcile per primary. */
@@ -1568,14 +1646,17 @@ static void run(const char *feedback, int once)
 				if (reader_fill(&in) < 0)
 					break;
 				reader_drain(&in, handle_event);
-			} while (!in.eof && ++rounds < 256 && poll(pfd, 1, 0) > 0 && pfd[0].revents);
+			} while (!in.eof && ++rounds < 256 && poll(&one, 1, 0) > 0 && one.revents);
 		}
-		if (nfd > 1 && pfd[1].revents) {
+		if (ffd >= 0 && pfd[ffd].revents) {
+			/* Read even when ending, so that a writer is never stuck; results then change nothing. */
 			while (reader_fill(&fb) > 0)
-				reader_drain(&fb, handle_result);
-			reader_drain(&fb, handle_result);
+				reader_drain(&fb, ending ? drop_result : handle_result);
+			reader_drain(&fb, ending ? drop_result : handle_result);
 		}
 	}
+	flush_out(1);
+	kop_buf_release(&outq);
 	reader_release(&in);
 	if (fbfd >= 0) {
 		reader_release(&fb);

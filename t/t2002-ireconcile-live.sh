@@ -119,6 +119,31 @@ test_expect_success '--stats-interval logs counters for the supervisor' '
 	test_cmp expect stats
 '
 
+test_expect_success 'a full stdout pipe does not stop the feedback from being read (no cycle deadlock)' '
+	rm -f in fb outp && mkfifo in fb outp &&
+	jq -c "select(.object.kind == \"Widget\") | range(0; 300) as \$i | .object.metadata.name = \"w\(\$i)\"" \
+		<"$FIXTURES/create.jsonl" >many.jsonl &&
+	tail -n 1 "$FIXTURES/create.jsonl" >>many.jsonl &&
+	for i in $(seq 1 3000); do
+		echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"blue/none\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"none\",\"name\":\"c$i\"},\"ok\":true,\"code\":200}"
+	done >results.jsonl &&
+	{ WIDGET_TEAM=blue timeout 60 ireconcile --now $NOW --feedback fb prog/widgets <in >outp 2>err & } &&
+	pid=$! &&
+	exec 5>in 8<outp &&
+	test_wait_for 5 test -p fb &&
+	exec 6<>fb &&
+	cat many.jsonl >&5 &&
+	sleep 0.5 &&
+	timeout 20 cat results.jsonl >&6 &&
+	{ cat <&8 >out 5>&- 6>&- & } &&
+	catpid=$! &&
+	exec 5>&- 6>&- 8<&- &&
+	wait $pid &&
+	wait $catpid &&
+	test "$(count ".op == \"apply\"")" -eq 600 &&
+	test_no_sanitizer_report err
+'
+
 test_expect_success '--once exits after the first full reconcile, stdin still open' '
 	rm -f in2 && mkfifo in2 &&
 	{ WIDGET_TEAM=blue timeout 30 ireconcile --once --now $NOW prog/widgets <in2 >once.out 2>once.err & } &&
