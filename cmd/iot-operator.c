@@ -429,37 +429,6 @@ static void stage_stats_line(size_t slot, const char *line, size_t len)
 	sup.live = jv_object_set(sup.live, jv_string(key), series);
 }
 
-/* A stage is gone: its counters join the base (so totals never go down), its gauges vanish; mu held. */
-static void stage_stats_fold(size_t slot)
-{
-	char key[32];
-	jv series;
-
-	snprintf(key, sizeof(key), "%zu", slot);
-	series = jv_object_get(jv_copy(sup.live), jv_string(key));
-	if (jv_get_kind(series) == JV_KIND_OBJECT) {
-		jv_object_foreach(series, k, s) {
-			jv type = jv_object_get(jv_copy(s), jv_string("type"));
-
-			if (!strcmp(jv_string_value(type), "counter")) {
-				jv name = jv_object_get(jv_copy(s), jv_string("name"));
-				jv val = jv_object_get(jv_copy(s), jv_string("value"));
-
-				sup.base = series_put(sup.base, jv_string_value(name), "counter",
-						      jv_object_get(jv_copy(s), jv_string("labels")),
-						      jv_number_value(val), 0);
-				jv_free(name);
-				jv_free(val);
-			}
-			jv_free(type);
-			jv_free(k);
-			jv_free(s);
-		}
-	}
-	jv_free(series);
-	sup.live = jv_object_delete(sup.live, jv_string(key));
-}
-
 static long long statm_rss(pid_t pid)
 {
 	char path[64], buf[128];
@@ -523,16 +492,24 @@ static const char *metric_help(const char *name)
 	return NULL;
 }
 
-/* Adds every series of series (consumed) to all (consumed): the same series of two stages sum up. */
-static jv series_add_all(jv all, jv series)
+/*
+ * Adds the series of series (consumed) to all (consumed), the same series of
+ * two stages summing up; only the counters when counters_only.
+ */
+static jv series_add_all(jv all, jv series, int counters_only)
 {
+	if (jv_get_kind(series) != JV_KIND_OBJECT) {
+		jv_free(series);
+		return all;
+	}
 	jv_object_foreach(series, k, m) {
 		jv name = jv_object_get(jv_copy(m), jv_string("name"));
 		jv type = jv_object_get(jv_copy(m), jv_string("type"));
 		jv val = jv_object_get(jv_copy(m), jv_string("value"));
 
-		all = series_put(all, jv_string_value(name), jv_string_value(type),
-				 jv_object_get(jv_copy(m), jv_string("labels")), jv_number_value(val), 0);
+		if (!counters_only || !strcmp(jv_string_value(type), "counter"))
+			all = series_put(all, jv_string_value(name), jv_string_value(type),
+					 jv_object_get(jv_copy(m), jv_string("labels")), jv_number_value(val), 0);
 		jv_free(name);
 		jv_free(type);
 		jv_free(val);
@@ -541,6 +518,16 @@ static jv series_add_all(jv all, jv series)
 	}
 	jv_free(series);
 	return all;
+}
+
+/* A stage is gone: its counters join the base (so totals never go down), its gauges vanish; mu held. */
+static void stage_stats_fold(size_t slot)
+{
+	char key[32];
+
+	snprintf(key, sizeof(key), "%zu", slot);
+	sup.base = series_add_all(sup.base, jv_object_get(jv_copy(sup.live), jv_string(key)), 1);
+	sup.live = jv_object_delete(sup.live, jv_string(key));
 }
 
 static int ready_locked(const char **why)
@@ -573,7 +560,7 @@ static char *metrics_render(size_t *len)
 	pthread_mutex_lock(&sup.mu);
 	all = jv_copy(sup.base);
 	jv_object_foreach(sup.live, slot, series) {
-		all = series_add_all(all, series);
+		all = series_add_all(all, series, 0);
 		jv_free(slot);
 	}
 	for (s = 0; s < sizeof(stage_names) / sizeof(stage_names[0]); s++) {

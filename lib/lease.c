@@ -36,7 +36,7 @@ void lease_release_mem(struct lease *l)
 	l->observed_spec = jv_null();
 }
 
-/* A string field of spec, borrowed from spec (which is kept alive by the caller); "" when absent. */
+/* A field of spec (not consumed), jv_null() when spec is not an object; the caller frees it. */
 static jv spec_get(jv spec, const char *key)
 {
 	if (jv_get_kind(spec) != JV_KIND_OBJECT)
