@@ -63,6 +63,9 @@ test_expect_success 'usage: OPERATOR_NAME is required, bad flags, --help' '
 	grep "lease-duration > --renew-deadline" err &&
 	OPERATOR_NAME=o test_expect_code 100 iot-operator --leader-elect=false --program no/such/dir 2>err &&
 	grep "unable to find the program .no/such/dir." err &&
+	OPERATOR_NAME=o test_expect_code 100 iot-operator --kubeconfig "$TRASH/no-such-kubeconfig" \
+		--metrics-addr 127.0.0.1:0 --program prog 2>err &&
+	grep "no-such-kubeconfig" err &&
 	iot-operator --help >out &&
 	grep -e "--metrics-addr" out && grep -e "--leader-elect" out && grep OPERATOR_NAME out
 '
@@ -89,6 +92,18 @@ test_expect_success 'the stages are wired: kwatch | ireconcile | kapply | kstatu
 	printf "ADDED\nBOOKMARK\nMODIFIED\n" >expect &&
 	test_cmp expect types &&
 	grep -F "{\"time\":\"2026-11-22T10:00:00.000000Z\",\"level\":\"info\",\"prog\":\"kwatch\",\"msg\":\"stand-in kwatch started\"}" sup.err
+'
+
+test_expect_success 'the kube options reach kwatch, kapply and kstatus' '
+	test_when_finished sup_stop &&
+	sup_start --kubeconfig "$TRASH/kc" --context ctx --request-timeout 5s &&
+	test_wait_for 10 test -s "$STAGE_LOG/kstatus.args" &&
+	echo "--kubeconfig $TRASH/kc --context ctx --request-timeout 5000ms" >expect &&
+	test_cmp expect "$STAGE_LOG/kapply.args" &&
+	test_cmp expect "$STAGE_LOG/kstatus.args" &&
+	cut -d" " -f1-7 "$STAGE_LOG/kwatch.args" >actual &&
+	echo "--kubeconfig $TRASH/kc --context ctx --request-timeout 5000ms -A" >expect &&
+	test_cmp expect actual
 '
 
 test_expect_success '/healthz, /readyz only once the initial lists are in, /metrics sums the stages' '
