@@ -3,7 +3,8 @@
 #   . "$TEST_DIRECTORY/lib-ksim.sh"
 #   ksim_start [extra ksim args]   starts "$KOP_BIN/ksim --port 0 --kubeconfig $TRASH/ksim.kubeconfig ...",
 #                                  waits (at most 10 s) for the kubeconfig; sets KSIM_PID, KSIM_URL,
-#                                  exports KUBECONFIG and KUBECACHEDIR ($TRASH/kubecache)
+#                                  exports KUBECONFIG and KUBECACHEDIR ($TRASH/kubecache); when ksim
+#                                  does not come up, the script stops ("Bail out!")
 #   ksim_stop                      SIGTERM, wait (at most 10 s); fails if ksim crashed, had to be
 #                                  killed, exited non-zero or printed a sanitizer report
 #
@@ -33,6 +34,12 @@ ksim_exit_trap_ () {
 		done
 		kill -KILL "$KSIM_PID" 2>/dev/null
 	fi
+}
+
+# Nothing can be tested without ksim: stop the whole script (TAP "Bail out!").
+ksim_bail_ () {
+	echo "Bail out! $*" >&3
+	exit 1
 }
 
 ksim_start () {
@@ -68,15 +75,13 @@ ksim_start () {
 	ks_i=0
 	while ! test -s "$KSIM_CONFIG"; do
 		if test -f "$TRASH/ksim.rc"; then
-			echo "ksim exited before serving:"
-			cat "$KSIM_LOG"
+			sed "s/^/# /" "$KSIM_LOG" >&3
 			KSIM_PID=
-			return 1
+			ksim_bail_ "ksim exited before serving (exit $(cat "$TRASH/ksim.rc"))"
 		fi
 		ks_i=$((ks_i + 1))
 		if test "$ks_i" -ge 100; then
-			echo "ksim did not write its kubeconfig within 10 s"
-			return 1
+			ksim_bail_ "ksim did not write its kubeconfig within 10 s"
 		fi
 		sleep 0.1
 	done

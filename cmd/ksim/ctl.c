@@ -4,8 +4,9 @@
  * then the namespace is finalized and goes) and the garbage collector's
  * background propagation (dependents of a deleted owner uid are deleted).
  * One thread, driven by the event stream; every change goes through
- * ksim_call(), as a client's would. It also resyncs every few seconds, and
- * after losing history.
+ * ksim_call(), as a client's would. A full pass (terminating namespaces,
+ * dependents whose owners are all gone) runs at start, every 30 s and after
+ * losing history.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -125,32 +126,29 @@ static void finalize_namespace(const char *name)
 	}
 }
 
-static int terminating_ns(const char *gr, jv obj, void *data)
+static int terminating_ns(jv obj, const char *key, void *data)
 {
-	(void)data;
-	return !strcmp(gr, "namespaces") && ksim_str(obj, "metadata.deletionTimestamp");
+	jv *names = data;
+	const char *name = ksim_str(obj, "metadata.name");
+
+	(void)key;
+	if (name && ksim_str(obj, "metadata.deletionTimestamp"))
+		*names = jv_array_append(*names, jv_string(name));
+	return 0;
 }
 
 static void resync_namespaces(void)
 {
-	jv list;
+	jv names = jv_array();
 
 	ksim_lock();
-	list = ksim_store_select(terminating_ns, NULL);
+	ksim_store_each("namespaces", NULL, NULL, terminating_ns, &names);
 	ksim_unlock();
-	jv_array_foreach(list, i, pair) {
-		jv obj = jv_array_get(pair, 1);
-		const char *name = ksim_str(obj, "metadata.name");
-
-		if (name) {
-			char *n = kop_strdup(name);
-
-			finalize_namespace(n);
-			free(n);
-		}
-		jv_free(obj);
+	jv_array_foreach(names, i, n) {
+		finalize_namespace(jv_string_value(n));
+		jv_free(n);
 	}
-	jv_free(list);
+	jv_free(names);
 }
 
 struct gc_ctx {
@@ -250,7 +248,7 @@ static int ns_terminating(const char *name)
 static void *controllers(void *arg)
 {
 	uint64_t cursor = ksim_current_rv();
-	int64_t next_resync = kop_mono_ms() + 5000;
+	int64_t next_resync = kop_mono_ms() + 30000;
 	jv deleted = jv_object(), dirty = jv_object();
 	int batch = 0, resync = 1;
 
@@ -299,7 +297,7 @@ static void *controllers(void *arg)
 		if (resync) {
 			resync_namespaces();
 			collect(jv_null());
-			next_resync = kop_mono_ms() + 5000;
+			next_resync = kop_mono_ms() + 30000;
 			resync = 0;
 		}
 	}
