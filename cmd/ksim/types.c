@@ -868,11 +868,14 @@ static jv pod_cells(jv o)
 		jv_array_foreach(cs, i, c) {
 			jv r = jv_object_get(jv_copy(c), jv_string("ready"));
 			const char *waiting = ksim_str(c, "state.waiting.reason");
+			const char *done = ksim_str(c, "state.terminated.reason");
 
 			ready += jv_get_kind(r) == JV_KIND_TRUE;
 			restarts += key_num(c, "restartCount", 0);
 			if (waiting && *waiting)
 				snprintf(status, sizeof(status), "%s", waiting);
+			else if (done && *done)
+				snprintf(status, sizeof(status), "%s", done);	/* "Completed", as kubectl prints it */
 			jv_free(r);
 			jv_free(c);
 		}
