@@ -817,6 +817,7 @@ static jv smp_map(struct smp *s, jv orig, jv patch, int *deleted)
 	if (d && !strcmp(d, "delete")) {
 		*deleted = 1;
 		jv_free(h);
+		jv_free(orders);
 		jv_free(patch);
 		return orig;
 	}

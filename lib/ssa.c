@@ -211,12 +211,13 @@ static jv set_union(jv a, jv b)
 
 static jv set_diff(jv a, jv b)
 {
-	jv ch = jv_object();
+	jv ch;
 
 	if (!jv_is_valid(a) || !jv_is_valid(b)) {
 		jv_free(b);
 		return a;
 	}
+	ch = jv_object();
 	int member = node_member(a) && !node_member(b);
 	jv_object_foreach(a, k, v) {
 		if (!strcmp(jv_string_value(k), ".")) {
@@ -240,13 +241,14 @@ static jv set_diff(jv a, jv b)
 
 static jv set_inter(jv a, jv b)
 {
-	jv ch = jv_object();
+	jv ch;
 
 	if (!jv_is_valid(a) || !jv_is_valid(b)) {
 		jv_free(a);
 		jv_free(b);
 		return jv_invalid();
 	}
+	ch = jv_object();
 	int member = node_member(a) && node_member(b);
 	jv_object_foreach(a, k, v) {
 		if (!strcmp(jv_string_value(k), ".") || !jv_object_has(jv_copy(b), jv_copy(k))) {
@@ -1000,8 +1002,8 @@ int kop_ssa_apply(jv live_or_null, jv applied, const char *manager, int force, c
 {
 	struct walk w = { listinfo, KOP_BUF_INIT };
 	struct kop_buf field = KOP_BUF_INIT;
-	jv live, mf, entries = jv_array(), newset, prev = jv_invalid(), prev_entry = jv_invalid();
-	jv merged, found = jv_array();
+	jv live, mf, entries, newset, prev = jv_invalid(), prev_entry = jv_invalid();
+	jv merged, found;
 	const char *sub = subresource ? subresource : "";
 	int i, n, rc = -1;
 
@@ -1018,6 +1020,8 @@ int kop_ssa_apply(jv live_or_null, jv applied, const char *manager, int force, c
 		return kop_error(err, "metadata.managedFields must be nil");
 	}
 	jv_free(md);
+	entries = jv_array();
+	found = jv_array();
 	live = jv_get_kind(live_or_null) == JV_KIND_OBJECT ? live_or_null : (jv_free(live_or_null), jv_object());
 	mf = get_managed(live);
 	live = strip_managed(live);
