@@ -43,8 +43,11 @@
  *     *conflicts = [{"manager","operation","apiVersion","subresource"?,
  *     "field":".spec.replicas"}, ...] (ordered by manager, then field);
  *     pass it to kop_ssa_conflict_message. *out untouched.
- * -1: a malformed body (err): not an object, "metadata.managedFields must
- *     be nil", a map-list element missing a key, ...
+ * -1: a malformed body (err): not an object, or metadata.managedFields
+ *     set ("metadata.managedFields must be nil"). A map-list element
+ *     missing a key takes the listinfo entry's "defaults" for it (protocol
+ *     "TCP" in ports); an element with none of its keys is appended and not
+ *     tracked.
  * force=1 never conflicts: the forced fields move to this manager.
  */
 int kop_ssa_apply(jv live_or_null, jv applied, const char *manager, int force, const char *subresource,
