@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <openssl/sha.h>
 #include "tool.h"
 #include "jsonl.h"
 #include "hmap.h"
@@ -91,7 +92,7 @@ struct prim {
 
 /* An operation sent and not yet seen back (README: not repeated while in flight). */
 struct flight {
-	jv sent;
+	unsigned char sent[SHA256_DIGEST_LENGTH];	/* of the compact JSON sent: not the object itself */
 	char *live_rv;			/* the live object's resourceVersion when sent ("" = missing) */
 	int64_t at;
 	int failed;
@@ -245,15 +246,35 @@ static void flush_out(int block)
 	kop_buf_reset(&outq);
 }
 
-static void emit(jv line)
+/* Drops what was written from the front of the queue once it is most of it. */
+static void out_compact(void)
 {
-	jv s = jv_dump_string(line, 0);
-
 	if (out_start > OUT_HIGH && out_start * 2 > outq.len) {
 		memmove(outq.buf, outq.buf + out_start, out_pending());
 		outq.len -= out_start;
 		out_start = 0;
 	}
+}
+
+/* Queues an operation line from the compact JSON of its object (spares a second dump). */
+static void emit_op_text(const char *op, const char *pkey, jv text)
+{
+	jv key = jv_dump_string(jv_string(pkey), 0);
+
+	out_compact();
+	kop_buf_addf(&outq, "{\"op\":\"%s\",\"primary\":%s,\"object\":", op, jv_string_value(key));
+	kop_buf_add(&outq, jv_string_value(text), (size_t)jv_string_length_bytes(jv_copy(text)));
+	kop_buf_add(&outq, "}\n", 2);
+	jv_free(key);
+	jv_free(text);
+	flush_out(0);
+}
+
+static void emit(jv line)
+{
+	jv s = jv_dump_string(line, 0);
+
+	out_compact();
 	kop_buf_add(&outq, jv_string_value(s), (size_t)jv_string_length_bytes(jv_copy(s)));
 	kop_buf_add(&outq, "\n", 1);
 	jv_free(s);
@@ -647,7 +668,6 @@ static void flight_free(void *v)
 {
 	struct flight *f = v;
 
-	jv_free(f->sent);
 	free(f->live_rv);
 	free(f);
 }
@@ -664,11 +684,14 @@ static void flight_forget(const char *fkey)
  * 1: send now (remembered as in flight); 0: the same operation is in flight
  * against the same live object, or failed and waits for the backoff.
  */
-static int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv, int64_t now)
+static int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t len, const char *live_rv,
+			     int64_t now)
 {
 	struct flight *f = kop_hmap_get(&E.flights, fkey);
+	unsigned char d[SHA256_DIGEST_LENGTH];
 
-	if (f && jv_equal(jv_copy(f->sent), jv_copy(sent))) {
+	SHA256((const unsigned char *)text, len, d);
+	if (f && !memcmp(f->sent, d, sizeof(d))) {
 		if (f->failed && now < f->retry_at) {
 			schedule(p, f->retry_at);
 			return 0;
@@ -678,16 +701,24 @@ static int flight_check(struct prim *p, const char *fkey, jv sent, const char *l
 	}
 	if (!f) {
 		f = kop_calloc(1, sizeof(*f));
-		f->sent = jv_null();
 		kop_hmap_put(&E.flights, fkey, f);
 	}
-	jv_free(f->sent);
-	f->sent = jv_copy(sent);
+	memcpy(f->sent, d, sizeof(d));
 	free(f->live_rv);
 	f->live_rv = kop_strdup(live_rv);
 	f->at = now;
 	f->failed = 0;
 	return 1;
+}
+
+static int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv, int64_t now)
+{
+	jv s = jv_dump_string(jv_copy(sent), 0);
+	int r = flight_check_text(p, fkey, jv_string_value(s), (size_t)jv_string_length_bytes(jv_copy(s)), live_rv,
+				  now);
+
+	jv_free(s);
+	return r;
 }
 
 /* ---- one reconcile ------------------------------------------------------------------------ */
@@ -1031,11 +1062,16 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, struct
 		if (live && kop_json_subset(c, live_of(ctx, live))) {
 			flight_forget(fkey);
 			jv_free(c);
-		} else if (flight_check(p, fkey, c, live ? live->rv : "", now)) {
-			emit(jv_object_set(op_line("apply", p->key), jv_string("object"), c));
-			n->applies++;
 		} else {
-			jv_free(c);
+			jv text = jv_dump_string(c, 0);
+
+			if (flight_check_text(p, fkey, jv_string_value(text),
+					      (size_t)jv_string_length_bytes(jv_copy(text)), live ? live->rv : "", now)) {
+				emit_op_text("apply", p->key, text);
+				n->applies++;
+			} else {
+				jv_free(text);
+			}
 		}
 		free(fkey);
 		free(key);
