@@ -52,17 +52,31 @@ children_there () {
 	test "$(count "/apis/networking.k8s.io/v1/namespaces/$I/networkpolicies?labelSelector=$SEL")" = 1
 }
 
+# status_is PHASE...: the status describes the current generation with one of these phases
 status_is () {
 	ksim_curl -o iot.json /apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices/$X &&
-	jq -e ".status.phase == \"$1\" and .status.observedGeneration == .metadata.generation" iot.json
+	jq -e ".status.observedGeneration == .metadata.generation and
+		any(\$ARGS.positional[]; . == \$phase)" --arg phase "$(jq -r .status.phase iot.json)" --args "$@" <iot.json
 }
 
-test_expect_success 'every child is created in O-X, the status says Processing' '
-	test_wait_for 30 children_there &&
-	test_wait_for 30 status_is Processing &&
+test_expect_success 'every child is created in O-X, the status says where it is' '
+	test_wait_for 60 children_there &&
+	test_wait_for 60 status_is Processing Available &&
 	jq -c .metadata.finalizers iot.json >actual &&
 	echo "[\"com.sap.iotservices/namespace-dropper\"]" >expect &&
 	test_cmp expect actual
+'
+
+# ksim simulates the controllers and the kubelet: pods start, the
+# LoadBalancer gets an ingress, and the instance becomes Available.
+test_expect_success 'the children become ready: Available, Running pods listed, conditions' '
+	test_wait_for 90 status_is Available &&
+	jq -c "[(.status.pods | length), (.status.pods == (.status.pods | sort))]" iot.json >actual &&
+	echo "[8,true]" >expect && test_cmp expect actual &&
+	jq -c "[.status.conditions[] | [.type, .status]]" iot.json >actual &&
+	echo "[[\"Available\",\"True\"],[\"Progressing\",\"False\"]]" >expect &&
+	test_cmp expect actual &&
+	jq -e ".status | has(\"reason\") | not" iot.json
 '
 
 test_expect_success 'config.yml in the Secret; its MD5 on every pod template but postgresql' '
@@ -103,7 +117,7 @@ test_expect_success 'steady state: what the server stores is what the program wa
 	test_cmp /dev/null steady.out
 '
 
-test_expect_success 'an image edit reaches its Deployment and nothing else' '
+test_expect_success 'an image edit reaches its Deployment and nothing else, then Available again' '
 	ksim_curl -o before.json "/apis/apps/v1/namespaces/$I/deployments/haproxy-$X" &&
 	ksim_curl -o patched.json -X PATCH -H "Content-Type: application/merge-patch+json" \
 		-d "{\"spec\":{\"cockpit\":{\"image\":\"registry.example/cockpit:5\"}}}" \
@@ -112,11 +126,12 @@ test_expect_success 'an image edit reaches its Deployment and nothing else' '
 		ksim_curl -o cockpit.json "/apis/apps/v1/namespaces/$I/deployments/cockpit-$X" &&
 		jq -e ".spec.template.spec.containers[0].image == \"registry.example/cockpit:5\"" cockpit.json
 	} &&
-	test_wait_for 30 cockpit_image &&
-	test_wait_for 30 status_is Processing &&
+	test_wait_for 60 cockpit_image &&
+	test_wait_for 90 status_is Available &&
+	jq -e ".metadata.generation == 2" iot.json &&
 	ksim_curl -o after.json "/apis/apps/v1/namespaces/$I/deployments/haproxy-$X" &&
-	jq .metadata.resourceVersion before.json >expect &&
-	jq .metadata.resourceVersion after.json >actual &&
+	jq "[.metadata.generation, .spec]" before.json >expect &&
+	jq "[.metadata.generation, .spec]" after.json >actual &&
 	test_cmp expect actual
 '
 
@@ -126,7 +141,7 @@ test_expect_success 'deleting the IoTService deletes O-X, then the finalizer goe
 		ksim_curl -o gone.json /apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices/$X &&
 		jq -e ".code == 404" gone.json
 	} &&
-	test_wait_for 30 iot_gone &&
+	test_wait_for 60 iot_gone &&
 	ksim_curl -o ns.json /api/v1/namespaces/$I &&
 	jq -e ".code == 404 or .status.phase == \"Terminating\"" ns.json &&
 	ksim_curl -o opns.json /api/v1/namespaces/devawsk8s &&
