@@ -253,7 +253,8 @@ static jv present(const struct ksim_type *t, jv obj)
 	}
 	obj = jv_object_set(obj, jv_string("apiVersion"), jv_string(t->api_version));
 	obj = jv_object_set(obj, jv_string("kind"), jv_string(t->kind));
-	return ksim_canonical(obj);
+	/* stored objects are in canonical order already; answer() orders single objects */
+	return obj;
 }
 
 /* ---- routing -------------------------------------------------------------- */
@@ -372,10 +373,12 @@ int ksim_authorize(const struct ksim_attrs *a, jv *status)
 	kop_buf_adds(&res, a->resource);
 	if (a->subresource)
 		kop_buf_addf(&res, "/%s", a->subresource);
+	/* the prefix names the group-qualified resource ("deployments.apps"), no subresource */
+	kop_buf_addf(&m, "%s%s%s", a->resource, *a->group ? "." : "", a->group);
 	if (a->name)
-		kop_buf_addf(&m, "%s \"%s\" is forbidden: ", res.buf, a->name);
+		kop_buf_addf(&m, " \"%s\" is forbidden: ", a->name);
 	else
-		kop_buf_addf(&m, "%s is forbidden: ", res.buf);
+		kop_buf_adds(&m, " is forbidden: ");
 	kop_buf_addf(&m, "User \"%s\" cannot %s resource \"%s\" in API group \"%s\" ", a->user, a->verb, res.buf,
 		     a->group);
 	if (a->namespace)
@@ -2337,6 +2340,16 @@ void ksim_handle(const struct ksim_request *rq, struct ksim_response *rs)
 	}
 	route_release(&r);
 done:
+	/* nothing that shares storage with the store leaves the lock */
+	if (jv_is_valid(rs->body)) {
+		rs->json = ksim_dump(jv_copy(rs->body), &rs->json_len);
+		if (rq->want_jv) {
+			rs->body = ksim_deep_copy(rs->body);
+		} else {
+			jv_free(rs->body);
+			rs->body = jv_invalid();
+		}
+	}
 	ksim_unlock();
 }
 
@@ -2345,6 +2358,7 @@ void ksim_response_release(struct ksim_response *rs)
 	jv_free(rs->body);
 	jv_free(rs->warnings);
 	free(rs->text);
+	free(rs->json);
 	if (rs->watch)
 		ksim_watch_free(rs->watch);
 	memset(rs, 0, sizeof(*rs));
@@ -2384,6 +2398,7 @@ int ksim_call(const char *user, const char *method, const char *path_and_query, 
 	rq.content_type = content_type ? content_type : "application/json";
 	rq.user = user;
 	rq.user_agent = "ksim";
+	rq.want_jv = out != NULL;
 	if (jv_get_kind(body) != JV_KIND_NULL && jv_is_valid(body)) {
 		dumped = jv_dump_string(body, 0);
 		rq.body = jv_string_value(dumped);

@@ -55,11 +55,10 @@ static void add_common_headers(struct MHD_Response *r, const char *ctype)
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, int code, jv body, jv warnings)
+/* Sends JSON bytes (taken: freed by MHD) with the Warning headers (consumed). */
+static enum MHD_Result send_json_bytes(struct MHD_Connection *c, int code, char *s, size_t len, jv warnings)
 {
-	jv s = jv_dump_string(body, 0);
-	size_t len = jv_string_length_bytes(jv_copy(s));
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)jv_string_value(s), MHD_RESPMEM_MUST_COPY);
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
 	enum MHD_Result ret;
 
 	add_common_headers(r, "application/json");
@@ -84,8 +83,15 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int code, jv body, jv
 	jv_free(warnings);
 	ret = MHD_queue_response(c, code, r);
 	MHD_destroy_response(r);
-	jv_free(s);
 	return ret;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, int code, jv body, jv warnings)
+{
+	size_t len;
+	char *s = ksim_dump(body, &len);
+
+	return send_json_bytes(c, code, s, len, warnings);
 }
 
 static enum MHD_Result send_bytes(struct MHD_Connection *c, int code, const char *text, size_t len,
@@ -233,7 +239,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	} else if (rs.text) {
 		ret = send_bytes(c, rs.code, rs.text, rs.text_len ? rs.text_len : strlen(rs.text), rs.content_type);
 	} else {
-		ret = send_json(c, rs.code, jv_copy(rs.body), jv_copy(rs.warnings));
+		ret = send_json_bytes(c, rs.code, rs.json, rs.json_len, jv_copy(rs.warnings));
+		rs.json = NULL;	/* MHD frees it */
 	}
 	ksim_response_release(&rs);
 	jv_free(rq.query);

@@ -30,6 +30,14 @@
  *	}
  *
  * jv ownership follows libjq: arguments consumed, results owned by the caller.
+ *
+ * Threads and jv: libjq's reference counts are not atomic, and the store's
+ * objects share their strings, arrays and objects with every jv_copy() of
+ * them. So a value taken from the store (ksim_store_get/each/select, an
+ * event in the ring) must not be kept, read or freed after ksim_unlock()
+ * unless it went through ksim_deep_copy() under the lock first.
+ * ksim_next_event() and ksim_call() hand out deep copies already, and
+ * ksim_handle() serializes its answer (rs->json) under the lock.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -158,11 +166,14 @@ struct ksim_request {
 	size_t body_len;
 	const char *user;	/* authenticated user name */
 	const char *user_agent;
+	int want_jv;		/* also answer rs->body (a deep copy), not only rs->json */
 };
 
 struct ksim_response {
 	int code;
-	jv body;		/* JSON answer, or jv_invalid() when text is set */
+	char *json;		/* the JSON answer, serialized under the lock (NULL: text or watch) */
+	size_t json_len;
+	jv body;		/* with rq->want_jv: the answer as a jv (deep copy), else jv_invalid() */
 	char *text;		/* a plain-text or binary answer ("404 page not found") */
 	size_t text_len;	/* its length (0: strlen(text)) */
 	const char *content_type;	/* NULL = application/json */
@@ -213,6 +224,10 @@ jv ksim_openapi(const char *path);
 /* ---- helpers ------------------------------------------------------------ */
 
 void ksim_uuid(char *buf);	/* 37 bytes */
+/* A copy of v (consumed) that shares nothing with it: safe to use after ksim_unlock(). */
+jv ksim_deep_copy(jv v);
+/* Compact JSON of v (consumed) in a heap buffer the caller frees; *len its length. */
+char *ksim_dump(jv v, size_t *len);
 void ksim_now(char *buf);	/* metav1.Time, 32 bytes */
 /* Canonical key order (kind, apiVersion, metadata in Go's field order, rest). */
 jv ksim_canonical(jv obj);

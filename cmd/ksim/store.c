@@ -5,6 +5,8 @@
  * watches. Everything here runs under ksim.lock.
  */
 #include <search.h>
+#include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -266,7 +268,8 @@ jv ksim_store_commit(const char *gr, jv old, jv obj)
 		free(probe.key);
 		type = KSIM_DELETED;
 	} else {
-		obj = set_rv(obj, rv);
+		/* stored in canonical key order, so that reads need not reorder */
+		obj = ksim_canonical(set_rv(obj, rv));
 		probe.key = obj_key(obj);
 		found = tfind(&probe, &c->root, key_cmp);
 		if (found) {
@@ -325,8 +328,8 @@ int ksim_next_event(uint64_t *cursor, long timeout_ms, struct ksim_event *out)
 			out->rv = ev->rv;
 			out->type = ev->type;
 			out->gr = kop_strdup(ev->gr);
-			out->obj = jv_copy(ev->obj);
-			out->old = jv_copy(ev->old);
+			out->obj = ksim_deep_copy(jv_copy(ev->obj));
+			out->old = ksim_deep_copy(jv_copy(ev->old));
 			*cursor = next;
 			r = 1;
 		}
@@ -372,6 +375,55 @@ void ksim_store_free(void)
 		ksim_event_release(&ksim.ring[i]);
 	free(ksim.ring);
 	ksim.ring = NULL;
+}
+
+jv ksim_deep_copy(jv v)
+{
+	jv out;
+
+	switch (jv_get_kind(v)) {
+	case JV_KIND_STRING:
+		out = jv_string_sized(jv_string_value(v), jv_string_length_bytes(jv_copy(v)));
+		break;
+	case JV_KIND_ARRAY:
+		out = jv_array_sized(jv_array_length(jv_copy(v)));
+		jv_array_foreach(v, i, e)
+			out = jv_array_append(out, ksim_deep_copy(e));
+		break;
+	case JV_KIND_OBJECT:
+		out = jv_object();
+		jv_object_foreach(v, k, e)
+			out = jv_object_set(out, ksim_deep_copy(k), ksim_deep_copy(e));
+		break;
+	default:
+		return v;	/* null, booleans, numbers: no shared storage */
+	}
+	jv_free(v);
+	return out;
+}
+
+char *ksim_dump(jv v, size_t *len)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	/* jv_dumpf writes through stdio; jv_dump_string appends byte by byte (slow for big lists) */
+	if (f)
+		__fsetlocking(f, FSETLOCKING_BYCALLER);	/* jv_dumpf writes a byte at a time */
+	if (!f) {
+		jv s = jv_dump_string(v, 0);
+
+		buf = kop_strdup(jv_string_value(s));
+		n = strlen(buf);
+		jv_free(s);
+	} else {
+		jv_dumpf(v, f, 0);
+		fclose(f);
+	}
+	if (len)
+		*len = n;
+	return buf;
 }
 
 void ksim_uuid(char *buf)

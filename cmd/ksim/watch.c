@@ -52,11 +52,12 @@ static int qbool(const struct ksim_request *rq, const char *name)
 static void emit(struct ksim_watch *w, const char *type, jv obj)
 {
 	jv ev = JV_OBJECT(jv_string("type"), jv_string(type), jv_string("object"), obj);
-	jv s = jv_dump_string(ev, 0);
+	size_t len;
+	char *s = ksim_dump(ev, &len);
 
-	kop_buf_adds(&w->out, jv_string_value(s));
+	kop_buf_add(&w->out, s, len);
 	kop_buf_add(&w->out, "\n", 1);
-	jv_free(s);
+	free(s);
 }
 
 /* The object as this watch's client sees it (lock held). */
@@ -64,7 +65,6 @@ static jv view(struct ksim_watch *w, const struct ksim_type *t, jv obj)
 {
 	obj = jv_object_set(obj, jv_string("apiVersion"), jv_string(t->api_version));
 	obj = jv_object_set(obj, jv_string("kind"), jv_string(t->kind));
-	obj = ksim_canonical(obj);
 	if (w->table) {
 		const char *rv = ksim_str(obj, "metadata.resourceVersion");
 		char *r = kop_strdup(rv ? rv : "");
