@@ -21,6 +21,7 @@ static const char *token_file;
 static jv sa_tokens;	/* array of "NS/NAME=TOKEN" */
 static jv tokens;	/* token -> user */
 static jv groups;	/* user -> array of groups */
+static pthread_mutex_t tokens_lock = PTHREAD_MUTEX_INITIALIZER;	/* jv refcounts are not atomic */
 
 static const char *const internal_users[] = { "system:apiserver", "system:kube-controller-manager",
 					      "system:node:ksim-node",
@@ -135,14 +136,17 @@ int ksim_rbac_authenticate(const char *authorization, const char **user)
 	}
 	if (strncasecmp(authorization, "Bearer ", 7))
 		return -1;
+	pthread_mutex_lock(&tokens_lock);
 	u = jv_object_get(jv_copy(tokens), jv_string(authorization + 7));
 	if (jv_get_kind(u) != JV_KIND_STRING) {
 		jv_free(u);
+		pthread_mutex_unlock(&tokens_lock);
 		return -1;
 	}
 	/* the string lives in `tokens`, which lives as long as ksim serves */
 	*user = jv_string_value(u);
 	jv_free(u);
+	pthread_mutex_unlock(&tokens_lock);
 	return 1;
 }
 

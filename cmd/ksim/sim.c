@@ -1370,7 +1370,8 @@ static int copy_fn(jv obj, const char *key, void *data)
 	jv *out = data;
 
 	(void)key;
-	*out = jv_array_append(*out, jv_copy(obj));
+	/* deep: the copies are used after ksim_unlock() (ksim.h, threads and jv) */
+	*out = jv_array_append(*out, ksim_deep_copy(jv_copy(obj)));
 	return 0;
 }
 
