@@ -1,0 +1,146 @@
+#!/bin/sh
+test_description='ksim --authorization rbac: tokens to users, groups and ServiceAccounts; Roles and bindings enforced per verb, resource, subresource and name'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+F="$TEST_DIRECTORY/t0705-ksim-rbac"
+REC="$SHARED/recordings/errors"
+
+ksim_start --tls --authorization rbac --token admin-token --token-file "$F/tokens.csv" \
+	--sa-token devawsk8s/iot-operator=operator-token --no-simulate
+
+# code TOKEN METHOD PATH [BODY [CONTENT-TYPE]]: the HTTP code; the body in body.json
+code () {
+	if test -n "$4"; then
+		curl -k -sS -m 10 -o body.json -w "%{http_code}" -X "$2" -H "Authorization: Bearer $1" \
+			-H "Content-Type: ${5:-application/json}" -d "$4" "$KSIM_URL$3"
+	else
+		curl -k -sS -m 10 -o body.json -w "%{http_code}" -X "$2" -H "Authorization: Bearer $1" "$KSIM_URL$3"
+	fi
+}
+
+# expect_code WANT TOKEN METHOD PATH [BODY [CONTENT-TYPE]]
+expect_code () {
+	ec_want=$1
+	shift
+	ec_got=$(code "$@")
+	if test "$ec_got" != "$ec_want"; then
+		echo "want $ec_want, got $ec_got: $2 $3 (token $1)"
+		cat body.json
+		return 1
+	fi
+}
+
+test_expect_success 'setup as the admin (system:masters): namespaces, roles, bindings, the deploy/ RBAC' '
+	kubectl apply -f "$F/rbac.yaml" >out &&
+	kubectl apply -f "$PROJECT_ROOT/deploy/namespace.yaml" -f "$PROJECT_ROOT/deploy/serviceaccount.yaml" \
+		-f "$PROJECT_ROOT/deploy/clusterrole.yaml" -f "$PROJECT_ROOT/deploy/clusterrolebinding.yaml" \
+		-f "$PROJECT_ROOT/deploy/crd.yaml" >out &&
+	kubectl -n team create configmap c1 --from-literal=a=1 >out &&
+	kubectl -n team create secret generic only-this --from-literal=a=1 >out &&
+	kubectl -n team create secret generic other --from-literal=a=1 >out
+'
+
+test_expect_success 'an unknown token is 401; no token is system:anonymous, 403' '
+	expect_code 401 nobody-token GET /api/v1/namespaces &&
+	jq -e ".kind == \"Status\" and .code == 401 and .reason == \"Unauthorized\"" body.json &&
+	curl -k -sS -m 10 -o body.json "$KSIM_URL/api/v1/namespaces" &&
+	sed -n "\$p" "$REC/401-or-403-anonymous.http.txt" | jq -S . >expect &&
+	jq -S . body.json >actual &&
+	test_cmp expect actual
+'
+
+test_expect_success 'the 403 is worded as kube-apiserver words it' '
+	expect_code 403 bob-token GET /api/v1/namespaces/rec-cr/secrets &&
+	sed -n "\$p" "$REC/403-forbidden.http.txt" | jq -S . >expect &&
+	jq -S . body.json >actual &&
+	test_cmp expect actual
+'
+
+test_expect_success 'a Role bound to a User: exactly its verbs, in its namespace only' '
+	C=/api/v1/namespaces/team/configmaps &&
+	expect_code 200 alice-token GET $C/c1 &&
+	expect_code 200 alice-token GET $C &&
+	expect_code 200 alice-token GET "$C?watch=true&timeoutSeconds=1" &&
+	expect_code 403 alice-token POST $C "{\"metadata\":{\"name\":\"c2\"}}" &&
+	jq -e ".message == \"configmaps is forbidden: User \\\"alice\\\" cannot create resource \\\"configmaps\\\" in API group \\\"\\\" in the namespace \\\"team\\\"\"" body.json &&
+	expect_code 403 alice-token PUT $C/c1 "{\"metadata\":{\"name\":\"c1\"}}" &&
+	expect_code 403 alice-token PATCH $C/c1 "{}" application/merge-patch+json &&
+	expect_code 403 alice-token DELETE $C/c1 &&
+	jq -e ".details == {name: \"c1\", kind: \"configmaps\"}" body.json &&
+	expect_code 403 alice-token DELETE $C &&
+	expect_code 403 alice-token GET /api/v1/namespaces/default/configmaps &&
+	expect_code 403 alice-token GET /api/v1/configmaps &&
+	jq -e ".message | endswith(\"at the cluster scope\")" body.json
+'
+
+test_expect_success 'resourceNames: only the named object, and not for list' '
+	S=/api/v1/namespaces/team/secrets &&
+	expect_code 200 alice-token GET $S/only-this &&
+	expect_code 403 alice-token GET $S/other &&
+	jq -e ".message == \"secrets \\\"other\\\" is forbidden: User \\\"alice\\\" cannot get resource \\\"secrets\\\" in API group \\\"\\\" in the namespace \\\"team\\\"\"" body.json &&
+	expect_code 403 alice-token GET $S &&
+	expect_code 403 alice-token DELETE $S/only-this
+'
+
+test_expect_success 'a ClusterRoleBinding to a Group with wildcards: every verb on apps, in every namespace' '
+	D=/apis/apps/v1/namespaces/team/deployments &&
+	body="{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"d1\"},\"spec\":{\"selector\":{\"matchLabels\":{\"a\":\"b\"}},\"template\":{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"nginx\"}]}}}}" &&
+	expect_code 201 carol-token POST $D "$body" &&
+	expect_code 200 alice-token GET /apis/apps/v1/deployments &&
+	expect_code 200 alice-token PATCH $D/d1 "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}" application/merge-patch+json &&
+	expect_code 200 alice-token GET $D/d1/status &&
+	expect_code 403 bob-token PATCH $D/d1 "{\"metadata\":{\"labels\":{\"x\":\"z\"}}}" application/merge-patch+json &&
+	expect_code 403 bob-token GET /apis/apps/v1/namespaces/default/deployments
+'
+
+test_expect_success 'subresources: deployments/status is not deployments; a "*" resource covers subresources too' '
+	D=/apis/apps/v1/namespaces/team/deployments &&
+	expect_code 200 bob-token PATCH $D/d1/status "{\"status\":{\"replicas\":0}}" application/merge-patch+json &&
+	expect_code 403 bob-token GET $D/d1 &&
+	jq -e ".message == \"deployments.apps \\\"d1\\\" is forbidden: User \\\"iot-op\\\" cannot get resource \\\"deployments\\\" in API group \\\"apps\\\" in the namespace \\\"team\\\"\"" body.json &&
+	expect_code 403 bob-token PUT $D/d1/scale "{}" &&
+	jq -e ".message == \"deployments.apps \\\"d1\\\" is forbidden: User \\\"iot-op\\\" cannot update resource \\\"deployments/scale\\\" in API group \\\"apps\\\" in the namespace \\\"team\\\"\" and
+		.details == {name: \"d1\", group: \"apps\", kind: \"deployments\"}" body.json &&
+	expect_code 200 bob-token GET /api/v1/namespaces/team/configmaps/c1 &&
+	expect_code 403 bob-token GET /api/v1/namespaces/team/configmaps &&
+	expect_code 404 bob-token GET /api/v1/namespaces/team/pods/x/status &&
+	expect_code 403 bob-token GET /api/v1/namespaces/rec-cr/configmaps/c1
+'
+
+test_expect_success 'the operator ServiceAccount (--sa-token) gets what deploy/clusterrole.yaml grants, nothing more' '
+	T=operator-token &&
+	expect_code 200 $T GET /apis/cp.iot.sap/v1/iotservices &&
+	expect_code 200 $T GET "/apis/cp.iot.sap/v1/iotservices?watch=true&timeoutSeconds=1" &&
+	expect_code 200 $T GET /api/v1/pods &&
+	expect_code 403 $T GET /api/v1/namespaces/team/pods/x &&
+	jq -e ".message | startswith(\"pods \\\"x\\\" is forbidden: User \\\"system:serviceaccount:devawsk8s:iot-operator\\\" cannot get resource \\\"pods\\\"\")" body.json &&
+	expect_code 404 $T GET /apis/apps/v1/namespaces/team/deployments/nope &&
+	expect_code 404 $T DELETE /apis/apps/v1/namespaces/team/statefulsets/nope &&
+	expect_code 403 $T PUT /apis/apps/v1/namespaces/team/deployments/d1 "{}" &&
+	expect_code 403 $T GET /api/v1/namespaces/team/configmaps &&
+	expect_code 403 $T DELETE /api/v1/namespaces/team/secrets &&
+	expect_code 200 $T GET /apis &&
+	kubectl --token operator-token get configmaps -n devawsk8s >out 2>err;
+	grep "Error from server (Forbidden): configmaps is forbidden: User \"system:serviceaccount:devawsk8s:iot-operator\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"devawsk8s\"" err &&
+	kubectl --token operator-token get secrets -n team >out 2>err &&
+	grep "^only-this" out
+'
+
+test_expect_success 'bindings take effect at once: a new RoleBinding allows, deleting it denies again' '
+	expect_code 403 bob-token GET /api/v1/namespaces/rec-cr/secrets &&
+	cat >tmp.yaml <<-\EOT &&
+	apiVersion: rbac.authorization.k8s.io/v1
+	kind: RoleBinding
+	metadata: {name: tmp, namespace: rec-cr}
+	roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+	subjects: [{kind: User, name: iot-op, apiGroup: rbac.authorization.k8s.io}]
+	EOT
+	kubectl apply -f tmp.yaml >out &&
+	expect_code 200 bob-token GET /api/v1/namespaces/rec-cr/secrets &&
+	kubectl -n rec-cr delete rolebinding tmp >out &&
+	expect_code 403 bob-token GET /api/v1/namespaces/rec-cr/secrets &&
+	ksim_stop
+'
+
+test_done
