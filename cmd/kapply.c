@@ -868,8 +868,9 @@ static void op_failed(struct op *op, const struct kube_response *r)
 	/* A 409 is never retried here: with force it is a precondition that failed, without a conflict to report. */
 	if (r->transient && r->code != 409 && op->attempts <= opt.max_retries && !stopping) {
 		delay = kop_backoff_next(&op->backoff);
+		/* Never sooner than Retry-After, but never more than a minute on its word. */
 		if (r->retry_after_s >= 0 && r->retry_after_s * 1000 > delay)
-			delay = r->retry_after_s * 1000;
+			delay = r->retry_after_s > 60 ? 60000 : r->retry_after_s * 1000;
 		log_info("retrying %s of '%s' in %lld ms after %ld %s: %s", kind_names[op->kind], op->who,
 			 (long long)delay, r->code, r->reason ? r->reason : "", r->message ? r->message : "");
 		op->state = ST_QUEUED;
