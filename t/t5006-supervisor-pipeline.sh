@@ -23,12 +23,12 @@ stop () {
 
 test_expect_success 'the pipeline runs; ready once the initial lists are in; the stages report metrics' '
 	test_when_finished stop &&
-	(
+	{ (
 		OPERATOR_NAME=devawsk8s iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 2>sup.err &
 		echo $! >sup.pid
 		wait $!
 		echo $? >sup.code
-	) &
+	) & } &&
 	test_wait_for 10 grep -q "\"port\":" sup.err &&
 	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1) &&
 	test_wait_for 20 grep -q "initial lists are in" sup.err &&
