@@ -163,6 +163,11 @@ static int dependent(const char *gr, jv obj, void *data)
 	jv refs = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("metadata"), jv_string("ownerReferences")));
 	int n = 0, gone = 0, named = jv_get_kind(c->deleted) != JV_KIND_OBJECT;
 
+	if (jv_get_kind(refs) != JV_KIND_ARRAY) {
+		jv_free(refs);
+		return 0;
+	}
+
 	(void)gr;
 	if (jv_get_kind(refs) == JV_KIND_ARRAY) {
 		jv_array_foreach(refs, i, ref) {
@@ -176,6 +181,25 @@ static int dependent(const char *gr, jv obj, void *data)
 	}
 	jv_free(refs);
 	return named && n > 0 && gone == n && !ksim_str(obj, "metadata.deletionTimestamp");
+}
+
+static int names_deleted(const char *gr, jv obj, void *data)
+{
+	struct gc_ctx *c = data;
+	jv refs = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("metadata"), jv_string("ownerReferences")));
+	int hit = 0;
+
+	(void)gr;
+	if (jv_get_kind(refs) == JV_KIND_ARRAY) {
+		jv_array_foreach(refs, i, ref) {
+			const char *u = ksim_str(ref, "uid");
+
+			hit |= u && jv_object_has(jv_copy(c->deleted), jv_string(u));
+			jv_free(ref);
+		}
+	}
+	jv_free(refs);
+	return hit;
 }
 
 static int collect_uid(const char *gr, jv obj, void *data)
@@ -200,6 +224,19 @@ static void collect(jv deleted)
 	jv deps, paths = jv_array();
 
 	ksim_lock();
+	if (jv_get_kind(deleted) == JV_KIND_OBJECT) {
+		/* cheap first: does anything name one of the deleted owners? */
+		jv named = ksim_store_select(names_deleted, &c);
+		int any = jv_array_length(named) > 0;
+
+		if (!any) {
+			jv_free(c.uids);
+			jv_free(c.deleted);
+			ksim_unlock();
+			jv_free(paths);
+			return;
+		}
+	}
 	jv_free(ksim_store_select(collect_uid, &c));
 	deps = ksim_store_select(dependent, &c);
 	jv_array_foreach(deps, i, pair) {
@@ -242,8 +279,8 @@ static int ns_terminating(const char *name)
 }
 
 /*
- * Events are taken in batches (up to 1000, or until the stream is idle) so
- * that a burst of deletions costs one scan of the store, not one each.
+ * Events are taken in batches (up to 1000 events or 100 ms) so that a burst
+ * of deletions costs one scan of the store, not one each.
  */
 static void *controllers(void *arg)
 {
@@ -251,11 +288,13 @@ static void *controllers(void *arg)
 	int64_t next_resync = kop_mono_ms() + 30000;
 	jv deleted = jv_object(), dirty = jv_object();
 	int batch = 0, resync = 1;
+	int64_t batch_end = 0;
 
 	(void)arg;
 	while (!ksim_stopping()) {
 		struct ksim_event ev;
-		int r = ksim_next_event(&cursor, batch ? 0 : 1000, &ev);
+		int64_t now = kop_mono_ms();
+		int r = ksim_next_event(&cursor, batch ? (batch_end > now ? batch_end - now : 0) : 1000, &ev);
 
 		if (r > 0) {
 			const char *ns = ksim_str(ev.obj, "metadata.namespace");
@@ -276,7 +315,10 @@ static void *controllers(void *arg)
 				batch++;
 			}
 			ksim_event_release(&ev);
-			if (batch && batch < 1000)
+			/* a batch collects events for up to 100 ms (or 1000 of them) */
+			if (batch == 1)
+				batch_end = kop_mono_ms() + 100;
+			if (batch && batch < 1000 && kop_mono_ms() < batch_end)
 				continue;
 		}
 		if (r < 0 || kop_mono_ms() >= next_resync)
