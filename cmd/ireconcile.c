@@ -1574,10 +1574,15 @@ static void log_stats(int level)
 	tool_logj(level, f, "stats");
 }
 
-/* Reconciles what is queued, until the output backs up. */
+/*
+ * Reconciles what is queued, until the output backs up or 100 ms have gone
+ * by: then the main loop reads the feedback and stdin before going on.
+ */
 static void drain_queue(void)
 {
-	while (E.qhead && out_pending() <= OUT_HIGH) {
+	int64_t until = kop_mono_ms() + 100;
+
+	while (E.qhead && out_pending() <= OUT_HIGH && kop_mono_ms() < until) {
 		struct prim *p = E.qhead;
 
 		E.qhead = p->qnext;
