@@ -185,6 +185,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 		if (ksim_faults_admin(c, method, url, cn->body.buf, cn->body.len, &fr))
 			return fr ? MHD_YES : MHD_NO;
+		if (ksim_stats_admin(c, method, url, cn->body.buf, cn->body.len, &fr))
+			return fr ? MHD_YES : MHD_NO;
 		const char *msg = "not found\n";
 		int code = admin(method, url, &msg);
 
@@ -197,6 +199,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 		return send_json(c, 413, s, jv_null());
 	}
+	ksim_stats_count(c, method);	/* stats.c */
 	{
 		int fr;
 

@@ -102,6 +102,12 @@ int faults_option(int c, const char *arg);
 void faults_start(void);
 void faults_stop(void);
 
+/* stats.c: request counters (GET/POST /ksim/stats). */
+int ksim_stats_admin(struct MHD_Connection *c, const char *method, const char *url, const char *body, size_t len,
+		     int *ret);
+/* Every API request, before faults and authentication. */
+void ksim_stats_count(struct MHD_Connection *c, const char *method);
+
 /* persist.c */
 extern const char *persist_dir;
 /* Lock held: queues the committed event (type: enum ksim_event_type) for the log. */

@@ -1,0 +1,159 @@
+/*
+ * Request counters, for benchmarks and chaos runs: every API request that
+ * reaches ksim (answered, refused or faulted) is counted by user agent and
+ * verb. The verb is the HTTP method, except that a GET with watch=true (or
+ * 1) is WATCH.
+ *
+ *   GET /ksim/stats   {"requests":N,"writes":N,"byVerb":{"GET":N,...},
+ *                      "byAgent":{"iot-operator/kapply":{"PATCH":N,...},...}}
+ *   POST /ksim/stats  {"reset":true} sets every counter to zero
+ *
+ * Writes are POST, PUT, PATCH and DELETE.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <microhttpd.h>
+#include "sim.h"
+#include "banned.h"
+
+#define STATS_AGENTS 32
+#define STATS_AGENT_LEN 64
+
+static const char *const verbs[] = { "GET", "WATCH", "POST", "PUT", "PATCH", "DELETE", "OTHER" };
+#define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
+
+static struct {
+	pthread_mutex_t lock;
+	int nagents;
+	struct {
+		char name[STATS_AGENT_LEN];
+		unsigned long n[NVERBS];
+	} agent[STATS_AGENTS];
+} S = { PTHREAD_MUTEX_INITIALIZER, 0, { { { 0 }, { 0 } } } };
+
+static size_t verb_index(struct MHD_Connection *c, const char *method)
+{
+	size_t i;
+
+	if (!strcmp(method, "GET")) {
+		const char *w = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
+
+		if (w && (!strcmp(w, "true") || !strcmp(w, "1")))
+			return 1;
+		return 0;
+	}
+	for (i = 2; i < NVERBS - 1; i++)
+		if (!strcmp(method, verbs[i]))
+			return i;
+	return NVERBS - 1;
+}
+
+void ksim_stats_count(struct MHD_Connection *c, const char *method)
+{
+	const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT);
+	size_t v = verb_index(c, method);
+	int i;
+
+	if (!ua || !*ua)
+		ua = "-";
+	pthread_mutex_lock(&S.lock);
+	for (i = 0; i < S.nagents; i++)
+		if (!strncmp(S.agent[i].name, ua, STATS_AGENT_LEN - 1))
+			break;
+	if (i == S.nagents) {
+		if (S.nagents == STATS_AGENTS) {
+			i = STATS_AGENTS - 1;	/* the last slot takes every agent beyond */
+			memcpy(S.agent[i].name, "other", 6);
+		} else {
+			size_t n = strlen(ua);
+
+			if (n > STATS_AGENT_LEN - 1)
+				n = STATS_AGENT_LEN - 1;
+			memcpy(S.agent[i].name, ua, n);
+			S.agent[i].name[n] = 0;
+			S.nagents++;
+		}
+	}
+	S.agent[i].n[v]++;
+	pthread_mutex_unlock(&S.lock);
+}
+
+static jv snapshot(void)
+{
+	jv by_verb = jv_object(), by_agent = jv_object();
+	unsigned long total = 0, writes = 0, sum[NVERBS] = { 0 };
+	size_t v;
+	int i;
+
+	pthread_mutex_lock(&S.lock);
+	for (i = 0; i < S.nagents; i++) {
+		jv a = jv_object();
+
+		for (v = 0; v < NVERBS; v++) {
+			if (!S.agent[i].n[v])
+				continue;
+			a = jv_object_set(a, jv_string(verbs[v]), jv_number((double)S.agent[i].n[v]));
+			sum[v] += S.agent[i].n[v];
+		}
+		by_agent = jv_object_set(by_agent, jv_string(S.agent[i].name), a);
+	}
+	pthread_mutex_unlock(&S.lock);
+	for (v = 0; v < NVERBS; v++) {
+		by_verb = jv_object_set(by_verb, jv_string(verbs[v]), jv_number((double)sum[v]));
+		total += sum[v];
+		if (v >= 2 && v <= 5)
+			writes += sum[v];
+	}
+	return JV_OBJECT(jv_string("requests"), jv_number((double)total), jv_string("writes"),
+			 jv_number((double)writes), jv_string("byVerb"), by_verb, jv_string("byAgent"), by_agent);
+}
+
+static int answer(struct MHD_Connection *c, unsigned code, const char *ctype, jv body)
+{
+	jv s = jv_dump_string(body, 0);
+	struct kop_buf b = KOP_BUF_INIT;
+	struct MHD_Response *r;
+	int ret;
+
+	kop_buf_addf(&b, "%s\n", jv_string_value(s));
+	jv_free(s);
+	r = MHD_create_response_from_buffer(b.len, b.buf, MHD_RESPMEM_MUST_COPY);
+	kop_buf_release(&b);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	MHD_add_response_header(r, "Cache-Control", "no-cache, private");
+	ret = MHD_queue_response(c, code, r) == MHD_YES;
+	MHD_destroy_response(r);
+	return ret;
+}
+
+int ksim_stats_admin(struct MHD_Connection *c, const char *method, const char *url, const char *body, size_t len,
+		     int *ret)
+{
+	if (strcmp(url, "/ksim/stats"))
+		return 0;
+	if (!strcmp(method, "POST")) {
+		jv req = len ? jv_parse_sized(body, (int)len) : jv_object();
+
+		if (jv_get_kind(req) != JV_KIND_OBJECT) {
+			jv_free(req);
+			*ret = answer(c, 400, "application/json",
+				      JV_OBJECT(jv_string("error"), jv_string("the body must be a JSON object")));
+			return 1;
+		}
+		jv r = jv_object_get(req, jv_string("reset"));
+
+		if (jv_get_kind(r) == JV_KIND_TRUE) {
+			pthread_mutex_lock(&S.lock);
+			memset(S.agent, 0, sizeof(S.agent));
+			S.nagents = 0;
+			pthread_mutex_unlock(&S.lock);
+		}
+		jv_free(r);
+	} else if (strcmp(method, "GET")) {
+		*ret = answer(c, 405, "application/json", JV_OBJECT(jv_string("error"), jv_string("method not allowed")));
+		return 1;
+	}
+	*ret = answer(c, 200, "application/json", snapshot());
+	return 1;
+}
