@@ -243,6 +243,7 @@ static const char *apply(jv in)
 		jv_free(k);
 		jv_free(val);
 	}
+	jv_free(in);
 	pthread_cond_broadcast(&F.wake);
 	pthread_mutex_unlock(&F.lock);
 	if (cut || error || compact) {

@@ -83,12 +83,13 @@ void rbac_init(void)
 			die(KOP_EXIT_PERM, "%s", err);
 		for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 			char *f, *fsave = NULL, *token, *user;
-			jv g = jv_array();
+			jv g;
 
 			n++;
 			line[strcspn(line, "\r")] = 0;
 			if (!*line || *line == '#')
 				continue;
+			g = jv_array();
 			token = strtok_r(line, ",", &fsave);
 			user = strtok_r(NULL, ",", &fsave);
 			if (!token || !user)
