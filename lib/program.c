@@ -236,8 +236,8 @@ static jv expand(jv settings, jv v, char *err)
 			jv k = jv_array_get(jv_copy(keys), i);
 			jv e;
 
-			if (!strcmp(jv_string_value(k), "project")) {
-				jv_free(k);	/* jq text: its braces are jq's */
+			if (!strcmp(jv_string_value(k), "project") && jv_object_has(jv_copy(v), jv_string("resource"))) {
+				jv_free(k);	/* a kind's projection is jq text: its braces are jq's */
 				continue;
 			}
 			e = expand(settings, jv_object_get(jv_copy(v), jv_copy(k)), err);

@@ -28,4 +28,23 @@ test_expect_success 'owner reference mapping: the controller of the primary kind
 	test_cmp "$FIXTURES/map-owner.expect" out
 '
 
+test_expect_success 'templates: settings filled in everywhere but in a kind'"'"'s jq projection; {{ is a brace' '
+	TMPL_TEAM=blue ireconcile --print-watches "$FIXTURES/tmpl" >watches &&
+	cat >expect <<-\EOF &&
+	{"resource":"widgets.test.example.org","namespace":"blue","labelSelector":"","fieldSelector":"","role":"primary"}
+	{"resource":"pods","namespace":"","labelSelector":"literal={x},project=blue","fieldSelector":"","role":"observed"}
+	EOF
+	test_cmp expect watches &&
+	echo "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"test.example.org/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\",\"namespace\":\"blue\"}}}" >in &&
+	TMPL_TEAM=blue ireconcile "$FIXTURES/tmpl" <in >out 2>err &&
+	! test -s out
+'
+
+test_expect_success 'an unknown setting in a template is refused (100)' '
+	mkdir bad && sed "s/{team}\"}/{nope}\"}/" "$FIXTURES/tmpl/program.yml" >bad/program.yml &&
+	cp "$FIXTURES/tmpl/sync.jq" bad/ &&
+	TMPL_TEAM=blue test_expect_code 100 ireconcile --print-watches bad 2>err &&
+	grep "unknown or empty setting .nope." err
+'
+
 test_done
