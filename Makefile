@@ -108,6 +108,10 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) scripts/demo.sh
 
+# Stops the ksim and iot-operator that make demo left running.
+demo-stop:
+	@scripts/demo.sh stop
+
 install: all
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(datadir)
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(bindir)
@@ -117,7 +121,7 @@ clean:
 	rm -rf build bin t/trash.* bench/results.json
 
 FORCE:
-.PHONY: all deps check test bench demo install clean FORCE
+.PHONY: all deps check test bench demo demo-stop install clean FORCE
 .DELETE_ON_ERROR:
 
 # Fuzzing (clang's libFuzzer). Each t/fuzz/fuzz-NAME.c is a target built
