@@ -35,8 +35,9 @@ static ssize_t watch_cb(void *cls, uint64_t pos, char *buf, size_t max)
 	size_t n;
 
 	(void)pos;
-	ksim_faults_watch_wait();	/* faults.c: stalled watches send nothing */
+	ksim_faults_watch_wait();	/* faults.c: stalled watches send nothing, */
 	n = ksim_watch_read(cls, buf, max);
+	ksim_faults_watch_wait();	/* not even what a read begun before the stall got */
 	return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
 }
 
