@@ -108,9 +108,9 @@ test_expect_success 'cut every watch now, and every N seconds' '
 
 test_expect_success 'stalled watches: connection open, no bytes, until the stall ends' '
 	rv=$(curl -sS -f -m 10 "$KSIM_URL$CM" | jq -r .metadata.resourceVersion) &&
-	faults "{\"stallWatches\": true}" &&
 	{ curl -sS -N -m 20 -o w "$KSIM_URL$CM?watch=true&resourceVersion=$rv&timeoutSeconds=10" & } &&
 	sleep 0.5 &&
+	faults "{\"stallWatches\": true}" &&
 	mkcm stalled &&
 	sleep 1.5 &&
 	test ! -s w &&
