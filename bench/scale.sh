@@ -1,0 +1,266 @@
+#!/bin/sh
+# Scale benchmark (issue 9): the whole operator (iot-operator and its
+# stages) against ksim with instant readiness (--pod-start-delay 0
+# --lb-delay 0). For each N in BENCH_SCALE_N (default "10 100 1000"), on a
+# fresh ksim and a fresh operator:
+#
+#  converge: N IoTServices created at once (curl --parallel); time until
+#    every one is Available for its current generation; API requests the
+#    operator sent (ksim's GET /ksim/stats, user agents iot-operator/*) by
+#    verb, per instance, writes per instance; peak RSS (VmHWM) of each
+#    operator process and the peak of their sum (sampled every 0.5 s);
+#    steady RSS (VmRSS after the quiet period) and PSS (smaps_rollup: pages
+#    shared with other processes, the libraries, counted in shares, so the
+#    sum of PSS is what the operator's processes add together); CPU seconds of the
+#    supervisor and its stages (utime+stime, children reaped included).
+#  quiet: after convergence, API writes and CPU over BENCH_QUIET_S seconds
+#    (default 60; target zero writes).
+#  latency (largest N only): BENCH_LATENCY_EDITS (default 5) spec edits of
+#    one instance, one at a time: time from the PATCH of the IoTService to
+#    the watch event of its cockpit Deployment carrying the new image
+#    (a curl watch on that Deployment, timestamped as lines arrive).
+#
+# Figures go to stdout as JSON lines (bench/run), progress to stderr. An N
+# that does not converge within BENCH_SCALE_TIMEOUT seconds (default 1200)
+# is reported with converged=0 and the count reached; the figures are what
+# was measured, nothing is extrapolated.
+set -eu
+NS_LIST=${BENCH_SCALE_N:-10 100 1000}
+QUIET=${BENCH_QUIET_S:-60}
+TIMEOUT=${BENCH_SCALE_TIMEOUT:-1200}
+EDITS=${BENCH_LATENCY_EDITS:-5}
+root=$(cd "$(dirname "$0")/.." && pwd)
+: "${KOP_BIN:=$root/bin}"
+PATH="$KOP_BIN:$PATH"
+tmp=$(mktemp -d)
+ksim_pid=
+op_pid=
+sampler_pid=
+watch_pid=
+stop_all () {
+	for p in $watch_pid $sampler_pid; do kill "$p" 2>/dev/null || :; done
+	if test -n "$op_pid"; then
+		kill -TERM "$op_pid" 2>/dev/null || :
+		i=0
+		while kill -0 "$op_pid" 2>/dev/null && test $i -lt 150; do sleep 0.1; i=$((i + 1)); done
+		kill -KILL "$op_pid" 2>/dev/null || :
+	fi
+	test -n "$ksim_pid" && kill "$ksim_pid" 2>/dev/null || :
+	wait 2>/dev/null || :
+	ksim_pid= op_pid= sampler_pid= watch_pid=
+}
+trap 'stop_all; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+log () { echo "bench scale: $*" >&2; }
+now_ms () { date +%s%3N; }
+figure () { # metric value unit [target]
+	printf '{"bench":"scale","metric":"%s","value":%s,"unit":"%s"%s}\n' "$1" "$2" "$3" "${4:+,\"target\":\"$4\"}"
+}
+status_kb () { # PID FIELD
+	sed -n "s/^$2:[[:space:]]*\([0-9]*\) kB/\1/p" "/proc/$1/status" 2>/dev/null
+}
+hz=$(getconf CLK_TCK)
+# The operator's processes: the supervisor and its direct children (stages).
+procs () {
+	echo "$op_pid"
+	cat /proc/"$op_pid"/task/*/children 2>/dev/null | tr ' ' '\n' | sed '/^$/d'
+}
+# cpu_ticks: utime+stime of every operator process, plus what the
+# supervisor collected from stages that ended (cutime+cstime).
+cpu_ticks () {
+	t=0
+	for p in $(procs); do
+		# fields after the ")" of comm: state is $1, utime $12, stime $13, cutime $14, cstime $15
+		v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk -v sup="$([ "$p" = "$op_pid" ] && echo 1)" \
+			'{ print $12 + $13 + (sup ? $14 + $15 : 0) }') || v=0
+		t=$((t + ${v:-0}))
+	done
+	echo "$t"
+}
+secs () { awk -v t="$1" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }'; }
+rss_total () {
+	t=0
+	for p in $(procs); do t=$((t + $(status_kb "$p" VmRSS || echo 0))); done
+	echo "$t"
+}
+stats () { curl -sS -f "$url/ksim/stats" >"$1"; }
+# operator requests from a /ksim/stats answer: {"GET":n,...,"total":n,"writes":n}
+op_requests () {
+	jq -c '[.byAgent | to_entries[] | select(.key | startswith("iot-operator")) | .value]
+		| reduce .[] as $a ({}; reduce ($a | to_entries[]) as $e (.; .[$e.key] += $e.value))
+		| .total = ([.[]] | add // 0)
+		| .writes = ((.POST // 0) + (.PUT // 0) + (.PATCH // 0) + (.DELETE // 0))' "$1"
+}
+available () { # -> number of IoTServices Available for their current generation
+	curl -sS -f "$url/apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices" -o "$tmp/list.json" &&
+	jq '[.items[] | select(.status.phase == "Available" and
+		.status.observedGeneration == .metadata.generation)] | length' "$tmp/list.json"
+}
+
+# The example IoTService as a JSON body, name and domain per instance.
+kapply --dry-run -f "$root/deploy/example-iotservice.yaml" | jq -c '.request.body' >"$tmp/example.json"
+
+run () { # N
+	n=$1
+	d=$tmp/n$n
+	mkdir -p "$d"
+	log "N=$n: starting ksim and the operator"
+	ksim --port 0 --kubeconfig "$d/kc" --pod-start-delay 0 --lb-delay 0 --history 1000000 \
+		>/dev/null 2>"$d/ksim.log" &
+	ksim_pid=$!
+	i=0
+	while ! test -s "$d/kc"; do
+		i=$((i + 1)); test $i -lt 200 || { log "ksim did not start"; exit 111; }
+		sleep 0.05
+	done
+	url=$(jq -r '.clusters[0].cluster.server' "$d/kc")
+	KUBECONFIG=$d/kc
+	export KUBECONFIG
+	kapply -f "$root/deploy/crd.yaml" -f "$root/deploy/namespace.yaml" >"$d/setup.out"
+	! grep -q '"ok":false' "$d/setup.out" || { log "setup failed"; cat "$d/setup.out" >&2; exit 111; }
+	OPERATOR_NAME=devawsk8s iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 \
+		--program "$root/pipeline/iotservice" >/dev/null 2>"$d/operator.log" </dev/null &
+	op_pid=$!
+	i=0
+	while ! grep -q 'initial lists are in' "$d/operator.log"; do
+		i=$((i + 1)); test $i -lt 600 || { log "the operator did not start"; exit 111; }
+		sleep 0.05
+	done
+	mport=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$d/operator.log" | head -n 1)
+
+	# Peak of the total RSS, sampled.
+	( peak=0
+	  while :; do
+		r=$(rss_total); test "$r" -gt "$peak" && peak=$r && echo "$peak" >"$d/peak.tmp" && mv "$d/peak.tmp" "$d/peak"
+		sleep 0.5
+	  done ) &
+	sampler_pid=$!
+
+	jq -r --argjson n "$n" --arg url "$url" '. as $b | range(1; $n + 1) | . as $i
+		| ($b | .metadata.name = "bench-\($i)" | .spec.domain_name = "bench-\($i).bench.example") as $o
+		| "url = \"\($url)/apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices\"",
+		  "request = \"POST\"", "header = \"Content-Type: application/json\"",
+		  "data = \($o | tojson | tojson)", "output = \"/dev/null\"", "next"' "$tmp/example.json" |
+		sed '$d' >"$d/create.cfg"
+	curl -sS -X POST -d '{"reset":true}' "$url/ksim/stats" >/dev/null
+	cpu0=$(cpu_ticks)
+	log "N=$n: creating $n IoTServices"
+	t0=$(now_ms)
+	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$d/create.cfg"
+	t_created=$(now_ms)
+	converged=0
+	while :; do
+		a=$(available || echo 0)
+		if test "$a" -ge "$n"; then converged=1; break; fi
+		if test $(( ($(now_ms) - t0) / 1000 )) -ge "$TIMEOUT"; then
+			log "N=$n: not converged after ${TIMEOUT}s: $a of $n Available"
+			break
+		fi
+		sleep 0.5
+	done
+	t1=$(now_ms)
+	cpu1=$(cpu_ticks)
+	stats "$d/stats.conv"
+	op_requests "$d/stats.conv" >"$d/req.conv"
+	log "N=$n: $a of $n Available after $((t1 - t0)) ms; requests $(cat "$d/req.conv")"
+	figure "n${n}_converged" "$converged" bool "1"
+	figure "n${n}_available" "$a" count "$n"
+	figure "n${n}_create_requests_ms" "$((t_created - t0))" ms
+	figure "n${n}_time_to_available_s" "$(awk -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", t / 1000 }')" s
+	jq -c --argjson n "$n" '
+		to_entries[] | select(.key != "total" and .key != "writes")
+		| {bench: "scale", metric: "n\($n)_requests_\(.key)", value: .value, unit: "count"}' "$d/req.conv"
+	figure "n${n}_requests_total" "$(jq .total "$d/req.conv")" count
+	figure "n${n}_writes_total" "$(jq .writes "$d/req.conv")" count
+	figure "n${n}_requests_per_instance" "$(jq --argjson n "$n" '.total / $n * 10 | floor / 10' "$d/req.conv")" count
+	figure "n${n}_writes_per_instance" "$(jq --argjson n "$n" '.writes / $n * 10 | floor / 10' "$d/req.conv")" \
+		count "<= 25"
+	figure "n${n}_cpu_s_converge" "$(secs $((cpu1 - cpu0)))" s
+
+	# Quiet: nothing changes, nothing should be written.
+	log "N=$n: quiet for ${QUIET}s"
+	sleep "$QUIET"
+	cpu2=$(cpu_ticks)
+	stats "$d/stats.quiet"
+	op_requests "$d/stats.quiet" >"$d/req.quiet"
+	figure "n${n}_quiet_writes" "$(( $(jq .writes "$d/req.quiet") - $(jq .writes "$d/req.conv") ))" count "0"
+	figure "n${n}_quiet_requests" "$(( $(jq .total "$d/req.quiet") - $(jq .total "$d/req.conv") ))" count
+	figure "n${n}_quiet_cpu_s" "$(secs $((cpu2 - cpu1)))" s
+	figure "n${n}_quiet_window_s" "$QUIET" s
+
+	# Memory: per process (peak = VmHWM, steady = VmRSS now), and in total.
+	total_hwm=0 total_rss=0 total_pss=0
+	for p in $(procs); do
+		name=$(cat "/proc/$p/comm" 2>/dev/null) || continue
+		h=$(status_kb "$p" VmHWM) r=$(status_kb "$p" VmRSS)
+		s=$(sed -n 's/^Pss:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$p/smaps_rollup" 2>/dev/null)
+		figure "n${n}_peak_rss_kb_$name" "$h" KB
+		figure "n${n}_steady_rss_kb_$name" "$r" KB
+		figure "n${n}_steady_pss_kb_$name" "${s:-0}" KB
+		total_hwm=$((total_hwm + h)) total_rss=$((total_rss + r)) total_pss=$((total_pss + ${s:-0}))
+	done
+	kill "$sampler_pid" 2>/dev/null || :
+	wait "$sampler_pid" 2>/dev/null || :
+	sampler_pid=
+	if test "$n" -ge 1000; then tgt="< 65536 (original Go operator: 300 MiB requested)"
+	elif test "$n" -le 10; then tgt="< 10240 (original Go operator: 300 MiB requested)"
+	else tgt="(original Go operator: 300 MiB requested)"; fi
+	figure "n${n}_peak_rss_kb_total_sampled" "$(cat "$d/peak" 2>/dev/null || echo 0)" KB "$tgt"
+	figure "n${n}_sum_of_peak_rss_kb" "$total_hwm" KB "$tgt"
+	figure "n${n}_steady_rss_kb_total" "$total_rss" KB "$tgt"
+	figure "n${n}_steady_pss_kb_total" "$total_pss" KB "$tgt"
+	restarts=$(curl -s "http://127.0.0.1:$mport/metrics" |
+		awk '/^iot_operator_stage_restarts_total/ { s += $2 } END { print s + 0 }')
+	figure "n${n}_stage_restarts" "$restarts" count "0"
+
+	if test "$n" = "$last" && test "$converged" = 1; then latency; fi
+	stop_all
+}
+
+# One edit at a time of bench-1's cockpit image; the watch on its cockpit
+# Deployment timestamps the event that carries it.
+latency () {
+	I=devawsk8s-bench-1
+	dep="$url/apis/apps/v1/namespaces/$I/deployments"
+	D=cockpit-bench-1
+	: >"$tmp/lat"
+	e=1
+	while test $e -le "$EDITS"; do
+		img="iot-service-dev.docker.repositories.sap.ondemand.com/cockpit:4.33.0-edit$e"
+		rv=$(curl -sS -f "$dep/$D" | jq -r .metadata.resourceVersion)
+		rm -f "$tmp/lat.t1"
+		( curl -sS -N "$dep?watch=1&resourceVersion=$rv&fieldSelector=metadata.name%3D$D" 2>/dev/null |
+			while IFS= read -r l; do
+				case $l in *"$img"*) date +%s%3N >"$tmp/lat.t1"; break ;; esac
+			done ) &
+		watch_pid=$!
+		sleep 0.3	# the watch is open
+		t0=$(now_ms)
+		curl -sS -f -X PATCH -H 'Content-Type: application/merge-patch+json' \
+			-d "{\"spec\":{\"cockpit\":{\"image\":\"$img\"}}}" \
+			"$url/apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices/bench-1" >/dev/null
+		i=0
+		while ! test -s "$tmp/lat.t1" && test $i -lt 600; do sleep 0.05; i=$((i + 1)); done
+		if test -s "$tmp/lat.t1"; then
+			echo $(( $(cat "$tmp/lat.t1") - t0 )) >>"$tmp/lat"
+		else
+			log "edit $e: the Deployment did not change within 30 s"
+		fi
+		pkill -P "$watch_pid" 2>/dev/null || :
+		kill "$watch_pid" 2>/dev/null || :
+		wait "$watch_pid" 2>/dev/null || :
+		watch_pid=
+		# let the rollout finish before the next edit
+		i=0
+		while test "$(available || echo 0)" -lt "$last" && test $i -lt 120; do sleep 0.5; i=$((i + 1)); done
+		e=$((e + 1))
+	done
+	log "latencies (ms): $(tr '\n' ' ' <"$tmp/lat")"
+	figure "n${last}_edit_latency_ms_median" "$(sort -n "$tmp/lat" | awk '{ a[NR] = $1 } END { print NR ? a[int((NR + 1) / 2)] : "null" }')" ms "< 100"
+	figure "n${last}_edit_latency_ms_max" "$(sort -n "$tmp/lat" | tail -n 1 | grep . || echo null)" ms "< 100"
+	figure "n${last}_edits_applied" "$(wc -l <"$tmp/lat" | tr -d ' ')" count "$EDITS"
+}
+
+last=
+for n in $NS_LIST; do last=$n; done
+for n in $NS_LIST; do run "$n"; done
