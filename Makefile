@@ -104,6 +104,11 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) bench/run
 
+# The operator under faults (scripts/chaos.sh; CHAOS_N, CHAOS_SECONDS, ... there).
+chaos: deps
+	@$(MAKE) --no-print-directory all
+	KOP_BIN=$(abspath $(BIN)) scripts/chaos.sh
+
 demo: deps
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) scripts/demo.sh
