@@ -76,6 +76,13 @@ for KUBECTL in $versions; do
 		jq -e ".spec.template.spec.containers[0].name == \"nginx\"" api.json
 	'
 
+	test_expect_success "$V: scale a Deployment (scale subresource)" '
+		k scale deploy web --replicas=3 >out &&
+		grep "deployment.apps/web scaled" out &&
+		k get deploy web -o json >web.json &&
+		jq -e ".spec.replicas == 3" web.json
+	'
+
 	test_expect_success "$V: get -o json of a list" '
 		k get wd -o json >list.json &&
 		jq -e ".kind == \"List\" or .kind == \"WidgetList\"" list.json &&

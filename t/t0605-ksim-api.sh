@@ -223,6 +223,20 @@ test_expect_success 'tables: printer columns of a CRD, columns of built-ins' '
 	jq -e "[.columnDefinitions[].name] == [\"Name\", \"Type\", \"Cluster-IP\", \"External-IP\", \"Port(s)\", \"Age\"] and .rows[0].cells[1] == \"ClusterIP\" and .rows[0].cells[3] == \"<none>\" and .rows[0].cells[4] == \"80/TCP\"" t.json
 '
 
+test_expect_success 'scale subresource: get, merge patch, update with a stale resourceVersion' '
+	S=/apis/apps/v1/namespaces/default/deployments/d/scale &&
+	req GET $S && code_is 200 &&
+	jq -e ".kind == \"Scale\" and .apiVersion == \"autoscaling/v1\" and .spec.replicas == 0 and .status.selector == \"a=b\"" out.json &&
+	rv=$(jq -r .metadata.resourceVersion out.json) &&
+	req PATCH $S "{\"spec\":{\"replicas\":4}}" application/merge-patch+json && code_is 200 &&
+	jq -e ".spec.replicas == 4" out.json &&
+	req GET /apis/apps/v1/namespaces/default/deployments/d && jq -e ".spec.replicas == 4" out.json &&
+	req PUT $S "{\"kind\":\"Scale\",\"apiVersion\":\"autoscaling/v1\",\"metadata\":{\"name\":\"d\",\"resourceVersion\":\"$rv\"},\"spec\":{\"replicas\":2}}" &&
+	code_is 409 &&
+	ksim_curl -o v1.json /apis/apps/v1 &&
+	jq -e "[.resources[] | select(.name == \"deployments/scale\")][0] | .kind == \"Scale\" and .group == \"autoscaling\"" v1.json
+'
+
 test_expect_success 'deleting a CRD removes its objects and its API' '
 	req DELETE /apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com && code_is 200 &&
 	ksim_curl -o /dev/null -w "%{http_code}\n" /apis/example.com/v1/namespaces/default/gadgets >code &&

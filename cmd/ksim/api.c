@@ -331,6 +331,7 @@ static int route(const char *path, struct route *r)
 	if (n - i == 2) {
 		r->sub = kop_strdup(segs[i + 1]);
 		if (!strcmp(r->sub, "status") ? !(r->t->flags & KT_STATUS) :
+		    !strcmp(r->sub, "scale") ? !(r->t->flags & KT_SCALE) :
 		    !strcmp(r->sub, "finalize") ? strcmp(r->t->gr, "namespaces") : 1)
 			goto out;
 	}
@@ -2168,6 +2169,126 @@ static int do_deletecollection(const struct ksim_request *rq, const struct route
 	return 200;
 }
 
+/* ---- scale subresource ------------------------------------------------------------ */
+
+/* The autoscaling/v1 Scale of a stored object (borrowed). */
+static jv scale_of(jv obj)
+{
+	jv md = meta(obj), sel = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("spec"), jv_string("selector"),
+								     jv_string("matchLabels")));
+	jv smd = jv_object(), spec = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("spec"), jv_string("replicas")));
+	jv st = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("status"), jv_string("replicas")));
+	static const char *const keep[] = { "name", "namespace", "uid", "resourceVersion", "creationTimestamp" };
+	struct kop_buf s = KOP_BUF_INIT;
+	jv status;
+
+	for (size_t i = 0; i < sizeof(keep) / sizeof(*keep); i++)
+		if (jv_object_has(jv_copy(md), jv_string(keep[i])))
+			smd = jv_object_set(smd, jv_string(keep[i]), jv_object_get(jv_copy(md), jv_string(keep[i])));
+	if (jv_get_kind(sel) == JV_KIND_OBJECT) {
+		int first = 1;
+
+		jv_object_foreach(sel, k, v) {
+			if (jv_get_kind(v) == JV_KIND_STRING)
+				kop_buf_addf(&s, "%s%s=%s", first ? "" : ",", jv_string_value(k), jv_string_value(v));
+			first = 0;
+			jv_free(k);
+			jv_free(v);
+		}
+	}
+	status = JV_OBJECT(jv_string("replicas"), jv_get_kind(st) == JV_KIND_NUMBER ? st : (jv_free(st), jv_number(0)));
+	if (s.len)
+		status = jv_object_set(status, jv_string("selector"), jv_string(s.buf));
+	kop_buf_release(&s);
+	jv_free(sel);
+	jv_free(md);
+	return JV_OBJECT(jv_string("kind"), jv_string("Scale"), jv_string("apiVersion"), jv_string("autoscaling/v1"),
+			 jv_string("metadata"), smd, jv_string("spec"),
+			 JV_OBJECT(jv_string("replicas"),
+				   jv_get_kind(spec) == JV_KIND_NUMBER ? spec : (jv_free(spec), jv_number(1))),
+			 jv_string("status"), status);
+}
+
+/*
+ * GET, PUT and PATCH on .../scale: the Scale view of spec.replicas
+ * (kubectl scale). Writes go through do_update on the main resource.
+ */
+static int do_scale(const struct ksim_request *rq, const struct route *r, const struct wopts *o, jv *out)
+{
+	const char *m = rq->method, *ct = rq->content_type ? rq->content_type : "";
+	jv stored = ksim_store_get(r->t->gr, r->ns, r->name), scale, rep, obj, res;
+	char err[KOP_ERRLEN];
+	int code;
+
+	if (!jv_is_valid(stored)) {
+		*out = not_found(r->t, r->name);
+		return 404;
+	}
+	if (!strcmp(m, "GET")) {
+		*out = scale_of(stored);
+		return 200;
+	}
+	if (!strcmp(m, "PUT")) {
+		if (parse_body(rq, &scale, out) < 0)
+			return status_code(*out);
+	} else if (!strcmp(m, "PATCH")) {
+		jv patch;
+
+		if (parse_body(rq, &patch, out) < 0)
+			return status_code(*out);
+		if (!strncmp(ct, "application/json-patch+json", 27)) {
+			if (kop_json_patch(scale_of(stored), patch, &scale, err) < 0) {
+				*out = ksim_status(422, "Invalid", err, jv_null());
+				return 422;
+			}
+		} else if (!strncmp(ct, "application/merge-patch+json", 28) ||
+			   !strncmp(ct, "application/strategic-merge-patch+json", 38)) {
+			scale = kop_merge_patch(scale_of(stored), patch);
+		} else {
+			jv_free(patch);
+			*out = ksim_status(415, "UnsupportedMediaType",
+					   "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+					   jv_null());
+			return 415;
+		}
+	} else {
+		*out = ksim_status(405, "MethodNotAllowed", "the scale subresource takes get, update and patch",
+				   jv_null());
+		return 405;
+	}
+	rep = jv_getpath(jv_copy(scale), JV_ARRAY(jv_string("spec"), jv_string("replicas")));
+	if (jv_get_kind(rep) != JV_KIND_NUMBER || jv_number_value(rep) < 0) {
+		jv_free(rep);
+		jv_free(scale);
+		*out = ksim_status(422, "Invalid",
+				   "Scale.autoscaling \"\" is invalid: spec.replicas: Invalid value: must be greater than or equal to 0",
+				   jv_null());
+		return 422;
+	}
+	obj = jv_setpath(jv_copy(stored), JV_ARRAY(jv_string("spec"), jv_string("replicas")), rep);
+	{
+		/* a resourceVersion in the Scale is a precondition */
+		jv rv = jv_getpath(jv_copy(scale), JV_ARRAY(jv_string("metadata"), jv_string("resourceVersion")));
+
+		obj = set_meta(obj, "resourceVersion", jv_get_kind(rv) == JV_KIND_STRING && *jv_string_value(rv) ? rv :
+							  (jv_free(rv), get_meta(stored, "resourceVersion")));
+	}
+	jv_free(scale);
+	code = do_update(r->t, stored, obj, NULL, o, 0, &res);
+	if (code != 200) {
+		*out = res;
+		return code;
+	}
+	{
+		const char *kind = ksim_str(res, "kind");
+
+		*out = kind && !strcmp(kind, "Status") ? res : (scale_of(res));
+		if (!(kind && !strcmp(kind, "Status")))
+			jv_free(res);
+	}
+	return 200;
+}
+
 /* ---- watch set-up (the stream itself is in watch.c) ----------------------------- */
 
 struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ksim_type *t, const char *ns,
@@ -2302,6 +2423,9 @@ void ksim_handle(const struct ksim_request *rq, struct ksim_response *rs)
 			else
 				rs->code = 200;
 		}
+	} else if (r.sub && !strcmp(r.sub, "scale")) {
+		code = do_scale(rq, &r, &o, &out);
+		answer(rs, code, out);
 	} else if (!strcmp(m, "GET")) {
 		code = r.name ? do_get(rq, &r, &out) : do_list(rq, &r, &out);
 		answer(rs, code, out);

@@ -54,7 +54,8 @@ enum ksim_type_flags {
 	KT_NEEDS_RV = 1 << 4,		/* PUT without resourceVersion is 422 (CRs, Leases) */
 	KT_CREATE_ON_UPDATE = 1 << 5,	/* PUT of a missing object creates it (Leases) */
 	KT_RETURN_DELETED = 1 << 6,	/* DELETE answers the object, not a Status (pods, serviceaccounts) */
-	KT_NO_DELCOL = 1 << 7		/* no deletecollection verb (namespaces) */
+	KT_NO_DELCOL = 1 << 7,		/* no deletecollection verb (namespaces) */
+	KT_SCALE = 1 << 8		/* has a /scale subresource (autoscaling/v1 Scale of spec.replicas) */
 };
 
 /*

@@ -30,9 +30,9 @@ static const struct builtin {
 	{ "", "v1", "services", "Service", "service", "svc", "all", NS | ST },
 	{ "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
 	  "customresourcedefinition", "crd,crds", "api-extensions", ST | GEN },
-	{ "apps", "v1", "deployments", "Deployment", "deployment", "deploy", "all", NS | ST | GEN },
-	{ "apps", "v1", "replicasets", "ReplicaSet", "replicaset", "rs", "all", NS | ST | GEN },
-	{ "apps", "v1", "statefulsets", "StatefulSet", "statefulset", "sts", "all", NS | ST | GEN },
+	{ "apps", "v1", "deployments", "Deployment", "deployment", "deploy", "all", NS | ST | GEN | KT_SCALE },
+	{ "apps", "v1", "replicasets", "ReplicaSet", "replicaset", "rs", "all", NS | ST | GEN | KT_SCALE },
+	{ "apps", "v1", "statefulsets", "StatefulSet", "statefulset", "sts", "all", NS | ST | GEN | KT_SCALE },
 	{ "coordination.k8s.io", "v1", "leases", "Lease", "lease", "", "", NS | KT_NEEDS_RV | KT_CREATE_ON_UPDATE },
 	{ "events.k8s.io", "v1", "events", "Event", "event", "ev", "", NS },
 	{ "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", "networkpolicy", "netpol", "", NS | GEN },
@@ -394,6 +394,19 @@ static jv resource_list(const char *group, const char *version)
 							     jv_string("namespaced"), jv_false(), jv_string("kind"),
 							     jv_string("Namespace"), jv_string("verbs"),
 							     JV_ARRAY(jv_string("update"))));
+		if (t->flags & KT_SCALE) {
+			struct kop_buf b = KOP_BUF_INIT;
+
+			kop_buf_addf(&b, "%s/scale", t->resource);
+			res = jv_array_append(res, JV_OBJECT(jv_string("name"), jv_string(b.buf), jv_string("singularName"),
+							     jv_string(""), jv_string("namespaced"),
+							     jv_bool(t->flags & KT_NAMESPACED), jv_string("group"),
+							     jv_string("autoscaling"), jv_string("version"), jv_string("v1"),
+							     jv_string("kind"), jv_string("Scale"), jv_string("verbs"),
+							     JV_ARRAY(jv_string("get"), jv_string("patch"),
+								      jv_string("update"))));
+			kop_buf_release(&b);
+		}
 		if (t->flags & KT_STATUS) {
 			struct kop_buf b = KOP_BUF_INIT;
 
