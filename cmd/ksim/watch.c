@@ -26,6 +26,9 @@ struct ksim_watch {
 	int64_t next_bookmark, deadline;
 	unsigned cut_epoch, error_epoch;
 	int done;
+	jv initial;		/* the initial state still to send (copies: used under the lock only) */
+	int initial_next;
+	int initial_end;	/* send the k8s.io/initial-events-end bookmark after it */
 };
 
 struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ksim_type *t, const char *ns,
@@ -117,8 +120,26 @@ static int initial_fn(jv obj, const char *key, void *data)
 
 	(void)key;
 	if (matches(w, t, obj))
-		emit(w, "ADDED", view(w, t, jv_copy(obj)));
+		w->initial = jv_array_append(w->initial, jv_copy(obj));
 	return 0;
+}
+
+/*
+ * The initial state goes out in slices, so that a watch over 100,000
+ * objects neither holds the lock nor buffers them all at once (lock held).
+ */
+static void send_initial(struct ksim_watch *w, const struct ksim_type *t)
+{
+	int n = jv_array_length(jv_copy(w->initial));
+
+	while (w->initial_next < n && w->out.len < 256 * 1024)
+		emit(w, "ADDED", view(w, t, jv_array_get(jv_copy(w->initial), w->initial_next++)));
+	if (w->initial_next >= n) {
+		jv_free(w->initial);
+		w->initial = jv_null();
+		if (w->initial_end)
+			emit_bookmark(w, t, 1);
+	}
 }
 
 struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ksim_type *t, const char *ns,
@@ -161,6 +182,7 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 		}
 	}
 	w = kop_calloc(1, sizeof(*w));
+	w->initial = jv_null();
 	w->group = kop_strdup(t->group);
 	w->version = kop_strdup(t->version);
 	w->resource = kop_strdup(t->resource);
@@ -186,9 +208,9 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 		void *d[2] = { w, (void *)t };
 
 		w->cursor = ksim.rv;
+		w->initial = jv_array();
 		ksim_store_each(t->gr, ns, NULL, initial_fn, d);
-		if (initial && w->bookmarks)
-			emit_bookmark(w, t, 1);
+		w->initial_end = initial && w->bookmarks;
 	} else if (n < ksim.compacted || (ksim.rv > ksim.history && n < ksim.rv - ksim.history)) {
 		w->cursor = ksim.rv;
 		emit_error(w, "The resourceVersion for the provided watch is too old.");
@@ -209,6 +231,7 @@ void ksim_watch_free(struct ksim_watch *w)
 		return;
 	ksim_lock();
 	ksim.watches--;
+	jv_free(w->initial);	/* shares storage with the store: freed under the lock */
 	pthread_cond_broadcast(&ksim.changed);
 	ksim_unlock();
 	free(w->group);
@@ -297,6 +320,8 @@ size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max)
 			w->done = 1;
 		} else if (ksim.error_epoch != w->error_epoch) {
 			emit_error(w, "The resourceVersion for the provided watch is too old.");
+		} else if (jv_get_kind(w->initial) == JV_KIND_ARRAY) {
+			send_initial(w, t);
 		} else {
 			drain(w, t);
 			if (!w->out.len && w->bookmarks && now >= w->next_bookmark) {
