@@ -6,7 +6,10 @@
 #  iotservice: N IoTServices (the example of t2104) reconciled from nothing
 #    ("create": every child applied), then the same N with all 20 children
 #    each live in the view ("steady": the view holds 21 N objects).
-#  engine: the same two passes with t2001's tiny program, whose jq is cheap,
+#    Then "churn": that view complete before the bookmark, then every
+#    workload's status changing and a pod per workload becoming Running,
+#    as when an instance comes up (its reconciles only).
+#  engine: the same first two passes with t2001's tiny program, whose jq is cheap,
 #    so that the engine's own cost shows apart from the program's.
 #
 # reconciles/s is N divided by the time spent inside reconciles (the sum of
@@ -16,16 +19,17 @@ N=${BENCH_IRECONCILE_N:-1000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 : "${KOP_BIN:=$root/bin}"
 PATH="$KOP_BIN:$PATH"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+tmp=${BENCH_TMP:-$(mktemp -d)}
+[ -n "${BENCH_TMP:-}" ] || trap 'rm -rf "$tmp"' EXIT
 log () { echo "bench ireconcile: $*" >&2; }
 
-# run NAME PROGRAM INPUT: runs ireconcile -v, prints the figures.
+# run NAME PROGRAM INPUT [SKIP]: runs ireconcile -v, prints the figures of
+# the reconciles after the first SKIP (default 0).
 run () {
 	/usr/bin/time -f "%e %M" -o "$tmp/$1.time" ireconcile -v "$2" <"$3" >"$tmp/$1.out" 2>"$tmp/$1.err"
 	read -r wall rss <"$tmp/$1.time"
-	jq -s -c --arg name "$1" --arg wall "$wall" --arg rss "$rss" --argjson n "$N" '
-		[.[] | select(.msg? // "" | startswith("reconciled "))] as $r
+	jq -s -c --arg name "$1" --arg wall "$wall" --arg rss "$rss" --argjson skip "${4:-0}" '
+		[.[] | select(.msg? // "" | startswith("reconciled "))][$skip:] as $r
 		| ($r | map(.ms) | add) as $ms
 		| {bench: "ireconcile", metric: "\($name)_reconciles_per_s",
 		   value: (if $ms > 0 then ($r | length) * 1000 / $ms | floor else null end), unit: "1/s",
@@ -39,6 +43,34 @@ run () {
 		  {bench: "ireconcile", metric: "\($name)_peak_rss_kb", value: ($rss | tonumber), unit: "KB",
 		   target: "< 100000"}' <"$tmp/$1.err"
 	log "$1: $(grep -c '"reconciled ' "$tmp/$1.err") reconciles, $(wc -l <"$tmp/$1.out") operations, ${wall}s, ${rss} KB"
+}
+
+# Pass 3: pass 2's initial state, the bookmark, then the children becoming
+# ready (the common case once running), one component at a time for every
+# instance: its workload's status changes and its pod becomes Running.
+# Rounds are paced so that they are not all coalesced into one reconcile;
+# the figures count only the reconciles after the first N (the initial ones).
+churn () {
+	jq -c 'select(.op == "apply" and (.object.kind == "Deployment" or .object.kind == "StatefulSet"))
+		| .object | .metadata.uid = "u-\(.metadata.namespace)-\(.kind)-\(.metadata.name)"
+		| .metadata.resourceVersion = "8" | .metadata.generation = 1
+		| .spec.replicas as $r
+		| ({type: "MODIFIED", object: (.status = {observedGeneration: 1, replicas: $r, readyReplicas: $r,
+			updatedReplicas: $r, availableReplicas: $r, currentRevision: "r1", updateRevision: "r1"})},
+		   {type: "ADDED", object: {apiVersion: "v1", kind: "Pod",
+			metadata: {name: "\(.metadata.name)-0", namespace: .metadata.namespace,
+				   uid: "pod-\(.metadata.namespace)-\(.metadata.name)", resourceVersion: "9",
+				   labels: .spec.template.metadata.labels},
+			status: {phase: "Running"}}})' "$tmp/$1.out" >"$tmp/$1.churn.events"
+	pace=$((N / 250 + 1))
+	{
+		grep -v '"type":"BOOKMARK"' "$tmp/$1.steady.jsonl"
+		grep '"type":"BOOKMARK"' "$tmp/$1.steady.jsonl"
+		for c in $(jq -r '.object.metadata.labels.component' "$tmp/$1.churn.events" | sort -u); do
+			sleep "$pace"
+			jq -c --arg c "$c" 'select(.object.metadata.labels.component == $c)' "$tmp/$1.churn.events"
+		done
+	} | run iotservice_churn "$2" /dev/stdin "$N"
 }
 
 # Pass 2's input: pass 1's primaries with the finalizer and status they asked
@@ -70,6 +102,7 @@ export OPERATOR_NAME=devawsk8s
 run iotservice_create "$root/pipeline/iotservice" "$tmp/iot.jsonl"
 steady_input iotservice_create IoTService "$tmp/iot.jsonl" com.sap.iotservices/namespace-dropper
 run iotservice_steady "$root/pipeline/iotservice" "$tmp/iotservice_create.steady.jsonl"
+churn iotservice_create "$root/pipeline/iotservice"
 
 log "generating $N widgets"
 mkdir -p "$tmp/prog"

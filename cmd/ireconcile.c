@@ -88,6 +88,8 @@ struct prim {
 	struct kop_backoff backoff;
 	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"} */
 	unsigned char *agg;		/* one flag per aggregate */
+	unsigned char render_key[SHA256_DIGEST_LENGTH];	/* of the render program's last input */
+	jv rendered;			/* its output, directives resolved; jv_invalid() when none */
 };
 
 /* An operation sent and not yet seen back (README: not repeated while in flight). */
@@ -294,6 +296,7 @@ static struct prim *prim_get(const char *key, int create)
 	p->errors = jv_object();
 	kop_backoff_init(&p->backoff, E.backoff_base, E.backoff_cap, 0.5);
 	p->agg = kop_calloc(E.prog.naggs ? E.prog.naggs : 1, 1);
+	p->rendered = jv_invalid();
 	kop_hmap_put(&E.prims, key, p);
 	return p;
 }
@@ -304,6 +307,7 @@ static void prim_free(void *v)
 
 	free(p->key);
 	jv_free(p->errors);
+	jv_free(p->rendered);
 	free(p->agg);
 	free(p);
 }
@@ -1186,6 +1190,62 @@ static void write_events(struct prim *p, jv parent, jv events, struct counts *n)
 	jv_free(events);
 }
 
+/*
+ * The render program's answer for p (README, "Writing a program": render),
+ * directives resolved: computed again only when its input (the primary
+ * without status, resourceVersion and finalizers, .related, .settings)
+ * changed since the last reconcile of p. *ms_jq and *ms_fn receive the time
+ * spent, *cached whether the stored answer was used. jv_invalid() with err.
+ */
+static jv render(struct prim *p, jv parent, int64_t *ms_jq, int64_t *ms_fn, int *cached, char *err)
+{
+	unsigned char d[SHA256_DIGEST_LENGTH];
+	jv in, text, meta, out;
+	int64_t t0, t1;
+
+	*ms_jq = *ms_fn = 0;
+	*cached = 0;
+	meta = jv_object_get(jv_copy(parent), jv_string("metadata"));
+	if (jv_get_kind(meta) == JV_KIND_OBJECT) {
+		meta = jv_object_delete(meta, jv_string("resourceVersion"));
+		meta = jv_object_delete(meta, jv_string("finalizers"));
+		meta = jv_object_delete(meta, jv_string("managedFields"));
+		parent = jv_object_set(jv_copy(parent), jv_string("metadata"), meta);
+	} else {
+		jv_free(meta);
+		parent = jv_copy(parent);
+	}
+	if (jv_get_kind(parent) == JV_KIND_OBJECT)
+		parent = jv_object_delete(parent, jv_string("status"));
+	in = jv_object_set(jv_object(), jv_string("parent"), parent);
+	in = jv_object_set(in, jv_string("related"), build_related());
+	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
+	text = jv_dump_string(jv_copy(in), 0);
+	SHA256((const unsigned char *)jv_string_value(text), (size_t)jv_string_length_bytes(jv_copy(text)), d);
+	jv_free(text);
+	if (jv_is_valid(p->rendered) && !memcmp(d, p->render_key, sizeof(d))) {
+		jv_free(in);
+		*cached = 1;
+		return jv_copy(p->rendered);
+	}
+	jv_free(p->rendered);
+	p->rendered = jv_invalid();
+	t0 = kop_mono_ms();
+	if (kop_jq_run1(E.prog.render, in, &out, err) < 0)
+		return jv_invalid();
+	t1 = kop_mono_ms();
+	*ms_jq = t1 - t0;
+	if (kop_fn_resolve(out, &out, err) < 0) {
+		if (jv_is_valid(out))
+			jv_free(out);
+		return jv_invalid();
+	}
+	*ms_fn = kop_mono_ms() - t1;
+	memcpy(p->render_key, d, sizeof(d));
+	p->rendered = jv_copy(out);
+	return out;
+}
+
 /* One reconcile of p, whose parsed object is ctx->parent. */
 static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 {
@@ -1194,7 +1254,8 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	jv in, out, v, parent = ctx->parent;
 	char err[KOP_ERRLEN], ts[40];
 	struct kop_hmap desired = KOP_HMAP_INIT;
-	int64_t t0 = kop_mono_ms(), t1, t2, t3;
+	int64_t t0 = kop_mono_ms(), t1, t2, t3, render_jq = 0, render_fn = 0;
+	int render_cached = 0;
 
 	if (p->obj->deleting) {
 		/* Being deleted: ours to finalize only while our finalizer holds it. */
@@ -1216,6 +1277,16 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	in = jv_object_set(in, jv_string("now"),
 			   jv_string(E.now ? E.now : kop_time_rfc3339(ts, sizeof(ts), (time_t)(kop_wall_ms() / 1000))));
 	E.reconciles++;
+	if (E.prog.render) {
+		jv r = render(p, parent, &render_jq, &render_fn, &render_cached, err);
+
+		if (!jv_is_valid(r)) {
+			jv_free(in);
+			program_failed(p, err, now);
+			return;
+		}
+		in = jv_object_set(in, jv_string("rendered"), r);
+	}
 	t1 = kop_mono_ms();
 	if (kop_jq_run1(E.prog.sync, in, &out, err) < 0) {
 		program_failed(p, err, now);
@@ -1272,8 +1343,10 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		jv f = jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key));
 
 		f = jv_object_set(f, jv_string("ms"), jv_number((double)(kop_mono_ms() - t0)));
-		f = jv_object_set(f, jv_string("programMs"), jv_number((double)(t2 - t1)));
-		f = jv_object_set(f, jv_string("functionsMs"), jv_number((double)(t3 - t2)));
+		f = jv_object_set(f, jv_string("programMs"), jv_number((double)(t2 - t1 + render_jq)));
+		f = jv_object_set(f, jv_string("functionsMs"), jv_number((double)(t3 - t2 + render_fn)));
+		if (E.prog.render)
+			f = jv_object_set(f, jv_string("renderCached"), jv_bool(render_cached));
 		f = jv_object_set(f, jv_string("applies"), jv_number(n.applies));
 		f = jv_object_set(f, jv_string("deletes"), jv_number(n.deletes));
 		f = jv_object_set(f, jv_string("patches"), jv_number(n.patches));

@@ -485,6 +485,23 @@ static int compile_jq(struct kop_program *p, jv doc, char *err)
 		return kop_error(err, "%s", sub);
 	}
 	free(file);
+	if (get_str(doc, "render")) {
+		const char *render = get_str(doc, "render");
+
+		file = render[0] == '/' ? kop_strdup(render) : path_join(p->dir, render);
+		if (kop_read_file(file, 16u << 20, &text, &len, err) < 0) {
+			free(file);
+			jv_free(libdirs);
+			return -1;
+		}
+		p->render = kop_jq_compile(text, file, jv_copy(libdirs), jv_null(), sub);
+		free(text);
+		free(file);
+		if (!p->render) {
+			jv_free(libdirs);
+			return kop_error(err, "%s", sub);
+		}
+	}
 	for (ki = 0; ki < p->nkinds; ki++) {
 		struct kop_kind *k = &p->kinds[ki];
 		char name[160];
@@ -698,6 +715,7 @@ void kop_program_release(struct kop_program *p)
 	}
 	free(p->aggs);
 	kop_jq_free(p->sync);
+	kop_jq_free(p->render);
 	memset(p, 0, sizeof(*p));
 	p->settings = jv_null();
 	p->mapping.match = jv_null();

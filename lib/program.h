@@ -54,6 +54,7 @@ struct kop_program {
 	struct kop_aggregate *aggs;
 	size_t naggs;
 	struct kop_jq *sync;
+	struct kop_jq *render;	/* NULL: no render program (README, "Writing a program") */
 };
 
 /*

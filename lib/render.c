@@ -695,13 +695,19 @@ static int resolve(jv v, jv *out, jv *cache, int depth, char *err)
 		int i, n = jv_array_length(jv_copy(v));
 
 		for (i = 0; i < n; i++) {
-			jv item;
+			jv was = jv_array_get(jv_copy(v), i), item;
 
-			if (resolve(jv_array_get(jv_copy(v), i), &item, cache, depth + 1, err)) {
+			if (resolve(jv_copy(was), &item, cache, depth + 1, err)) {
+				jv_free(was);
 				jv_free(v);
 				return -1;
 			}
-			v = jv_array_set(v, i, item);
+			/* Unchanged (no directive inside): no set, which would unshare a shared v. */
+			if (jv_identical(jv_copy(was), jv_copy(item)))
+				jv_free(item);
+			else
+				v = jv_array_set(v, i, item);
+			jv_free(was);
 		}
 		*out = v;
 		return 0;
@@ -728,14 +734,22 @@ static int resolve(jv v, jv *out, jv *cache, int depth, char *err)
 
 		for (i = 0; i < n; i++) {
 			jv key = jv_array_get(jv_copy(keys), i), item;
+			jv was = jv_object_get(jv_copy(v), jv_copy(key));
 
-			if (resolve(jv_object_get(jv_copy(v), jv_copy(key)), &item, cache, depth + 1, err)) {
+			if (resolve(jv_copy(was), &item, cache, depth + 1, err)) {
+				jv_free(was);
 				jv_free(key);
 				jv_free(keys);
 				jv_free(v);
 				return -1;
 			}
-			v = jv_object_set(v, key, item);
+			if (jv_identical(jv_copy(was), jv_copy(item))) {
+				jv_free(item);
+				jv_free(key);
+			} else {
+				v = jv_object_set(v, key, item);
+			}
+			jv_free(was);
 		}
 		jv_free(keys);
 	}

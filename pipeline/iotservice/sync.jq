@@ -2,11 +2,11 @@
 # ireconcile with the input described in README.md ("Writing a program"):
 #   {parent, children, related, settings, aggregates, errors, finalizing, now}
 # and returning {children, status, events, resyncAfterSeconds, finalized}.
+# The desired children come from desired.jq (as .rendered when ireconcile
+# ran render.jq; computed here otherwise).
 
 include "kop";
-include "spec";
-include "config";
-include "children";
+include "desired";
 
 # Kinds the program owns, as ireconcile keys them (program.yml: children).
 def iot_child_kinds:
@@ -95,25 +95,11 @@ def iot_error_text:
        finalized: $gone}
   else
     (($old.conditions // []) | map(select(.type == "Progressing")) | first // {}) as $oldProgressing
-    # --- the spec, its defaults and its validation ---
-    | (try (
-         if ($ns | kop_dns1123_label) | not then
-           error({field: "metadata.name", value: $x,
-                  message: "gives the instance namespace '\($ns)', which is not a valid namespace name (at most 63 lowercase letters, digits and '-')"})
-         elif ("gateway-mqtt-\($x)" | length) > 63 then
-           error({field: "metadata.name", value: $x,
-                  message: "gives the Service name 'gateway-mqtt-\($x)', longer than 63 characters"})
-         else . end
-         | ($in.parent.spec | iot_spec) as $spec
-         | ($spec | iot_validate([iot_components($spec)[] | [.path, .c]])) , {spec: $spec}
-       ) catch (if type == "object" and has("field") then {invalid: .} else error(.) end)) as $checked
-    | ($checked.invalid // null) as $invalid
-    | (if $invalid == null then
-         $checked.spec as $spec
-         | iot_config($spec; $x; $ns) as $config
-         | iot_children({o: $o, x: $x, ns: $ns, spec: $spec, config: $config,
-                         pullSecret: (($in.related["Secret.v1"] // {})["\($o)/image-pull-secret"])})
-       else [] end) as $desired0
+    # --- the spec, its defaults, its validation and the desired children
+    # (desired.jq; ireconcile's render program gives them as .rendered) ---
+    | (if $in | has("rendered") then $in.rendered else $in | iot_render end) as $rendered
+    | $rendered.invalid as $invalid
+    | $rendered.desired as $desired0
     | ($desired0 | iot_immutable($children)) as $imm
     # --- the parallel-update limit (§6), counted from the cluster's statuses ---
     | "\($in.parent.metadata.namespace)/\($x)" as $key

@@ -1,0 +1,36 @@
+# desired.jq: the desired children of one IoTService, from the part of the
+# input they depend on (ireconcile's render program, README "Writing a
+# program"): {parent (without status), related, settings} ->
+#   {invalid: null or {field, value, message}, desired: [objects]}
+# render.jq runs it (ireconcile keeps its answer until that part changes);
+# sync.jq computes it itself when its input has no .rendered (jq's CLI).
+
+include "kop";
+include "spec";
+include "config";
+include "children";
+
+def iot_render:
+  . as $in
+  | $in.settings.operatorName as $o
+  | $in.parent.metadata.name as $x
+  | "\($o)-\($x)" as $ns
+  | (try (
+       if ($ns | kop_dns1123_label) | not then
+         error({field: "metadata.name", value: $x,
+                message: "gives the instance namespace '\($ns)', which is not a valid namespace name (at most 63 lowercase letters, digits and '-')"})
+       elif ("gateway-mqtt-\($x)" | length) > 63 then
+         error({field: "metadata.name", value: $x,
+                message: "gives the Service name 'gateway-mqtt-\($x)', longer than 63 characters"})
+       else . end
+       | ($in.parent.spec | iot_spec) as $spec
+       | ($spec | iot_validate([iot_components($spec)[] | [.path, .c]])) , {spec: $spec}
+     ) catch (if type == "object" and has("field") then {invalid: .} else error(.) end)) as $checked
+  | ($checked.invalid // null) as $invalid
+  | {invalid: $invalid,
+     desired: (if $invalid == null then
+                 $checked.spec as $spec
+                 | iot_config($spec; $x; $ns) as $config
+                 | iot_children({o: $o, x: $x, ns: $ns, spec: $spec, config: $config,
+                                 pullSecret: (($in.related["Secret.v1"] // {})["\($o)/image-pull-secret"])})
+               else [] end)};
