@@ -136,10 +136,18 @@ FORCE:
 FUZZ_CC ?= clang
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ilib -Icmd $(DEP_CFLAGS)
 FUZZ_TARGETS := $(patsubst t/fuzz/%.c,build/fuzz/%,$(wildcard t/fuzz/fuzz-*.c))
+# The library is compiled once for every target (build/fuzz/libkop.a).
+FUZZ_LIB := build/fuzz/libkop.a
+FUZZ_LIB_OBJS := $(patsubst lib/%.c,build/fuzz/lib/%.o,$(LIB_SRCS))
 fuzz: $(FUZZ_TARGETS)
-build/fuzz/fuzz-%: t/fuzz/fuzz-%.c $(LIB_SRCS) $(wildcard lib/*.h)
+build/fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(dir $@)
-	$(QUIET_LINK)$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(LIB_SRCS) $(DEP_LIBS)
+	$(QUIET_CC)$(FUZZ_CC) $(subst -fsanitize=fuzzer,-fsanitize=fuzzer-no-link,$(FUZZ_FLAGS)) -c -o $@ $<
+$(FUZZ_LIB): $(FUZZ_LIB_OBJS)
+	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
+build/fuzz/fuzz-%: t/fuzz/fuzz-%.c $(FUZZ_LIB) $(wildcard lib/*.h t/fuzz/*.h)
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB) $(DEP_LIBS)
 fuzz-run: build/fuzz/fuzz-$(FUZZ)
 	@mkdir -p build/fuzz/corpus-$(FUZZ)
 	t/fuzz/seeds.sh $(FUZZ) build/fuzz/corpus-$(FUZZ)
