@@ -1,0 +1,37 @@
+#!/bin/sh
+test_description='ireconcile: a render program runs again only when the primary (without status), related or settings change'
+. "${0%/*}/test-lib.sh"
+
+# The events come in four paced steps, each its own reconcile: the Thing,
+# its ConfigMap appearing, a status-only change, then a spec change.
+test_expect_success 'the render answer is reused until the spec changes' '
+	mkfifo in.fifo &&
+	( for f in 01-thing 02-child 03-status 04-spec; do
+		cat "$FIXTURES/$f.jsonl"; sleep 1
+	  done ) >in.fifo &
+	timeout 60 ireconcile -v --now 2026-11-22T10:00:00Z "$FIXTURES/things" <in.fifo >out.jsonl 2>err.log &&
+	wait &&
+	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.renderCached, .applies, .statuses]" \
+		err.log >actual &&
+	cat >expect <<-\EOT &&
+	[false,1,1]
+	[true,0,1]
+	[true,0,0]
+	[false,1,0]
+	EOT
+	test_cmp expect actual &&
+	jq -r "select(.op == \"apply\") | .object.data | \"\(.color) \(.sum)\"" out.jsonl >actual &&
+	cat >expect <<-\EOT &&
+	red bda9643ac6601722a28f238714274da4
+	green 9f27410725ab8cc8854a2769c7a516b8
+	EOT
+	test_cmp expect actual &&
+	jq -c "select(.op == \"status\") | .object.status" out.jsonl >actual &&
+	cat >expect <<-\EOT &&
+	{"configMaps":0,"sawStatus":false,"sawChildren":false}
+	{"configMaps":1,"sawStatus":false,"sawChildren":false}
+	EOT
+	test_cmp expect actual
+'
+
+test_done
