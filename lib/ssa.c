@@ -1103,6 +1103,13 @@ int kop_ssa_apply(jv live_or_null, jv applied, const char *manager, int force, c
 			others = set_union(others, entry_fields(e));
 			jv_free(e);
 		}
+		/*
+		 * What this manager applies now is kept too: a "." marker it used
+		 * to own (kubectl's client-side-apply hand-over writes them) must
+		 * not take the whole map with it.
+		 */
+		if (jv_is_valid(newset))
+			others = set_union(others, jv_copy(newset));
 		merged = remove_walk(&w, merged, removed, others);
 		if (!jv_is_valid(merged)) {
 			jv_free(merged);
