@@ -9,7 +9,11 @@
  *
  * At start the log is replayed through ksim_store_commit() in order, so the
  * objects, their resourceVersions, the counter and the watch history come
- * back as they were; a torn last line (killed mid-write) is cut off.
+ * back as they were; a torn last line (killed mid-write) is cut off. When
+ * the log holds many more writes than live objects, it is rewritten as a
+ * snapshot: every object as an ADDED record at its own resourceVersion, in
+ * order, then {"rv":N,"type":"COUNTER"}, which sets the counter and, like
+ * an etcd compaction, makes older resourceVersions expire (410).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -82,6 +86,15 @@ static int replay(jv rec)
 	uint64_t rv;
 	int deleted;
 
+	if (jv_get_kind(rvj) == JV_KIND_NUMBER && type && !strcmp(type, "COUNTER")) {
+		rv = (uint64_t)jv_number_value(rvj);
+		jv_free(rvj);
+		jv_free(obj);
+		if (rv < ksim.rv)
+			return -1;
+		ksim.rv = ksim.compacted = rv;
+		return 0;
+	}
 	if (jv_get_kind(rvj) != JV_KIND_NUMBER || !type || !gr || jv_get_kind(obj) != JV_KIND_OBJECT) {
 		jv_free(rvj);
 		jv_free(obj);
@@ -107,6 +120,57 @@ static int replay(jv rec)
 		jv_free(ksim_store_commit(gr, old, obj));
 	}
 	return 0;
+}
+
+static int every_object(const char *gr, jv obj, void *data)
+{
+	(void)gr;
+	(void)obj;
+	(void)data;
+	return 1;
+}
+
+/* Rewrites the log as a snapshot of the store (lock held); 0 or -1. */
+static int snapshot(const char *path)
+{
+	struct kop_buf tmp = KOP_BUF_INIT, out = KOP_BUF_INIT;
+	jv all = ksim_store_select(every_object, NULL), keys = jv_array(), sorted, s;
+	int tfd, ret = 0;
+
+	jv_array_foreach(all, i, pair) {
+		jv obj = jv_array_get(pair, 1);
+		const char *rv = ksim_str(obj, "metadata.resourceVersion");
+
+		keys = jv_array_append(keys, jv_number(rv ? strtod(rv, NULL) : 0));
+		jv_free(obj);
+	}
+	sorted = jv_sort(all, keys);
+	jv_array_foreach(sorted, i, pair) {
+		jv gr = jv_array_get(jv_copy(pair), 0), obj = jv_array_get(pair, 1);
+		const char *rv = ksim_str(obj, "metadata.resourceVersion");
+
+		s = jv_dump_string(JV_OBJECT(jv_string("rv"), jv_number(rv ? strtod(rv, NULL) : 0), jv_string("type"),
+					     jv_string("ADDED"), jv_string("gr"), gr, jv_string("object"), obj),
+				   0);
+		kop_buf_adds(&out, jv_string_value(s));
+		kop_buf_add(&out, "\n", 1);
+		jv_free(s);
+	}
+	jv_free(sorted);
+	kop_buf_addf(&out, "{\"rv\":%llu,\"type\":\"COUNTER\"}\n", (unsigned long long)ksim.rv);
+	kop_buf_addf(&tmp, "%s.tmp", path);
+	tfd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (tfd < 0 || kop_write_all(tfd, out.buf, out.len) < 0 || fsync(tfd) < 0 || close(tfd) < 0 ||
+	    rename(tmp.buf, path) < 0) {
+		log_warn("unable to rewrite '%s' as a snapshot: %s", path, strerror(errno));
+		unlink(tmp.buf);
+		ret = -1;
+	} else {
+		ksim.compacted = ksim.rv;
+	}
+	kop_buf_release(&tmp);
+	kop_buf_release(&out);
+	return ret;
 }
 
 void persist_load(void)
@@ -146,6 +210,11 @@ void persist_load(void)
 	}
 	loading = 0;
 	synced_rv = pending_rv = ksim.rv;
+	if (n > 1000 && n > 2 * (size_t)jv_array_length(ksim_store_select(every_object, NULL)) && good == len &&
+	    snapshot(path.buf) == 0) {
+		log_info("'%s': %zu writes rewritten as a snapshot", path.buf, n);
+		good = len = 0;	/* nothing to truncate in the new file */
+	}
 	ksim_unlock();
 	fd = open(path.buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0)
