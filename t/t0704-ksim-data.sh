@@ -23,6 +23,14 @@ snapshot () {
 	curl -sS -f -m 10 "$KSIM_URL$CM" | jq -r ".items[] | [.metadata.name, .metadata.uid, .metadata.resourceVersion, .data.i] | @tsv" | sort
 }
 
+# Starts ksim on $DATA again; a ksim a failed test left running is killed first.
+restart () {
+	if test -n "$KSIM_PID" && kill -KILL "$KSIM_PID" 2>/dev/null; then
+		test_wait_for 10 test -f "$TRASH/ksim.rc"
+	fi
+	ksim_start --data "$DATA" --pod-start-delay 0
+}
+
 ksim_start --data "$DATA" --pod-start-delay 0
 
 test_expect_success "write $N objects (4 writers at once), kill -9, restart: the same objects and resourceVersions" '
@@ -38,7 +46,7 @@ test_expect_success "write $N objects (4 writers at once), kill -9, restart: the
 	test_wait_for 10 test -f "$TRASH/ksim.rc"
 '
 
-ksim_start --data "$DATA" --pod-start-delay 0
+restart
 
 test_expect_success 'after the restart: every object back, identical, the counter goes on' '
 	snapshot >after &&
@@ -77,7 +85,7 @@ test_expect_success 'deletes and updates survive too' '
 	test_wait_for 10 test -f "$TRASH/ksim.rc"
 '
 
-ksim_start --data "$DATA" --pod-start-delay 0
+restart
 
 test_expect_success '... and are there after the next kill -9' '
 	snapshot >after2 &&
@@ -98,7 +106,7 @@ test_expect_success 'kill -9 while writes are in flight loses no acknowledged wr
 	printf "{\"rv\":99999999,\"type\":\"ADD" >>"$DATA/wal.jsonl"
 '
 
-ksim_start --data "$DATA" --pod-start-delay 0
+restart
 
 test_expect_success '... every acknowledged name is there' '
 	snapshot | cut -f 1 | sort >names &&
@@ -106,6 +114,45 @@ test_expect_success '... every acknowledged name is there' '
 	comm -23 acked names >missing &&
 	test_cmp /dev/null missing &&
 	tail -c 1 "$DATA/wal.jsonl" | od -c | grep "\\\\n" &&
+	ksim_stop
+'
+
+restart
+
+test_expect_success 'a long log is rewritten as a snapshot at start: same objects and counter, older watches 410' '
+	i=0 && : >patches &&
+	while test $i -lt 1100; do
+		test $i = 0 || echo next >>patches
+		printf "request = \"PATCH\"\nheader = \"Content-Type: application/merge-patch+json\"\ndata = \"{\\\"data\\\":{\\\"i\\\":\\\"%d\\\"}}\"\nurl = \"%s\"\noutput = \"/dev/null\"\n" $i "$KSIM_URL$CM/a-2" >>patches
+		i=$((i + 1))
+	done &&
+	curl -sS -f -m 120 -K patches &&
+	curl -sS -f -m 10 "$KSIM_URL$CM/a-3" | jq -r .metadata.resourceVersion >rv.old &&
+	snapshot >before3 &&
+	grep -P "^a-2\t.*\t1099$" before3 &&
+	curl -sS -f -m 10 "$KSIM_URL$CM" | jq -r .metadata.resourceVersion >rv.last &&
+	lines=$(wc -l <"$DATA/wal.jsonl") &&
+	test "$lines" -gt 1100 &&
+	kill -KILL $KSIM_PID &&
+	test_wait_for 10 test -f "$TRASH/ksim.rc"
+'
+
+restart
+
+test_expect_success '... the objects are back and the log is short' '
+	snapshot >after3 &&
+	test_cmp before3 after3 &&
+	test $(wc -l <"$DATA/wal.jsonl") -lt 1000 &&
+	grep "rewritten as a snapshot" "$TRASH/ksim.log" &&
+	last=$(cat rv.last) && test -n "$last" &&
+	curl -sS -m 10 -o w "$KSIM_URL$CM?watch=true&resourceVersion=$last&timeoutSeconds=1" &&
+	test_cmp /dev/null w &&
+	curl -sS -m 10 -o w "$KSIM_URL$CM?watch=true&resourceVersion=$(cat rv.old)&timeoutSeconds=1" &&
+	jq -e "select(.type == \"ERROR\") | .object.code == 410" w &&
+	code=$(curl -sS -m 10 -o new.json -w "%{http_code}" -X POST -H "Content-Type: application/json" \
+		-d "{\"metadata\":{\"name\":\"after-snapshot\"}}" "$KSIM_URL$CM") &&
+	test "$code" = 201 &&
+	test $(jq -r .metadata.resourceVersion new.json) -gt "$last" &&
 	ksim_stop
 '
 
