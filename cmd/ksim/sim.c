@@ -1365,72 +1365,107 @@ static void ensure_node(void)
 
 /* ---- the loop --------------------------------------------------------------- */
 
-static int copy_fn(jv obj, const char *key, void *data)
+static const char *const sim_grs[] = { "deployments.apps", "replicasets.apps", "statefulsets.apps", "pods",
+					 "persistentvolumeclaims", "services" };
+enum { G_DEPLOY, G_RS, G_STS, G_POD, G_PVC, G_SVC, G_COUNT };
+
+struct bucket_ctx {
+	jv dirty;	/* namespaces wanted (borrowed) */
+	jv out;		/* namespace -> array of deep copies */
+};
+
+static int bucket_fn(jv obj, const char *key, void *data)
 {
-	jv *out = data;
+	struct bucket_ctx *c = data;
+	const char *ns = ksim_str(obj, "metadata.namespace");
+	jv arr;
 
 	(void)key;
+	if (!ns || !jv_object_has(jv_copy(c->dirty), jv_string(ns)))
+		return 0;
+	arr = jv_object_get(jv_copy(c->out), jv_string(ns));
+	if (!jv_is_valid(arr))
+		arr = (jv_free(arr), jv_array());
+	else
+		c->out = jv_object_delete(c->out, jv_string(ns));	/* the array is not shared: appended in place */
 	/* deep: the copies are used after ksim_unlock() (ksim.h, threads and jv) */
-	*out = jv_array_append(*out, ksim_deep_copy(jv_copy(obj)));
+	arr = jv_array_append(arr, ksim_deep_copy(jv_copy(obj)));
+	c->out = jv_object_set(c->out, jv_string(ns), arr);
 	return 0;
 }
 
-/* Copies of every object of gr in ns (lock held). */
-static jv load(const char *gr, const char *ns)
+static void sync_namespace(const char *ns, int terminating, jv *g)
 {
-	jv out = jv_array();
-
-	ksim_store_each(gr, ns, NULL, copy_fn, &out);
-	return out;
-}
-
-static void sync_namespace(const char *ns)
-{
-	jv nso, deps, rss, stss, pods, pvcs, svcs;
-	int terminating;
-
-	ksim_lock();
-	nso = ksim_store_get("namespaces", NULL, ns);
-	terminating = !jv_is_valid(nso) || ksim_str(nso, "metadata.deletionTimestamp") != NULL;
-	deps = load("deployments.apps", ns);
-	rss = load("replicasets.apps", ns);
-	stss = load("statefulsets.apps", ns);
-	pods = load("pods", ns);
-	pvcs = load("persistentvolumeclaims", ns);
-	svcs = load("services", ns);
-	ksim_unlock();
 	if (!terminating) {
-		jv_array_foreach(deps, i, d) {
-			sync_deploy(ns, d, rss);
+		jv_array_foreach(g[G_DEPLOY], i, d) {
+			sync_deploy(ns, d, g[G_RS]);
 			jv_free(d);
 		}
-		jv_array_foreach(rss, i, r) {
-			sync_rs(ns, r, jv_copy(pods));
+		jv_array_foreach(g[G_RS], i, r) {
+			sync_rs(ns, r, jv_copy(g[G_POD]));
 			jv_free(r);
 		}
-		jv_array_foreach(stss, i, s) {
-			sync_sts(ns, s, jv_copy(pods), pvcs);
+		jv_array_foreach(g[G_STS], i, s) {
+			sync_sts(ns, s, jv_copy(g[G_POD]), g[G_PVC]);
 			jv_free(s);
 		}
-		jv_array_foreach(svcs, i, s) {
+		jv_array_foreach(g[G_SVC], i, s) {
 			sync_svc(ns, s);
 			jv_free(s);
 		}
 	}
-	jv_array_foreach(pods, i, p) {
+	jv_array_foreach(g[G_POD], i, p) {
 		sync_pod(ns, p);
 		jv_free(p);
 	}
-	jv_array_foreach(pvcs, i, p) {
-		sync_pvc(p, jv_copy(pods));
+	jv_array_foreach(g[G_PVC], i, p) {
+		sync_pvc(p, jv_copy(g[G_POD]));
 		jv_free(p);
 	}
-	jv_free(deps);
-	jv_free(rss);
-	jv_free(stss);
-	jv_free(pods);
-	jv_free(pvcs);
-	jv_free(svcs);
+}
+
+/*
+ * One pass over the dirty namespaces (consumed): one walk of each resource
+ * for all of them (a walk visits the whole collection anyway), then the
+ * controllers per namespace, without the lock.
+ */
+static void sync_batch(jv batch)
+{
+	jv loaded[G_COUNT], term = jv_object();
+
+	ksim_lock();
+	jv_object_foreach(batch, k, v) {
+		jv nso = ksim_store_get("namespaces", NULL, jv_string_value(k));
+		int t = !jv_is_valid(nso) || ksim_str(nso, "metadata.deletionTimestamp") != NULL;
+
+		term = jv_object_set(term, k, jv_bool(t));
+		jv_free(v);
+	}
+	for (int i = 0; i < G_COUNT; i++) {
+		struct bucket_ctx c = { batch, jv_object() };
+
+		ksim_store_each(sim_grs[i], NULL, NULL, bucket_fn, &c);
+		loaded[i] = c.out;
+	}
+	ksim_unlock();
+	jv_object_foreach(term, k, t) {
+		jv g[G_COUNT];
+
+		for (int i = 0; i < G_COUNT; i++) {
+			g[i] = jv_object_get(jv_copy(loaded[i]), jv_copy(k));
+			if (!jv_is_valid(g[i]))
+				g[i] = (jv_free(g[i]), jv_array());
+		}
+		sync_namespace(jv_string_value(k), jv_get_kind(t) == JV_KIND_TRUE, g);
+		for (int i = 0; i < G_COUNT; i++)
+			jv_free(g[i]);
+		jv_free(k);
+		jv_free(t);
+	}
+	for (int i = 0; i < G_COUNT; i++)
+		jv_free(loaded[i]);
+	jv_free(term);
+	jv_free(batch);
 }
 
 static int relevant(const char *gr)
@@ -1486,15 +1521,8 @@ static void *sim_loop(void *arg)
 		}
 		jv_free(all);
 		if (jv_object_length(jv_copy(dirty)) > 0) {
-			jv batch = dirty;
-
+			sync_batch(dirty);
 			dirty = jv_object();
-			jv_object_foreach(batch, k, v) {
-				sync_namespace(jv_string_value(k));
-				jv_free(k);
-				jv_free(v);
-			}
-			jv_free(batch);
 			/* drop fired timers nothing consumed (their object is gone) */
 			{
 				jv keep = jv_object();
@@ -1543,7 +1571,7 @@ static void *sim_loop(void *arg)
 					dirty = jv_object_set(dirty, jv_string(ns), jv_true());
 			}
 			ksim_event_release(&ev);
-			if (jv_object_length(jv_copy(dirty)) >= 64)
+			if (jv_object_length(jv_copy(dirty)) >= 1024)
 				break;
 		}
 	}
