@@ -155,7 +155,9 @@ test_expect_success 'an image matching --broken-image stays not ready: ErrImageP
 	jq -e ".status.unavailableReplicas == 1 and (.status.readyReplicas // 0) == 0 and
 		(.status.conditions[] | select(.type == \"Available\") | .reason) == \"MinimumReplicasUnavailable\"" bad.json &&
 	k -n $NS get pods -l app=bad >table &&
-	grep -E "^bad-[a-z0-9]+-[a-z0-9]{5} +0/1 +ImagePullBackOff " table
+	grep -E "^bad-[a-z0-9]+-[a-z0-9]{5} +0/1 +ImagePullBackOff " table &&
+	wait_json 10 "(.status.conditions[] | select(.type == \"Progressing\")) as \$p | \$p.status == \"False\" and
+		\$p.reason == \"ProgressDeadlineExceeded\" and (\$p.message | test(\"^ReplicaSet \\\"bad-[a-z0-9]+\\\" has timed out progressing[.]\$\"))" -n $NS deploy bad
 '
 
 test_expect_success 'a restartPolicy Never pod runs, then Succeeds' '
