@@ -14,12 +14,20 @@
  * snapshot: every object as an ADDED record at its own resourceVersion, in
  * order, then {"rv":N,"type":"COUNTER"}, which sets the counter and, like
  * an etcd compaction, makes older resourceVersions expire (410).
+ *
+ * Watchers may see a write before it is on disk (controller writes are
+ * synced by a flusher thread every 20 ms, API writes before their answer).
+ * So that such a resourceVersion, lost in a crash, is never given to
+ * another write, the counter skips ahead by min(1000, --history / 2) after
+ * a replay: a client resuming from a version it saw still gets every later
+ * event.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "sim.h"
 #include "banned.h"
@@ -32,6 +40,25 @@ static uint64_t pending_rv;		/* under ksim.lock */
 static int loading;			/* under ksim.lock */
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t synced_rv;		/* under sync_lock */
+static pthread_t flusher;
+static int flusher_running, stop_flusher;	/* stop_flusher under ksim.lock */
+
+static void *flush_loop(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec ts = { 0, 20 * 1000000L };
+		int stop;
+
+		nanosleep(&ts, NULL);
+		ksim_lock();
+		stop = stop_flusher;
+		ksim_unlock();
+		if (stop)
+			return NULL;
+		ksim_persist_sync();
+	}
+}
 
 void ksim_persist_record(const char *gr, int type, jv obj)
 {
@@ -209,12 +236,20 @@ void persist_load(void)
 		good = off;
 	}
 	loading = 0;
-	synced_rv = pending_rv = ksim.rv;
 	if (n > 1000 && n > 2 * (size_t)jv_array_length(ksim_store_select(every_object, NULL)) && good == len &&
 	    snapshot(path.buf) == 0) {
 		log_info("'%s': %zu writes rewritten as a snapshot", path.buf, n);
 		good = len = 0;	/* nothing to truncate in the new file */
 	}
+	if (n) {
+		/* skip what watchers may have seen but the disk did not keep (see the top) */
+		uint64_t gap = ksim.history / 2 < 1000 ? ksim.history / 2 : 1000;
+
+		for (uint64_t rv = ksim.rv + 1; rv <= ksim.rv + gap; rv++)
+			ksim_event_release(&ksim.ring[rv % ksim.history]);
+		ksim.rv += gap;
+	}
+	synced_rv = pending_rv = ksim.rv;
 	ksim_unlock();
 	fd = open(path.buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -230,8 +265,12 @@ void persist_load(void)
 		}
 	}
 	if (n)
-		log_info("replayed %zu writes from '%s' (resourceVersion %llu)", n, path.buf,
+		log_info("replayed %zu writes from '%s' (resourceVersion now %llu)", n, path.buf,
 			 (unsigned long long)ksim_current_rv());
+	if (pthread_create(&flusher, NULL, flush_loop, NULL) == 0)
+		flusher_running = 1;
+	else
+		log_error("unable to start the --data flusher thread");
 	free(data);
 	kop_buf_release(&path);
 }
@@ -240,6 +279,13 @@ void persist_close(void)
 {
 	if (fd < 0)
 		return;
+	if (flusher_running) {
+		ksim_lock();
+		stop_flusher = 1;
+		ksim_unlock();
+		pthread_join(flusher, NULL);
+		flusher_running = 0;
+	}
 	ksim_persist_sync();
 	close(fd);
 	fd = -1;
