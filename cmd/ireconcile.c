@@ -975,6 +975,22 @@ static void remove_finalizer(struct prim *p, jv parent, int index, int64_t now, 
 }
 
 /* Logs a program error for p and backs off. */
+/*
+ * controller-runtime's metric names, so that dashboards made for Go
+ * operators read ours: every reconcile by result, and the errors.
+ */
+static void count_reconcile(const char *result)
+{
+	char labels[256];
+
+	snprintf(labels, sizeof(labels), "controller=%s,result=%s", E.prog.name, result);
+	tool_metric_add("controller_runtime_reconcile_total", labels, 1);
+	if (!strcmp(result, "error")) {
+		snprintf(labels, sizeof(labels), "controller=%s", E.prog.name);
+		tool_metric_add("controller_runtime_reconcile_errors_total", labels, 1);
+	}
+}
+
 static void program_failed(struct prim *p, const char *msg, int64_t now)
 {
 	unsigned delay = kop_backoff_next(&p->backoff);
@@ -984,6 +1000,7 @@ static void program_failed(struct prim *p, const char *msg, int64_t now)
 	tool_logj(LOG_ERROR, f, "unable to reconcile '%s': %s", p->key, msg);
 	schedule(p, now + delay);
 	E.errors++;
+	count_reconcile("error");
 }
 
 /* Checks the program's output; -1 with err naming what is wrong. */
@@ -1327,6 +1344,8 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	}
 
 	t3 = kop_mono_ms();
+	count_reconcile(jv_get_kind(jv_getpath(jv_copy(out), JV_ARRAY(jv_string("resyncAfterSeconds")))) == JV_KIND_NUMBER
+				? "requeue_after" : "success");
 	v = jv_object_get(jv_copy(out), jv_string("children"));
 	if (jv_get_kind(v) == JV_KIND_ARRAY)
 		apply_children(p, ctx, v, &desired, now, &n);
@@ -1680,6 +1699,14 @@ static void log_stats(int level)
 static void drain_queue(void)
 {
 	int64_t until = kop_mono_ms() + 100;
+	char labels[256];
+	size_t queued = 0;
+	struct prim *q;
+
+	for (q = E.qhead; q; q = q->qnext)
+		queued++;
+	snprintf(labels, sizeof(labels), "name=%s", E.prog.name);
+	tool_metric_set("workqueue_depth", labels, (double)queued);
 
 	while (E.qhead && out_pending() <= OUT_HIGH && kop_mono_ms() < until) {
 		struct prim *p = E.qhead;
@@ -1691,6 +1718,9 @@ static void drain_queue(void)
 		p->qnext = NULL;
 		reconcile(p, kop_mono_ms());
 	}
+	for (queued = 0, q = E.qhead; q; q = q->qnext)
+		queued++;
+	tool_metric_set("workqueue_depth", labels, (double)queued);
 }
 
 static int open_feedback(const char *path, int *keep)

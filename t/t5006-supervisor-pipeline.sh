@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='iot-operator with the real stages on ksim: ready once kwatch has listed, stage metrics, drain'
+test_description='iot-operator with the real stages on ksim: ready once kwatch has listed, stage and reconcile metrics, drain'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
@@ -37,6 +37,9 @@ test_expect_success 'the pipeline runs; ready once the initial lists are in; the
 	test_wait_for 10 eval "curl -s http://127.0.0.1:$port/metrics >metrics && grep -q \"^kwatch_events_total{type=\\\"ADDED\\\"} [1-9]\" metrics" &&
 	grep "^iot_operator_stage_restarts_total{stage=\"kwatch\"} 0" metrics &&
 	grep "^iot_operator_stage_resident_memory_bytes{stage=\"ireconcile\"} [1-9]" metrics &&
+	timeout 30 "$KUBECTL" apply -f "$PROJECT_ROOT/deploy/example-iotservice.yaml" >apply.out &&
+	test_wait_for 20 eval "curl -s http://127.0.0.1:$port/metrics >metrics && grep -q \"^controller_runtime_reconcile_total{controller=\\\"iotservice\\\",result=\\\"[a-z_]*\\\"} [1-9]\" metrics" &&
+	grep "^workqueue_depth{name=\"iotservice\"} [0-9]" metrics &&
 	kill -TERM "$(cat sup.pid)" &&
 	test_wait_for 20 test -f sup.code &&
 	test "$(cat sup.code)" = 0 &&
