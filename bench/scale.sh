@@ -105,7 +105,7 @@ run () { # N
 	d=$tmp/n$n
 	mkdir -p "$d"
 	log "N=$n: starting ksim and the operator"
-	ksim --port 0 --kubeconfig "$d/kc" --pod-start-delay 0 --lb-delay 0 --history 1000000 \
+	ksim --port 0 --kubeconfig "$d/kc" --pod-start-delay 0 --lb-delay 0 --history 100000 \
 		>/dev/null 2>"$d/ksim.log" &
 	ksim_pid=$!
 	i=0
