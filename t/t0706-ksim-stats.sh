@@ -1,0 +1,42 @@
+#!/bin/sh
+test_description='ksim: request counters by user agent and verb (GET/POST /ksim/stats)'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+command -v ksim >/dev/null || test_skip_all 'ksim not built'
+ksim_start || exit 1
+
+test_expect_success 'requests are counted by agent and verb, a watch as WATCH, admin paths not at all' '
+	curl -sS -f -m 10 -X POST -d "{\"reset\":true}" "$KSIM_URL/ksim/stats" >reset.json &&
+	ksim_curl -A t/get -o /dev/null /api/v1/namespaces/default/configmaps &&
+	ksim_curl -A t/get -o /dev/null /api/v1/namespaces/default &&
+	ksim_curl -A t/write -o /dev/null -X POST -H "Content-Type: application/json" \
+		-d "{\"metadata\":{\"name\":\"c\"}}" /api/v1/namespaces/default/configmaps &&
+	ksim_curl -A t/write -o /dev/null -X PATCH -H "Content-Type: application/merge-patch+json" \
+		-d "{\"data\":{\"k\":\"v\"}}" /api/v1/namespaces/default/configmaps/c &&
+	ksim_curl -A t/write -o /dev/null -X DELETE /api/v1/namespaces/default/configmaps/c &&
+	ksim_curl -A t/write -o /dev/null -X DELETE /api/v1/namespaces/default/configmaps/c &&
+	ksim_curl -A t/watch -o /dev/null "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1" &&
+	ksim_admin cut-watches &&
+	curl -sS -f -m 10 "$KSIM_URL/ksim/stats" >stats.json &&
+	jq -c "[.requests, .writes, .byVerb, .byAgent]" stats.json >actual &&
+	cat >expect <<-\EOF &&
+	[7,4,{"GET":2,"WATCH":1,"POST":1,"PUT":0,"PATCH":1,"DELETE":2,"OTHER":0},{"t/get":{"GET":2},"t/write":{"POST":1,"PATCH":1,"DELETE":2},"t/watch":{"WATCH":1}}]
+	EOF
+	test_cmp expect actual
+'
+
+test_expect_success 'a reset sets every counter to zero; a bad body is refused' '
+	curl -sS -f -m 10 -X POST -d "{\"reset\":true}" "$KSIM_URL/ksim/stats" >reset.json &&
+	jq -c "[.requests, .writes, .byAgent]" reset.json >actual &&
+	echo "[0,0,{}]" >expect &&
+	test_cmp expect actual &&
+	curl -sS -m 10 -o bad.json -w "%{http_code}\n" -X POST -d "[1]" "$KSIM_URL/ksim/stats" >code &&
+	echo 400 >expect &&
+	test_cmp expect code &&
+	curl -sS -m 10 -o /dev/null -w "%{http_code}\n" -X PUT "$KSIM_URL/ksim/stats" >code &&
+	echo 405 >expect &&
+	test_cmp expect code
+'
+
+test_done
