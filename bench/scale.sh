@@ -122,7 +122,7 @@ run () { # N
 		--program "$root/pipeline/iotservice" >/dev/null 2>"$d/operator.log" </dev/null &
 	op_pid=$!
 	i=0
-	while ! grep -q 'initial lists are in' "$d/operator.log"; do
+	while ! grep -q 'initial lists are in' "$d/operator.log" 2>/dev/null; do
 		i=$((i + 1)); test $i -lt 600 || { log "the operator did not start"; exit 111; }
 		sleep 0.05
 	done
