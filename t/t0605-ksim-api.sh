@@ -194,6 +194,24 @@ test_expect_success 'custom resources: 422 with field paths, unknown fields prun
 	code_is 422 && jq -e ".message | contains(\"metadata.resourceVersion: Invalid value: 0x0: must be specified for an update\")" out.json
 '
 
+test_expect_success 'custom resources: null in a non-nullable field is dropped (then defaulted), nullable nulls kept' '
+	req POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$(cat "$FIXTURES/crd-nulls.json")" &&
+	code_is 201 &&
+	K=/apis/example.com/v1/namespaces/default/knobs &&
+	ksim_curl -D h -o out.json -w "%{http_code}\n" -X POST -H "Content-Type: application/json" -d "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Knob\",\"metadata\":{\"name\":\"k\"},\"spec\":{\"mode\":null,\"size\":null,\"note\":null,\"hint\":null,\"inner\":{\"tag\":null,\"level\":null},\"labels\":{\"a\":null,\"b\":\"c\"},\"list\":[{\"x\":null}]}}" $K >code &&
+	code_is 201 &&
+	jq -e -c ".spec == {mode: \"auto\", note: null, hint: null, inner: {level: 3}, labels: {b: \"c\"}, list: [{}]}" out.json &&
+	! grep -i "^Warning:" h &&
+	req GET $K/k && code_is 200 &&
+	jq -e ".spec.mode == \"auto\" and (.spec | has(\"size\") | not) and (.spec | has(\"note\"))" out.json &&
+	jq -c ".spec.size = null | .spec.mode = \"manual\"" out.json >put.json &&
+	req PUT $K/k "$(cat put.json)" && code_is 200 &&
+	jq -e "(.spec | has(\"size\") | not) and .spec.mode == \"manual\"" out.json &&
+	req PATCH $K/k "{\"spec\":{\"inner\":{\"tag\":null,\"level\":7}}}" application/merge-patch+json && code_is 200 &&
+	jq -e ".spec.inner == {level: 7}" out.json &&
+	req DELETE /apis/apiextensions.k8s.io/v1/customresourcedefinitions/knobs.example.com && code_is 200
+'
+
 test_expect_success 'status subresource: only .status changes there; the main resource keeps it; generation follows spec' '
 	G=/apis/example.com/v1/namespaces/default/gadgets &&
 	ksim_curl -o g.json $G/g &&

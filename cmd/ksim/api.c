@@ -523,6 +523,61 @@ static void pruned_paths(jv orig, jv pruned, const char *prefix, jv *out)
 	}
 }
 
+/* A schema's subschema at key (borrowed schema), or null. */
+static jv sub_schema(jv schema, const char *key)
+{
+	if (jv_get_kind(schema) != JV_KIND_OBJECT)
+		return jv_null();
+	return jv_object_get(jv_copy(schema), jv_string(key));
+}
+
+/*
+ * kube-apiserver's PruneNonNullableNullsWithoutDefaults, then defaulting:
+ * a null in a field that is not nullable is as if the field were absent
+ * (its default, if any, then applies). Nulls in arrays are kept.
+ */
+static jv drop_nulls(jv obj, jv schema)
+{
+	if (jv_get_kind(obj) == JV_KIND_OBJECT) {
+		jv props = sub_schema(schema, "properties"), ap = sub_schema(schema, "additionalProperties");
+		jv orig = jv_copy(obj);
+
+		jv_object_foreach(orig, k, v) {
+			jv ps = jv_get_kind(props) == JV_KIND_OBJECT ? jv_object_get(jv_copy(props), jv_copy(k))
+								    : jv_invalid();
+
+			if (!jv_is_valid(ps) && jv_get_kind(ap) == JV_KIND_OBJECT)
+				ps = (jv_free(ps), jv_copy(ap));
+			if (jv_get_kind(ps) == JV_KIND_OBJECT) {
+				jv nullable = sub_schema(ps, "nullable");
+
+				if (jv_get_kind(v) == JV_KIND_NULL && jv_get_kind(nullable) != JV_KIND_TRUE)
+					obj = jv_object_delete(obj, jv_copy(k));
+				else if (jv_get_kind(v) == JV_KIND_OBJECT || jv_get_kind(v) == JV_KIND_ARRAY)
+					obj = jv_object_set(obj, jv_copy(k), drop_nulls(jv_copy(v), ps));
+				jv_free(nullable);
+			}
+			jv_free(ps);
+			jv_free(k);
+			jv_free(v);
+		}
+		jv_free(orig);
+		jv_free(props);
+		jv_free(ap);
+	} else if (jv_get_kind(obj) == JV_KIND_ARRAY) {
+		jv items = sub_schema(schema, "items");
+
+		if (jv_get_kind(items) == JV_KIND_OBJECT) {
+			int n = jv_array_length(jv_copy(obj));
+
+			for (int i = 0; i < n; i++)
+				obj = jv_array_set(obj, i, drop_nulls(jv_array_get(jv_copy(obj), i), items));
+		}
+		jv_free(items);
+	}
+	return obj;
+}
+
 /*
  * Schema defaulting, pruning and validation of a custom object: 0, or -1
  * with *err_out a 422 (invalid) or 400 (fieldValidation=Strict and unknown
@@ -536,6 +591,7 @@ static int schema_check(const struct ksim_type *t, jv *obj, const char *name, co
 		jv_free(unknown);
 		return 0;
 	}
+	*obj = drop_nulls(*obj, t->schema);
 	orig = jv_copy(*obj);
 	*obj = kop_schema_prune(kop_schema_default(*obj, t->schema), t->schema);
 	if (o->validation != VALIDATE_IGNORE)
