@@ -158,4 +158,36 @@ test_expect_success '... the objects are back and the log is short' '
 	ksim_stop
 '
 
+SVC=/api/v1/namespaces/default/services
+
+restart
+
+test_expect_success 'Service clusterIPs: a restart on the same --data never hands out one in use' '
+	for s in s1 s2; do
+		curl -sS -f -m 10 -o $s.json -X POST -H "Content-Type: application/json" \
+			-d "{\"metadata\":{\"name\":\"$s\"},\"spec\":{\"ports\":[{\"port\":80}]}}" "$KSIM_URL$SVC" || return 1
+	done &&
+	curl -sS -f -m 10 -o s0.json -X POST -H "Content-Type: application/json" \
+		-d "{\"metadata\":{\"name\":\"s0\"},\"spec\":{\"clusterIP\":\"10.96.0.13\",\"ports\":[{\"port\":80}]}}" "$KSIM_URL$SVC" &&
+	kill -KILL $KSIM_PID &&
+	test_wait_for 10 test -f "$TRASH/ksim.rc"
+'
+
+restart
+
+test_expect_success '... new Services get other clusterIPs than the stored ones' '
+	for s in s3 s4 s5; do
+		curl -sS -f -m 10 -o $s.json -X POST -H "Content-Type: application/json" \
+			-d "{\"metadata\":{\"name\":\"$s\"},\"spec\":{\"ports\":[{\"port\":80}]}}" "$KSIM_URL$SVC" || return 1
+	done &&
+	curl -sS -f -m 10 "$KSIM_URL$SVC" >svcs.json &&
+	jq -r ".items[].spec.clusterIP" svcs.json | sort >ips &&
+	test $(wc -l <ips) = 6 &&
+	sort -u ips >ips.uniq &&
+	test_cmp ips ips.uniq &&
+	grep "^10\.96\." ips.uniq >ips.ours &&
+	test_cmp ips ips.ours &&
+	ksim_stop
+'
+
 test_done

@@ -763,11 +763,39 @@ static jv event_causes(jv obj)
 	return causes;
 }
 
+static int service_ip_fn(jv obj, const char *key, void *data)
+{
+	const char *ip = ksim_str(obj, "spec.clusterIP");
+
+	(void)key;
+	if (ip)
+		*(jv *)data = jv_object_set(*(jv *)data, jv_string(ip), jv_true());
+	return 0;
+}
+
+/*
+ * The next free Service clusterIP in 10.96.0.0/16 (lock held). The counter
+ * only says where to start looking: the stored Services (replayed from
+ * --data, or given a clusterIP by their creator) decide what is free.
+ */
+static void next_service_ip(char *ip, size_t len)
+{
+	static unsigned svc_ip = 10;
+	jv used = jv_object();
+
+	ksim_store_each("services", NULL, NULL, service_ip_fn, &used);
+	for (unsigned n = 0; n < 65536; n++) {
+		svc_ip = svc_ip >= 65534 ? 11 : svc_ip + 1;
+		snprintf(ip, len, "10.96.%u.%u", (svc_ip >> 8) & 255, svc_ip & 255);
+		if (!jv_object_has(jv_copy(used), jv_string(ip)))
+			break;
+	}
+	jv_free(used);
+}
+
 /* Type-specific defaults and status on create. */
 static jv prepare_create(const struct ksim_type *t, jv obj, const char *now)
 {
-	static unsigned svc_ip = 10;
-
 	if (t->flags & KT_STATUS)
 		obj = jv_object_delete(obj, jv_string("status"));
 	if (!strcmp(t->gr, "namespaces")) {
@@ -799,8 +827,7 @@ static jv prepare_create(const struct ksim_type *t, jv obj, const char *now)
 		if (!jv_object_has(jv_copy(spec), jv_string("clusterIP")) && type && strcmp(type, "ExternalName")) {
 			char ip[32];
 
-			svc_ip++;
-			snprintf(ip, sizeof(ip), "10.96.%u.%u", (svc_ip >> 8) & 255, svc_ip & 255);
+			next_service_ip(ip, sizeof(ip));
 			spec = jv_object_set(spec, jv_string("clusterIP"), jv_string(ip));
 			spec = jv_object_set(spec, jv_string("clusterIPs"), JV_ARRAY(jv_string(ip)));
 		}
