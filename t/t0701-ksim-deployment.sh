@@ -69,6 +69,8 @@ test_expect_success 'a Deployment reaches ready: READY 2/2, its ReplicaSet and p
 '
 
 test_expect_success 'the create phase goes through the recorded condition states' '
+	head -n 1 watch.deployments >added.json &&
+	jq -e ".type == \"ADDED\" and .object.status == {}" added.json &&
 	jq -c . "$R/deployments.watch.jsonl" >rec.jsonl &&
 	conds rec.jsonl 1 >expect &&
 	conds watch.deployments 1 >actual &&
@@ -190,9 +192,17 @@ test_expect_success '--no-simulate: a Deployment stays as written' '
 		k apply -f "$F/web.yaml" >out &&
 		sleep 1 &&
 		k -n $NS get deploy web -o json >web.json &&
-		jq -e ".status == null or .status == {}" web.json &&
+		jq -e ".status == {}" web.json &&
 		k get rs,pods,nodes -A -o json >all.json &&
 		jq -e ".items == []" all.json &&
+		for r in statefulsets replicasets; do
+			curl -sS -f -m 10 -o $r.json -X POST -H "Content-Type: application/json" \
+				-d "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"selector\":{\"matchLabels\":{\"a\":\"b\"}},\"template\":{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}" \
+				"$KSIM_URL/apis/apps/v1/namespaces/$NS/$r" &&
+			jq -e ".status == {}" $r.json &&
+			curl -sS -f -m 10 -o $r.get.json "$KSIM_URL/apis/apps/v1/namespaces/$NS/$r/x" &&
+			jq -e ".status == {}" $r.get.json || exit 1
+		done &&
 		ksim_stop
 	)
 '

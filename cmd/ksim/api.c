@@ -848,6 +848,8 @@ static jv prepare_create(const struct ksim_type *t, jv obj, const char *now)
 		if (jv_get_kind(r) != JV_KIND_NUMBER)
 			obj = jv_setpath(obj, JV_ARRAY(jv_string("spec"), jv_string("replicas")), jv_number(1));
 		jv_free(r);
+		/* as kube-apiserver answers: the controller fills it in later */
+		obj = jv_object_set(obj, jv_string("status"), jv_object());
 	}
 	return obj;
 }
