@@ -190,4 +190,44 @@ test_expect_success '... new Services get other clusterIPs than the stored ones'
 	ksim_stop
 '
 
+
+CRD='{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"gizmos.test.example.org"},"spec":{"group":"test.example.org","scope":"Namespaced","names":{"plural":"gizmos","singular":"gizmo","kind":"Gizmo","listKind":"GizmoList"},"versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"size":{"type":"integer"}}}}}}}]}}'
+DEP='{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx"}]}}}}'
+
+restart
+
+test_expect_success 'a CRD, a custom object and a Deployment, then a clean stop' '
+	curl -sS -f -m 10 -o crd.json -X POST -H "Content-Type: application/json" -d "$CRD" \
+		"$KSIM_URL/apis/apiextensions.k8s.io/v1/customresourcedefinitions" &&
+	curl -sS -f -m 10 -o crd2.json -X PATCH -H "Content-Type: application/merge-patch+json" \
+		-d "{\"metadata\":{\"labels\":{\"edited\":\"yes\"}}}" \
+		"$KSIM_URL/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.test.example.org" &&
+	curl -sS -f -m 10 -o gizmo.json -X POST -H "Content-Type: application/json" \
+		-d "{\"apiVersion\":\"test.example.org/v1\",\"kind\":\"Gizmo\",\"metadata\":{\"name\":\"g1\"},\"spec\":{\"size\":3}}" \
+		"$KSIM_URL/apis/test.example.org/v1/namespaces/default/gizmos" &&
+	curl -sS -f -m 10 -o dep.json -X POST -H "Content-Type: application/json" -d "$DEP" \
+		"$KSIM_URL/apis/apps/v1/namespaces/default/deployments" &&
+	ksim_stop
+'
+
+restart
+
+test_expect_success '... after the restart the CRD serves, the controllers act, and ksim stops clean (no leak of replayed CRDs)' '
+	curl -sS -f -m 10 -o g1.json "$KSIM_URL/apis/test.example.org/v1/namespaces/default/gizmos/g1" &&
+	test "$(jq -r .spec.size g1.json)" = 3 &&
+	dep_ready () {
+		curl -sS -f -m 10 -o dep.json "$KSIM_URL/apis/apps/v1/namespaces/default/deployments/web" &&
+		jq -e ".status.readyReplicas == 2" dep.json
+	} &&
+	test_wait_for 20 dep_ready &&
+	curl -sS -f -m 10 -o /dev/null -X PATCH -H "Content-Type: application/merge-patch+json" \
+		-d "{\"spec\":{\"replicas\":1}}" "$KSIM_URL/apis/apps/v1/namespaces/default/deployments/web" &&
+	dep_scaled () {
+		curl -sS -f -m 10 -o dep.json "$KSIM_URL/apis/apps/v1/namespaces/default/deployments/web" &&
+		jq -e ".status.replicas == 1" dep.json
+	} &&
+	test_wait_for 20 dep_scaled &&
+	ksim_stop
+'
+
 test_done

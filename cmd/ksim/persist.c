@@ -139,7 +139,7 @@ static int replay(jv rec)
 	}
 	ksim.rv = rv - 1;
 	if (!strcmp(gr, "customresourcedefinitions.apiextensions.k8s.io"))
-		ksim_types_crd_changed(jv_copy(obj), deleted);
+		ksim_types_crd_changed(obj, deleted);	/* borrows obj */
 	if (deleted) {
 		jv_free(obj);
 		jv_free(ksim_store_commit(gr, old, jv_null()));
