@@ -6,9 +6,11 @@ test_description='ireconcile: a render program runs again only when the primary 
 # its ConfigMap appearing, a status-only change, then a spec change.
 test_expect_success 'the render answer is reused until the spec changes' '
 	mkfifo in.fifo &&
-	( for f in 01-thing 02-child 03-status 04-spec; do
+	# Braces: without them "mkfifo && (...) &" sends mkfifo to the background
+	# too, and the reader below could open in.fifo before it exists.
+	{ ( for f in 01-thing 02-child 03-status 04-spec; do
 		cat "$FIXTURES/$f.jsonl"; sleep 1
-	  done ) >in.fifo &
+	  done ) >in.fifo & } &&
 	timeout 60 ireconcile -v --now 2026-11-22T10:00:00Z "$FIXTURES/things" <in.fifo >out.jsonl 2>err.log &&
 	wait &&
 	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.renderCached, .applies, .statuses]" \
