@@ -5,7 +5,7 @@
 set -eu
 
 PKGS="gcc make pkg-config libc6-dev libjq-dev libonig-dev libcurl4-openssl-dev
-libyaml-dev libssl-dev libmicrohttpd-dev jq perl curl openssl valgrind clang"
+libyaml-dev libssl-dev libmicrohttpd-dev zlib1g-dev jq perl curl openssl valgrind clang"
 
 missing=""
 for p in $PKGS; do

@@ -32,9 +32,11 @@ test_expect_success 'a stream fed in odd-sized pieces reads the same' '
 	test $(wc -l <out) = $(grep -c . "$f")
 '
 
+# libjq 1.6 itself leaks the token on this error (value() in jv_parse.c;
+# t/fuzz/libjq-leak.h): leak checking is off for this one command only.
 test_expect_success 'two values without a separator inside an object are an error' '
 	printf "{\"a\":\"x\" \"b\"}\n{\"ok\":1}\n" >in &&
-	test_expect_code 1 "$KOP_TEST_TOOL" jsonl <in >out &&
+	ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" test_expect_code 1 "$KOP_TEST_TOOL" jsonl <in >out &&
 	grep "^error: line 1, column [0-9]*: Expected separator between values" out &&
 	grep "^2 {\"ok\":1}$" out
 '
