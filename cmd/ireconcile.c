@@ -1799,6 +1799,8 @@ static void run(const char *feedback, int once)
 			pfd[nfd].events = POLLOUT;
 			ofd = nfd++;
 		}
+		if (timeout != 0)
+			tool_metrics_flush(1);	/* about to wait: nothing held back */
 		r = poll(pfd, (nfds_t)nfd, timeout);
 		if (r < 0) {
 			if (errno != EINTR)
