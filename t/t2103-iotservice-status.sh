@@ -91,6 +91,14 @@ test_expect_success 'a rollout not yet observed is not Available (B18)' '
 	phase sts >actual && echo "Processing|" >expect && test_cmp expect actual
 '
 
+test_expect_success 'a rollout stuck on a new pod while the old one serves is not Available' '
+	jq -c "map(if .metadata.name == \"cockpit-$X\" and .kind == \"Deployment\" then .status.replicas = (.spec.replicas + 1) else . end)" ready.view >stuck.view &&
+	run parent.processing.json stuck.view "{}" stuck &&
+	phase stuck >actual && echo "Processing|" >expect && test_cmp expect actual &&
+	jq -r ".status.conditions[0].message" stuck.json >msg &&
+	grep "Deployment cockpit-$X has [0-9]* pods for [0-9]* replicas: old pods are still running" msg
+'
+
 test_expect_success 'a left-over optional workload does not block Available (B14)' '
 	jq -c ".spec.postgresql.size = 0 | .status.phase = \"Processing\" | .status.observedGeneration = 1" parent.json >p-nopg.json &&
 	jq -c "map(if .metadata.name == \"postgresql-$X\" and .kind == \"Deployment\" then .status.availableReplicas = 0 else . end)" ready.view >pg.view &&

@@ -37,6 +37,10 @@ def iot_not_ready($live):
           "Deployment \($want.metadata.name) is not updated yet"
         elif ($st.updatedReplicas // 0) != $r or ($st.availableReplicas // 0) != $r or ($st.readyReplicas // 0) != $r then
           "Deployment \($want.metadata.name) has \($st.readyReplicas // 0)/\($r) ready, \($st.updatedReplicas // 0) updated, \($st.availableReplicas // 0) available"
+        # Old pods still running: a rollout stuck on a new pod that never gets
+        # ready (the old one still serves), as kubectl rollout status sees it.
+        elif ($st.replicas // 0) != $r then
+          "Deployment \($want.metadata.name) has \($st.replicas) pods for \($r) replicas: old pods are still running"
         else empty end
     elif $want.kind == "StatefulSet" then
       ($live.status // {}) as $st
