@@ -124,36 +124,6 @@ static struct {
 /* ---- small jv helpers --------------------------------------------------- */
 
 /* A string member of v at path a[.b], heap copy, or NULL. */
-static char *get_str(jv v, const char *a, const char *b)
-{
-	jv x;
-	char *s = NULL;
-
-	if (jv_get_kind(v) != JV_KIND_OBJECT)
-		return NULL;
-	x = jv_object_get(jv_copy(v), jv_string(a));
-	if (b) {
-		if (jv_get_kind(x) != JV_KIND_OBJECT) {
-			jv_free(x);
-			return NULL;
-		}
-		x = jv_object_get(x, jv_string(b));
-	}
-	if (jv_get_kind(x) == JV_KIND_STRING)
-		s = kop_strdup(jv_string_value(x));
-	jv_free(x);
-	return s;
-}
-
-static jv get_member(jv v, const char *key)
-{
-	if (jv_get_kind(v) != JV_KIND_OBJECT) {
-		jv_free(v);
-		return jv_invalid();
-	}
-	return jv_object_get(v, jv_string(key));
-}
-
 static void note_exit(int code)
 {
 	if (code == KOP_EXIT_PERM || worst == KOP_EXIT_PERM)
@@ -221,11 +191,11 @@ static void op_parse(struct op *op)
 		op->bad = kop_strdup("the operation has no object");
 		return;
 	}
-	op->api_version = get_str(op->obj, "apiVersion", NULL);
-	op->kind_name = get_str(op->obj, "kind", NULL);
-	op->name = get_str(op->obj, "metadata", "name");
-	op->uid = get_str(op->obj, "metadata", "uid");
-	op->ns = get_str(op->obj, "metadata", "namespace");
+	op->api_version = kop_json_str(op->obj, "apiVersion", NULL);
+	op->kind_name = kop_json_str(op->obj, "kind", NULL);
+	op->name = kop_json_str(op->obj, "metadata", "name");
+	op->uid = kop_json_str(op->obj, "metadata", "uid");
+	op->ns = kop_json_str(op->obj, "metadata", "namespace");
 	if (!op->api_version || !*op->api_version || !op->kind_name || !*op->kind_name || !op->name || !*op->name) {
 		op->bad = kop_strdup("the object needs apiVersion, kind and metadata.name");
 		return;
@@ -247,13 +217,13 @@ static void op_parse(struct op *op)
 	if (!*op->group && !strcmp(op->kind_name, "Namespace"))
 		op->is_namespace = 1;
 	if (!strcmp(op->group, "apiextensions.k8s.io") && !strcmp(op->kind_name, "CustomResourceDefinition")) {
-		jv spec = get_member(jv_copy(op->obj), "spec");
+		jv spec = kop_json_member(jv_copy(op->obj), "spec");
 
-		op->crd_group = get_str(spec, "group", NULL);
-		op->crd_kind = get_str(spec, "names", "kind");
+		op->crd_group = kop_json_str(spec, "group", NULL);
+		op->crd_kind = kop_json_str(spec, "names", "kind");
 		jv_free(spec);
 	}
-	meta = get_member(jv_copy(op->obj), "metadata");
+	meta = kop_json_member(jv_copy(op->obj), "metadata");
 	if (jv_get_kind(meta) == JV_KIND_OBJECT) {
 		jv mf = jv_object_get(jv_copy(meta), jv_string("managedFields"));
 
@@ -270,7 +240,7 @@ static void op_parse(struct op *op)
 /* An input line (consumed) as an operation or a passthrough. */
 static struct op *op_from_line(jv line)
 {
-	jv opname = get_member(jv_copy(line), "op");
+	jv opname = kop_json_member(jv_copy(line), "op");
 	enum op_kind kind = OP_PASS;
 	struct op *op;
 
@@ -286,19 +256,19 @@ static struct op *op_from_line(jv line)
 	}
 	jv_free(opname);
 	op = op_alloc(kind, line);
-	op->primary = get_member(jv_copy(line), "primary");
+	op->primary = kop_json_member(jv_copy(line), "primary");
 	if (jv_get_kind(op->primary) != JV_KIND_STRING) {
 		jv_free(op->primary);
 		op->primary = jv_null();
 	}
 	if (kind == OP_PASS)
 		return op;
-	op->obj = get_member(jv_copy(line), "object");
+	op->obj = kop_json_member(jv_copy(line), "object");
 	op_parse(op);
 	if (!op->bad && kind == OP_DELETE && (!op->uid || !*op->uid))
 		op->bad = kop_strdup("a deletion needs metadata.uid (it is sent as a precondition)");
 	if (!op->bad && kind == OP_PATCH) {
-		jv pt = get_member(jv_copy(line), "patchType"), p = get_member(jv_copy(line), "patch");
+		jv pt = kop_json_member(jv_copy(line), "patchType"), p = kop_json_member(jv_copy(line), "patch");
 
 		if (jv_get_kind(pt) != JV_KIND_STRING ||
 		    (strcmp(jv_string_value(pt), "json") && strcmp(jv_string_value(pt), "merge")))
@@ -502,7 +472,7 @@ static jv apply_body(const struct op *op)
 	jv obj = jv_copy(op->obj);
 
 	if (op->resolved && op->res.namespaced && !op->ns) {
-		jv meta = get_member(jv_copy(obj), "metadata");
+		jv meta = kop_json_member(jv_copy(obj), "metadata");
 
 		meta = jv_object_set(meta, jv_string("namespace"), jv_string(op_ns(op)));
 		obj = jv_object_set(obj, jv_string("metadata"), meta);
@@ -512,7 +482,7 @@ static jv apply_body(const struct op *op)
 
 static jv delete_body(const struct op *op, int dry)
 {
-	jv o = jv_object(), pp = get_member(jv_copy(op->line), "propagationPolicy");
+	jv o = jv_object(), pp = kop_json_member(jv_copy(op->line), "propagationPolicy");
 
 	o = jv_object_set(o, jv_string("kind"), jv_string("DeleteOptions"));
 	o = jv_object_set(o, jv_string("apiVersion"), jv_string("v1"));
@@ -529,7 +499,7 @@ static jv delete_body(const struct op *op, int dry)
 
 static const char *patch_type(const struct op *op)
 {
-	jv pt = get_member(jv_copy(op->line), "patchType");
+	jv pt = kop_json_member(jv_copy(op->line), "patchType");
 	int json = jv_get_kind(pt) == JV_KIND_STRING && !strcmp(jv_string_value(pt), "json");
 
 	jv_free(pt);
@@ -563,7 +533,7 @@ static jv write_request(const struct op *op, const char **method, const char **c
 		add_query(query, "fieldManager", opt.field_manager);
 		if (dry)
 			add_query(query, "dryRun", "All");
-		return get_member(jv_copy(op->line), "patch");
+		return kop_json_member(jv_copy(op->line), "patch");
 	case OP_PASS:
 		break;
 	}
@@ -725,7 +695,7 @@ static int established(jv crd)
 	n = jv_array_length(jv_copy(conds));
 	for (i = 0; i < n && !yes; i++) {
 		jv c = jv_array_get(jv_copy(conds), i);
-		char *type = get_str(c, "type", NULL), *status = get_str(c, "status", NULL);
+		char *type = kop_json_str(c, "type", NULL), *status = kop_json_str(c, "status", NULL);
 
 		yes = same(type, "Established") && same(status, "True");
 		free(type);
@@ -940,7 +910,7 @@ static void op_response(struct op *op, struct kube_response *r)
 		op->attempts = 0;
 		kop_backoff_reset(&op->backoff);
 		if (op->kind == OP_DELETE) {
-			char *uid = get_str(op->live, "metadata", "uid");
+			char *uid = kop_json_str(op->live, "metadata", "uid");
 			int match = same(uid, op->uid);
 
 			free(uid);
@@ -1018,7 +988,7 @@ static void dry_run_client(struct op *op)
 	body = write_request(op, &method, &ctype, &query, 0);
 	if (op->kind == OP_APPLY && !op->ns && opt.namespace) {
 		/* Without discovery the scope is unknown: -n is shown as given. */
-		jv meta = get_member(jv_copy(body), "metadata");
+		jv meta = kop_json_member(jv_copy(body), "metadata");
 
 		meta = jv_object_set(meta, jv_string("namespace"), jv_string(opt.namespace));
 		body = jv_object_set(body, jv_string("metadata"), meta);

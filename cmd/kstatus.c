@@ -76,36 +76,6 @@ static void emit(jv line)
 		tool_stdout_failed();
 }
 
-static char *get_str(jv v, const char *a, const char *b)
-{
-	jv x;
-	char *s = NULL;
-
-	if (jv_get_kind(v) != JV_KIND_OBJECT)
-		return NULL;
-	x = jv_object_get(jv_copy(v), jv_string(a));
-	if (b) {
-		if (jv_get_kind(x) != JV_KIND_OBJECT) {
-			jv_free(x);
-			return NULL;
-		}
-		x = jv_object_get(x, jv_string(b));
-	}
-	if (jv_get_kind(x) == JV_KIND_STRING)
-		s = kop_strdup(jv_string_value(x));
-	jv_free(x);
-	return s;
-}
-
-static jv get_member(jv v, const char *key)
-{
-	if (jv_get_kind(v) != JV_KIND_OBJECT) {
-		jv_free(v);
-		return jv_invalid();
-	}
-	return jv_object_get(v, jv_string(key));
-}
-
 /* kube_request, counted for the supervisor's metrics. */
 static int request(const char *method, const char *path, const char *ctype, jv body, struct kube_response *r)
 {
@@ -227,7 +197,7 @@ static int object_gone(const char *obj_path, const char *uid)
 	if (request("GET", obj_path, NULL, jv_invalid(), &r) < 0)
 		gone = r.code == 404;
 	else {
-		char *live_uid = get_str(r.body, "metadata", "uid");
+		char *live_uid = kop_json_str(r.body, "metadata", "uid");
 
 		gone = uid && *uid && live_uid && strcmp(uid, live_uid);
 		free(live_uid);
@@ -251,10 +221,10 @@ static jv skipped(jv primary, jv ref, long code, const char *why)
  */
 static void do_status(jv line)
 {
-	jv primary = get_member(jv_copy(line), "primary"), obj = get_member(jv_copy(line), "object"), status;
-	char *api_version = get_str(obj, "apiVersion", NULL), *kind = get_str(obj, "kind", NULL);
-	char *name = get_str(obj, "metadata", "name"), *ns = get_str(obj, "metadata", "namespace");
-	char *uid = get_str(obj, "metadata", "uid"), *obj_path = NULL, *status_path = NULL, *who = NULL;
+	jv primary = kop_json_member(jv_copy(line), "primary"), obj = kop_json_member(jv_copy(line), "object"), status;
+	char *api_version = kop_json_str(obj, "apiVersion", NULL), *kind = kop_json_str(obj, "kind", NULL);
+	char *name = kop_json_str(obj, "metadata", "name"), *ns = kop_json_str(obj, "metadata", "namespace");
+	char *uid = kop_json_str(obj, "metadata", "uid"), *obj_path = NULL, *status_path = NULL, *who = NULL;
 	struct kube_resource res;
 	struct kop_backoff b;
 	char err[KOP_ERRLEN];
@@ -266,7 +236,7 @@ static void do_status(jv line)
 		jv_free(primary);
 		primary = jv_null();
 	}
-	status = get_member(jv_copy(obj), "status");
+	status = kop_json_member(jv_copy(obj), "status");
 	if (!api_version || !kind || !name || !*name || jv_get_kind(status) != JV_KIND_OBJECT) {
 		report_local("status", primary, kop_op_ref(jv_copy(obj)), 400, "BadRequest",
 			     "a status operation needs an object with apiVersion, kind, metadata.name and status");
@@ -295,7 +265,7 @@ static void do_status(jv line)
 	if (res.namespaced && !ns) {
 		ns = kop_strdup(default_ns);
 		obj = jv_object_set(obj, jv_string("metadata"),
-				    jv_object_set(get_member(jv_copy(obj), "metadata"), jv_string("namespace"),
+				    jv_object_set(kop_json_member(jv_copy(obj), "metadata"), jv_string("namespace"),
 						  jv_string(ns)));
 	}
 	obj_path = kube_path(&res, res.namespaced ? ns : NULL, name, NULL);
@@ -325,7 +295,7 @@ static void do_status(jv line)
 			kube_response_release(&r);
 			break;
 		}
-		live_uid = get_str(r.body, "metadata", "uid");
+		live_uid = kop_json_str(r.body, "metadata", "uid");
 		if (uid && *uid && live_uid && strcmp(uid, live_uid)) {
 			log_debug("'%s' was deleted and created again: status not written", who);
 			emit(skipped(jv_copy(primary), kop_op_ref(jv_copy(obj)), 404, "deleted"));
@@ -334,7 +304,7 @@ static void do_status(jv line)
 			break;
 		}
 		free(live_uid);
-		stored = get_member(jv_copy(r.body), "status");
+		stored = kop_json_member(jv_copy(r.body), "status");
 		if (jv_get_kind(stored) != JV_KIND_OBJECT) {
 			jv_free(stored);
 			stored = jv_object();
@@ -348,7 +318,7 @@ static void do_status(jv line)
 			kube_response_release(&r);
 			break;
 		}
-		rv = get_str(r.body, "metadata", "resourceVersion");
+		rv = kop_json_str(r.body, "metadata", "resourceVersion");
 		meta = jv_object();
 		if (rv)
 			meta = jv_object_set(meta, jv_string("resourceVersion"), jv_string(rv));
@@ -427,7 +397,7 @@ static void cache_trim(int64_t now)
 
 static jv str_or_null(jv v, const char *key)
 {
-	char *s = get_str(v, key, NULL);
+	char *s = kop_json_str(v, key, NULL);
 	jv r = s ? jv_string(s) : jv_null();
 
 	free(s);
@@ -450,17 +420,17 @@ static jv event_ref(jv io, const char *ns)
 {
 	jv ref = jv_object(), x;
 
-	if (jv_get_kind(x = get_member(jv_copy(io), "apiVersion")) == JV_KIND_STRING)
+	if (jv_get_kind(x = kop_json_member(jv_copy(io), "apiVersion")) == JV_KIND_STRING)
 		ref = jv_object_set(ref, jv_string("apiVersion"), x);
 	else
 		jv_free(x);
-	if (jv_get_kind(x = get_member(jv_copy(io), "kind")) == JV_KIND_STRING)
+	if (jv_get_kind(x = kop_json_member(jv_copy(io), "kind")) == JV_KIND_STRING)
 		ref = jv_object_set(ref, jv_string("kind"), x);
 	else
 		jv_free(x);
 	if (ns)
 		ref = jv_object_set(ref, jv_string("namespace"), jv_string(ns));
-	if (jv_get_kind(x = get_member(io, "name")) == JV_KIND_STRING)
+	if (jv_get_kind(x = kop_json_member(io, "name")) == JV_KIND_STRING)
 		ref = jv_object_set(ref, jv_string("name"), x);
 	else
 		jv_free(x);
@@ -475,7 +445,7 @@ static jv event_ref(jv io, const char *ns)
  */
 static void do_event(jv line)
 {
-	jv primary = get_member(jv_copy(line), "primary"), ev = get_member(jv_copy(line), "event"), io, key, entry;
+	jv primary = kop_json_member(jv_copy(line), "primary"), ev = kop_json_member(jv_copy(line), "event"), io, key, entry;
 	char *io_name = NULL, *io_ns = NULL, *type = NULL, *reason = NULL, *message = NULL, *ev_ns = NULL;
 	char ts[40];
 	struct kop_backoff b;
@@ -487,12 +457,12 @@ static void do_event(jv line)
 		jv_free(primary);
 		primary = jv_null();
 	}
-	io = get_member(jv_copy(ev), "involvedObject");
-	io_name = get_str(io, "name", NULL);
-	io_ns = get_str(io, "namespace", NULL);
-	type = get_str(ev, "type", NULL);
-	reason = get_str(ev, "reason", NULL);
-	message = get_str(ev, "message", NULL);
+	io = kop_json_member(jv_copy(ev), "involvedObject");
+	io_name = kop_json_str(io, "name", NULL);
+	io_ns = kop_json_str(io, "namespace", NULL);
+	type = kop_json_str(ev, "type", NULL);
+	reason = kop_json_str(ev, "reason", NULL);
+	message = kop_json_str(ev, "message", NULL);
 	if (jv_get_kind(io) != JV_KIND_OBJECT || !io_name || !*io_name || !reason || !*reason) {
 		report_local("event", jv_copy(primary), event_ref(jv_copy(io), io_ns), 400, "BadRequest",
 			     "an event needs involvedObject.name and reason");
@@ -514,7 +484,7 @@ static void do_event(jv line)
 
 	if (jv_get_kind(entry) == JV_KIND_OBJECT &&
 	    now - (int64_t)jv_number_value(jv_object_get(jv_copy(entry), jv_string("last"))) < EVENT_WINDOW_MS) {
-		char *name = get_str(entry, "name", NULL);
+		char *name = kop_json_str(entry, "name", NULL);
 		int count = (int)jv_number_value(jv_object_get(jv_copy(entry), jv_string("count"))) + 1;
 		jv patch = jv_object_set(jv_object(), jv_string("count"), jv_number(count));
 
@@ -627,7 +597,7 @@ out:
 
 static void handle(jv line)
 {
-	jv op = get_member(jv_copy(line), "op");
+	jv op = kop_json_member(jv_copy(line), "op");
 
 	if (jv_get_kind(op) == JV_KIND_STRING && !strcmp(jv_string_value(op), "status"))
 		do_status(line);

@@ -182,3 +182,33 @@ char *kop_json_dump(jv v)
 	jv_free(s);
 	return p;
 }
+
+char *kop_json_str(jv v, const char *a, const char *b)
+{
+	jv x;
+	char *s = NULL;
+
+	if (jv_get_kind(v) != JV_KIND_OBJECT)
+		return NULL;
+	x = jv_object_get(jv_copy(v), jv_string(a));
+	if (b) {
+		if (jv_get_kind(x) != JV_KIND_OBJECT) {
+			jv_free(x);
+			return NULL;
+		}
+		x = jv_object_get(x, jv_string(b));
+	}
+	if (jv_get_kind(x) == JV_KIND_STRING)
+		s = kop_strdup(jv_string_value(x));
+	jv_free(x);
+	return s;
+}
+
+jv kop_json_member(jv v, const char *key)
+{
+	if (jv_get_kind(v) != JV_KIND_OBJECT) {
+		jv_free(v);
+		return jv_invalid();
+	}
+	return jv_object_get(v, jv_string(key));
+}

@@ -52,4 +52,12 @@ int kop_jsonl_write(FILE *f, jv v);
 /* Compact JSON text of v (consumed), heap-allocated. */
 char *kop_json_dump(jv v);
 
+/*
+ * The string at v.a (or v.a.b when b is not NULL), heap-allocated; NULL when
+ * v is not an object or the member is missing or not a string. v is borrowed.
+ */
+char *kop_json_str(jv v, const char *a, const char *b);
+/* v.key, or jv_invalid() when v (consumed) is not an object. */
+jv kop_json_member(jv v, const char *key);
+
 #endif

@@ -6,49 +6,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sanitizer/lsan_interface.h>
 #include "jsonl.h"
+#include "libjq-leak.h"
 #include "banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/*
- * libjq 1.6 leaks the token when a value follows another inside a container
- * without a separator ('{"a":"x" "b"}': value() in jv_parse.c returns
- * "Expected separator between values" without freeing it; fixed in later
- * jq). Its allocation stack is the same as that of any parsed value, so no
- * suppression can single it out: inputs that reach that message are run
- * with leak checking off, and every other input keeps it.
- */
-static int hits_libjq_separator_leak(const uint8_t *data, size_t size)
-{
-	const char *p = (const char *)data, *end = p + size;
-	int hit = 0;
-
-	__lsan_disable();
-	while (p < end && !hit) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		jv_parser *parser = jv_parser_new(0);
-		jv v;
-
-		jv_parser_set_buf(parser, p, (int)len, 0);
-		while (jv_is_valid(v = jv_parser_next(parser)))
-			jv_free(v);
-		if (jv_invalid_has_msg(jv_copy(v))) {
-			jv msg = jv_invalid_get_msg(v);
-
-			hit = strstr(jv_string_value(msg), "Expected separator between values") != NULL;
-			jv_free(msg);
-		} else {
-			jv_free(v);
-		}
-		jv_parser_free(parser);
-		p += len + 1;
-	}
-	__lsan_enable();
-	return hit;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -58,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t off = 0, step;
 	jv v;
 
-	int known_leak = hits_libjq_separator_leak(data, size);
+	int known_leak = fuzz_libjq_leaks((const char *)data, size);
 
 	if (!null)
 		null = fopen("/dev/null", "w");

@@ -9,7 +9,6 @@
  * can single it out: fuzz_libjq_leaks(p, len) tells whether parsing p as a
  * whole or any of its lines reaches that message, and such inputs are run
  * with leak checking off (__lsan_disable); every other input keeps it.
- * fuzz-jsonl.c carries the same check for lines only.
  */
 #ifndef FUZZ_LIBJQ_LEAK_H
 #define FUZZ_LIBJQ_LEAK_H
