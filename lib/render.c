@@ -23,6 +23,7 @@
 #include <yaml.h>
 #include <openssl/evp.h>
 #include "render.h"
+#include "yaml.h"
 #include "banned.h"
 
 /* ---- yaml.v2's resolver: would this plain text read back as a string? ---- */
@@ -138,56 +139,6 @@ static int is_timestamp(const char *s, size_t len)
 	return 0;
 }
 
-static int digit_value(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return 99;
-}
-
-/* Go's strconv.ParseInt(s, 0, 64) or ParseUint(s, 0, 64) succeeds (no underscores left). */
-static int go_parses_as_int(const char *s)
-{
-	int neg = 0, base = 10;
-	unsigned long long v = 0, limit;
-
-	if (*s == '+' || *s == '-') {
-		neg = *s == '-';
-		s++;
-	}
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		s += 2;
-	} else if (s[0] == '0' && (s[1] == 'b' || s[1] == 'B')) {
-		base = 2;
-		s += 2;
-	} else if (s[0] == '0' && (s[1] == 'o' || s[1] == 'O')) {
-		base = 8;
-		s += 2;
-	} else if (s[0] == '0' && s[1]) {
-		base = 8;
-		s++;
-	}
-	if (!*s)
-		return 0;
-	for (; *s; s++) {
-		int d = digit_value((unsigned char)*s);
-
-		if (d >= base)
-			return 0;
-		if (v > (~0ULL - (unsigned)d) / (unsigned)base)
-			return 0;
-		v = v * (unsigned)base + (unsigned)d;
-	}
-	/* ParseInt: |v| within int64; ParseUint (no sign): within uint64. */
-	limit = neg ? (1ULL << 63) : ~0ULL;
-	return v <= limit;
-}
-
 /* yamlStyleFloat: ^[-+]?[0-9]*\.?[0-9]+([eE][-+][0-9]+)?$ and a finite value. */
 static int yaml_style_float(const char *s)
 {
@@ -291,6 +242,7 @@ static int plain_resolves_to_str(const char *s, size_t len)
 	size_t i, j;
 	char *plain;
 	int is_str;
+	double num;
 
 	if (!len)
 		return 0;
@@ -328,7 +280,7 @@ static int plain_resolves_to_str(const char *s, size_t len)
 		if (s[i] != '_')
 			plain[j++] = s[i];
 	plain[j] = 0;
-	is_str = !go_parses_as_int(plain) && !yaml_style_float(plain);
+	is_str = kop_go_parse_int(plain, &num) < 0 && !yaml_style_float(plain);
 	free(plain);
 	return is_str;
 }

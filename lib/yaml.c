@@ -66,7 +66,7 @@ static int digit_value(int c)
  * Go's strconv.ParseInt(s, 0, 64), falling back to ParseUint: optional sign,
  * 0x/0o/0b prefixes, a leading 0 for octal. 0 and *out, or -1.
  */
-static int parse_go_int(const char *s, double *out)
+int kop_go_parse_int(const char *s, double *out)
 {
 	int neg = 0, base = 10;
 	uint64_t v = 0;
@@ -167,7 +167,7 @@ static int parse_number(const char *s, size_t len, double *out)
 		if (s[i] != '_')
 			plain[n++] = s[i];
 	plain[n] = 0;
-	if (!parse_go_int(plain, out)) {
+	if (!kop_go_parse_int(plain, out)) {
 		rc = 0;
 	} else if (is_yaml_float(plain)) {
 		double d = strtod(plain, NULL);
@@ -245,7 +245,7 @@ static int scalar_value(struct yl *y, const yaml_event_t *ev, jv *out)
 				if (s[i] != '_')
 					plain[n++] = s[i];
 			plain[n] = 0;
-			rc = parse_go_int(plain, &d);
+			rc = kop_go_parse_int(plain, &d);
 			free(plain);
 			if (!rc) {
 				*out = jv_number(d);

@@ -39,6 +39,13 @@ int kop_yaml_load(const char *text, size_t len, const char *name, jv *docs_out, 
 
 /* kop_yaml_load of a whole file (at most 64 MiB); name in messages is path. */
 int kop_yaml_load_file(const char *path, jv *docs_out, char *err);
+/*
+ * Go's strconv.ParseInt(s, 0, 64), falling back to ParseUint: optional sign,
+ * 0x/0o/0b prefixes, a leading 0 for octal (no underscores). 0 and *out, or
+ * -1. How go-yaml decides that a plain scalar is an integer, both when
+ * reading YAML and when lib/render decides whether a string needs quotes.
+ */
+int kop_go_parse_int(const char *s, double *out);
 
 #endif
 
