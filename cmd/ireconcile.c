@@ -163,23 +163,6 @@ static const char *meta(jv obj, const char *field)
 	return s;
 }
 
-static const char *str_of(jv obj, const char *field)
-{
-	jv v;
-	const char *s;
-
-	if (jv_get_kind(obj) != JV_KIND_OBJECT)
-		return NULL;
-	v = jv_object_get(jv_copy(obj), jv_string(field));
-	if (jv_get_kind(v) != JV_KIND_STRING) {
-		jv_free(v);
-		return NULL;
-	}
-	s = jv_string_value(v);
-	jv_free(v);
-	return s;
-}
-
 static int has_meta(jv obj, const char *field)
 {
 	jv v = jv_getpath(jv_copy(obj), path2("metadata", field));
@@ -463,7 +446,7 @@ static void remove_obj(struct obj *o)
 static void handle_object(const char *type, jv obj, size_t lineno)
 {
 	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
-	const char *kind = str_of(obj, "kind"), *av = str_of(obj, "apiVersion");
+	const char *kind = kop_json_cstr(obj, "kind"), *av = kop_json_cstr(obj, "apiVersion");
 	const struct kop_kind *k;
 	struct obj *o;
 	char *key;
@@ -600,7 +583,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 static jv project(jv obj, size_t lineno)
 {
 	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
-	const char *kind = str_of(obj, "kind"), *av = str_of(obj, "apiVersion");
+	const char *kind = kop_json_cstr(obj, "kind"), *av = kop_json_cstr(obj, "apiVersion");
 	const struct kop_kind *k = kind && av && name ? kop_program_find_kind(&E.prog, av, kind, ns, name) : NULL;
 	jv out = jv_invalid(), meta_out;
 	char err[KOP_ERRLEN] = "";
@@ -630,7 +613,7 @@ static jv project(jv obj, size_t lineno)
 
 static void handle_event(jv ev, size_t lineno)
 {
-	const char *type = str_of(ev, "type");
+	const char *type = kop_json_cstr(ev, "type");
 	jv obj;
 
 	if (jv_get_kind(ev) != JV_KIND_OBJECT || !type) {
@@ -651,7 +634,7 @@ static void handle_event(jv ev, size_t lineno)
 		jv_free(mark);
 		jv_free(obj);
 	} else if (!strcmp(type, "ERROR")) {
-		const char *msg = str_of(obj, "message");
+		const char *msg = kop_json_cstr(obj, "message");
 
 		log_warn("line %zu: watch error: %s; skipped", lineno, msg ? msg : "(no message)");
 		jv_free(obj);
@@ -879,8 +862,8 @@ static jv ref_object(jv obj, int with_uid)
 		m = jv_object_set(m, jv_string("namespace"), jv_string(ns));
 	if (with_uid && uid)
 		m = jv_object_set(m, jv_string("uid"), jv_string(uid));
-	r = jv_object_set(r, jv_string("apiVersion"), jv_string(str_of(obj, "apiVersion")));
-	r = jv_object_set(r, jv_string("kind"), jv_string(str_of(obj, "kind")));
+	r = jv_object_set(r, jv_string("apiVersion"), jv_string(kop_json_cstr(obj, "apiVersion")));
+	r = jv_object_set(r, jv_string("kind"), jv_string(kop_json_cstr(obj, "kind")));
 	return jv_object_set(r, jv_string("metadata"), m);
 }
 
@@ -1040,7 +1023,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, struct
 
 	jv_array_foreach(children, i, c) {
 		const char *name = meta(c, "name"), *ns = meta(c, "namespace");
-		const char *kind = str_of(c, "kind"), *av = str_of(c, "apiVersion");
+		const char *kind = kop_json_cstr(c, "kind"), *av = kop_json_cstr(c, "apiVersion");
 		const struct kop_kind *k;
 		char *key, *fkey;
 		struct obj *live;
@@ -1185,7 +1168,7 @@ static void write_events(struct prim *p, jv parent, jv events, struct counts *n)
 	jv_array_foreach(events, i, ev) {
 		jv involved;
 
-		if (jv_get_kind(ev) != JV_KIND_OBJECT || !str_of(ev, "reason")) {
+		if (jv_get_kind(ev) != JV_KIND_OBJECT || !kop_json_cstr(ev, "reason")) {
 			tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
 				  "primary '%s': event %d has no reason; skipped", p->key, i);
 			jv_free(ev);
@@ -1424,7 +1407,7 @@ static void reconcile(struct prim *p, int64_t now)
 
 static void handle_result(jv r, size_t lineno)
 {
-	const char *op = str_of(r, "op"), *what = str_of(r, "for"), *pkey = str_of(r, "primary");
+	const char *op = kop_json_cstr(r, "op"), *what = kop_json_cstr(r, "for"), *pkey = kop_json_cstr(r, "primary");
 	jv ref, ok;
 	struct prim *p;
 	char *okey = NULL, *fkey;
@@ -1445,7 +1428,7 @@ static void handle_result(jv r, size_t lineno)
 	if (!strcmp(what, "event")) {
 		if (jv_get_kind(ok) != JV_KIND_TRUE)
 			log_warn("unable to record an event for '%s': %s", pkey,
-				 str_of(r, "message") ? str_of(r, "message") : "(no message)");
+				 kop_json_cstr(r, "message") ? kop_json_cstr(r, "message") : "(no message)");
 		goto out;
 	}
 	if (!p)
@@ -1453,8 +1436,8 @@ static void handle_result(jv r, size_t lineno)
 	if (!strcmp(what, "status")) {
 		fkey = join2("status", p->key);
 	} else {
-		const char *av = str_of(ref, "apiVersion"), *kind = str_of(ref, "kind");
-		const char *ns = str_of(ref, "namespace"), *name = str_of(ref, "name");
+		const char *av = kop_json_cstr(ref, "apiVersion"), *kind = kop_json_cstr(ref, "kind");
+		const char *ns = kop_json_cstr(ref, "namespace"), *name = kop_json_cstr(ref, "name");
 
 		if (!av || !kind || !name) {
 			log_warn("feedback line %zu: a result without \"ref\"; skipped", lineno);

@@ -212,3 +212,21 @@ jv kop_json_member(jv v, const char *key)
 	}
 	return jv_object_get(v, jv_string(key));
 }
+
+const char *kop_json_cstr(jv o, const char *key)
+{
+	jv v;
+	const char *s;
+
+	if (jv_get_kind(o) != JV_KIND_OBJECT)
+		return NULL;
+	v = jv_object_get(jv_copy(o), jv_string(key));
+	if (jv_get_kind(v) != JV_KIND_STRING) {
+		jv_free(v);
+		return NULL;
+	}
+	/* o still holds a reference, so the bytes outlive v. */
+	s = jv_string_value(v);
+	jv_free(v);
+	return s;
+}

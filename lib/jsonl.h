@@ -57,6 +57,11 @@ char *kop_json_dump(jv v);
  * v is not an object or the member is missing or not a string. v is borrowed.
  */
 char *kop_json_str(jv v, const char *a, const char *b);
+/*
+ * The string at o.key, borrowed: it lives as long as o does. NULL when o is
+ * not an object or the member is missing or not a string. o is borrowed.
+ */
+const char *kop_json_cstr(jv o, const char *key);
 /* v.key, or jv_invalid() when v (consumed) is not an object. */
 jv kop_json_member(jv v, const char *key);
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "program.h"
 #include "yaml.h"
+#include "jsonl.h"
 #include "banned.h"
 
 char *kop_api_group(const char *api_version)
@@ -17,24 +18,6 @@ char *kop_api_group(const char *api_version)
 }
 
 /* ---- reading the document ------------------------------------------------ */
-
-/* A string field of o (borrowed; the document keeps it alive), NULL when absent. */
-static const char *get_str(jv o, const char *key)
-{
-	jv v;
-	const char *s;
-
-	if (jv_get_kind(o) != JV_KIND_OBJECT)
-		return NULL;
-	v = jv_object_get(jv_copy(o), jv_string(key));
-	if (jv_get_kind(v) != JV_KIND_STRING) {
-		jv_free(v);
-		return NULL;
-	}
-	s = jv_string_value(v);
-	jv_free(v);
-	return s;
-}
 
 /* A field of o, jv_null() when absent (jv_object_get gives jv_invalid()). */
 static jv get(jv o, const char *key)
@@ -105,7 +88,7 @@ static int parse_bool(const char *s, int *out)
 
 static int load_setting(jv s, size_t i, jv *settings, char *err)
 {
-	const char *name = get_str(s, "name"), *env = get_str(s, "env"), *type = get_str(s, "type");
+	const char *name = kop_json_cstr(s, "name"), *env = kop_json_cstr(s, "env"), *type = kop_json_cstr(s, "type");
 	const char *val = NULL;
 	jv v, req = get(s, "required");
 	int required = jv_get_kind(req) == JV_KIND_TRUE;
@@ -455,7 +438,7 @@ static char *find_program_file(struct kop_program *p, const char *path, char *er
 
 static int compile_jq(struct kop_program *p, jv doc, char *err)
 {
-	const char *sync = get_str(doc, "sync");
+	const char *sync = kop_json_cstr(doc, "sync");
 	char *file, *text = NULL, *dir, *lib, real[PATH_MAX];
 	jv libdirs = jv_array(), aggs;
 	size_t len, ki;
@@ -485,8 +468,8 @@ static int compile_jq(struct kop_program *p, jv doc, char *err)
 		return kop_error(err, "%s", sub);
 	}
 	free(file);
-	if (get_str(doc, "render")) {
-		const char *render = get_str(doc, "render");
+	if (kop_json_cstr(doc, "render")) {
+		const char *render = kop_json_cstr(doc, "render");
 
 		file = render[0] == '/' ? kop_strdup(render) : path_join(p->dir, render);
 		if (kop_read_file(file, 16u << 20, &text, &len, err) < 0) {
@@ -522,7 +505,7 @@ static int compile_jq(struct kop_program *p, jv doc, char *err)
 		p->aggs = kop_calloc((size_t)n, sizeof(*p->aggs));
 		for (i = 0; i < n; i++) {
 			jv k = jv_array_get(jv_copy(keys), i);
-			const char *expr = get_str(aggs, jv_string_value(k));
+			const char *expr = kop_json_cstr(aggs, jv_string_value(k));
 			struct kop_aggregate *a = &p->aggs[p->naggs];
 			char name[128];
 
@@ -564,7 +547,7 @@ static int load_doc(struct kop_program *p, jv doc, int compile, char *err)
 		jv_free(doc);
 		return kop_error(err, "not a mapping");
 	}
-	p->name = dup_or_null(get_str(doc, "name"));
+	p->name = dup_or_null(kop_json_cstr(doc, "name"));
 	if (!p->name) {
 		const char *slash = strrchr(p->dir, '/');
 
@@ -893,8 +876,8 @@ char *kop_program_map(const struct kop_program *p, const struct kop_mapping *m, 
 
 		if (jv_get_kind(refs) == JV_KIND_ARRAY) {
 			jv_array_foreach(refs, i, r) {
-				const char *av = get_str(r, "apiVersion"), *kind = get_str(r, "kind");
-				const char *name = get_str(r, "name"), *uid = get_str(r, "uid");
+				const char *av = kop_json_cstr(r, "apiVersion"), *kind = kop_json_cstr(r, "kind");
+				const char *name = kop_json_cstr(r, "name"), *uid = kop_json_cstr(r, "uid");
 				jv c = get(r, "controller");
 
 				if (!key && jv_get_kind(c) == JV_KIND_TRUE && av && kind && name &&
@@ -956,7 +939,7 @@ jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, j
 		meta = jv_object_set(meta, jv_string("labels"), labels);
 	}
 	if (m->owner_ref && pns) {
-		const char *cns = get_str(meta, "namespace");
+		const char *cns = kop_json_cstr(meta, "namespace");
 		const char *uid = meta_str(primary, "uid", NULL);
 		jv refs = jv_object_get(jv_copy(meta), jv_string("ownerReferences"));
 		int has = 0;
