@@ -1251,6 +1251,11 @@ static int parse_body(const struct ksim_request *rq, jv *obj, jv *err)
 	const char *ct = rq->content_type ? rq->content_type : "";
 	jv v;
 
+	if (jv_is_valid(rq->body_jv)) {
+		/* ksim_call_locked(): the body is already a value (JSON) */
+		*obj = jv_copy(rq->body_jv);
+		return 0;
+	}
 	if (!rq->body || !rq->body_len) {
 		*err = bad_request("the body of the request is empty");
 		return -1;
@@ -1991,8 +1996,8 @@ static int parse_delopts(const struct ksim_request *rq, struct delopts *d, jv *e
 	memset(d, 0, sizeof(*d));
 	if (query(rq, "propagationPolicy"))
 		d->policy = kop_strdup(query(rq, "propagationPolicy"));
-	if (rq->body && rq->body_len) {
-		jv b = jv_parse_sized(rq->body, (int)rq->body_len);
+	if (jv_is_valid(rq->body_jv) || (rq->body && rq->body_len)) {
+		jv b = jv_is_valid(rq->body_jv) ? jv_copy(rq->body_jv) : jv_parse_sized(rq->body, (int)rq->body_len);
 
 		if (jv_get_kind(b) == JV_KIND_OBJECT) {
 			const char *s;
@@ -2389,7 +2394,8 @@ static void answer(struct ksim_response *rs, int code, jv body)
 	rs->body = body;
 }
 
-void ksim_handle(const struct ksim_request *rq, struct ksim_response *rs)
+/* ksim_handle() with the lock held by the caller. */
+static void handle_locked(const struct ksim_request *rq, struct ksim_response *rs)
 {
 	struct route r;
 	struct ksim_attrs a;
@@ -2402,7 +2408,6 @@ void ksim_handle(const struct ksim_request *rq, struct ksim_response *rs)
 	memset(rs, 0, sizeof(*rs));
 	rs->body = jv_invalid();
 	rs->warnings = jv_array();
-	ksim_lock();
 	if (!strcmp(m, "GET")) {
 		jv d = ksim_discovery(rq->path);
 
@@ -2549,6 +2554,14 @@ void ksim_handle(const struct ksim_request *rq, struct ksim_response *rs)
 	}
 	route_release(&r);
 done:
+	if (rq->internal) {
+		/* ksim_call_locked(): the caller holds the lock and reads rs->body, if anything */
+		if (!rq->want_jv) {
+			jv_free(rs->body);
+			rs->body = jv_invalid();
+		}
+		return;
+	}
 	/* nothing that shares storage with the store leaves the lock */
 	if (jv_is_valid(rs->body)) {
 		rs->json = ksim_dump(jv_copy(rs->body), &rs->json_len);
@@ -2559,6 +2572,12 @@ done:
 			rs->body = jv_invalid();
 		}
 	}
+}
+
+void ksim_handle(const struct ksim_request *rq, struct ksim_response *rs)
+{
+	ksim_lock();
+	handle_locked(rq, rs);
 	ksim_unlock();
 }
 
@@ -2574,14 +2593,12 @@ void ksim_response_release(struct ksim_response *rs)
 	rs->body = rs->warnings = jv_null();
 }
 
-int ksim_call(const char *user, const char *method, const char *path_and_query, const char *content_type, jv body,
-	      jv *out)
+/* The request of ksim_call() and ksim_call_locked(): returns the path to free, and rq->query to free. */
+static char *call_request(struct ksim_request *rq, const char *user, const char *method, const char *path_and_query,
+			  const char *content_type)
 {
-	struct ksim_request rq = { 0 };
-	struct ksim_response rs;
 	char *path = kop_strdup(path_and_query), *q = strchr(path, '?');
-	jv query = jv_object(), dumped = jv_null();
-	int code;
+	jv query = jv_object();
 
 	if (q) {
 		*q++ = 0;
@@ -2601,12 +2618,26 @@ int ksim_call(const char *user, const char *method, const char *path_and_query, 
 				q++;
 		}
 	}
-	rq.method = method;
-	rq.path = path;
-	rq.query = query;
-	rq.content_type = content_type ? content_type : "application/json";
-	rq.user = user;
-	rq.user_agent = "ksim";
+	memset(rq, 0, sizeof(*rq));
+	rq->method = method;
+	rq->path = path;
+	rq->query = query;
+	rq->content_type = content_type ? content_type : "application/json";
+	rq->user = user;
+	rq->user_agent = "ksim";
+	rq->body_jv = jv_invalid();
+	return path;
+}
+
+int ksim_call(const char *user, const char *method, const char *path_and_query, const char *content_type, jv body,
+	      jv *out)
+{
+	struct ksim_request rq;
+	struct ksim_response rs;
+	char *path = call_request(&rq, user, method, path_and_query, content_type);
+	jv dumped = jv_null();
+	int code;
+
 	rq.want_jv = out != NULL;
 	if (jv_get_kind(body) != JV_KIND_NULL && jv_is_valid(body)) {
 		dumped = jv_dump_string(body, 0);
@@ -2621,7 +2652,31 @@ int ksim_call(const char *user, const char *method, const char *path_and_query, 
 		*out = jv_copy(rs.body);
 	ksim_response_release(&rs);
 	jv_free(dumped);
-	jv_free(query);
+	jv_free(rq.query);
+	free(path);
+	return code;
+}
+
+int ksim_call_locked(const char *user, const char *method, const char *path_and_query, jv body, jv *out)
+{
+	struct ksim_request rq;
+	struct ksim_response rs;
+	char *path = call_request(&rq, user, method, path_and_query, NULL);
+	int code;
+
+	rq.want_jv = out != NULL;
+	rq.internal = 1;
+	if (jv_get_kind(body) != JV_KIND_NULL && jv_is_valid(body))
+		rq.body_jv = body;
+	else
+		jv_free(body);
+	handle_locked(&rq, &rs);
+	code = rs.code;
+	if (out)
+		*out = jv_copy(rs.body);
+	ksim_response_release(&rs);
+	jv_free(rq.body_jv);
+	jv_free(rq.query);
 	free(path);
 	return code;
 }

@@ -292,29 +292,21 @@ static void *controllers(void *arg)
 
 	(void)arg;
 	while (!ksim_stopping()) {
-		struct ksim_event ev;
+		struct ksim_change ev;
 		int64_t now = kop_mono_ms();
-		int r = ksim_next_event(&cursor, batch ? (batch_end > now ? batch_end - now : 0) : 1000, &ev);
+		int r = ksim_next_change(&cursor, batch ? (batch_end > now ? batch_end - now : 0) : 1000, &ev);
 
 		if (r > 0) {
-			const char *ns = ksim_str(ev.obj, "metadata.namespace");
-
-			if (!strcmp(ev.gr, "namespaces") && ev.type != KSIM_DELETED &&
-			    ksim_str(ev.obj, "metadata.deletionTimestamp")) {
-				const char *n = ksim_str(ev.obj, "metadata.name");
-
-				dirty = jv_object_set(dirty, jv_string(n ? n : ""), jv_true());
+			if (!strcmp(ev.gr, "namespaces") && ev.type != KSIM_DELETED && ev.deleting) {
+				dirty = jv_object_set(dirty, jv_string(ev.name), jv_true());
 				batch++;
-			} else if (ev.type == KSIM_DELETED || ksim_str(ev.obj, "metadata.deletionTimestamp")) {
-				const char *uid = ksim_str(ev.obj, "metadata.uid");
-
-				if (ev.type == KSIM_DELETED && uid)
-					deleted = jv_object_set(deleted, jv_string(uid), jv_true());
-				if (ns)
-					dirty = jv_object_set(dirty, jv_string(ns), jv_true());
+			} else if (ev.type == KSIM_DELETED || ev.deleting) {
+				if (ev.type == KSIM_DELETED && *ev.uid)
+					deleted = jv_object_set(deleted, jv_string(ev.uid), jv_true());
+				if (*ev.ns)
+					dirty = jv_object_set(dirty, jv_string(ev.ns), jv_true());
 				batch++;
 			}
-			ksim_event_release(&ev);
 			/* a batch collects events for up to 100 ms (or 1000 of them) */
 			if (batch == 1)
 				batch_end = kop_mono_ms() + 100;

@@ -154,6 +154,22 @@ void ksim_store_free(void);
 /* Waits (lock NOT held) for the event after *cursor: 1 got one, 0 timeout/stop, -1 history lost. */
 int ksim_next_event(uint64_t *cursor, long timeout_ms, struct ksim_event *out);
 
+/*
+ * What ksim_next_event() tells, without the objects (no deep copies): for
+ * the controllers inside ksim that only need to know what changed. Fields
+ * absent from the object are "".
+ */
+struct ksim_change {
+	uint64_t rv;
+	enum ksim_event_type type;
+	char gr[320];		/* storage key (resource.group) */
+	char ns[64];		/* metadata.namespace */
+	char name[256];		/* metadata.name */
+	char uid[64];		/* metadata.uid */
+	int deleting;		/* metadata.deletionTimestamp is set */
+};
+int ksim_next_change(uint64_t *cursor, long timeout_ms, struct ksim_change *out);
+
 /* ---- requests --------------------------------------------------------- */
 
 struct ksim_watch;
@@ -168,6 +184,8 @@ struct ksim_request {
 	const char *user;	/* authenticated user name */
 	const char *user_agent;
 	int want_jv;		/* also answer rs->body (a deep copy), not only rs->json */
+	int internal;		/* ksim_call_locked(): no rs->json, rs->body not deep-copied */
+	jv body_jv;		/* ksim_call_locked(): the body as a value (valid), instead of body */
 };
 
 struct ksim_response {
@@ -192,6 +210,16 @@ void ksim_response_release(struct ksim_response *rs);
  */
 int ksim_call(const char *user, const char *method, const char *path_and_query, const char *content_type,
 	      jv body, jv *out);
+
+/*
+ * ksim_call() for a thread that holds the lock already (the simulated
+ * controllers, sim.c): the body (consumed) is used as it is, not serialized
+ * and parsed again, no JSON answer is written, and *out (if non-NULL) is
+ * the answer as a plain copy sharing storage with the store: read it and
+ * free it before ksim_unlock(). The body may share storage with the store
+ * too: the lock covers it. Content type application/json.
+ */
+int ksim_call_locked(const char *user, const char *method, const char *path_and_query, jv body, jv *out);
 
 /*
  * Authorization, in one place (issue 4 adds RBAC here). verb is the

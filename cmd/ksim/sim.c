@@ -7,7 +7,7 @@
  * is stored. Delays (pod start, image pull back-off, run time, load
  * balancer) are timers that mark the namespace dirty when they fire.
  *
- * Every write goes through ksim_call() with fieldManager
+ * Every write goes through ksim_call_locked() with fieldManager
  * kube-controller-manager or kubelet, so it is validated, versioned and
  * watched as a client's write would be. A 409 is left alone: the write
  * that won made an event, and the next pass works from it.
@@ -170,10 +170,10 @@ static int call(const char *user, const char *method, const char *prefix, const 
 		const char *name, const char *sub, const char *manager, jv body)
 {
 	char *p = path_of(prefix, ns, resource, name, sub, manager);
-	/* no answer asked for: ksim_call() would deep-copy it */
-	int code = ksim_call(user, method, p, NULL, body, NULL);
+	/* the lock is held (sync_batch): the body goes in as it is, no answer is written */
+	int code = ksim_call_locked(user, method, p, body, NULL);
 
-	if (code >= 300 && code != 409 && code != 404 && !ksim_stopping())
+	if (code >= 300 && code != 409 && code != 404 && !ksim.stopping)
 		log_warn("simulated cluster: %s '%s': code %d", method, p, code);
 	free(p);
 	return code;
@@ -1367,28 +1367,12 @@ static const char *const sim_grs[] = { "deployments.apps", "replicasets.apps", "
 					 "persistentvolumeclaims", "services" };
 enum { G_DEPLOY, G_RS, G_STS, G_POD, G_PVC, G_SVC, G_COUNT };
 
-struct bucket_ctx {
-	jv dirty;	/* namespaces wanted (borrowed) */
-	jv out;		/* namespace -> array of deep copies */
-};
-
-static int bucket_fn(jv obj, const char *key, void *data)
+static int collect_fn(jv obj, const char *key, void *data)
 {
-	struct bucket_ctx *c = data;
-	const char *ns = ksim_str(obj, "metadata.namespace");
-	jv arr;
+	jv *arr = data;
 
 	(void)key;
-	if (!ns || !jv_object_has(jv_copy(c->dirty), jv_string(ns)))
-		return 0;
-	arr = jv_object_get(jv_copy(c->out), jv_string(ns));
-	if (!jv_is_valid(arr))
-		arr = (jv_free(arr), jv_array());
-	else
-		c->out = jv_object_delete(c->out, jv_string(ns));	/* the array is not shared: appended in place */
-	/* deep: the copies are used after ksim_unlock() (ksim.h, threads and jv) */
-	arr = jv_array_append(arr, ksim_deep_copy(jv_copy(obj)));
-	c->out = jv_object_set(c->out, jv_string(ns), arr);
+	*arr = jv_array_append(*arr, jv_copy(obj));
 	return 0;
 }
 
@@ -1423,46 +1407,41 @@ static void sync_namespace(const char *ns, int terminating, jv *g)
 }
 
 /*
- * One pass over the dirty namespaces (consumed): one walk of each resource
- * for all of them (a walk visits the whole collection anyway), then the
- * controllers per namespace, without the lock.
+ * One pass over the dirty namespaces (consumed): for each, under the lock,
+ * its objects (a namespace's objects are found without a walk of the whole
+ * store) and the controllers over them. The lock is held while a namespace
+ * is synced, so the objects are plain copies sharing storage with the store
+ * and the writes go in as values (ksim_call_locked); it is let go between
+ * namespaces so that clients are served.
  */
 static void sync_batch(jv batch)
 {
-	jv loaded[G_COUNT], term = jv_object();
-
-	ksim_lock();
 	jv_object_foreach(batch, k, v) {
-		jv nso = ksim_store_get("namespaces", NULL, jv_string_value(k));
-		int t = !jv_is_valid(nso) || ksim_str(nso, "metadata.deletionTimestamp") != NULL;
+		const char *ns = jv_string_value(k);
+		jv g[G_COUNT], nso;
+		int t;
 
-		term = jv_object_set(term, k, jv_bool(t));
-		jv_free(v);
-	}
-	for (int i = 0; i < G_COUNT; i++) {
-		struct bucket_ctx c = { batch, jv_object() };
-
-		ksim_store_each(sim_grs[i], NULL, NULL, bucket_fn, &c);
-		loaded[i] = c.out;
-	}
-	ksim_unlock();
-	jv_object_foreach(term, k, t) {
-		jv g[G_COUNT];
-
-		for (int i = 0; i < G_COUNT; i++) {
-			g[i] = jv_object_get(jv_copy(loaded[i]), jv_copy(k));
-			if (!jv_is_valid(g[i]))
-				g[i] = (jv_free(g[i]), jv_array());
+		ksim_lock();
+		if (ksim.stopping) {
+			ksim_unlock();
+			jv_free(k);
+			jv_free(v);
+			continue;
 		}
-		sync_namespace(jv_string_value(k), jv_get_kind(t) == JV_KIND_TRUE, g);
+		nso = ksim_store_get("namespaces", NULL, ns);
+		t = !jv_is_valid(nso) || ksim_str(nso, "metadata.deletionTimestamp") != NULL;
+		for (int i = 0; i < G_COUNT; i++) {
+			g[i] = jv_array();
+			if (*ns)
+				ksim_store_each(sim_grs[i], ns, NULL, collect_fn, &g[i]);
+		}
+		sync_namespace(ns, t, g);
 		for (int i = 0; i < G_COUNT; i++)
 			jv_free(g[i]);
+		ksim_unlock();
 		jv_free(k);
-		jv_free(t);
+		jv_free(v);
 	}
-	for (int i = 0; i < G_COUNT; i++)
-		jv_free(loaded[i]);
-	jv_free(term);
 	jv_free(batch);
 }
 
@@ -1496,7 +1475,7 @@ static void *sim_loop(void *arg)
 	ksim_store_each("namespaces", NULL, NULL, all_namespaces, &dirty);
 	ksim_unlock();
 	while (!ksim_stopping()) {
-		struct ksim_event ev;
+		struct ksim_change ev;
 		int64_t wake = INT64_MAX;
 		int r;
 
@@ -1552,7 +1531,7 @@ static void *sim_loop(void *arg)
 				if (timeout > 1000)
 					timeout = 1000;
 			}
-			r = ksim_next_event(&cursor, timeout, &ev);
+			r = ksim_next_change(&cursor, timeout, &ev);
 			if (r < 0) {
 				ksim_lock();
 				ksim_store_each("namespaces", NULL, NULL, all_namespaces, &dirty);
@@ -1562,13 +1541,11 @@ static void *sim_loop(void *arg)
 			if (r == 0)
 				break;
 			if (relevant(ev.gr)) {
-				const char *ns = !strcmp(ev.gr, "namespaces") ? ksim_str(ev.obj, "metadata.name") :
-										  ksim_str(ev.obj, "metadata.namespace");
+				const char *ns = !strcmp(ev.gr, "namespaces") ? ev.name : ev.ns;
 
-				if (ns)
+				if (*ns)
 					dirty = jv_object_set(dirty, jv_string(ns), jv_true());
 			}
-			ksim_event_release(&ev);
 			if (jv_object_length(jv_copy(dirty)) >= 1024)
 				break;
 		}

@@ -24,13 +24,27 @@ const char *const ksim_event_names[] = { "ADDED", "MODIFIED", "DELETED" };
 
 struct obj {
 	char *key;		/* "ns/name" or "/name" for cluster-scoped objects */
+	const char *name;	/* the name part of key */
 	jv val;
+};
+
+/*
+ * Objects of one namespace ("" for cluster-scoped ones) in a tree ordered
+ * by name. A collection's namespaces are a tree ordered by namespace name:
+ * the order of the "ns/name" keys (a '/' sorts below any name character:
+ * comparing namespace names first is the same order), and a walk of one
+ * namespace visits that namespace only.
+ */
+struct nsobjs {
+	char *ns;
+	void *root;
+	size_t count;
 };
 
 struct coll {
 	struct coll *next;
 	char *gr;
-	void *root;
+	void *root;		/* of struct nsobjs */
 	size_t count;
 };
 
@@ -85,6 +99,16 @@ static int key_cmp(const void *a, const void *b)
 	return (unsigned char)*p - (unsigned char)*q;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct obj *)a)->name, ((const struct obj *)b)->name);
+}
+
+static int ns_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct nsobjs *)a)->ns, ((const struct nsobjs *)b)->ns);
+}
+
 static struct coll *coll_get(const char *gr, int create)
 {
 	struct coll *c;
@@ -101,6 +125,21 @@ static struct coll *coll_get(const char *gr, int create)
 	return c;
 }
 
+static struct nsobjs *ns_get(struct coll *c, const char *ns, int create)
+{
+	struct nsobjs probe = { (char *)(ns ? ns : ""), NULL, 0 }, *n, **found;
+
+	found = tfind(&probe, &c->root, ns_cmp);
+	if (found)
+		return *found;
+	if (!create)
+		return NULL;
+	n = kop_calloc(1, sizeof(*n));
+	n->ns = kop_strdup(probe.ns);
+	tsearch(n, &c->root, ns_cmp);
+	return n;
+}
+
 static char *make_key(const char *ns, const char *name)
 {
 	struct kop_buf b = KOP_BUF_INIT;
@@ -109,34 +148,37 @@ static char *make_key(const char *ns, const char *name)
 	return kop_buf_detach(&b, NULL);
 }
 
-static char *obj_key(jv obj)
+/* The stored object of (ns, name) in c, or NULL. */
+static struct obj *obj_find(struct coll *c, const char *ns, const char *name, struct nsobjs **nsp)
 {
-	const char *ns = ksim_str(obj, "metadata.namespace");
-	const char *name = ksim_str(obj, "metadata.name");
+	struct nsobjs *n = ns_get(c, ns, 0);
+	struct obj probe, **found;
 
-	return make_key(ns, name ? name : "");
+	if (nsp)
+		*nsp = n;
+	if (!n)
+		return NULL;
+	probe.name = name ? name : "";
+	found = tfind(&probe, &n->root, name_cmp);
+	return found ? *found : NULL;
 }
 
 jv ksim_store_get(const char *gr, const char *ns, const char *name)
 {
 	struct coll *c = coll_get(gr, 0);
-	struct obj probe, **found;
+	struct obj *o;
 
 	if (!c)
 		return jv_invalid();
-	probe.key = make_key(ns, name);
-	found = tfind(&probe, &c->root, key_cmp);
-	free(probe.key);
-	return found ? (*found)->val : jv_invalid();
+	o = obj_find(c, ns, name, NULL);
+	return o ? o->val : jv_invalid();
 }
 
 struct walk {
-	const char *prefix;	/* "ns/" or NULL */
 	const char *after;
 	int (*fn)(jv, const char *, void *);
 	void *data;
 	int stop;
-	size_t count;
 };
 
 static void walk_fn(const void *node, VISIT which, void *closure)
@@ -146,48 +188,55 @@ static void walk_fn(const void *node, VISIT which, void *closure)
 
 	if (w->stop || (which != postorder && which != leaf))
 		return;
-	if (w->prefix && strncmp(o->key, w->prefix, strlen(w->prefix)))
-		return;
 	if (w->after) {
-		struct obj a = { (char *)w->after, jv_null() };
+		struct obj a = { (char *)w->after, NULL, jv_null() };
 
 		if (key_cmp(o, &a) <= 0)
 			return;
 	}
-	w->count++;
-	if (w->fn && w->fn(o->val, o->key, w->data))
+	if (w->fn(o->val, o->key, w->data))
 		w->stop = 1;
+}
+
+static void walk_ns_fn(const void *node, VISIT which, void *closure)
+{
+	struct walk *w = closure;
+	const struct nsobjs *n = *(struct nsobjs *const *)node;
+
+	if (w->stop || (which != postorder && which != leaf))
+		return;
+	twalk_r(n->root, walk_fn, w);
 }
 
 void ksim_store_each(const char *gr, const char *ns, const char *after,
 		     int (*fn)(jv obj, const char *key, void *data), void *data)
 {
 	struct coll *c = coll_get(gr, 0);
-	struct walk w = { NULL, after, fn, data, 0, 0 };
-	char *prefix = NULL;
+	struct walk w = { after, fn, data, 0 };
 
 	if (!c)
 		return;
-	if (ns && *ns)
-		w.prefix = prefix = make_key(ns, "");
-	twalk_r(c->root, walk_fn, &w);
-	free(prefix);
+	if (ns && *ns) {
+		struct nsobjs *n = ns_get(c, ns, 0);
+
+		if (n)
+			twalk_r(n->root, walk_fn, &w);
+	} else {
+		twalk_r(c->root, walk_ns_fn, &w);
+	}
 }
 
 size_t ksim_store_count(const char *gr, const char *ns)
 {
 	struct coll *c = coll_get(gr, 0);
-	struct walk w = { NULL, NULL, NULL, NULL, 0, 0 };
-	char *prefix = NULL;
+	struct nsobjs *n;
 
 	if (!c)
 		return 0;
 	if (!ns || !*ns)
 		return c->count;
-	w.prefix = prefix = make_key(ns, "");
-	twalk_r(c->root, walk_fn, &w);
-	free(prefix);
-	return w.count;
+	n = ns_get(c, ns, 0);
+	return n ? n->count : 0;
 }
 
 struct select_walk {
@@ -208,13 +257,22 @@ static void select_fn(const void *node, VISIT which, void *closure)
 		s->out = jv_array_append(s->out, JV_ARRAY(jv_string(s->gr), jv_copy(o->val)));
 }
 
+static void select_ns_fn(const void *node, VISIT which, void *closure)
+{
+	const struct nsobjs *n = *(struct nsobjs *const *)node;
+
+	if (which != postorder && which != leaf)
+		return;
+	twalk_r(n->root, select_fn, closure);
+}
+
 jv ksim_store_select(int (*fn)(const char *gr, jv obj, void *data), void *data)
 {
 	struct select_walk s = { NULL, fn, data, jv_array() };
 
 	for (struct coll *c = colls; c; c = c->next) {
 		s.gr = c->gr;
-		twalk_r(c->root, select_fn, &s);
+		twalk_r(c->root, select_ns_fn, &s);
 	}
 	return s.out;
 }
@@ -248,40 +306,49 @@ jv ksim_store_commit(const char *gr, jv old, jv obj)
 	struct ksim_event *ev;
 	uint64_t rv = ++ksim.rv;
 	enum ksim_event_type type;
-	struct obj probe, **found;
+	struct nsobjs *n;
+	struct obj *o;
 
 	if (jv_get_kind(obj) == JV_KIND_NULL) {
 		/* delete: the last state carries the deletion RV */
 		jv_free(obj);
 		obj = set_rv(jv_copy(old), rv);
-		probe.key = obj_key(old);
-		found = tfind(&probe, &c->root, key_cmp);
-		if (found) {
-			struct obj *o = *found;
-
-			tdelete(&probe, &c->root, key_cmp);
+		o = obj_find(c, ksim_str(old, "metadata.namespace"), ksim_str(old, "metadata.name"), &n);
+		if (o) {
+			tdelete(o, &n->root, name_cmp);
 			jv_free(o->val);
 			free(o->key);
 			free(o);
 			c->count--;
+			if (!--n->count) {
+				tdelete(n, &c->root, ns_cmp);
+				free(n->ns);
+				free(n);
+			}
 		}
-		free(probe.key);
 		type = KSIM_DELETED;
 	} else {
 		/* stored in canonical key order, so that reads need not reorder */
-		obj = ksim_canonical(set_rv(obj, rv));
-		probe.key = obj_key(obj);
-		found = tfind(&probe, &c->root, key_cmp);
-		if (found) {
-			jv_free((*found)->val);
-			(*found)->val = jv_copy(obj);
-			free(probe.key);
-		} else {
-			struct obj *o = kop_malloc(sizeof(*o));
+		const char *ns, *name;
 
-			o->key = probe.key;
+		obj = ksim_canonical(set_rv(obj, rv));
+		ns = ksim_str(obj, "metadata.namespace");
+		name = ksim_str(obj, "metadata.name");
+		o = obj_find(c, ns, name, &n);
+		if (o) {
+			jv_free(o->val);
 			o->val = jv_copy(obj);
-			tsearch(o, &c->root, key_cmp);
+		} else {
+			size_t nslen = strlen(ns ? ns : "");
+
+			o = kop_malloc(sizeof(*o));
+			o->key = make_key(ns, name ? name : "");
+			o->name = o->key + nslen + 1;
+			o->val = jv_copy(obj);
+			if (!n)
+				n = ns_get(c, ns, 1);
+			tsearch(o, &n->root, name_cmp);
+			n->count++;
 			c->count++;
 		}
 		type = jv_get_kind(old) == JV_KIND_NULL ? KSIM_ADDED : KSIM_MODIFIED;
@@ -299,11 +366,12 @@ jv ksim_store_commit(const char *gr, jv old, jv obj)
 	return obj;
 }
 
-int ksim_next_event(uint64_t *cursor, long timeout_ms, struct ksim_event *out)
+/* Waits for the event after *cursor (lock held throughout): the ring entry, NULL (timeout/stop) or -1 (lost). */
+static struct ksim_event *next_locked(uint64_t *cursor, long timeout_ms, int *r)
 {
 	struct timespec until;
-	int r = 0;
 
+	*r = 0;
 	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += timeout_ms / 1000;
 	until.tv_nsec += (timeout_ms % 1000) * 1000000;
@@ -311,7 +379,6 @@ int ksim_next_event(uint64_t *cursor, long timeout_ms, struct ksim_event *out)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000;
 	}
-	ksim_lock();
 	while (!ksim.stopping && ksim.rv <= *cursor) {
 		if (pthread_cond_timedwait(&ksim.changed, &ksim.lock, &until))
 			break;
@@ -321,18 +388,56 @@ int ksim_next_event(uint64_t *cursor, long timeout_ms, struct ksim_event *out)
 
 		if (*cursor < ksim.compacted || (ksim.rv > ksim.history && next <= ksim.rv - ksim.history)) {
 			*cursor = ksim.rv;
-			r = -1;
+			*r = -1;
 		} else {
-			struct ksim_event *ev = &ksim.ring[next % ksim.history];
-
-			out->rv = ev->rv;
-			out->type = ev->type;
-			out->gr = kop_strdup(ev->gr);
-			out->obj = ksim_deep_copy(jv_copy(ev->obj));
-			out->old = ksim_deep_copy(jv_copy(ev->old));
 			*cursor = next;
-			r = 1;
+			*r = 1;
+			return &ksim.ring[next % ksim.history];
 		}
+	}
+	return NULL;
+}
+
+int ksim_next_event(uint64_t *cursor, long timeout_ms, struct ksim_event *out)
+{
+	struct ksim_event *ev;
+	int r;
+
+	ksim_lock();
+	ev = next_locked(cursor, timeout_ms, &r);
+	if (ev) {
+		out->rv = ev->rv;
+		out->type = ev->type;
+		out->gr = kop_strdup(ev->gr);
+		out->obj = ksim_deep_copy(jv_copy(ev->obj));
+		out->old = ksim_deep_copy(jv_copy(ev->old));
+	}
+	ksim_unlock();
+	return r;
+}
+
+static void copy_field(char *dst, size_t len, jv obj, const char *path)
+{
+	const char *s = ksim_str(obj, path);
+
+	snprintf(dst, len, "%s", s ? s : "");
+}
+
+int ksim_next_change(uint64_t *cursor, long timeout_ms, struct ksim_change *out)
+{
+	struct ksim_event *ev;
+	int r;
+
+	ksim_lock();
+	ev = next_locked(cursor, timeout_ms, &r);
+	if (ev) {
+		out->rv = ev->rv;
+		out->type = ev->type;
+		snprintf(out->gr, sizeof(out->gr), "%s", ev->gr);
+		copy_field(out->ns, sizeof(out->ns), ev->obj, "metadata.namespace");
+		copy_field(out->name, sizeof(out->name), ev->obj, "metadata.name");
+		copy_field(out->uid, sizeof(out->uid), ev->obj, "metadata.uid");
+		out->deleting = ksim_str(ev->obj, "metadata.deletionTimestamp") != NULL;
 	}
 	ksim_unlock();
 	return r;
@@ -361,13 +466,22 @@ static void free_obj(void *p)
 	free(o);
 }
 
+static void free_ns(void *p)
+{
+	struct nsobjs *n = p;
+
+	tdestroy(n->root, free_obj);
+	free(n->ns);
+	free(n);
+}
+
 void ksim_store_free(void)
 {
 	while (colls) {
 		struct coll *c = colls;
 
 		colls = c->next;
-		tdestroy(c->root, free_obj);
+		tdestroy(c->root, free_ns);
 		free(c->gr);
 		free(c);
 	}
