@@ -1,11 +1,14 @@
 /*
  * kstatus: writes "op":"status" lines to the status subresource (a merge
  * patch, only when the status differs from the stored one) and records
- * "op":"event" lines as core/v1 Events, counting repeats. Every other line
- * passes through. One result line per operation.
+ * "op":"event" lines as core/v1 Events, counting repeats; per object, what
+ * follows a write within --coalesce is held and only the newest status is
+ * written. Every other line passes through. One result line per operation.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,7 @@
 #include "tool.h"
 #include "kube.h"
 #include "jsonl.h"
+#include "hmap.h"
 #include "opresult.h"
 #include "banned.h"
 
@@ -27,14 +31,22 @@ static const char usage[] =
 "Every other line is passed through to stdout; each operation adds one\n"
 "{\"op\":\"result\",...} line.\n"
 "\n"
+"Per object, the first status or event line is written at once; those that follow\n"
+"within the --coalesce window are held: only the newest status is written when the\n"
+"window ends (a replaced one's result says \"skipped\":\"superseded\"), then the\n"
+"events, repeats of one Event as one write. End of input or SIGTERM writes what is\n"
+"held, then exits.\n"
+"\n"
 "      --field-manager M    field manager of status writes (default iot-operator)\n"
 "      --component C        the events' reporting component (default iot-operator)\n"
 "      --max-retries N      tries after a transient failure or a conflict (default 10)\n"
+"      --coalesce D         the window per object (default 500ms, at most 30s; 0: write\n"
+"                           every line at once)\n"
 "      --kubeconfig F, --context C, --request-timeout D\n"
 "  -v, --log-level L, --log-format json|text, -h, --help\n"
 "\n"
-"Exit: 0 at the end of the input (API errors are reported in result lines);\n"
-"100 bad usage or configuration; 111 stdout or stdin failed.\n";
+"Exit: 0 at the end of the input or after SIGTERM/SIGINT (API errors are reported\n"
+"in result lines); 100 bad usage or configuration; 111 stdout or stdin failed.\n";
 
 #define EVENT_WINDOW_MS (10 * 60 * 1000)
 #define EVENT_CACHE_MAX 4096
@@ -43,7 +55,8 @@ static struct {
 	const char *field_manager;
 	const char *component;
 	unsigned max_retries;
-} opt = { "iot-operator", "iot-operator", 10 };
+	long coalesce_ms;
+} opt = { "iot-operator", "iot-operator", 10, 500 };
 
 static struct kube_client *client;
 static const char *default_ns = "default";
@@ -51,6 +64,7 @@ static char *instance;		/* reportingInstance: $POD_NAME or the host name */
 static char *host;
 static jv event_cache;		/* key -> {"name","namespace","count","first","last"} */
 static int passing;		/* emit() is passing a line through */
+static volatile sig_atomic_t stopping;	/* SIGTERM or SIGINT: write what is held, then exit */
 
 static void emit(jv line)
 {
@@ -107,7 +121,7 @@ static int retry_after_failure(const struct kube_response *r, struct kop_backoff
 		++*tries;
 		return 1;
 	}
-	if (!(r->transient || (conflict_retries && r->code == 409)) || *tries >= opt.max_retries)
+	if (!(r->transient || (conflict_retries && r->code == 409)) || *tries >= opt.max_retries || stopping)
 		return 0;
 	++*tries;
 	delay = kop_backoff_next(b);
@@ -437,26 +451,90 @@ static jv event_ref(jv io, const char *ns)
 	return ref;
 }
 
-/*
- * A repeat of (object, type, reason, message) seen within 10 minutes raises
- * the count of the Event already written (PATCH); anything else creates
- * one. A repeat whose Event has gone (expired by the server's TTL) creates a
- * new one.
- */
-static void do_event(jv line)
+/* The line's "primary" when it is a string, else null. */
+static jv line_primary(jv line)
 {
-	jv primary = kop_json_member(jv_copy(line), "primary"), ev = kop_json_member(jv_copy(line), "event"), io, key, entry;
+	jv p = kop_json_member(line, "primary");
+
+	if (jv_get_kind(p) == JV_KIND_STRING)
+		return p;
+	jv_free(p);
+	return jv_null();
+}
+
+/*
+ * What makes two event lines repeats of one Event: (namespace, kind, name,
+ * uid, type, reason, message) of the line (borrowed), or jv_invalid() when
+ * it lacks involvedObject.name or reason.
+ */
+static jv event_key(jv line)
+{
+	jv ev = kop_json_member(jv_copy(line), "event"), io = kop_json_member(jv_copy(ev), "involvedObject");
+	char *name = kop_json_str(io, "name", NULL), *ns = kop_json_str(io, "namespace", NULL);
+	char *type = kop_json_str(ev, "type", NULL), *reason = kop_json_str(ev, "reason", NULL);
+	char *message = kop_json_str(ev, "message", NULL);
+	jv key = jv_invalid();
+
+	if (jv_get_kind(io) == JV_KIND_OBJECT && name && *name && reason && *reason)
+		key = jv_dump_string(JV_ARRAY(jv_string(ns && *ns ? ns : default_ns), str_or_null(io, "kind"),
+					      jv_string(name), str_or_null(io, "uid"),
+					      jv_string(type && *type ? type : "Normal"), jv_string(reason),
+					      jv_string(message ? message : "")),
+				     0);
+	free(name);
+	free(ns);
+	free(type);
+	free(reason);
+	free(message);
+	jv_free(io);
+	jv_free(ev);
+	return key;
+}
+
+/* One result per line of a recorded group: the count each repeat brought the Event to. */
+static void event_results(jv lines, jv ref, long code, jv body, int count0)
+{
+	int i, n = jv_array_length(jv_copy(lines));
+
+	for (i = 0; i < n; i++) {
+		jv r = kop_result_ok("event", line_primary(jv_array_get(jv_copy(lines), i)), jv_copy(ref), code,
+				     jv_copy(body));
+
+		emit(jv_object_set(r, jv_string("count"), jv_number(count0 + i + 1)));
+	}
+	jv_free(ref);
+	jv_free(body);
+}
+
+static void event_fails(jv lines, jv ref, const struct kube_response *r, const char *who)
+{
+	int i, n = jv_array_length(jv_copy(lines));
+
+	for (i = 0; i < n; i++)
+		report_fail("event", line_primary(jv_array_get(jv_copy(lines), i)), jv_copy(ref), r, who);
+	jv_free(ref);
+}
+
+/*
+ * lines (consumed): one event line, or repeats of one (the same
+ * event_key) that came within a coalescing window, recorded by one write
+ * whose count grows by their number. A repeat of (object, type, reason,
+ * message) seen within 10 minutes raises the count of the Event already
+ * written (PATCH); anything else creates one. A repeat whose Event has gone
+ * (expired by the server's TTL) creates a new one. One result per line.
+ */
+static void do_event(jv lines)
+{
+	jv line = jv_array_get(jv_copy(lines), 0);
+	jv ev = kop_json_member(jv_copy(line), "event"), io, key, entry;
 	char *io_name = NULL, *io_ns = NULL, *type = NULL, *reason = NULL, *message = NULL, *ev_ns = NULL;
 	char ts[40];
 	struct kop_backoff b;
 	struct kop_buf path = KOP_BUF_INIT;
 	unsigned tries = 0;
+	int n = jv_array_length(jv_copy(lines));
 	int64_t now = kop_wall_ms();
 
-	if (jv_get_kind(primary) != JV_KIND_STRING) {
-		jv_free(primary);
-		primary = jv_null();
-	}
 	io = kop_json_member(jv_copy(ev), "involvedObject");
 	io_name = kop_json_str(io, "name", NULL);
 	io_ns = kop_json_str(io, "namespace", NULL);
@@ -464,8 +542,11 @@ static void do_event(jv line)
 	reason = kop_json_str(ev, "reason", NULL);
 	message = kop_json_str(ev, "message", NULL);
 	if (jv_get_kind(io) != JV_KIND_OBJECT || !io_name || !*io_name || !reason || !*reason) {
-		report_local("event", jv_copy(primary), event_ref(jv_copy(io), io_ns), 400, "BadRequest",
-			     "an event needs involvedObject.name and reason");
+		int i;
+
+		for (i = 0; i < n; i++)
+			report_local("event", line_primary(jv_array_get(jv_copy(lines), i)), event_ref(jv_copy(io), io_ns),
+				     400, "BadRequest", "an event needs involvedObject.name and reason");
 		goto out;
 	}
 	if (!type || !*type) {
@@ -476,17 +557,15 @@ static void do_event(jv line)
 		message = kop_strdup("");
 	ev_ns = kop_strdup(io_ns && *io_ns ? io_ns : default_ns);
 	kop_time_rfc3339(ts, sizeof(ts), (time_t)(now / 1000));
-	key = jv_dump_string(JV_ARRAY(jv_string(ev_ns), str_or_null(io, "kind"), jv_string(io_name),
-				      str_or_null(io, "uid"), jv_string(type), jv_string(reason), jv_string(message)),
-			     0);
+	key = event_key(line);
 	entry = jv_object_get(jv_copy(event_cache), jv_copy(key));
 	kop_backoff_init(&b, 100, 5000, 1.0);
 
 	if (jv_get_kind(entry) == JV_KIND_OBJECT &&
 	    now - (int64_t)jv_number_value(jv_object_get(jv_copy(entry), jv_string("last"))) < EVENT_WINDOW_MS) {
 		char *name = kop_json_str(entry, "name", NULL);
-		int count = (int)jv_number_value(jv_object_get(jv_copy(entry), jv_string("count"))) + 1;
-		jv patch = jv_object_set(jv_object(), jv_string("count"), jv_number(count));
+		int count0 = (int)jv_number_value(jv_object_get(jv_copy(entry), jv_string("count")));
+		jv patch = jv_object_set(jv_object(), jv_string("count"), jv_number(count0 + n));
 
 		patch = jv_object_set(patch, jv_string("lastTimestamp"), jv_string(ts));
 		kop_buf_addf(&path, "/api/v1/namespaces/%s/events/%s", ev_ns, name);
@@ -496,14 +575,10 @@ static void do_event(jv line)
 
 			if (request("PATCH", path.buf, "application/merge-patch+json", jv_copy(patch),
 					 &r) == 0) {
-				jv res_line = kop_result_ok("event", jv_copy(primary), event_ref(jv_copy(io), ev_ns),
-							    r.code, jv_copy(r.body));
-
-				entry = jv_object_set(entry, jv_string("count"), jv_number(count));
+				entry = jv_object_set(entry, jv_string("count"), jv_number(count0 + n));
 				entry = jv_object_set(entry, jv_string("last"), jv_number((double)now));
 				event_cache = jv_object_set(event_cache, jv_copy(key), jv_copy(entry));
-				res_line = jv_object_set(res_line, jv_string("count"), jv_number(count));
-				emit(res_line);
+				event_results(lines, event_ref(jv_copy(io), ev_ns), r.code, jv_copy(r.body), count0);
 				kube_response_release(&r);
 				jv_free(patch);
 				jv_free(entry);
@@ -515,7 +590,7 @@ static void do_event(jv line)
 				continue;
 			}
 			if (r.code != 404) {
-				report_fail("event", jv_copy(primary), event_ref(jv_copy(io), ev_ns), &r, io_name);
+				event_fails(lines, event_ref(jv_copy(io), ev_ns), &r, io_name);
 				kube_response_release(&r);
 				jv_free(patch);
 				jv_free(entry);
@@ -551,19 +626,16 @@ static void do_event(jv line)
 		body = jv_object_set(body, jv_string("source"), src);
 		body = jv_object_set(body, jv_string("firstTimestamp"), jv_string(ts));
 		body = jv_object_set(body, jv_string("lastTimestamp"), jv_string(ts));
-		body = jv_object_set(body, jv_string("count"), jv_number(1));
+		body = jv_object_set(body, jv_string("count"), jv_number(n));
 		body = jv_object_set(body, jv_string("reportingComponent"), jv_string(opt.component));
 		body = jv_object_set(body, jv_string("reportingInstance"), jv_string(instance));
 		if (request("POST", path.buf, "application/json", body, &r) == 0) {
-			jv res_line = kop_result_ok("event", jv_copy(primary), event_ref(jv_copy(io), ev_ns), r.code,
-						    jv_copy(r.body));
-
 			entry = jv_object_set(jv_object(), jv_string("name"), jv_string(name));
-			entry = jv_object_set(entry, jv_string("count"), jv_number(1));
+			entry = jv_object_set(entry, jv_string("count"), jv_number(n));
 			entry = jv_object_set(entry, jv_string("last"), jv_number((double)now));
 			cache_trim(now);
 			event_cache = jv_object_set(event_cache, jv_copy(key), entry);
-			emit(jv_object_set(res_line, jv_string("count"), jv_number(1)));
+			event_results(lines, event_ref(jv_copy(io), ev_ns), r.code, jv_copy(r.body), 0);
 			free(name);
 			kube_response_release(&r);
 			break;
@@ -574,16 +646,16 @@ static void do_event(jv line)
 			kube_response_release(&r);
 			continue;
 		}
-		report_fail("event", jv_copy(primary), event_ref(jv_copy(io), ev_ns), &r, io_name);
+		event_fails(lines, event_ref(jv_copy(io), ev_ns), &r, io_name);
 		kube_response_release(&r);
 		break;
 	}
 	jv_free(key);
 out:
-	jv_free(primary);
 	jv_free(io);
 	jv_free(ev);
 	jv_free(line);
+	jv_free(lines);
 	free(io_name);
 	free(io_ns);
 	free(type);
@@ -593,30 +665,227 @@ out:
 	kop_buf_release(&path);
 }
 
+/* ---- coalescing ---------------------------------------------------------- */
+
+/*
+ * A window per object (API group, kind, namespace, name) opens when an
+ * operation on it is done at once. The status and event lines for that
+ * object that arrive before the window ends are held: a newer status
+ * replaces the held one (whose result says "skipped":"superseded"), events
+ * queue in order. When the window ends the newest status is written, then
+ * the events (repeats of one as one write); when anything was held, a new
+ * window opens. Every window has the same length, so the list in the order
+ * they opened is the list in the order they end.
+ */
+struct window {
+	char *key;
+	int64_t end;		/* kop_mono_ms() */
+	jv status;		/* the newest status line held, or jv_invalid() */
+	jv events;		/* the event lines held, in order */
+	struct window *next;
+};
+
+static struct kop_hmap windows;
+static struct window *win_head, *win_tail;
+
+/* The object an operation line is about, or NULL when the line does not say (it is reported at once). */
+static char *op_key(jv line, int is_status)
+{
+	jv o = is_status ? kop_json_member(jv_copy(line), "object")
+			 : kop_json_member(kop_json_member(jv_copy(line), "event"), "involvedObject");
+	char *av = kop_json_str(o, "apiVersion", NULL), *kind = kop_json_str(o, "kind", NULL), *name, *ns, *key = NULL;
+
+	if (is_status) {
+		name = kop_json_str(o, "metadata", "name");
+		ns = kop_json_str(o, "metadata", "namespace");
+	} else {
+		name = kop_json_str(o, "name", NULL);
+		ns = kop_json_str(o, "namespace", NULL);
+	}
+	if (av && kind && name && *name) {
+		const char *slash = strchr(av, '/');
+		struct kop_buf b = KOP_BUF_INIT;
+
+		kop_buf_addf(&b, "%.*s/%s/%s/%s", slash ? (int)(slash - av) : 0, av, kind, ns ? ns : "", name);
+		key = kop_buf_detach(&b, NULL);
+	}
+	free(av);
+	free(kind);
+	free(name);
+	free(ns);
+	jv_free(o);
+	return key;
+}
+
+static void win_push(struct window *w)
+{
+	w->next = NULL;
+	if (win_tail)
+		win_tail->next = w;
+	else
+		win_head = w;
+	win_tail = w;
+}
+
+static struct window *win_pop(void)
+{
+	struct window *w = win_head;
+
+	if (w) {
+		win_head = w->next;
+		if (!win_head)
+			win_tail = NULL;
+		w->next = NULL;
+	}
+	return w;
+}
+
+static void win_open(const char *key)
+{
+	struct window *w = kop_calloc(1, sizeof(*w));
+
+	w->key = kop_strdup(key);
+	w->end = kop_mono_ms() + opt.coalesce_ms;
+	w->status = jv_invalid();
+	w->events = jv_array();
+	kop_hmap_put(&windows, w->key, w);
+	win_push(w);
+}
+
+static void win_free(struct window *w)
+{
+	kop_hmap_remove(&windows, w->key);
+	jv_free(w->status);
+	jv_free(w->events);
+	free(w->key);
+	free(w);
+}
+
+/* The result of a status line (consumed) that a newer one replaced before it was written. */
+static jv superseded(jv line)
+{
+	jv r = kop_result_ok("status", line_primary(jv_copy(line)), kop_op_ref(kop_json_member(jv_copy(line), "object")),
+			     0, jv_null());
+
+	jv_free(line);
+	r = jv_object_delete(r, jv_string("code"));	/* nothing was sent */
+	return jv_object_set(r, jv_string("skipped"), jv_string("superseded"));
+}
+
+/* Held event lines (consumed), in order; the repeats of one are written with it, as one. */
+static void write_events(jv events)
+{
+	int i, j, n = jv_array_length(jv_copy(events));
+	char *done = kop_calloc(n > 0 ? (size_t)n : 1, 1);
+
+	for (i = 0; i < n; i++) {
+		jv line, key, group;
+
+		if (done[i])
+			continue;
+		line = jv_array_get(jv_copy(events), i);
+		key = event_key(line);
+		group = JV_ARRAY(line);
+		for (j = i + 1; jv_is_valid(key) && j < n; j++) {
+			jv other;
+
+			if (done[j])
+				continue;
+			other = jv_array_get(jv_copy(events), j);
+			if (jv_equal(jv_copy(key), event_key(other))) {
+				done[j] = 1;
+				group = jv_array_append(group, other);
+			} else
+				jv_free(other);
+		}
+		jv_free(key);
+		do_event(group);
+	}
+	free(done);
+	jv_free(events);
+}
+
+/* Writes what the window held; 1 when it held anything. */
+static int win_flush(struct window *w)
+{
+	jv status = w->status, events = w->events;
+	int held = jv_is_valid(status) || jv_array_length(jv_copy(events)) > 0;
+
+	w->status = jv_invalid();
+	w->events = jv_array();
+	if (jv_is_valid(status))
+		do_status(status);
+	else
+		jv_free(status);
+	write_events(events);
+	return held;
+}
+
+/* Ends the windows that are due (every one when all, none opening again). */
+static void windows_due(int all)
+{
+	while (win_head && (all || win_head->end <= kop_mono_ms())) {
+		struct window *w = win_pop();
+
+		if (win_flush(w) && !all) {
+			w->end = kop_mono_ms() + opt.coalesce_ms;
+			win_push(w);
+		} else
+			win_free(w);
+	}
+}
+
 /* ---- main --------------------------------------------------------------- */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
 
 static void handle(jv line)
 {
 	jv op = kop_json_member(jv_copy(line), "op");
+	int is_status = jv_get_kind(op) == JV_KIND_STRING && !strcmp(jv_string_value(op), "status");
+	int is_event = jv_get_kind(op) == JV_KIND_STRING && !strcmp(jv_string_value(op), "event");
+	char *key = NULL;
+	struct window *w;
 
-	if (jv_get_kind(op) == JV_KIND_STRING && !strcmp(jv_string_value(op), "status"))
-		do_status(line);
-	else if (jv_get_kind(op) == JV_KIND_STRING && !strcmp(jv_string_value(op), "event"))
-		do_event(line);
-	else {
+	jv_free(op);
+	if (!is_status && !is_event) {
 		passing = 1;
 		emit(line);
 		passing = 0;
+		return;
 	}
-	jv_free(op);
+	if (opt.coalesce_ms > 0)
+		key = op_key(line, is_status);
+	if (key && (w = kop_hmap_get(&windows, key))) {
+		if (!is_status)
+			w->events = jv_array_append(w->events, line);
+		else {
+			if (jv_is_valid(w->status))
+				emit(superseded(w->status));
+			w->status = line;
+		}
+	} else {
+		if (is_status)
+			do_status(line);
+		else
+			do_event(JV_ARRAY(line));
+		if (key)
+			win_open(key);
+	}
+	free(key);
 }
 
-enum { OPT_FIELD_MANAGER = OPT_TOOL_LAST, OPT_COMPONENT, OPT_MAX_RETRIES };
+enum { OPT_FIELD_MANAGER = OPT_TOOL_LAST, OPT_COMPONENT, OPT_MAX_RETRIES, OPT_COALESCE };
 
 static const struct option options[] = {
 	{ "field-manager", required_argument, NULL, OPT_FIELD_MANAGER },
 	{ "component", required_argument, NULL, OPT_COMPONENT },
 	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
+	{ "coalesce", required_argument, NULL, OPT_COALESCE },
 	TOOL_COMMON_OPTIONS,
 	TOOL_KUBE_OPTIONS,
 	{ NULL, 0, NULL, 0 }
@@ -626,6 +895,7 @@ int main(int argc, char **argv)
 {
 	struct kube_config cfg;
 	struct kop_jsonl reader;
+	struct sigaction sa;
 	char err[KOP_ERRLEN], hostbuf[256];
 	const char *pod;
 	int c;
@@ -654,6 +924,11 @@ int main(int argc, char **argv)
 			opt.max_retries = (unsigned)v;
 			break;
 		}
+		case OPT_COALESCE:
+			/* ireconcile sends an unanswered status again after a minute */
+			if ((opt.coalesce_ms = tool_parse_duration_ms(optarg)) < 0 || opt.coalesce_ms > 30000)
+				die_usage("invalid --coalesce '%s' (a duration of at most 30s)", optarg);
+			break;
 		default:
 			die_usage("unknown option");
 		}
@@ -679,14 +954,22 @@ int main(int argc, char **argv)
 	kube_client_set_user_agent(client, "iot-operator/kstatus");
 	event_cache = jv_object();
 
+	kop_hmap_init(&windows);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;	/* no SA_RESTART: poll() returns */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
 	kop_jsonl_init(&reader, 0);
-	for (;;) {
+	while (!stopping) {
+		struct pollfd pfd = { 0, POLLIN, 0 };
 		size_t lineno;
 		jv v;
-		int rc = kop_jsonl_next(&reader, &v, &lineno, err);
+		int rc = kop_jsonl_next(&reader, &v, &lineno, err), timeout = -1;
 
 		if (rc > 0) {
 			handle(v);
+			windows_due(0);
 			continue;
 		}
 		if (rc < 0) {
@@ -695,12 +978,26 @@ int main(int argc, char **argv)
 		}
 		if (reader.eof)
 			break;
-		tool_metrics_flush(1);	/* about to block on stdin */
-		if (kop_jsonl_read_fd(&reader, 0) < 0 && errno != EINTR) {
+		windows_due(0);
+		if (win_head) {
+			int64_t left = win_head->end - kop_mono_ms();
+
+			timeout = left < 0 ? 0 : left > 60000 ? 60000 : (int)left;
+		}
+		tool_metrics_flush(1);	/* about to wait for stdin */
+		rc = poll(&pfd, 1, timeout);
+		if (rc < 0 && errno != EINTR) {
+			log_error("unable to read stdin: %s", strerror(errno));
+			kop_jsonl_eof(&reader);
+		} else if (rc > 0 && kop_jsonl_read_fd(&reader, 0) < 0 && errno != EINTR) {
 			log_error("unable to read stdin: %s", strerror(errno));
 			kop_jsonl_eof(&reader);
 		}
 	}
+	if (stopping && win_head)
+		log_info("stopping on a signal: writing the statuses and events held");
+	windows_due(1);
+	kop_hmap_release(&windows, NULL);
 	kop_jsonl_release(&reader);
 	jv_free(event_cache);
 	kube_client_free(client);
