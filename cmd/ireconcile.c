@@ -75,6 +75,8 @@ struct obj {
 	char *rv;			/* metadata.resourceVersion ("" when none) */
 	char *owner_uid;		/* controller reference's uid when mapped by owner reference */
 	struct prim *prim;		/* children and observed: their primary */
+	char *match_rv;			/* the resourceVersion at which it last held (NULL: not known)... */
+	unsigned char match[KOP_JSON_DIGEST_LEN];	/* ...every field of the desired object of this digest */
 	struct obj *prev, *next;	/* in prim->children */
 };
 
@@ -89,7 +91,7 @@ struct prim {
 	struct kop_backoff backoff;
 	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"} */
 	unsigned char *agg;		/* one flag per aggregate */
-	unsigned char render_key[SHA256_DIGEST_LENGTH];	/* of the render program's last input */
+	unsigned char render_key[KOP_JSON_DIGEST_LEN];	/* of the render program's last input */
 	unsigned char *rendered;	/* its output, directives resolved, compact JSON deflated (NULL: none) */
 	size_t rendered_zlen, rendered_len;	/* deflated and original sizes */
 };
@@ -338,6 +340,7 @@ static void obj_free(void *v)
 	free(o->uid);
 	free(o->rv);
 	free(o->owner_uid);
+	free(o->match_rv);
 	free(o);
 }
 
@@ -534,6 +537,8 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		}
 	}
 	o->kind = k;
+	free(o->match_rv);	/* a new state: compared again */
+	o->match_rv = NULL;
 	free(o->text);
 	o->text = kop_strndup(jv_string_value(text), tlen);
 	o->len = tlen;
@@ -1020,6 +1025,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, struct
 			   struct counts *n)
 {
 	static int one = 1;
+	unsigned char d[KOP_JSON_DIGEST_LEN];
 
 	jv_array_foreach(children, i, c) {
 		const char *name = meta(c, "name"), *ns = meta(c, "namespace");
@@ -1064,7 +1070,15 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, struct
 		kop_hmap_put(desired, key, &one);
 		live = kop_hmap_get(&E.objs, key);
 		fkey = join2("apply", key);
-		if (live && kop_json_subset(c, live_of(ctx, live))) {
+		kop_json_digest(c, d);
+		if (live && live->match_rv && !strcmp(live->match_rv, live->rv) && !memcmp(live->match, d, sizeof(d))) {
+			/* Seen equal before, and neither has changed since. */
+			flight_forget(fkey);
+			jv_free(c);
+		} else if (live && kop_json_subset(c, live_of(ctx, live))) {
+			free(live->match_rv);
+			live->match_rv = kop_strdup(live->rv);
+			memcpy(live->match, d, sizeof(d));
 			flight_forget(fkey);
 			jv_free(c);
 		} else {
@@ -1200,7 +1214,7 @@ static void write_events(struct prim *p, jv parent, jv events, struct counts *n)
  */
 static jv render(struct prim *p, jv parent, int64_t *ms_jq, int64_t *ms_fn, int *cached, char *err)
 {
-	unsigned char d[SHA256_DIGEST_LENGTH];
+	unsigned char d[KOP_JSON_DIGEST_LEN];
 	jv in, text, meta, out;
 	int64_t t0, t1;
 	uLongf zlen;
@@ -1222,9 +1236,7 @@ static jv render(struct prim *p, jv parent, int64_t *ms_jq, int64_t *ms_fn, int 
 	in = jv_object_set(jv_object(), jv_string("parent"), parent);
 	in = jv_object_set(in, jv_string("related"), build_related());
 	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
-	text = jv_dump_string(jv_copy(in), 0);
-	SHA256((const unsigned char *)jv_string_value(text), (size_t)jv_string_length_bytes(jv_copy(text)), d);
-	jv_free(text);
+	kop_json_digest(in, d);
 	if (p->rendered && !memcmp(d, p->render_key, sizeof(d))) {
 		uLongf len = (uLongf)p->rendered_len;
 		char *buf = kop_malloc(p->rendered_len + 1);

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <openssl/sha.h>
 #include "jsonl.h"
+#include "kop.h"
 #include "banned.h"
 
 void kop_jsonl_init(struct kop_jsonl *r, size_t max_line)
@@ -229,4 +231,62 @@ const char *kop_json_cstr(jv o, const char *key)
 	s = jv_string_value(v);
 	jv_free(v);
 	return s;
+}
+
+/* The tree of v as tagged, length-prefixed bytes: no two values share them. */
+static void digest_walk(struct kop_buf *b, jv v)
+{
+	jv_kind k = jv_get_kind(v);
+	unsigned char tag = (unsigned char)k;
+	uint32_t n;
+
+	kop_buf_add(b, &tag, 1);
+	switch (k) {
+	case JV_KIND_NUMBER: {
+		double d = jv_number_value(v);
+
+		kop_buf_add(b, &d, sizeof(d));
+		break;
+	}
+	case JV_KIND_STRING:
+		n = (uint32_t)jv_string_length_bytes(jv_copy(v));
+		kop_buf_add(b, &n, sizeof(n));
+		kop_buf_add(b, jv_string_value(v), n);
+		break;
+	case JV_KIND_ARRAY:
+		n = (uint32_t)jv_array_length(jv_copy(v));
+		kop_buf_add(b, &n, sizeof(n));
+		jv_array_foreach(v, i, item) {
+			digest_walk(b, item);
+			jv_free(item);
+		}
+		break;
+	case JV_KIND_OBJECT: {
+		int it;
+
+		/* (no jv_object_length: it counts; the closing tag delimits) */
+		for (it = jv_object_iter(v); jv_object_iter_valid(v, it); it = jv_object_iter_next(v, it)) {
+			jv key = jv_object_iter_key(v, it), val = jv_object_iter_value(v, it);
+
+			digest_walk(b, key);
+			digest_walk(b, val);
+			jv_free(key);
+			jv_free(val);
+		}
+		tag = 0xff;
+		kop_buf_add(b, &tag, 1);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN])
+{
+	struct kop_buf b = KOP_BUF_INIT;
+
+	digest_walk(&b, v);
+	SHA256((const unsigned char *)(b.buf ? b.buf : ""), b.len, out);
+	kop_buf_release(&b);
 }

@@ -64,5 +64,13 @@ char *kop_json_str(jv v, const char *a, const char *b);
 const char *kop_json_cstr(jv o, const char *key);
 /* v.key, or jv_invalid() when v (consumed) is not an object. */
 jv kop_json_member(jv v, const char *key);
+/*
+ * SHA-256 of v (borrowed) as a tree: kinds, keys, numbers' bits and
+ * strings, in iteration order, without making its text (a tenth of the time
+ * of jv_dump_string). Equal digests mean equal values; equal values built
+ * in another key order may give other digests (a cache key, not an identity).
+ */
+#define KOP_JSON_DIGEST_LEN 32
+void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN]);
 
 #endif

@@ -681,29 +681,31 @@ static int resolve(jv v, jv *out, jv *cache, int depth, char *err)
 		return cached_call(cache, name, arg, out, err);
 	}
 	{
-		jv keys = jv_keys_unsorted(jv_copy(v));
-		int i, n = jv_array_length(jv_copy(keys));
+		/* Iterated over a copy: v itself may be changed on the way. */
+		jv src = jv_copy(v);
+		int it;
 
-		for (i = 0; i < n; i++) {
-			jv key = jv_array_get(jv_copy(keys), i), item;
-			jv was = jv_object_get(jv_copy(v), jv_copy(key));
+		for (it = jv_object_iter(src); jv_object_iter_valid(src, it); it = jv_object_iter_next(src, it)) {
+			jv was = jv_object_iter_value(src, it), item;
+			jv_kind wk = jv_get_kind(was);
 
+			if (wk != JV_KIND_OBJECT && wk != JV_KIND_ARRAY) {
+				jv_free(was);	/* scalars hold no directive */
+				continue;
+			}
 			if (resolve(jv_copy(was), &item, cache, depth + 1, err)) {
 				jv_free(was);
-				jv_free(key);
-				jv_free(keys);
+				jv_free(src);
 				jv_free(v);
 				return -1;
 			}
-			if (jv_identical(jv_copy(was), jv_copy(item))) {
+			if (jv_identical(jv_copy(was), jv_copy(item)))
 				jv_free(item);
-				jv_free(key);
-			} else {
-				v = jv_object_set(v, key, item);
-			}
+			else
+				v = jv_object_set(v, jv_object_iter_key(src, it), item);
 			jv_free(was);
 		}
-		jv_free(keys);
+		jv_free(src);
 	}
 	*out = v;
 	return 0;

@@ -41,6 +41,15 @@ test_expect_success 'two values without a separator inside an object are an erro
 	grep "^2 {\"ok\":1}$" out
 '
 
+test_expect_success 'json digests: equal values alike, any difference apart' '
+	"$KOP_TEST_TOOL" json-digest "{\"a\":[1,\"x\",{\"b\":null}]}" " { \"a\" : [1.0, \"x\", {\"b\": null}] }" \
+		"{\"a\":[1,\"x\",{\"b\":false}]}" "{\"a\":[\"1\",\"x\",{\"b\":null}]}" \
+		"[\"ab\"]" "[\"a\",\"b\"]" "{\"a\":{}}" "{\"a\":[]}" "{\"a\":{},\"b\":1}" "{\"a\":{\"b\":1}}" >out &&
+	test $(wc -l <out) = 10 &&
+	test "$(sed -n 1p out)" = "$(sed -n 2p out)" &&
+	test $(sed 1d out | sort -u | wc -l) = 9
+'
+
 test_expect_success 'backoff grows, caps and jitters within bounds' '
 	"$KOP_TEST_TOOL" backoff 800 30000 1.0 12 >out &&
 	awk "NR==1 && (\$1 < 800 || \$1 >= 1600) {exit 1}

@@ -58,23 +58,31 @@ def iot_not_ready($live):
       else empty end
     else empty end;
 
-# Changes the API forbids (iotservice.md §3): a StatefulSet's PVC template,
-# a workload's selector. Keeps the live value in the desired object and
-# reports the field, so that everything else is still reconciled.
-def iot_immutable($children):
-  reduce .[] as $d ({children: [], problems: []};
-    (($children[$d | iot_key_of] // {})[$d.metadata.name]) as $live
-    | if $live != null and ($d.kind == "Deployment" or $d.kind == "StatefulSet") then
-        (if ($live.spec.selector // null) != null and $live.spec.selector != $d.spec.selector then
-           .problems += ["\($d.kind) \($d.metadata.name): the selector \($live.spec.selector.matchLabels // {} | tojson) cannot change to \($d.spec.selector.matchLabels | tojson); delete the object to have it recreated"]
-         else . end)
-        | if $d.kind == "StatefulSet" and ($live.spec.volumeClaimTemplates // null) != null and
-             ([$live.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: (.spec.resources.requests.storage | kop_quantity)}]
-              != [$d.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: .spec.resources.requests.storage}]) then
-            .problems += ["StatefulSet \($d.metadata.name): volumeClaimTemplates cannot change (storage \($live.spec.volumeClaimTemplates | map(.spec.resources.requests.storage) | join(",")) to \($d.spec.volumeClaimTemplates | map(.spec.resources.requests.storage) | join(","))); the field is spec.\(if ($d.metadata.name | startswith("gateway-mqtt-")) then "gateway.mqtt" else "mms" end).persistent_volume_claim_size"]
-            | .children += [$d | .spec.volumeClaimTemplates = $live.spec.volumeClaimTemplates]
-          else .children += [$d] end
-      else .children += [$d] end);
+# Each desired child against its live one, in one pass:
+#   {children, problems, notReady}
+# problems: changes the API forbids (iotservice.md §3), a StatefulSet's PVC
+# template, a workload's selector; the live value is kept in the desired
+# object and the field reported, so that everything else is still
+# reconciled. notReady: why required children are not ready.
+def iot_check($children):
+  [.[] as $d
+   | (($children[$d | iot_key_of] // {})[$d.metadata.name]) as $live
+   | {notReady: [$d | iot_not_ready($live)]} +
+     if $live == null or ($d.kind != "Deployment" and $d.kind != "StatefulSet") then {child: $d}
+     else
+       (if ($live.spec.selector // null) != null and $live.spec.selector != $d.spec.selector then
+          ["\($d.kind) \($d.metadata.name): the selector \($live.spec.selector.matchLabels // {} | tojson) cannot change to \($d.spec.selector.matchLabels | tojson); delete the object to have it recreated"]
+        else [] end) as $selector
+       | if $d.kind == "StatefulSet" and ($live.spec.volumeClaimTemplates // null) != null
+            and $live.spec.volumeClaimTemplates != $d.spec.volumeClaimTemplates
+            # (most often equal as they are: kop_quantity only when not)
+            and ([$live.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: (.spec.resources.requests.storage | kop_quantity)}]
+                 != [$d.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: .spec.resources.requests.storage}]) then
+           {child: ($d | .spec.volumeClaimTemplates = $live.spec.volumeClaimTemplates),
+            problems: ($selector + ["StatefulSet \($d.metadata.name): volumeClaimTemplates cannot change (storage \($live.spec.volumeClaimTemplates | map(.spec.resources.requests.storage) | join(",")) to \($d.spec.volumeClaimTemplates | map(.spec.resources.requests.storage) | join(","))); the field is spec.\(if ($d.metadata.name | startswith("gateway-mqtt-")) then "gateway.mqtt" else "mms" end).persistent_volume_claim_size"])}
+         else {child: $d, problems: $selector} end
+     end]
+  | {children: map(.child), problems: [.[].problems // empty | .[]], notReady: [.[].notReady[]]};
 
 def iot_error_text:
   "\(.op // "apply") of \(.ref.kind // "object") \(if .ref.namespace then "\(.ref.namespace)/" else "" end)\(.ref.name // "") failed: \(if .code then "\(.code) " else "" end)\(.reason // "")\(if .message then ": \(.message)" else "" end)";
@@ -104,7 +112,7 @@ def iot_error_text:
     | (if $in | has("rendered") then $in.rendered else $in | iot_render end) as $rendered
     | $rendered.invalid as $invalid
     | $rendered.desired as $desired0
-    | ($desired0 | iot_immutable($children)) as $imm
+    | ($desired0 | iot_check($children)) as $imm
     # --- the parallel-update limit (§6), counted from the cluster's statuses ---
     | "\($in.parent.metadata.namespace)/\($x)" as $key
     | ((($in.aggregates.rolling // []) - [$key]) | length) as $rollingOthers
@@ -116,7 +124,7 @@ def iot_error_text:
     | ($updateRequested and ($queued | not)) as $admitted
     | ($invalid == null and ($queued | not) and ($newGeneration or $wasQueued)) as $fresh
     # --- what is not there or not ready ---
-    | [$imm.children[] | . as $d | iot_not_ready(($children[$d | iot_key_of] // {})[$d.metadata.name])] as $notReady
+    | $imm.notReady as $notReady
     | [($in.errors // [])[] | select((.op // "apply") == "apply" or .op == "delete" or .op == "patch") | iot_error_text] as $errors
     | ($in.settings.progressDeadlineSeconds // 900) as $deadline
     | (if $oldProgressing.status == "True" then ($oldProgressing.lastTransitionTime | kop_epoch) else null end) as $since

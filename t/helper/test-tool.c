@@ -70,8 +70,33 @@ static int cmd_time_parse(int argc, char **argv)
 	return 0;
 }
 
+/* json-digest: a line per JSON argument, the hex of kop_json_digest. */
+static int cmd_json_digest(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		jv v = jv_parse(argv[i]);
+		unsigned char d[KOP_JSON_DIGEST_LEN];
+		size_t j;
+
+		if (!jv_is_valid(v)) {
+			jv_free(v);
+			fprintf(stderr, "not JSON: %s\n", argv[i]);
+			return 1;
+		}
+		kop_json_digest(v, d);
+		jv_free(v);
+		for (j = 0; j < sizeof(d); j++)
+			printf("%02x", d[j]);
+		putchar('\n');
+	}
+	return 0;
+}
+
 static const struct test_cmd builtin_cmds[] = {
 	{ "jsonl", cmd_jsonl },
+	{ "json-digest", cmd_json_digest },
 	{ "backoff", cmd_backoff },
 	{ "time-parse", cmd_time_parse },
 };
