@@ -417,12 +417,79 @@ static const char *verb_of(const struct ksim_request *rq, const struct route *r)
 
 /* ---- write helpers ---------------------------------------------------------- */
 
+/* The list shapes of t (computed once per type and schema; lock held). */
 static jv listinfo(const struct ksim_type *t)
 {
-	if (t->flags & KT_CUSTOM)
-		return jv_get_kind(t->schema) == JV_KIND_OBJECT ? kop_schema_listinfo(t->schema) :
-								 kop_builtin_listinfo(t->api_version, t->kind);
-	return kop_builtin_listinfo(t->api_version, t->kind);
+	struct ksim_type *mt = (struct ksim_type *)t;
+
+	if (jv_get_kind(t->listinfo) == JV_KIND_NULL) {
+		if ((t->flags & KT_CUSTOM) && jv_get_kind(t->schema) == JV_KIND_OBJECT)
+			mt->listinfo = kop_schema_listinfo(t->schema);
+		else
+			mt->listinfo = kop_builtin_listinfo(t->api_version, t->kind);
+	}
+	return jv_copy(t->listinfo);
+}
+
+/*
+ * kop_ssa_track_update() on the parts that can differ: top-level fields
+ * equal in old and new (the spec of a status write, say; equal values are
+ * often the same storage, compared at once) are left out of both, so the
+ * field sets are worked out over what changed only. The managedFields
+ * that come out are the same: only changed and removed fields move.
+ * old consumed (null on create: nothing left out), new consumed.
+ */
+static jv track_update(jv old, jv new, const char *manager, const char *sub, const char *now, jv li)
+{
+	jv rold, rnew, r, md;
+
+	if (jv_get_kind(old) != JV_KIND_OBJECT || jv_get_kind(new) != JV_KIND_OBJECT)
+		return kop_ssa_track_update(old, new, manager, sub, now, li);
+	rold = jv_object();
+	rnew = jv_object();
+	jv_object_foreach(new, k, v) {
+		const char *ks = jv_string_value(k);
+		jv ov = jv_object_get(jv_copy(old), jv_copy(k));
+		int keep = !strcmp(ks, "metadata") || !strcmp(ks, "apiVersion") || !strcmp(ks, "kind") ||
+			   !jv_is_valid(ov) || !jv_equal(jv_copy(ov), jv_copy(v));
+
+		if (keep) {
+			if (jv_is_valid(ov))
+				rold = jv_object_set(rold, jv_copy(k), ov);
+			else
+				jv_free(ov);
+			rnew = jv_object_set(rnew, k, v);
+		} else {
+			jv_free(ov);
+			jv_free(k);
+			jv_free(v);
+		}
+	}
+	jv_object_foreach(old, k, v) {
+		if (!jv_object_has(jv_copy(new), jv_copy(k)))
+			rold = jv_object_set(rold, k, v);
+		else {
+			jv_free(k);
+			jv_free(v);
+		}
+	}
+	jv_free(old);
+	r = kop_ssa_track_update(rold, rnew, manager, sub, now, li);
+	md = jv_object_get(jv_copy(r), jv_string("metadata"));
+	jv_free(r);
+	if (jv_get_kind(md) == JV_KIND_OBJECT && jv_object_has(jv_copy(md), jv_string("managedFields")))
+		new = set_meta(new, "managedFields", jv_object_get(md, jv_string("managedFields")));
+	else {
+		jv nmd = jv_object_get(jv_copy(new), jv_string("metadata"));
+
+		jv_free(md);
+		if (jv_get_kind(nmd) == JV_KIND_OBJECT && jv_object_has(jv_copy(nmd), jv_string("managedFields")))
+			new = jv_object_set(new, jv_string("metadata"),
+					    jv_object_delete(nmd, jv_string("managedFields")));
+		else
+			jv_free(nmd);
+	}
+	return new;
 }
 
 static const char *manager_of(const struct ksim_request *rq, char *buf, size_t len)
@@ -781,16 +848,31 @@ static int service_ip_fn(jv obj, const char *key, void *data)
 static void next_service_ip(char *ip, size_t len)
 {
 	static unsigned svc_ip = 10;
-	jv used = jv_object();
+	static jv used;		/* the stored Services' IPs, as of services' commit serial used_at */
+	static uint64_t used_at;
+	static int have;
+	uint64_t serial = ksim_store_serial("services");
 
-	ksim_store_each("services", NULL, NULL, service_ip_fn, &used);
+	if (!have || serial != used_at) {
+		if (have)
+			jv_free(used);
+		used = jv_object();
+		ksim_store_each("services", NULL, NULL, service_ip_fn, &used);
+		have = 1;
+	}
 	for (unsigned n = 0; n < 65536; n++) {
 		svc_ip = svc_ip >= 65534 ? 11 : svc_ip + 1;
 		snprintf(ip, len, "10.96.%u.%u", (svc_ip >> 8) & 255, svc_ip & 255);
 		if (!jv_object_has(jv_copy(used), jv_string(ip)))
 			break;
 	}
-	jv_free(used);
+	/*
+	 * The set stays good if the next commit of a Service is the one that
+	 * takes this IP (no walk of every Service per create); any other
+	 * commit (or none: a dry run, a rejected create) makes it walk again.
+	 */
+	used = jv_object_set(used, jv_string(ip), jv_true());
+	used_at = serial + 1;
 }
 
 /* Type-specific defaults and status on create. */
@@ -1198,7 +1280,7 @@ static int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub,
 	if (!mf_done) {
 		jv li = listinfo(t);
 
-		obj = kop_ssa_track_update(jv_copy(old), obj, o->manager, sub && !strcmp(sub, "status") ? "status" : NULL,
+		obj = track_update(jv_copy(old), obj, o->manager, sub && !strcmp(sub, "status") ? "status" : NULL,
 					   now, li);
 		jv_free(li);
 	}

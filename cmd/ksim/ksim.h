@@ -80,6 +80,7 @@ struct ksim_type {
 	jv schema;		/* custom types: openAPIV3Schema, else null */
 	jv columns;		/* custom types: additionalPrinterColumns, else null */
 	jv selectable;		/* custom types: selectableFields json paths, else null */
+	jv listinfo;		/* api.c's cache of the list shapes for managedFields, null until needed */
 };
 
 /* Caller holds the lock. NULL when not served. */
@@ -104,6 +105,14 @@ struct ksim_event {
 	char *gr;		/* storage key of the object's resource */
 	jv obj;			/* new state; DELETED: last state carrying the deletion RV */
 	jv old;			/* previous state, or null on ADDED */
+	/*
+	 * Ring entries only (watch.c, lock held): obj as a watch that is not a
+	 * Table shows it, compact JSON, made once for every such watch of
+	 * view_key ("apiVersion kind"); NULL until a watch needs it.
+	 */
+	char *json;
+	size_t json_len;
+	char *view_key;
 };
 void ksim_event_release(struct ksim_event *ev);
 
@@ -139,6 +148,8 @@ jv ksim_store_get(const char *gr, const char *ns, const char *name);
 void ksim_store_each(const char *gr, const char *ns, const char *after,
 		     int (*fn)(jv obj, const char *key, void *data), void *data);
 size_t ksim_store_count(const char *gr, const char *ns);
+/* How many commits gr has had (changes whenever its objects do). */
+uint64_t ksim_store_serial(const char *gr);
 /*
  * Commits a write, the only way the store changes: old == null creates,
  * obj == null deletes (old is then the stored object), else replaces. Bumps

@@ -20,6 +20,8 @@ struct ksim_state ksim = {
 	.bookmark_ms = 60000,
 };
 
+#define JSON_WINDOW 4096
+
 const char *const ksim_event_names[] = { "ADDED", "MODIFIED", "DELETED" };
 
 struct obj {
@@ -46,6 +48,7 @@ struct coll {
 	char *gr;
 	void *root;		/* of struct nsobjs */
 	size_t count;
+	uint64_t serial;	/* commits so far */
 };
 
 static struct coll *colls;
@@ -226,6 +229,13 @@ void ksim_store_each(const char *gr, const char *ns, const char *after,
 	}
 }
 
+uint64_t ksim_store_serial(const char *gr)
+{
+	struct coll *c = coll_get(gr, 0);
+
+	return c ? c->serial : 0;
+}
+
 size_t ksim_store_count(const char *gr, const char *ns)
 {
 	struct coll *c = coll_get(gr, 0);
@@ -294,6 +304,8 @@ static jv set_rv(jv obj, uint64_t rv)
 void ksim_event_release(struct ksim_event *ev)
 {
 	free(ev->gr);
+	free(ev->json);
+	free(ev->view_key);
 	jv_free(ev->obj);
 	jv_free(ev->old);
 	memset(ev, 0, sizeof(*ev));
@@ -308,6 +320,8 @@ jv ksim_store_commit(const char *gr, jv old, jv obj)
 	enum ksim_event_type type;
 	struct nsobjs *n;
 	struct obj *o;
+
+	c->serial++;
 
 	if (jv_get_kind(obj) == JV_KIND_NULL) {
 		/* delete: the last state carries the deletion RV */
@@ -356,6 +370,15 @@ jv ksim_store_commit(const char *gr, jv old, jv obj)
 	ev = &ksim.ring[rv % ksim.history];
 	if (ev->gr)
 		ksim_event_release(ev);
+	/* watch.c's serialized objects are kept for the last JSON_WINDOW events only (memory) */
+	if (rv > JSON_WINDOW && ksim.history > JSON_WINDOW) {
+		struct ksim_event *stale = &ksim.ring[(rv - JSON_WINDOW) % ksim.history];
+
+		free(stale->json);
+		free(stale->view_key);
+		stale->json = stale->view_key = NULL;
+		stale->json_len = 0;
+	}
 	ev->rv = rv;
 	ev->type = type;
 	ev->gr = kop_strdup(gr);
@@ -411,6 +434,8 @@ int ksim_next_event(uint64_t *cursor, long timeout_ms, struct ksim_event *out)
 		out->gr = kop_strdup(ev->gr);
 		out->obj = ksim_deep_copy(jv_copy(ev->obj));
 		out->old = ksim_deep_copy(jv_copy(ev->old));
+		out->json = out->view_key = NULL;
+		out->json_len = 0;
 	}
 	ksim_unlock();
 	return r;

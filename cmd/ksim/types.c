@@ -115,7 +115,7 @@ void ksim_types_init(void)
 		t->categories = split_list(b->categories);
 		t->flags = b->flags;
 		t->served = 1;
-		t->schema = t->columns = t->selectable = jv_null();
+		t->schema = t->columns = t->selectable = t->listinfo = jv_null();
 		type_append(t);
 	}
 }
@@ -136,6 +136,7 @@ static void type_free(struct ksim_type *t)
 	jv_free(t->schema);
 	jv_free(t->columns);
 	jv_free(t->selectable);
+	jv_free(t->listinfo);
 	free(t);
 }
 
@@ -207,7 +208,7 @@ void ksim_types_crd_changed(jv crd, int deleted)
 			if (!t) {
 				t = kop_calloc(1, sizeof(*t));
 				t->crd = kop_strdup(name);
-				t->short_names = t->categories = t->schema = t->columns = t->selectable = jv_null();
+				t->short_names = t->categories = t->schema = t->columns = t->selectable = t->listinfo = jv_null();
 				type_append(t);
 			} else {
 				free(t->group);
@@ -257,6 +258,8 @@ void ksim_types_crd_changed(jv crd, int deleted)
 				t->flags |= KT_STATUS;
 			t->served = jv_get_kind(served) == JV_KIND_TRUE;
 			jv_free(t->schema);
+			jv_free(t->listinfo);
+			t->listinfo = jv_null();	/* api.c works it out again from the new schema */
 			t->schema = jv_getpath(jv_copy(v), JV_ARRAY(jv_string("schema"), jv_string("openAPIV3Schema")));
 			jv_free(t->columns);
 			t->columns = jv_object_get(jv_copy(v), jv_string("additionalPrinterColumns"));

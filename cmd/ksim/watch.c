@@ -79,6 +79,34 @@ static jv view(struct ksim_watch *w, const struct ksim_type *t, jv obj)
 	return obj;
 }
 
+/*
+ * An event of the ring as this watch's client sees it: emit(w, type,
+ * view(w, t, ev->obj)), the same bytes, but the object is serialized once
+ * for every watch that shows it the same way (lock held).
+ */
+static void emit_event(struct ksim_watch *w, const struct ksim_type *t, const char *type, struct ksim_event *ev)
+{
+	struct kop_buf key = KOP_BUF_INIT;
+
+	if (w->table) {
+		emit(w, type, view(w, t, jv_copy(ev->obj)));
+		return;
+	}
+	kop_buf_addf(&key, "%s %s", t->api_version, t->kind);
+	if (!ev->json || strcmp(ev->view_key, key.buf)) {
+		free(ev->json);
+		free(ev->view_key);
+		ev->json = ksim_dump(view(w, t, jv_copy(ev->obj)), &ev->json_len);
+		ev->view_key = kop_buf_detach(&key, NULL);
+	} else {
+		kop_buf_release(&key);
+	}
+	/* what jv_dump writes for {"type": type, "object": obj} */
+	kop_buf_addf(&w->out, "{\"type\":\"%s\",\"object\":", type);
+	kop_buf_add(&w->out, ev->json, ev->json_len);
+	kop_buf_add(&w->out, "}\n", 2);
+}
+
 static void emit_error(struct ksim_watch *w, const char *msg)
 {
 	emit(w, "ERROR", ksim_status(410, "Expired", msg, jv_null()));
@@ -271,21 +299,21 @@ static void drain(struct ksim_watch *w, const struct ksim_type *t)
 		switch (ev->type) {
 		case KSIM_ADDED:
 			if (matches(w, t, ev->obj))
-				emit(w, "ADDED", view(w, t, jv_copy(ev->obj)));
+				emit_event(w, t, "ADDED", ev);
 			break;
 		case KSIM_MODIFIED:
 			mn = matches(w, t, ev->obj);
 			mo = matches(w, t, ev->old);
 			if (mn && mo)
-				emit(w, "MODIFIED", view(w, t, jv_copy(ev->obj)));
+				emit_event(w, t, "MODIFIED", ev);
 			else if (mn)
-				emit(w, "ADDED", view(w, t, jv_copy(ev->obj)));
+				emit_event(w, t, "ADDED", ev);
 			else if (mo)
-				emit(w, "DELETED", view(w, t, jv_copy(ev->obj)));
+				emit_event(w, t, "DELETED", ev);
 			break;
 		case KSIM_DELETED:
 			if (matches(w, t, ev->obj))
-				emit(w, "DELETED", view(w, t, jv_copy(ev->obj)));
+				emit_event(w, t, "DELETED", ev);
 			break;
 		}
 	}
