@@ -88,6 +88,44 @@ static void template_hash(jv v, char *out, size_t len)
 	out[i] = 0;
 }
 
+static jv hash_cache;	/* "uid/generation" -> template hash (sim thread only) */
+
+/*
+ * template_hash() of owner's spec.template, remembered per uid and
+ * generation (the template changes only with the spec, which bumps the
+ * generation): a pass over a namespace need not serialize every template.
+ */
+static void owner_template_hash(jv owner, char *out, size_t len)
+{
+	const char *uid = ksim_str(owner, "metadata.uid");
+	long gen = num(owner, "metadata", "generation", NULL, -1);
+	char key[128];
+	jv h, tmpl;
+
+	if (!uid || gen < 0) {
+		tmpl = get(owner, "spec", "template", NULL);
+		template_hash(tmpl, out, len);
+		jv_free(tmpl);
+		return;
+	}
+	snprintf(key, sizeof(key), "%s/%ld", uid, gen);
+	if (jv_get_kind(hash_cache) != JV_KIND_OBJECT || jv_object_length(jv_copy(hash_cache)) > 100000) {
+		jv_free(hash_cache);
+		hash_cache = jv_object();
+	}
+	h = jv_object_get(jv_copy(hash_cache), jv_string(key));
+	if (jv_get_kind(h) == JV_KIND_STRING) {
+		snprintf(out, len, "%s", jv_string_value(h));
+		jv_free(h);
+		return;
+	}
+	jv_free(h);
+	tmpl = get(owner, "spec", "template", NULL);
+	template_hash(tmpl, out, len);
+	jv_free(tmpl);
+	hash_cache = jv_object_set(hash_cache, jv_string(key), jv_string(out));
+}
+
 static void random_suffix(char *out)
 {
 	for (int i = 0; i < 5; i++)
@@ -714,7 +752,7 @@ static void sync_deploy(const char *ns, jv d, jv rss)
 		return;
 	}
 	now_rfc(now);
-	template_hash(tmpl, hash, sizeof(hash));
+	owner_template_hash(d, hash, sizeof(hash));
 	jv_free(tmpl);
 	{
 		jv ru = get(d, "spec", "strategy", "rollingUpdate");
@@ -1014,7 +1052,7 @@ static void sync_sts(const char *ns, jv sts, jv pods, jv pvcs)
 		partition = jv_get_kind(pr) == JV_KIND_OBJECT ? num(pr, "partition", NULL, NULL, 0) : 0;
 		jv_free(pr);
 	}
-	template_hash(tmpl, hash, sizeof(hash));
+	owner_template_hash(sts, hash, sizeof(hash));
 	snprintf(rev, sizeof(rev), "%s-%s", name, hash);
 	currev = str(sts, "status.currentRevision", rev);
 	jv_array_foreach(pods, i, p) {
@@ -1559,6 +1597,7 @@ void sim_start(void)
 	if (!sim_opts.enabled)
 		return;
 	timers = jv_object();
+	hash_cache = jv_object();
 	if (pthread_create(&thread, NULL, sim_loop, NULL) == 0)
 		running = 1;
 	else
@@ -1571,6 +1610,8 @@ void sim_stop(void)
 		pthread_join(thread, NULL);
 		jv_free(timers);
 		timers = jv_null();
+		jv_free(hash_cache);
+		hash_cache = jv_null();
 	}
 	running = 0;
 }
