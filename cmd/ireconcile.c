@@ -70,13 +70,18 @@ struct obj {
 	const struct kop_kind *kind;
 	char *text;			/* the object without managedFields */
 	size_t len;
+	char *vtext;			/* child kinds with a `project`: what the program sees (NULL: text) */
+	size_t vlen;
+	unsigned char sdig[KOP_JSON_DIGEST_LEN];	/* digest without status and resourceVersion */
 	char *name, *ns, *uid;		/* ns and uid "" when none */
 	int deleting;			/* metadata.deletionTimestamp is set */
 	char *rv;			/* metadata.resourceVersion ("" when none) */
 	char *owner_uid;		/* controller reference's uid when mapped by owner reference */
 	struct prim *prim;		/* children and observed: their primary */
-	char *match_rv;			/* the resourceVersion at which it last held (NULL: not known)... */
-	unsigned char match[KOP_JSON_DIGEST_LEN];	/* ...every field of the desired object of this digest */
+	/* It held every field of the desired object of digest `match` when its
+	 * own digest without status was `match_sdig` (match_ok: known). */
+	int match_ok;
+	unsigned char match[KOP_JSON_DIGEST_LEN], match_sdig[KOP_JSON_DIGEST_LEN];
 	struct obj *prev, *next;	/* in prim->children */
 };
 
@@ -91,9 +96,12 @@ struct prim {
 	struct kop_backoff backoff;
 	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"} */
 	unsigned char *agg;		/* one flag per aggregate */
+	unsigned char pdig[KOP_JSON_DIGEST_LEN];	/* of render_parent(the object), as it arrived */
 	unsigned char render_key[KOP_JSON_DIGEST_LEN];	/* of the render program's last input */
 	unsigned char *rendered;	/* its output, directives resolved, compact JSON deflated (NULL: none) */
 	size_t rendered_zlen, rendered_len;	/* deflated and original sizes */
+	unsigned char (*rdig)[KOP_JSON_DIGEST_LEN];	/* of each object of its .desired */
+	int nrdig;
 };
 
 /* An operation sent and not yet seen back (README: not repeated while in flight). */
@@ -294,6 +302,7 @@ static void prim_free(void *v)
 	free(p->key);
 	jv_free(p->errors);
 	free(p->rendered);
+	free(p->rdig);
 	free(p->agg);
 	free(p);
 }
@@ -340,7 +349,7 @@ static void obj_free(void *v)
 	free(o->uid);
 	free(o->rv);
 	free(o->owner_uid);
-	free(o->match_rv);
+	free(o->vtext);
 	free(o);
 }
 
@@ -446,6 +455,26 @@ static void remove_obj(struct obj *o)
 	obj_free(o);
 }
 
+static jv project_kind(jv obj, size_t lineno, int whole);
+static jv render_parent(jv parent);
+#define project(obj, lineno) project_kind(obj, lineno, 1)
+
+/* The digest of a child without what its writers other than us change
+ * alone (status, resourceVersion): while it stays, so does its comparison
+ * with a desired object that sets neither. */
+static void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN])
+{
+	jv m = jv_object_get(jv_copy(obj), jv_string("metadata"));
+
+	obj = jv_object_delete(jv_copy(obj), jv_string("status"));
+	if (jv_get_kind(m) == JV_KIND_OBJECT)
+		obj = jv_object_set(obj, jv_string("metadata"), jv_object_delete(m, jv_string("resourceVersion")));
+	else
+		jv_free(m);
+	kop_json_digest(obj, d);
+	jv_free(obj);
+}
+
 static void handle_object(const char *type, jv obj, size_t lineno)
 {
 	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
@@ -537,12 +566,24 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		}
 	}
 	o->kind = k;
-	free(o->match_rv);	/* a new state: compared again */
-	o->match_rv = NULL;
 	free(o->text);
 	o->text = kop_strndup(jv_string_value(text), tlen);
 	o->len = tlen;
 	jv_free(text);
+	free(o->vtext);
+	o->vtext = NULL;
+	if (k->role == KOP_ROLE_CHILD) {
+		/* Compared whole, seen by the program as projected. */
+		jv v = k->project ? project(jv_copy(obj), lineno) : jv_invalid();
+
+		if (jv_is_valid(v)) {
+			char *t = kop_json_dump(v);
+
+			o->vlen = strlen(t);
+			o->vtext = t;
+		}
+		child_digest(obj, o->sdig);
+	}
 	free(o->rv);
 	o->rv = kop_strdup(rv ? rv : "");
 	free(o->name);
@@ -565,6 +606,12 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		kop_buf_release(&pk);
 		o->prim = p;	/* for primaries: a back pointer only, not a list */
 		p->obj = o;
+		if (E.prog.render) {
+			jv rp = render_parent(jv_copy(obj));
+
+			kop_json_digest(rp, p->pdig);
+			jv_free(rp);
+		}
 		update_aggs(p, obj);
 		enqueue(p);
 		break;
@@ -585,7 +632,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
  * Applies the kind's `project` (program.yml) to obj (consumed): the object as
  * it will be kept. apiVersion, kind, name and namespace always stay.
  */
-static jv project(jv obj, size_t lineno)
+static jv project_kind(jv obj, size_t lineno, int whole)
 {
 	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
 	const char *kind = kop_json_cstr(obj, "kind"), *av = kop_json_cstr(obj, "apiVersion");
@@ -595,6 +642,8 @@ static jv project(jv obj, size_t lineno)
 
 	if (!k || !k->project)
 		return obj;
+	if (k->role == KOP_ROLE_CHILD && !whole)
+		return obj;	/* kept whole for comparing: handle_object keeps the view beside it */
 	if (kop_jq_run1(k->project, jv_copy(obj), &out, err) < 0 || jv_get_kind(out) != JV_KIND_OBJECT) {
 		log_warn("line %zu: unable to project %s '%s': %s; kept whole", lineno, kind, name,
 			 err[0] ? err : "not an object");
@@ -650,7 +699,7 @@ static void handle_event(jv ev, size_t lineno)
 		log_warn("line %zu: %s event with an object without metadata; skipped", lineno, type);
 		jv_free(obj);
 	} else {
-		handle_object(type, project(obj, lineno), lineno);
+		handle_object(type, project_kind(obj, lineno, 0), lineno);
 	}
 	jv_free(ev);
 }
@@ -726,6 +775,7 @@ static jv parse_obj(const struct obj *o)
 struct rctx {
 	jv parent;
 	struct kop_hmap live;		/* objkey -> jv* (parsed, owned here) */
+	struct kop_hmap view;		/* the same, projected for the program (vtext) */
 };
 
 static void parsed_free(void *v)
@@ -736,17 +786,30 @@ static void parsed_free(void *v)
 	free(j);
 }
 
-/* The parsed live object (borrowed from the context). */
-static jv live_of(struct rctx *c, const struct obj *o)
+static jv parsed_of(struct kop_hmap *h, const struct obj *o, const char *text, size_t len)
 {
-	jv *j = kop_hmap_get(&c->live, o->key);
+	jv *j = kop_hmap_get(h, o->key);
 
 	if (!j) {
 		j = kop_malloc(sizeof(*j));
-		*j = parse_obj(o);
-		kop_hmap_put(&c->live, o->key, j);
+		*j = jv_parse_sized(text, (int)len);
+		kop_hmap_put(h, o->key, j);
 	}
 	return *j;
+}
+
+/* The parsed live object, whole (borrowed from the context). */
+static jv live_of(struct rctx *c, const struct obj *o)
+{
+	return parsed_of(&c->live, o, o->text, o->len);
+}
+
+/* The live object as the program sees it (borrowed from the context). */
+static jv view_of(struct rctx *c, const struct obj *o)
+{
+	if (!o->vtext)
+		return live_of(c, o);
+	return parsed_of(&c->view, o, o->vtext, o->vlen);
 }
 
 static jv build_related(void)
@@ -818,10 +881,10 @@ static jv build_children(struct prim *p, struct rctx *ctx)
 			log_warn("primary '%s': two %s named '%s'; the one in '%s' is keyed '%s/%s'", p->key, o->kind->key,
 				 name, ns, ns, name);
 			kop_buf_addf(&k, "%s/%s", ns, name);
-			group = jv_object_set(group, jv_string(k.buf), jv_copy(live_of(ctx, o)));
+			group = jv_object_set(group, jv_string(k.buf), jv_copy(view_of(ctx, o)));
 			kop_buf_release(&k);
 		} else {
-			group = jv_object_set(group, jv_string(name), jv_copy(live_of(ctx, o)));
+			group = jv_object_set(group, jv_string(name), jv_copy(view_of(ctx, o)));
 		}
 		c = jv_object_set(c, jv_string(o->kind->key), group);
 	}
@@ -1021,7 +1084,49 @@ static int check_output(jv out, char *err)
 }
 
 /* Applies what is desired and differs from the live object; fills desired (objkey -> 1). */
-static void apply_children(struct prim *p, struct rctx *ctx, jv children, struct kop_hmap *desired, int64_t now,
+/* Which object of rdes (the rendered .desired, borrowed) c (borrowed) is, or -1. */
+static int rendered_index(jv rdes, jv c)
+{
+	int i, n = jv_array_length(jv_copy(rdes));
+
+	if (jv_get_kind(c) != JV_KIND_OBJECT)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (jv_identical(jv_array_get(jv_copy(rdes), i), jv_copy(c)))
+			return i;
+	return -1;
+}
+
+/* The program's answer (consumed) with its directives resolved; the children
+ * it took from the rendered ones as they are (resolved already) are not
+ * walked again. */
+static int resolve_output(jv out, jv rdes, jv *res, char *err)
+{
+	jv children = jv_object_get(jv_copy(out), jv_string("children")), done = jv_array();
+
+	if (jv_get_kind(children) != JV_KIND_ARRAY)
+		return jv_free(children), kop_fn_resolve(out, res, err);
+	out = jv_object_delete(out, jv_string("children"));
+	if (kop_fn_resolve(out, &out, err) < 0) {
+		jv_free(children);
+		jv_free(done);
+		return -1;
+	}
+	jv_array_foreach(children, i, c) {
+		if (rendered_index(rdes, c) < 0 && kop_fn_resolve(c, &c, err) < 0) {
+			jv_free(children);
+			jv_free(done);
+			jv_free(out);
+			return -1;
+		}
+		done = jv_array_append(done, c);
+	}
+	jv_free(children);
+	*res = jv_object_set(out, jv_string("children"), done);
+	return 0;
+}
+
+static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, struct kop_hmap *desired, int64_t now,
 			   struct counts *n)
 {
 	static int one = 1;
@@ -1049,6 +1154,19 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, struct
 			jv_free(c);
 			continue;
 		}
+		{
+			/* The comparison's memo key: the object before stamping
+			 * (known when rendered) and whom the stamp names. */
+			unsigned char both[2 * KOP_JSON_DIGEST_LEN];
+			int r = rendered_index(rdes, c);
+
+			if (r >= 0)
+				memcpy(both, p->rdig[r], KOP_JSON_DIGEST_LEN);
+			else
+				kop_json_digest(c, both);
+			SHA256((const unsigned char *)p->obj->uid, strlen(p->obj->uid), both + KOP_JSON_DIGEST_LEN);
+			SHA256(both, sizeof(both), d);
+		}
 		c = kop_program_stamp(&E.prog, k->mapping, c, ctx->parent);
 		{
 			/* What does not map back could never be seen, compared or pruned. */
@@ -1070,15 +1188,15 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, struct
 		kop_hmap_put(desired, key, &one);
 		live = kop_hmap_get(&E.objs, key);
 		fkey = join2("apply", key);
-		kop_json_digest(c, d);
-		if (live && live->match_rv && !strcmp(live->match_rv, live->rv) && !memcmp(live->match, d, sizeof(d))) {
-			/* Seen equal before, and neither has changed since. */
+		if (live && live->match_ok && !memcmp(live->match, d, sizeof(d)) &&
+		    !memcmp(live->match_sdig, live->sdig, sizeof(d)) && !jv_object_has(jv_copy(c), jv_string("status"))) {
+			/* Seen equal before, and neither has changed since but for its status. */
 			flight_forget(fkey);
 			jv_free(c);
 		} else if (live && kop_json_subset(c, live_of(ctx, live))) {
-			free(live->match_rv);
-			live->match_rv = kop_strdup(live->rv);
+			live->match_ok = 1;
 			memcpy(live->match, d, sizeof(d));
+			memcpy(live->match_sdig, live->sdig, sizeof(d));
 			flight_forget(fkey);
 			jv_free(c);
 		} else {
@@ -1212,31 +1330,44 @@ static void write_events(struct prim *p, jv parent, jv events, struct counts *n)
  * changed since the last reconcile of p. *ms_jq and *ms_fn receive the time
  * spent, *cached whether the stored answer was used. jv_invalid() with err.
  */
+/* The part of a primary (consumed) that its render program gets. */
+static jv render_parent(jv parent)
+{
+	jv meta = jv_object_get(jv_copy(parent), jv_string("metadata"));
+
+	if (jv_get_kind(meta) == JV_KIND_OBJECT) {
+		meta = jv_object_delete(meta, jv_string("resourceVersion"));
+		meta = jv_object_delete(meta, jv_string("finalizers"));
+		meta = jv_object_delete(meta, jv_string("managedFields"));
+		parent = jv_object_set(parent, jv_string("metadata"), meta);
+	} else {
+		jv_free(meta);
+	}
+	if (jv_get_kind(parent) == JV_KIND_OBJECT)
+		parent = jv_object_delete(parent, jv_string("status"));
+	return parent;
+}
+
 static jv render(struct prim *p, jv parent, int64_t *ms_jq, int64_t *ms_fn, int *cached, char *err)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
-	jv in, text, meta, out;
+	jv in, text, out;
 	int64_t t0, t1;
 	uLongf zlen;
 
 	*ms_jq = *ms_fn = 0;
 	*cached = 0;
-	meta = jv_object_get(jv_copy(parent), jv_string("metadata"));
-	if (jv_get_kind(meta) == JV_KIND_OBJECT) {
-		meta = jv_object_delete(meta, jv_string("resourceVersion"));
-		meta = jv_object_delete(meta, jv_string("finalizers"));
-		meta = jv_object_delete(meta, jv_string("managedFields"));
-		parent = jv_object_set(jv_copy(parent), jv_string("metadata"), meta);
-	} else {
-		jv_free(meta);
-		parent = jv_copy(parent);
-	}
-	if (jv_get_kind(parent) == JV_KIND_OBJECT)
-		parent = jv_object_delete(parent, jv_string("status"));
-	in = jv_object_set(jv_object(), jv_string("parent"), parent);
-	in = jv_object_set(in, jv_string("related"), build_related());
+	/* The key: the parent's part (digested as it arrived) and the rest. */
+	in = jv_object_set(jv_object(), jv_string("related"), build_related());
 	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
-	kop_json_digest(in, d);
+	{
+		unsigned char both[2 * KOP_JSON_DIGEST_LEN];
+
+		memcpy(both, p->pdig, KOP_JSON_DIGEST_LEN);
+		kop_json_digest(in, both + KOP_JSON_DIGEST_LEN);
+		SHA256(both, sizeof(both), d);
+	}
+	in = jv_object_set(in, jv_string("parent"), render_parent(jv_copy(parent)));
 	if (p->rendered && !memcmp(d, p->render_key, sizeof(d))) {
 		uLongf len = (uLongf)p->rendered_len;
 		char *buf = kop_malloc(p->rendered_len + 1);
@@ -1255,6 +1386,9 @@ static jv render(struct prim *p, jv parent, int64_t *ms_jq, int64_t *ms_fn, int 
 	}
 	free(p->rendered);
 	p->rendered = NULL;
+	free(p->rdig);
+	p->rdig = NULL;
+	p->nrdig = 0;
 	t0 = kop_mono_ms();
 	if (kop_jq_run1(E.prog.render, in, &out, err) < 0)
 		return jv_invalid();
@@ -1266,6 +1400,19 @@ static jv render(struct prim *p, jv parent, int64_t *ms_jq, int64_t *ms_fn, int 
 		return jv_invalid();
 	}
 	*ms_fn = kop_mono_ms() - t1;
+	{
+		jv des = jv_getpath(jv_copy(out), JV_ARRAY(jv_string("desired")));
+
+		if (jv_get_kind(des) == JV_KIND_ARRAY && jv_array_length(jv_copy(des)) > 0) {
+			p->nrdig = jv_array_length(jv_copy(des));
+			p->rdig = kop_calloc((size_t)p->nrdig, sizeof(*p->rdig));
+			jv_array_foreach(des, i, c) {
+				kop_json_digest(c, p->rdig[i]);
+				jv_free(c);
+			}
+		}
+		jv_free(des);
+	}
 	/* Kept deflated: as jv the desired children of an IoT instance take
 	 * ~190 KB, as compact JSON ~34 KB, deflated a few KB. */
 	text = jv_dump_string(jv_copy(out), 0);
@@ -1289,7 +1436,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 {
 	struct counts n = { 0, 0, 0, 0, 0 };
 	int finalizing = 0, index = -1, status_sent = 1;
-	jv in, out, v, parent = ctx->parent;
+	jv in, out, v, parent = ctx->parent, rdes = jv_array();
 	char err[KOP_ERRLEN], ts[40];
 	struct kop_hmap desired = KOP_HMAP_INIT;
 	int64_t t0 = kop_mono_ms(), t1, t2, t3, render_jq = 0, render_fn = 0;
@@ -1323,17 +1470,24 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 			program_failed(p, err, now);
 			return;
 		}
+		rdes = jv_getpath(jv_copy(r), JV_ARRAY(jv_string("desired")));
+		if (jv_get_kind(rdes) != JV_KIND_ARRAY || jv_array_length(jv_copy(rdes)) != p->nrdig) {
+			jv_free(rdes);
+			rdes = jv_array();
+		}
 		in = jv_object_set(in, jv_string("rendered"), r);
 	}
 	t1 = kop_mono_ms();
 	if (kop_jq_run1(E.prog.sync, in, &out, err) < 0) {
+		jv_free(rdes);
 		program_failed(p, err, now);
 		return;
 	}
 	t2 = kop_mono_ms();
-	if (check_output(out, err) < 0 || kop_fn_resolve(out, &out, err) < 0) {
+	if (check_output(out, err) < 0 || resolve_output(out, rdes, &out, err) < 0) {
 		if (jv_is_valid(out))
 			jv_free(out);
+		jv_free(rdes);
 		program_failed(p, err, now);
 		return;
 	}
@@ -1343,7 +1497,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 				? "requeue_after" : "success");
 	v = jv_object_get(jv_copy(out), jv_string("children"));
 	if (jv_get_kind(v) == JV_KIND_ARRAY)
-		apply_children(p, ctx, v, &desired, now, &n);
+		apply_children(p, ctx, v, rdes, &desired, now, &n);
 	else
 		jv_free(v);
 	prune(p, &desired, now, &n);
@@ -1375,6 +1529,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	}
 	jv_free(v);
 	jv_free(out);
+	jv_free(rdes);
 	kop_hmap_release(&desired, NULL);
 	if (!jv_object_length(jv_copy(p->errors)))
 		kop_backoff_reset(&p->backoff);
@@ -1411,9 +1566,11 @@ static void reconcile(struct prim *p, int64_t now)
 	}
 	ctx.parent = parse_obj(p->obj);
 	kop_hmap_init(&ctx.live);
+	kop_hmap_init(&ctx.view);
 	reconcile_parsed(p, &ctx, now);
 	jv_free(ctx.parent);
 	kop_hmap_release(&ctx.live, parsed_free);
+	kop_hmap_release(&ctx.view, parsed_free);
 }
 /* ---- feedback ------------------------------------------------------------------------------ */
 
