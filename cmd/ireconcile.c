@@ -68,8 +68,10 @@ struct prim;
 struct obj {
 	char *key;			/* "Kind.group|ns/name" */
 	const struct kop_kind *kind;
-	char *text;			/* the object without managedFields */
-	size_t len;
+	char *text;			/* the object without managedFields (deflated when zlen) */
+	size_t len;			/* its length as JSON */
+	size_t zlen;			/* deflated: its length so (0: text is the JSON) */
+	unsigned char tdig[SHA256_DIGEST_LENGTH];	/* deflated: SHA-256 of the JSON */
 	char *vtext;			/* child kinds with a `project`: what the program sees (NULL: text) */
 	size_t vlen;
 	unsigned char sdig[KOP_JSON_DIGEST_LEN];	/* digest without status and resourceVersion */
@@ -475,6 +477,60 @@ static void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN])
 	jv_free(obj);
 }
 
+/*
+ * Keeps an object's text. A child the program sees projected is read whole
+ * only to compare it again after a change other than its status: it is
+ * kept deflated (a third of the memory), with a digest to tell a new state.
+ */
+static void store_text(struct obj *o, const char *text, size_t len)
+{
+	free(o->text);
+	o->text = NULL;
+	o->len = len;
+	o->zlen = 0;
+	if (o->vtext) {
+		uLongf zlen = compressBound((uLong)len);
+
+		o->text = kop_malloc(zlen);
+		if (compress2((Bytef *)o->text, &zlen, (const Bytef *)text, (uLong)len, 1) == Z_OK && zlen) {
+			o->text = kop_realloc(o->text, zlen);
+			o->zlen = zlen;
+			SHA256((const unsigned char *)text, len, o->tdig);
+			return;
+		}
+		free(o->text);
+	}
+	o->text = kop_strndup(text, len);
+}
+
+static int same_text(const struct obj *o, const char *text, size_t len)
+{
+	unsigned char d[SHA256_DIGEST_LENGTH];
+
+	if (!o->zlen)
+		return !memcmp(o->text, text, len);
+	SHA256((const unsigned char *)text, len, d);
+	return !memcmp(d, o->tdig, sizeof(d));
+}
+
+/* The object parsed (caller owns it); jv_invalid() if it cannot be read back. */
+static jv parse_obj(const struct obj *o)
+{
+	uLongf len = (uLongf)o->len;
+	char *buf;
+	jv v;
+
+	if (!o->zlen)
+		return jv_parse_sized(o->text, (int)o->len);
+	buf = kop_malloc(o->len + 1);
+	if (uncompress((Bytef *)buf, &len, (const Bytef *)o->text, (uLong)o->zlen) != Z_OK || len != o->len)
+		v = jv_invalid_with_msg(jv_string("stored object unreadable"));	/* cannot happen */
+	else
+		v = jv_parse_sized(buf, (int)len);
+	free(buf);
+	return v;
+}
+
 static void handle_object(const char *type, jv obj, size_t lineno)
 {
 	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
@@ -520,7 +576,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 	rv = meta(obj, "resourceVersion");
 	text = jv_dump_string(jv_copy(obj), 0);
 	tlen = (size_t)jv_string_length_bytes(jv_copy(text));
-	if (o && o->len == tlen && !memcmp(o->text, jv_string_value(text), tlen)) {
+	if (o && o->len == tlen && same_text(o, jv_string_value(text), tlen)) {
 		free(key);	/* the same state again (a replay, a relist): nothing new */
 		jv_free(text);
 		jv_free(obj);
@@ -566,10 +622,6 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		}
 	}
 	o->kind = k;
-	free(o->text);
-	o->text = kop_strndup(jv_string_value(text), tlen);
-	o->len = tlen;
-	jv_free(text);
 	free(o->vtext);
 	o->vtext = NULL;
 	if (k->role == KOP_ROLE_CHILD) {
@@ -584,6 +636,8 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		}
 		child_digest(obj, o->sdig);
 	}
+	store_text(o, jv_string_value(text), tlen);
+	jv_free(text);
 	free(o->rv);
 	o->rv = kop_strdup(rv ? rv : "");
 	free(o->name);
@@ -765,11 +819,6 @@ static int flight_check(struct prim *p, const char *fkey, jv sent, const char *l
 
 /* ---- one reconcile ------------------------------------------------------------------------ */
 
-/* Parses a stored object (text we wrote ourselves). Caller owns the result. */
-static jv parse_obj(const struct obj *o)
-{
-	return jv_parse_sized(o->text, (int)o->len);
-}
 
 /* What one reconcile parsed: the primary and the live objects it looked at. */
 struct rctx {
@@ -786,30 +835,32 @@ static void parsed_free(void *v)
 	free(j);
 }
 
-static jv parsed_of(struct kop_hmap *h, const struct obj *o, const char *text, size_t len)
-{
-	jv *j = kop_hmap_get(h, o->key);
-
-	if (!j) {
-		j = kop_malloc(sizeof(*j));
-		*j = jv_parse_sized(text, (int)len);
-		kop_hmap_put(h, o->key, j);
-	}
-	return *j;
-}
-
 /* The parsed live object, whole (borrowed from the context). */
 static jv live_of(struct rctx *c, const struct obj *o)
 {
-	return parsed_of(&c->live, o, o->text, o->len);
+	jv *j = kop_hmap_get(&c->live, o->key);
+
+	if (!j) {
+		j = kop_malloc(sizeof(*j));
+		*j = parse_obj(o);
+		kop_hmap_put(&c->live, o->key, j);
+	}
+	return *j;
 }
 
 /* The live object as the program sees it (borrowed from the context). */
 static jv view_of(struct rctx *c, const struct obj *o)
 {
+	jv *j;
+
 	if (!o->vtext)
 		return live_of(c, o);
-	return parsed_of(&c->view, o, o->vtext, o->vlen);
+	if (!(j = kop_hmap_get(&c->view, o->key))) {
+		j = kop_malloc(sizeof(*j));
+		*j = jv_parse_sized(o->vtext, (int)o->vlen);
+		kop_hmap_put(&c->view, o->key, j);
+	}
+	return *j;
 }
 
 static jv build_related(void)
