@@ -830,16 +830,6 @@ static jv event_causes(jv obj)
 	return causes;
 }
 
-static int service_ip_fn(jv obj, const char *key, void *data)
-{
-	const char *ip = ksim_str(obj, "spec.clusterIP");
-
-	(void)key;
-	if (ip)
-		*(jv *)data = jv_object_set(*(jv *)data, jv_string(ip), jv_true());
-	return 0;
-}
-
 /*
  * The next free Service clusterIP in 10.96.0.0/16 (lock held). The counter
  * only says where to start looking: the stored Services (replayed from
@@ -848,31 +838,13 @@ static int service_ip_fn(jv obj, const char *key, void *data)
 static void next_service_ip(char *ip, size_t len)
 {
 	static unsigned svc_ip = 10;
-	static jv used;		/* the stored Services' IPs, as of services' commit serial used_at */
-	static uint64_t used_at;
-	static int have;
-	uint64_t serial = ksim_store_serial("services");
 
-	if (!have || serial != used_at) {
-		if (have)
-			jv_free(used);
-		used = jv_object();
-		ksim_store_each("services", NULL, NULL, service_ip_fn, &used);
-		have = 1;
-	}
 	for (unsigned n = 0; n < 65536; n++) {
 		svc_ip = svc_ip >= 65534 ? 11 : svc_ip + 1;
 		snprintf(ip, len, "10.96.%u.%u", (svc_ip >> 8) & 255, svc_ip & 255);
-		if (!jv_object_has(jv_copy(used), jv_string(ip)))
+		if (!ksim_store_service_ip_used(ip))
 			break;
 	}
-	/*
-	 * The set stays good if the next commit of a Service is the one that
-	 * takes this IP (no walk of every Service per create); any other
-	 * commit (or none: a dry run, a rejected create) makes it walk again.
-	 */
-	used = jv_object_set(used, jv_string(ip), jv_true());
-	used_at = serial + 1;
 }
 
 /* Type-specific defaults and status on create. */
@@ -1522,6 +1494,8 @@ struct list_ctx {
 	long n;
 	char *last_key;
 	int more;
+	struct ksim_json_cache **caches;	/* list_cached_fn: the items' caches, in order */
+	size_t ncaches;
 };
 
 static int list_fn(jv obj, const char *key, void *data)
@@ -1539,6 +1513,61 @@ static int list_fn(jv obj, const char *key, void *data)
 	free(c->last_key);
 	c->last_key = kop_strdup(key);
 	return 0;
+}
+
+static int list_cached_fn(jv obj, const char *key, struct ksim_json_cache *cache, void *data)
+{
+	struct list_ctx *c = data;
+	long before = c->n;
+	int stop = list_fn(obj, key, data);
+
+	if (c->n > before) {
+		c->caches = kop_realloc(c->caches, (c->ncaches + 1) * sizeof(*c->caches));
+		c->caches[c->ncaches++] = cache;
+	}
+	return stop;
+}
+
+/*
+ * A list answer as text (lock held): what ksim_dump() writes for the list
+ * `shell` (consumed; canonical, "items" last and empty) with the items
+ * (consumed, as presented) in it, each item's JSON taken from its stored
+ * object's cache or made once and kept there, for lists that are polled.
+ */
+static char *list_text(const struct ksim_type *t, jv shell, jv items, struct ksim_json_cache **caches, size_t *len)
+{
+	struct kop_buf b = KOP_BUF_INIT, view = KOP_BUF_INIT;
+	size_t slen;
+	char *s = ksim_dump(shell, &slen);
+
+	/* the shell ends with "items":[]} */
+	if (slen < 3 || strcmp(s + slen - 3, "[]}")) {
+		free(s);
+		jv_free(items);
+		return NULL;
+	}
+	kop_buf_addf(&view, "list %s %s", t->api_version, t->kind);
+	kop_buf_add(&b, s, slen - 2);
+	free(s);
+	jv_array_foreach(items, i, o) {
+		struct ksim_json_cache *c = caches[i];
+
+		if (i)
+			kop_buf_add(&b, ",", 1);
+		if (!c->json || strcmp(c->view, view.buf)) {
+			free(c->json);
+			free(c->view);
+			c->json = ksim_dump(o, &c->len);
+			c->view = kop_strdup(view.buf);
+		} else {
+			jv_free(o);
+		}
+		kop_buf_add(&b, c->json, c->len);
+	}
+	jv_free(items);
+	kop_buf_release(&view);
+	kop_buf_add(&b, "]}", 2);
+	return kop_buf_detach(&b, len);
 }
 
 /* Parses both selectors: 0, or -1 with *err a 400. */
@@ -1618,10 +1647,11 @@ static int include_object(const struct ksim_request *rq)
 	return 1;
 }
 
-static int do_list(const struct ksim_request *rq, const struct route *r, jv *out)
+/* A list: 200 with *out, or with *text (when text is non-NULL and the answer can be made as text). */
+static int do_list(const struct ksim_request *rq, const struct route *r, jv *out, char **text, size_t *text_len)
 {
 	const struct ksim_type *t = r->t;
-	struct list_ctx c = { t, NULL, NULL, 0, jv_null(), 0, NULL, 0 };
+	struct list_ctx c = { .t = t, .items = jv_null() };
 	const char *lim = query(rq, "limit"), *cont = query(rq, "continue"), *rvs = query(rq, "resourceVersion");
 	const char *rvm = query(rq, "resourceVersionMatch");
 	char *after = NULL;
@@ -1706,9 +1736,9 @@ static int do_list(const struct ksim_request *rq, const struct route *r, jv *out
 	}
 	if (r->ns && (t->flags & KT_NAMESPACED)) {
 		/* restrict the walk to the namespace */
-		ksim_store_each(t->gr, r->ns, after, list_fn, &c);
+		ksim_store_each_cached(t->gr, r->ns, after, list_cached_fn, &c);
 	} else {
-		ksim_store_each(t->gr, NULL, after, list_fn, &c);
+		ksim_store_each_cached(t->gr, NULL, after, list_cached_fn, &c);
 	}
 	snprintf(rvbuf, sizeof(rvbuf), "%lld", list_rv);
 	md = JV_OBJECT(jv_string("resourceVersion"), jv_string(rvbuf));
@@ -1718,7 +1748,7 @@ static int do_list(const struct ksim_request *rq, const struct route *r, jv *out
 		if (!c.ls && !c.fs) {
 			size_t total = ksim_store_count(t->gr, r->ns);
 			long long before = 0;
-			struct list_ctx cnt = { t, NULL, NULL, 0, jv_array(), 0, NULL, 0 };
+			struct list_ctx cnt = { .t = t, .items = jv_array() };
 
 			/* remaining = everything after the last key returned */
 			ksim_store_each(t->gr, r->ns, c.last_key, list_fn, &cnt);
@@ -1747,10 +1777,26 @@ static int do_list(const struct ksim_request *rq, const struct route *r, jv *out
 		jv_free(items);
 		jv_free(md);
 		*out = ksim_table(t, full, rvbuf, token, include_object(rq));
+	} else if (text && jv_array_length(jv_copy(items)) > 0) {
+		jv shell = JV_OBJECT(jv_string("kind"), jv_string(t->list_kind), jv_string("apiVersion"),
+				     jv_string(t->api_version), jv_string("metadata"), jv_copy(md), jv_string("items"),
+				     jv_array());
+
+		/* as answer() orders it */
+		*text = list_text(t, ksim_canonical(shell), jv_copy(items), c.caches, text_len);
+		if (*text) {
+			jv_free(md);
+			jv_free(items);
+			*out = jv_invalid();
+		} else {
+			*out = JV_OBJECT(jv_string("kind"), jv_string(t->list_kind), jv_string("apiVersion"),
+					 jv_string(t->api_version), jv_string("metadata"), md, jv_string("items"), items);
+		}
 	} else {
 		*out = JV_OBJECT(jv_string("kind"), jv_string(t->list_kind), jv_string("apiVersion"),
 				 jv_string(t->api_version), jv_string("metadata"), md, jv_string("items"), items);
 	}
+	free(c.caches);
 	free(token);
 	free(after);
 	free(c.last_key);
@@ -1759,12 +1805,14 @@ static int do_list(const struct ksim_request *rq, const struct route *r, jv *out
 	return 200;
 bad410:
 	free(after);
+	free(c.caches);
 	ksim_selector_free(c.ls);
 	ksim_selector_free(c.fs);
 	jv_free(c.items);
 	return 410;
 bad:
 	free(after);
+	free(c.caches);
 	ksim_selector_free(c.ls);
 	ksim_selector_free(c.fs);
 	jv_free(c.items);
@@ -2293,7 +2341,7 @@ static int do_delete(const struct ksim_request *rq, const struct route *r, int d
 
 static int do_deletecollection(const struct ksim_request *rq, const struct route *r, int dry, jv *out)
 {
-	struct list_ctx c = { r->t, NULL, NULL, 0, jv_array(), 0, NULL, 0 };
+	struct list_ctx c = { .t = r->t, .items = jv_array() };
 	struct delopts d;
 	jv items = jv_array();
 	char rvbuf[32];
@@ -2599,8 +2647,23 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 		code = do_scale(rq, &r, &o, &out);
 		answer(rs, code, out);
 	} else if (!strcmp(m, "GET")) {
-		code = r.name ? do_get(rq, &r, &out) : do_list(rq, &r, &out);
-		answer(rs, code, out);
+		if (r.name) {
+			code = do_get(rq, &r, &out);
+			answer(rs, code, out);
+		} else {
+			char *text = NULL;
+			size_t text_len = 0;
+
+			/* a list's items' JSON is kept with the stored objects (list_text) */
+			code = do_list(rq, &r, &out, rq->internal || rq->want_jv ? NULL : &text, &text_len);
+			if (text) {
+				rs->code = code;
+				rs->json = text;
+				rs->json_len = text_len;
+			} else {
+				answer(rs, code, out);
+			}
+		}
 	} else if (!strcmp(m, "POST") && !r.name) {
 		jv obj;
 

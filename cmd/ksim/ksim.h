@@ -147,9 +147,22 @@ jv ksim_store_get(const char *gr, const char *ns, const char *name);
  */
 void ksim_store_each(const char *gr, const char *ns, const char *after,
 		     int (*fn)(jv obj, const char *key, void *data), void *data);
+/*
+ * A stored object's compact JSON as one view of it shows it (`view` says
+ * which: api.c's list answers), NULL until someone fills it; the store
+ * drops it when the object changes or goes.
+ */
+struct ksim_json_cache {
+	char *json;
+	size_t len;
+	char *view;
+};
+/* ksim_store_each() that also hands fn the object's cache (lock held; valid until the next commit). */
+void ksim_store_each_cached(const char *gr, const char *ns, const char *after,
+			    int (*fn)(jv obj, const char *key, struct ksim_json_cache *cache, void *data), void *data);
 size_t ksim_store_count(const char *gr, const char *ns);
-/* How many commits gr has had (changes whenever its objects do). */
-uint64_t ksim_store_serial(const char *gr);
+/* 1 when a stored Service has spec.clusterIP ip (an index kept by every commit). */
+int ksim_store_service_ip_used(const char *ip);
 /*
  * Commits a write, the only way the store changes: old == null creates,
  * obj == null deletes (old is then the stored object), else replaces. Bumps

@@ -89,6 +89,7 @@ static void template_hash(jv v, char *out, size_t len)
 }
 
 static jv hash_cache;	/* "uid/generation" -> template hash (sim thread only) */
+static size_t hash_cache_n;	/* its entries (jv_object_length walks the object) */
 
 /*
  * template_hash() of owner's spec.template, remembered per uid and
@@ -109,9 +110,10 @@ static void owner_template_hash(jv owner, char *out, size_t len)
 		return;
 	}
 	snprintf(key, sizeof(key), "%s/%ld", uid, gen);
-	if (jv_get_kind(hash_cache) != JV_KIND_OBJECT || jv_object_length(jv_copy(hash_cache)) > 100000) {
+	if (jv_get_kind(hash_cache) != JV_KIND_OBJECT || hash_cache_n > 100000) {
 		jv_free(hash_cache);
 		hash_cache = jv_object();
+		hash_cache_n = 0;
 	}
 	h = jv_object_get(jv_copy(hash_cache), jv_string(key));
 	if (jv_get_kind(h) == JV_KIND_STRING) {
@@ -124,6 +126,7 @@ static void owner_template_hash(jv owner, char *out, size_t len)
 	template_hash(tmpl, out, len);
 	jv_free(tmpl);
 	hash_cache = jv_object_set(hash_cache, jv_string(key), jv_string(out));
+	hash_cache_n++;
 }
 
 static void random_suffix(char *out)
@@ -1505,6 +1508,7 @@ static void *sim_loop(void *arg)
 {
 	uint64_t cursor;
 	jv dirty = jv_object();
+	int ndirty = 0;	/* namespaces in dirty since the last pass */
 
 	(void)arg;
 	ensure_node();
@@ -1538,6 +1542,7 @@ static void *sim_loop(void *arg)
 		if (jv_object_length(jv_copy(dirty)) > 0) {
 			sync_batch(dirty);
 			dirty = jv_object();
+			ndirty = 0;
 			/* drop fired timers nothing consumed (their object is gone) */
 			{
 				jv keep = jv_object();
@@ -1562,7 +1567,7 @@ static void *sim_loop(void *arg)
 		for (;;) {
 			long timeout = 0;
 
-			if (jv_object_length(jv_copy(dirty)) == 0) {
+			if (ndirty == 0) {
 				int64_t n = kop_mono_ms();
 
 				timeout = wake == INT64_MAX ? 1000 : wake > n ? (long)(wake - n) : 0;
@@ -1574,6 +1579,7 @@ static void *sim_loop(void *arg)
 				ksim_lock();
 				ksim_store_each("namespaces", NULL, NULL, all_namespaces, &dirty);
 				ksim_unlock();
+				ndirty = jv_object_length(jv_copy(dirty));
 				continue;
 			}
 			if (r == 0)
@@ -1581,10 +1587,13 @@ static void *sim_loop(void *arg)
 			if (relevant(ev.gr)) {
 				const char *ns = !strcmp(ev.gr, "namespaces") ? ev.name : ev.ns;
 
-				if (*ns)
+				/* counted as they come: jv_object_length walks the object */
+				if (*ns && !jv_object_has(jv_copy(dirty), jv_string(ns))) {
 					dirty = jv_object_set(dirty, jv_string(ns), jv_true());
+					ndirty++;
+				}
 			}
-			if (jv_object_length(jv_copy(dirty)) >= 1024)
+			if (ndirty >= 1024)
 				break;
 		}
 	}

@@ -28,7 +28,15 @@ struct obj {
 	char *key;		/* "ns/name" or "/name" for cluster-scoped objects */
 	const char *name;	/* the name part of key */
 	jv val;
+	struct ksim_json_cache cache;	/* of val */
 };
+
+static void cache_drop(struct ksim_json_cache *c)
+{
+	free(c->json);
+	free(c->view);
+	memset(c, 0, sizeof(*c));
+}
 
 /*
  * Objects of one namespace ("" for cluster-scoped ones) in a tree ordered
@@ -48,7 +56,6 @@ struct coll {
 	char *gr;
 	void *root;		/* of struct nsobjs */
 	size_t count;
-	uint64_t serial;	/* commits so far */
 };
 
 static struct coll *colls;
@@ -180,6 +187,7 @@ jv ksim_store_get(const char *gr, const char *ns, const char *name)
 struct walk {
 	const char *after;
 	int (*fn)(jv, const char *, void *);
+	int (*cfn)(jv, const char *, struct ksim_json_cache *, void *);	/* instead of fn */
 	void *data;
 	int stop;
 };
@@ -187,17 +195,18 @@ struct walk {
 static void walk_fn(const void *node, VISIT which, void *closure)
 {
 	struct walk *w = closure;
-	const struct obj *o = *(struct obj *const *)node;
+	struct obj *o = *(struct obj *const *)node;
 
 	if (w->stop || (which != postorder && which != leaf))
 		return;
 	if (w->after) {
-		struct obj a = { (char *)w->after, NULL, jv_null() };
+		struct obj a = { .key = (char *)w->after, .val = jv_null() };
 
 		if (key_cmp(o, &a) <= 0)
 			return;
 	}
-	if (w->fn(o->val, o->key, w->data))
+	if (w->cfn ? w->cfn(o->val, o->key, &o->cache, w->data) :
+		     w->fn(o->val, o->key, w->data))
 		w->stop = 1;
 }
 
@@ -211,11 +220,9 @@ static void walk_ns_fn(const void *node, VISIT which, void *closure)
 	twalk_r(n->root, walk_fn, w);
 }
 
-void ksim_store_each(const char *gr, const char *ns, const char *after,
-		     int (*fn)(jv obj, const char *key, void *data), void *data)
+static void store_walk(const char *gr, const char *ns, struct walk *w)
 {
 	struct coll *c = coll_get(gr, 0);
-	struct walk w = { after, fn, data, 0 };
 
 	if (!c)
 		return;
@@ -223,17 +230,53 @@ void ksim_store_each(const char *gr, const char *ns, const char *after,
 		struct nsobjs *n = ns_get(c, ns, 0);
 
 		if (n)
-			twalk_r(n->root, walk_fn, &w);
+			twalk_r(n->root, walk_fn, w);
 	} else {
-		twalk_r(c->root, walk_ns_fn, &w);
+		twalk_r(c->root, walk_ns_fn, w);
 	}
 }
 
-uint64_t ksim_store_serial(const char *gr)
+void ksim_store_each(const char *gr, const char *ns, const char *after,
+		     int (*fn)(jv obj, const char *key, void *data), void *data)
 {
-	struct coll *c = coll_get(gr, 0);
+	struct walk w = { .after = after, .fn = fn, .data = data };
 
-	return c ? c->serial : 0;
+	store_walk(gr, ns, &w);
+}
+
+void ksim_store_each_cached(const char *gr, const char *ns, const char *after,
+			    int (*fn)(jv obj, const char *key, struct ksim_json_cache *cache, void *data), void *data)
+{
+	struct walk w = { .after = after, .cfn = fn, .data = data };
+
+	store_walk(gr, ns, &w);
+}
+
+static jv service_ips;	/* spec.clusterIP of the stored Services -> how many have it */
+
+/* Keeps service_ips up to date: obj (borrowed) stored (+1) or gone (-1). */
+static void count_service_ip(jv obj, int delta)
+{
+	const char *ip = ksim_str(obj, "spec.clusterIP");
+	jv n;
+	double v;
+
+	if (!ip || !*ip || !strcmp(ip, "None"))
+		return;
+	if (jv_get_kind(service_ips) != JV_KIND_OBJECT)
+		service_ips = jv_object();
+	n = jv_object_get(jv_copy(service_ips), jv_string(ip));
+	v = (jv_get_kind(n) == JV_KIND_NUMBER ? jv_number_value(n) : 0) + delta;
+	jv_free(n);
+	if (v > 0)
+		service_ips = jv_object_set(service_ips, jv_string(ip), jv_number(v));
+	else
+		service_ips = jv_object_delete(service_ips, jv_string(ip));
+}
+
+int ksim_store_service_ip_used(const char *ip)
+{
+	return jv_get_kind(service_ips) == JV_KIND_OBJECT && jv_object_has(jv_copy(service_ips), jv_string(ip));
 }
 
 size_t ksim_store_count(const char *gr, const char *ns)
@@ -321,7 +364,12 @@ jv ksim_store_commit(const char *gr, jv old, jv obj)
 	struct nsobjs *n;
 	struct obj *o;
 
-	c->serial++;
+	if (!strcmp(gr, "services")) {
+		if (jv_get_kind(old) == JV_KIND_OBJECT)
+			count_service_ip(old, -1);
+		if (jv_get_kind(obj) == JV_KIND_OBJECT)
+			count_service_ip(obj, 1);
+	}
 
 	if (jv_get_kind(obj) == JV_KIND_NULL) {
 		/* delete: the last state carries the deletion RV */
@@ -330,6 +378,7 @@ jv ksim_store_commit(const char *gr, jv old, jv obj)
 		o = obj_find(c, ksim_str(old, "metadata.namespace"), ksim_str(old, "metadata.name"), &n);
 		if (o) {
 			tdelete(o, &n->root, name_cmp);
+			cache_drop(&o->cache);
 			jv_free(o->val);
 			free(o->key);
 			free(o);
@@ -352,10 +401,11 @@ jv ksim_store_commit(const char *gr, jv old, jv obj)
 		if (o) {
 			jv_free(o->val);
 			o->val = jv_copy(obj);
+			cache_drop(&o->cache);
 		} else {
 			size_t nslen = strlen(ns ? ns : "");
 
-			o = kop_malloc(sizeof(*o));
+			o = kop_calloc(1, sizeof(*o));
 			o->key = make_key(ns, name ? name : "");
 			o->name = o->key + nslen + 1;
 			o->val = jv_copy(obj);
@@ -486,6 +536,7 @@ static void free_obj(void *p)
 {
 	struct obj *o = p;
 
+	cache_drop(&o->cache);
 	jv_free(o->val);
 	free(o->key);
 	free(o);
@@ -512,6 +563,8 @@ void ksim_store_free(void)
 	}
 	for (size_t i = 0; i < ksim.history; i++)
 		ksim_event_release(&ksim.ring[i]);
+	jv_free(service_ips);
+	service_ips = jv_null();
 	free(ksim.ring);
 	ksim.ring = NULL;
 }
