@@ -2519,6 +2519,12 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 static void answer(struct ksim_response *rs, int code, jv body)
 {
 	rs->code = code;
+	if (rs->discard) {
+		/* ksim_call_locked() without *out: nobody reads it */
+		jv_free(body);
+		rs->body = jv_invalid();
+		return;
+	}
 	if (jv_get_kind(body) == JV_KIND_OBJECT)
 		body = ksim_canonical(body);
 	rs->body = body;
@@ -2538,6 +2544,7 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 	memset(rs, 0, sizeof(*rs));
 	rs->body = jv_invalid();
 	rs->warnings = jv_array();
+	rs->discard = rq->internal && !rq->want_jv;
 	if (!strcmp(m, "GET")) {
 		jv d = ksim_discovery(rq->path);
 

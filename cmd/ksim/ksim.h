@@ -222,6 +222,7 @@ struct ksim_response {
 	const char *content_type;	/* NULL = application/json */
 	struct ksim_watch *watch;	/* non-NULL: stream this watch (http.c) */
 	jv warnings;		/* array of strings for Warning: headers */
+	int discard;		/* internal request without an answer wanted: rs->body is not made */
 };
 
 /* The one request path (takes the lock itself). rs must be released. */
