@@ -102,7 +102,9 @@ struct prim {
 	unsigned char render_key[KOP_JSON_DIGEST_LEN];	/* of the render program's last input */
 	unsigned char *rendered;	/* its output, directives resolved, compact JSON deflated (NULL: none) */
 	size_t rendered_zlen, rendered_len;	/* deflated and original sizes */
+	char *rview;			/* its answer as sync sees it, when projected (NULL: as it is) */
 	unsigned char (*rdig)[KOP_JSON_DIGEST_LEN];	/* of each object of its .desired */
+	unsigned char *rstat;		/* which of them have a status */
 	int nrdig;
 };
 
@@ -304,7 +306,9 @@ static void prim_free(void *v)
 	free(p->key);
 	jv_free(p->errors);
 	free(p->rendered);
+	free(p->rview);
 	free(p->rdig);
+	free(p->rstat);
 	free(p->agg);
 	free(p);
 }
@@ -635,6 +639,10 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 			o->vtext = t;
 		}
 		child_digest(obj, o->sdig);
+	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
+		/* Its spec goes to the render program only (README: render). */
+		o->vtext = kop_json_dump(jv_object_delete(jv_copy(obj), jv_string("spec")));
+		o->vlen = strlen(o->vtext);
 	}
 	store_text(o, jv_string_value(text), tlen);
 	jv_free(text);
@@ -825,6 +833,7 @@ struct rctx {
 	jv parent;
 	struct kop_hmap live;		/* objkey -> jv* (parsed, owned here) */
 	struct kop_hmap view;		/* the same, projected for the program (vtext) */
+	jv rfull;			/* rendered_full(), jv_invalid() until read */
 };
 
 static void parsed_free(void *v)
@@ -1177,6 +1186,37 @@ static int resolve_output(jv out, jv rdes, jv *res, char *err)
 	return 0;
 }
 
+static jv rendered_full(struct prim *p, struct rctx *ctx);
+
+/* Which object of rdes (borrowed) has the kind, name and namespace of c (borrowed), or -1. */
+static int rendered_match(jv rdes, jv c)
+{
+	const char *kind = kop_json_cstr(c, "kind"), *av = kop_json_cstr(c, "apiVersion");
+	const char *name = meta(c, "name"), *ns = meta(c, "namespace");
+	int i, n = jv_array_length(jv_copy(rdes)), found = -1;
+
+	for (i = 0; i < n && found < 0; i++) {
+		jv r = jv_array_get(jv_copy(rdes), i);
+		const char *rk = kop_json_cstr(r, "kind"), *ra = kop_json_cstr(r, "apiVersion");
+		const char *rn = meta(r, "name"), *rns = meta(r, "namespace");
+
+		if (rk && ra && rn && !strcmp(rk, kind) && !strcmp(ra, av) && !strcmp(rn, name) &&
+		    !strcmp(rns ? rns : "", ns ? ns : ""))
+			found = i;
+		jv_free(r);
+	}
+	return found;
+}
+
+/*
+ * Applies what is desired and differs from the live object; fills desired
+ * (objkey -> 1). A child of the answer (README, "Writing a program") is
+ *  - an observed child given back as the program saw it: kept as it is;
+ *  - with a render program, one of .rendered.desired as sync saw it: that
+ *    object as rendered, whole; changed, but of the same kind and name:
+ *    the rendered object with the changes merged in;
+ *  - otherwise the object as it is.
+ */
 static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, struct kop_hmap *desired, int64_t now,
 			   struct counts *n)
 {
@@ -1189,6 +1229,8 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 		const struct kop_kind *k;
 		char *key, *fkey;
 		struct obj *live;
+		jv full = jv_invalid();
+		int r = -1, status;
 
 		if (!name || !kind || !av) {
 			tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
@@ -1205,23 +1247,65 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			jv_free(c);
 			continue;
 		}
+		key = obj_key(av, kind, ns, name);
+		live = kop_hmap_get(&E.objs, key);
+		fkey = join2("apply", key);
+		if (live && live->prim == p && jv_identical(jv_copy(c), jv_copy(view_of(ctx, live)))) {
+			/* Given back as it was seen: kept as it is. */
+			kop_hmap_put(desired, key, &one);
+			flight_forget(fkey);
+			goto next;
+		}
 		{
 			/* The comparison's memo key: the object before stamping
 			 * (known when rendered) and whom the stamp names. */
 			unsigned char both[2 * KOP_JSON_DIGEST_LEN];
-			int r = rendered_index(rdes, c);
+			int m = -1;
 
-			if (r >= 0)
+			r = rendered_index(rdes, c);
+			if (r < 0 && p->rview)
+				m = rendered_match(rdes, c);
+			if (r >= 0) {
 				memcpy(both, p->rdig[r], KOP_JSON_DIGEST_LEN);
-			else
-				kop_json_digest(c, both);
+				status = p->rstat[r];
+				if (!p->rview)
+					full = jv_copy(c);	/* sync saw it whole */
+			} else {
+				if (m >= 0) {
+					jv rf = jv_getpath(jv_copy(rendered_full(p, ctx)),
+							   JV_ARRAY(jv_string("desired"), jv_number(m)));
+
+					full = jv_get_kind(rf) == JV_KIND_OBJECT ? jv_object_merge_recursive(rf, jv_copy(c))
+										  : (jv_free(rf), jv_copy(c));
+				} else {
+					full = jv_copy(c);
+				}
+				kop_json_digest(full, both);
+				status = jv_object_has(jv_copy(full), jv_string("status"));
+			}
 			SHA256((const unsigned char *)p->obj->uid, strlen(p->obj->uid), both + KOP_JSON_DIGEST_LEN);
 			SHA256(both, sizeof(both), d);
 		}
-		c = kop_program_stamp(&E.prog, k->mapping, c, ctx->parent);
+		if (live && live->match_ok && !status && !memcmp(live->match, d, sizeof(d)) &&
+		    !memcmp(live->match_sdig, live->sdig, sizeof(d))) {
+			/* Seen equal before, and neither has changed since but for its status. */
+			kop_hmap_put(desired, key, &one);
+			flight_forget(fkey);
+			goto next;
+		}
+		if (!jv_is_valid(full)) {
+			full = jv_getpath(jv_copy(rendered_full(p, ctx)), JV_ARRAY(jv_string("desired"), jv_number(r)));
+			if (jv_get_kind(full) != JV_KIND_OBJECT) {	/* cannot happen */
+				tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
+					  "primary '%s': rendered %s '%s' unreadable; skipped", p->key, kind, name);
+				jv_free(full);
+				goto next;
+			}
+		}
+		full = kop_program_stamp(&E.prog, k->mapping, full, ctx->parent);
 		{
 			/* What does not map back could never be seen, compared or pruned. */
-			char *back = kop_program_map(&E.prog, k->mapping, c, NULL);
+			char *back = kop_program_map(&E.prog, k->mapping, full, NULL);
 			int ours = back && !strcmp(back, p->key);
 
 			free(back);
@@ -1231,27 +1315,19 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 					  "primary '%s': desired %s '%s%s%s' would not map back to it (another namespace "
 					  "than an owner reference allows?); skipped",
 					  p->key, kind, ns ? ns : "", ns ? "/" : "", name);
-				jv_free(c);
-				continue;
+				jv_free(full);
+				goto next;
 			}
 		}
-		key = obj_key(av, kind, ns, name);
 		kop_hmap_put(desired, key, &one);
-		live = kop_hmap_get(&E.objs, key);
-		fkey = join2("apply", key);
-		if (live && live->match_ok && !memcmp(live->match, d, sizeof(d)) &&
-		    !memcmp(live->match_sdig, live->sdig, sizeof(d)) && !jv_object_has(jv_copy(c), jv_string("status"))) {
-			/* Seen equal before, and neither has changed since but for its status. */
-			flight_forget(fkey);
-			jv_free(c);
-		} else if (live && kop_json_subset(c, live_of(ctx, live))) {
+		if (live && kop_json_subset(full, live_of(ctx, live))) {
 			live->match_ok = 1;
 			memcpy(live->match, d, sizeof(d));
 			memcpy(live->match_sdig, live->sdig, sizeof(d));
 			flight_forget(fkey);
-			jv_free(c);
+			jv_free(full);
 		} else {
-			jv text = jv_dump_string(c, 0);
+			jv text = jv_dump_string(full, 0);
 
 			if (flight_check_text(p, fkey, jv_string_value(text),
 					      (size_t)jv_string_length_bytes(jv_copy(text)), live ? live->rv : "", now)) {
@@ -1261,6 +1337,8 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 				jv_free(text);
 			}
 		}
+next:
+		jv_free(c);
 		free(fkey);
 		free(key);
 	}
@@ -1399,10 +1477,62 @@ static jv render_parent(jv parent)
 	return parent;
 }
 
-static jv render(struct prim *p, jv parent, int64_t *ms_jq, int64_t *ms_fn, int *cached, char *err)
+/* Inflates size bytes deflated as zlen at z and parses them; jv_invalid() if unreadable. */
+static jv inflate_parse(const unsigned char *z, size_t zlen, size_t size)
+{
+	uLongf len = (uLongf)size;
+	char *buf = kop_malloc(size + 1);
+	jv v = jv_invalid();
+
+	if (uncompress((Bytef *)buf, &len, z, (uLong)zlen) == Z_OK && len == size)
+		v = jv_parse_sized(buf, (int)len);
+	free(buf);
+	return v;
+}
+
+/* The render answer (consumed) with each desired object projected by its
+ * kind's `project`; jv_invalid() when no object changed. */
+static jv render_view(jv out)
+{
+	jv des = jv_getpath(jv_copy(out), JV_ARRAY(jv_string("desired"))), view = jv_array();
+	int changed = 0;
+
+	if (jv_get_kind(des) != JV_KIND_ARRAY) {
+		jv_free(des);
+		jv_free(view);
+		jv_free(out);
+		return jv_invalid();
+	}
+	jv_array_foreach(des, i, c) {
+		jv pc = project(jv_copy(c), 0);
+
+		if (!jv_identical(jv_copy(pc), jv_copy(c)))
+			changed = 1;
+		jv_free(c);
+		view = jv_array_append(view, pc);
+	}
+	jv_free(des);
+	if (!changed) {
+		jv_free(view);
+		jv_free(out);
+		return jv_invalid();
+	}
+	return jv_object_set(out, jv_string("desired"), view);
+}
+
+/*
+ * The render program's answer for p (README, "Writing a program": render),
+ * directives resolved, as sync sees it (its desired objects projected):
+ * computed again only when its input (the primary without status,
+ * resourceVersion and finalizers, .related, .settings) changed since the
+ * last reconcile of p. The answer as computed stays in p->rendered, for
+ * rendered_full(). *ms_jq and *ms_fn receive the time spent, *cached whether
+ * the stored answer was used. jv_invalid() with err.
+ */
+static jv render(struct prim *p, struct rctx *ctx, int64_t *ms_jq, int64_t *ms_fn, int *cached, char *err)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
-	jv in, text, out;
+	jv in, text, out, view;
 	int64_t t0, t1;
 	uLongf zlen;
 
@@ -1418,28 +1548,29 @@ static jv render(struct prim *p, jv parent, int64_t *ms_jq, int64_t *ms_fn, int 
 		kop_json_digest(in, both + KOP_JSON_DIGEST_LEN);
 		SHA256(both, sizeof(both), d);
 	}
-	in = jv_object_set(in, jv_string("parent"), render_parent(jv_copy(parent)));
 	if (p->rendered && !memcmp(d, p->render_key, sizeof(d))) {
-		uLongf len = (uLongf)p->rendered_len;
-		char *buf = kop_malloc(p->rendered_len + 1);
-
-		out = jv_invalid();
-		if (uncompress((Bytef *)buf, &len, p->rendered, (uLong)p->rendered_zlen) == Z_OK &&
-		    len == p->rendered_len)
-			out = jv_parse_sized(buf, (int)len);
-		free(buf);
+		out = p->rview ? jv_parse(p->rview) : inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len);
 		if (jv_is_valid(out)) {
 			jv_free(in);
 			*cached = 1;
+			if (!p->rview)
+				ctx->rfull = jv_copy(out);
 			return out;
 		}
 		jv_free(out);	/* cannot happen: computed again below */
 	}
 	free(p->rendered);
 	p->rendered = NULL;
+	free(p->rview);
+	p->rview = NULL;
 	free(p->rdig);
 	p->rdig = NULL;
+	free(p->rstat);
+	p->rstat = NULL;
 	p->nrdig = 0;
+	/* The primary whole: sync's .parent may lack its spec (p->obj->vtext). */
+	in = jv_object_set(in, jv_string("parent"),
+			   render_parent(p->obj->vtext ? parse_obj(p->obj) : jv_copy(ctx->parent)));
 	t0 = kop_mono_ms();
 	if (kop_jq_run1(E.prog.render, in, &out, err) < 0)
 		return jv_invalid();
@@ -1457,8 +1588,10 @@ static jv render(struct prim *p, jv parent, int64_t *ms_jq, int64_t *ms_fn, int 
 		if (jv_get_kind(des) == JV_KIND_ARRAY && jv_array_length(jv_copy(des)) > 0) {
 			p->nrdig = jv_array_length(jv_copy(des));
 			p->rdig = kop_calloc((size_t)p->nrdig, sizeof(*p->rdig));
+			p->rstat = kop_calloc((size_t)p->nrdig, 1);
 			jv_array_foreach(des, i, c) {
 				kop_json_digest(c, p->rdig[i]);
+				p->rstat[i] = jv_get_kind(c) == JV_KIND_OBJECT && jv_object_has(jv_copy(c), jv_string("status"));
 				jv_free(c);
 			}
 		}
@@ -1479,7 +1612,25 @@ static jv render(struct prim *p, jv parent, int64_t *ms_jq, int64_t *ms_fn, int 
 		p->rendered = NULL;
 	}
 	jv_free(text);
-	return out;
+	ctx->rfull = jv_copy(out);
+	/* What sync reads of it, small enough to keep as it is. */
+	view = render_view(jv_copy(out));
+	if (!jv_is_valid(view)) {
+		jv_free(view);
+		return out;
+	}
+	if (p->rendered)
+		p->rview = kop_json_dump(jv_copy(view));
+	jv_free(out);
+	return view;
+}
+
+/* The render answer as computed (borrowed from ctx): parsed once per reconcile, when needed. */
+static jv rendered_full(struct prim *p, struct rctx *ctx)
+{
+	if (!jv_is_valid(ctx->rfull) && p->rendered)
+		ctx->rfull = inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len);
+	return ctx->rfull;
 }
 
 /* One reconcile of p, whose parsed object is ctx->parent. */
@@ -1514,7 +1665,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 			   jv_string(E.now ? E.now : kop_time_rfc3339(ts, sizeof(ts), (time_t)(kop_wall_ms() / 1000))));
 	E.reconciles++;
 	if (E.prog.render) {
-		jv r = render(p, parent, &render_jq, &render_fn, &render_cached, err);
+		jv r = render(p, ctx, &render_jq, &render_fn, &render_cached, err);
 
 		if (!jv_is_valid(r)) {
 			jv_free(in);
@@ -1615,11 +1766,14 @@ static void reconcile(struct prim *p, int64_t now)
 		}
 		return;
 	}
-	ctx.parent = parse_obj(p->obj);
+	/* With a render program, sync gets the primary without its spec (vtext). */
+	ctx.parent = p->obj->vtext ? jv_parse_sized(p->obj->vtext, (int)p->obj->vlen) : parse_obj(p->obj);
 	kop_hmap_init(&ctx.live);
 	kop_hmap_init(&ctx.view);
+	ctx.rfull = jv_invalid();
 	reconcile_parsed(p, &ctx, now);
 	jv_free(ctx.parent);
+	jv_free(ctx.rfull);
 	kop_hmap_release(&ctx.live, parsed_free);
 	kop_hmap_release(&ctx.view, parsed_free);
 }

@@ -36,4 +36,42 @@ test_expect_success 'the render answer is reused until the spec changes' '
 	test_cmp expect actual
 '
 
+# shapes: sync sees the rendered children through the kind's project, and
+# what it gives back stands for the whole rendered object (merged with what
+# it changed); observed children given back as they came are kept.
+test_expect_success 'projected rendered children are applied whole; observed ones given back are kept' '
+	mkfifo shapes.fifo &&
+	{ ( cat "$FIXTURES/05-shape.jsonl"; sleep 1
+	    jq -c "select(.op == \"apply\") | {type: \"ADDED\", object: (.object
+		| .metadata.uid = \"u-\(.metadata.name)\" | .metadata.resourceVersion = \"20\")}" shapes.out
+	    sleep 1; cat "$FIXTURES/06-hold.jsonl"; sleep 1; cat "$FIXTURES/07-release.jsonl"
+	  ) >shapes.fifo & } &&
+	timeout 60 ireconcile -v --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" <shapes.fifo >shapes.out 2>shapes.err &&
+	wait &&
+	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.renderCached, .applies, .deletes]" \
+		shapes.err >actual &&
+	cat >expect <<-\EOT &&
+	[false,2,0]
+	[true,0,0]
+	[false,0,0]
+	[false,2,0]
+	EOT
+	test_cmp expect actual &&
+	jq -c "select(.op == \"apply\") | [.object.metadata.name, .object.metadata.labels.shape,
+		(.object.data | [.color, .size, (.big | length), .extra])]" shapes.out >actual &&
+	cat >expect <<-\EOT &&
+	["s1-0","s1",["red","3",139,null]]
+	["s1-1","s1",["red","3",139,"x"]]
+	["s1-0","s1",["blue","4",139,null]]
+	["s1-1","s1",["blue","4",139,"x"]]
+	EOT
+	test_cmp expect actual &&
+	jq -c "select(.op == \"status\") | .object.status" shapes.out >actual &&
+	cat >expect <<-\EOT &&
+	{"sawSpec":false,"seen":[["color"],["color"]],"observed":[]}
+	{"sawSpec":false,"seen":[["color"],["color"]],"observed":[["color"],["color"]]}
+	EOT
+	test_cmp expect actual
+'
+
 test_done

@@ -13,16 +13,11 @@ def iot_child_kinds:
   ["Namespace.v1", "Secret.v1", "Service.v1", "Deployment.apps/v1", "StatefulSet.apps/v1",
    "NetworkPolicy.networking.k8s.io/v1"];
 
-# "Deployment.apps/v1" -> {kind, apiVersion}
-def iot_kind_of: index(".") as $i | {kind: .[:$i], apiVersion: .[$i + 1:]};
-
-# Identity-only copies of the observed children: desired that way, nothing
-# is written and nothing is pruned (an invalid spec freezes the instance).
-def iot_stubs($children):
-  [iot_child_kinds[] as $key | ($key | iot_kind_of) as $k
-   | ($children[$key] // {})[]
-   | {apiVersion: $k.apiVersion, kind: $k.kind,
-      metadata: ({name: .metadata.name} + (if .metadata.namespace then {namespace: .metadata.namespace} else {} end))}];
+# The observed children as they were given: desired that way, they are
+# kept as they are, nothing written and nothing pruned (an invalid spec or a
+# queued update freezes the instance; README, "Writing a program").
+def iot_kept($children):
+  [iot_child_kinds[] as $key | ($children[$key] // {})[]];
 
 def iot_key_of: "\(.kind).\(.apiVersion)";
 
@@ -102,7 +97,7 @@ def iot_error_text:
     # rather than deleted one by one. Done when I is gone or terminating.
     (($children["Namespace.v1"] // {})[$ns]) as $nsobj
     | ($nsobj == null or $nsobj.metadata.deletionTimestamp != null or $nsobj.status.phase == "Terminating") as $gone
-    | {children: [iot_stubs($children)[] | select(.kind != "Namespace")], status: null,
+    | {children: [iot_kept($children)[] | select(.kind != "Namespace")], status: null,
        events: (if $gone then [] else [{type: "Normal", reason: "Deleting", message: "deleting namespace \($ns)"}] end),
        finalized: $gone}
   else
@@ -172,7 +167,7 @@ def iot_error_text:
                          ($p.reason // $p.message); $gen; $now),
            kop_condition($old.conditions; "Progressing"; $p.progressing[0]; $p.progressing[1];
                          ($p.reason // $p.message); $gen; $now)]}) as $status
-    | {children: (if $invalid != null or $queued then iot_stubs($children) else $imm.children end),
+    | {children: (if $invalid != null or $queued then iot_kept($children) else $imm.children end),
        status: $status,
        events: ((if $p.phase != ($old.phase // "") then
                    [{type: (if $p.phase == "Failed" then "Warning" else "Normal" end), reason: $p.phase,

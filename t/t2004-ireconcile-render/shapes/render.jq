@@ -1,0 +1,7 @@
+.parent as $p
+| {hold: ($p.spec.hold // false),
+   desired: [range(2) as $i
+     | {apiVersion: "v1", kind: "ConfigMap",
+        metadata: {name: "\($p.metadata.name)-\($i)", namespace: $p.metadata.namespace,
+                   labels: {shape: $p.metadata.name}},
+        data: {color: $p.spec.color, size: "\($p.spec.size)", big: ([range(50)] | map(tostring) | join(","))}}]}
