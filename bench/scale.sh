@@ -227,7 +227,10 @@ latency () {
 	e=1
 	while test $e -le "$EDITS"; do
 		img="iot-service-dev.docker.repositories.sap.ondemand.com/cockpit:4.33.0-edit$e"
-		rv=$(curl -sS -f "$dep/$D" | jq -r .metadata.resourceVersion)
+		# the watch starts at the list's resourceVersion (now), as a client's
+		# would: the Deployment's own one may be older than ksim's history
+		# (--history) after N=1000, and such a watch only gets ERROR 410
+		rv=$(curl -sS -f "$dep?fieldSelector=metadata.name%3D$D" | jq -r .metadata.resourceVersion)
 		rm -f "$tmp/lat.t1"
 		( curl -sS -N "$dep?watch=1&resourceVersion=$rv&fieldSelector=metadata.name%3D$D" 2>/dev/null |
 			while IFS= read -r l; do

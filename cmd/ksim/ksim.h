@@ -114,6 +114,8 @@ struct ksim_event {
 	size_t json_len;
 	char *view_key;
 };
+/* Events whose json is kept: the last KSIM_JSON_WINDOW (store.c drops older ones, watch.c makes no more). */
+#define KSIM_JSON_WINDOW 4096
 void ksim_event_release(struct ksim_event *ev);
 
 struct ksim_state {

@@ -20,8 +20,6 @@ struct ksim_state ksim = {
 	.bookmark_ms = 60000,
 };
 
-#define JSON_WINDOW 4096
-
 const char *const ksim_event_names[] = { "ADDED", "MODIFIED", "DELETED" };
 
 struct obj {
@@ -420,9 +418,9 @@ jv ksim_store_commit(const char *gr, jv old, jv obj)
 	ev = &ksim.ring[rv % ksim.history];
 	if (ev->gr)
 		ksim_event_release(ev);
-	/* watch.c's serialized objects are kept for the last JSON_WINDOW events only (memory) */
-	if (rv > JSON_WINDOW && ksim.history > JSON_WINDOW) {
-		struct ksim_event *stale = &ksim.ring[(rv - JSON_WINDOW) % ksim.history];
+	/* watch.c's serialized objects are kept for the last KSIM_JSON_WINDOW events only (memory) */
+	if (rv > KSIM_JSON_WINDOW && ksim.history > KSIM_JSON_WINDOW) {
+		struct ksim_event *stale = &ksim.ring[(rv - KSIM_JSON_WINDOW) % ksim.history];
 
 		free(stale->json);
 		free(stale->view_key);

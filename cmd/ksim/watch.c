@@ -88,7 +88,8 @@ static void emit_event(struct ksim_watch *w, const struct ksim_type *t, const ch
 {
 	struct kop_buf key = KOP_BUF_INIT;
 
-	if (w->table) {
+	if (w->table || ev->rv + KSIM_JSON_WINDOW <= ksim.rv) {
+		/* a Table, or a watch far behind: store.c keeps the JSON of the last events only */
 		emit(w, type, view(w, t, jv_copy(ev->obj)));
 		return;
 	}
