@@ -1,9 +1,10 @@
 /*
  * kstatus: writes "op":"status" lines to the status subresource (a merge
  * patch, only when the status differs from the stored one) and records
- * "op":"event" lines as core/v1 Events, counting repeats; per object, what
- * follows a write within --coalesce is held and only the newest status is
- * written. Every other line passes through. One result line per operation.
+ * "op":"event" lines as core/v1 Events, counting repeats; per object, the
+ * statuses that follow a status write within --coalesce are held and only
+ * the newest is written. Every other line passes through. One result line
+ * per operation.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,10 +32,11 @@ static const char usage[] =
 "Every other line is passed through to stdout; each operation adds one\n"
 "{\"op\":\"result\",...} line.\n"
 "\n"
-"Per object, the first status or event line is written at once; those that follow\n"
-"within the --coalesce window are held: only the newest status is written when the\n"
-"window ends (a replaced one's result says \"skipped\":\"superseded\"), then the\n"
-"events, repeats of one Event as one write. End of input or SIGTERM writes what is\n"
+"Per object, a status is written at once when no --coalesce window is open; one\n"
+"opens then, and the statuses that come within it are held: only the newest is\n"
+"written when it ends (a replaced one's result says \"skipped\":\"superseded\").\n"
+"Events that come while a status is held are written after it, repeats of one\n"
+"Event as one write; other events at once. End of input or SIGTERM writes what is\n"
 "held, then exits.\n"
 "\n"
 "      --field-manager M    field manager of status writes (default iot-operator)\n"
@@ -668,14 +670,15 @@ out:
 /* ---- coalescing ---------------------------------------------------------- */
 
 /*
- * A window per object (API group, kind, namespace, name) opens when an
- * operation on it is done at once. The status and event lines for that
- * object that arrive before the window ends are held: a newer status
- * replaces the held one (whose result says "skipped":"superseded"), events
- * queue in order. When the window ends the newest status is written, then
- * the events (repeats of one as one write); when anything was held, a new
- * window opens. Every window has the same length, so the list in the order
- * they opened is the list in the order they end.
+ * A window per object (API group, kind, namespace, name) opens when its
+ * status is written at once. The status lines for that object that arrive
+ * before the window ends are held, a newer one replacing the held one
+ * (whose result says "skipped":"superseded"); an event line for it waits
+ * too while a status is held (it came after that status), else it is
+ * written at once. When the window ends the newest status is written, then
+ * the events held (repeats of one as one write); when anything was held, a
+ * new window opens. Every window has the same length, so the list in the
+ * order they opened is the list in the order they end.
  */
 struct window {
 	char *key;
@@ -860,22 +863,19 @@ static void handle(jv line)
 	}
 	if (opt.coalesce_ms > 0)
 		key = op_key(line, is_status);
-	if (key && (w = kop_hmap_get(&windows, key))) {
-		if (!is_status)
-			w->events = jv_array_append(w->events, line);
-		else {
-			if (jv_is_valid(w->status))
-				emit(superseded(w->status));
-			w->status = line;
-		}
-	} else {
-		if (is_status)
-			do_status(line);
-		else
-			do_event(JV_ARRAY(line));
+	w = key ? kop_hmap_get(&windows, key) : NULL;
+	if (is_status && w) {
+		if (jv_is_valid(w->status))
+			emit(superseded(w->status));
+		w->status = line;
+	} else if (is_status) {
+		do_status(line);
 		if (key)
 			win_open(key);
-	}
+	} else if (w && jv_is_valid(w->status)) {
+		w->events = jv_array_append(w->events, line);	/* it comes after that status */
+	} else
+		do_event(JV_ARRAY(line));
 	free(key);
 }
 
