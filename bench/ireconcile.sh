@@ -53,7 +53,7 @@ run () {
 churn () {
 	jq -c 'select(.op == "apply" and (.object.kind == "Deployment" or .object.kind == "StatefulSet"))
 		| .object | .metadata.uid = "u-\(.metadata.namespace)-\(.kind)-\(.metadata.name)"
-		| .metadata.resourceVersion = "8" | .metadata.generation = 1
+		| .metadata.resourceVersion = "8" | .metadata.generation = 1   # as in the view: only the status changes
 		| .spec.replicas as $r
 		| ({type: "MODIFIED", object: (.status = {observedGeneration: 1, replicas: $r, readyReplicas: $r,
 			updatedReplicas: $r, availableReplicas: $r, currentRevision: "r1", updateRevision: "r1"})},
@@ -86,7 +86,8 @@ steady_input () {
 			 | .object.status = $st[0]["\(.object.metadata.namespace)/\(.object.metadata.name)"]' "$3"
 		jq -c 'select(.op == "apply") | {type: "ADDED", object: (.object
 			| .metadata.uid = "u-\(.metadata.namespace)-\(.kind)-\(.metadata.name)"
-			| .metadata.resourceVersion = "7")}' "$tmp/$1.out"
+			| .metadata.resourceVersion = "7"
+			| if .kind == "Deployment" or .kind == "StatefulSet" then .metadata.generation = 1 else . end)}' "$tmp/$1.out"
 	} >"$tmp/$1.steady.jsonl"
 }
 

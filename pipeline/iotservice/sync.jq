@@ -60,24 +60,29 @@ def iot_not_ready($live):
 # object and the field reported, so that everything else is still
 # reconciled. notReady: why required children are not ready.
 def iot_check($children):
-  [.[] as $d
-   | (($children[$d | iot_key_of] // {})[$d.metadata.name]) as $live
-   | {notReady: [$d | iot_not_ready($live)]} +
-     if $live == null or ($d.kind != "Deployment" and $d.kind != "StatefulSet") then {child: $d}
-     else
-       (if ($live.spec.selector // null) != null and $live.spec.selector != $d.spec.selector then
-          ["\($d.kind) \($d.metadata.name): the selector \($live.spec.selector.matchLabels // {} | tojson) cannot change to \($d.spec.selector.matchLabels | tojson); delete the object to have it recreated"]
-        else [] end) as $selector
-       | if $d.kind == "StatefulSet" and ($live.spec.volumeClaimTemplates // null) != null
-            and $live.spec.volumeClaimTemplates != $d.spec.volumeClaimTemplates
-            # (most often equal as they are: kop_quantity only when not)
-            and ([$live.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: (.spec.resources.requests.storage | kop_quantity)}]
-                 != [$d.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: .spec.resources.requests.storage}]) then
-           {child: ($d | .spec.volumeClaimTemplates = $live.spec.volumeClaimTemplates),
-            problems: ($selector + ["StatefulSet \($d.metadata.name): volumeClaimTemplates cannot change (storage \($live.spec.volumeClaimTemplates | map(.spec.resources.requests.storage) | join(",")) to \($d.spec.volumeClaimTemplates | map(.spec.resources.requests.storage) | join(","))); the field is spec.\(if ($d.metadata.name | startswith("gateway-mqtt-")) then "gateway.mqtt" else "mms" end).persistent_volume_claim_size"])}
-         else {child: $d, problems: $selector} end
-     end]
-  | {children: map(.child), problems: [.[].problems // empty | .[]], notReady: [.[].notReady[]]};
+  . as $desired
+  | [.[] as $d | [$d, (($children[$d | iot_key_of] // {})[$d.metadata.name])]] as $pairs
+  # (a few objects per child: jq 1.6 builds each slowly, and this runs on every reconcile)
+  | [$pairs[] | select(.[1] != null and (.[0].kind == "Deployment" or .[0].kind == "StatefulSet"))
+     | .[0] as $d | .[1] as $live
+     | (if ($live.spec.selector // null) != null and $live.spec.selector != $d.spec.selector then
+          {problem: "\($d.kind) \($d.metadata.name): the selector \($live.spec.selector.matchLabels // {} | tojson) cannot change to \($d.spec.selector.matchLabels | tojson); delete the object to have it recreated"}
+        else empty end),
+       (if $d.kind == "StatefulSet" and ($live.spec.volumeClaimTemplates // null) != null
+           and $live.spec.volumeClaimTemplates != $d.spec.volumeClaimTemplates
+           # (most often equal as they are: kop_quantity only when not)
+           and ([$live.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: (.spec.resources.requests.storage | kop_quantity)}]
+                != [$d.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: .spec.resources.requests.storage}]) then
+          {problem: "StatefulSet \($d.metadata.name): volumeClaimTemplates cannot change (storage \($live.spec.volumeClaimTemplates | map(.spec.resources.requests.storage) | join(",")) to \($d.spec.volumeClaimTemplates | map(.spec.resources.requests.storage) | join(","))); the field is spec.\(if ($d.metadata.name | startswith("gateway-mqtt-")) then "gateway.mqtt" else "mms" end).persistent_volume_claim_size",
+           keep: {name: $d.metadata.name, vct: $live.spec.volumeClaimTemplates}}
+        else empty end)] as $found
+  | [$found[] | .keep // empty] as $keep
+  | {children: (if $keep == [] then $desired
+                else [$desired[] | . as $d
+                      | ([$keep[] | select(.name == $d.metadata.name and $d.kind == "StatefulSet")] | first // null) as $k
+                      | if $k != null then .spec.volumeClaimTemplates = $k.vct else . end] end),
+     problems: [$found[].problem],
+     notReady: [$pairs[] | .[1] as $live | .[0] | iot_not_ready($live)]};
 
 def iot_error_text:
   "\(.op // "apply") of \(.ref.kind // "object") \(if .ref.namespace then "\(.ref.namespace)/" else "" end)\(.ref.name // "") failed: \(if .code then "\(.code) " else "" end)\(.reason // "")\(if .message then ": \(.message)" else "" end)";
