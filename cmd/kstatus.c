@@ -105,7 +105,7 @@ static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
 
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !stopping)
 		;
 }
 
