@@ -486,6 +486,36 @@ static void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN])
  * only to compare it again after a change other than its status: it is
  * kept deflated (a third of the memory), with a digest to tell a new state.
  */
+/* Deflates len bytes at in into *out (allocated): its size, 0 on failure. One
+ * stream serves every call: deflateInit allocates ~270 KB each time. */
+static size_t deflate_text(const char *in, size_t len, unsigned char **out)
+{
+	static z_stream z;
+	static int ready;
+	uLong cap;
+
+	if (!ready) {
+		if (deflateInit(&z, 1) != Z_OK)
+			return 0;
+		ready = 1;
+	} else if (deflateReset(&z) != Z_OK) {
+		return 0;
+	}
+	cap = deflateBound(&z, (uLong)len);
+	*out = kop_malloc(cap);
+	z.next_in = (Bytef *)(uintptr_t)in;
+	z.avail_in = (uInt)len;
+	z.next_out = *out;
+	z.avail_out = (uInt)cap;
+	if (deflate(&z, Z_FINISH) != Z_STREAM_END || !z.total_out) {
+		free(*out);
+		*out = NULL;
+		return 0;
+	}
+	*out = kop_realloc(*out, z.total_out);
+	return z.total_out;
+}
+
 static void store_text(struct obj *o, const char *text, size_t len)
 {
 	free(o->text);
@@ -493,16 +523,15 @@ static void store_text(struct obj *o, const char *text, size_t len)
 	o->len = len;
 	o->zlen = 0;
 	if (o->vtext) {
-		uLongf zlen = compressBound((uLong)len);
+		unsigned char *z;
+		size_t zlen = deflate_text(text, len, &z);
 
-		o->text = kop_malloc(zlen);
-		if (compress2((Bytef *)o->text, &zlen, (const Bytef *)text, (uLong)len, 1) == Z_OK && zlen) {
-			o->text = kop_realloc(o->text, zlen);
+		if (zlen) {
+			o->text = (char *)z;
 			o->zlen = zlen;
 			SHA256((const unsigned char *)text, len, o->tdig);
 			return;
 		}
-		free(o->text);
 	}
 	o->text = kop_strndup(text, len);
 }
@@ -1534,7 +1563,6 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *ms_jq, int64_t *ms_f
 	unsigned char d[KOP_JSON_DIGEST_LEN];
 	jv in, text, out, view;
 	int64_t t0, t1;
-	uLongf zlen;
 
 	*ms_jq = *ms_fn = 0;
 	*cached = 0;
@@ -1601,16 +1629,9 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *ms_jq, int64_t *ms_f
 	 * ~190 KB, as compact JSON ~34 KB, deflated a few KB. */
 	text = jv_dump_string(jv_copy(out), 0);
 	p->rendered_len = (size_t)jv_string_length_bytes(jv_copy(text));
-	zlen = compressBound((uLong)p->rendered_len);
-	p->rendered = kop_malloc(zlen);
-	if (compress2(p->rendered, &zlen, (const Bytef *)jv_string_value(text), (uLong)p->rendered_len, 1) == Z_OK) {
-		p->rendered = kop_realloc(p->rendered, zlen ? zlen : 1);
-		p->rendered_zlen = zlen;
+	p->rendered_zlen = deflate_text(jv_string_value(text), p->rendered_len, &p->rendered);
+	if (p->rendered_zlen)
 		memcpy(p->render_key, d, sizeof(d));
-	} else {
-		free(p->rendered);
-		p->rendered = NULL;
-	}
 	jv_free(text);
 	ctx->rfull = jv_copy(out);
 	/* What sync reads of it, small enough to keep as it is. */
