@@ -1191,10 +1191,11 @@ static int rendered_index(jv rdes, jv c)
  * walked again. */
 static int resolve_output(jv out, jv rdes, jv *res, char *err)
 {
-	jv children = jv_object_get(jv_copy(out), jv_string("children")), done = jv_array();
+	jv children = jv_object_get(jv_copy(out), jv_string("children")), done;
 
 	if (jv_get_kind(children) != JV_KIND_ARRAY)
 		return jv_free(children), kop_fn_resolve(out, res, err);
+	done = jv_array();
 	out = jv_object_delete(out, jv_string("children"));
 	if (kop_fn_resolve(out, &out, err) < 0) {
 		jv_free(children);
@@ -1327,7 +1328,6 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			if (jv_get_kind(full) != JV_KIND_OBJECT) {	/* cannot happen */
 				tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
 					  "primary '%s': rendered %s '%s' unreadable; skipped", p->key, kind, name);
-				jv_free(full);
 				goto next;
 			}
 		}
@@ -1344,7 +1344,6 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 					  "primary '%s': desired %s '%s%s%s' would not map back to it (another namespace "
 					  "than an owner reference allows?); skipped",
 					  p->key, kind, ns ? ns : "", ns ? "/" : "", name);
-				jv_free(full);
 				goto next;
 			}
 		}
@@ -1354,10 +1353,10 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			memcpy(live->match, d, sizeof(d));
 			memcpy(live->match_sdig, live->sdig, sizeof(d));
 			flight_forget(fkey);
-			jv_free(full);
 		} else {
 			jv text = jv_dump_string(full, 0);
 
+			full = jv_invalid();	/* consumed */
 			if (flight_check_text(p, fkey, jv_string_value(text),
 					      (size_t)jv_string_length_bytes(jv_copy(text)), live ? live->rv : "", now)) {
 				emit_op_text("apply", p->key, text);
@@ -1367,6 +1366,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			}
 		}
 next:
+		jv_free(full);
 		jv_free(c);
 		free(fkey);
 		free(key);
@@ -1659,7 +1659,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 {
 	struct counts n = { 0, 0, 0, 0, 0 };
 	int finalizing = 0, index = -1, status_sent = 1;
-	jv in, out, v, parent = ctx->parent, rdes = jv_array();
+	jv in, out, v, parent = ctx->parent, rdes;
 	char err[KOP_ERRLEN], ts[40];
 	struct kop_hmap desired = KOP_HMAP_INIT;
 	int64_t t0 = kop_mono_ms(), t1, t2, t3, render_jq = 0, render_fn = 0;
@@ -1674,6 +1674,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		add_finalizer(p, parent, now, &n);
 	}
 
+	rdes = jv_array();	/* the rendered .desired as sync sees them */
 	in = jv_object();
 	in = jv_object_set(in, jv_string("parent"), jv_copy(parent));
 	in = jv_object_set(in, jv_string("children"), build_children(p, ctx));
@@ -1690,9 +1691,11 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 
 		if (!jv_is_valid(r)) {
 			jv_free(in);
+			jv_free(rdes);
 			program_failed(p, err, now);
 			return;
 		}
+		jv_free(rdes);
 		rdes = jv_getpath(jv_copy(r), JV_ARRAY(jv_string("desired")));
 		if (jv_get_kind(rdes) != JV_KIND_ARRAY || jv_array_length(jv_copy(rdes)) != p->nrdig) {
 			jv_free(rdes);
