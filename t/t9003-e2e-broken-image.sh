@@ -28,11 +28,17 @@ test_expect_success 'a broken image: Processing (Updating) while its pod does no
 	k patch iotservice -n $O $X --type merge -p "{\"spec\":{\"mms\":{\"image\":\"registry.example/messaging:broken\"}}}" >patch.out &&
 	date +%s >edited.at &&
 	test_wait_for 10 status_is Processing &&
+	# kstatus coalesces: the first Processing status ("spec generation N is
+	# being applied") may stand for up to --coalesce before the detailed one
+	names_messaging () {
+		status_is Processing &&
+		jq -r ".status.conditions[] | select(.type == \"Progressing\") | .message" iot.json >message &&
+		grep "StatefulSet messaging-$X" message
+	} &&
+	test_wait_for 5 names_messaging &&
 	progressing >actual &&
 	echo "Processing True Updating" >expect &&
-	test_cmp expect actual &&
-	jq -r ".status.conditions[] | select(.type == \"Progressing\") | .message" iot.json >message &&
-	grep "StatefulSet messaging-$X" message
+	test_cmp expect actual
 '
 
 test_expect_success 'still broken after the deadline: Failed, ProgressDeadlineExceeded, a Warning event' '
