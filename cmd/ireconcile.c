@@ -103,6 +103,7 @@ struct prim {
 	unsigned char *rendered;	/* its output, directives resolved, compact JSON deflated (NULL: none) */
 	size_t rendered_zlen, rendered_len;	/* deflated and original sizes */
 	char *rview;			/* its answer as sync sees it, when projected (NULL: as it is) */
+	char *status_sent;		/* the last status written, compact JSON (NULL: none) */
 	unsigned char (*rdig)[KOP_JSON_DIGEST_LEN];	/* of each object of its .desired */
 	unsigned char *rstat;		/* which of them have a status */
 	int nrdig;
@@ -309,6 +310,7 @@ static void prim_free(void *v)
 	free(p->rview);
 	free(p->rdig);
 	free(p->rstat);
+	free(p->status_sent);
 	free(p->agg);
 	free(p);
 }
@@ -1445,6 +1447,8 @@ static int write_status(struct prim *p, jv parent, jv status, int64_t now, struc
 		obj = jv_object_set(obj, jv_string("status"), jv_copy(status));
 		emit(jv_object_set(op_line("status", p->key), jv_string("object"), obj));
 		n->statuses++;
+		free(p->status_sent);
+		p->status_sent = kop_json_dump(jv_copy(status));
 	} else {
 		sent = 0;
 	}
@@ -1654,6 +1658,30 @@ static jv rendered_full(struct prim *p, struct rctx *ctx)
 	return ctx->rfull;
 }
 
+/*
+ * The primary as the program sees it (parent borrowed): while a status
+ * written for it is in flight (sent, not failed, not yet seen back), with
+ * that status, so that what the program derives from the stored one (an
+ * event on a phase change, a condition's transition time) is not derived
+ * twice.
+ */
+static jv parent_seen(struct prim *p, jv parent, int64_t now)
+{
+	char *fkey = join2("status", p->key);
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
+	jv st;
+
+	free(fkey);
+	if (!p->status_sent || !f || f->failed || strcmp(f->live_rv, p->obj->rv) || now - f->at >= FLIGHT_TIMEOUT_MS)
+		return jv_copy(parent);
+	st = jv_parse(p->status_sent);
+	if (!jv_is_valid(st)) {	/* cannot happen: we wrote it */
+		jv_free(st);
+		return jv_copy(parent);
+	}
+	return jv_object_set(jv_copy(parent), jv_string("status"), st);
+}
+
 /* One reconcile of p, whose parsed object is ctx->parent. */
 static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 {
@@ -1676,7 +1704,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 
 	rdes = jv_array();	/* the rendered .desired as sync sees them */
 	in = jv_object();
-	in = jv_object_set(in, jv_string("parent"), jv_copy(parent));
+	in = jv_object_set(in, jv_string("parent"), parent_seen(p, parent, now));
 	in = jv_object_set(in, jv_string("children"), build_children(p, ctx));
 	in = jv_object_set(in, jv_string("related"), build_related());
 	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));

@@ -158,4 +158,29 @@ test_expect_success '14-edit-config: the config Secret and the checksum of the w
 	echo "$sum" >expect && test_cmp expect actual
 '
 
+# A status written and not yet seen back is what the program sees: a
+# reconcile in between (here the Namespace appearing) may write a newer
+# status, but does not announce the phase a second time.
+test_expect_success 'a status in flight: the next reconcile writes no second Processing event' '
+	mkfifo inflight.fifo &&
+	{ ( cat "$FIXTURES/01-create.in.jsonl"; sleep 1
+	    jq -c "select(.op == \"apply\" and .object.kind == \"Namespace\")
+		| {type: \"ADDED\", object: (.object | .metadata.uid = \"u-ns\" | .metadata.resourceVersion = \"50\")}" \
+		"$FIXTURES/01-create.expect.jsonl"
+	  ) >inflight.fifo & } &&
+	OPERATOR_NAME=devawsk8s timeout 60 ireconcile -v --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
+		<inflight.fifo >inflight.out 2>inflight.err &&
+	wait &&
+	test_no_sanitizer_report inflight.err &&
+	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.statuses, .events]" inflight.err >actual &&
+	cat >expect <<-\EOT &&
+	[1,1]
+	[1,0]
+	EOT
+	test_cmp expect actual &&
+	jq -r "select(.op == \"status\") | .object.status.conditions[] | select(.type == \"Progressing\") | .lastTransitionTime" \
+		inflight.out | sort -u >actual &&
+	test $(wc -l <actual) = 1
+'
+
 test_done
