@@ -92,7 +92,8 @@ steady_input () {
 }
 
 log "generating $N IoTServices"
-F="$root/t/t2104-iotservice-ireconcile/01-create.in.jsonl"
+# (the state once the finalizer is stored: children are applied only then)
+F="$root/t/t2104-iotservice-ireconcile/01-finalized.in.jsonl"
 {
 	jq -c 'select(.object.kind != "IoTService")' "$F"
 	jq -c --argjson n "$N" 'select(.object.kind == "IoTService") | range(0; $n) as $i
@@ -110,7 +111,7 @@ mkdir -p "$tmp/prog"
 cp -R "$root/t/t2001-ireconcile-engine/widgets" "$root/pipeline/lib" "$tmp/prog/"
 jq -c --argjson n "$N" 'select(.object.kind == "Widget") | range(0; $n) as $i
 	| .object.metadata.name = "w\($i)" | .object.metadata.uid = "uid-\($i)"
-	| .object.spec.size = 2' "$root/t/t2001-ireconcile-engine/01-create.in.jsonl" >"$tmp/widgets.jsonl"
+	| .object.metadata.finalizers = ["test.example.org/cleanup"] | .object.spec.size = 2' "$root/t/t2001-ireconcile-engine/01-create.in.jsonl" >"$tmp/widgets.jsonl"
 export WIDGET_TEAM=blue
 run engine_create "$tmp/prog/widgets" "$tmp/widgets.jsonl"
 steady_input engine_create Widget "$tmp/widgets.jsonl" test.example.org/cleanup

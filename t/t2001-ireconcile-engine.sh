@@ -70,8 +70,9 @@ test_expect_success 'kubectl -o json (pretty-printed events) reads like compact 
 '
 
 test_expect_success 'settings: integers from the environment, defaults otherwise' '
-	WIDGET_TEAM=blue WIDGET_REPLICAS=7 ireconcile --now $NOW prog/widgets \
-		<"$FIXTURES/01-create.in.jsonl" >replicas.out &&
+	jq -c "if .object.kind == \"Widget\" then .object.metadata.finalizers = [\"test.example.org/cleanup\"] else . end" \
+		"$FIXTURES/01-create.in.jsonl" >finalized.in.jsonl &&
+	WIDGET_TEAM=blue WIDGET_REPLICAS=7 ireconcile --now $NOW prog/widgets <finalized.in.jsonl >replicas.out &&
 	jq -r "select(.object.kind == \"ConfigMap\") | .object.data.replicas" <replicas.out >replicas &&
 	echo 7 >expect &&
 	test_cmp expect replicas

@@ -25,17 +25,26 @@ do
 	"
 done
 
-test_expect_success '01-create: finalizer, every child once, then Processing' '
+test_expect_success '01-create: the finalizer first, no child before it is stored, Processing' '
 	ops 01-create >actual &&
-	test $(grep -c "^apply " actual) = 20 &&
-	sed -n "1p;22,23p" actual >head &&
 	cat >expect <<-\EOT &&
 	patch IoTService example-iotservice
 	status IoTService example-iotservice
 	event IoTService Processing
 	EOT
-	test_cmp expect head &&
-	sed -n 2p actual >first && echo "apply Namespace devawsk8s-example-iotservice" >expect && test_cmp expect first
+	test_cmp expect actual
+'
+
+test_expect_success '01-finalized: the finalizer stored, every child once, then Processing' '
+	ops 01-finalized >actual &&
+	test $(grep -c "^apply " actual) = 20 &&
+	sed -n "21,22p" actual >tail &&
+	cat >expect <<-\EOT &&
+	status IoTService example-iotservice
+	event IoTService Processing
+	EOT
+	test_cmp expect tail &&
+	sed -n 1p actual >first && echo "apply Namespace devawsk8s-example-iotservice" >expect && test_cmp expect first
 '
 
 test_expect_success '03-ready: children ready moves Processing to Available, nothing applied' '
@@ -163,10 +172,10 @@ test_expect_success '14-edit-config: the config Secret and the checksum of the w
 # status, but does not announce the phase a second time.
 test_expect_success 'a status in flight: the next reconcile writes no second Processing event' '
 	mkfifo inflight.fifo &&
-	{ ( cat "$FIXTURES/01-create.in.jsonl"; sleep 1
+	{ ( cat "$FIXTURES/01-finalized.in.jsonl"; sleep 1
 	    jq -c "select(.op == \"apply\" and .object.kind == \"Namespace\")
 		| {type: \"ADDED\", object: (.object | .metadata.uid = \"u-ns\" | .metadata.resourceVersion = \"50\")}" \
-		"$FIXTURES/01-create.expect.jsonl"
+		"$FIXTURES/01-finalized.expect.jsonl"
 	  ) >inflight.fifo & } &&
 	OPERATOR_NAME=devawsk8s timeout 60 ireconcile -v --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
 		<inflight.fifo >inflight.out 2>inflight.err &&

@@ -59,6 +59,10 @@ fin='.metadata.finalizers = ["com.sap.iotservices/namespace-dropper"]'
 # 01: a new instance, nothing else there
 { echo "$secret" | ev; ev <"$W/parent.json"; echo "$bookmark"; } >"$F/01-create.in.jsonl"
 
+# 01-finalized: the same once 01's finalizer patch is stored (children only then)
+{ echo "$secret" | ev; jq -c "$fin | .metadata.resourceVersion = \"101\"" "$W/parent.json" | ev; echo "$bookmark"; } \
+	>"$F/01-finalized.in.jsonl"
+
 # 02: everything created, nothing ready yet: Processing, no write
 jq -c "$fin | .metadata.resourceVersion = \"101\"" "$W/parent.json" >"$W/p1.json"
 jq -s . "$W/created.jsonl" >"$W/created.json"
