@@ -13,7 +13,7 @@ api () { # METHOD PATH BODY
 	curl -sS -f -X "$1" -H "Content-Type: application/json" --data-binary "$3" "$KSIM_URL$2" >/dev/null
 }
 
-test_expect_success 'setup: the Widget CRD, a widget, the test program' '
+test_expect_success 'setup: the Widget CRD, a widget (its finalizer stored: children follow), the test program' '
 	mkdir prog &&
 	cp -R "$TEST_DIRECTORY/t2001-ireconcile-engine/widgets" prog/ &&
 	cp -R "$PROJECT_ROOT/pipeline/lib" prog/lib &&
@@ -22,7 +22,7 @@ test_expect_success 'setup: the Widget CRD, a widget, the test program' '
 	test_wait_for 10 curl -sf "$KSIM_URL/apis/test.example.org/v1" &&
 	api POST /api/v1/namespaces "{\"metadata\":{\"name\":\"blue\"}}" &&
 	api POST /apis/test.example.org/v1/namespaces/blue/widgets \
-		"{\"apiVersion\":\"test.example.org/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\",\"namespace\":\"blue\"},\"spec\":{\"color\":\"red\"}}"
+		"{\"apiVersion\":\"test.example.org/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\",\"namespace\":\"blue\",\"finalizers\":[\"test.example.org/cleanup\"]},\"spec\":{\"color\":\"red\"}}"
 '
 
 test_expect_success 'the program'\''s watches as one kwatch invocation' '
