@@ -41,7 +41,11 @@ test_expect_success 'the render answer is reused until the spec changes' '
 # it changed); observed children given back as they came are kept.
 test_expect_success 'projected rendered children are applied whole; observed ones given back are kept' '
 	mkfifo shapes.fifo &&
-	{ ( cat "$FIXTURES/05-shape.jsonl"; sleep 1
+	{ ( cat "$FIXTURES/05-shape.jsonl"
+	    # its two applies written before they come back as live objects
+	    i=0; while test "$(grep -c "\"op\":\"apply\"" shapes.out 2>/dev/null)" != 2 && test $i -lt 300; do
+		sleep 0.1; i=$((i + 1))
+	    done
 	    jq -c "select(.op == \"apply\") | {type: \"ADDED\", object: (.object
 		| .metadata.uid = \"u-\(.metadata.name)\" | .metadata.resourceVersion = \"20\")}" shapes.out
 	    sleep 1; cat "$FIXTURES/06-hold.jsonl"; sleep 1; cat "$FIXTURES/07-release.jsonl"

@@ -172,7 +172,9 @@ test_expect_success '14-edit-config: the config Secret and the checksum of the w
 # status, but does not announce the phase a second time.
 test_expect_success 'a status in flight: the next reconcile writes no second Processing event' '
 	mkfifo inflight.fifo &&
-	{ ( cat "$FIXTURES/01-finalized.in.jsonl"; sleep 1
+	{ ( cat "$FIXTURES/01-finalized.in.jsonl"
+	    # the first reconcile done (its status written) before the Namespace comes
+	    i=0; while ! grep -q "\"op\":\"status\"" inflight.out 2>/dev/null && test $i -lt 300; do sleep 0.1; i=$((i + 1)); done
 	    jq -c "select(.op == \"apply\" and .object.kind == \"Namespace\")
 		| {type: \"ADDED\", object: (.object | .metadata.uid = \"u-ns\" | .metadata.resourceVersion = \"50\")}" \
 		"$FIXTURES/01-finalized.expect.jsonl"
