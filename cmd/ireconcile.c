@@ -1686,7 +1686,7 @@ static jv parent_seen(struct prim *p, jv parent, int64_t now)
 static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 {
 	struct counts n = { 0, 0, 0, 0, 0 };
-	int finalizing = 0, index = -1, status_sent = 1, unguarded = 0;
+	int finalizing = 0, index = -1, status_sent = 1;
 	jv in, out, v, parent = ctx->parent, rdes;
 	char err[KOP_ERRLEN], ts[40];
 	struct kop_hmap desired = KOP_HMAP_INIT;
@@ -1699,11 +1699,14 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 			return;
 		finalizing = 1;
 	} else if (E.prog.finalizer && !has_finalizer(parent, E.prog.finalizer, NULL)) {
-		/* Children only once the finalizer is stored: a primary deleted
-		 * before it lands would leave them to nobody (the patch fails,
-		 * the applies sent with it succeed). Its arrival reconciles again. */
+		/* Nothing else until the finalizer is stored: a primary deleted
+		 * before it lands would leave children to nobody (the patch
+		 * fails, applies sent with it succeed), and a status written
+		 * meanwhile would change the resourceVersion the patch tests.
+		 * Its arrival reconciles again. */
 		add_finalizer(p, parent, now, &n);
-		unguarded = 1;
+		log_debug("primary '%s': finalizer added; reconciled once it is stored", p->key);
+		return;
 	}
 
 	rdes = jv_array();	/* the rendered .desired as sync sees them */
@@ -1754,16 +1757,12 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	count_reconcile(jv_get_kind(jv_getpath(jv_copy(out), JV_ARRAY(jv_string("resyncAfterSeconds")))) == JV_KIND_NUMBER
 				? "requeue_after" : "success");
 	v = jv_object_get(jv_copy(out), jv_string("children"));
-	if (unguarded) {
+	if (jv_get_kind(v) == JV_KIND_ARRAY)
+		apply_children(p, ctx, v, rdes, &desired, now, &n);
+	else
 		jv_free(v);
-	} else {
-		if (jv_get_kind(v) == JV_KIND_ARRAY)
-			apply_children(p, ctx, v, rdes, &desired, now, &n);
-		else
-			jv_free(v);
-		prune(p, &desired, now, &n);
-		tidy_errors(p, &desired);
-	}
+	prune(p, &desired, now, &n);
+	tidy_errors(p, &desired);
 
 	v = jv_object_get(jv_copy(out), jv_string("status"));
 	if (jv_get_kind(v) == JV_KIND_OBJECT)

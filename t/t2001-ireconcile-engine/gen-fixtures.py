@@ -59,7 +59,7 @@ BOOKMARK = {"type": "BOOKMARK", "object": {"kind": "Widget", "apiVersion": "test
 FIN = ["test.example.org/cleanup"]
 PENDING = {"phase": "Pending", "pods": [], "big": [], "errors": []}
 
-# A new widget: finalizer added, status and event written; no child until the finalizer is stored.
+# A new widget: its finalizer added, nothing else until the finalizer is stored.
 dump("01-create", [widget("w1", 10, {"color": "red", "size": 1}), BOOKMARK])
 
 # Everything as desired already: nothing at all is written, even when the stream is replayed.
