@@ -29,13 +29,15 @@ test_expect_success 'a broken image: Processing (Updating) while its pod does no
 	date +%s >edited.at &&
 	test_wait_for 10 status_is Processing &&
 	# kstatus coalesces: the first Processing status ("spec generation N is
-	# being applied") may stand for up to --coalesce before the detailed one
+	# being applied") may stand for up to --coalesce before the detailed one;
+	# the bound is the progress deadline (6 s, then Failed), as slow as the
+	# sanitizer build under a parallel run may be
 	names_messaging () {
 		status_is Processing &&
 		jq -r ".status.conditions[] | select(.type == \"Progressing\") | .message" iot.json >message &&
 		grep "StatefulSet messaging-$X" message
 	} &&
-	test_wait_for 5 names_messaging &&
+	test_wait_for $DEADLINE names_messaging &&
 	progressing >actual &&
 	echo "Processing True Updating" >expect &&
 	test_cmp expect actual
