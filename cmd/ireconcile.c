@@ -163,18 +163,10 @@ static jv path2(const char *a, const char *b)
 /* obj.metadata.field as a string borrowed from obj, or NULL. */
 static const char *meta(jv obj, const char *field)
 {
-	jv v;
-	const char *s;
+	jv m = kop_json_member(jv_copy(obj), "metadata");
+	const char *s = kop_json_cstr(m, field);
 
-	if (jv_get_kind(obj) != JV_KIND_OBJECT)
-		return NULL;
-	v = jv_getpath(jv_copy(obj), path2("metadata", field));
-	if (jv_get_kind(v) != JV_KIND_STRING) {
-		jv_free(v);
-		return NULL;
-	}
-	s = jv_string_value(v);
-	jv_free(v);
+	jv_free(m);	/* obj still holds it: s outlives m */
 	return s;
 }
 
@@ -548,22 +540,25 @@ static int same_text(const struct obj *o, const char *text, size_t len)
 	return !memcmp(d, o->tdig, sizeof(d));
 }
 
-/* The object parsed (caller owns it); jv_invalid() if it cannot be read back. */
-static jv parse_obj(const struct obj *o)
+/* Inflates size bytes deflated as zlen at z and parses them; jv_invalid() if unreadable. */
+static jv inflate_parse(const unsigned char *z, size_t zlen, size_t size)
 {
-	uLongf len = (uLongf)o->len;
-	char *buf;
-	jv v;
+	uLongf len = (uLongf)size;
+	char *buf = kop_malloc(size + 1);
+	jv v = jv_invalid();
 
-	if (!o->zlen)
-		return jv_parse_sized(o->text, (int)o->len);
-	buf = kop_malloc(o->len + 1);
-	if (uncompress((Bytef *)buf, &len, (const Bytef *)o->text, (uLong)o->zlen) != Z_OK || len != o->len)
-		v = jv_invalid_with_msg(jv_string("stored object unreadable"));	/* cannot happen */
-	else
+	if (uncompress((Bytef *)buf, &len, z, (uLong)zlen) == Z_OK && len == size)
 		v = jv_parse_sized(buf, (int)len);
 	free(buf);
 	return v;
+}
+
+/* The object parsed (caller owns it); jv_invalid() if it cannot be read back. */
+static jv parse_obj(const struct obj *o)
+{
+	if (!o->zlen)
+		return jv_parse_sized(o->text, (int)o->len);
+	return inflate_parse((const unsigned char *)o->text, o->zlen, o->len);
 }
 
 static void handle_object(const char *type, jv obj, size_t lineno)
@@ -1508,19 +1503,6 @@ static jv render_parent(jv parent)
 	if (jv_get_kind(parent) == JV_KIND_OBJECT)
 		parent = jv_object_delete(parent, jv_string("status"));
 	return parent;
-}
-
-/* Inflates size bytes deflated as zlen at z and parses them; jv_invalid() if unreadable. */
-static jv inflate_parse(const unsigned char *z, size_t zlen, size_t size)
-{
-	uLongf len = (uLongf)size;
-	char *buf = kop_malloc(size + 1);
-	jv v = jv_invalid();
-
-	if (uncompress((Bytef *)buf, &len, z, (uLong)zlen) == Z_OK && len == size)
-		v = jv_parse_sized(buf, (int)len);
-	free(buf);
-	return v;
 }
 
 /* The render answer (consumed) with each desired object projected by its
