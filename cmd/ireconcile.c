@@ -116,6 +116,15 @@ struct flight {
 	int64_t at;
 	int failed;
 	int64_t retry_at;
+	/* Applies: the object sent, to tell when the live one holds it
+	 * (apply_pending): the rendered object of index rindex under the
+	 * render key rkey, stamped, or else the JSON text deflated. */
+	int has_obj;
+	unsigned char memo[KOP_JSON_DIGEST_LEN];	/* the comparison memo key (struct obj's match) */
+	int rindex;
+	unsigned char rkey[KOP_JSON_DIGEST_LEN];
+	unsigned char *ztext;
+	size_t zlen, len;
 };
 
 /* Splits a byte stream into JSON values: one per line, or a pretty-printed
@@ -799,6 +808,7 @@ static void flight_free(void *v)
 	struct flight *f = v;
 
 	free(f->live_rv);
+	free(f->ztext);
 	free(f);
 }
 
@@ -838,7 +848,33 @@ static int flight_check_text(struct prim *p, const char *fkey, const char *text,
 	f->live_rv = kop_strdup(live_rv);
 	f->at = now;
 	f->failed = 0;
+	f->has_obj = 0;
+	free(f->ztext);
+	f->ztext = NULL;
 	return 1;
+}
+
+/*
+ * What the apply just let through flight_check_text (text, len) was: the
+ * rendered object of index r (>= 0) of p's render, or that text. memo: the
+ * comparison's memo key.
+ */
+static void flight_sent_object(struct prim *p, const char *fkey, const unsigned char *memo, int r, const char *text,
+			       size_t len)
+{
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
+
+	if (!f)
+		return;
+	memcpy(f->memo, memo, sizeof(f->memo));
+	f->rindex = r;
+	if (r >= 0) {
+		memcpy(f->rkey, p->render_key, sizeof(f->rkey));
+	} else if (!(f->zlen = deflate_text(text, len, &f->ztext))) {
+		return;	/* unknown: never pending */
+	}
+	f->len = len;
+	f->has_obj = 1;
 }
 
 static int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv, int64_t now)
@@ -952,6 +988,18 @@ static jv build_aggs(void)
 	return r;
 }
 
+/* o's key in its kind's map of .children: its name, or "ns/name" when one
+ * before it in p's list has the kind and the name. */
+static jv child_slot(struct prim *p, const struct obj *o)
+{
+	const struct obj *e;
+
+	for (e = p->children; e != o && *o->ns; e = e->next)
+		if (!strcmp(e->kind->key, o->kind->key) && !strcmp(e->name, o->name))
+			return jv_string_fmt("%s/%s", o->ns, o->name);
+	return jv_string(o->name);
+}
+
 static jv build_children(struct prim *p, struct rctx *ctx)
 {
 	jv c = jv_copy(E.children_empty);
@@ -959,19 +1007,12 @@ static jv build_children(struct prim *p, struct rctx *ctx)
 
 	for (o = p->children; o; o = o->next) {
 		jv group = jv_object_get(jv_copy(c), jv_string(o->kind->key));
-		const char *name = o->name, *ns = o->ns;
+		jv slot = child_slot(p, o);
 
-		if (jv_object_has(jv_copy(group), jv_string(name)) && *ns) {
-			struct kop_buf k = KOP_BUF_INIT;
-
-			log_warn("primary '%s': two %s named '%s'; the one in '%s' is keyed '%s/%s'", p->key, o->kind->key,
-				 name, ns, ns, name);
-			kop_buf_addf(&k, "%s/%s", ns, name);
-			group = jv_object_set(group, jv_string(k.buf), jv_copy(view_of(ctx, o)));
-			kop_buf_release(&k);
-		} else {
-			group = jv_object_set(group, jv_string(name), jv_copy(view_of(ctx, o)));
-		}
+		if (strcmp(jv_string_value(slot), o->name))
+			log_warn("primary '%s': two %s named '%s'; the one in '%s' is keyed '%s'", p->key, o->kind->key,
+				 o->name, o->ns, jv_string_value(slot));
+		group = jv_object_set(group, slot, jv_copy(view_of(ctx, o)));
 		c = jv_object_set(c, jv_string(o->kind->key), group);
 	}
 	return c;
@@ -1354,8 +1395,10 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			jv text = jv_dump_string(full, 0);
 
 			full = jv_invalid();	/* consumed */
-			if (flight_check_text(p, fkey, jv_string_value(text),
-					      (size_t)jv_string_length_bytes(jv_copy(text)), live ? live->rv : "", now)) {
+			size_t tlen = (size_t)jv_string_length_bytes(jv_copy(text));
+
+			if (flight_check_text(p, fkey, jv_string_value(text), tlen, live ? live->rv : "", now)) {
+				flight_sent_object(p, fkey, d, r, jv_string_value(text), tlen);
 				emit_op_text("apply", p->key, text);
 				n->applies++;
 			} else {
@@ -1641,6 +1684,74 @@ static jv rendered_full(struct prim *p, struct rctx *ctx)
 }
 
 /*
+ * Whether an apply written for the live child o is on its way still: sent,
+ * not failed, not timed out, and the live object does not hold it yet (a
+ * write of someone else's, a controller's status, may come first). One the
+ * live object holds is no longer in flight, its comparison remembered for
+ * apply_children.
+ */
+static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_t now)
+{
+	char *fkey = join2("apply", o->key);
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
+	int pending = 0;
+	jv sent;
+
+	if (!f || f->failed || !f->has_obj || now - f->at >= FLIGHT_TIMEOUT_MS)
+		goto out;
+	if (!strcmp(f->live_rv, o->rv)) {
+		pending = 1;	/* not changed since */
+		goto out;
+	}
+	if (o->match_ok && !memcmp(o->match, f->memo, sizeof(f->memo)) && !memcmp(o->match_sdig, o->sdig, sizeof(o->sdig))) {
+		flight_forget(fkey);
+		goto out;
+	}
+	if (f->rindex < 0) {
+		sent = inflate_parse(f->ztext, f->zlen, f->len);
+	} else if (p->rendered && !memcmp(f->rkey, p->render_key, sizeof(f->rkey))) {
+		sent = jv_getpath(jv_copy(rendered_full(p, ctx)), JV_ARRAY(jv_string("desired"), jv_number(f->rindex)));
+		if (jv_get_kind(sent) == JV_KIND_OBJECT)
+			sent = kop_program_stamp(&E.prog, o->kind->mapping, sent, ctx->parent);
+	} else {
+		pending = 1;	/* rendered anew since: this reconcile decides again */
+		goto out;
+	}
+	if (jv_get_kind(sent) != JV_KIND_OBJECT) {
+		jv_free(sent);	/* cannot happen: we wrote it */
+		goto out;
+	}
+	if (kop_json_subset(sent, live_of(ctx, o))) {
+		o->match_ok = 1;
+		memcpy(o->match, f->memo, sizeof(o->match));
+		memcpy(o->match_sdig, o->sdig, sizeof(o->match_sdig));
+		flight_forget(fkey);
+	} else {
+		pending = 1;
+	}
+	jv_free(sent);
+out:
+	free(fkey);
+	return pending;
+}
+
+/* .pending: the live children with an apply on its way, keyed as in .children. */
+static jv build_pending(struct prim *p, struct rctx *ctx, int64_t now)
+{
+	jv r = jv_object();
+	struct obj *o;
+
+	if (!E.flights.len)
+		return r;
+	for (o = p->children; o; o = o->next) {
+		if (o->kind->role != KOP_ROLE_CHILD || !apply_pending(p, ctx, o, now))
+			continue;
+		r = jv_setpath(r, JV_ARRAY(jv_string(o->kind->key), child_slot(p, o)), jv_true());
+	}
+	return r;
+}
+
+/*
  * The primary as the program sees it (parent borrowed): while a status
  * written for it is in flight (sent, not failed, not yet seen back), with
  * that status, so that what the program derives from the stored one (an
@@ -1720,6 +1831,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		}
 		in = jv_object_set(in, jv_string("rendered"), r);
 	}
+	in = jv_object_set(in, jv_string("pending"), build_pending(p, ctx, now));
 	t1 = kop_mono_ms();
 	if (kop_jq_run1(E.prog.sync, in, &out, err) < 0) {
 		jv_free(rdes);

@@ -41,6 +41,51 @@ test_expect_success 'events before the bookmark are reconciled once, with the la
 	test_cmp expect color
 '
 
+# wait_lines FILE N: until FILE holds N lines (at most 30 s)
+wait_lines () {
+	wl_i=0
+	while test "$(cat "$1" 2>/dev/null | wc -l)" -lt "$2" && test $wl_i -lt 300; do
+		sleep 0.1
+		wl_i=$((wl_i + 1))
+	done
+}
+
+# .pending, step by step: the drifted ConfigMap of 06 applied, then a pod
+# (the apply not seen yet), then someone else'"'"'s write to the ConfigMap and a
+# second pod (not what was applied: applied again), then the ConfigMap as
+# applied.
+test_expect_success '.pending: an apply on its way until the live object holds it' '
+	pod () {
+		echo "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$1\",\"namespace\":\"blue\",\"uid\":\"uid-$1\",\"resourceVersion\":\"$2\",\"labels\":{\"widget\":\"w1\"}},\"status\":{\"phase\":\"Running\"}}}"
+	} &&
+	cm () {
+		jq -c "select(.object.kind == \"ConfigMap\") | .type = \"MODIFIED\" | .object.metadata.resourceVersion = \"$1\" | $2" \
+			"$FIXTURES/06-drift.in.jsonl"
+	} &&
+	mkfifo pending.fifo &&
+	{ ( cat "$FIXTURES/06-drift.in.jsonl"
+	    wait_lines pending.out 1
+	    pod p1 20
+	    wait_lines pending.out 3
+	    cm 21 ".object.metadata.annotations = {\"someone\": \"else\"}"
+	    pod p2 22
+	    wait_lines pending.out 5
+	    cm 23 ".object.data.color = \"red\" | del(.object.data.extra)"
+	  ) >pending.fifo & } &&
+	WIDGET_TEAM=blue timeout 60 ireconcile --now $NOW prog/widgets <pending.fifo >pending.out 2>pending.err &&
+	wait &&
+	test_no_sanitizer_report pending.err &&
+	jq -c "select(.op != \"event\") | [.op, .object.kind, .object.status.pods, .object.status.pending]" pending.out >actual &&
+	cat >expect <<-\EOT &&
+	["apply","ConfigMap",null,null]
+	["status","Widget",["p1"],{"ConfigMap.v1":{"color":true}}]
+	["apply","ConfigMap",null,null]
+	["status","Widget",["p1","p2"],{"ConfigMap.v1":{"color":true}}]
+	["status","Widget",["p1","p2"],null]
+	EOT
+	test_cmp expect actual
+'
+
 test_expect_success 'the log of a reconcile has its key, duration and counts' '
 	jq -c "select(.primary == \"blue/w1\") | [.applies, .deletes, .statuses, .events, (.ms | type)]" \
 		<collect.err >counts &&

@@ -163,6 +163,15 @@ test_expect_success '14-edit-config: the config Secret and the checksum of the w
 	echo "$sum" >expect && test_cmp expect actual
 '
 
+# wait_statuses FILE N: until FILE holds N status lines (at most 30 s)
+wait_statuses () {
+	ws_i=0
+	while test "$(grep -c "\"op\":\"status\"" "$1" 2>/dev/null)" -lt "$2" && test $ws_i -lt 300; do
+		sleep 0.1
+		ws_i=$((ws_i + 1))
+	done
+}
+
 # A status written and not yet seen back is what the program sees: a
 # reconcile in between (here the Namespace appearing) may write a newer
 # status, but does not announce the phase a second time.
@@ -170,7 +179,7 @@ test_expect_success 'a status in flight: the next reconcile writes no second Pro
 	mkfifo inflight.fifo &&
 	{ ( cat "$FIXTURES/01-finalized.in.jsonl"
 	    # the first reconcile done (its status written) before the Namespace comes
-	    i=0; while ! grep -q "\"op\":\"status\"" inflight.out 2>/dev/null && test $i -lt 300; do sleep 0.1; i=$((i + 1)); done
+	    wait_statuses inflight.out 1
 	    jq -c "select(.op == \"apply\" and .object.kind == \"Namespace\")
 		| {type: \"ADDED\", object: (.object | .metadata.uid = \"u-ns\" | .metadata.resourceVersion = \"50\")}" \
 		"$FIXTURES/01-finalized.expect.jsonl"
@@ -188,6 +197,33 @@ test_expect_success 'a status in flight: the next reconcile writes no second Pro
 	jq -r "select(.op == \"status\") | .object.status.conditions[] | select(.type == \"Progressing\") | .lastTransitionTime" \
 		inflight.out | sort -u >actual &&
 	test $(wc -l <actual) = 1
+'
+
+# An apply written and not yet seen back: the child it edits is not ready as
+# it was seen before the edit (a reconcile in between, here for the status
+# coming back, must not find the old Deployment ready and say Available).
+test_expect_success '15: an edited child is "being updated" until the edit is seen' '
+	mkfifo landing.fifo &&
+	{ ( cat "$FIXTURES/05-edit-image.in.jsonl"
+	    wait_statuses landing.out 1
+	    cat "$FIXTURES/15-landing-status.jsonl"
+	    wait_statuses landing.out 2
+	    cat "$FIXTURES/15-landing-deployment.jsonl"
+	  ) >landing.fifo & } &&
+	OPERATOR_NAME=devawsk8s timeout 60 ireconcile --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
+		<landing.fifo >landing.out 2>landing.err &&
+	wait &&
+	test_no_sanitizer_report landing.err &&
+	jq -r "select(.op == \"status\") | .object.status
+		| [.phase, (.conditions[] | select(.type == \"Progressing\") | .message)] | @tsv" landing.out >actual &&
+	printf "%s\t%s\n" >expect \
+		Processing "spec generation 2 is being applied" \
+		Processing "Deployment cockpit-example-iotservice is being updated" \
+		Available "all required children are ready" &&
+	test_cmp expect actual &&
+	jq -r "select(.op == \"apply\") | .object.metadata.name" landing.out >actual &&
+	echo cockpit-example-iotservice >expect &&
+	test_cmp expect actual
 '
 
 test_done

@@ -40,7 +40,11 @@ test_expect_success 'a broken image: Processing (Updating) while its pod does no
 	test_wait_for $DEADLINE names_messaging &&
 	progressing >actual &&
 	echo "Processing True Updating" >expect &&
-	test_cmp expect actual
+	test_cmp expect actual || {
+		jq -c .status iot.json
+		grep -v "\"level\":\"debug\"" op.err | tail -n 30
+		false
+	}
 '
 
 test_expect_success 'still broken after the deadline: Failed, ProgressDeadlineExceeded, a Warning event' '

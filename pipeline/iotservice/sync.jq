@@ -1,6 +1,6 @@
 # sync.jq: one reconcile of one IoTService (iotservice.md §2-6), run by
 # ireconcile with the input described in README.md ("Writing a program"):
-#   {parent, children, related, settings, aggregates, errors, finalizing, now}
+#   {parent, children, pending, related, settings, aggregates, errors, finalizing, now}
 # and returning {children, status, events, resyncAfterSeconds, finalized}.
 # The desired children come from desired.jq (as .rendered when ireconcile
 # ran render.jq; computed here otherwise).
@@ -58,8 +58,9 @@ def iot_not_ready($live):
 # problems: changes the API forbids (iotservice.md §3), a StatefulSet's PVC
 # template, a workload's selector; the live value is kept in the desired
 # object and the field reported, so that everything else is still
-# reconciled. notReady: why required children are not ready.
-def iot_check($children):
+# reconciled. notReady: why children are not updated yet (an apply on its
+# way: ireconcile's .pending) or why required ones are not ready.
+def iot_check($children; $pending):
   . as $desired
   | [.[] as $d | [$d, (($children[$d | iot_key_of] // {})[$d.metadata.name])]] as $pairs
   # (a few objects per child: jq 1.6 builds each slowly, and this runs on every reconcile)
@@ -82,7 +83,10 @@ def iot_check($children):
                       | ([$keep[] | select(.name == $d.metadata.name and $d.kind == "StatefulSet")] | first // null) as $k
                       | if $k != null then .spec.volumeClaimTemplates = $k.vct else . end] end),
      problems: [$found[].problem],
-     notReady: [$pairs[] | .[1] as $live | .[0] | iot_not_ready($live)]};
+     notReady: [$pairs[] | .[1] as $live | .[0]
+                | if $live != null and ($pending[iot_key_of] // {})[.metadata.name] then
+                    "\(.kind) \(.metadata.name) is being updated"
+                  else iot_not_ready($live) end]};
 
 def iot_error_text:
   "\(.op // "apply") of \(.ref.kind // "object") \(if .ref.namespace then "\(.ref.namespace)/" else "" end)\(.ref.name // "") failed: \(if .code then "\(.code) " else "" end)\(.reason // "")\(if .message then ": \(.message)" else "" end)";
@@ -112,7 +116,7 @@ def iot_error_text:
     | (if $in | has("rendered") then $in.rendered else $in | iot_render end) as $rendered
     | $rendered.invalid as $invalid
     | $rendered.desired as $desired0
-    | ($desired0 | iot_check($children)) as $imm
+    | ($desired0 | iot_check($children; $in.pending // {})) as $imm
     # --- the parallel-update limit (§6), counted from the cluster's statuses ---
     | "\($in.parent.metadata.namespace)/\($x)" as $key
     | ((($in.aggregates.rolling // []) - [$key]) | length) as $rollingOthers

@@ -20,9 +20,9 @@ iot_parent '.metadata += {resourceVersion: "100", creationTimestamp: "2026-11-22
 iot_input "$W/parent.json" >"$W/in.json"
 iot_sync "$W/in.json" "$W/out.json"
 
-# server-side defaults and identity on the live children
+# server-side defaults and identity on the live children (of OUTPUT, default out.json)
 live () {
-	iot_live "$W/out.json" "$1" | jq -c '
+	iot_live "${2:-$W/out.json}" "$1" | jq -c '
 	def podspec: .containers |= map(.terminationMessagePath = "/dev/termination-log" | .terminationMessagePolicy = "File"
 		| .ports |= map(.protocol = "TCP") | .resources //= {})
 		| .restartPolicy = "Always" | .dnsPolicy = "ClusterFirst" | .schedulerName = "default-scheduler"
@@ -112,3 +112,15 @@ edit 11-edit-size '.spec.gateway.mqtt.size = 3'
 edit 12-edit-resources '.spec.haproxy.resources = {limits: {memory: "1024Mi", cpu: "0.5"}}'
 edit 13-edit-port '.spec.cockpit.container_port = "8090"'
 edit 14-edit-config '.spec.domain_name = "other.example"'
+
+# 15 (fed one step at a time after 05): its status stored (the primary's own event) while the edited
+# Deployment is not seen yet (its apply on its way): Processing still; then
+# the Deployment as the server stores the edit, rolled out: Available
+iot_input "$W/p5.json" "$W/ready.json" >"$W/in5.json"
+iot_sync "$W/in5.json" "$W/out5.json"
+jq -c '.metadata.resourceVersion = "401" | .status = $s' --argjson s "$(jq -c .status "$W/out5.json")" "$W/p5.json" \
+	>"$W/p15.json"
+live ready "$W/out5.json" | jq -c 'select(.kind == "Deployment" and (.metadata.name | startswith("cockpit-")))
+	| .metadata.generation = 2 | .status.observedGeneration = 2 | .metadata.resourceVersion = "402"' >"$W/cockpit2.json"
+ev MODIFIED <"$W/p15.json" >"$F/15-landing-status.jsonl"
+ev MODIFIED <"$W/cockpit2.json" >"$F/15-landing-deployment.jsonl"

@@ -19,8 +19,9 @@ include "kop";
              data: {size: ($w.spec.size | tostring)}}]
          else [] end)
     end),
-    status: {phase: $phase, pods: $pods, big: .aggregates.big,
-             errors: [.errors[] | "\(.op) \(.ref.kind)/\(.ref.name): \(.code) \(.reason)"]},
+    status: ({phase: $phase, pods: $pods, big: .aggregates.big,
+             errors: [.errors[] | "\(.op) \(.ref.kind)/\(.ref.name): \(.code) \(.reason)"]}
+            + (if (.pending // {}) != {} then {pending: .pending} else {} end)),
     events: (if ($w.status.phase // "") != $phase then
                [{type: "Normal", reason: "Phase", message: "widget is \($phase)"}] else [] end),
     resyncAfterSeconds: ($w.spec.resync // null),
