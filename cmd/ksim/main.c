@@ -277,11 +277,18 @@ int main(int argc, char **argv)
 			;
 	}
 	ksim_unlock();
-	ksim_sim_stop();
-	ksim_controllers_stop();
+	/*
+	 * Connections still open (keep-alive) may send requests until MHD is
+	 * stopped: only then are the threads that serve them joined, and only
+	 * then may what they read (RBAC tokens, fault settings) be freed and
+	 * the --data log be closed (a write answered after it was closed
+	 * would not be on disk).
+	 */
 	MHD_stop_daemon(d);
 	if (lfd >= 0)
 		close(lfd);
+	ksim_sim_stop();
+	ksim_controllers_stop();
 	ksim_store_free();
 	ksim_types_free();
 	free(cert);
