@@ -120,6 +120,8 @@ static struct {
 	size_t merged_off;
 	int running, tearing_down, draining, culprit_seen, lease_killed;
 	int64_t started_ms, next_start_ms, kill_at_ms;
+	size_t suspect;		/* a stage that ended cleanly, unasked: its index + 1 (0: none) */
+	int64_t suspect_until;	/* blamed then, unless another dies meanwhile */
 	struct kop_backoff backoff;
 	int killed_at_bound;
 
@@ -1247,6 +1249,7 @@ static void pipeline_finish(void)
 	sup.st = NULL;
 	sup.nst = 0;
 	sup.running = sup.tearing_down = sup.draining = sup.culprit_seen = sup.lease_killed = 0;
+	sup.suspect = 0;
 	publish_pids();
 	log_info("pipeline stopped");
 }
@@ -1503,6 +1506,27 @@ static void stage_read_stats(size_t slot)
 
 /* ---- children and signals ------------------------------------------------------------------ */
 
+/* The stage of index i ended the pipeline: restart it all. */
+static void blame(size_t i)
+{
+	char *how = describe_status(sup.st[i].status);
+
+	sup.culprit_seen = 1;
+	sup.suspect = 0;
+	schedule_restart(sup.st[i].name, how);
+	free(how);
+	teardown(TEARDOWN_TERM);
+}
+
+/* How long a clean end waits for the death it may follow (see reap). */
+#define SUSPECT_MS 300
+
+/*
+ * A stage that ends on its own ends the pipeline. When one is killed, the
+ * stage after it reads the end of its input and exits 0, and may be reaped
+ * first: a clean end is blamed only if no stage dies otherwise within
+ * SUSPECT_MS (the restart is counted for the stage that died).
+ */
 static void reap(void)
 {
 	int status;
@@ -1521,12 +1545,12 @@ static void reap(void)
 			s->pid = 0;
 			s->status = status;
 			if (sup.running && !sup.tearing_down && !sup.culprit_seen) {
-				char *how = describe_status(status);
-
-				sup.culprit_seen = 1;
-				schedule_restart(s->name, how);
-				free(how);
-				teardown(TEARDOWN_TERM);
+				if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+					blame(i);
+				} else if (!sup.suspect) {
+					sup.suspect = i + 1;
+					sup.suspect_until = kop_mono_ms() + SUSPECT_MS;
+				}
 			} else {
 				char *how = describe_status(status);
 
@@ -1606,6 +1630,8 @@ static void run(int sfd)
 			sup.lease_killed = 1;
 			teardown(TEARDOWN_KILL);
 		}
+		if (sup.running && sup.suspect && !sup.culprit_seen && !sup.tearing_down && now >= sup.suspect_until)
+			blame(sup.suspect - 1);
 		if (sup.running && sup.tearing_down) {
 			int alive = 0;
 
@@ -1650,6 +1676,8 @@ static void run(int sfd)
 		wake = now + 250;	/* the renew deadline is checked at least this often */
 		if (sup.tearing_down && sup.kill_at_ms < wake)
 			wake = sup.kill_at_ms;
+		if (sup.suspect && !sup.culprit_seen && sup.suspect_until < wake)
+			wake = sup.suspect_until;
 		if (!sup.running && lead && sup.next_start_ms < wake)
 			wake = sup.next_start_ms;
 		timeout = wake > now ? (int)(wake - now) : 0;

@@ -38,14 +38,17 @@ k () {
 	timeout 30 "$KUBECTL" --kubeconfig "$KSIM_CONFIG" "$@"
 }
 
-E2E_OPERATORS=
-
+# The operators started, one name a line: a file, since e2e_operator_start
+# often runs inside a test body (a subshell), where no variable outlives it;
+# one left running would keep the TAP stream open and prove waiting.
 e2e_exit_trap_ () {
-	for e2e_n in $E2E_OPERATORS; do
-		if test -s "$TRASH/$e2e_n.pid"; then
-			kill -KILL "$(cat "$TRASH/$e2e_n.pid")" 2>/dev/null
-		fi
-	done
+	if test -f "$TRASH/e2e.operators"; then
+		while read -r e2e_n; do
+			if test -s "$TRASH/$e2e_n.pid"; then
+				kill -KILL "$(cat "$TRASH/$e2e_n.pid")" 2>/dev/null
+			fi
+		done <"$TRASH/e2e.operators"
+	fi
 	ksim_exit_trap_
 }
 
@@ -76,7 +79,7 @@ e2e_operator_start () {
 	e2e_name=$1
 	shift
 	rm -f "$TRASH/$e2e_name.pid" "$TRASH/$e2e_name.code"
-	E2E_OPERATORS="$E2E_OPERATORS $e2e_name"
+	echo "$e2e_name" >>"$TRASH/e2e.operators"
 	(
 		OPERATOR_NAME=$O POD_NAME=$e2e_name "$KOP_BIN/iot-operator" --kubeconfig "$TRASH/op.kubeconfig" \
 			--metrics-addr 127.0.0.1:0 --program "$PROJECT_ROOT/pipeline/iotservice" \

@@ -141,6 +141,16 @@ test_expect_success 'a stage that dies restarts the pipeline with backoff, count
 	test "$(metric "rest_client_requests_total{code=\"200\",method=\"GET\"}")" -ge 10
 '
 
+test_expect_success 'a stage killed is blamed, not the next one, which ends cleanly on its input'"'"'s end first' '
+	test_when_finished sup_stop &&
+	STAGE_MODE=killed sup_start &&
+	test_wait_for 10 grep -q "restarting the pipeline" sup.err &&
+	grep -m 1 "restarting the pipeline" sup.err >first &&
+	grep "stage .ireconcile. was killed by signal 9 (Killed); restarting the pipeline" first &&
+	grep kapply-eof "$STAGE_LOG/events" &&
+	test "$(metric "iot_operator_stage_restarts_total{stage=\"kapply\"}")" = 0
+'
+
 test_expect_success 'SIGTERM drains: kwatch first, the writers finish on EOF, exit 0' '
 	sup_start &&
 	test_wait_for 10 ready &&
