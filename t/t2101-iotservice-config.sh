@@ -108,4 +108,14 @@ test_expect_success 'quantities are canonicalised as the API server stores them'
 	done <"$FIXTURES/quantities.txt"
 '
 
+test_expect_success 'kop_epoch: RFC 3339 UTC times with or without a fraction, null otherwise' '
+	jq -c -L "$PROJECT_ROOT/pipeline/lib" "include \"kop\"; [.[] | kop_epoch]" >got <<-\EOT &&
+	["2026-11-22T10:00:00Z", "2026-11-22T10:00:00.123456Z", "1970-01-01T00:00:00Z",
+	 "2026-11-22T10:00:00.Z", "2026-11-22T10:00:00xZ", "2026-11-22T10:00:00+01:00",
+	 "2026-11-22T10:00:00.12aZ", "2026-11-22", "", 5, null]
+	EOT
+	echo "[1795341600,1795341600,0,null,null,null,null,null,null,null,null]" >want &&
+	test_cmp want got
+'
+
 test_done

@@ -176,6 +176,14 @@ test_expect_success 'a PVC size change the API forbids: Failed naming the field,
 	echo new:1 >expect && test_cmp expect actual
 '
 
+test_expect_success 'a PVC size stored in another form of the same quantity is no change' '
+	jq -c "map(if .kind == \"StatefulSet\" and (.metadata.name | startswith(\"messaging-\")) then
+		.spec.volumeClaimTemplates[0] |= (.spec.resources.requests.storage = \"10240Mi\" | .status = {phase: \"Bound\"})
+		else . end)" ready.view >ready-mi.view &&
+	run parent.available.json ready-mi.view "{}" pvcsame &&
+	jq -r .status.phase pvcsame.json >actual && echo Available >expect && test_cmp expect actual
+'
+
 test_expect_success 'progress deadline: Processing for too long goes Failed naming what is not ready' '
 	jq -c --slurpfile s starting.json ".status = \$s[0].status" parent.json >p-slow.json &&
 	run p-slow.json created.view "{\"now\": \"2026-11-22T10:14:00Z\"}" slow1 &&

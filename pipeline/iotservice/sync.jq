@@ -70,10 +70,12 @@ def iot_check($children; $pending):
           {problem: "\($d.kind) \($d.metadata.name): the selector \($live.spec.selector.matchLabels // {} | tojson) cannot change to \($d.spec.selector.matchLabels | tojson); delete the object to have it recreated"}
         else empty end),
        (if $d.kind == "StatefulSet" and ($live.spec.volumeClaimTemplates // null) != null
-           and $live.spec.volumeClaimTemplates != $d.spec.volumeClaimTemplates
-           # (most often equal as they are: kop_quantity only when not)
-           and ([$live.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: (.spec.resources.requests.storage | kop_quantity)}]
-                != [$d.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: .spec.resources.requests.storage}]) then
+           # (the live templates carry the server's defaults: names and sizes
+           # compared, most often equal as they are: kop_quantity only when not)
+           and ([$d.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: .spec.resources.requests.storage}] as $want
+                | [$live.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: .spec.resources.requests.storage}] != $want
+                  and ([$live.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: (.spec.resources.requests.storage | kop_quantity)}]
+                       != $want)) then
           {problem: "StatefulSet \($d.metadata.name): volumeClaimTemplates cannot change (storage \($live.spec.volumeClaimTemplates | map(.spec.resources.requests.storage) | join(",")) to \($d.spec.volumeClaimTemplates | map(.spec.resources.requests.storage) | join(","))); the field is spec.\(if ($d.metadata.name | startswith("gateway-mqtt-")) then "gateway.mqtt" else "mms" end).persistent_volume_claim_size",
            keep: {name: $d.metadata.name, vct: $live.spec.volumeClaimTemplates}}
         else empty end)] as $found
