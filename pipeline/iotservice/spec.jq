@@ -195,7 +195,8 @@ def iot_validate($components):
   . as $s
   | def port($path):
       ($s | getpath($path)) as $v
-      | if ($v | test("^[0-9]{1,5}$")) and ($v | tonumber) >= 1 and ($v | tonumber) <= 65535 then .
+      | if ($v | length >= 1 and length <= 5 and (explode | all(. >= 48 and . <= 57)))
+           and ($v | tonumber) >= 1 and ($v | tonumber) <= 65535 then .
         else iot_fail($path; $v; "is not a port number (1-65535)") end;
     ($components[] as [$path, $c]
       | ($s | getpath($path)) as $b

@@ -15,7 +15,10 @@ def kop_is_fn: type == "object" and has("$fn") and has("arg") and length == 2;
 
 # A Kubernetes DNS-1123 label (namespace names): at most 63 characters,
 # lowercase alphanumerics and '-', alphanumeric at both ends.
-def kop_dns1123_label: type == "string" and length <= 63 and test("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
+# (no regex: jq 1.6 compiles one on every call)
+def kop_dns1123_label:
+  type == "string" and length >= 1 and length <= 63
+  and (explode | (.[0] != 45 and .[-1] != 45 and all((. >= 97 and . <= 122) or (. >= 48 and . <= 57) or . == 45)));
 
 # ---- resource.Quantity, canonicalised as apimachinery does ----
 #
@@ -35,16 +38,54 @@ def _kop_remove_factors($f):
 def _kop_dec_suffix($e):
   {"-9": "n", "-6": "u", "-3": "m", "0": "", "3": "k", "6": "M", "9": "G", "12": "T", "15": "P", "18": "E"}[$e | tostring];
 
+# [sign, int, frac, suffix] of a quantity's text, or null: the grammar
+# [+-]?[0-9]*(\.[0-9]*)?(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?
+# with at least one digit, read without a regex (jq 1.6 compiles one per
+# call, and a render reads dozens of quantities).
+def _kop_digits_end($c; $i): first(range($i; $c | length) | select($c[.] < 48 or $c[.] > 57)) // ($c | length);
+def _kop_qparse:
+  explode as $c
+  | (if ($c | length) > 0 and ($c[0] == 43 or $c[0] == 45) then 1 else 0 end) as $i0
+  | _kop_digits_end($c; $i0) as $i1
+  | (if $c[$i1] == 46 then _kop_digits_end($c; $i1 + 1) else $i1 end) as $i2
+  | ($c[$i2:] | implode) as $suffix
+  | if ($i2 - $i0) - (if $c[$i1] == 46 then 1 else 0 end) == 0 then null
+    elif ($suffix == "" or ({"Ki": 1, "Mi": 1, "Gi": 1, "Ti": 1, "Pi": 1, "Ei": 1, "n": 1, "u": 1, "m": 1, "k": 1,
+                              "M": 1, "G": 1, "T": 1, "P": 1, "E": 1}[$suffix] // false)
+          or (($c[$i2] == 101 or $c[$i2] == 69)
+              and (($c[$i2 + 1:] | if length > 0 and (.[0] == 43 or .[0] == 45) then .[1:] else . end) as $e
+                   | ($e | length) > 0 and ($e | all(. >= 48 and . <= 57))))) then
+      [($c[0:$i0] | implode), ($c[$i0:$i1] | implode),
+       (if $c[$i1] == 46 then $c[$i1 + 1:$i2] | implode else null end), $suffix]
+    else null end;
+
+# Already canonical, the most common case ("500m", "2", "1536Mi"): an integer
+# of at most 15 digits without a leading zero and a suffix it could not move
+# up to (not a multiple of 1000, or 1024 with a binary suffix).
+def _kop_quantity_canonical:
+  _kop_qparse as $m
+  | $m != null and $m[0] == "" and $m[2] == null and ($m[1] | length) <= 15
+    and ($m[1] | startswith("0") | not)
+    and ($m[1] | tonumber) as $n
+        | ({"": 1000, "m": 1000, "k": 1000, "M": 1000, "G": 1000, "T": 1000, "P": 1000,
+            "Ki": 1024, "Mi": 1024, "Gi": 1024, "Ti": 1024, "Pi": 1024}[$m[3]]) as $f
+        | $f != null and ($n % $f) != 0
+          # "512" stays decimal, but 512Ki is 524288: binary from 1024 up
+          and ($f == 1000 or $m[3] != "" );
+
 def kop_quantity:
   if type != "string" then null
+  elif _kop_quantity_canonical then .
   else
-    (capture("^(?<sign>[+-]?)(?<int>[0-9]*)(\\.(?<frac>[0-9]*))?(?<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$") // null) as $m
-    | if $m == null or (($m.int + ($m.frac // "")) | length) == 0 then null
+    (_kop_qparse | if . then {sign: .[0], int: .[1], frac: .[2], suffix: .[3]} else null end) as $m
+    | if $m == null then null
       else
         ($m.frac // "") as $frac
-        | (($m.int + $frac) | sub("^0+"; "")) as $digits
+        | (($m.int + $frac) | explode | (first(range(0; length) as $k | select(.[$k] != 48) | $k) // length) as $z
+           | .[$z:] | implode) as $digits
         | ($m.suffix // "") as $suffix
-        | (if ($suffix | test("^[eE]")) then "exp" elif ($suffix | endswith("i")) then "bin" else "dec" end) as $format
+        | (if $suffix != "Ei" and ($suffix | length) > 1 and ($suffix | startswith("e") or startswith("E")) then "exp"
+           elif ($suffix | endswith("i")) then "bin" else "dec" end) as $format
         | (if $format == "exp" then ($suffix[1:] | tonumber)
            elif $format == "dec" then ({"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}[$suffix])
            else 0 end) as $e10s
