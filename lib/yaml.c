@@ -533,7 +533,8 @@ static int load_json(const char *text, size_t len, jv *docs)
 	struct jv_parser *p = jv_parser_new(0);
 	jv arr = jv_array(), v;
 
-	jv_parser_set_buf(p, text, (int)len, 1);
+	/* the whole text, not partial: a truncated value is an error, not the end */
+	jv_parser_set_buf(p, text, (int)len, 0);
 	while (jv_is_valid(v = jv_parser_next(p))) {
 		if (jv_get_kind(v) == JV_KIND_NULL)
 			jv_free(v);

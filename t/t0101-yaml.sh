@@ -71,6 +71,15 @@ test_expect_success 'flow YAML that is not JSON still reads as YAML' '
 	test_cmp expect out
 '
 
+test_expect_success 'truncated JSON is an error naming the file, not fewer documents' '
+	printf "{\"kind\": \"A\"}\n{\"kind\": \"B\"" >cut.json &&
+	test_expect_code 1 "$KOP_TEST_TOOL" yaml cut.json >out &&
+	grep "^error: .*cut.json" out &&
+	printf "[1, 2" >cut2.json &&
+	test_expect_code 1 "$KOP_TEST_TOOL" yaml cut2.json >out &&
+	grep "^error: .*cut2.json" out
+'
+
 test_expect_success 'a missing file is an error naming it' '
 	test_expect_code 1 "$KOP_TEST_TOOL" yaml nope.yaml >out &&
 	echo "error: unable to open '\''nope.yaml'\'': No such file or directory" >expect &&

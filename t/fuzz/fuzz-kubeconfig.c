@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include "kube.h"
 #include "banned.h"
+#include "libjq-leak.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,6 +34,8 @@ static void load(const char *context)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char ctx[9];
+	/* a kubeconfig that looks like JSON is parsed by libjq first: see libjq-leak.h */
+	int known_leak = fuzz_libjq_leaks((const char *)data, size);
 
 	if (fd < 0) {
 		fd = memfd_create("fuzz-kubeconfig", 0);
@@ -42,11 +45,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (ftruncate(fd, 0) || pwrite(fd, data, size, 0) != (ssize_t)size)
 		abort();
+	if (known_leak)
+		__lsan_disable();
 	load(NULL);
 	if (size > 8) {
 		memcpy(ctx, data, 8);
 		ctx[8] = 0;
 		load(ctx);
 	}
+	if (known_leak)
+		__lsan_enable();
 	return 0;
 }
