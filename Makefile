@@ -88,17 +88,23 @@ deps:
 
 PROVE ?= prove
 PROVE_OPTS ?= -j2 --timer
+# Every test script runs under a watchdog: one still running after
+# TEST_TIMEOUT seconds is killed with everything it started (timeout(1)
+# signals its own process group), so a hang fails that script, named,
+# instead of keeping prove waiting on a pipe nobody closes.
+TEST_TIMEOUT ?= 900
+PROVE_EXEC = --exec 'timeout -k 10 $(TEST_TIMEOUT) sh'
 T ?= $(sort $(wildcard t/t[0-9]*.sh))
 # The tests find the tools through KOP_BIN; SANITIZE=1 runs the same tests
 # on the sanitizer build.
 check: deps
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) KOP_TEST_TOOL=$(abspath $(TEST_TOOL)) \
-	  KOP_SANITIZE=$(if $(SANITIZE),1,) $(PROVE) $(PROVE_OPTS) $(T)
+	  KOP_SANITIZE=$(if $(SANITIZE),1,) $(PROVE) $(PROVE_OPTS) $(PROVE_EXEC) $(T)
 
 # A quick look at any one test: make test T=t/t1001-kwatch-basic.sh
 test: all
-	KOP_BIN=$(abspath $(BIN)) KOP_TEST_TOOL=$(abspath $(TEST_TOOL)) $(PROVE) -v $(T)
+	KOP_BIN=$(abspath $(BIN)) KOP_TEST_TOOL=$(abspath $(TEST_TOOL)) $(PROVE) -v $(PROVE_EXEC) $(T)
 
 bench: deps
 	@$(MAKE) --no-print-directory all
