@@ -119,9 +119,15 @@ test_expect_success '403 when creating in a terminating namespace' '
 	same_json expect.json out.json
 '
 
-test_expect_success 'the terminating namespace goes once the last finalizer is removed' '
+# The namespace controller deletes a terminating namespace's contents on its
+# own time, as kube-controller-manager does: the held object is waited for.
+held_deleting () {
 	ksim_curl -o held.json /api/v1/namespaces/rec-term/configmaps/held &&
-	jq -e ".metadata.deletionTimestamp" held.json &&
+	jq -e ".metadata.deletionTimestamp" held.json
+}
+
+test_expect_success 'the terminating namespace goes once the last finalizer is removed' '
+	test_wait_for 10 held_deleting &&
 	req PATCH /api/v1/namespaces/rec-term/configmaps/held "[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]" \
 		application/json-patch+json &&
 	test_wait_for 10 sh -c "test \"\$(curl -s -o /dev/null -w \"%{http_code}\" $KSIM_URL/api/v1/namespaces/rec-term)\" = 404"
