@@ -19,7 +19,7 @@ def iot_child_kinds:
 def iot_kept($children):
   [iot_child_kinds[] as $key | ($children[$key] // {})[]];
 
-def iot_key_of: "\(.kind).\(.apiVersion)";
+def iot_key_of: .kind + "." + .apiVersion;
 
 # Why a required child is not ready, or empty (iotservice.md §4).
 def iot_not_ready($live):
@@ -62,14 +62,16 @@ def iot_not_ready($live):
 # way: ireconcile's .pending) or why required ones are not ready.
 def iot_check($children; $pending):
   . as $desired
-  | [.[] as $d | [$d, (($children[$d | iot_key_of] // {})[$d.metadata.name])]] as $pairs
+  # ($children and $pending hold objects by name, or lack the kind: null,
+  # and null[name] is null)
+  | [.[] | [., $children[iot_key_of][.metadata.name]]] as $pairs
   # (a few objects per child: jq 1.6 builds each slowly, and this runs on every reconcile)
-  | [$pairs[] | select(.[1] != null and (.[0].kind == "Deployment" or .[0].kind == "StatefulSet"))
-     | .[0] as $d | .[1] as $live
-     | (if ($live.spec.selector // null) != null and $live.spec.selector != $d.spec.selector then
+  | [$pairs[] | select(.[1] != null) | .[0] as $d | .[1] as $live
+     | select($d.kind == "Deployment" or $d.kind == "StatefulSet")
+     | (if $live.spec.selector != $d.spec.selector and $live.spec.selector then
           {problem: "\($d.kind) \($d.metadata.name): the selector \($live.spec.selector.matchLabels // {} | tojson) cannot change to \($d.spec.selector.matchLabels | tojson); delete the object to have it recreated"}
         else empty end),
-       (if $d.kind == "StatefulSet" and ($live.spec.volumeClaimTemplates // null) != null
+       (if $d.kind == "StatefulSet" and $live.spec.volumeClaimTemplates
            # (the live templates carry the server's defaults: names and sizes
            # compared, most often equal as they are: kop_quantity only when not)
            and ([$d.spec.volumeClaimTemplates[] | {name: .metadata.name, storage: .spec.resources.requests.storage}] as $want
@@ -85,10 +87,11 @@ def iot_check($children; $pending):
                       | ([$keep[] | select(.name == $d.metadata.name and $d.kind == "StatefulSet")] | first // null) as $k
                       | if $k != null then .spec.volumeClaimTemplates = $k.vct else . end] end),
      problems: [$found[].problem],
-     notReady: [$pairs[] | .[1] as $live | .[0]
-                | if $live != null and ($pending[iot_key_of] // {})[.metadata.name] then
-                    "\(.kind) \(.metadata.name) is being updated"
-                  else iot_not_ready($live) end]};
+     notReady: (if $pending == {} then [$pairs[] | .[1] as $live | .[0] | iot_not_ready($live)]
+                else [$pairs[] | .[1] as $live | .[0]
+                      | if $live != null and $pending[iot_key_of][.metadata.name] then
+                          "\(.kind) \(.metadata.name) is being updated"
+                        else iot_not_ready($live) end] end)};
 
 def iot_error_text:
   "\(.op // "apply") of \(.ref.kind // "object") \(if .ref.namespace then "\(.ref.namespace)/" else "" end)\(.ref.name // "") failed: \(if .code then "\(.code) " else "" end)\(.reason // "")\(if .message then ": \(.message)" else "" end)";
