@@ -1523,13 +1523,6 @@ static void write_events(struct prim *p, jv parent, jv events, struct counts *n)
 	jv_free(events);
 }
 
-/*
- * The render program's answer for p (README, "Writing a program": render),
- * directives resolved: computed again only when its input (the primary
- * without status, resourceVersion and finalizers, .related, .settings)
- * changed since the last reconcile of p. *ms_jq and *ms_fn receive the time
- * spent, *cached whether the stored answer was used. jv_invalid() with err.
- */
 /* The part of a primary (consumed) that its render program gets. */
 static jv render_parent(jv parent)
 {
@@ -1584,16 +1577,16 @@ static jv render_view(jv out)
  * computed again only when its input (the primary without status,
  * resourceVersion and finalizers, .related, .settings) changed since the
  * last reconcile of p. The answer as computed stays in p->rendered, for
- * rendered_full(). *ms_jq and *ms_fn receive the time spent, *cached whether
+ * rendered_full(). *us_jq and *us_fn receive the time spent (microseconds), *cached whether
  * the stored answer was used. jv_invalid() with err.
  */
-static jv render(struct prim *p, struct rctx *ctx, int64_t *ms_jq, int64_t *ms_fn, int *cached, char *err)
+static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int *cached, char *err)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
 	jv in, text, out, view;
 	int64_t t0, t1;
 
-	*ms_jq = *ms_fn = 0;
+	*us_jq = *us_fn = 0;
 	*cached = 0;
 	/* The key: the parent's part (digested as it arrived) and the rest. */
 	in = jv_object_set(jv_object(), jv_string("related"), build_related());
@@ -1628,17 +1621,17 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *ms_jq, int64_t *ms_f
 	/* The primary whole: sync's .parent may lack its spec (p->obj->vtext). */
 	in = jv_object_set(in, jv_string("parent"),
 			   render_parent(p->obj->vtext ? parse_obj(p->obj) : jv_copy(ctx->parent)));
-	t0 = kop_mono_ms();
+	t0 = kop_mono_us();
 	if (kop_jq_run1(E.prog.render, in, &out, err) < 0)
 		return jv_invalid();
-	t1 = kop_mono_ms();
-	*ms_jq = t1 - t0;
+	t1 = kop_mono_us();
+	*us_jq = t1 - t0;
 	if (kop_fn_resolve(out, &out, err) < 0) {
 		if (jv_is_valid(out))
 			jv_free(out);
 		return jv_invalid();
 	}
-	*ms_fn = kop_mono_ms() - t1;
+	*us_fn = kop_mono_us() - t1;
 	{
 		jv des = jv_getpath(jv_copy(out), JV_ARRAY(jv_string("desired")));
 
@@ -1783,7 +1776,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	jv in, out, v, parent = ctx->parent, rdes;
 	char err[KOP_ERRLEN], ts[40];
 	struct kop_hmap desired = KOP_HMAP_INIT;
-	int64_t t0 = kop_mono_ms(), t1, t2, t3, render_jq = 0, render_fn = 0;
+	int64_t t0 = kop_mono_us(), t1, t2, t3, render_jq = 0, render_fn = 0;	/* microseconds */
 	int render_cached = 0;
 
 	if (p->obj->deleting) {
@@ -1832,13 +1825,13 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		in = jv_object_set(in, jv_string("rendered"), r);
 	}
 	in = jv_object_set(in, jv_string("pending"), build_pending(p, ctx, now));
-	t1 = kop_mono_ms();
+	t1 = kop_mono_us();
 	if (kop_jq_run1(E.prog.sync, in, &out, err) < 0) {
 		jv_free(rdes);
 		program_failed(p, err, now);
 		return;
 	}
-	t2 = kop_mono_ms();
+	t2 = kop_mono_us();
 	if (check_output(out, err) < 0 || resolve_output(out, rdes, &out, err) < 0) {
 		if (jv_is_valid(out))
 			jv_free(out);
@@ -1847,7 +1840,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		return;
 	}
 
-	t3 = kop_mono_ms();
+	t3 = kop_mono_us();
 	count_reconcile(jv_get_kind(jv_getpath(jv_copy(out), JV_ARRAY(jv_string("resyncAfterSeconds")))) == JV_KIND_NUMBER
 				? "requeue_after" : "success");
 	v = jv_object_get(jv_copy(out), jv_string("children"));
@@ -1892,9 +1885,9 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	if (log_enabled(LOG_DEBUG)) {
 		jv f = jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key));
 
-		f = jv_object_set(f, jv_string("ms"), jv_number((double)(kop_mono_ms() - t0)));
-		f = jv_object_set(f, jv_string("programMs"), jv_number((double)(t2 - t1 + render_jq)));
-		f = jv_object_set(f, jv_string("functionsMs"), jv_number((double)(t3 - t2 + render_fn)));
+		f = jv_object_set(f, jv_string("ms"), jv_number((double)(kop_mono_us() - t0) / 1000));
+		f = jv_object_set(f, jv_string("programMs"), jv_number((double)(t2 - t1 + render_jq) / 1000));
+		f = jv_object_set(f, jv_string("functionsMs"), jv_number((double)(t3 - t2 + render_fn) / 1000));
 		if (E.prog.render)
 			f = jv_object_set(f, jv_string("renderCached"), jv_bool(render_cached));
 		f = jv_object_set(f, jv_string("applies"), jv_number(n.applies));

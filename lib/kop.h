@@ -56,8 +56,9 @@ void *kop_realloc(void *p, size_t n);
 char *kop_strdup(const char *s);
 char *kop_strndup(const char *s, size_t n);
 
-/* Time. Monotonic milliseconds for timers; wall time for timestamps. */
+/* Time. Monotonic milliseconds for timers (microseconds to measure); wall time for timestamps. */
 int64_t kop_mono_ms(void);
+int64_t kop_mono_us(void);
 int64_t kop_wall_ms(void);
 /* metav1.Time "2006-01-02T15:04:05Z" (buf >= 32). Returns buf. */
 char *kop_time_rfc3339(char *buf, size_t len, time_t t);
