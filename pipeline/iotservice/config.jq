@@ -3,8 +3,10 @@
 # text, byte for byte the original's (spec/vectors).
 
 include "spec";
+include "specgen";
 
-# Drops the manifest-only fields ("-" types) of $schema from a typed value.
+# Drops the manifest-only fields ("-" types) of $schema from a typed value
+# (the reference for specgen.jq's iot_config_strip_spec, which iot_config uses).
 def iot_config_strip($schema):
   if ($schema | type) == "object" then
     . as $v
@@ -17,7 +19,7 @@ def iot_config_strip($schema):
 
 # $spec: the typed spec (iot_spec); $name: X; $ns: the instance namespace I.
 def iot_config($spec; $name; $ns):
-  ($spec | iot_config_strip(iot_spec_schema) | del(.postgresql, .instance_namespace)) as $c
+  ($spec | iot_config_strip_spec | del(.postgresql, .instance_namespace)) as $c
   | {name: $name,
      iotservices: ({instance_namespace: $ns, instance_id: $name} + $c
        | if .certificate.tcs.certificate_authority_url == "" then del(.certificate.tcs) else . end

@@ -7,6 +7,7 @@
 
 include "kop";
 include "spec";
+include "specgen";
 include "config";
 include "children";
 
@@ -23,7 +24,7 @@ def iot_render:
          error({field: "metadata.name", value: $x,
                 message: "gives the Service name 'gateway-mqtt-\($x)', longer than 63 characters"})
        else . end
-       | ($in.parent.spec | iot_spec) as $spec
+       | ($in.parent.spec | iot_spec_fast) as $spec
        | ($spec | iot_validate([iot_components($spec)[] | [.path, .c]])) , {spec: $spec}
      ) catch (if type == "object" and has("field") then {invalid: .} else error(.) end)) as $checked
   | ($checked.invalid // null) as $invalid

@@ -136,58 +136,74 @@ def iot_field($path):
 
 def iot_fail($path; $value; $message): error({field: iot_field($path), value: $value, message: $message});
 
-# Decodes . against $schema as Go's JSON decoder did: null is the zero value,
-# unknown fields are dropped, a type mismatch is an error naming the field.
+# One decoder per schema type, as Go's JSON decoder did: null is the zero
+# value, a type mismatch is an error naming the field (p: its path, only
+# evaluated then). iot_decode walks the schema with them; specgen.jq, made
+# from the schema by scripts/iotservice-specgen.jq, calls them in a straight
+# line (a schema walk costs jq 1.6 several times as much).
+def iot_decode_object(p):
+  if . == null then {} elif type == "object" then . else iot_fail(p; .; "must be an object") end;
+def iot_decode_list(p):
+  if . == null then [] elif type == "array" then . else iot_fail(p; .; "must be a list") end;
+def iot_decode_string(p):
+  if . == null then "" elif type == "string" then . else iot_fail(p; .; "must be a string") end;
+def iot_decode_bool(p):
+  if . == null then false elif type == "boolean" then . else iot_fail(p; .; "must be a boolean") end;
+def iot_decode_int(p):
+  if . == null then 0
+  elif type == "number" and . == floor and (. >= -9007199254740991 and . <= 9007199254740991) then .
+  else iot_fail(p; .; "must be an integer") end;
+def iot_decode_int32(p):
+  if . == null then 0
+  elif type == "number" and . == floor and (. >= -2147483648 and . <= 2147483647) then .
+  else iot_fail(p; .; "must be a 32-bit integer") end;
+def iot_decode_resources(p):
+  p as $path
+  | if . == null then {}
+    elif type == "object" then .
+    else iot_fail($path; .; "must be an object with limits and requests") end
+  | . as $r
+  | reduce (["limits", "requests"][] | select($r[.] != null)) as $k ({};
+      if ($r[$k] | type) != "object" then iot_fail($path + [$k]; $r[$k]; "must be a map of quantities")
+      else
+        ($r[$k] | to_entries | map(
+           .key as $name
+           | (.value | if type == "number" then tostring else . end | kop_quantity) as $q
+           | if $q == null or ($q | startswith("-")) then
+               iot_fail($path + [$k, $name]; .value; "is not a valid quantity")
+             else {key: $name, value: $q} end)
+         | from_entries) as $map
+        # an empty map is stored as absent (B11)
+        | if ($map | length) > 0 then . + {($k): $map} else . end
+      end);
+
+# Decodes . against $schema (unknown fields dropped, the schema's order).
 def iot_decode($schema; $path):
   if ($schema | type) == "object" then
-    if . == null then {}
-    elif type == "object" then .
-    else iot_fail($path; .; "must be an object") end
+    iot_decode_object($path)
     | . as $in
     | reduce ($schema | keys_unsorted[]) as $k ({}; . + {($k): ($in[$k] | iot_decode($schema[$k]; $path + [$k]))})
   elif ($schema | type) == "array" then
-    if . == null then []
-    elif type == "array" then [to_entries[] | .key as $i | .value | iot_decode($schema[0]; $path + [$i])]
-    else iot_fail($path; .; "must be a list") end
+    iot_decode_list($path) | [to_entries[] | .key as $i | .value | iot_decode($schema[0]; $path + [$i])]
   else
     ($schema | rtrimstr("-")) as $t
-    | if $t == "s" then
-        if . == null then "" elif type == "string" then . else iot_fail($path; .; "must be a string") end
-      elif $t == "b" then
-        if . == null then false elif type == "boolean" then . else iot_fail($path; .; "must be a boolean") end
-      elif $t == "i" or $t == "i32" then
-        if . == null then 0
-        elif type == "number" and . == floor and
-             (if $t == "i32" then (. >= -2147483648 and . <= 2147483647)
-              else (. >= -9007199254740991 and . <= 9007199254740991) end) then .
-        else iot_fail($path; .; if $t == "i32" then "must be a 32-bit integer" else "must be an integer" end) end
-      elif $t == "r" then
-        if . == null then {}
-        elif type == "object" then .
-        else iot_fail($path; .; "must be an object with limits and requests") end
-        | . as $r
-        | reduce (["limits", "requests"][] | select($r[.] != null)) as $k ({};
-            if ($r[$k] | type) != "object" then iot_fail($path + [$k]; $r[$k]; "must be a map of quantities")
-            else
-              ($r[$k] | to_entries | map(
-                 .key as $name
-                 | (.value | if type == "number" then tostring else . end | kop_quantity) as $q
-                 | if $q == null or ($q | startswith("-")) then
-                     iot_fail($path + [$k, $name]; .value; "is not a valid quantity")
-                   else {key: $name, value: $q} end)
-               | from_entries) as $map
-              # an empty map is stored as absent (B11)
-              | if ($map | length) > 0 then . + {($k): $map} else . end
-            end)
+    | if $t == "s" then iot_decode_string($path)
+      elif $t == "b" then iot_decode_bool($path)
+      elif $t == "i" then iot_decode_int($path)
+      elif $t == "i32" then iot_decode_int32($path)
+      elif $t == "r" then iot_decode_resources($path)
       else . end
   end;
 
-# The typed spec with the defaults of §1.5 and tenant_exposed forced false.
-def iot_spec:
-  iot_decode(iot_spec_schema; [])
-  | reduce iot_defaults[] as [$path, $value] (.;
-      if getpath($path) == "" or getpath($path) == 0 then setpath($path; $value) else . end)
+# The defaults of §1.5 and tenant_exposed forced false, on a decoded spec.
+def iot_spec_defaults:
+  reduce iot_defaults[] as [$path, $value] (.;
+    if getpath($path) == "" or getpath($path) == 0 then setpath($path; $value) else . end)
   | .gateway.mqtt.tenant_exposed = false;
+
+# The typed spec with its defaults (the schema walked: the reference that
+# specgen.jq's iot_spec_fast is checked against, t2106).
+def iot_spec: iot_decode(iot_spec_schema; []) | iot_spec_defaults;
 
 # Checks what the manifests need; error({field, value, message}) on the first problem.
 # $components: the [path, component] pairs that are rendered.

@@ -1,0 +1,67 @@
+#!/bin/sh
+test_description='pipeline/iotservice: specgen.jq is what its generator writes and answers as the schema walk'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-iotservice.sh"
+
+# (no .jq file is written here: jq looks for included modules in the
+# current directory first)
+
+iotjq () {
+	jq -L "$PROJECT_ROOT/pipeline/lib" -L "$IOT_PROGRAM" "$@"
+}
+
+test_expect_success 'specgen.jq is up to date with the schema (make pipeline-gen)' '
+	iotjq -n -r -f "$PROJECT_ROOT/scripts/iotservice-specgen.jq" >regenerated &&
+	test_cmp regenerated "$IOT_PROGRAM/specgen.jq"
+'
+
+# Specs: the vectors, and the example with each field of the schema given a
+# value of every wrong type, null, and each section missing or of the wrong
+# type (lists get an element first), one change per spec.
+test_expect_success 'setup: valid and invalid specs' '
+	jq -c ".spec" "$IOT_VECTORS"/*.json >specs &&
+	iotjq -n -c --slurpfile ex "$IOT_VECTORS/example-iotservice.json" "
+		include \"spec\";
+		def walk_schema(\$p):
+			if type == \"object\" then [\$p, \"object\"], (to_entries[] | .key as \$k | .value | walk_schema(\$p + [\$k]))
+			elif type == \"array\" then [\$p, \"list\"], (.[0] | walk_schema(\$p + [0]))
+			else [\$p, rtrimstr(\"-\")] end;
+		\$ex[0].spec as \$s
+		| iot_spec_schema | walk_schema([]) as [\$path, \$t]
+		| (null, 7, 1.5, -3, 3000000000, 9007199254740993, \"x\", \"\", true, false, {}, [], [\"x\"],
+		   {limits: \"x\"}, {limits: {cpu: \"lots\"}}, {requests: {memory: 5}}, {limits: {cpu: -1}}, {limits: {}})
+		| . as \$v | \$s | try setpath(\$path; \$v) catch empty
+	" >>specs &&
+	test "$(wc -l <specs)" -gt 2000
+'
+
+test_expect_success 'iot_spec_fast (generated) answers as iot_spec (the schema walk), errors included' '
+	iotjq -c "include \"spec\"; include \"specgen\";
+		(try iot_spec catch {error: .}) as \$want
+		| (try iot_spec_fast catch {error: .}) as \$got
+		| if \$got == \$want then (\$want | has(\"error\")) else {spec: ., want: \$want, got: \$got} end" specs >answers &&
+	! grep -v "^true$" answers | grep -v "^false$" &&
+	test "$(grep -c "^true$" answers)" -gt 1000 &&
+	test "$(grep -c "^false$" answers)" -gt 100
+'
+
+test_expect_success 'iot_config_strip_spec (generated) keeps what iot_config_strip(iot_spec_schema) keeps' '
+	iotjq -c "include \"spec\"; include \"specgen\"; include \"config\";
+		try iot_spec catch empty
+		| if iot_config_strip_spec == iot_config_strip(iot_spec_schema) then true else . end" specs >strip &&
+	! grep -v "^true$" strip &&
+	test "$(wc -l <strip)" -gt 100
+'
+
+test_expect_success 'kop_quantity: the fast canonical check never says yes where the full one says no' '
+	printf "%s\n" 1000Mi 1024Mi 1023Ki 2Gi 5 0 -5 +5 1.5 1.5Mi 01 1e3 1E3 500m 1000m 2k 1000 512 512Ki Mi m "" \
+		1E 5E 10Ei 3Pi 1234567890123456 123456789012345 0.5 " 5" "5 " abc 7u 7n 100M 1000000 999999 Inf NaN |
+	jq -R -c -L "$PROJECT_ROOT/pipeline/lib" "include \"kop\";
+		[., _kop_quantity_fast, _kop_quantity_canonical] | select(.[1] and (.[2] | not))" >wrong &&
+	! test -s wrong &&
+	printf "%s\n" 1000Mi 5 500m 2k 3Gi |
+	jq -R -c -L "$PROJECT_ROOT/pipeline/lib" "include \"kop\"; _kop_quantity_fast" >fast &&
+	! grep -v true fast
+'
+
+test_done
