@@ -64,4 +64,14 @@ test_expect_success 'kop_quantity: the fast canonical check never says yes where
 	! grep -v true fast
 '
 
+test_expect_success 'iot_port_text: the fast check answers as the full rule' '
+	printf "%s\n" 80 0080 00080 000080 0 1 65535 65536 70000 99999 abc "" 8a 1.5 80.0 -1 +80 1e3 " 80" "80 " 8080 \
+		61616 0x50 Infinity |
+	iotjq -R -c "include \"spec\"; [., iot_port_text, _iot_port_text_full] | select(.[1] != .[2])" >wrong &&
+	! test -s wrong &&
+	printf "%s\n" 80 0080 65535 |
+	iotjq -R "include \"spec\"; iot_port_text" >ok &&
+	! grep -v true ok
+'
+
 test_done

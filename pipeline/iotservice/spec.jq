@@ -205,14 +205,24 @@ def iot_spec_defaults:
 # specgen.jq's iot_spec_fast is checked against, t2106).
 def iot_spec: iot_decode(iot_spec_schema; []) | iot_spec_defaults;
 
+# A port as the spec writes it: 1 to 5 digits, 1-65535 ("0080" too).
+def _iot_port_text_full:
+  (length >= 1 and length <= 5 and (explode | all(. >= 48 and . <= 57)))
+  and tonumber >= 1 and tonumber <= 65535;
+# The same answer, the commonest text first: a number as tostring writes it
+# (a fifth of the jq operations; ~25 ports a render).
+def iot_port_text:
+  ((try tonumber catch null) as $n
+   | $n != null and $n >= 1 and $n <= 65535 and $n == ($n | floor) and ($n | tostring) == .)
+  or _iot_port_text_full;
+
 # Checks what the manifests need; error({field, value, message}) on the first problem.
 # $components: the [path, component] pairs that are rendered.
 def iot_validate($components):
   . as $s
   | def port($path):
       ($s | getpath($path)) as $v
-      | if ($v | length >= 1 and length <= 5 and (explode | all(. >= 48 and . <= 57)))
-           and ($v | tonumber) >= 1 and ($v | tonumber) <= 65535 then .
+      | if $v | iot_port_text then .
         else iot_fail($path; $v; "is not a port number (1-65535)") end;
     ($components[] as [$path, $c]
       | ($s | getpath($path)) as $b
