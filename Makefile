@@ -88,12 +88,13 @@ deps:
 
 PROVE ?= prove
 PROVE_OPTS ?= -j2 --timer
-# Every test script runs under a watchdog: one still running after
-# TEST_TIMEOUT seconds is killed with everything it started (timeout(1)
-# signals its own process group), so a hang fails that script, named,
-# instead of keeping prove waiting on a pipe nobody closes.
+# Every test script runs under a watchdog (t/watchdog.sh): one still
+# running after TEST_TIMEOUT seconds is killed with everything it started,
+# so a hang fails that script, named, instead of keeping prove waiting on a
+# pipe nobody closes; ^C still stops the tests and what they started.
 TEST_TIMEOUT ?= 900
-PROVE_EXEC = --exec 'timeout -k 10 $(TEST_TIMEOUT) sh'
+export TEST_TIMEOUT
+PROVE_EXEC = --exec t/watchdog.sh
 T ?= $(sort $(wildcard t/t[0-9]*.sh))
 # The tests find the tools through KOP_BIN; SANITIZE=1 runs the same tests
 # on the sanitizer build.
