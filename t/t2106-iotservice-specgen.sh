@@ -32,6 +32,21 @@ test_expect_success 'setup: valid and invalid specs' '
 		   {limits: \"x\"}, {limits: {cpu: \"lots\"}}, {requests: {memory: 5}}, {limits: {cpu: -1}}, {limits: {}})
 		| . as \$v | \$s | try setpath(\$path; \$v) catch empty
 	" >>specs &&
+	iotjq -n -c --slurpfile ex "$IOT_VECTORS/example-iotservice.json" "
+		include \"spec\";
+		def leaves(\$p):
+			if type == \"object\" then to_entries[] | .key as \$k | .value | leaves(\$p + [\$k])
+			elif type == \"array\" then .[0] | leaves(\$p + [0])
+			else \$p end;
+		\$ex[0].spec as \$s
+		| [iot_spec_schema | leaves([])] as \$all
+		| range(0; \$all | length) as \$i
+		| (1, 7) as \$d
+		| select(\$i + \$d < (\$all | length))
+		| \$s | setpath(\$all[\$i + \$d]; {}) | setpath(\$all[\$i]; [1])
+	" >two-bad &&
+	test "$(wc -l <two-bad)" -gt 200 &&
+	cat two-bad >>specs &&
 	test "$(wc -l <specs)" -gt 2000
 '
 
