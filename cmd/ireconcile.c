@@ -220,6 +220,15 @@ static struct kop_buf outq;
 static size_t out_start;
 static size_t out_chunk = 4096;	/* PIPE_BUF for pipes: a POLLOUT write that never blocks */
 
+/* The compact JSON text of v (consumed) and its length: kop_json_dump's bytes. */
+static char *dump_text(jv v, size_t *len)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+
+	kop_json_dump_buf(&b, v);
+	return kop_buf_detach(&b, len);
+}
+
 static size_t out_pending(void)
 {
 	return outq.len - out_start;
@@ -260,27 +269,22 @@ static void out_compact(void)
 }
 
 /* Queues an operation line from the compact JSON of its object (spares a second dump). */
-static void emit_op_text(const char *op, const char *pkey, jv text)
+static void emit_op_text(const char *op, const char *pkey, const char *text, size_t len)
 {
-	jv key = jv_dump_string(jv_string(pkey), 0);
-
 	out_compact();
-	kop_buf_addf(&outq, "{\"op\":\"%s\",\"primary\":%s,\"object\":", op, jv_string_value(key));
-	kop_buf_add(&outq, jv_string_value(text), (size_t)jv_string_length_bytes(jv_copy(text)));
+	kop_buf_addf(&outq, "{\"op\":\"%s\",\"primary\":", op);
+	kop_json_dump_buf(&outq, jv_string(pkey));
+	kop_buf_add(&outq, ",\"object\":", 10);
+	kop_buf_add(&outq, text, len);
 	kop_buf_add(&outq, "}\n", 2);
-	jv_free(key);
-	jv_free(text);
 	flush_out(0);
 }
 
 static void emit(jv line)
 {
-	jv s = jv_dump_string(line, 0);
-
 	out_compact();
-	kop_buf_add(&outq, jv_string_value(s), (size_t)jv_string_length_bytes(jv_copy(s)));
+	kop_json_dump_buf(&outq, line);
 	kop_buf_add(&outq, "\n", 1);
-	jv_free(s);
 	flush_out(0);
 }
 
@@ -578,7 +582,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 	struct obj *o;
 	char *key;
 	const char *rv;
-	jv text;
+	char *text;
 	size_t tlen;
 
 	if (!name || !*name || !kind || !av) {
@@ -613,11 +617,10 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 				    jv_object_delete(jv_object_get(jv_copy(obj), jv_string("metadata")),
 						     jv_string("managedFields")));
 	rv = meta(obj, "resourceVersion");
-	text = jv_dump_string(jv_copy(obj), 0);
-	tlen = (size_t)jv_string_length_bytes(jv_copy(text));
-	if (o && o->len == tlen && same_text(o, jv_string_value(text), tlen)) {
+	text = dump_text(jv_copy(obj), &tlen);
+	if (o && o->len == tlen && same_text(o, text, tlen)) {
 		free(key);	/* the same state again (a replay, a relist): nothing new */
-		jv_free(text);
+		free(text);
 		jv_free(obj);
 		return;
 	}
@@ -630,7 +633,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 			if (o)
 				remove_obj(o);
 			free(key);
-			jv_free(text);
+			free(text);
 			jv_free(obj);
 			return;
 		}
@@ -679,8 +682,8 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		o->vtext = kop_json_dump(jv_object_delete(jv_copy(obj), jv_string("spec")));
 		o->vlen = strlen(o->vtext);
 	}
-	store_text(o, jv_string_value(text), tlen);
-	jv_free(text);
+	store_text(o, text, tlen);
+	free(text);
 	free(o->rv);
 	o->rv = kop_strdup(rv ? rv : "");
 	free(o->name);
@@ -879,11 +882,11 @@ static void flight_sent_object(struct prim *p, const char *fkey, const unsigned 
 
 static int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv, int64_t now)
 {
-	jv s = jv_dump_string(jv_copy(sent), 0);
-	int r = flight_check_text(p, fkey, jv_string_value(s), (size_t)jv_string_length_bytes(jv_copy(s)), live_rv,
-				  now);
+	size_t len;
+	char *s = dump_text(jv_copy(sent), &len);
+	int r = flight_check_text(p, fkey, s, len, live_rv, now);
 
-	jv_free(s);
+	free(s);
 	return r;
 }
 
@@ -1392,18 +1395,16 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			memcpy(live->match_sdig, live->sdig, sizeof(d));
 			flight_forget(fkey);
 		} else {
-			jv text = jv_dump_string(full, 0);
+			size_t tlen;
+			char *text = dump_text(full, &tlen);
 
 			full = jv_invalid();	/* consumed */
-			size_t tlen = (size_t)jv_string_length_bytes(jv_copy(text));
-
-			if (flight_check_text(p, fkey, jv_string_value(text), tlen, live ? live->rv : "", now)) {
-				flight_sent_object(p, fkey, d, r, jv_string_value(text), tlen);
-				emit_op_text("apply", p->key, text);
+			if (flight_check_text(p, fkey, text, tlen, live ? live->rv : "", now)) {
+				flight_sent_object(p, fkey, d, r, text, tlen);
+				emit_op_text("apply", p->key, text, tlen);
 				n->applies++;
-			} else {
-				jv_free(text);
 			}
+			free(text);
 		}
 next:
 		jv_free(full);
@@ -1583,7 +1584,8 @@ static jv render_view(jv out)
 static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int *cached, char *err)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
-	jv in, text, out, view;
+	jv in, out, view;
+	char *text;
 	int64_t t0, t1;
 
 	*us_jq = *us_fn = 0;
@@ -1649,12 +1651,11 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 	}
 	/* Kept deflated: as jv the desired children of an IoT instance take
 	 * ~190 KB, as compact JSON ~34 KB, deflated a few KB. */
-	text = jv_dump_string(jv_copy(out), 0);
-	p->rendered_len = (size_t)jv_string_length_bytes(jv_copy(text));
-	p->rendered_zlen = deflate_text(jv_string_value(text), p->rendered_len, &p->rendered);
+	text = dump_text(jv_copy(out), &p->rendered_len);
+	p->rendered_zlen = deflate_text(text, p->rendered_len, &p->rendered);
 	if (p->rendered_zlen)
 		memcpy(p->render_key, d, sizeof(d));
-	jv_free(text);
+	free(text);
 	ctx->rfull = jv_copy(out);
 	/* What sync reads of it, small enough to keep as it is. */
 	view = render_view(jv_copy(out));

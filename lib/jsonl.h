@@ -49,8 +49,11 @@ ssize_t kop_jsonl_read_fd(struct kop_jsonl *r, int fd);
  * included); the caller decides what that means.
  */
 int kop_jsonl_write(FILE *f, jv v);
-/* Compact JSON text of v (consumed), heap-allocated. */
+/* Compact JSON text of v (consumed), heap-allocated: the bytes jv_dump_string(v, 0) would give. */
 char *kop_json_dump(jv v);
+/* The same text appended to b. */
+struct kop_buf;
+void kop_json_dump_buf(struct kop_buf *b, jv v);
 
 /*
  * The string at v.a (or v.a.b when b is not NULL), heap-allocated; NULL when

@@ -63,4 +63,24 @@ test_expect_success 'RFC 3339 times parse with zones and fractions' '
 	test_must_fail "$KOP_TEST_TOOL" time-parse yesterday
 '
 
+test_expect_success 'kop_json_dump writes the bytes jv_dump_string does: recordings and fixtures' '
+	total=0 &&
+	for f in "$SHARED"/recordings/*/*.jsonl "$PROJECT_ROOT"/t/t1*/*.jsonl "$PROJECT_ROOT"/t/t2*/*.jsonl \
+		"$PROJECT_ROOT"/t/t2*/*.json; do
+		case $f in *12-bad-input*) continue ;; esac
+		"$KOP_TEST_TOOL" json-dump-check <"$f" >out || { cat out; return 1; } &&
+		total=$((total + $(tail -n 1 out | cut -d" " -f1))) || return 1
+	done &&
+	test "$total" -gt 1000
+'
+
+test_expect_success 'kop_json_dump: escapes, numbers at libjq'"'"'s limits, nesting past its own depth' '
+	"$KOP_TEST_TOOL" json-dump-check <"$PROJECT_ROOT/t/fuzz/regress-jsonl/dump-special-values" >out &&
+	echo "4 values" >expect &&
+	test_cmp expect out &&
+	printf "%s\n" "\"\\u007f\"" "-0" "[1e16]" | "$KOP_TEST_TOOL" jsonl >out &&
+	printf "%s\n" "1 \"\\u007f\"" "2 -0" "3 [1e+16]" >expect &&
+	test_cmp expect out
+'
+
 test_done

@@ -1,16 +1,34 @@
 /*
  * libFuzzer target: the JSON Lines reader. The input is fed in pieces whose
  * sizes come from the input itself, so chunk boundaries fall everywhere, as
- * they do in a watch body; every value is written back out to /dev/null.
+ * they do in a watch body; every value is written back out to /dev/null,
+ * its text checked against libjq's own (kop_json_dump must give the same bytes).
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "jsonl.h"
 #include "libjq-leak.h"
 #include "banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Writes v (consumed) out, after checking that kop_json_dump gives the
+ * bytes libjq's jv_dump_string does (texts are compared and digested). */
+static void write_checked(FILE *null, jv v)
+{
+	jv s = jv_dump_string(jv_copy(v), 0);
+	char *mine = kop_json_dump(jv_copy(v));
+
+	if (strlen(mine) != (size_t)jv_string_length_bytes(jv_copy(s)) || strcmp(mine, jv_string_value(s))) {
+		fprintf(stderr, "kop_json_dump differs from jv_dump_string:\n%s\n%s\n", mine, jv_string_value(s));
+		abort();
+	}
+	free(mine);
+	jv_free(s);
+	kop_jsonl_write(null, v);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -39,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (rc == 0)
 				break;
 			if (rc > 0)
-				kop_jsonl_write(null, v);
+				write_checked(null, v);
 		}
 	}
 	kop_jsonl_eof(&r);
@@ -49,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc == 0)
 			break;
 		if (rc > 0)
-			kop_jsonl_write(null, v);
+			write_checked(null, v);
 	}
 	kop_jsonl_release(&r);
 	if (known_leak)

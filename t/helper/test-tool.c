@@ -3,6 +3,7 @@
  *   test-tool jsonl [MAXLINE] < input    each value as a compact line; errors as "error: …"
  *   test-tool backoff BASE CAP JITTER N   N delays in ms, one per line
  *   test-tool time-parse RFC3339          seconds since the epoch
+ *   test-tool json-dump-check < input     kop_json_dump against jv_dump_string on every value
  * Exit 0, or 1 when any input was bad.
  */
 #include <stdio.h>
@@ -94,8 +95,54 @@ static int cmd_json_digest(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * json-dump-check < input: every JSON value of the input (a stream, as jq
+ * reads it) written by kop_json_dump and by libjq's jv_dump_string; prints
+ * the count, and both texts of each value where they differ (exit 1).
+ */
+static int cmd_json_dump_check(int argc, char **argv)
+{
+	struct kop_buf in = KOP_BUF_INIT;
+	char chunk[65536];
+	size_t n, count = 0;
+	int bad = 0;
+	struct jv_parser *p;
+	jv v;
+
+	while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
+		kop_buf_add(&in, chunk, n);
+	p = jv_parser_new(0);
+	jv_parser_set_buf(p, in.buf ? in.buf : "", (int)in.len, 0);
+	while (jv_is_valid(v = jv_parser_next(p))) {
+		jv s = jv_dump_string(jv_copy(v), 0);
+		char *mine = kop_json_dump(v);
+
+		count++;
+		if (strlen(mine) != (size_t)jv_string_length_bytes(jv_copy(s)) || strcmp(mine, jv_string_value(s))) {
+			printf("differs:\n  kop_json_dump  %s\n  jv_dump_string %s\n", mine, jv_string_value(s));
+			bad = 1;
+		}
+		free(mine);
+		jv_free(s);
+	}
+	if (jv_invalid_has_msg(jv_copy(v))) {
+		jv msg = jv_invalid_get_msg(v);
+
+		printf("error: %s\n", jv_string_value(msg));
+		jv_free(msg);
+		bad = 1;
+	} else {
+		jv_free(v);
+	}
+	jv_parser_free(p);
+	kop_buf_release(&in);
+	printf("%zu values\n", count);
+	return bad;
+}
+
 static const struct test_cmd builtin_cmds[] = {
 	{ "jsonl", cmd_jsonl },
+	{ "json-dump-check", cmd_json_dump_check },
 	{ "json-digest", cmd_json_digest },
 	{ "backoff", cmd_backoff },
 	{ "time-parse", cmd_time_parse },
