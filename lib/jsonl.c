@@ -323,9 +323,12 @@ int kop_jsonl_write(FILE *f, jv v)
 char *kop_json_dump(jv v)
 {
 	struct kop_buf b = KOP_BUF_INIT;
+	size_t len;
+	char *s;
 
 	kop_json_dump_buf(&b, v);
-	return kop_buf_detach(&b, NULL);
+	s = kop_buf_detach(&b, &len);
+	return kop_realloc(s, len + 1);	/* often kept: no growth slack */
 }
 
 char *kop_json_str(jv v, const char *a, const char *b)
