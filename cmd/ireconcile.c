@@ -220,15 +220,6 @@ static struct kop_buf outq;
 static size_t out_start;
 static size_t out_chunk = 4096;	/* PIPE_BUF for pipes: a POLLOUT write that never blocks */
 
-/* The compact JSON text of v (consumed) and its length: kop_json_dump's bytes. */
-static char *dump_text(jv v, size_t *len)
-{
-	struct kop_buf b = KOP_BUF_INIT;
-
-	kop_json_dump_buf(&b, v);
-	return kop_buf_detach(&b, len);
-}
-
 static size_t out_pending(void)
 {
 	return outq.len - out_start;
@@ -617,7 +608,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 				    jv_object_delete(jv_object_get(jv_copy(obj), jv_string("metadata")),
 						     jv_string("managedFields")));
 	rv = meta(obj, "resourceVersion");
-	text = dump_text(jv_copy(obj), &tlen);
+	text = kop_json_dump_len(jv_copy(obj), &tlen);
 	if (o && o->len == tlen && same_text(o, text, tlen)) {
 		free(key);	/* the same state again (a replay, a relist): nothing new */
 		free(text);
@@ -670,17 +661,12 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		/* Compared whole, seen by the program as projected. */
 		jv v = k->project ? project(jv_copy(obj), lineno) : jv_invalid();
 
-		if (jv_is_valid(v)) {
-			char *t = kop_json_dump(v);
-
-			o->vlen = strlen(t);
-			o->vtext = t;
-		}
+		if (jv_is_valid(v))
+			o->vtext = kop_json_dump_len(v, &o->vlen);
 		child_digest(obj, o->sdig);
 	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
 		/* Its spec goes to the render program only (README: render). */
-		o->vtext = kop_json_dump(jv_object_delete(jv_copy(obj), jv_string("spec")));
-		o->vlen = strlen(o->vtext);
+		o->vtext = kop_json_dump_len(jv_object_delete(jv_copy(obj), jv_string("spec")), &o->vlen);
 	}
 	store_text(o, text, tlen);
 	free(text);
@@ -883,7 +869,7 @@ static void flight_sent_object(struct prim *p, const char *fkey, const unsigned 
 static int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv, int64_t now)
 {
 	size_t len;
-	char *s = dump_text(jv_copy(sent), &len);
+	char *s = kop_json_dump_len(jv_copy(sent), &len);
 	int r = flight_check_text(p, fkey, s, len, live_rv, now);
 
 	free(s);
@@ -1396,7 +1382,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			flight_forget(fkey);
 		} else {
 			size_t tlen;
-			char *text = dump_text(full, &tlen);
+			char *text = kop_json_dump_len(full, &tlen);
 
 			full = jv_invalid();	/* consumed */
 			if (flight_check_text(p, fkey, text, tlen, live ? live->rv : "", now)) {
@@ -1651,7 +1637,7 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 	}
 	/* Kept deflated: as jv the desired children of an IoT instance take
 	 * ~190 KB, as compact JSON ~34 KB, deflated a few KB. */
-	text = dump_text(jv_copy(out), &p->rendered_len);
+	text = kop_json_dump_len(jv_copy(out), &p->rendered_len);
 	p->rendered_zlen = deflate_text(text, p->rendered_len, &p->rendered);
 	if (p->rendered_zlen)
 		memcpy(p->render_key, d, sizeof(d));

@@ -320,15 +320,22 @@ int kop_jsonl_write(FILE *f, jv v)
 	return rc;
 }
 
-char *kop_json_dump(jv v)
+char *kop_json_dump_len(jv v, size_t *len)
 {
 	struct kop_buf b = KOP_BUF_INIT;
-	size_t len;
+	size_t n;
 	char *s;
 
 	kop_json_dump_buf(&b, v);
-	s = kop_buf_detach(&b, &len);
-	return kop_realloc(s, len + 1);	/* often kept: no growth slack */
+	s = kop_buf_detach(&b, &n);
+	if (len)
+		*len = n;
+	return kop_realloc(s, n + 1);	/* often kept: no growth slack */
+}
+
+char *kop_json_dump(jv v)
+{
+	return kop_json_dump_len(v, NULL);
 }
 
 char *kop_json_str(jv v, const char *a, const char *b)

@@ -51,6 +51,8 @@ ssize_t kop_jsonl_read_fd(struct kop_jsonl *r, int fd);
 int kop_jsonl_write(FILE *f, jv v);
 /* Compact JSON text of v (consumed), heap-allocated: the bytes jv_dump_string(v, 0) would give. */
 char *kop_json_dump(jv v);
+/* The same, its length in *len. */
+char *kop_json_dump_len(jv v, size_t *len);
 /* The same text appended to b. */
 struct kop_buf;
 void kop_json_dump_buf(struct kop_buf *b, jv v);
