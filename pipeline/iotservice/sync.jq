@@ -87,11 +87,11 @@ def iot_check($children; $pending):
                       | ([$keep[] | select(.name == $d.metadata.name and $d.kind == "StatefulSet")] | first // null) as $k
                       | if $k != null then .spec.volumeClaimTemplates = $k.vct else . end] end),
      problems: [$found[].problem],
-     notReady: (if $pending == {} then [$pairs[] | .[1] as $live | .[0] | iot_not_ready($live)]
-                else [$pairs[] | .[1] as $live | .[0]
-                      | if $live != null and $pending[iot_key_of][.metadata.name] then
-                          "\(.kind) \(.metadata.name) is being updated"
-                        else iot_not_ready($live) end] end)};
+     notReady: (($pending != {}) as $anyPending
+                | [$pairs[] | .[1] as $live | .[0]
+                   | if $anyPending and $live != null and $pending[iot_key_of][.metadata.name] then
+                       "\(.kind) \(.metadata.name) is being updated"
+                     else iot_not_ready($live) end])};
 
 def iot_error_text:
   "\(.op // "apply") of \(.ref.kind // "object") \(if .ref.namespace then "\(.ref.namespace)/" else "" end)\(.ref.name // "") failed: \(if .code then "\(.code) " else "" end)\(.reason // "")\(if .message then ": \(.message)" else "" end)";
