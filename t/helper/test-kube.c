@@ -31,28 +31,6 @@
 #include "test-tool.h"
 #include "banned.h"
 
-static int read_all_fd(int fd, char **out, size_t *len)
-{
-	struct kop_buf b = KOP_BUF_INIT;
-
-	for (;;) {
-		ssize_t n;
-
-		kop_buf_grow(&b, 65536);
-		n = read(fd, b.buf + b.len, b.cap - b.len - 1);
-		if (n < 0) {
-			kop_buf_release(&b);
-			return -1;
-		}
-		if (n == 0)
-			break;
-		b.len += (size_t)n;
-		b.buf[b.len] = 0;
-	}
-	*out = kop_buf_detach(&b, len);
-	return 0;
-}
-
 static int cmd_yaml(int argc, char **argv)
 {
 	char err[KOP_ERRLEN];

@@ -9,10 +9,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "kop.h"
 #include "jsonl.h"
 #include "test-tool.h"
 #include "banned.h"
+
+/* All of fd, NUL-terminated, in *out (the caller frees): 0, or -1 with errno. */
+int read_all_fd(int fd, char **out, size_t *len)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+
+	for (;;) {
+		ssize_t n;
+
+		kop_buf_grow(&b, 65536);
+		n = read(fd, b.buf + b.len, b.cap - b.len - 1);
+		if (n < 0) {
+			kop_buf_release(&b);
+			return -1;
+		}
+		if (n == 0)
+			break;
+		b.len += (size_t)n;
+		b.buf[b.len] = 0;
+	}
+	*out = kop_buf_detach(&b, len);
+	return 0;
+}
 
 static int cmd_jsonl(int argc, char **argv)
 {
@@ -102,17 +126,18 @@ static int cmd_json_digest(int argc, char **argv)
  */
 static int cmd_json_dump_check(int argc, char **argv)
 {
-	struct kop_buf in = KOP_BUF_INIT;
-	char chunk[65536];
-	size_t n, count = 0;
+	char *in;
+	size_t len, count = 0;
 	int bad = 0;
 	struct jv_parser *p;
 	jv v;
 
-	while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
-		kop_buf_add(&in, chunk, n);
+	if (read_all_fd(0, &in, &len)) {
+		perror("read");
+		return 2;
+	}
 	p = jv_parser_new(0);
-	jv_parser_set_buf(p, in.buf ? in.buf : "", (int)in.len, 0);
+	jv_parser_set_buf(p, in, (int)len, 0);
 	while (jv_is_valid(v = jv_parser_next(p))) {
 		jv s = jv_dump_string(jv_copy(v), 0);
 		char *mine = kop_json_dump(v);
@@ -135,7 +160,7 @@ static int cmd_json_dump_check(int argc, char **argv)
 		jv_free(v);
 	}
 	jv_parser_free(p);
-	kop_buf_release(&in);
+	free(in);
 	printf("%zu values\n", count);
 	return bad;
 }

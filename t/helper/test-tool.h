@@ -1,5 +1,6 @@
 #ifndef TEST_TOOL_H
 #define TEST_TOOL_H
+#include <stddef.h>
 /*
  * Each t/helper/test-<module>.c adds its commands without touching the
  * others' files:
@@ -17,6 +18,9 @@ struct test_cmd_list {
 	struct test_cmd_list *next;
 };
 extern struct test_cmd_list *test_cmd_lists;
+
+/* All of fd, NUL-terminated, in *out (the caller frees): 0, or -1 with errno. */
+int read_all_fd(int fd, char **out, size_t *len);
 
 #define TEST_TOOL_REGISTER(table) \
 	static struct test_cmd_list table##_list = { table, NULL }; \
