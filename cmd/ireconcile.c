@@ -99,8 +99,9 @@ struct prim {
 	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"} */
 	unsigned char *agg;		/* one flag per aggregate */
 	unsigned char pdig[KOP_JSON_DIGEST_LEN];	/* of render_parent(the object), as it arrived */
+	int render_valid;		/* render_key, rview, rdig and rstat describe the last answer */
 	unsigned char render_key[KOP_JSON_DIGEST_LEN];	/* of the render program's last input */
-	unsigned char *rendered;	/* its output, directives resolved, compact JSON deflated (NULL: none) */
+	unsigned char *rendered;	/* its output, directives resolved, compact JSON deflated (NULL: not kept) */
 	size_t rendered_zlen, rendered_len;	/* deflated and original sizes */
 	char *rview;			/* its answer as sync sees it, when projected (NULL: as it is) */
 	char *status_sent;		/* the last status written, compact JSON (NULL: none) */
@@ -885,6 +886,7 @@ struct rctx {
 	struct kop_hmap live;		/* objkey -> jv* (parsed, owned here) */
 	struct kop_hmap view;		/* the same, projected for the program (vtext) */
 	jv rfull;			/* rendered_full(), jv_invalid() until read */
+	int64_t rerender_jq, rerender_fn;	/* time rendered_full() spent computing it again (us) */
 };
 
 static void parsed_free(void *v)
@@ -1275,10 +1277,12 @@ static int rendered_match(jv rdes, jv c)
  *  - otherwise the object as it is.
  */
 static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, struct kop_hmap *desired, int64_t now,
-			   struct counts *n)
+			   struct counts *n, int *held)
 {
 	static int one = 1;
 	unsigned char d[KOP_JSON_DIGEST_LEN];
+	unsigned char *hold = p->nrdig ? kop_calloc((size_t)p->nrdig, 1) : NULL;	/* rendered child j held */
+	int j;
 
 	jv_array_foreach(children, i, c) {
 		const char *name = meta(c, "name"), *ns = meta(c, "namespace");
@@ -1348,6 +1352,8 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			/* Seen equal before, and neither has changed since but for its status. */
 			kop_hmap_put(desired, key, &one);
 			flight_forget(fkey);
+			if (r >= 0)
+				hold[r] = 1;
 			goto next;
 		}
 		if (!jv_is_valid(full)) {
@@ -1380,6 +1386,8 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			memcpy(live->match, d, sizeof(d));
 			memcpy(live->match_sdig, live->sdig, sizeof(d));
 			flight_forget(fkey);
+			if (r >= 0 && !status)	/* (one with a status is compared whole every time) */
+				hold[r] = 1;
 		} else {
 			size_t tlen;
 			char *text = kop_json_dump_len(full, &tlen);
@@ -1399,6 +1407,11 @@ next:
 		free(key);
 	}
 	jv_free(children);
+	*held = 1;
+	for (j = 0; j < p->nrdig; j++)
+		if (!hold[j])
+			*held = 0;
+	free(hold);
 }
 
 /* Deletes what p owns, is of a child kind, and is no longer desired. */
@@ -1558,27 +1571,72 @@ static jv render_view(jv out)
 	return jv_object_set(out, jv_string("desired"), view);
 }
 
+/* The render program's input for p: .related, .settings and, with_parent, .parent. */
+static jv render_input(struct prim *p, struct rctx *ctx, int with_parent)
+{
+	jv in = jv_object_set(jv_object(), jv_string("related"), build_related());
+
+	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
+	if (with_parent)	/* the primary whole: sync's .parent may lack its spec (p->obj->vtext) */
+		in = jv_object_set(in, jv_string("parent"),
+				   render_parent(p->obj->vtext ? parse_obj(p->obj) : jv_copy(ctx->parent)));
+	return in;
+}
+
+/* Runs the render program on in (consumed): its answer, directives resolved,
+ * the time spent added to *us_jq and *us_fn; jv_invalid() with err. */
+static jv render_run(jv in, int64_t *us_jq, int64_t *us_fn, char *err)
+{
+	int64_t t0 = kop_mono_us(), t1;
+	jv out;
+
+	if (kop_jq_run1(E.prog.render, in, &out, err) < 0)
+		return jv_invalid();
+	t1 = kop_mono_us();
+	*us_jq += t1 - t0;
+	if (kop_fn_resolve(out, &out, err) < 0) {
+		if (jv_is_valid(out))
+			jv_free(out);
+		return jv_invalid();
+	}
+	*us_fn += kop_mono_us() - t1;
+	return out;
+}
+
+/* Keeps the render answer out (borrowed) in p->rendered, deflated (as jv the
+ * desired children of an IoT instance take ~190 KB, as compact JSON ~34 KB,
+ * deflated a few KB): 0 if it could not be. */
+static int render_store(struct prim *p, jv out)
+{
+	char *text = kop_json_dump_len(jv_copy(out), &p->rendered_len);
+
+	free(p->rendered);
+	p->rendered = NULL;
+	p->rendered_zlen = deflate_text(text, p->rendered_len, &p->rendered);
+	free(text);
+	return p->rendered_zlen != 0;
+}
+
 /*
  * The render program's answer for p (README, "Writing a program": render),
  * directives resolved, as sync sees it (its desired objects projected):
  * computed again only when its input (the primary without status,
  * resourceVersion and finalizers, .related, .settings) changed since the
- * last reconcile of p. The answer as computed stays in p->rendered, for
- * rendered_full(). *us_jq and *us_fn receive the time spent (microseconds), *cached whether
- * the stored answer was used. jv_invalid() with err.
+ * last reconcile of p. What sync sees of it stays in p->rview; the answer
+ * as computed, in ctx->rfull for this reconcile and in p->rendered for
+ * later ones while they may need it (render_keep). *us_jq and *us_fn
+ * receive the time spent (microseconds), *cached whether the stored answer
+ * was used. jv_invalid() with err.
  */
 static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int *cached, char *err)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
 	jv in, out, view;
-	char *text;
-	int64_t t0, t1;
 
 	*us_jq = *us_fn = 0;
 	*cached = 0;
 	/* The key: the parent's part (digested as it arrived) and the rest. */
-	in = jv_object_set(jv_object(), jv_string("related"), build_related());
-	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
+	in = render_input(p, ctx, 0);
 	{
 		unsigned char both[2 * KOP_JSON_DIGEST_LEN];
 
@@ -1586,10 +1644,10 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 		kop_json_digest(in, both + KOP_JSON_DIGEST_LEN);
 		SHA256(both, sizeof(both), d);
 	}
-	if (p->rendered && !memcmp(d, p->render_key, sizeof(d))) {
+	jv_free(in);
+	if (p->render_valid && !memcmp(d, p->render_key, sizeof(d))) {
 		out = p->rview ? jv_parse(p->rview) : inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len);
 		if (jv_is_valid(out)) {
-			jv_free(in);
 			*cached = 1;
 			if (!p->rview)
 				ctx->rfull = jv_copy(out);
@@ -1597,6 +1655,7 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 		}
 		jv_free(out);	/* cannot happen: computed again below */
 	}
+	p->render_valid = 0;
 	free(p->rendered);
 	p->rendered = NULL;
 	free(p->rview);
@@ -1606,20 +1665,9 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 	free(p->rstat);
 	p->rstat = NULL;
 	p->nrdig = 0;
-	/* The primary whole: sync's .parent may lack its spec (p->obj->vtext). */
-	in = jv_object_set(in, jv_string("parent"),
-			   render_parent(p->obj->vtext ? parse_obj(p->obj) : jv_copy(ctx->parent)));
-	t0 = kop_mono_us();
-	if (kop_jq_run1(E.prog.render, in, &out, err) < 0)
-		return jv_invalid();
-	t1 = kop_mono_us();
-	*us_jq = t1 - t0;
-	if (kop_fn_resolve(out, &out, err) < 0) {
-		if (jv_is_valid(out))
-			jv_free(out);
-		return jv_invalid();
-	}
-	*us_fn = kop_mono_us() - t1;
+	out = render_run(render_input(p, ctx, 1), us_jq, us_fn, err);
+	if (!jv_is_valid(out))
+		return out;
 	{
 		jv des = jv_getpath(jv_copy(out), JV_ARRAY(jv_string("desired")));
 
@@ -1635,32 +1683,61 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 		}
 		jv_free(des);
 	}
-	/* Kept deflated: as jv the desired children of an IoT instance take
-	 * ~190 KB, as compact JSON ~34 KB, deflated a few KB. */
-	text = kop_json_dump_len(jv_copy(out), &p->rendered_len);
-	p->rendered_zlen = deflate_text(text, p->rendered_len, &p->rendered);
-	if (p->rendered_zlen)
-		memcpy(p->render_key, d, sizeof(d));
-	free(text);
+	memcpy(p->render_key, d, sizeof(d));
 	ctx->rfull = jv_copy(out);
 	/* What sync reads of it, small enough to keep as it is. */
 	view = render_view(jv_copy(out));
 	if (!jv_is_valid(view)) {
+		/* Sync sees the answer as computed: that is what is kept. */
 		jv_free(view);
+		p->render_valid = render_store(p, out);
 		return out;
 	}
-	if (p->rendered)
-		p->rview = kop_json_dump(jv_copy(view));
+	p->rview = kop_json_dump(jv_copy(view));
+	p->render_valid = 1;
 	jv_free(out);
 	return view;
 }
 
-/* The render answer as computed (borrowed from ctx): parsed once per reconcile, when needed. */
+/* The render answer as computed (borrowed from ctx): parsed once per
+ * reconcile, when needed; computed again from the same input (the render
+ * key has not changed, or render() would have) when not kept. */
 static jv rendered_full(struct prim *p, struct rctx *ctx)
 {
-	if (!jv_is_valid(ctx->rfull) && p->rendered)
+	char err[KOP_ERRLEN] = "";
+
+	if (jv_is_valid(ctx->rfull) || !p->render_valid)
+		return ctx->rfull;
+	if (p->rendered) {
 		ctx->rfull = inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len);
+		return ctx->rfull;
+	}
+	ctx->rfull = render_run(render_input(p, ctx, 1), &ctx->rerender_jq, &ctx->rerender_fn, err);
+	if (!jv_is_valid(ctx->rfull))	/* it succeeded on the same input */
+		tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
+			  "primary '%s': render program failed on an input it rendered before: %s", p->key, err);
 	return ctx->rfull;
+}
+
+/*
+ * After a reconcile of p: its render answer as computed is kept (stored if
+ * it was computed now) while a later reconcile may read it whole (a child
+ * not yet held by its live object, an apply on its way, one sync changed),
+ * and dropped once every rendered child is held by its live object (held):
+ * then the comparisons are remembered (struct obj's match) and sync needs
+ * only p->rview. Most instances are at rest: this is most of the memory a
+ * render took.
+ */
+static void render_keep(struct prim *p, struct rctx *ctx, int held)
+{
+	if (!p->render_valid || !p->rview)
+		return;		/* without a view of its own, p->rendered is what sync sees */
+	if (held) {
+		free(p->rendered);
+		p->rendered = NULL;
+	} else if (!p->rendered && jv_is_valid(ctx->rfull)) {
+		render_store(p, ctx->rfull);	/* if it cannot be, computed again when needed */
+	}
 }
 
 /*
@@ -1689,7 +1766,7 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 	}
 	if (f->rindex < 0) {
 		sent = inflate_parse(f->ztext, f->zlen, f->len);
-	} else if (p->rendered && !memcmp(f->rkey, p->render_key, sizeof(f->rkey))) {
+	} else if (p->render_valid && !memcmp(f->rkey, p->render_key, sizeof(f->rkey))) {
 		sent = jv_getpath(jv_copy(rendered_full(p, ctx)), JV_ARRAY(jv_string("desired"), jv_number(f->rindex)));
 		if (jv_get_kind(sent) == JV_KIND_OBJECT)
 			sent = kop_program_stamp(&E.prog, o->kind->mapping, sent, ctx->parent);
@@ -1764,7 +1841,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	char err[KOP_ERRLEN], ts[40];
 	struct kop_hmap desired = KOP_HMAP_INIT;
 	int64_t t0 = kop_mono_us(), t1, t2, t3, render_jq = 0, render_fn = 0;	/* microseconds */
-	int render_cached = 0;
+	int render_cached = 0, held = 0;
 
 	if (p->obj->deleting) {
 		/* Being deleted: ours to finalize only while our finalizer holds it. */
@@ -1832,9 +1909,11 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 				? "requeue_after" : "success");
 	v = jv_object_get(jv_copy(out), jv_string("children"));
 	if (jv_get_kind(v) == JV_KIND_ARRAY)
-		apply_children(p, ctx, v, rdes, &desired, now, &n);
+		apply_children(p, ctx, v, rdes, &desired, now, &n, &held);
 	else
 		jv_free(v);
+	if (E.prog.render)
+		render_keep(p, ctx, held);
 	prune(p, &desired, now, &n);
 	tidy_errors(p, &desired);
 
@@ -1873,10 +1952,14 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		jv f = jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key));
 
 		f = jv_object_set(f, jv_string("ms"), jv_number((double)(kop_mono_us() - t0) / 1000));
-		f = jv_object_set(f, jv_string("programMs"), jv_number((double)(t2 - t1 + render_jq) / 1000));
-		f = jv_object_set(f, jv_string("functionsMs"), jv_number((double)(t3 - t2 + render_fn) / 1000));
-		if (E.prog.render)
+		f = jv_object_set(f, jv_string("programMs"),
+				  jv_number((double)(t2 - t1 + render_jq + ctx->rerender_jq) / 1000));
+		f = jv_object_set(f, jv_string("functionsMs"),
+				  jv_number((double)(t3 - t2 + render_fn + ctx->rerender_fn) / 1000));
+		if (E.prog.render) {
 			f = jv_object_set(f, jv_string("renderCached"), jv_bool(render_cached));
+			f = jv_object_set(f, jv_string("renderKept"), jv_bool(p->rendered != NULL));
+		}
 		f = jv_object_set(f, jv_string("applies"), jv_number(n.applies));
 		f = jv_object_set(f, jv_string("deletes"), jv_number(n.deletes));
 		f = jv_object_set(f, jv_string("patches"), jv_number(n.patches));
@@ -1904,6 +1987,7 @@ static void reconcile(struct prim *p, int64_t now)
 	kop_hmap_init(&ctx.live);
 	kop_hmap_init(&ctx.view);
 	ctx.rfull = jv_invalid();
+	ctx.rerender_jq = ctx.rerender_fn = 0;
 	reconcile_parsed(p, &ctx, now);
 	jv_free(ctx.parent);
 	jv_free(ctx.rfull);

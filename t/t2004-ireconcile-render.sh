@@ -78,4 +78,47 @@ test_expect_success 'projected rendered children are applied whole; observed one
 	test_cmp expect actual
 '
 
+# Once every rendered child is held by its live object, the answer as
+# computed is not kept (renderKept), only what sync sees: a child changed
+# by someone else afterwards is compared with the answer computed again,
+# from the same input, and the apply that mends it is the first one.
+test_expect_success 'a child changed once the render answer is dropped gets the rendered object again' '
+	mkfifo drift.fifo &&
+	jq -c "if .object.kind == \"Shape\" then .object.spec.plain = true else . end" "$FIXTURES/05-shape.jsonl" \
+		>plain.jsonl &&
+	{ ( cat plain.jsonl
+	    i=0; while test "$(grep -c "\"op\":\"apply\"" drift.out 2>/dev/null)" != 2 && test $i -lt 300; do
+		sleep 0.1; i=$((i + 1))
+	    done
+	    jq -c "select(.op == \"apply\") | {type: \"ADDED\", object: (.object
+		| .metadata.uid = \"u-\(.metadata.name)\" | .metadata.resourceVersion = \"20\")}" drift.out
+	    sleep 1
+	    jq -c "select(.op == \"apply\" and .object.metadata.name == \"s1-0\") | {type: \"MODIFIED\", object: (.object
+		| .metadata.uid = \"u-s1-0\" | .metadata.resourceVersion = \"21\" | .data.color = \"purple\")}" drift.out
+	    i=0; while test "$(grep -c "\"op\":\"apply\"" drift.out 2>/dev/null)" != 3 && test $i -lt 300; do
+		sleep 0.1; i=$((i + 1))
+	    done
+	    jq -c "select(.op == \"apply\") | {type: \"MODIFIED\", object: (.object
+		| .metadata.uid = \"u-\(.metadata.name)\" | .metadata.resourceVersion = \"22\")}" drift.out | tail -n 1
+	    sleep 1
+	  ) >drift.fifo & } &&
+	timeout 60 ireconcile -v --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" <drift.fifo >drift.out 2>drift.err &&
+	wait &&
+	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.renderCached, .renderKept, .applies]" \
+		drift.err >actual &&
+	cat >expect <<-\EOT &&
+	[false,true,2]
+	[true,false,0]
+	[true,true,1]
+	[true,false,0]
+	EOT
+	test_cmp expect actual &&
+	jq -c "select(.op == \"apply\" and .object.metadata.name == \"s1-0\")" drift.out >applies &&
+	test "$(wc -l <applies)" = 2 &&
+	sed -n 1p applies >first &&
+	sed -n 2p applies >second &&
+	test_cmp first second &&
+	! grep "\"level\":\"error\"" drift.err
+'
+
 test_done

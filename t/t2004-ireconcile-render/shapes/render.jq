@@ -1,5 +1,5 @@
 .parent as $p
-| {hold: ($p.spec.hold // false),
+| {hold: ($p.spec.hold // false), plain: ($p.spec.plain // false),
    desired: [range(2) as $i
      | {apiVersion: "v1", kind: "ConfigMap",
         metadata: {name: "\($p.metadata.name)-\($i)", namespace: $p.metadata.namespace,
