@@ -71,6 +71,8 @@ struct obj {
 	char *text;			/* the object without managedFields (deflated when zlen) */
 	size_t len;			/* its length as JSON */
 	size_t zlen;			/* deflated: its length so (0: text is the JSON) */
+	size_t slen;			/* deflated: the length of what was deflated */
+	int fp;				/* deflated: fingerprinted (kop_json_fingerprint) */
 	unsigned char tdig[SHA256_DIGEST_LENGTH];	/* deflated: SHA-256 of the JSON */
 	char *vtext;			/* child kinds with a `project`: what the program sees (NULL: text) */
 	size_t vlen;
@@ -154,6 +156,10 @@ struct engine {
 	jv related_cache;		/* the program's .related, jv_invalid() when stale */
 	jv children_empty;		/* {"Kind.v": {}} for every child and observed kind */
 	jv aggs_cache;			/* .aggregates, jv_invalid() when stale */
+	struct zdict {			/* per kind: the dictionary its deflated texts use */
+		unsigned char *buf;
+		size_t len;
+	} *dicts;			/* [0]: the primary's, [1 + i]: E.prog.kinds[i]'s */
 	const char *now;
 	unsigned backoff_base, backoff_cap;
 	unsigned long reconciles, errors;
@@ -485,9 +491,10 @@ static void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN])
  * only to compare it again after a change other than its status: it is
  * kept deflated (a third of the memory), with a digest to tell a new state.
  */
-/* Deflates len bytes at in into *out (allocated): its size, 0 on failure. One
- * stream serves every call: deflateInit allocates ~270 KB each time. */
-static size_t deflate_text(const char *in, size_t len, unsigned char **out)
+/* Deflates len bytes at in into *out (allocated), with the dictionary dict
+ * (NULL: none): its size, 0 on failure. One stream serves every call:
+ * deflateInit allocates ~270 KB each time. */
+static size_t deflate_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict)
 {
 	static z_stream z;
 	static int ready;
@@ -500,6 +507,8 @@ static size_t deflate_text(const char *in, size_t len, unsigned char **out)
 	} else if (deflateReset(&z) != Z_OK) {
 		return 0;
 	}
+	if (dict && dict->len && deflateSetDictionary(&z, dict->buf, (uInt)dict->len) != Z_OK)
+		return 0;
 	cap = deflateBound(&z, (uLong)len);
 	*out = kop_malloc(cap);
 	z.next_in = (Bytef *)(uintptr_t)in;
@@ -515,22 +524,73 @@ static size_t deflate_text(const char *in, size_t len, unsigned char **out)
 	return z.total_out;
 }
 
-static void store_text(struct obj *o, const char *text, size_t len)
+/*
+ * A kind's dictionary: the first text of the kind deflated (its last 32 KB,
+ * deflate's window), never changed after. Objects of one kind differ in
+ * little, names mostly: with it a Deployment takes ~160 bytes, not ~550.
+ */
+static struct zdict *dict_of(const struct kop_kind *k)
+{
+	return &E.dicts[k == &E.prog.primary ? 0 : 1 + (k - E.prog.kinds)];
+}
+
+static const struct zdict *kind_dict(const struct kop_kind *k, const char *text, size_t len)
+{
+	struct zdict *d = dict_of(k);
+
+	if (!d->buf) {
+		if (len > 32768) {
+			text += len - 32768;
+			len = 32768;
+		}
+		d->buf = kop_malloc(len ? len : 1);
+		memcpy(d->buf, text, len);
+		d->len = len;
+	}
+	return d;
+}
+
+/*
+ * Keeps an object's text (its JSON, obj borrowed). One whose program sees a
+ * projection of it (vtext) is read whole only to compare it again after a
+ * change other than its status, or to render (a primary): it is kept
+ * deflated, with a digest to tell a new state; a child also fingerprinted
+ * (kop_json_fingerprint: a Secret's data as its digest), since it is only
+ * ever compared.
+ */
+static void store_text(struct obj *o, jv obj, const char *text, size_t len)
 {
 	free(o->text);
 	o->text = NULL;
 	o->len = len;
 	o->zlen = 0;
+	o->fp = 0;
 	if (o->vtext) {
 		unsigned char *z;
-		size_t zlen = deflate_text(text, len, &z);
+		const char *st = text;
+		char *fptext = NULL;
+		size_t slen = len, zlen;
+		int changed = 0;
 
+		if (o->kind->role == KOP_ROLE_CHILD) {
+			jv f = kop_json_fingerprint(jv_copy(obj), &changed);
+
+			if (changed)
+				st = fptext = kop_json_dump_len(f, &slen);
+			else
+				jv_free(f);
+		}
+		zlen = deflate_text(st, slen, &z, kind_dict(o->kind, st, slen));
 		if (zlen) {
 			o->text = (char *)z;
 			o->zlen = zlen;
+			o->slen = slen;
+			o->fp = o->kind->role == KOP_ROLE_CHILD;
 			SHA256((const unsigned char *)text, len, o->tdig);
+			free(fptext);
 			return;
 		}
+		free(fptext);
 	}
 	o->text = kop_strndup(text, len);
 }
@@ -545,25 +605,43 @@ static int same_text(const struct obj *o, const char *text, size_t len)
 	return !memcmp(d, o->tdig, sizeof(d));
 }
 
-/* Inflates size bytes deflated as zlen at z and parses them; jv_invalid() if unreadable. */
-static jv inflate_parse(const unsigned char *z, size_t zlen, size_t size)
+/* Inflates size bytes deflated as zlen at zin with the dictionary dict (NULL:
+ * none) and parses them; jv_invalid() if unreadable. */
+static jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict)
 {
-	uLongf len = (uLongf)size;
+	static z_stream z;
+	static int ready;
 	char *buf = kop_malloc(size + 1);
 	jv v = jv_invalid();
+	int r;
 
-	if (uncompress((Bytef *)buf, &len, z, (uLong)zlen) == Z_OK && len == size)
-		v = jv_parse_sized(buf, (int)len);
+	if (!ready) {
+		if (inflateInit(&z) != Z_OK)
+			goto out;
+		ready = 1;
+	} else if (inflateReset(&z) != Z_OK) {
+		goto out;
+	}
+	z.next_in = (Bytef *)(uintptr_t)zin;
+	z.avail_in = (uInt)zlen;
+	z.next_out = (Bytef *)buf;
+	z.avail_out = (uInt)size;
+	r = inflate(&z, Z_FINISH);
+	if (r == Z_NEED_DICT && dict && inflateSetDictionary(&z, dict->buf, (uInt)dict->len) == Z_OK)
+		r = inflate(&z, Z_FINISH);
+	if (r == Z_STREAM_END && z.total_out == size)
+		v = jv_parse_sized(buf, (int)size);
+out:
 	free(buf);
 	return v;
 }
 
-/* The object parsed (caller owns it); jv_invalid() if it cannot be read back. */
+/* The object parsed (caller owns it), fingerprinted if o->fp; jv_invalid() if it cannot be read back. */
 static jv parse_obj(const struct obj *o)
 {
 	if (!o->zlen)
 		return jv_parse_sized(o->text, (int)o->len);
-	return inflate_parse((const unsigned char *)o->text, o->zlen, o->len);
+	return inflate_parse((const unsigned char *)o->text, o->zlen, o->slen, dict_of(o->kind));
 }
 
 static void handle_object(const char *type, jv obj, size_t lineno)
@@ -669,7 +747,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		/* Its spec goes to the render program only (README: render). */
 		o->vtext = kop_json_dump_len(jv_object_delete(jv_copy(obj), jv_string("spec")), &o->vlen);
 	}
-	store_text(o, text, tlen);
+	store_text(o, obj, text, tlen);
 	free(text);
 	free(o->rv);
 	o->rv = kop_strdup(rv ? rv : "");
@@ -860,7 +938,7 @@ static void flight_sent_object(struct prim *p, const char *fkey, const unsigned 
 	f->rindex = r;
 	if (r >= 0) {
 		memcpy(f->rkey, p->render_key, sizeof(f->rkey));
-	} else if (!(f->zlen = deflate_text(text, len, &f->ztext))) {
+	} else if (!(f->zlen = deflate_text(text, len, &f->ztext, NULL))) {
 		return;	/* unknown: never pending */
 	}
 	f->len = len;
@@ -897,7 +975,7 @@ static void parsed_free(void *v)
 	free(j);
 }
 
-/* The parsed live object, whole (borrowed from the context). */
+/* The parsed live object, whole (borrowed from the context); fingerprinted if o->fp. */
 static jv live_of(struct rctx *c, const struct obj *o)
 {
 	jv *j = kop_hmap_get(&c->live, o->key);
@@ -908,6 +986,12 @@ static jv live_of(struct rctx *c, const struct obj *o)
 		kop_hmap_put(&c->live, o->key, j);
 	}
 	return *j;
+}
+
+/* Whether the live object o holds every field of desired (borrowed). */
+static int live_holds(struct rctx *c, const struct obj *o, jv desired)
+{
+	return o->fp ? kop_json_subset_fp(desired, live_of(c, o)) : kop_json_subset(desired, live_of(c, o));
 }
 
 /* The live object as the program sees it (borrowed from the context). */
@@ -1381,7 +1465,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			}
 		}
 		kop_hmap_put(desired, key, &one);
-		if (live && kop_json_subset(full, live_of(ctx, live))) {
+		if (live && live_holds(ctx, live, full)) {
 			live->match_ok = 1;
 			memcpy(live->match, d, sizeof(d));
 			memcpy(live->match_sdig, live->sdig, sizeof(d));
@@ -1612,7 +1696,7 @@ static int render_store(struct prim *p, jv out)
 
 	free(p->rendered);
 	p->rendered = NULL;
-	p->rendered_zlen = deflate_text(text, p->rendered_len, &p->rendered);
+	p->rendered_zlen = deflate_text(text, p->rendered_len, &p->rendered, NULL);
 	free(text);
 	return p->rendered_zlen != 0;
 }
@@ -1646,7 +1730,7 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 	}
 	jv_free(in);
 	if (p->render_valid && !memcmp(d, p->render_key, sizeof(d))) {
-		out = p->rview ? jv_parse(p->rview) : inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len);
+		out = p->rview ? jv_parse(p->rview) : inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, NULL);
 		if (jv_is_valid(out)) {
 			*cached = 1;
 			if (!p->rview)
@@ -1709,7 +1793,7 @@ static jv rendered_full(struct prim *p, struct rctx *ctx)
 	if (jv_is_valid(ctx->rfull) || !p->render_valid)
 		return ctx->rfull;
 	if (p->rendered) {
-		ctx->rfull = inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len);
+		ctx->rfull = inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, NULL);
 		return ctx->rfull;
 	}
 	ctx->rfull = render_run(render_input(p, ctx, 1), &ctx->rerender_jq, &ctx->rerender_fn, err);
@@ -1765,7 +1849,7 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 		goto out;
 	}
 	if (f->rindex < 0) {
-		sent = inflate_parse(f->ztext, f->zlen, f->len);
+		sent = inflate_parse(f->ztext, f->zlen, f->len, NULL);
 	} else if (p->render_valid && !memcmp(f->rkey, p->render_key, sizeof(f->rkey))) {
 		sent = jv_getpath(jv_copy(rendered_full(p, ctx)), JV_ARRAY(jv_string("desired"), jv_number(f->rindex)));
 		if (jv_get_kind(sent) == JV_KIND_OBJECT)
@@ -1778,7 +1862,7 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 		jv_free(sent);	/* cannot happen: we wrote it */
 		goto out;
 	}
-	if (kop_json_subset(sent, live_of(ctx, o))) {
+	if (live_holds(ctx, o, sent)) {
 		o->match_ok = 1;
 		memcpy(o->match, f->memo, sizeof(o->match));
 		memcpy(o->match_sdig, o->sdig, sizeof(o->match_sdig));
@@ -2497,6 +2581,7 @@ int main(int argc, char **argv)
 	kop_hmap_init(&E.flights);
 	E.related_cache = jv_invalid();
 	E.aggs_cache = jv_invalid();
+	E.dicts = kop_calloc(1 + E.prog.nkinds, sizeof(*E.dicts));
 	E.children_empty = jv_object();
 	for (i = 0; i < E.prog.nkinds; i++)
 		if (E.prog.kinds[i].role != KOP_ROLE_RELATED)
@@ -2512,6 +2597,9 @@ int main(int argc, char **argv)
 	jv_free(E.related_cache);
 	jv_free(E.aggs_cache);
 	jv_free(E.children_empty);
+	for (i = 0; i <= E.prog.nkinds; i++)
+		free(E.dicts[i].buf);
+	free(E.dicts);
 	kop_program_release(&E.prog);
 	return tool_finish(KOP_EXIT_OK);
 }

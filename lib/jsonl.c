@@ -443,3 +443,112 @@ void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN])
 	SHA256((const unsigned char *)(b.buf ? b.buf : ""), b.len, out);
 	kop_buf_release(&b);
 }
+
+#define FP_PREFIX "\0sha256:"
+#define FP_PREFIX_LEN 8
+#define FP_LEN (FP_PREFIX_LEN + 2 * SHA256_DIGEST_LENGTH)
+
+static int fp_marked(const char *s, int len)
+{
+	return len >= FP_PREFIX_LEN && !memcmp(s, FP_PREFIX, FP_PREFIX_LEN);
+}
+
+/* The fingerprint of the len bytes at s, in out[FP_LEN]. */
+static void fp_make(const char *s, size_t len, char out[FP_LEN])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char d[SHA256_DIGEST_LENGTH];
+	size_t i;
+
+	SHA256((const unsigned char *)s, len, d);
+	memcpy(out, FP_PREFIX, FP_PREFIX_LEN);
+	for (i = 0; i < sizeof(d); i++) {
+		out[FP_PREFIX_LEN + 2 * i] = hex[d[i] >> 4];
+		out[FP_PREFIX_LEN + 2 * i + 1] = hex[d[i] & 15];
+	}
+}
+
+jv kop_json_fingerprint(jv v, int *changed)
+{
+	switch (jv_get_kind(v)) {
+	case JV_KIND_STRING: {
+		int len = jv_string_length_bytes(jv_copy(v));
+		const char *s = jv_string_value(v);
+		char fp[FP_LEN];
+
+		if (len < KOP_JSON_FP_MIN && !fp_marked(s, len))
+			return v;
+		fp_make(s, (size_t)len, fp);
+		jv_free(v);
+		if (changed)
+			*changed = 1;
+		return jv_string_sized(fp, FP_LEN);
+	}
+	case JV_KIND_ARRAY: {
+		int i, n = jv_array_length(jv_copy(v));
+
+		for (i = 0; i < n; i++) {
+			jv item = jv_array_get(jv_copy(v), i);
+			jv_kind k = jv_get_kind(item);
+			int c = 0;
+
+			if (k == JV_KIND_STRING || k == JV_KIND_ARRAY || k == JV_KIND_OBJECT)
+				item = kop_json_fingerprint(item, &c);
+			if (c) {
+				v = jv_array_set(v, i, item);
+				if (changed)
+					*changed = 1;
+			} else {
+				jv_free(item);
+			}
+		}
+		return v;
+	}
+	case JV_KIND_OBJECT: {
+		jv keys = jv_array();
+		int it;
+
+		/* (the keys to change first: setting while iterating could move them) */
+		for (it = jv_object_iter(v); jv_object_iter_valid(v, it); it = jv_object_iter_next(v, it)) {
+			jv val = jv_object_iter_value(v, it);
+			jv_kind k = jv_get_kind(val);
+
+			if (k == JV_KIND_STRING ? jv_string_length_bytes(jv_copy(val)) >= KOP_JSON_FP_MIN ||
+							  fp_marked(jv_string_value(val), jv_string_length_bytes(jv_copy(val)))
+						: k == JV_KIND_ARRAY || k == JV_KIND_OBJECT)
+				keys = jv_array_append(keys, jv_object_iter_key(v, it));
+			jv_free(val);
+		}
+		jv_array_foreach(keys, i, key) {
+			int c = 0;
+			jv val = kop_json_fingerprint(jv_object_get(jv_copy(v), jv_copy(key)), &c);
+
+			if (c) {
+				v = jv_object_set(v, key, val);
+				if (changed)
+					*changed = 1;
+			} else {
+				jv_free(key);
+				jv_free(val);
+			}
+		}
+		jv_free(keys);
+		return v;
+	}
+	default:
+		return v;
+	}
+}
+
+int kop_json_fp_equal(jv s, jv fp)
+{
+	int slen = jv_string_length_bytes(jv_copy(s)), flen = jv_string_length_bytes(jv_copy(fp));
+	char want[FP_LEN];
+
+	if (flen != FP_LEN || !fp_marked(jv_string_value(fp), flen))
+		return slen == flen && !memcmp(jv_string_value(s), jv_string_value(fp), (size_t)slen);
+	if (slen < KOP_JSON_FP_MIN && !fp_marked(jv_string_value(s), slen))
+		return 0;	/* a short string is kept as it is */
+	fp_make(jv_string_value(s), (size_t)slen, want);
+	return !memcmp(want, jv_string_value(fp), FP_LEN);
+}

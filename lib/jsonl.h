@@ -78,4 +78,18 @@ jv kop_json_member(jv v, const char *key);
 #define KOP_JSON_DIGEST_LEN 32
 void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN]);
 
+/*
+ * Fingerprints: a copy of a value that is only ever compared takes less
+ * memory with its long strings (a Secret's data, a ConfigMap's files)
+ * replaced by their SHA-256, "\u0000sha256:" and 64 hex digits. Every string
+ * of KOP_JSON_FP_MIN bytes or more is replaced, and every one that starts
+ * so already, so that in a fingerprinted value that prefix always marks a
+ * fingerprint.
+ */
+#define KOP_JSON_FP_MIN 128
+/* v (consumed) fingerprinted; *changed (may be NULL) set when a string was replaced. */
+jv kop_json_fingerprint(jv v, int *changed);
+/* Whether the string s (borrowed) equals the string fp (borrowed) of a fingerprinted value. */
+int kop_json_fp_equal(jv s, jv fp);
+
 #endif

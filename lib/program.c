@@ -994,7 +994,7 @@ static int is_zero(jv v)
 	}
 }
 
-int kop_json_subset(jv desired, jv live)
+static int subset(jv desired, jv live, int fp)
 {
 	int dk = jv_get_kind(desired), lk = jv_get_kind(live);
 
@@ -1011,7 +1011,7 @@ int kop_json_subset(jv desired, jv live)
 					       ? jv_object_get(jv_copy(live), jv_copy(k))
 					       : jv_invalid();
 
-				ok = kop_json_subset(v, l);
+				ok = subset(v, l, fp);
 				jv_free(l);
 			}
 			jv_free(k);
@@ -1026,7 +1026,7 @@ int kop_json_subset(jv desired, jv live)
 			return 0;
 		for (i = 0; i < n; i++) {
 			jv d = jv_array_get(jv_copy(desired), i), l = jv_array_get(jv_copy(live), i);
-			int ok = kop_json_subset(d, l);
+			int ok = subset(d, l, fp);
 
 			jv_free(d);
 			jv_free(l);
@@ -1035,5 +1035,17 @@ int kop_json_subset(jv desired, jv live)
 		}
 		return 1;
 	}
+	if (fp && dk == JV_KIND_STRING)
+		return kop_json_fp_equal(desired, live);
 	return jv_equal(jv_copy(desired), jv_copy(live));
+}
+
+int kop_json_subset(jv desired, jv live)
+{
+	return subset(desired, live, 0);
+}
+
+int kop_json_subset_fp(jv desired, jv live)
+{
+	return subset(desired, live, 1);
 }

@@ -99,6 +99,8 @@ jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, j
  * it stores. Both borrowed.
  */
 int kop_json_subset(jv desired, jv live);
+/* The same with live fingerprinted (kop_json_fingerprint): its long strings stand for their SHA-256. */
+int kop_json_subset_fp(jv desired, jv live);
 
 /* The API group of an apiVersion ("apps/v1" -> "apps", "v1" -> ""), caller frees. */
 char *kop_api_group(const char *api_version);

@@ -16,6 +16,20 @@ test_expect_success 'desired is a subset of live: objects by key, arrays by posi
 	test_cmp "$FIXTURES/subset.expect" out
 '
 
+test_expect_success 'fingerprints: strings of 128 bytes or more and marked ones become their SHA-256, nothing else' '
+	"$KOP_TEST_TOOL" json-fingerprint <"$FIXTURES/fp.jsonl" >out &&
+	test_cmp "$FIXTURES/fp.expect" out
+'
+
+test_expect_success 'desired against a fingerprinted live object: every pair answers as unfingerprinted' '
+	"$KOP_TEST_TOOL" json-subset --fp <"$FIXTURES/subset.jsonl" >out &&
+	test_cmp "$FIXTURES/subset.expect" out &&
+	"$KOP_TEST_TOOL" json-subset <"$FIXTURES/fp-subset.jsonl" >out &&
+	test_cmp "$FIXTURES/fp-subset.expect" out &&
+	"$KOP_TEST_TOOL" json-subset --fp <"$FIXTURES/fp-subset.jsonl" >out &&
+	test_cmp "$FIXTURES/fp-subset.expect" out
+'
+
 test_expect_success 'label mapping: name label, fixed namespace, every match label' '
 	WIDGET_TEAM=blue "$KOP_TEST_TOOL" program-map "$PROJECT_ROOT/t/t2001-ireconcile-engine/widgets" \
 		<"$FIXTURES/map.jsonl" >out &&

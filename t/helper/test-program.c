@@ -1,7 +1,10 @@
 /*
  * test-tool commands for lib/hmap.c and lib/program.c:
  *   test-tool hmap-stress N SEED      N random puts/removes checked against a plain array; prints "ok"
- *   test-tool json-subset < pairs.jsonl   each line [desired, live] -> true or false
+ *   test-tool json-subset [--fp] < pairs.jsonl   each line [desired, live] -> true or false
+ *                                   (--fp: live fingerprinted first, compared by kop_json_subset_fp)
+ *   test-tool json-fingerprint < values.jsonl   each value fingerprinted, compact, then
+ *                                   "changed" or "same"
  *   test-tool program-map PROGRAM < objs.jsonl   each object -> the primary key it maps to, or null
  * Exit 0, 1 on a failed check, 2 on bad usage or input.
  */
@@ -106,7 +109,8 @@ static int each_value(int (*fn)(jv, void *), void *data)
 
 static int one_subset(jv pair, void *data)
 {
-	(void)data;
+	int fp = *(int *)data;
+
 	if (jv_get_kind(pair) != JV_KIND_ARRAY || jv_array_length(jv_copy(pair)) != 2) {
 		jv_free(pair);
 		return 1;
@@ -114,7 +118,9 @@ static int one_subset(jv pair, void *data)
 	{
 		jv d = jv_array_get(jv_copy(pair), 0), l = jv_array_get(jv_copy(pair), 1);
 
-		puts(kop_json_subset(d, l) ? "true" : "false");
+		if (fp)
+			l = kop_json_fingerprint(l, NULL);
+		puts((fp ? kop_json_subset_fp(d, l) : kop_json_subset(d, l)) ? "true" : "false");
 		jv_free(d);
 		jv_free(l);
 	}
@@ -124,9 +130,32 @@ static int one_subset(jv pair, void *data)
 
 static int cmd_json_subset(int argc, char **argv)
 {
-	(void)argc;
+	int fp = argc == 2 && !strcmp(argv[1], "--fp");
+
+	if (argc > 2 || (argc == 2 && !fp))
+		return 2;
+	return each_value(one_subset, &fp);
+}
+
+static int one_fingerprint(jv v, void *data)
+{
+	int changed = 0;
+	char *text;
+
+	(void)data;
+	v = kop_json_fingerprint(v, &changed);
+	text = kop_json_dump(v);
+	printf("%s %s\n", text, changed ? "changed" : "same");
+	free(text);
+	return 0;
+}
+
+static int cmd_json_fingerprint(int argc, char **argv)
+{
 	(void)argv;
-	return each_value(one_subset, NULL);
+	if (argc != 1)
+		return 2;
+	return each_value(one_fingerprint, NULL);
 }
 
 static int one_map(jv obj, void *data)
@@ -188,6 +217,7 @@ static int cmd_program_map(int argc, char **argv)
 static const struct test_cmd program_cmds[] = {
 	{ "hmap-stress", cmd_hmap_stress },
 	{ "json-subset", cmd_json_subset },
+	{ "json-fingerprint", cmd_json_fingerprint },
 	{ "program-map", cmd_program_map },
 	{ NULL, NULL }
 };
