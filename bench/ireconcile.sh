@@ -81,13 +81,14 @@ steady_input () {
 	{
 		grep -v '"kind":"'"$2"'"' "$3" || :
 		jq -c --slurpfile st "$tmp/$1.status.json" --arg f "$4" \
-			'select(.object.kind == "'"$2"'")
+			'select(.object.kind == "'"$2"'" and .type != "BOOKMARK")
 			 | .object.metadata.finalizers = [$f]
 			 | .object.status = $st[0]["\(.object.metadata.namespace)/\(.object.metadata.name)"]' "$3"
 		jq -c 'select(.op == "apply") | {type: "ADDED", object: (.object
 			| .metadata.uid = "u-\(.metadata.namespace)-\(.kind)-\(.metadata.name)"
 			| .metadata.resourceVersion = "7"
 			| if .kind == "Deployment" or .kind == "StatefulSet" then .metadata.generation = 1 else . end)}' "$tmp/$1.out"
+		grep '"type":"BOOKMARK"' "$3"	# the initial list ends once everything is in the view
 	} >"$tmp/$1.steady.jsonl"
 }
 
@@ -96,9 +97,10 @@ log "generating $N IoTServices"
 F="$root/t/t2104-iotservice-ireconcile/01-finalized.in.jsonl"
 {
 	jq -c 'select(.object.kind != "IoTService")' "$F"
-	jq -c --argjson n "$N" 'select(.object.kind == "IoTService") | range(0; $n) as $i
+	jq -c --argjson n "$N" 'select(.object.kind == "IoTService" and .type != "BOOKMARK") | range(0; $n) as $i
 		| .object.metadata.name = "inst\($i)" | .object.metadata.uid = "uid-\($i)"
 		| .object.metadata.resourceVersion = "\(1000 + $i)"' "$F"
+	grep '"type":"BOOKMARK"' "$F"
 } >"$tmp/iot.jsonl"
 export OPERATOR_NAME=devawsk8s
 run iotservice_create "$root/pipeline/iotservice" "$tmp/iot.jsonl"
@@ -109,9 +111,13 @@ churn iotservice_create "$root/pipeline/iotservice"
 log "generating $N widgets"
 mkdir -p "$tmp/prog"
 cp -R "$root/t/t2001-ireconcile-engine/widgets" "$root/pipeline/lib" "$tmp/prog/"
-jq -c --argjson n "$N" 'select(.object.kind == "Widget") | range(0; $n) as $i
-	| .object.metadata.name = "w\($i)" | .object.metadata.uid = "uid-\($i)"
-	| .object.metadata.finalizers = ["test.example.org/cleanup"] | .object.spec.size = 2' "$root/t/t2001-ireconcile-engine/01-create.in.jsonl" >"$tmp/widgets.jsonl"
+W="$root/t/t2001-ireconcile-engine/01-create.in.jsonl"
+{
+	jq -c --argjson n "$N" 'select(.object.kind == "Widget" and .type != "BOOKMARK") | range(0; $n) as $i
+		| .object.metadata.name = "w\($i)" | .object.metadata.uid = "uid-\($i)"
+		| .object.metadata.finalizers = ["test.example.org/cleanup"] | .object.spec.size = 2' "$W"
+	grep '"type":"BOOKMARK"' "$W"
+} >"$tmp/widgets.jsonl"
 export WIDGET_TEAM=blue
 run engine_create "$tmp/prog/widgets" "$tmp/widgets.jsonl"
 steady_input engine_create Widget "$tmp/widgets.jsonl" test.example.org/cleanup
