@@ -101,4 +101,24 @@ test_expect_success 'ireconcile: a recorded Deployment rollout' '
 	test -s ireconcile-rollout.out
 '
 
+# A render program with projected children: fingerprinted, deflated
+# children (a dictionary per kind), the render answer dropped once every
+# child is held, then computed again when one changes (t2004's third test,
+# paced so that each step is its own reconcile).
+test_expect_success 'ireconcile: a render answer dropped and computed again' '
+	S="$T/t2004-ireconcile-render" &&
+	jq -c "if .object.kind == \"Shape\" then .object.spec.plain = true else . end" "$S/05-shape.jsonl" >plain.jsonl &&
+	ireconcile --now 2026-11-22T10:00:00Z "$S/shapes" <plain.jsonl >first.out &&
+	jq -c "select(.op == \"apply\") | {type: \"ADDED\", object: (.object
+		| .metadata.uid = \"u-\(.metadata.name)\" | .metadata.resourceVersion = \"20\")}" first.out >live.jsonl &&
+	test "$(wc -l <live.jsonl)" = 2 &&
+	jq -c "select(.object.metadata.name == \"s1-0\") | .type = \"MODIFIED\"
+		| .object.metadata.resourceVersion = \"21\" | .object.data.big |= sub(\"49\"; \"94\")" live.jsonl >drift.jsonl &&
+	{ cat plain.jsonl; sleep 3; cat live.jsonl; sleep 3; cat drift.jsonl; sleep 3; } |
+		vg 0 ireconcile-drift ireconcile -v --now 2026-11-22T10:00:00Z "$S/shapes" &&
+	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.renderKept, .applies]" ireconcile-drift.err >actual &&
+	printf "%s\n" "[true,2]" "[false,0]" "[true,1]" >expect &&
+	test_cmp expect actual
+'
+
 test_done
