@@ -2,6 +2,18 @@
 test_description='ireconcile: a render program runs again only when the primary (without status), related or settings change'
 . "${0%/*}/test-lib.sh"
 
+# wait_applies FILE N: until FILE holds N apply lines (30 s at most).
+wait_applies () {
+	test_wait_for 30 test_has_ops "$1" apply "$2" || :
+}
+
+# applied TYPE RV FILE: FILE's applies as watch events of TYPE, as the API
+# server would send them back (a uid, resourceVersion RV).
+applied () {
+	jq -c --arg type "$1" --arg rv "$2" "select(.op == \"apply\") | {type: \$type, object: (.object
+		| .metadata.uid = \"u-\(.metadata.name)\" | .metadata.resourceVersion = \$rv)}" "$3"
+}
+
 # The events come in four paced steps, each its own reconcile: the Thing,
 # its ConfigMap appearing, a status-only change, then a spec change.
 test_expect_success 'the render answer is reused until the spec changes' '
@@ -43,11 +55,8 @@ test_expect_success 'projected rendered children are applied whole; observed one
 	mkfifo shapes.fifo &&
 	{ ( cat "$FIXTURES/05-shape.jsonl"
 	    # its two applies written before they come back as live objects
-	    i=0; while test "$(grep -c "\"op\":\"apply\"" shapes.out 2>/dev/null)" != 2 && test $i -lt 300; do
-		sleep 0.1; i=$((i + 1))
-	    done
-	    jq -c "select(.op == \"apply\") | {type: \"ADDED\", object: (.object
-		| .metadata.uid = \"u-\(.metadata.name)\" | .metadata.resourceVersion = \"20\")}" shapes.out
+	    wait_applies shapes.out 2
+	    applied ADDED 20 shapes.out
 	    sleep 1; cat "$FIXTURES/06-hold.jsonl"; sleep 1; cat "$FIXTURES/07-release.jsonl"
 	  ) >shapes.fifo & } &&
 	timeout 60 ireconcile -v --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" <shapes.fifo >shapes.out 2>shapes.err &&
@@ -89,19 +98,12 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 	jq -c "if .object.kind == \"Shape\" then .object.spec.plain = true else . end" "$FIXTURES/05-shape.jsonl" \
 		>plain.jsonl &&
 	{ ( cat plain.jsonl
-	    i=0; while test "$(grep -c "\"op\":\"apply\"" drift.out 2>/dev/null)" != 2 && test $i -lt 300; do
-		sleep 0.1; i=$((i + 1))
-	    done
-	    jq -c "select(.op == \"apply\") | {type: \"ADDED\", object: (.object
-		| .metadata.uid = \"u-\(.metadata.name)\" | .metadata.resourceVersion = \"20\")}" drift.out
+	    wait_applies drift.out 2
+	    applied ADDED 20 drift.out
 	    sleep 1
-	    jq -c "select(.op == \"apply\" and .object.metadata.name == \"s1-0\") | {type: \"MODIFIED\", object: (.object
-		| .metadata.uid = \"u-s1-0\" | .metadata.resourceVersion = \"21\" | .data.big |= sub(\"49\"; \"94\"))}" drift.out
-	    i=0; while test "$(grep -c "\"op\":\"apply\"" drift.out 2>/dev/null)" != 3 && test $i -lt 300; do
-		sleep 0.1; i=$((i + 1))
-	    done
-	    jq -c "select(.op == \"apply\") | {type: \"MODIFIED\", object: (.object
-		| .metadata.uid = \"u-\(.metadata.name)\" | .metadata.resourceVersion = \"22\")}" drift.out | tail -n 1
+	    applied MODIFIED 21 drift.out | sed -n 1p | jq -c ".object.data.big |= sub(\"49\"; \"94\")"
+	    wait_applies drift.out 3
+	    applied MODIFIED 22 drift.out | tail -n 1
 	    sleep 1
 	  ) >drift.fifo & } &&
 	timeout 60 ireconcile -v --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" <drift.fifo >drift.out 2>drift.err &&

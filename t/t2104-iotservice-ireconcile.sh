@@ -165,11 +165,7 @@ test_expect_success '14-edit-config: the config Secret and the checksum of the w
 
 # wait_statuses FILE N: until FILE holds N status lines (at most 30 s)
 wait_statuses () {
-	ws_i=0
-	while test "$(grep -c "\"op\":\"status\"" "$1" 2>/dev/null)" -lt "$2" && test $ws_i -lt 300; do
-		sleep 0.1
-		ws_i=$((ws_i + 1))
-	done
+	test_wait_for 30 test_has_ops "$1" status "$2" || :
 }
 
 # A status written and not yet seen back is what the program sees: a

@@ -136,6 +136,11 @@ test_wait_for () {
 	done
 }
 
+# test_has_ops FILE OP N: FILE holds at least N lines of operation OP (the stage protocol).
+test_has_ops () {
+	test "$(grep -c "\"op\":\"$2\"" "$1" 2>/dev/null)" -ge "$3"
+}
+
 test_skip_all () {
 	echo "1..0 # SKIP $*" >&3
 	cd "$TEST_DIRECTORY" && rm -rf "$TRASH"
