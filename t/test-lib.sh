@@ -57,13 +57,13 @@ test_run_ () {
 
 test_expect_success () {
 	test_count=$((test_count + 1))
-	if (test_run_ "$2") >".out.$test_count" 2>&1 </dev/null; then
+	if (test_run_ "$2") >"$TRASH/.out.$test_count" 2>&1 </dev/null; then
 		echo "ok $test_count - $1" >&3
-		test -n "$KOP_TEST_VERBOSE" && sed 's/^/#	/' ".out.$test_count" >&3
+		test -n "$KOP_TEST_VERBOSE" && sed 's/^/#	/' "$TRASH/.out.$test_count" >&3
 	else
 		test_failed=$((test_failed + 1))
 		echo "not ok $test_count - $1" >&3
-		tail -n 80 ".out.$test_count" | sed 's/^/#	/' >&3
+		tail -n 80 "$TRASH/.out.$test_count" | sed 's/^/#	/' >&3
 	fi
 }
 
