@@ -965,6 +965,8 @@ struct rctx {
 	struct kop_hmap view;		/* the same, projected for the program (vtext) */
 	jv rfull;			/* rendered_full(), jv_invalid() until read */
 	int64_t rerender_jq, rerender_fn;	/* time rendered_full() spent computing it again (us) */
+	int rfail;			/* rendered_full() could not compute it again: what it says */
+	char rfail_msg[KOP_ERRLEN];
 };
 
 static void parsed_free(void *v)
@@ -1420,8 +1422,13 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 					jv rf = jv_getpath(jv_copy(rendered_full(p, ctx)),
 							   JV_ARRAY(jv_string("desired"), jv_number(m)));
 
-					full = jv_get_kind(rf) == JV_KIND_OBJECT ? jv_object_merge_recursive(rf, jv_copy(c))
-										  : (jv_free(rf), jv_copy(c));
+					if (jv_get_kind(rf) != JV_KIND_OBJECT) {
+						/* (ctx->rfail) what sync saw is not the whole object */
+						jv_free(rf);
+						kop_hmap_put(desired, key, &one);
+						goto next;
+					}
+					full = jv_object_merge_recursive(rf, jv_copy(c));
 				} else {
 					full = jv_copy(c);
 				}
@@ -1442,9 +1449,9 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 		}
 		if (!jv_is_valid(full)) {
 			full = jv_getpath(jv_copy(rendered_full(p, ctx)), JV_ARRAY(jv_string("desired"), jv_number(r)));
-			if (jv_get_kind(full) != JV_KIND_OBJECT) {	/* cannot happen */
-				tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
-					  "primary '%s': rendered %s '%s' unreadable; skipped", p->key, kind, name);
+			if (jv_get_kind(full) != JV_KIND_OBJECT) {
+				/* (ctx->rfail) left as it is: still desired, not pruned */
+				kop_hmap_put(desired, key, &one);
 				goto next;
 			}
 		}
@@ -1783,23 +1790,58 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 	return view;
 }
 
-/* The render answer as computed (borrowed from ctx): parsed once per
+/* Whether out (borrowed) has the desired objects of p's last answer (p->rdig). */
+static int same_desired(struct prim *p, jv out)
+{
+	jv des = jv_getpath(jv_copy(out), JV_ARRAY(jv_string("desired")));
+	int same = p->nrdig ? jv_get_kind(des) == JV_KIND_ARRAY && jv_array_length(jv_copy(des)) == p->nrdig
+			    : jv_get_kind(des) != JV_KIND_ARRAY || !jv_array_length(jv_copy(des));
+
+	if (same && p->nrdig) {
+		jv_array_foreach(des, i, c) {
+			unsigned char d[KOP_JSON_DIGEST_LEN];
+
+			kop_json_digest(c, d);
+			if (memcmp(d, p->rdig[i], sizeof(d)))
+				same = 0;
+			jv_free(c);
+		}
+	}
+	jv_free(des);
+	return same;
+}
+
+/*
+ * The render answer as computed (borrowed from ctx): parsed once per
  * reconcile, when needed; computed again from the same input (the render
- * key has not changed, or render() would have) when not kept. */
+ * key has not changed, or render() would have) when not kept. When it
+ * cannot be had (the program fails, or answers otherwise, on the same
+ * input: it reads something else), jv_invalid() and ctx->rfail: the
+ * children that need it are left as they are, and the reconcile is tried
+ * again, rendering anew (reconcile_parsed).
+ */
 static jv rendered_full(struct prim *p, struct rctx *ctx)
 {
 	char err[KOP_ERRLEN] = "";
 
-	if (jv_is_valid(ctx->rfull) || !p->render_valid)
+	if (jv_is_valid(ctx->rfull) || !p->render_valid || ctx->rfail)
 		return ctx->rfull;
 	if (p->rendered) {
 		ctx->rfull = inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, NULL);
 		return ctx->rfull;
 	}
 	ctx->rfull = render_run(render_input(p, ctx, 1), &ctx->rerender_jq, &ctx->rerender_fn, err);
-	if (!jv_is_valid(ctx->rfull))	/* it succeeded on the same input */
-		tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
-			  "primary '%s': render program failed on an input it rendered before: %s", p->key, err);
+	if (!jv_is_valid(ctx->rfull)) {
+		ctx->rfail = 1;
+		snprintf(ctx->rfail_msg, sizeof(ctx->rfail_msg), "render program failed on an input it rendered before: %s",
+			 err);
+	} else if (!same_desired(p, ctx->rfull)) {
+		jv_free(ctx->rfull);
+		ctx->rfull = jv_invalid();
+		ctx->rfail = 1;
+		snprintf(ctx->rfail_msg, sizeof(ctx->rfail_msg), "%s",
+			 "render program answered otherwise on an input it rendered before (does it read more than its input?)");
+	}
 	return ctx->rfull;
 }
 
@@ -1859,7 +1901,8 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 		goto out;
 	}
 	if (jv_get_kind(sent) != JV_KIND_OBJECT) {
-		jv_free(sent);	/* cannot happen: we wrote it */
+		jv_free(sent);	/* ctx->rfail: unknown, so not landed */
+		pending = ctx->rfail;
 		goto out;
 	}
 	if (live_holds(ctx, o, sent)) {
@@ -1997,7 +2040,18 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	else
 		jv_free(v);
 	if (E.prog.render)
-		render_keep(p, ctx, held);
+		render_keep(p, ctx, held && !ctx->rfail);
+	if (ctx->rfail) {
+		/* Rendered anew next time, after the backoff of a program error. */
+		unsigned delay = kop_backoff_next(&p->backoff);
+
+		p->render_valid = 0;
+		tool_logj(LOG_ERROR, jv_object_set(jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
+						   jv_string("retryInMs"), jv_number(delay)),
+			  "primary '%s': %s; children that needed it left as they are", p->key, ctx->rfail_msg);
+		schedule(p, now + delay);
+		E.errors++;
+	}
 	prune(p, &desired, now, &n);
 	tidy_errors(p, &desired);
 
@@ -2029,7 +2083,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	jv_free(out);
 	jv_free(rdes);
 	kop_hmap_release(&desired, NULL);
-	if (!jv_object_length(jv_copy(p->errors)))
+	if (!jv_object_length(jv_copy(p->errors)) && !ctx->rfail)
 		kop_backoff_reset(&p->backoff);
 
 	if (log_enabled(LOG_DEBUG)) {
@@ -2072,6 +2126,8 @@ static void reconcile(struct prim *p, int64_t now)
 	kop_hmap_init(&ctx.view);
 	ctx.rfull = jv_invalid();
 	ctx.rerender_jq = ctx.rerender_fn = 0;
+	ctx.rfail = 0;
+	ctx.rfail_msg[0] = '\0';
 	reconcile_parsed(p, &ctx, now);
 	jv_free(ctx.parent);
 	jv_free(ctx.rfull);

@@ -125,4 +125,40 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 	! grep "\"level\":\"error\"" drift.err
 '
 
+# A render program that reads more than its input (here the clock) may fail,
+# or answer otherwise, when its answer is computed again: the child that
+# needed it is left as it is (never deleted, never applied from what sync
+# saw), the error is logged with the primary, and the primary is rendered
+# anew after the backoff.
+for fickle in 'error("late")' '.parent.spec.color = "late"'
+do
+	test_expect_success "a render answer that cannot be had again leaves the child as it is ($fickle)" '
+		rm -rf fickle && cp -R "$FIXTURES/shapes" fickle &&
+		t0=$(date +%s) &&
+		{ echo "(if now > $t0 + 3 then $fickle else . end) as \$_ | \$_ |"; cat "$FIXTURES/shapes/render.jq"; } \
+			>fickle/render.jq &&
+		rm -f fickle.fifo && mkfifo fickle.fifo &&
+		jq -c "if .object.kind == \"Shape\" then .object.spec.plain = true else . end" "$FIXTURES/05-shape.jsonl" \
+			>plain.jsonl &&
+		{ ( cat plain.jsonl
+		    wait_applies fickle.out 2
+		    applied ADDED 20 fickle.out
+		    sleep 4
+		    applied MODIFIED 21 fickle.out | sed -n 1p | jq -c ".object.data.big |= sub(\"49\"; \"94\")"
+		    sleep 3
+		  ) >fickle.fifo & } &&
+		timeout 60 ireconcile -v --now 2026-11-22T10:00:00Z --backoff-base 1s fickle <fickle.fifo >fickle.out 2>fickle.err &&
+		wait &&
+		! grep "\"op\":\"delete\"" fickle.out &&
+		grep "render program .* on an input it rendered before" fickle.err >errors &&
+		test "$(jq -r .primary errors | sort -u)" = blue/s1 &&
+		jq -c "select(.op == \"apply\" and .object.metadata.name == \"s1-0\") | .object.data.color" fickle.out >colors &&
+		case $fickle in
+		error*)	printf "%s\n" "\"red\"" >expect ;;
+		*)	printf "%s\n" "\"red\"" "\"late\"" >expect ;;
+		esac &&
+		test_cmp expect colors
+	'
+done
+
 test_done
