@@ -1560,6 +1560,29 @@ static void tidy_errors(struct prim *p, struct kop_hmap *desired)
 }
 
 /* Writes the status when it differs; 0 when an identical one is in flight. */
+/* The flight of p's last status (p->status_sent) while it is on its way:
+ * sent, not failed, not timed out, not yet seen back (parent_seen); else NULL. */
+static struct flight *status_flight(struct prim *p, int64_t now)
+{
+	char *fkey = join2("status", p->key);
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
+
+	free(fkey);
+	if (!p->status_sent || !f || f->failed || now - f->at >= FLIGHT_TIMEOUT_MS)
+		return NULL;
+	return f;
+}
+
+/* Whether status (borrowed) is p's last status sent. */
+static int status_is_sent(struct prim *p, jv status)
+{
+	char *text = kop_json_dump(jv_copy(status));
+	int same = p->status_sent && !strcmp(text, p->status_sent);
+
+	free(text);
+	return same;
+}
+
 static int write_status(struct prim *p, jv parent, jv status, int64_t now, struct counts *n)
 {
 	jv live = jv_object_get(jv_copy(parent), jv_string("status"));
@@ -1570,6 +1593,8 @@ static int write_status(struct prim *p, jv parent, jv status, int64_t now, struc
 		live = jv_null();
 	if (jv_equal(jv_copy(status), live)) {
 		flight_forget(fkey);
+	} else if (status_flight(p, now) && status_is_sent(p, status)) {
+		sent = 0;	/* on its way (an older one of ours may land first) */
 	} else if (flight_check(p, fkey, status, p->obj->rv, now)) {
 		jv obj = ref_object(parent, 1);
 
@@ -1937,23 +1962,28 @@ static jv build_pending(struct prim *p, struct rctx *ctx, int64_t now)
 
 /*
  * The primary as the program sees it (parent borrowed): while a status
- * written for it is in flight (sent, not failed, not yet seen back), with
- * that status, so that what the program derives from the stored one (an
- * event on a phase change, a condition's transition time) is not derived
- * twice.
+ * written for it is in flight (status_flight), with that status, so that
+ * what the program derives from the stored one (an event on a phase
+ * change, a condition's transition time) is not derived twice. Until the
+ * stored status is that one: an older status of ours landing (kstatus
+ * writes them in order) changes the primary, but not what is on its way.
  */
 static jv parent_seen(struct prim *p, jv parent, int64_t now)
 {
-	char *fkey = join2("status", p->key);
-	struct flight *f = kop_hmap_get(&E.flights, fkey);
 	jv st;
 
-	free(fkey);
-	if (!p->status_sent || !f || f->failed || strcmp(f->live_rv, p->obj->rv) || now - f->at >= FLIGHT_TIMEOUT_MS)
+	if (!status_flight(p, now))
 		return jv_copy(parent);
 	st = jv_parse(p->status_sent);
 	if (!jv_is_valid(st)) {	/* cannot happen: we wrote it */
 		jv_free(st);
+		return jv_copy(parent);
+	}
+	if (jv_equal(jv_copy(st), jv_object_get(jv_copy(parent), jv_string("status")))) {
+		char *fkey = join2("status", p->key);
+
+		flight_forget(fkey);	/* seen back */
+		free(fkey);
 		return jv_copy(parent);
 	}
 	return jv_object_set(jv_copy(parent), jv_string("status"), st);

@@ -222,4 +222,41 @@ test_expect_success '15: an edited child is "being updated" until the edit is se
 	test_cmp expect actual
 '
 
+# Two statuses on their way, the first lands: the primary changed, but what
+# the program sees is still the second (kstatus writes them in order), so it
+# is not written again, nor derived anew (with the clock, a condition's
+# transition time would move). Once the second lands, nothing either.
+test_expect_success 'an older status landing while a newer one is on its way writes nothing' '
+	mkfifo older.fifo &&
+	landed () {	# N RV: the primary as stored once the Nth status of older.out landed
+		jq -c --slurpfile st older.out --argjson n "$1" --arg rv "$2" "select(.object.kind == \"IoTService\")
+			| .type = \"MODIFIED\" | .object.metadata.resourceVersion = \$rv
+			| .object.status = ([\$st[] | select(.op == \"status\")][\$n - 1].object.status)" \
+			"$FIXTURES/01-finalized.in.jsonl"
+	} &&
+	{ ( cat "$FIXTURES/01-finalized.in.jsonl"
+	    wait_statuses older.out 1
+	    jq -c "select(.op == \"apply\" and .object.kind == \"Namespace\")
+		| {type: \"ADDED\", object: (.object | .metadata.uid = \"u-ns\" | .metadata.resourceVersion = \"50\")}" \
+		"$FIXTURES/01-finalized.expect.jsonl"
+	    wait_statuses older.out 2
+	    landed 1 102
+	    sleep 1
+	    landed 2 103
+	    sleep 1
+	  ) >older.fifo & } &&
+	OPERATOR_NAME=devawsk8s timeout 60 ireconcile -v --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
+		<older.fifo >older.out 2>older.err &&
+	wait &&
+	test_no_sanitizer_report older.err &&
+	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.statuses, .events]" older.err >actual &&
+	cat >expect <<-\EOT &&
+	[1,1]
+	[1,0]
+	[0,0]
+	[0,0]
+	EOT
+	test_cmp expect actual
+'
+
 test_done
