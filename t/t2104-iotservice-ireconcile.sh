@@ -168,6 +168,22 @@ wait_statuses () {
 	test_wait_for 30 test_has_ops "$1" status "$2" || :
 }
 
+# reconcile_fifo NAME: ireconcile -v reads NAME.fifo (written in the
+# background) into NAME.out and NAME.err, and the writer is waited for.
+reconcile_fifo () {
+	OPERATOR_NAME=devawsk8s timeout 60 ireconcile -v --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
+		<"$1.fifo" >"$1.out" 2>"$1.err" &&
+	wait &&
+	test_no_sanitizer_report "$1.err"
+}
+
+# The instance's Namespace as the API server sends it back once applied.
+namespace_added () {
+	jq -c "select(.op == \"apply\" and .object.kind == \"Namespace\")
+		| {type: \"ADDED\", object: (.object | .metadata.uid = \"u-ns\" | .metadata.resourceVersion = \"50\")}" \
+		"$FIXTURES/01-finalized.expect.jsonl"
+}
+
 # A status written and not yet seen back is what the program sees: a
 # reconcile in between (here the Namespace appearing) may write a newer
 # status, but does not announce the phase a second time.
@@ -176,14 +192,9 @@ test_expect_success 'a status in flight: the next reconcile writes no second Pro
 	{ ( cat "$FIXTURES/01-finalized.in.jsonl"
 	    # the first reconcile done (its status written) before the Namespace comes
 	    wait_statuses inflight.out 1
-	    jq -c "select(.op == \"apply\" and .object.kind == \"Namespace\")
-		| {type: \"ADDED\", object: (.object | .metadata.uid = \"u-ns\" | .metadata.resourceVersion = \"50\")}" \
-		"$FIXTURES/01-finalized.expect.jsonl"
+	    namespace_added
 	  ) >inflight.fifo & } &&
-	OPERATOR_NAME=devawsk8s timeout 60 ireconcile -v --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
-		<inflight.fifo >inflight.out 2>inflight.err &&
-	wait &&
-	test_no_sanitizer_report inflight.err &&
+	reconcile_fifo inflight &&
 	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.statuses, .events]" inflight.err >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
@@ -206,10 +217,7 @@ test_expect_success '15: an edited child is "being updated" until the edit is se
 	    wait_statuses landing.out 2
 	    cat "$FIXTURES/15-landing-deployment.jsonl"
 	  ) >landing.fifo & } &&
-	OPERATOR_NAME=devawsk8s timeout 60 ireconcile --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
-		<landing.fifo >landing.out 2>landing.err &&
-	wait &&
-	test_no_sanitizer_report landing.err &&
+	reconcile_fifo landing &&
 	jq -r "select(.op == \"status\") | .object.status
 		| [.phase, (.conditions[] | select(.type == \"Progressing\") | .message)] | @tsv" landing.out >actual &&
 	printf "%s\t%s\n" >expect \
@@ -236,19 +244,14 @@ test_expect_success 'an older status landing while a newer one is on its way wri
 	} &&
 	{ ( cat "$FIXTURES/01-finalized.in.jsonl"
 	    wait_statuses older.out 1
-	    jq -c "select(.op == \"apply\" and .object.kind == \"Namespace\")
-		| {type: \"ADDED\", object: (.object | .metadata.uid = \"u-ns\" | .metadata.resourceVersion = \"50\")}" \
-		"$FIXTURES/01-finalized.expect.jsonl"
+	    namespace_added
 	    wait_statuses older.out 2
 	    landed 1 102
 	    sleep 1
 	    landed 2 103
 	    sleep 1
 	  ) >older.fifo & } &&
-	OPERATOR_NAME=devawsk8s timeout 60 ireconcile -v --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
-		<older.fifo >older.out 2>older.err &&
-	wait &&
-	test_no_sanitizer_report older.err &&
+	reconcile_fifo older &&
 	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.statuses, .events]" older.err >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
