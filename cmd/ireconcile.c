@@ -966,7 +966,7 @@ struct rctx {
 	jv rfull;			/* rendered_full(), jv_invalid() until read */
 	int64_t rerender_jq, rerender_fn;	/* time rendered_full() spent computing it again (us) */
 	int rfail;			/* rendered_full() could not compute it again: what it says */
-	char rfail_msg[KOP_ERRLEN];
+	char rfail_msg[KOP_ERRLEN + 64];	/* (room for err and what it is about) */
 };
 
 static void parsed_free(void *v)
