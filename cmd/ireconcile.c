@@ -107,6 +107,11 @@ struct prim {
 	size_t rendered_zlen, rendered_len;	/* deflated and original sizes */
 	char *rview;			/* its answer as sync sees it, when projected (NULL: as it is) */
 	char *status_sent;		/* the last status written, compact JSON (NULL: none) */
+	/* While it is on its way (status_flight), the statuses the stored one may
+	 * still be, oldest first: the one stored when the flight began, then ours
+	 * sent before status_sent (parent_seen). */
+	char *status_prev[8];
+	int nprev;
 	unsigned char (*rdig)[KOP_JSON_DIGEST_LEN];	/* of each object of its .desired */
 	unsigned char *rstat;		/* which of them have a status */
 	int nrdig;
@@ -303,6 +308,24 @@ static struct prim *prim_get(const char *key, int create)
 	return p;
 }
 
+/* Forgets the first n of p->status_prev. */
+static void status_prev_drop(struct prim *p, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		free(p->status_prev[i]);
+	memmove(p->status_prev, p->status_prev + n, (size_t)(p->nprev - n) * sizeof(p->status_prev[0]));
+	p->nprev -= n;
+}
+
+static void status_prev_push(struct prim *p, char *text)
+{
+	if (p->nprev == (int)(sizeof(p->status_prev) / sizeof(p->status_prev[0])))
+		status_prev_drop(p, 1);
+	p->status_prev[p->nprev++] = text;
+}
+
 static void prim_free(void *v)
 {
 	struct prim *p = v;
@@ -314,6 +337,7 @@ static void prim_free(void *v)
 	free(p->rdig);
 	free(p->rstat);
 	free(p->status_sent);
+	status_prev_drop(p, p->nprev);
 	free(p->agg);
 	free(p);
 }
@@ -1559,7 +1583,6 @@ static void tidy_errors(struct prim *p, struct kop_hmap *desired)
 	jv_free(keys);
 }
 
-/* Writes the status when it differs; 0 when an identical one is in flight. */
 /* The flight of p's last status (p->status_sent) while it is on its way:
  * sent, not failed, not timed out, not yet seen back (parent_seen); else NULL. */
 static struct flight *status_flight(struct prim *p, int64_t now)
@@ -1583,7 +1606,12 @@ static int status_is_sent(struct prim *p, jv status)
 	return same;
 }
 
-static int write_status(struct prim *p, jv parent, jv status, int64_t now, struct counts *n)
+/*
+ * Writes the status when it differs from the stored one; 0 when it is not
+ * written because the same is on its way. carried: the program saw the
+ * status on its way (parent_seen), not the stored one.
+ */
+static int write_status(struct prim *p, jv parent, jv status, int carried, int64_t now, struct counts *n)
 {
 	jv live = jv_object_get(jv_copy(parent), jv_string("status"));
 	char *fkey = join2("status", p->key);
@@ -1591,22 +1619,29 @@ static int write_status(struct prim *p, jv parent, jv status, int64_t now, struc
 
 	if (jv_get_kind(live) == JV_KIND_INVALID)
 		live = jv_null();
-	if (jv_equal(jv_copy(status), live)) {
+	if (jv_equal(jv_copy(status), jv_copy(live))) {
 		flight_forget(fkey);
-	} else if (status_flight(p, now) && status_is_sent(p, status)) {
-		sent = 0;	/* on its way (an older one of ours may land first) */
+	} else if (carried && status_is_sent(p, status)) {
+		sent = 0;	/* on its way (an older one of ours landed first) */
 	} else if (flight_check(p, fkey, status, p->obj->rv, now)) {
 		jv obj = ref_object(parent, 1);
 
 		obj = jv_object_set(obj, jv_string("status"), jv_copy(status));
 		emit(jv_object_set(op_line("status", p->key), jv_string("object"), obj));
 		n->statuses++;
-		free(p->status_sent);
+		if (carried) {
+			status_prev_push(p, p->status_sent);	/* an earlier one of ours, still on its way */
+		} else {
+			free(p->status_sent);
+			status_prev_drop(p, p->nprev);
+			status_prev_push(p, kop_json_dump(jv_copy(live)));	/* stored now */
+		}
 		p->status_sent = kop_json_dump(jv_copy(status));
 	} else {
 		sent = 0;
 	}
 	jv_free(status);
+	jv_free(live);
 	free(fkey);
 	return sent;
 }
@@ -1960,32 +1995,73 @@ static jv build_pending(struct prim *p, struct rctx *ctx, int64_t now)
 	return r;
 }
 
+/* Which of p->status_prev the status live (borrowed) is, or -1. */
+static int status_prev_find(struct prim *p, jv live)
+{
+	int i, found = -1;
+
+	for (i = p->nprev - 1; i >= 0 && found < 0; i--) {
+		jv v = jv_parse(p->status_prev[i]);
+
+		if (jv_equal(v, jv_copy(live)))
+			found = i;
+	}
+	return found;
+}
+
 /*
  * The primary as the program sees it (parent borrowed): while a status
- * written for it is in flight (status_flight), with that status, so that
- * what the program derives from the stored one (an event on a phase
- * change, a condition's transition time) is not derived twice. Until the
- * stored status is that one: an older status of ours landing (kstatus
- * writes them in order) changes the primary, but not what is on its way.
+ * written for it is in flight (status_flight), with that status (*carried
+ * set), so that what the program derives from the stored one (an event on
+ * a phase change, a condition's transition time) is not derived twice.
+ * Until the stored status is that one, for as long as it is one the stored
+ * status may be meanwhile (p->status_prev: an older one of ours landing,
+ * kstatus writes them in order): another is someone else's, and what the
+ * program derives from it is written again. A reconcile is due when the
+ * flight times out, in case it never shows.
  */
-static jv parent_seen(struct prim *p, jv parent, int64_t now)
+static jv parent_seen(struct prim *p, jv parent, int *carried, int64_t now)
 {
-	jv st;
+	struct flight *f = status_flight(p, now);
+	jv st, live;
 
-	if (!status_flight(p, now))
+	*carried = 0;
+	if (!f) {
+		status_prev_drop(p, p->nprev);
 		return jv_copy(parent);
+	}
 	st = jv_parse(p->status_sent);
 	if (!jv_is_valid(st)) {	/* cannot happen: we wrote it */
 		jv_free(st);
 		return jv_copy(parent);
 	}
-	if (jv_equal(jv_copy(st), jv_object_get(jv_copy(parent), jv_string("status")))) {
+	live = jv_object_get(jv_copy(parent), jv_string("status"));
+	if (jv_get_kind(live) == JV_KIND_INVALID)
+		live = jv_null();
+	if (jv_equal(jv_copy(st), jv_copy(live))) {
 		char *fkey = join2("status", p->key);
 
 		flight_forget(fkey);	/* seen back */
 		free(fkey);
+		status_prev_drop(p, p->nprev);
+		jv_free(st);
+		jv_free(live);
 		return jv_copy(parent);
 	}
+	if (strcmp(f->live_rv, p->obj->rv)) {
+		/* The primary changed since: with a status it may be meanwhile? */
+		int i = status_prev_find(p, live);
+
+		if (i < 0) {
+			jv_free(st);
+			jv_free(live);
+			return jv_copy(parent);
+		}
+		status_prev_drop(p, i);	/* (those before it will not be stored any more) */
+	}
+	jv_free(live);
+	*carried = 1;
+	schedule(p, f->at + FLIGHT_TIMEOUT_MS);
 	return jv_object_set(jv_copy(parent), jv_string("status"), st);
 }
 
@@ -1993,7 +2069,7 @@ static jv parent_seen(struct prim *p, jv parent, int64_t now)
 static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 {
 	struct counts n = { 0, 0, 0, 0, 0 };
-	int finalizing = 0, index = -1, status_sent = 1;
+	int finalizing = 0, index = -1, status_sent = 1, carried = 0;
 	jv in, out, v, parent = ctx->parent, rdes;
 	char err[KOP_ERRLEN], ts[40];
 	struct kop_hmap desired = KOP_HMAP_INIT;
@@ -2018,7 +2094,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 
 	rdes = jv_array();	/* the rendered .desired as sync sees them */
 	in = jv_object();
-	in = jv_object_set(in, jv_string("parent"), parent_seen(p, parent, now));
+	in = jv_object_set(in, jv_string("parent"), parent_seen(p, parent, &carried, now));
 	in = jv_object_set(in, jv_string("children"), build_children(p, ctx));
 	in = jv_object_set(in, jv_string("related"), build_related());
 	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
@@ -2087,7 +2163,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 
 	v = jv_object_get(jv_copy(out), jv_string("status"));
 	if (jv_get_kind(v) == JV_KIND_OBJECT)
-		status_sent = write_status(p, parent, v, now, &n);
+		status_sent = write_status(p, parent, v, carried, now, &n);
 	else
 		jv_free(v);
 
