@@ -177,6 +177,23 @@ reconcile_fifo () {
 	test_no_sanitizer_report "$1.err"
 }
 
+# reconciled_counts NAME: [statuses, events] written by each reconcile logged in NAME.err.
+reconciled_counts () {
+	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.statuses, .events]" "$1.err"
+}
+
+# stored OUT N RV [PHASE]: the primary as the API server stores it once the
+# Nth status in OUT landed (at resourceVersion RV); with PHASE, someone
+# else's status.
+stored () {
+	jq -c --slurpfile st "$1" --argjson n "$2" --arg rv "$3" --arg phase "${4:-}" \
+		"select(.object.kind == \"IoTService\" and .type != \"BOOKMARK\")
+		| .type = \"MODIFIED\" | .object.metadata.resourceVersion = \$rv
+		| .object.status = ([\$st[] | select(.op == \"status\")][\$n - 1].object.status)
+		| if \$phase != \"\" then .object.status.phase = \$phase else . end" \
+		"$FIXTURES/01-finalized.in.jsonl"
+}
+
 # The instance's Namespace as the API server sends it back once applied.
 namespace_added () {
 	jq -c "select(.op == \"apply\" and .object.kind == \"Namespace\")
@@ -195,7 +212,7 @@ test_expect_success 'a status in flight: the next reconcile writes no second Pro
 	    namespace_added
 	  ) >inflight.fifo & } &&
 	reconcile_fifo inflight &&
-	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.statuses, .events]" inflight.err >actual &&
+	reconciled_counts inflight >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
 	[1,0]
@@ -236,23 +253,17 @@ test_expect_success '15: an edited child is "being updated" until the edit is se
 # transition time would move). Once the second lands, nothing either.
 test_expect_success 'an older status landing while a newer one is on its way writes nothing' '
 	mkfifo older.fifo &&
-	landed () {	# N RV: the primary as stored once the Nth status of older.out landed
-		jq -c --slurpfile st older.out --argjson n "$1" --arg rv "$2" "select(.object.kind == \"IoTService\" and .type != \"BOOKMARK\")
-			| .type = \"MODIFIED\" | .object.metadata.resourceVersion = \$rv
-			| .object.status = ([\$st[] | select(.op == \"status\")][\$n - 1].object.status)" \
-			"$FIXTURES/01-finalized.in.jsonl"
-	} &&
 	{ ( cat "$FIXTURES/01-finalized.in.jsonl"
 	    wait_statuses older.out 1
 	    namespace_added
 	    wait_statuses older.out 2
-	    landed 1 102
+	    stored older.out 1 102
 	    sleep 1
-	    landed 2 103
+	    stored older.out 2 103
 	    sleep 1
 	  ) >older.fifo & } &&
 	reconcile_fifo older &&
-	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.statuses, .events]" older.err >actual &&
+	reconciled_counts older >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
 	[1,0]
@@ -267,26 +278,18 @@ test_expect_success 'an older status landing while a newer one is on its way wri
 # be meanwhile, so what the program derives from it is written again.
 test_expect_success 'a status someone else stored while ours was on its way is written over' '
 	mkfifo foreign.fifo &&
-	stored () {	# N RV [PHASE]: the primary as stored once the Nth status of foreign.out landed (or PHASE)
-		jq -c --slurpfile st foreign.out --argjson n "$1" --arg rv "$2" --arg phase "${3:-}" \
-			"select(.object.kind == \"IoTService\" and .type != \"BOOKMARK\")
-			| .type = \"MODIFIED\" | .object.metadata.resourceVersion = \$rv
-			| .object.status = ([\$st[] | select(.op == \"status\")][\$n - 1].object.status)
-			| if \$phase != \"\" then .object.status.phase = \$phase else . end" \
-			"$FIXTURES/01-finalized.in.jsonl"
-	} &&
 	{ ( cat "$FIXTURES/01-finalized.in.jsonl"
 	    wait_statuses foreign.out 1
 	    namespace_added
 	    wait_statuses foreign.out 2
-	    { stored 1 102; stored 1 103 Foreign; } >batch.jsonl
+	    { stored foreign.out 1 102; stored foreign.out 1 103 Foreign; } >batch.jsonl
 	    cat batch.jsonl
 	    wait_statuses foreign.out 3
-	    stored 3 104
+	    stored foreign.out 3 104
 	    sleep 1
 	  ) >foreign.fifo & } &&
 	reconcile_fifo foreign &&
-	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.statuses, .events]" foreign.err >actual &&
+	reconciled_counts foreign >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
 	[1,0]
