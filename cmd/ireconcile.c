@@ -319,10 +319,15 @@ static void status_prev_drop(struct prim *p, int n)
 	p->nprev -= n;
 }
 
+/* Appends text (taken); when full, the oldest of ours goes, not the one
+ * stored when the flight began ([0]). */
 static void status_prev_push(struct prim *p, char *text)
 {
-	if (p->nprev == (int)(sizeof(p->status_prev) / sizeof(p->status_prev[0])))
-		status_prev_drop(p, 1);
+	if (p->nprev == (int)(sizeof(p->status_prev) / sizeof(p->status_prev[0]))) {
+		free(p->status_prev[1]);
+		memmove(p->status_prev + 1, p->status_prev + 2, (size_t)(p->nprev - 2) * sizeof(p->status_prev[0]));
+		p->nprev--;
+	}
 	p->status_prev[p->nprev++] = text;
 }
 
@@ -1615,7 +1620,7 @@ static int write_status(struct prim *p, jv parent, jv status, int carried, int64
 {
 	jv live = jv_object_get(jv_copy(parent), jv_string("status"));
 	char *fkey = join2("status", p->key);
-	int sent = 1;
+	int sent = 1, overwrite = !carried && status_flight(p, now) && p->nprev;
 
 	if (jv_get_kind(live) == JV_KIND_INVALID)
 		live = jv_null();
@@ -1631,6 +1636,11 @@ static int write_status(struct prim *p, jv parent, jv status, int carried, int64
 		n->statuses++;
 		if (carried) {
 			status_prev_push(p, p->status_sent);	/* an earlier one of ours, still on its way */
+		} else if (overwrite) {
+			/* Over someone else's status, stored meanwhile: ours sent before may still land after it. */
+			free(p->status_prev[0]);
+			p->status_prev[0] = kop_json_dump(jv_copy(live));
+			status_prev_push(p, p->status_sent);
 		} else {
 			free(p->status_sent);
 			status_prev_drop(p, p->nprev);
@@ -2000,7 +2010,7 @@ static int status_prev_find(struct prim *p, jv live)
 {
 	int i, found = -1;
 
-	for (i = p->nprev - 1; i >= 0 && found < 0; i--) {
+	for (i = 0; i < p->nprev && found < 0; i++) {	/* the oldest: none that may still land is dropped */
 		jv v = jv_parse(p->status_prev[i]);
 
 		if (jv_equal(v, jv_copy(live)))

@@ -182,16 +182,16 @@ reconciled_counts () {
 	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.statuses, .events]" "$1.err"
 }
 
-# stored OUT N RV [PHASE]: the primary as the API server stores it once the
-# Nth status in OUT landed (at resourceVersion RV); with PHASE, someone
-# else's status.
+# stored OUT N RV [PHASE [INPUT]]: the primary (its last state in INPUT,
+# 01-finalized's by default) as the API server stores it once the Nth
+# status in OUT landed (at resourceVersion RV); with PHASE, someone else's.
 stored () {
-	jq -c --slurpfile st "$1" --argjson n "$2" --arg rv "$3" --arg phase "${4:-}" \
-		"select(.object.kind == \"IoTService\" and .type != \"BOOKMARK\")
+	jq -c -s --slurpfile st "$1" --argjson n "$2" --arg rv "$3" --arg phase "${4:-}" \
+		"[.[] | select(.object.kind == \"IoTService\" and .type != \"BOOKMARK\")] | last
 		| .type = \"MODIFIED\" | .object.metadata.resourceVersion = \$rv
 		| .object.status = ([\$st[] | select(.op == \"status\")][\$n - 1].object.status)
 		| if \$phase != \"\" then .object.status.phase = \$phase else . end" \
-		"$FIXTURES/01-finalized.in.jsonl"
+		"${5:-$FIXTURES/01-finalized.in.jsonl}"
 }
 
 # The instance's Namespace as the API server sends it back once applied.
@@ -299,6 +299,34 @@ test_expect_success 'a status someone else stored while ours was on its way is w
 	test_cmp expect actual &&
 	jq -c "select(.op == \"status\") | .object.status" foreign.out >statuses &&
 	test "$(sed -n 2p statuses)" = "$(sed -n 3p statuses)"
+'
+
+# Someone else's status stored before ours that are on their way (kstatus
+# retries after a conflict): what the program derives from it is written
+# over, and ours landing afterwards are still ours, nothing more is written.
+test_expect_success 'statuses of ours landing after someone else'"'"'s write nothing more' '
+	mkfifo after.fifo &&
+	{ ( cat "$FIXTURES/05-edit-image.in.jsonl"
+	    wait_statuses after.out 1
+	    cat "$FIXTURES/15-landing-deployment.jsonl"
+	    wait_statuses after.out 2
+	    stored after.out 1 401 Foreign "$FIXTURES/05-edit-image.in.jsonl"
+	    wait_statuses after.out 3
+	    stored after.out 1 402 "" "$FIXTURES/05-edit-image.in.jsonl"
+	    sleep 1
+	    stored after.out 2 403 "" "$FIXTURES/05-edit-image.in.jsonl"
+	    sleep 1
+	  ) >after.fifo & } &&
+	reconcile_fifo after &&
+	reconciled_counts after >actual &&
+	cat >expect <<-\EOT &&
+	[1,1]
+	[1,1]
+	[1,1]
+	[0,0]
+	[0,0]
+	EOT
+	test_cmp expect actual
 '
 
 test_done
