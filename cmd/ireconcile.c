@@ -1275,15 +1275,21 @@ static void count_reconcile(const char *result)
 	}
 }
 
-static void program_failed(struct prim *p, const char *msg, int64_t now)
+/* Logs a program error of p ("<before>'<key>': <msg><after>") and reconciles p again after its backoff. */
+static void retry_after_error(struct prim *p, const char *before, const char *msg, const char *after, int64_t now)
 {
 	unsigned delay = kop_backoff_next(&p->backoff);
 	jv f = jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key));
 
 	f = jv_object_set(f, jv_string("retryInMs"), jv_number(delay));
-	tool_logj(LOG_ERROR, f, "unable to reconcile '%s': %s", p->key, msg);
+	tool_logj(LOG_ERROR, f, "%s'%s': %s%s", before, p->key, msg, after);
 	schedule(p, now + delay);
 	E.errors++;
+}
+
+static void program_failed(struct prim *p, const char *msg, int64_t now)
+{
+	retry_after_error(p, "unable to reconcile ", msg, "", now);
 	count_reconcile("error");
 }
 
@@ -1611,22 +1617,28 @@ static int status_is_sent(struct prim *p, jv status)
 	return same;
 }
 
+/* Which status the program saw (parent_seen). */
+enum seen {
+	SEEN_STORED,		/* the stored one, nothing of ours on its way */
+	SEEN_CARRIED,		/* ours on its way */
+	SEEN_FOREIGN		/* the stored one, someone else's, stored while ours was on its way */
+};
+
 /*
  * Writes the status when it differs from the stored one; 0 when it is not
- * written because the same is on its way. carried: the program saw the
- * status on its way (parent_seen), not the stored one.
+ * written because the same is on its way. seen: what the program saw.
  */
-static int write_status(struct prim *p, jv parent, jv status, int carried, int64_t now, struct counts *n)
+static int write_status(struct prim *p, jv parent, jv status, enum seen seen, int64_t now, struct counts *n)
 {
 	jv live = jv_object_get(jv_copy(parent), jv_string("status"));
 	char *fkey = join2("status", p->key);
-	int sent = 1, overwrite = !carried && status_flight(p, now) && p->nprev;
+	int sent = 1;
 
 	if (jv_get_kind(live) == JV_KIND_INVALID)
 		live = jv_null();
 	if (jv_equal(jv_copy(status), jv_copy(live))) {
 		flight_forget(fkey);
-	} else if (carried && status_is_sent(p, status)) {
+	} else if (seen == SEEN_CARRIED && status_is_sent(p, status)) {
 		sent = 0;	/* on its way (an older one of ours landed first) */
 	} else if (flight_check(p, fkey, status, p->obj->rv, now)) {
 		jv obj = ref_object(parent, 1);
@@ -1634,9 +1646,9 @@ static int write_status(struct prim *p, jv parent, jv status, int carried, int64
 		obj = jv_object_set(obj, jv_string("status"), jv_copy(status));
 		emit(jv_object_set(op_line("status", p->key), jv_string("object"), obj));
 		n->statuses++;
-		if (carried) {
+		if (seen == SEEN_CARRIED) {
 			status_prev_push(p, p->status_sent);	/* an earlier one of ours, still on its way */
-		} else if (overwrite) {
+		} else if (seen == SEEN_FOREIGN) {
 			/* Over someone else's status, stored meanwhile: ours sent before may still land after it. */
 			free(p->status_prev[0]);
 			p->status_prev[0] = kop_json_dump(jv_copy(live));
@@ -1732,16 +1744,41 @@ static jv render_view(jv out)
 	return jv_object_set(out, jv_string("desired"), view);
 }
 
-/* The render program's input for p: .related, .settings and, with_parent, .parent. */
-static jv render_input(struct prim *p, struct rctx *ctx, int with_parent)
+/* The render program's input for p but its .parent: .related and .settings. */
+static jv render_input(void)
 {
 	jv in = jv_object_set(jv_object(), jv_string("related"), build_related());
 
-	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
-	if (with_parent)	/* the primary whole: sync's .parent may lack its spec (p->obj->vtext) */
-		in = jv_object_set(in, jv_string("parent"),
-				   render_parent(p->obj->vtext ? parse_obj(p->obj) : jv_copy(ctx->parent)));
-	return in;
+	return jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
+}
+
+/* in (consumed) with p's .parent: the primary whole (sync's .parent may lack its spec, p->obj->vtext). */
+static jv render_input_parent(struct prim *p, struct rctx *ctx, jv in)
+{
+	return jv_object_set(in, jv_string("parent"),
+			     render_parent(p->obj->vtext ? parse_obj(p->obj) : jv_copy(ctx->parent)));
+}
+
+/* The digests of the objects of out's .desired (borrowed) in *dig, which of
+ * them have a status in *stat (both allocated, NULL when none): their number. */
+static int desired_digests(jv out, unsigned char (**dig)[KOP_JSON_DIGEST_LEN], unsigned char **stat)
+{
+	jv des = jv_getpath(jv_copy(out), JV_ARRAY(jv_string("desired")));
+	int n = jv_get_kind(des) == JV_KIND_ARRAY ? jv_array_length(jv_copy(des)) : 0;
+
+	*dig = NULL;
+	*stat = NULL;
+	if (n > 0) {
+		*dig = kop_calloc((size_t)n, sizeof(**dig));
+		*stat = kop_calloc((size_t)n, 1);
+		jv_array_foreach(des, i, c) {
+			kop_json_digest(c, (*dig)[i]);
+			(*stat)[i] = jv_get_kind(c) == JV_KIND_OBJECT && jv_object_has(jv_copy(c), jv_string("status"));
+			jv_free(c);
+		}
+	}
+	jv_free(des);
+	return n;
 }
 
 /* Runs the render program on in (consumed): its answer, directives resolved,
@@ -1797,7 +1834,7 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 	*us_jq = *us_fn = 0;
 	*cached = 0;
 	/* The key: the parent's part (digested as it arrived) and the rest. */
-	in = render_input(p, ctx, 0);
+	in = render_input();
 	{
 		unsigned char both[2 * KOP_JSON_DIGEST_LEN];
 
@@ -1805,10 +1842,10 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 		kop_json_digest(in, both + KOP_JSON_DIGEST_LEN);
 		SHA256(both, sizeof(both), d);
 	}
-	jv_free(in);
 	if (p->render_valid && !memcmp(d, p->render_key, sizeof(d))) {
 		out = p->rview ? jv_parse(p->rview) : inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, NULL);
 		if (jv_is_valid(out)) {
+			jv_free(in);
 			*cached = 1;
 			if (!p->rview)
 				ctx->rfull = jv_copy(out);
@@ -1826,24 +1863,10 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 	free(p->rstat);
 	p->rstat = NULL;
 	p->nrdig = 0;
-	out = render_run(render_input(p, ctx, 1), us_jq, us_fn, err);
+	out = render_run(render_input_parent(p, ctx, in), us_jq, us_fn, err);
 	if (!jv_is_valid(out))
 		return out;
-	{
-		jv des = jv_getpath(jv_copy(out), JV_ARRAY(jv_string("desired")));
-
-		if (jv_get_kind(des) == JV_KIND_ARRAY && jv_array_length(jv_copy(des)) > 0) {
-			p->nrdig = jv_array_length(jv_copy(des));
-			p->rdig = kop_calloc((size_t)p->nrdig, sizeof(*p->rdig));
-			p->rstat = kop_calloc((size_t)p->nrdig, 1);
-			jv_array_foreach(des, i, c) {
-				kop_json_digest(c, p->rdig[i]);
-				p->rstat[i] = jv_get_kind(c) == JV_KIND_OBJECT && jv_object_has(jv_copy(c), jv_string("status"));
-				jv_free(c);
-			}
-		}
-		jv_free(des);
-	}
+	p->nrdig = desired_digests(out, &p->rdig, &p->rstat);
 	memcpy(p->render_key, d, sizeof(d));
 	ctx->rfull = jv_copy(out);
 	/* What sync reads of it, small enough to keep as it is. */
@@ -1863,21 +1886,12 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 /* Whether out (borrowed) has the desired objects of p's last answer (p->rdig). */
 static int same_desired(struct prim *p, jv out)
 {
-	jv des = jv_getpath(jv_copy(out), JV_ARRAY(jv_string("desired")));
-	int same = p->nrdig ? jv_get_kind(des) == JV_KIND_ARRAY && jv_array_length(jv_copy(des)) == p->nrdig
-			    : jv_get_kind(des) != JV_KIND_ARRAY || !jv_array_length(jv_copy(des));
+	unsigned char (*dig)[KOP_JSON_DIGEST_LEN], *stat;
+	int n = desired_digests(out, &dig, &stat);
+	int same = n == p->nrdig && (!n || !memcmp(dig, p->rdig, (size_t)n * sizeof(*dig)));
 
-	if (same && p->nrdig) {
-		jv_array_foreach(des, i, c) {
-			unsigned char d[KOP_JSON_DIGEST_LEN];
-
-			kop_json_digest(c, d);
-			if (memcmp(d, p->rdig[i], sizeof(d)))
-				same = 0;
-			jv_free(c);
-		}
-	}
-	jv_free(des);
+	free(dig);
+	free(stat);
 	return same;
 }
 
@@ -1900,7 +1914,7 @@ static jv rendered_full(struct prim *p, struct rctx *ctx)
 		ctx->rfull = inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, NULL);
 		return ctx->rfull;
 	}
-	ctx->rfull = render_run(render_input(p, ctx, 1), &ctx->rerender_jq, &ctx->rerender_fn, err);
+	ctx->rfull = render_run(render_input_parent(p, ctx, render_input()), &ctx->rerender_jq, &ctx->rerender_fn, err);
 	if (!jv_is_valid(ctx->rfull)) {
 		ctx->rfail = 1;
 		snprintf(ctx->rfail_msg, sizeof(ctx->rfail_msg), "render program failed on an input it rendered before: %s",
@@ -2020,9 +2034,9 @@ static int status_prev_find(struct prim *p, jv live)
 }
 
 /*
- * The primary as the program sees it (parent borrowed): while a status
- * written for it is in flight (status_flight), with that status (*carried
- * set), so that what the program derives from the stored one (an event on
+ * The primary as the program sees it (parent borrowed), and in *seen which
+ * status: while a status written for it is in flight (status_flight), that
+ * status (SEEN_CARRIED), so that what the program derives from the stored one (an event on
  * a phase change, a condition's transition time) is not derived twice.
  * Until the stored status is that one, for as long as it is one the stored
  * status may be meanwhile (p->status_prev: an older one of ours landing,
@@ -2030,12 +2044,12 @@ static int status_prev_find(struct prim *p, jv live)
  * program derives from it is written again. A reconcile is due when the
  * flight times out, in case it never shows.
  */
-static jv parent_seen(struct prim *p, jv parent, int *carried, int64_t now)
+static jv parent_seen(struct prim *p, jv parent, enum seen *seen, int64_t now)
 {
 	struct flight *f = status_flight(p, now);
 	jv st, live;
 
-	*carried = 0;
+	*seen = SEEN_STORED;
 	if (!f) {
 		status_prev_drop(p, p->nprev);
 		return jv_copy(parent);
@@ -2065,12 +2079,13 @@ static jv parent_seen(struct prim *p, jv parent, int *carried, int64_t now)
 		if (i < 0) {
 			jv_free(st);
 			jv_free(live);
+			*seen = SEEN_FOREIGN;
 			return jv_copy(parent);
 		}
 		status_prev_drop(p, i);	/* (those before it will not be stored any more) */
 	}
 	jv_free(live);
-	*carried = 1;
+	*seen = SEEN_CARRIED;
 	schedule(p, f->at + FLIGHT_TIMEOUT_MS);
 	return jv_object_set(jv_copy(parent), jv_string("status"), st);
 }
@@ -2079,7 +2094,8 @@ static jv parent_seen(struct prim *p, jv parent, int *carried, int64_t now)
 static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 {
 	struct counts n = { 0, 0, 0, 0, 0 };
-	int finalizing = 0, index = -1, status_sent = 1, carried = 0;
+	int finalizing = 0, index = -1, status_sent = 1;
+	enum seen seen = SEEN_STORED;
 	jv in, out, v, parent = ctx->parent, rdes;
 	char err[KOP_ERRLEN], ts[40];
 	struct kop_hmap desired = KOP_HMAP_INIT;
@@ -2104,7 +2120,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 
 	rdes = jv_array();	/* the rendered .desired as sync sees them */
 	in = jv_object();
-	in = jv_object_set(in, jv_string("parent"), parent_seen(p, parent, &carried, now));
+	in = jv_object_set(in, jv_string("parent"), parent_seen(p, parent, &seen, now));
 	in = jv_object_set(in, jv_string("children"), build_children(p, ctx));
 	in = jv_object_set(in, jv_string("related"), build_related());
 	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
@@ -2159,21 +2175,15 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		render_keep(p, ctx, held && !ctx->rfail);
 	if (ctx->rfail) {
 		/* Rendered anew next time, after the backoff of a program error. */
-		unsigned delay = kop_backoff_next(&p->backoff);
-
 		p->render_valid = 0;
-		tool_logj(LOG_ERROR, jv_object_set(jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
-						   jv_string("retryInMs"), jv_number(delay)),
-			  "primary '%s': %s; children that needed it left as they are", p->key, ctx->rfail_msg);
-		schedule(p, now + delay);
-		E.errors++;
+		retry_after_error(p, "primary ", ctx->rfail_msg, "; children that needed it left as they are", now);
 	}
 	prune(p, &desired, now, &n);
 	tidy_errors(p, &desired);
 
 	v = jv_object_get(jv_copy(out), jv_string("status"));
 	if (jv_get_kind(v) == JV_KIND_OBJECT)
-		status_sent = write_status(p, parent, v, carried, now, &n);
+		status_sent = write_status(p, parent, v, seen, now, &n);
 	else
 		jv_free(v);
 
