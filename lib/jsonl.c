@@ -453,6 +453,14 @@ static int fp_marked(const char *s, int len)
 	return len >= FP_PREFIX_LEN && !memcmp(s, FP_PREFIX, FP_PREFIX_LEN);
 }
 
+/* Whether the string s (borrowed) is replaced by its fingerprint. */
+static int fp_wanted(jv s)
+{
+	int len = jv_string_length_bytes(jv_copy(s));
+
+	return len >= KOP_JSON_FP_MIN || fp_marked(jv_string_value(s), len);
+}
+
 /* The fingerprint of the len bytes at s, in out[FP_LEN]. */
 static void fp_make(const char *s, size_t len, char out[FP_LEN])
 {
@@ -472,13 +480,11 @@ jv kop_json_fingerprint(jv v, int *changed)
 {
 	switch (jv_get_kind(v)) {
 	case JV_KIND_STRING: {
-		int len = jv_string_length_bytes(jv_copy(v));
-		const char *s = jv_string_value(v);
 		char fp[FP_LEN];
 
-		if (len < KOP_JSON_FP_MIN && !fp_marked(s, len))
+		if (!fp_wanted(v))
 			return v;
-		fp_make(s, (size_t)len, fp);
+		fp_make(jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)), fp);
 		jv_free(v);
 		if (changed)
 			*changed = 1;
@@ -513,9 +519,7 @@ jv kop_json_fingerprint(jv v, int *changed)
 			jv val = jv_object_iter_value(v, it);
 			jv_kind k = jv_get_kind(val);
 
-			if (k == JV_KIND_STRING ? jv_string_length_bytes(jv_copy(val)) >= KOP_JSON_FP_MIN ||
-							  fp_marked(jv_string_value(val), jv_string_length_bytes(jv_copy(val)))
-						: k == JV_KIND_ARRAY || k == JV_KIND_OBJECT)
+			if (k == JV_KIND_STRING ? fp_wanted(val) : k == JV_KIND_ARRAY || k == JV_KIND_OBJECT)
 				keys = jv_array_append(keys, jv_object_iter_key(v, it));
 			jv_free(val);
 		}
@@ -547,8 +551,8 @@ int kop_json_fp_equal(jv s, jv fp)
 
 	if (flen != FP_LEN || !fp_marked(jv_string_value(fp), flen))
 		return slen == flen && !memcmp(jv_string_value(s), jv_string_value(fp), (size_t)slen);
-	if (slen < KOP_JSON_FP_MIN && !fp_marked(jv_string_value(s), slen))
-		return 0;	/* a short string is kept as it is */
+	if (!fp_wanted(s))
+		return 0;	/* kept as it is: not this fingerprint's */
 	fp_make(jv_string_value(s), (size_t)slen, want);
 	return !memcmp(want, jv_string_value(fp), FP_LEN);
 }

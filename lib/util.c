@@ -143,10 +143,7 @@ char *kop_buf_detach(struct kop_buf *b, size_t *len)
 
 int64_t kop_mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return kop_mono_us() / 1000;
 }
 
 int64_t kop_mono_us(void)
