@@ -17,16 +17,14 @@ applied () {
 # The events come in four paced steps, each its own reconcile: the Thing,
 # its ConfigMap appearing, a status-only change, then a spec change.
 test_expect_success 'the render answer is reused until the spec changes' '
-	mkfifo in.fifo &&
+	mkfifo things.fifo &&
 	# Braces: without them "mkfifo && (...) &" sends mkfifo to the background
-	# too, and the reader below could open in.fifo before it exists.
+	# too, and the reader below could open things.fifo before it exists.
 	{ ( for f in 01-thing 02-child 03-status 04-spec; do
 		cat "$FIXTURES/$f.jsonl"; sleep 1
-	  done ) >in.fifo & } &&
-	timeout 60 ireconcile -v --now 2026-11-22T10:00:00Z "$FIXTURES/things" <in.fifo >out.jsonl 2>err.log &&
-	wait &&
-	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.renderCached, .applies, .statuses]" \
-		err.log >actual &&
+	  done ) >things.fifo & } &&
+	test_ireconcile_fifo things --now 2026-11-22T10:00:00Z "$FIXTURES/things" &&
+	test_reconciled things.err renderCached applies statuses >actual &&
 	cat >expect <<-\EOT &&
 	[false,1,1]
 	[true,0,1]
@@ -34,13 +32,13 @@ test_expect_success 'the render answer is reused until the spec changes' '
 	[false,1,0]
 	EOT
 	test_cmp expect actual &&
-	jq -r "select(.op == \"apply\") | .object.data | \"\(.color) \(.sum)\"" out.jsonl >actual &&
+	jq -r "select(.op == \"apply\") | .object.data | \"\(.color) \(.sum)\"" things.out >actual &&
 	cat >expect <<-\EOT &&
 	red bda9643ac6601722a28f238714274da4
 	green 9f27410725ab8cc8854a2769c7a516b8
 	EOT
 	test_cmp expect actual &&
-	jq -c "select(.op == \"status\") | .object.status" out.jsonl >actual &&
+	jq -c "select(.op == \"status\") | .object.status" things.out >actual &&
 	cat >expect <<-\EOT &&
 	{"configMaps":0,"sawStatus":false,"sawChildren":false}
 	{"configMaps":1,"sawStatus":false,"sawChildren":false}
@@ -59,10 +57,8 @@ test_expect_success 'projected rendered children are applied whole; observed one
 	    applied ADDED 20 shapes.out
 	    sleep 1; cat "$FIXTURES/06-hold.jsonl"; sleep 1; cat "$FIXTURES/07-release.jsonl"
 	  ) >shapes.fifo & } &&
-	timeout 60 ireconcile -v --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" <shapes.fifo >shapes.out 2>shapes.err &&
-	wait &&
-	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.renderCached, .applies, .deletes]" \
-		shapes.err >actual &&
+	test_ireconcile_fifo shapes --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" &&
+	test_reconciled shapes.err renderCached applies deletes >actual &&
 	cat >expect <<-\EOT &&
 	[false,2,0]
 	[true,0,0]
@@ -106,10 +102,8 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 	    applied MODIFIED 22 drift.out | tail -n 1
 	    sleep 1
 	  ) >drift.fifo & } &&
-	timeout 60 ireconcile -v --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" <drift.fifo >drift.out 2>drift.err &&
-	wait &&
-	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.renderCached, .renderKept, .applies]" \
-		drift.err >actual &&
+	test_ireconcile_fifo drift --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" &&
+	test_reconciled drift.err renderCached renderKept applies >actual &&
 	cat >expect <<-\EOT &&
 	[false,true,2]
 	[true,false,0]
@@ -147,8 +141,7 @@ do
 		    applied MODIFIED 21 fickle.out | sed -n 1p | jq -c ".object.data.big |= sub(\"49\"; \"94\")"
 		    sleep 3
 		  ) >fickle.fifo & } &&
-		timeout 60 ireconcile -v --now 2026-11-22T10:00:00Z --backoff-base 1s fickle <fickle.fifo >fickle.out 2>fickle.err &&
-		wait &&
+		test_ireconcile_fifo fickle --now 2026-11-22T10:00:00Z --backoff-base 1s fickle &&
 		! grep "\"op\":\"delete\"" fickle.out &&
 		grep "render program .* on an input it rendered before" fickle.err >errors &&
 		test "$(jq -r .primary errors | sort -u)" = blue/s1 &&

@@ -168,18 +168,12 @@ wait_statuses () {
 	test_wait_for 30 test_has_ops "$1" status "$2" || :
 }
 
-# reconcile_fifo NAME: ireconcile -v reads NAME.fifo (written in the
-# background) into NAME.out and NAME.err, and the writer is waited for.
+# reconcile_fifo NAME: ireconcile -v reads NAME.fifo into NAME.out and NAME.err
+# (test bodies run in subshells: the export stays in the test).
 reconcile_fifo () {
-	OPERATOR_NAME=devawsk8s timeout 60 ireconcile -v --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
-		<"$1.fifo" >"$1.out" 2>"$1.err" &&
-	wait &&
-	test_no_sanitizer_report "$1.err"
-}
-
-# reconciled_counts NAME: [statuses, events] written by each reconcile logged in NAME.err.
-reconciled_counts () {
-	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.statuses, .events]" "$1.err"
+	OPERATOR_NAME=devawsk8s
+	export OPERATOR_NAME
+	test_ireconcile_fifo "$1" --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice"
 }
 
 # stored OUT N RV [PHASE [INPUT]]: the primary (its last state in INPUT,
@@ -212,7 +206,7 @@ test_expect_success 'a status in flight: the next reconcile writes no second Pro
 	    namespace_added
 	  ) >inflight.fifo & } &&
 	reconcile_fifo inflight &&
-	reconciled_counts inflight >actual &&
+	test_reconciled inflight.err statuses events >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
 	[1,0]
@@ -263,7 +257,7 @@ test_expect_success 'an older status landing while a newer one is on its way wri
 	    sleep 1
 	  ) >older.fifo & } &&
 	reconcile_fifo older &&
-	reconciled_counts older >actual &&
+	test_reconciled older.err statuses events >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
 	[1,0]
@@ -289,7 +283,7 @@ test_expect_success 'a status someone else stored while ours was on its way is w
 	    sleep 1
 	  ) >foreign.fifo & } &&
 	reconcile_fifo foreign &&
-	reconciled_counts foreign >actual &&
+	test_reconciled foreign.err statuses events >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
 	[1,0]
@@ -318,7 +312,7 @@ test_expect_success 'statuses of ours landing after someone else'"'"'s write not
 	    sleep 1
 	  ) >after.fifo & } &&
 	reconcile_fifo after &&
-	reconciled_counts after >actual &&
+	test_reconciled after.err statuses events >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
 	[1,1]

@@ -152,6 +152,25 @@ test_no_sanitizer_report () {
 	! grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$@"
 }
 
+# test_ireconcile_fifo NAME ARGS...: ireconcile -v ARGS reads NAME.fifo
+# (written by a background job of the test) into NAME.out and NAME.err
+# (60 s at most); the writer is waited for; no sanitizer report.
+test_ireconcile_fifo () {
+	tif_name=$1
+	shift
+	timeout 60 ireconcile -v "$@" <"$tif_name.fifo" >"$tif_name.out" 2>"$tif_name.err" &&
+	wait &&
+	test_no_sanitizer_report "$tif_name.err"
+}
+
+# test_reconciled FILE FIELD...: [.FIELD, ...] of each "reconciled" line of ireconcile -v's log FILE.
+test_reconciled () {
+	tr_file=$1
+	shift
+	tr_fields=$(printf '.%s, ' "$@")
+	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [${tr_fields%, }]" "$tr_file"
+}
+
 test_done () {
 	echo "1..$test_count" >&3
 	if test "$test_failed" = 0; then
