@@ -212,8 +212,7 @@ def _iot_port_text_full:
 # The same answer, the commonest text first: a number as tostring writes it
 # (a fifth of the jq operations; ~25 ports a render).
 def iot_port_text:
-  ((try tonumber catch null) as $n
-   | $n != null and $n >= 1 and $n <= 65535 and $n == ($n | floor) and ($n | tostring) == .)
+  (kop_int_text as $n | $n != null and $n >= 1 and $n <= 65535)
   or _iot_port_text_full;
 
 # Checks what the manifests need; error({field, value, message}) on the first problem.

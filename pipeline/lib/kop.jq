@@ -73,6 +73,12 @@ def _kop_quantity_canonical:
           # "512" stays decimal, but 512Ki is 524288: binary from 1024 up
           and ($f == 1000 or $m[3] != "" );
 
+# The number a string is the text of, as tostring writes an integer (no
+# leading zero, no "+", no exponent); null when it is not.
+def kop_int_text:
+  (try tonumber catch null) as $n
+  | if $n != null and $n == ($n | floor) and ($n | tostring) == . then $n else null end;
+
 # The same answer for the commonest texts, cheaper: digits (a plain integer
 # from 1, no sign, no leading zero, under 10^15) and a suffix of the table
 # above; false when unsure (then _kop_quantity_canonical decides).
@@ -83,9 +89,8 @@ def _kop_quantity_fast:
       "Ki": 1024, "Mi": 1024, "Gi": 1024, "Ti": 1024, "Pi": 1024}[$sfx]) as $f
   | $f != null
     and (.[:length - ($sfx | length)]) as $d
-        | (try ($d | tonumber) catch null) as $n
-        | $n != null and $n >= 1 and $n < 1e15 and $n == ($n | floor) and ($n | tostring) == $d
-          and ($n % $f) != 0 and ($f == 1000 or $sfx != "");
+        | ($d | kop_int_text) as $n
+        | $n != null and $n >= 1 and $n < 1e15 and ($n % $f) != 0 and ($f == 1000 or $sfx != "");
 
 def kop_quantity:
   if type != "string" then null
