@@ -145,6 +145,27 @@ done <<\EOT
 .spec.processing.image = ""|invalid spec.processing.image "": must not be empty
 EOT
 
+# a secret never reaches the reason, the conditions or the event (whoever
+# may read the IoTService or events would read it): filter, then the reason
+while IFS='|' read filter want
+do
+	test_expect_success "invalid spec, value not shown: $want" "
+		jq -c '$filter' parent.available.json >p-bad.json &&
+		run p-bad.json ready.view '{}' bad &&
+		jq -r .status.reason bad.json >actual && echo '$want' >expect && test_cmp expect actual &&
+		! grep -F S3cr3t bad.json
+	"
+done <<\EOT
+.spec.instance_owner_pwd = ["S3cr3t"]|invalid spec.instance_owner_pwd: must be a string
+.spec.core_spring.database.dbadminpassword = {"v": "S3cr3t"}|invalid spec.core_spring.database.dbadminpassword: must be a string
+.spec.cockpit.iot_connect_365.application_token = 7|invalid spec.cockpit.iot_connect_365.application_token: must be a string
+.spec.processing_services = [{name: "a", properties: {"processing.http.headers": [{name: "Authorization", value: ["S3cr3t"]}]}}]|invalid spec.processing_services[0].properties.processing.http.headers[0].value: must be a string
+.spec.core_spring.database = [{dbadminpassword: "S3cr3t"}]|invalid spec.core_spring.database (a list): must be an object
+.spec.mms.resources = "plenty"|invalid spec.mms.resources "plenty": must be an object with limits and requests
+.spec.domain_name = 12|invalid spec.domain_name 12: must be a string
+.spec.mms.container_port_jms = ("1" * 70)|invalid spec.mms.container_port_jms "111111111111111111111111111111111111111111111111111111111111...: is not a port number (1-65535)
+EOT
+
 test_expect_success 'the spec fixed: Failed is left' '
 	jq -c ".spec.cockpit.container_port = \"abc\"" parent.available.json >p-bad.json &&
 	run p-bad.json ready.view "{}" bad &&

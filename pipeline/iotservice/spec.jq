@@ -136,6 +136,21 @@ def iot_field($path):
 
 def iot_fail($path; $value; $message): error({field: iot_field($path), value: $value, message: $message});
 
+# An invalid field as the status reason and the Warning event name it:
+# "spec.F V: message". V, the value, is shown only when it is a scalar and
+# the field holds no secret (the reason is readable by whoever may read the
+# IoTService, the event by whoever may read events): a password, token or
+# secret, or an HTTP header's value, is never shown; an object or a list is
+# named by its type (it may hold secrets); a long scalar is cut.
+def iot_secret_field: test("(?i)(password|passwd|pwd|secret|token)$|\\.headers\\[[0-9]+\\]\\.value$");
+def iot_invalid_text:
+  .field
+  + (if .field | iot_secret_field then ""
+     elif (.value | type) == "object" then " (an object)"
+     elif (.value | type) == "array" then " (a list)"
+     else .value | tojson | " " + (if length > 64 then .[:61] + "..." else . end) end)
+  + ": " + .message;
+
 # One decoder per schema type, as Go's JSON decoder did: null is the zero
 # value, a type mismatch is an error naming the field (p: its path, only
 # evaluated then). iot_decode walks the schema with them; specgen.jq, made

@@ -6,6 +6,7 @@
 # ran render.jq; computed here otherwise).
 
 include "kop";
+include "spec";
 include "desired";
 
 # Kinds the program owns, as ireconcile keys them (program.yml: children).
@@ -140,7 +141,7 @@ def iot_error_text:
     | (($now | kop_epoch) // 0) as $nowEpoch
     # --- the phase, its reason and the conditions ---
     | (if $invalid != null then
-         {phase: "Failed", reason: "invalid \($invalid.field) \($invalid.value | tojson): \($invalid.message)",
+         {phase: "Failed", reason: "invalid \($invalid | iot_invalid_text)",
           progressing: ["False", "InvalidSpec"]}
        elif ($imm.problems | length) > 0 then
          {phase: "Failed", reason: ($imm.problems | join("; ")), progressing: ["False", "ImmutableField"]}
