@@ -996,6 +996,8 @@ struct rctx {
 	int64_t rerender_jq, rerender_fn;	/* time rendered_full() spent computing it again (us) */
 	int rfail;			/* rendered_full() could not compute it again: what it says */
 	char rfail_msg[KOP_ERRLEN + 64];	/* (room for err and what it is about) */
+	int unmapped;			/* a desired child would not map back: nothing pruned */
+	char unmapped_msg[KOP_ERRLEN];
 };
 
 static void parsed_free(void *v)
@@ -1322,7 +1324,57 @@ static int check_output(jv out, char *err)
 	return 0;
 }
 
-/* Applies what is desired and differs from the live object; fills desired (objkey -> 1). */
+/*
+ * The answer's children must each name a child object, once: one that does
+ * not (no kind, apiVersion or name, not of a child kind) or comes twice makes
+ * the whole answer a program error, before anything is applied or pruned (a
+ * live child it stood for would otherwise be pruned as no longer desired).
+ */
+static int check_children(jv out, char *err)
+{
+	jv children = jv_object_get(jv_copy(out), jv_string("children"));
+	struct kop_hmap seen = KOP_HMAP_INIT;
+	static int one = 1;
+	int rc = 0;
+
+	if (jv_get_kind(children) != JV_KIND_ARRAY) {
+		jv_free(children);
+		return 0;
+	}
+	jv_array_foreach(children, i, c) {
+		const char *name = jv_get_kind(c) == JV_KIND_OBJECT ? meta(c, "name") : NULL;
+		const char *ns = name ? meta(c, "namespace") : NULL;
+		const char *kind = name ? kop_json_cstr(c, "kind") : NULL;
+		const char *av = name ? kop_json_cstr(c, "apiVersion") : NULL;
+		const struct kop_kind *k;
+		char *key;
+
+		if (rc == 0 && jv_get_kind(c) != JV_KIND_OBJECT) {
+			rc = kop_error(err, "desired child %d is %s, not an object", i, jv_kind_name(jv_get_kind(c)));
+		} else if (rc == 0 && (!name || !*name || !kind || !av)) {
+			rc = kop_error(err, "desired child %d has no %s", i,
+				       !name || !*name ? "metadata.name" : !kind ? "kind" : "apiVersion");
+		} else if (rc == 0 && (!(k = kop_program_find_kind(&E.prog, av, kind, ns, name)) ||
+				       k->role != KOP_ROLE_CHILD)) {
+			rc = kop_error(err, "desired %s '%s' (child %d) is not of a child kind of program '%s'", kind,
+				       name, i, E.prog.name);
+		} else if (rc == 0) {
+			key = obj_key(av, kind, ns, name);
+			if (kop_hmap_get(&seen, key)) {
+				rc = kop_error(err, "desired %s '%s%s%s' is given twice (child %d)", kind, ns ? ns : "",
+					       ns ? "/" : "", name, i);
+			} else {
+				kop_hmap_put(&seen, key, &one);
+			}
+			free(key);
+		}
+		jv_free(c);
+	}
+	jv_free(children);
+	kop_hmap_release(&seen, NULL);
+	return rc;
+}
+
 /* Which object of rdes (the rendered .desired, borrowed) c (borrowed) is, or -1. */
 static int rendered_index(jv rdes, jv c)
 {
@@ -1414,19 +1466,9 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 		jv full = jv_invalid();
 		int r = -1, status;
 
-		if (!name || !kind || !av) {
-			tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
-				  "primary '%s': desired child %d has no %s; skipped", p->key, i,
-				  !kind ? "kind" : !av ? "apiVersion" : "metadata.name");
-			jv_free(c);
-			continue;
-		}
-		k = kop_program_find_kind(&E.prog, av, kind, ns, name);
-		if (!k || k->role != KOP_ROLE_CHILD) {
-			tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
-				  "primary '%s': desired %s '%s' is not of a child kind of program '%s'; skipped", p->key,
-				  kind, name, E.prog.name);
-			jv_free(c);
+		if (!name || !kind || !av || !(k = kop_program_find_kind(&E.prog, av, kind, ns, name)) ||
+		    k->role != KOP_ROLE_CHILD) {
+			jv_free(c);	/* (check_children said so already) */
 			continue;
 		}
 		key = obj_key(av, kind, ns, name);
@@ -1498,11 +1540,12 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 
 			free(back);
 			if (!ours) {
-				tool_logj(LOG_ERROR,
-					  jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
-					  "primary '%s': desired %s '%s%s%s' would not map back to it (another namespace "
-					  "than an owner reference allows?); skipped",
-					  p->key, kind, ns ? ns : "", ns ? "/" : "", name);
+				/* (the first one named; the live object it stands for may
+				 * be under another key: nothing is pruned this time) */
+				if (!ctx->unmapped++)
+					snprintf(ctx->unmapped_msg, sizeof(ctx->unmapped_msg),
+						 "desired %s '%s%s%s' would not map back to it (another namespace than "
+						 "an owner reference allows?)", kind, ns ? ns : "", ns ? "/" : "", name);
 				goto next;
 			}
 		}
@@ -2155,7 +2198,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		return;
 	}
 	t2 = kop_mono_us();
-	if (check_output(out, err) < 0 || resolve_output(out, rdes, &out, err) < 0) {
+	if (check_output(out, err) < 0 || resolve_output(out, rdes, &out, err) < 0 || check_children(out, err) < 0) {
 		if (jv_is_valid(out))
 			jv_free(out);
 		jv_free(rdes);
@@ -2178,7 +2221,10 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		p->render_valid = 0;
 		retry_after_error(p, "primary ", ctx->rfail_msg, "; children that needed it left as they are", now);
 	}
-	prune(p, &desired, now, &n);
+	if (ctx->unmapped)
+		retry_after_error(p, "primary ", ctx->unmapped_msg, "; not applied, nothing pruned", now);
+	else
+		prune(p, &desired, now, &n);
 	tidy_errors(p, &desired);
 
 	v = jv_object_get(jv_copy(out), jv_string("status"));
@@ -2209,7 +2255,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	jv_free(out);
 	jv_free(rdes);
 	kop_hmap_release(&desired, NULL);
-	if (!jv_object_length(jv_copy(p->errors)) && !ctx->rfail)
+	if (!jv_object_length(jv_copy(p->errors)) && !ctx->rfail && !ctx->unmapped)
 		kop_backoff_reset(&p->backoff);
 
 	if (log_enabled(LOG_DEBUG)) {
@@ -2254,6 +2300,8 @@ static void reconcile(struct prim *p, int64_t now)
 	ctx.rerender_jq = ctx.rerender_fn = 0;
 	ctx.rfail = 0;
 	ctx.rfail_msg[0] = '\0';
+	ctx.unmapped = 0;
+	ctx.unmapped_msg[0] = '\0';
 	reconcile_parsed(p, &ctx, now);
 	jv_free(ctx.parent);
 	jv_free(ctx.rfull);

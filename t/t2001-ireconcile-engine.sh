@@ -100,6 +100,42 @@ test_expect_success 'prune deletes with the uid as precondition, nothing we did 
 	test_cmp expect deleted
 '
 
+
+# A program whose answer for w1 carries the children its spec.extra adds.
+test_expect_success 'setup: a program with bad desired children' '
+	cp -R prog/widgets prog/extra &&
+	cat >>prog/extra/sync.jq <<-\EOF
+	| .children += ($in.parent.spec.extra // [])
+	EOF
+'
+
+# bad_child NAME EXTRA MESSAGE: w1 of 02-steady with spec.extra EXTRA: MESSAGE
+# logged as an error, nothing written or deleted (the live ConfigMap stays)
+bad_child () {
+	jq -c --argjson x "$2" "if .object.kind == \"Widget\" then .object.spec.extra = \$x else . end" \
+		<"$FIXTURES/02-steady.in.jsonl" >$1.in &&
+	WIDGET_TEAM=blue ireconcile --now $NOW prog/extra <$1.in >$1.out 2>$1.err &&
+	test_no_sanitizer_report $1.err &&
+	! test -s $1.out &&
+	jq -r "select(.level == \"error\") | .msg" <$1.err >$1.msg &&
+	echo "$3" >expect && test_cmp expect $1.msg
+}
+
+test_expect_success 'a desired child without an identity is a program error: nothing pruned' '
+	bad_child noav "[{\"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"x\", \"namespace\": \"blue-w1\"}}]" \
+		"unable to reconcile '"'"'blue/w1'"'"': desired child 2 has no apiVersion" &&
+	bad_child noname "[{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {}}]" \
+		"unable to reconcile '"'"'blue/w1'"'"': desired child 2 has no metadata.name" &&
+	bad_child notobj "[7]" \
+		"unable to reconcile '"'"'blue/w1'"'"': desired child 2 is number, not an object" &&
+	bad_child notchild "[{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"s\", \"namespace\": \"blue-w1\"}}]" \
+		"unable to reconcile '"'"'blue/w1'"'"': desired Secret '"'"'s'"'"' (child 2) is not of a child kind of program '"'"'widgets'"'"'"
+'
+
+test_expect_success 'a desired child given twice is a program error' '
+	bad_child twice "[{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"color\", \"namespace\": \"blue-w1\"}, \"data\": {}}]" \
+		"unable to reconcile '"'"'blue/w1'"'"': desired ConfigMap '"'"'blue-w1/color'"'"' is given twice (child 2)"
+'
 test_expect_success 'finalizer removal tests the index of our own entry' '
 	jq -c "select(.op == \"patch\") | .patch" <10-finalized.out >patch &&
 	echo "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/1\",\"value\":\"test.example.org/cleanup\"},{\"op\":\"remove\",\"path\":\"/metadata/finalizers/1\"}]" >expect &&

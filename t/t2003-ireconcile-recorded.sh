@@ -18,6 +18,23 @@ do
 	'
 done
 
+test_expect_success 'a desired child that would not map back: logged, retried, nothing pruned' '
+	{
+		sed "\$d" "$FIXTURES/06-stray.in.jsonl" &&
+		echo "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"old\",\"namespace\":\"rec-deploy\",\"uid\":\"uid-old\",\"resourceVersion\":\"906\",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"web\",\"uid\":\"9c6e1345-a864-4311-b448-d2b282a32dc3\",\"controller\":true}]}}}" &&
+		tail -n 1 "$FIXTURES/06-stray.in.jsonl"
+	} >stray-old.in &&
+	ireconcile "$FIXTURES/rollout" <stray-old.in >stray-old.out 2>stray-old.err &&
+	test_no_sanitizer_report stray-old.err &&
+	jq -r .op stray-old.out >ops && echo apply >expect && test_cmp expect ops &&
+	jq -e "select(.level == \"error\") | .retryInMs > 0 and (.msg | endswith(\"; not applied, nothing pruned\"))" stray-old.err &&
+	jq -c "if .object.kind == \"Deployment\" then del(.object.metadata.annotations[\"test.example.org/stray\"]) else . end" \
+		<stray-old.in >no-stray.in &&
+	ireconcile "$FIXTURES/rollout" <no-stray.in >no-stray.out 2>no-stray.err &&
+	jq -r "select(.op == \"delete\") | .object.metadata.name" no-stray.out >deleted &&
+	echo old >expect && test_cmp expect deleted
+'
+
 test_expect_success 'a whole rollout read at once is one reconcile' '
 	jq -r "select(.msg | startswith(\"reconciled \")) | .primary" <03-rolled.err >reconciled &&
 	echo rec-deploy/web >expect &&
