@@ -542,12 +542,15 @@ static jv write_request(const struct op *op, const char **method, const char **c
 	return jv_invalid();
 }
 
-static int resolve(struct op *op, char *err)
+/* 0, or as kube_resolve_gvk: -1 no such kind, -2 discovery failed (*fail). */
+static int resolve(struct op *op, struct kube_response *fail, char *err)
 {
+	int rc;
+
 	if (op->resolved)
 		return 0;
-	if (kube_resolve_gvk(client, op->api_version, op->kind_name, &op->res, err) < 0)
-		return -1;
+	if ((rc = kube_resolve_gvk(client, op->api_version, op->kind_name, &op->res, fail, err)) < 0)
+		return rc;
 	op->resolved = 1;
 	return 0;
 }
@@ -562,25 +565,20 @@ static void op_start(struct op *op)
 	const char *method = "GET", *ctype = NULL;
 	jv body = jv_invalid();
 	char *p;
+	struct kube_response dr;
+	int rc;
 
-	if (resolve(op, err) < 0) {
-		struct kube_response r;
-
-		/*
-		 * Either discovery knows no such kind, even after a refresh
-		 * (permanent), or the server could not be asked (transient):
-		 * one cheap request tells which.
-		 */
+	if ((rc = resolve(op, &dr, err)) < 0) {
+		/* No such kind (permanent), or its group version could not be
+		 * read: that answer is classified as any other. */
 		op->attempts++;
-		if (kube_request(client, "GET", "/api", NULL, jv_invalid(), &r) == 0) {
-			tool_metric_request("GET", r.code);
-			kube_response_release(&r);
+		if (rc == -1) {
 			op_fail_local(op, 404, "NotFound", err);
 			return;
 		}
-		tool_metric_request("GET", r.code);
-		op_failed(op, &r);
-		kube_response_release(&r);
+		tool_metric_request("GET", dr.code);
+		op_failed(op, &dr);
+		kube_response_release(&dr);
 		return;
 	}
 	if (op->phase == PH_ESTABLISH) {
@@ -1215,7 +1213,7 @@ static void run(void)
 			wait = 200;
 		if (!inflight)
 			tool_metrics_flush(1);	/* going idle: the last counts go out now */
-		curl_multi_wait(multi, want_stdin ? &wfd : NULL, want_stdin ? 1 : 0, (int)wait, NULL);
+		curl_multi_poll(multi, want_stdin ? &wfd : NULL, want_stdin ? 1 : 0, (int)wait, NULL);
 		/* curl reports POLLIN only; poll again for the end of a pipe (POLLHUP). */
 		if (want_stdin && stdin_ready(0) && kop_jsonl_read_fd(&reader, 0) < 0 && errno != EINTR &&
 		    errno != EAGAIN) {

@@ -245,8 +245,9 @@ static void do_status(jv line)
 	struct kop_backoff b;
 	char err[KOP_ERRLEN];
 	unsigned tries = 0;
-	int resolved = 0;
+	int resolved = 0, rc;
 	struct kop_buf q = KOP_BUF_INIT;
+	struct kube_response dr;
 
 	if (jv_get_kind(primary) != JV_KIND_STRING) {
 		jv_free(primary);
@@ -261,21 +262,19 @@ static void do_status(jv line)
 	kop_buf_addf(&q, "%s/%s/%s", kind, ns ? ns : "", name);
 	who = kop_buf_detach(&q, NULL);
 	kop_backoff_init(&b, 100, 5000, 1.0);
-	while (kube_resolve_gvk(client, api_version, kind, &res, err) < 0) {
-		struct kube_response r;
-
-		/* No such kind (permanent), or the server could not be asked (transient): /api tells. */
-		if (request("GET", "/api", NULL, jv_invalid(), &r) == 0) {
-			kube_response_release(&r);
+	while ((rc = kube_resolve_gvk(client, api_version, kind, &res, &dr, err)) < 0) {
+		/* No such kind (permanent), or its group version could not be read (classified as any answer). */
+		if (rc == -1) {
 			report_local("status", primary, kop_op_ref(jv_copy(obj)), 404, "NotFound", err);
 			goto out;
 		}
-		if (!retry_after_failure(&r, &b, &tries, 0)) {
-			report_fail("status", primary, kop_op_ref(jv_copy(obj)), &r, who);
-			kube_response_release(&r);
+		tool_metric_request("GET", dr.code);
+		if (!retry_after_failure(&dr, &b, &tries, 0)) {
+			report_fail("status", primary, kop_op_ref(jv_copy(obj)), &dr, who);
+			kube_response_release(&dr);
 			goto out;
 		}
-		kube_response_release(&r);
+		kube_response_release(&dr);
 	}
 	resolved = 1;
 	if (res.namespaced && !ns) {

@@ -458,24 +458,40 @@ static int find_gvk(jv docs, const char *api_version, const char *kind, struct k
 }
 
 int kube_resolve_gvk(struct kube_client *c, const char *api_version, const char *kind, struct kube_resource *out,
-		     char *err)
+		     struct kube_response *fail, char *err)
 {
-	jv *docs, *groups;
-	int *have, fresh = 0;
+	jv *docs, *groups, doc;
+	int *have;
+	char path[512];
+	struct kube_response r;
 
 	memset(out, 0, sizeof(*out));
 	out->verbs = jv_null();
 	kube_discovery_cache(c, &docs, &groups, &have);
-	if (!*have) {
-		if (load_discovery(c, err))
-			return -1;
-		fresh = 1;
-	}
 	if (find_gvk(*docs, api_version, kind, out))
 		return 0;
-	if (!fresh) {
-		if (load_discovery(c, err))
-			return -1;
+	/* Not known (yet): the group version's own document, as a RESTMapper
+	 * asks (a CRD just created; no other group's trouble matters here). */
+	snprintf(path, sizeof(path), "%s/%s", strchr(api_version, '/') ? "/apis" : "/api", api_version);
+	if (kube_request(c, "GET", path, NULL, jv_invalid(), &r)) {
+		if (r.code != 404) {
+			kop_error(err, "unable to get '%s': %s: %s", path, r.reason ? r.reason : "Unknown",
+				  r.message ? r.message : "");
+			if (fail)
+				*fail = r;
+			else
+				kube_response_release(&r);
+			return -2;
+		}
+		kube_response_release(&r);
+	} else {
+		doc = r.body;
+		r.body = jv_null();
+		kube_response_release(&r);
+		if (jv_get_kind(doc) == JV_KIND_OBJECT)
+			*docs = jv_object_set(*docs, jv_string(api_version), doc);
+		else
+			jv_free(doc);
 		if (find_gvk(*docs, api_version, kind, out))
 			return 0;
 	}

@@ -140,9 +140,14 @@ void kube_resource_release(struct kube_resource *r);
  * the cache once before failing (a CRD just created).
  */
 int kube_resolve(struct kube_client *c, const char *name, struct kube_resource *out, char *err);
-/* The same from an object's apiVersion and kind (kapply). */
+/*
+ * The same from an object's apiVersion and kind (kapply, kstatus), asking
+ * for the group version's document when the cache does not know the kind:
+ * -1 no such kind (permanent); -2 the server could not be asked (fail, when
+ * not NULL, is the response to classify and release; err says which).
+ */
 int kube_resolve_gvk(struct kube_client *c, const char *api_version, const char *kind, struct kube_resource *out,
-		     char *err);
+		     struct kube_response *fail, char *err);
 void kube_discovery_invalidate(struct kube_client *c);
 /*
  * The resolution itself, on discovery documents already fetched: docs is an

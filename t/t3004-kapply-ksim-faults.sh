@@ -33,6 +33,55 @@ for code in 429 500 503; do
 	'
 done
 
+# cpu CMD...: runs CMD, prints the CPU seconds it used (user + system)
+cpu () {
+	perl -e 'system(@ARGV) == 0 or exit 1; my @t = times; printf "%.2f\n", $t[2] + $t[3]' "$@"
+}
+
+test_expect_success 'kapply: waiting to retry costs no CPU' '
+	faults "{\"reset\":true}" &&
+	faults "{\"rate\":1,\"code\":503,\"count\":4,\"path\":\"/api/v1/namespaces/ns/configmaps\"}" &&
+	printf "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: idle, namespace: ns}\n" >cm.yaml &&
+	cpu sh -c "timeout 60 kapply -f cm.yaml >out 2>err" >cpu &&
+	jq -e ".ok == true" out &&
+	test $(grep -c "retrying apply" err) = 4 &&
+	cat cpu && jq -e ". < 1" cpu
+'
+
+test_expect_success 'kapply: a 503 on the discovery of a kind is retried, not "no such kind"' '
+	faults "{\"reset\":true}" &&
+	faults "{\"rate\":1,\"code\":503,\"count\":2,\"path\":\"/apis/test.example.org/v1\"}" &&
+	printf "apiVersion: test.example.org/v1\nkind: Widget\nmetadata: {name: w9, namespace: ns}\nspec: {color: red}\n" >w9.yaml &&
+	timeout 60 kapply -f w9.yaml >out 2>err &&
+	jq -e ".ok == true and .code == 201" out &&
+	grep -q "retrying apply.*503" err
+'
+
+test_expect_success 'kapply: a 429 on /api (core discovery) is retried' '
+	faults "{\"reset\":true}" &&
+	faults "{\"rate\":1,\"code\":429,\"count\":2,\"path\":\"/api/v1\"}" &&
+	printf "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: disc, namespace: ns}\n" >cm.yaml &&
+	timeout 60 kapply -f cm.yaml >out 2>err &&
+	jq -e ".ok == true" out
+'
+
+test_expect_success 'kapply: an unknown kind is still reported at once (404)' '
+	faults "{\"reset\":true}" &&
+	printf "apiVersion: test.example.org/v1\nkind: Gadget\nmetadata: {name: g, namespace: ns}\n" >g.yaml &&
+	test_expect_code 100 timeout 60 kapply -f g.yaml >out 2>err &&
+	jq -e ".ok == false and .code == 404" out &&
+	grep -q "no matches for kind" out
+'
+
+test_expect_success 'kstatus: a 503 on the discovery of a kind is retried' '
+	faults "{\"reset\":true}" &&
+	uid=$(timeout 30 kubectl get widgets.test.example.org w1 -n ns -o jsonpath="{.metadata.uid}") &&
+	faults "{\"rate\":1,\"code\":503,\"count\":1,\"path\":\"/apis/test.example.org/v1\"}" &&
+	echo "{\"op\":\"status\",\"primary\":\"ns/w1\",\"object\":{\"apiVersion\":\"test.example.org/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\",\"namespace\":\"ns\",\"uid\":\"$uid\"},\"status\":{\"phase\":\"Discovered\"}}}" >in &&
+	timeout 60 kstatus <in >out 2>err &&
+	jq -e ".ok == true" out
+'
+
 test_expect_success 'kstatus: a status write through three 503s reaches the object' '
 	faults "{\"reset\":true}" &&
 	uid=$(timeout 30 kubectl get widgets.test.example.org w1 -n ns -o jsonpath="{.metadata.uid}") &&

@@ -397,7 +397,7 @@ static int cmd_resolve_gvk(int argc, char **argv)
 	c = client_from(&o);
 	if (!c)
 		return 1;
-	if (kube_resolve_gvk(c, argv[i], argv[i + 1], &r, err)) {
+	if (kube_resolve_gvk(c, argv[i], argv[i + 1], &r, NULL, err)) {
 		printf("error: %s\n", err);
 		bad = 1;
 	} else {
