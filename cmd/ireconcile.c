@@ -86,6 +86,11 @@ struct obj {
 	 * own digest without status was `match_sdig` (match_ok: known). */
 	int match_ok;
 	unsigned char match[KOP_JSON_DIGEST_LEN], match_sdig[KOP_JSON_DIGEST_LEN];
+	/* The memo key of the desired object it was last compared with (want_ok:
+	 * known): a desired object that changes is applied even when the live
+	 * one holds it, or a field the program stopped setting would stay. */
+	int want_ok;
+	unsigned char want[KOP_JSON_DIGEST_LEN];
 	struct obj *prev, *next;	/* in prim->children */
 };
 
@@ -1464,7 +1469,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 		char *key, *fkey;
 		struct obj *live;
 		jv full = jv_invalid();
-		int r = -1, status;
+		int r = -1, status, force = 0;
 
 		if (!name || !kind || !av || !(k = kop_program_find_kind(&E.prog, av, kind, ns, name)) ||
 		    k->role != KOP_ROLE_CHILD) {
@@ -1515,7 +1520,14 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			SHA256((const unsigned char *)p->obj->uid, strlen(p->obj->uid), both + KOP_JSON_DIGEST_LEN);
 			SHA256(both, sizeof(both), d);
 		}
-		if (live && live->match_ok && !status && !memcmp(live->match, d, sizeof(d)) &&
+		if (live) {
+			/* Applied whatever the live object holds: a desired object
+			 * that changed (a field may have gone), or one whose last
+			 * apply failed (the failure stays reported until one succeeds). */
+			force = (live->want_ok && memcmp(live->want, d, sizeof(d))) ||
+				jv_object_has(jv_copy(p->errors), jv_string(fkey));
+		}
+		if (live && !force && live->match_ok && !status && !memcmp(live->match, d, sizeof(d)) &&
 		    !memcmp(live->match_sdig, live->sdig, sizeof(d))) {
 			/* Seen equal before, and neither has changed since but for its status. */
 			kop_hmap_put(desired, key, &one);
@@ -1550,7 +1562,11 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			}
 		}
 		kop_hmap_put(desired, key, &one);
-		if (live && live_holds(ctx, live, full)) {
+		if (live) {
+			live->want_ok = 1;
+			memcpy(live->want, d, sizeof(d));
+		}
+		if (live && !force && live_holds(ctx, live, full)) {
 			live->match_ok = 1;
 			memcpy(live->match, d, sizeof(d));
 			memcpy(live->match_sdig, live->sdig, sizeof(d));

@@ -312,7 +312,9 @@ test_expect_success 'statuses of ours landing after someone else'"'"'s write not
 	    sleep 1
 	  ) >after.fifo & } &&
 	reconcile_fifo after &&
-	test_reconciled after.err statuses events >actual &&
+	# (the bookmark may be read before the edit: a first reconcile of the
+	# state before it writes nothing)
+	test_reconciled after.err statuses events | awk "f || \$0 != \"[0,0]\" { f = 1; print }" >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
 	[1,1]
