@@ -1826,7 +1826,7 @@ int main(int argc, char **argv)
 			sup.drain_ms = duration_opt(optarg, "--drain-timeout");
 			break;
 		default:
-			die_usage("unknown option");
+			tool_bad_option(argv, TOOL_COMMON_SHORT);
 		}
 	}
 	if (optind < argc)

@@ -1286,7 +1286,7 @@ int main(int argc, char **argv)
 				die_usage("invalid --crd-timeout '%s'", optarg);
 			break;
 		default:
-			die_usage("unknown option");
+			tool_bad_option(argv, "f:n:" TOOL_COMMON_SHORT);
 		}
 	}
 	if (optind < argc)

@@ -929,7 +929,7 @@ int main(int argc, char **argv)
 				die_usage("invalid --coalesce '%s' (a duration of at most 30s)", optarg);
 			break;
 		default:
-			die_usage("unknown option");
+			tool_bad_option(argv, TOOL_COMMON_SHORT);
 		}
 	}
 	if (optind < argc)

@@ -733,7 +733,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			if (!tool_common_option(c, optarg, usage))
-				die_usage("unknown option");
+				tool_bad_option(argv, "n:Al:" TOOL_COMMON_SHORT);
 		}
 	}
 	if (optind >= argc)

@@ -163,10 +163,14 @@ int tool_common_option(int c, const char *arg, const char *usage)
 		if (log_level < LOG_TRACE)
 			log_level++;
 		return 1;
-	case OPT_LOG_LEVEL:
-		if ((log_level = parse_level(arg)) < 0)
+	case OPT_LOG_LEVEL: {
+		int level = parse_level(arg);
+
+		if (level < 0)
 			die_usage("unknown log level '%s' (error, warn, info, debug, trace)", arg);
+		log_level = level;
 		return 1;
+	}
 	case OPT_LOG_FORMAT:
 		if (!strcmp(arg, "text"))
 			log_text = 1;
@@ -205,12 +209,36 @@ void tool_init(const char *prog, int argc, char **argv, int ignore_sigpipe)
 	gettimeofday(&tv, NULL);
 	srandom((unsigned)(tv.tv_sec ^ tv.tv_usec ^ (getpid() << 16)));
 	log_text = isatty(2);
-	if ((env = getenv("KOP_LOG_FORMAT")) && *env)
-		log_text = !strcmp(env, "text");
-	if ((env = getenv("KOP_LOG_LEVEL")) && *env && parse_level(env) >= 0)
-		log_level = parse_level(env);
+	opterr = 0;	/* tool_bad_option says it, as a log line */
+	if ((env = getenv("KOP_LOG_FORMAT")) && *env) {
+		if (strcmp(env, "text") && strcmp(env, "json"))
+			log_warn("KOP_LOG_FORMAT: unknown log format '%s' (json, text); using %s", env,
+				 log_text ? "text" : "json");
+		else
+			log_text = !strcmp(env, "text");
+	}
+	if ((env = getenv("KOP_LOG_LEVEL")) && *env) {
+		if (parse_level(env) < 0)
+			log_warn("KOP_LOG_LEVEL: unknown log level '%s' (error, warn, info, debug, trace); using info",
+				 env);
+		else
+			log_level = parse_level(env);
+	}
 	if (ignore_sigpipe)
 		signal(SIGPIPE, SIG_IGN);
+}
+
+void tool_bad_option(char **argv, const char *optstring)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+
+	if (optopt > 0 && optopt < 256 && optopt != ':' && strchr(optstring, optopt))
+		die_usage("option '-%c' needs an argument", optopt);
+	if (optopt > 0 && optopt < 256)
+		die_usage("unknown option '-%c'", optopt);
+	if (optopt >= 256)
+		die_usage("option '%s' needs an argument", arg);
+	die_usage("unknown option '%s'", arg);
 }
 
 void tool_stdout_failed(void)

@@ -33,6 +33,8 @@ void tool_logj(int level, jv fields, const char *fmt, ...) __attribute__((format
 noreturn void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Bad usage: logs the message and "see 'PROG --help'", exits 100. */
 noreturn void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* After getopt_long answered '?' (tool_init set opterr = 0): names the bad option (100). */
+noreturn void tool_bad_option(char **argv, const char *optstring);
 
 /*
  * Options every tool takes the same way. Tools add these to their

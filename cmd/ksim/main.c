@@ -225,7 +225,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			if (!ksim_sim_option(c, optarg) && !tool_common_option(c, optarg, usage))
-				die_usage("unknown option");
+				tool_bad_option(argv, TOOL_COMMON_SHORT);
 		}
 	}
 	if (optind < argc)

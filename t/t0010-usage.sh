@@ -1,0 +1,38 @@
+#!/bin/sh
+test_description='every tool: bad options and log settings are said as log lines, and exit 100'
+. "${0%/*}/test-lib.sh"
+
+# usage_error TOOL MESSAGE ARGS...: TOOL ARGS exits 100 with one JSON log line, MESSAGE in it
+usage_error () {
+	ue_tool=$1 ue_msg=$2
+	shift 2
+	test_expect_code 100 "$ue_tool" "$@" >out 2>err &&
+	! test -s out &&
+	test "$(wc -l <err)" = 1 &&
+	jq -e --arg m "usage: $ue_msg; see '$ue_tool --help'" '.level == "error" and .msg == $m' err
+}
+
+for tool in kwatch ireconcile kapply kstatus iot-operator ksim
+do
+	test_expect_success "$tool: bad options are named, as a log line" '
+		usage_error $tool "unknown option '"'"'--bogus'"'"'" --bogus &&
+		usage_error $tool "unknown option '"'"'-Z'"'"'" -Z &&
+		usage_error $tool "option '"'"'--log-level'"'"' needs an argument" --log-level &&
+		usage_error $tool "unknown log level '"'"'loud'"'"' (error, warn, info, debug, trace)" --log-level loud
+	'
+
+	test_expect_success "$tool: unknown KOP_LOG_LEVEL and KOP_LOG_FORMAT are warned about" '
+		KOP_LOG_LEVEL=loud KOP_LOG_FORMAT=xml $tool --help >out 2>err &&
+		grep -q "^usage" out &&
+		jq -r .msg err >msgs &&
+		grep -q "^KOP_LOG_LEVEL: unknown log level '"'"'loud'"'"'" msgs &&
+		grep -q "^KOP_LOG_FORMAT: unknown log format '"'"'xml'"'"'" msgs
+	'
+done
+
+test_expect_success 'a short option without its argument' '
+	usage_error kwatch "option '"'"'-n'"'"' needs an argument" -n &&
+	usage_error kapply "option '"'"'-f'"'"' needs an argument" -f
+'
+
+test_done
