@@ -173,6 +173,7 @@ struct engine {
 	const char *now;
 	unsigned backoff_base, backoff_cap;
 	unsigned long reconciles, errors;
+	int read_failed;		/* stdin could not be read: exit 111, not 0 */
 	long stats_ms;			/* --stats-interval, 0 = off */
 	int64_t stats_at;
 };
@@ -2265,7 +2266,8 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	if (jv_get_kind(v) == JV_KIND_NUMBER && jv_number_value(v) > 0) {
 		double s = jv_number_value(v);
 
-		schedule(p, now + (int64_t)(s > 1e9 ? 1e12 : s * 1000));
+		/* (at least a second: a program answering 1e-9 would spin) */
+		schedule(p, now + (int64_t)(s > 1e9 ? 1e12 : s < 1 ? 1000 : s * 1000));
 	}
 	jv_free(v);
 	jv_free(out);
@@ -2537,6 +2539,8 @@ static ssize_t reader_fill(struct reader *rd)
 	} else if (errno != EAGAIN && errno != EWOULDBLOCK) {
 		log_error("unable to read %s: %s", rd->name[0] ? rd->name : "stdin", strerror(errno));
 		rd->eof = 1;
+		if (!rd->name[0])
+			E.read_failed = 1;
 	}
 	return n;
 }
@@ -2633,7 +2637,7 @@ static int open_feedback(const char *path, int *keep)
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
-		die(KOP_EXIT_PERM, "unable to open '%s': %s", path, strerror(errno));
+		die(KOP_EXIT_TEMP, "unable to open '%s': %s", path, strerror(errno));
 	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
 		/* Our own writer keeps the FIFO from reporting EOF when a stage restarts. */
 		*keep = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
@@ -2847,5 +2851,5 @@ int main(int argc, char **argv)
 		free(E.dicts[i].buf);
 	free(E.dicts);
 	kop_program_release(&E.prog);
-	return tool_finish(KOP_EXIT_OK);
+	return tool_finish(E.read_failed ? KOP_EXIT_TEMP : KOP_EXIT_OK);
 }

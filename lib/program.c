@@ -111,6 +111,16 @@ static int load_setting(jv s, size_t i, jv *settings, char *err)
 			n = strtoll(val, &end, 10);
 			if (errno || *end || end == val)
 				return kop_error(err, "setting '%s': '%s' (from %s) is not an integer", name, val, env);
+			{
+				jv min = get(s, "minimum");
+				double m = jv_get_kind(min) == JV_KIND_NUMBER ? jv_number_value(min) : 0;
+				int low = jv_get_kind(min) == JV_KIND_NUMBER && (double)n < m;
+
+				jv_free(min);
+				if (low)
+					return kop_error(err, "setting '%s': %s (from %s) is less than its minimum %.0f",
+							 name, val, env, m);
+			}
 			v = jv_number((double)n);
 		} else if (!strcmp(type, "boolean")) {
 			int b;

@@ -200,7 +200,9 @@ test_expect_success 'a setting of the wrong type stops ireconcile (100)' '
 	WIDGET_TEAM=blue WIDGET_REPLICAS=many test_expect_code 100 ireconcile prog/widgets </dev/null 2>err &&
 	grep "setting .replicas.: .many. (from WIDGET_REPLICAS) is not an integer" err &&
 	WIDGET_TEAM=blue WIDGET_LOUD=perhaps test_expect_code 100 ireconcile prog/widgets </dev/null 2>err &&
-	grep "is not a boolean" err
+	grep "is not a boolean" err &&
+	WIDGET_TEAM=blue WIDGET_REPLICAS=0 test_expect_code 100 ireconcile prog/widgets </dev/null 2>err &&
+	grep "setting .replicas.: 0 (from WIDGET_REPLICAS) is less than its minimum 1" err
 '
 
 test_expect_success 'a jq syntax error is reported with the file (100)' '
@@ -243,6 +245,24 @@ test_expect_success '--help and bad usage' '
 	grep "want one PROGRAM" err &&
 	test_expect_code 100 ireconcile --now yesterday prog/widgets 2>err &&
 	grep "invalid --now" err
+'
+
+test_expect_success 'a resyncAfterSeconds under 1 counts as 1: no spinning' '
+	{
+		jq -c "if .object.kind == \"Widget\" then .object.spec.resync = 0.000001 else . end" \
+			<"$FIXTURES/02-steady.in.jsonl" &&
+		sleep 2
+	} | WIDGET_TEAM=blue ireconcile -v --now $NOW prog/widgets >resync.out 2>resync.err &&
+	test_reconciled resync.err primary >reconciled &&
+	test $(wc -l <reconciled) -ge 2 &&
+	test $(wc -l <reconciled) -le 4
+'
+
+test_expect_success 'stdin that cannot be read, a feedback that cannot be opened: 111' '
+	WIDGET_TEAM=blue test_expect_code 111 ireconcile prog/widgets <. 2>err &&
+	grep "unable to read stdin: Is a directory" err &&
+	WIDGET_TEAM=blue test_expect_code 111 ireconcile --feedback nowhere/fifo prog/widgets </dev/null 2>err &&
+	grep "unable to open .nowhere/fifo." err
 '
 
 test_done
