@@ -201,9 +201,13 @@ static void emit(void *ctx, const char *type, jv obj)
 	if (projection) {
 		jv out;
 
+		/* (jq's message may quote the value it failed on: never a Secret's) */
+		int secret = kop_json_cstr(obj, "kind") && !strcmp(kop_json_cstr(obj, "kind"), "Secret");
+
 		if (kop_jq_run1(projection, obj, &out, err) < 0) {
 			tool_logj(LOG_WARN, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
-				  "unable to project a %s event: %s", type, err);
+				  "unable to project a %s event: %s", type,
+				  secret ? "the jq error on a Secret is not logged (it may quote its data)" : err);
 			tool_metric_add("kwatch_project_errors_total", NULL, 1);
 			return;
 		}
@@ -561,6 +565,19 @@ struct spec {
 	int ns_given, all_ns;
 };
 
+/* A namespace's name: a DNS-1123 label (at most 63 of a-z, 0-9, '-'; alphanumeric at both ends). */
+static int ns_name(const char *ns)
+{
+	size_t i, n = strlen(ns);
+
+	if (n == 0 || n > 63 || ns[0] == '-' || ns[n - 1] == '-')
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((ns[i] >= 'a' && ns[i] <= 'z') || (ns[i] >= '0' && ns[i] <= '9') || ns[i] == '-'))
+			return 0;
+	return 1;
+}
+
 static void parse_spec(const char *arg, struct spec *s)
 {
 	const char *colon = strchr(arg, ':'), *at;
@@ -573,8 +590,10 @@ static void parse_spec(const char *arg, struct spec *s)
 	if (at) {
 		s->ns_given = 1;
 		s->ns = kop_strndup(at + 1, head - (size_t)(at + 1 - arg));
-		if (!*s->ns || !strcmp(s->ns, "*"))
+		if (!strcmp(s->ns, "*"))
 			s->all_ns = 1;
+		else if (!ns_name(s->ns))
+			die_usage("'%s' in '%s' is not a namespace name (RESOURCE@NS, or RESOURCE@* for all)", s->ns, arg);
 	}
 	if (!*s->name)
 		die_usage("no resource name in '%s'", arg);
@@ -744,6 +763,12 @@ int main(int argc, char **argv)
 		die(KOP_EXIT_PERM, "%s", err);
 	if (opt.record && (record_fd = open(opt.record, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
 		die(KOP_EXIT_TEMP, "unable to open '%s': %s", opt.record, strerror(errno));
+	for (i = (size_t)optind; i < (size_t)argc; i++) {
+		struct spec s;
+
+		parse_spec(argv[i], &s);	/* (usage errors before any setup) */
+		free_spec(&s);
+	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT))
 		die(KOP_EXIT_TEMP, "unable to initialise libcurl");
 	if (kube_config_load(&cfg, tool_kube.kubeconfig, tool_kube.context, err) < 0)

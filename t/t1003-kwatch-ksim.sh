@@ -245,6 +245,25 @@ test_expect_success 'backpressure: a stdout nobody reads blocks kwatch; then eve
 	no_duplicates out
 '
 
+test_expect_success 'a --project failing on a Secret: logged without what jq quoted of its data' '
+	api POST /api/v1/namespaces/default/secrets \
+		"{\"metadata\":{\"name\":\"s4\"},\"data\":{\"password\":\"UzNjcjN0\"}}" >/dev/null &&
+	timeout 20 kwatch --once --project "error(.data)" "secrets@default:f=metadata.name=s4" >out 2>err &&
+	grep -q "unable to project a ADDED event: the jq error on a Secret is not logged" err &&
+	! grep -q UzNjcjN0 err &&
+	cm default c4 &&
+	timeout 20 kwatch --once --project "error(.data)" "configmaps@default:f=metadata.name=c4" >out 2>err &&
+	grep -q "unable to project a ADDED event: {" err
+'
+
+test_expect_success 'a namespace that is not one is a usage error, before any request' '
+	for arg in cm@ "cm@default@x" cm@Default "cm@-x"
+	do
+		test_expect_code 100 kwatch --once --kubeconfig /nonexistent "$arg" 2>err &&
+		grep -q "is not a namespace name" err || return 1
+	done
+'
+
 test_expect_success 'stop ksim' '
 	ksim_stop
 '
