@@ -846,7 +846,8 @@ static jv project_kind(jv obj, size_t lineno, int whole)
 		return obj;	/* kept whole for comparing: handle_object keeps the view beside it */
 	if (kop_jq_run1(k->project, jv_copy(obj), &out, err) < 0 || jv_get_kind(out) != JV_KIND_OBJECT) {
 		log_warn("line %zu: unable to project %s '%s': %s; kept whole", lineno, kind, name,
-			 err[0] ? err : "not an object");
+			 !strcmp(kind, "Secret") ? "(the jq error on a Secret is not logged: it may quote its data)"
+			 : err[0] ? err : "not an object");
 		jv_free(out);
 		return obj;
 	}
