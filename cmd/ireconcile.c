@@ -7,10 +7,12 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <openssl/sha.h>
 #include <zlib.h>
@@ -36,6 +38,7 @@ static const char usage[] =
 	"  --backoff-base D       first delay after a program error or a failed write (default 1s)\n"
 	"  --backoff-cap D        longest such delay (default 5m)\n"
 	"  --stats-interval D     log a \"stats\" line (reconciles, errors, queue, objects) every D\n"
+	"  --watchdog D           say when one reconcile runs longer than D, then 2D, 4D... (default 10s)\n"
 	"  -v, --verbose          log each reconcile (key, duration, counts); twice for more\n"
 	"  --log-level LEVEL      error, warn, info, debug, trace\n"
 	"  --log-format FORMAT    json or text\n"
@@ -51,7 +54,8 @@ enum {
 	OPT_ONCE,
 	OPT_BACKOFF_BASE,
 	OPT_BACKOFF_CAP,
-	OPT_STATS_INTERVAL
+	OPT_STATS_INTERVAL,
+	OPT_WATCHDOG
 };
 
 #define MAX_LINE (32u << 20)
@@ -2299,6 +2303,59 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	}
 }
 
+/*
+ * The watchdog: jq 1.6 cannot be interrupted, so a program that never ends
+ * holds the one reconcile loop. A thread says so, naming the primary, after
+ * WATCHDOG_FIRST_S and then at doubling intervals, instead of a silent hang.
+ */
+static struct {
+	pthread_mutex_t mu;
+	char key[512];		/* the primary being reconciled */
+	int64_t since;		/* monotonic ms; 0 = none */
+	long first_ms;		/* --watchdog */
+} W = { PTHREAD_MUTEX_INITIALIZER, "", 0, 10000 };
+
+static void watchdog_mark(const char *key)
+{
+	pthread_mutex_lock(&W.mu);
+	if (key)
+		snprintf(W.key, sizeof(W.key), "%s", key);
+	W.since = key ? kop_mono_ms() : 0;
+	pthread_mutex_unlock(&W.mu);
+}
+
+static void *watchdog(void *arg)
+{
+	int64_t seen = 0, next = W.first_ms;
+	char key[sizeof(W.key)];
+	struct timespec tick = { 0, 100 * 1000000L };
+
+	(void)arg;
+	for (;;) {
+		int64_t since, now;
+
+		nanosleep(&tick, NULL);
+		now = kop_mono_ms();
+		pthread_mutex_lock(&W.mu);
+		since = W.since;
+		memcpy(key, W.key, sizeof(key));
+		pthread_mutex_unlock(&W.mu);
+		if (since != seen) {
+			seen = since;
+			next = W.first_ms;
+		}
+		if (since && now - since >= next) {
+			tool_logj(LOG_ERROR,
+				  JV_OBJECT(jv_string("primary"), jv_string(key), jv_string("ms"),
+					    jv_number((double)(now - since))),
+				  "primary '%s': its reconcile has run for %.1f s (a program that never ends?); no "
+				  "other primary is reconciled meanwhile", key, (double)(now - since) / 1000);
+			next *= 2;
+		}
+	}
+	return NULL;
+}
+
 static void reconcile(struct prim *p, int64_t now)
 {
 	struct rctx ctx;
@@ -2321,7 +2378,9 @@ static void reconcile(struct prim *p, int64_t now)
 	ctx.rfail_msg[0] = '\0';
 	ctx.unmapped = 0;
 	ctx.unmapped_msg[0] = '\0';
+	watchdog_mark(p->key);
 	reconcile_parsed(p, &ctx, now);
+	watchdog_mark(NULL);
 	jv_free(ctx.parent);
 	jv_free(ctx.rfull);
 	kop_hmap_release(&ctx.live, parsed_free);
@@ -2765,6 +2824,7 @@ int main(int argc, char **argv)
 		{ "backoff-base", required_argument, NULL, OPT_BACKOFF_BASE },
 		{ "backoff-cap", required_argument, NULL, OPT_BACKOFF_CAP },
 		{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
+		{ "watchdog", required_argument, NULL, OPT_WATCHDOG },
 		TOOL_COMMON_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -2810,6 +2870,10 @@ int main(int argc, char **argv)
 			if ((E.stats_ms = tool_parse_duration_ms(optarg)) <= 0 || E.stats_ms > 86400000)
 				die_usage("invalid --stats-interval '%s'", optarg);
 			break;
+		case OPT_WATCHDOG:
+			if ((W.first_ms = tool_parse_duration_ms(optarg)) < 100 || W.first_ms > 86400000)
+				die_usage("invalid --watchdog '%s' (100ms to 24h)", optarg);
+			break;
 		default:
 			if (!tool_common_option(c, optarg, usage))
 				tool_bad_option(argv, TOOL_COMMON_SHORT);
@@ -2838,6 +2902,14 @@ int main(int argc, char **argv)
 		if (E.prog.kinds[i].role != KOP_ROLE_RELATED)
 			E.children_empty = jv_object_set(E.children_empty, jv_string(E.prog.kinds[i].key), jv_object());
 
+	{
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, watchdog, NULL) == 0)
+			pthread_detach(t);
+		else
+			log_warn("unable to start the watchdog thread; a program that never ends would go unsaid");
+	}
 	run(feedback, once);
 
 	log_stats(LOG_DEBUG);

@@ -258,6 +258,22 @@ test_expect_success 'a resyncAfterSeconds under 1 counts as 1: no spinning' '
 	test $(wc -l <reconciled) -le 4
 '
 
+test_expect_success 'a program that never ends: the watchdog names the primary, again and again' '
+	cp -R prog/widgets prog/loop &&
+	echo "| if \$in.parent.spec.loop then last(range(infinite)) else . end" >>prog/loop/sync.jq &&
+	jq -c "if .object.kind == \"Widget\" then .object.spec.loop = true else . end" \
+		<"$FIXTURES/02-steady.in.jsonl" >loop.in &&
+	{ cat loop.in; sleep 6; } | WIDGET_TEAM=blue test_expect_code 124 timeout 5 \
+		ireconcile --watchdog 300ms prog/loop >loop.out 2>loop.err &&
+	jq -r "select(.level == \"error\") | .primary" loop.err | sort -u >named &&
+	echo blue/w1 >expect &&
+	test_cmp expect named &&
+	test $(grep -c "its reconcile has run for" loop.err) -ge 3 &&
+	grep -q "its reconcile has run for 0.[3-9] s (a program that never ends?)" loop.err &&
+	test_expect_code 100 ireconcile --watchdog 1ms prog/widgets 2>err &&
+	grep -q "invalid --watchdog" err
+'
+
 test_expect_success 'stdin that cannot be read, a feedback that cannot be opened: 111' '
 	WIDGET_TEAM=blue test_expect_code 111 ireconcile prog/widgets <. 2>err &&
 	grep "unable to read stdin: Is a directory" err &&
