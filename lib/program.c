@@ -59,6 +59,34 @@ static int opt_str(jv o, const char *key, const char *where, char **out, char *e
 	return 0;
 }
 
+/* -1 naming the first key of o (an object) that is not one of keys (NULL-terminated): a typo
+ * would otherwise be a silently missing setting. where: "" at the top. */
+static int known_keys(jv o, const char *where, const char *const *keys, char *err)
+{
+	int rc = 0;
+
+	if (jv_get_kind(o) != JV_KIND_OBJECT)
+		return 0;
+	jv_object_foreach(o, k, v) {
+		size_t i;
+
+		for (i = 0; keys[i] && strcmp(keys[i], jv_string_value(k)); i++)
+			;
+		if (!keys[i] && !rc) {
+			struct kop_buf known = KOP_BUF_INIT;
+
+			for (i = 0; keys[i]; i++)
+				kop_buf_addf(&known, "%s%s", i ? ", " : "", keys[i]);
+			rc = kop_error(err, "'%s%s%s' is not a known key (%s)", where, *where ? "." : "",
+				       jv_string_value(k), known.buf);
+			kop_buf_release(&known);
+		}
+		jv_free(k);
+		jv_free(v);
+	}
+	return rc;
+}
+
 static int req_str(jv o, const char *key, const char *where, char **out, char *err)
 {
 	if (opt_str(o, key, where, out, err) < 0)
@@ -94,6 +122,14 @@ static int load_setting(jv s, size_t i, jv *settings, char *err)
 	int required = jv_get_kind(req) == JV_KIND_TRUE;
 
 	jv_free(req);
+	{
+		static const char *const keys[] = { "name", "env", "type", "default", "required", "minimum", NULL };
+		char where[48];
+
+		snprintf(where, sizeof(where), "settings[%zu]", i);
+		if (known_keys(s, where, keys, err) < 0)
+			return -1;
+	}
 	if (!name || !*name)
 		return kop_error(err, "'settings[%zu].name' is required", i);
 	if (!type)
@@ -268,15 +304,23 @@ static int load_mapping(jv o, const char *where, struct kop_mapping *m, char *er
 	jv owner = get(o, "ownerReference"), labels = get(o, "labels");
 	int rc = 0;
 
+	static const char *const mapping_keys[] = { "ownerReference", "labels", NULL };
+	static const char *const labels_keys[] = { "name", "namespace", "namespaceLabel", "match", NULL };
+	char lwhere[96];
+
 	memset(m, 0, sizeof(*m));
 	m->match = jv_object();
 	m->owner_ref = jv_get_kind(owner) == JV_KIND_TRUE;
-	if (jv_get_kind(labels) == JV_KIND_OBJECT) {
+	snprintf(lwhere, sizeof(lwhere), "%s.labels", where);
+	if (known_keys(o, where, mapping_keys, err) < 0) {
+		rc = -1;
+	} else if (jv_get_kind(labels) == JV_KIND_OBJECT) {
 		jv match = get(labels, "match");
 
-		if (req_str(labels, "name", where, &m->label_name, err) < 0 ||
-		    opt_str(labels, "namespace", where, &m->namespace, err) < 0 ||
-		    opt_str(labels, "namespaceLabel", where, &m->namespace_label, err) < 0)
+		if (known_keys(labels, lwhere, labels_keys, err) < 0 ||
+		    req_str(labels, "name", lwhere, &m->label_name, err) < 0 ||
+		    opt_str(labels, "namespace", lwhere, &m->namespace, err) < 0 ||
+		    opt_str(labels, "namespaceLabel", lwhere, &m->namespace_label, err) < 0)
 			rc = -1;
 		if (!rc && jv_get_kind(match) == JV_KIND_OBJECT) {
 			jv_object_foreach(match, k, v) {
@@ -329,6 +373,15 @@ static int load_kind(jv o, const char *where, enum kop_role role, const struct k
 	k->mapping = dflt;
 	if (jv_get_kind(o) != JV_KIND_OBJECT)
 		return kop_error(err, "'%s' must be an object", where);
+	{
+		static const char *const kind_keys[] = { "resource", "apiVersion", "kind", "namespace", "name",
+							 "labelSelector", "project", "mapping", NULL };
+		static const char *const primary_keys[] = { "resource", "apiVersion", "kind", "namespace", "name",
+							    "labelSelector", "project", "mapping", "finalizer", NULL };
+
+		if (known_keys(o, where, role == KOP_ROLE_PRIMARY ? primary_keys : kind_keys, err) < 0)
+			return -1;
+	}
 	if (req_str(o, "resource", where, &k->resource, err) < 0 ||
 	    req_str(o, "apiVersion", where, &k->api_version, err) < 0 ||
 	    req_str(o, "kind", where, &k->kind, err) < 0 || opt_str(o, "namespace", where, &k->namespace, err) < 0 ||
@@ -352,8 +405,11 @@ static int load_kind(jv o, const char *where, enum kop_role role, const struct k
 	m = get(o, "mapping");
 	rc = 0;
 	if (jv_get_kind(m) == JV_KIND_OBJECT) {
+		char mwhere[96];
+
+		snprintf(mwhere, sizeof(mwhere), "%s.mapping", where);
 		jv_free(k->own_mapping.match);
-		rc = load_mapping(m, where, &k->own_mapping, err);
+		rc = load_mapping(m, mwhere, &k->own_mapping, err);
 		k->has_own_mapping = 1;	/* k->mapping is set once p->kinds stops moving */
 	} else if (jv_get_kind(m) != JV_KIND_NULL) {
 		rc = kop_error(err, "'%s.mapping' must be an object", where);
@@ -394,6 +450,16 @@ static int load_kinds(struct kop_program *p, jv doc, const char *section, enum k
 		if (role == KOP_ROLE_RELATED && k->has_own_mapping) {
 			jv_free(list);
 			return kop_error(err, "'%s.mapping': related objects belong to every primary", where);
+		}
+		if (role != KOP_ROLE_RELATED) {
+			/* (related objects are one object each: two Secrets are two entries) */
+			size_t j;
+
+			for (j = p->nkinds - (size_t)i - 1; j < p->nkinds - 1; j++)
+				if (!strcmp(p->kinds[j].kind, k->kind) && !strcmp(p->kinds[j].group, k->group)) {
+					jv_free(list);
+					return kop_error(err, "'%s': %s is listed twice in '%s'", where, k->kind, section);
+				}
 		}
 	}
 	jv_free(list);
@@ -556,6 +622,16 @@ static int load_doc(struct kop_program *p, jv doc, int compile, char *err)
 		jv_free(settings);
 		jv_free(doc);
 		return kop_error(err, "not a mapping");
+	}
+	{
+		static const char *const keys[] = { "name", "settings", "primary", "mapping", "children", "observed",
+						    "related", "aggregates", "render", "sync", NULL };
+
+		if (known_keys(doc, "", keys, err) < 0) {
+			jv_free(settings);
+			jv_free(doc);
+			return -1;
+		}
 	}
 	p->name = dup_or_null(kop_json_cstr(doc, "name"));
 	if (!p->name) {

@@ -223,6 +223,30 @@ test_expect_success 'a program without a mapping for a kind is refused (100)' '
 	grep "kind .ConfigMap.v1.: no mapping" err
 '
 
+# typo EDIT WHAT: the widgets program with EDIT (on its JSON) is refused, saying WHAT
+typo () {
+	rm -rf prog/typo && mkdir prog/typo && cp prog/widgets/*.jq prog/typo/ &&
+	"$KOP_TEST_TOOL" yaml prog/widgets/program.yml | jq -c "$1" >prog/typo/program.json &&
+	WIDGET_TEAM=blue test_expect_code 100 ireconcile prog/typo </dev/null 2>err &&
+	grep -q "$2" err
+}
+
+test_expect_success 'a key that program.yml does not know is refused, named (100)' '
+	typo ".childern = .children" "'"'"'childern'"'"' is not a known key (name, settings," &&
+	typo ".primary.namespce = \"x\"" "'"'"'primary.namespce'"'"' is not a known key" &&
+	typo ".mapping.lables = {}" "'"'"'mapping.lables'"'"' is not a known key (ownerReference, labels)" &&
+	typo ".mapping.labels.nmae = \"x\"" "'"'"'mapping.labels.nmae'"'"' is not a known key" &&
+	typo ".children[1].labelselector = \"x\"" "'"'"'children\[1\].labelselector'"'"' is not a known key" &&
+	typo ".observed[0].mapping.labels.match = {} | .observed[0].mapping.lables = {}" \
+		"'"'"'observed\[0\].mapping.lables'"'"' is not a known key" &&
+	typo ".settings[1].defualt = 2" "'"'"'settings\[1\].defualt'"'"' is not a known key" &&
+	typo "del(.mapping.labels.name)" "'"'"'mapping.labels.name'"'"' is required"
+'
+
+test_expect_success 'a kind listed twice among the children is refused (100)' '
+	typo ".children += [.children[1]]" "'"'"'children\[2\]'"'"': ConfigMap is listed twice in '"'"'children'"'"'"
+'
+
 test_expect_success 'a missing program is refused (100)' '
 	test_expect_code 100 ireconcile prog/nothing </dev/null 2>err &&
 	grep "unable to open .prog/nothing." err
