@@ -155,6 +155,18 @@ for KUBECTL in $versions; do
 		test ! -s left
 	'
 
+	test_expect_success "$V: a Secret: stringData is merged into data, never stored" '
+		printf "apiVersion: v1\nkind: Secret\nmetadata: {name: sd, namespace: default}\nstringData: {password: X1}\ndata: {other: b3RoZXI=}\n" >sd.yaml &&
+		k apply -f sd.yaml &&
+		printf "apiVersion: v1\nkind: Secret\nmetadata: {name: sd2, namespace: default}\nstringData: {password: X2}\n" >sd2.yaml &&
+		k apply --server-side -f sd2.yaml &&
+		k patch secret sd2 --type merge -p "{\"stringData\":{\"more\":\"m\"}}" &&
+		k get secret sd sd2 -o json >sd.json &&
+		jq -c "[.items[] | [.data, has(\"stringData\")]]" sd.json >actual &&
+		echo "[[{\"other\":\"b3RoZXI=\",\"password\":\"WDE=\"},false],[{\"more\":\"bQ==\",\"password\":\"WDI=\"},false]]" >expect &&
+		test_cmp expect actual
+	'
+
 	test_expect_success "$V: default namespaces cannot be deleted" '
 		test_must_fail k delete ns default 2>err &&
 		grep "forbidden: this namespace may not be deleted" err

@@ -847,6 +847,40 @@ static void next_service_ip(char *ip, size_t len)
 	}
 }
 
+/*
+ * A Secret's stringData is write-only: merged into data (base64), as
+ * kube-apiserver's conversion does on every write, and never stored.
+ */
+static jv secret_string_data(const struct ksim_type *t, jv obj)
+{
+	jv sd, data;
+
+	if (strcmp(t->gr, "secrets") || jv_get_kind(obj) != JV_KIND_OBJECT ||
+	    !jv_object_has(jv_copy(obj), jv_string("stringData")))
+		return obj;
+	sd = field(obj, "stringData");
+	data = field(obj, "data");
+	if (jv_get_kind(data) != JV_KIND_OBJECT)
+		data = (jv_free(data), jv_object());
+	if (jv_get_kind(sd) == JV_KIND_OBJECT) {
+		jv_object_foreach(sd, k, v) {
+			if (jv_get_kind(v) == JV_KIND_STRING) {
+				int len = jv_string_length_bytes(jv_copy(v));
+				unsigned char *b64 = kop_malloc((size_t)(4 * ((len + 2) / 3) + 1));
+
+				EVP_EncodeBlock(b64, (const unsigned char *)jv_string_value(v), len);
+				data = jv_object_set(data, jv_copy(k), jv_string((const char *)b64));
+				free(b64);
+			}
+			jv_free(k);
+			jv_free(v);
+		}
+	}
+	jv_free(sd);
+	obj = jv_object_delete(obj, jv_string("stringData"));
+	return jv_object_length(jv_copy(data)) ? jv_object_set(obj, jv_string("data"), data) : (jv_free(data), obj);
+}
+
 /* Type-specific defaults and status on create. */
 static jv prepare_create(const struct ksim_type *t, jv obj, const char *now)
 {
@@ -955,6 +989,7 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 	jv old;
 
 	ksim_now(now);
+	obj = secret_string_data(t, obj);
 	if (t->flags & KT_NAMESPACED) {
 		const char *bns = ksim_str(obj, "metadata.namespace");
 
@@ -1153,6 +1188,8 @@ static int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub,
 	int code = 200;
 
 	ksim_now(now);
+	if (!sub)
+		obj = secret_string_data(t, obj);
 	if (jv_get_kind(rv) != JV_KIND_STRING || !*jv_string_value(rv)) {
 		if (o->put && (t->flags & KT_NEEDS_RV)) {
 			*out = invalid(t, nm, JV_ARRAY(cause("FieldValueInvalid",
