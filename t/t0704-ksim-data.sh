@@ -230,4 +230,22 @@ test_expect_success '... after the restart the CRD serves, the controllers act, 
 	ksim_stop
 '
 
+# With --tls, the certificate is kept in --data: clients of the ksim before a
+# restart go on trusting it (a new CA at each start failed every one of them).
+test_expect_success '--tls with --data: the same certificate after a restart, the old kubeconfig works' '
+	rm -rf "$DATA" &&
+	ksim_start --tls --token tt --data "$DATA" &&
+	cp "$KSIM_CONFIG" kc.before &&
+	test -f "$DATA/tls.crt" && test -f "$DATA/tls.key" &&
+	test "$(stat -c %a "$DATA/tls.key")" = 600 &&
+	ksim_stop &&
+	ksim_start --tls --token tt --data "$DATA" &&
+	jq -r ".clusters[0].cluster[\"certificate-authority-data\"]" kc.before "$KSIM_CONFIG" | uniq >ca &&
+	test $(wc -l <ca) = 1 &&
+	jq --arg s "$KSIM_URL" ".clusters[0].cluster.server = \$s" kc.before >kc.old &&
+	timeout 30 kubectl --kubeconfig kc.old get ns default -o name </dev/null >got &&
+	echo namespace/default >expect && test_cmp expect got &&
+	ksim_stop
+'
+
 test_done

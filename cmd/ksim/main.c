@@ -124,13 +124,34 @@ static char *b64(const char *s)
 	return (char *)out;
 }
 
+/* Writes text to path atomically (a temporary file, fsync, rename), mode 0600. */
+static int write_file(const char *path, const char *text, char *err)
+{
+	struct kop_buf tmp = KOP_BUF_INIT;
+	int fd, ret = 0;
+
+	kop_buf_addf(&tmp, "%s.tmp.%d", path, (int)getpid());
+	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || kop_write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0) {
+		ret = kop_error(err, "unable to write '%s': %s", tmp.buf, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		unlink(tmp.buf);
+	} else if (close(fd) < 0 || rename(tmp.buf, path) < 0) {
+		ret = kop_error(err, "unable to write '%s': %s", path, strerror(errno));
+		unlink(tmp.buf);
+	}
+	kop_buf_release(&tmp);
+	return ret;
+}
+
 /* Writes the kubeconfig (JSON, which every YAML reader takes) atomically. */
 static int write_kubeconfig(const char *path, const char *url, const char *ca_pem, const char *token, char *err)
 {
 	jv cluster = JV_OBJECT(jv_string("server"), jv_string(url));
 	jv user = jv_object(), cfg, s;
 	struct kop_buf tmp = KOP_BUF_INIT;
-	int fd, ret = 0;
+	int ret = 0;
 
 	if (ca_pem) {
 		char *d = b64(ca_pem);
@@ -150,21 +171,37 @@ static int write_kubeconfig(const char *path, const char *url, const char *ca_pe
 						     jv_string("ksim"), jv_string("namespace"), jv_string("default")))),
 			jv_string("current-context"), jv_string("ksim"), jv_string("preferences"), jv_object());
 	s = jv_dump_string(cfg, JV_PRINT_PRETTY | JV_PRINT_SPACE1);
-	kop_buf_addf(&tmp, "%s.tmp.%d", path, (int)getpid());
-	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || kop_write_all(fd, jv_string_value(s), strlen(jv_string_value(s))) < 0 ||
-	    kop_write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
-		ret = kop_error(err, "unable to write '%s': %s", tmp.buf, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		unlink(tmp.buf);
-	} else if (close(fd) < 0 || rename(tmp.buf, path) < 0) {
-		ret = kop_error(err, "unable to write '%s': %s", path, strerror(errno));
-		unlink(tmp.buf);
-	}
+	kop_buf_addf(&tmp, "%s\n", jv_string_value(s));
+	ret = write_file(path, tmp.buf, err);
 	jv_free(s);
 	kop_buf_release(&tmp);
 	return ret;
+}
+
+/*
+ * With --tls and --data, the certificate and its key live in the data
+ * directory (tls.crt, tls.key), so that a restarted ksim keeps the CA its
+ * clients trust; made (and kept there) when absent.
+ */
+static int tls_cert(char **cert, char **key, char *err)
+{
+	struct kop_buf cp = KOP_BUF_INIT, kp = KOP_BUF_INIT;
+	size_t n;
+	int rc = 0;
+
+	if (!persist_dir)
+		return make_cert(cert, key, err);
+	kop_buf_addf(&cp, "%s/tls.crt", persist_dir);
+	kop_buf_addf(&kp, "%s/tls.key", persist_dir);
+	if (access(cp.buf, F_OK) == 0 || access(kp.buf, F_OK) == 0) {
+		if (kop_read_file(cp.buf, 1 << 20, cert, &n, err) < 0 || kop_read_file(kp.buf, 1 << 20, key, &n, err) < 0)
+			rc = -1;
+	} else if ((rc = make_cert(cert, key, err)) == 0) {
+		rc = write_file(kp.buf, *key, err) < 0 || write_file(cp.buf, *cert, err) < 0 ? -1 : 0;
+	}
+	kop_buf_release(&cp);
+	kop_buf_release(&kp);
+	return rc;
 }
 
 static void bootstrap(void)
@@ -243,7 +280,7 @@ int main(int argc, char **argv)
 	ksim_types_init();
 	ksim_sim_init();
 	bootstrap();
-	if (tls && make_cert(&cert, &key, err) < 0)
+	if (tls && tls_cert(&cert, &key, err) < 0)
 		die(KOP_EXIT_TEMP, "%s", err);
 	d = ksim_http_start((int)port, cert, key, &bound, err);
 	if (!d)
