@@ -5,7 +5,6 @@
 #
 #   e2e_ksim_start [ksim args]   ksim_start with TLS, RBAC, the admin token and the ServiceAccount
 #                                token, short pod and LoadBalancer delays; writes op.kubeconfig
-#                                (E2E_INSECURE=1: without the CA, insecure-skip-tls-verify)
 #   e2e_install                  kubectl apply -k deploy/ (as the admin), the CRD Established
 #   e2e_operator_start NAME [iot-operator args]
 #                                iot-operator in the background under op.kubeconfig: NAME.pid,
@@ -57,15 +56,7 @@ e2e_ksim_start () {
 		--sa-token "$O/iot-operator=operator-token" \
 		--pod-start-delay 200ms --lb-delay 200ms "$@" || exit 1
 	trap e2e_exit_trap_ EXIT
-	if test -n "${E2E_INSECURE:-}"; then
-		# ksim makes a new certificate at each start: a client that must
-		# outlive a restart cannot pin the first one.
-		jq '.users[0].user = {token: "operator-token"} |
-			.clusters[0].cluster |= (del(.["certificate-authority-data"]) | .["insecure-skip-tls-verify"] = true)' \
-			"$KUBECONFIG" >"$TRASH/op.kubeconfig" || exit 1
-	else
-		jq '.users[0].user = {token: "operator-token"}' "$KUBECONFIG" >"$TRASH/op.kubeconfig" || exit 1
-	fi
+	jq '.users[0].user = {token: "operator-token"}' "$KUBECONFIG" >"$TRASH/op.kubeconfig" || exit 1
 }
 
 e2e_install () {

@@ -5,7 +5,6 @@ test_description='end to end under deploy/ RBAC: ksim (--data) restarted mid-wat
 . "$TEST_DIRECTORY/lib-e2e.sh"
 
 DATA=$TRASH/data
-E2E_INSECURE=1
 e2e_ksim_start --data "$DATA" --pod-start-delay 1s
 PORT=${KSIM_URL##*:}
 
