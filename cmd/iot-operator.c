@@ -774,7 +774,9 @@ static void wake_main(void)
 static void *lease_thread(void *arg)
 {
 	struct lease_io io = { lease_request, le.kc };
-	int last_err_logged = 0;
+	char last_err[KOP_ERRLEN] = "";	/* the failure last logged ("" none since a success) */
+	int64_t last_err_at = 0;
+	unsigned long failures = 0;
 
 	(void)arg;
 	pthread_mutex_lock(&le.mu);
@@ -789,7 +791,8 @@ static void *lease_thread(void *arg)
 		pthread_mutex_lock(&le.mu);
 		if (r == 1) {
 			le.renewed_ms = start;
-			last_err_logged = 0;
+			last_err[0] = '\0';
+			failures = 0;
 			if (!le.leader) {
 				le.leader = 1;
 				tool_logj(LOG_INFO, JV_OBJECT(jv_string("lease"), jv_string(LOCK_NAME),
@@ -798,9 +801,15 @@ static void *lease_thread(void *arg)
 				wake_main();
 			}
 		} else {
-			if (r < 0 && !last_err_logged) {
-				log_warn("%s", err);
-				last_err_logged = 1;
+			/* A new failure is logged at once, the same one again every minute
+			 * (a standby that cannot reach the API server says so). */
+			failures += r < 0;
+			if (r < 0 && (strcmp(err, last_err) || kop_mono_ms() - last_err_at >= 60000)) {
+				tool_logj(LOG_WARN, JV_OBJECT(jv_string("lease"), jv_string(LOCK_NAME), jv_string("failures"),
+							      jv_number((double)failures)),
+					  "unable to acquire or renew the lease: %s", err);
+				snprintf(last_err, sizeof(last_err), "%s", err);
+				last_err_at = kop_mono_ms();
 			}
 			if (le.leader && (r == 0 || kop_mono_ms() - le.renewed_ms >= sup.renew_ms)) {
 				le.leader = 0;

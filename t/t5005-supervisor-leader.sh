@@ -137,4 +137,28 @@ test_expect_success 'once the API server answers again, the lease is taken back'
 	test_no_sanitizer_report a.err
 '
 
+# A replica that cannot reach the API server says so once per failure (not
+# once for ever): connection refused, then a server that answers in TLS.
+test_expect_success 'lease failures: each new one logged at once, the same one not every retry' '
+	{ ksim --port 0 --kubeconfig free.kc </dev/null >/dev/null 2>free.err 3>&- 4>&- & echo $! >free.pid; } &&
+	test_wait_for 10 test -s free.kc &&
+	port=$(jq -r ".clusters[0].cluster.server" free.kc | sed "s/.*://") &&
+	kill -TERM "$(cat free.pid)" &&
+	test_wait_for 10 gone "$(cat free.pid)" &&
+	jq ".clusters[0].cluster.server = \"http://127.0.0.1:$port\"" free.kc >dead.kc &&
+	{ KUBECONFIG=dead.kc STAGE_LOG="$TRASH" POD_NAME=d OPERATOR_NAME=o iot-operator --stage-dir "$STAGES" \
+		--metrics-addr 0 --program "$TRASH/prog" --lease-duration 8s --renew-deadline 6s \
+		--retry-period 200ms </dev/null >/dev/null 2>d.err 3>&- 4>&- & echo $! >d.pid; } &&
+	test_when_finished "kill -KILL \$(cat d.pid) \$(cat tls.pid 2>/dev/null) 2>/dev/null" &&
+	test_wait_for 10 grep -q "unable to acquire or renew the lease" d.err &&
+	sleep 2 &&
+	test $(grep -c "unable to acquire or renew the lease" d.err) = 1 &&
+	{ ksim --tls --port $port </dev/null >/dev/null 2>tls.err 3>&- 4>&- & echo $! >tls.pid; } &&
+	failures () { test $(grep -c "unable to acquire or renew the lease" d.err) = $1; } &&
+	test_wait_for 10 failures 2 &&
+	sleep 2 &&
+	failures 2 &&
+	jq -e "select(.msg | startswith(\"unable to acquire\")) | .failures > 0" d.err
+'
+
 test_done
