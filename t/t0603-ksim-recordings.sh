@@ -45,7 +45,9 @@ test_expect_success '404 NotFound' '
 	ksim_curl -o out.json -w "%{http_code}\n" /api/v1/namespaces/rec-cr/configmaps/nope >code &&
 	echo 404 >expect && test_cmp expect code &&
 	body_of "$R/errors/404-not-found.http.txt" >expect.json &&
-	same_json expect.json out.json
+	same_json expect.json out.json &&
+	# byte for byte: the compact body and its newline (Content-Length 188)
+	cmp expect.json out.json
 '
 
 test_expect_success '409 AlreadyExists' '

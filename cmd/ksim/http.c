@@ -56,11 +56,19 @@ static void add_common_headers(struct MHD_Response *r, const char *ctype)
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 }
 
-/* Sends JSON bytes (taken: freed by MHD) with the Warning headers (consumed). */
+/* Sends JSON bytes (taken: freed by MHD) with the Warning headers (consumed),
+ * ended by a newline as kube-apiserver's encoder ends every body. */
 static enum MHD_Result send_json_bytes(struct MHD_Connection *c, int code, char *s, size_t len, jv warnings)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *r;
 	enum MHD_Result ret;
+
+	if (len == 0 || s[len - 1] != '\n') {
+		s = kop_realloc(s, len + 2);
+		s[len++] = '\n';
+		s[len] = '\0';
+	}
+	r = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
 
 	add_common_headers(r, "application/json");
 	if (code >= 400)
