@@ -20,12 +20,19 @@ test_expect_success 'setup: a namespace, a CRD with a status subresource and a W
 	jq -e -s "length == 4 and all(.ok)" out
 '
 
+# through CODE COUNT PATH YAML: COUNT faults of CODE on PATH (the others
+# reset), then kapply -f of YAML (printf's format): out, err
+through () {
+	faults "{\"reset\":true}" &&
+	faults "{\"rate\":1,\"code\":$1,\"count\":$2,\"path\":\"$3\"}" &&
+	printf "$4" >in.yaml &&
+	timeout 60 kapply -f in.yaml >out 2>err
+}
+
 for code in 429 500 503; do
 	test_expect_success "kapply: $code twice, then the apply succeeds" '
-		faults "{\"reset\":true}" &&
-		faults "{\"rate\":1,\"code\":'$code',\"count\":2,\"path\":\"/api/v1/namespaces/ns/configmaps\"}" &&
-		printf "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: f'$code', namespace: ns}\ndata: {k: v}\n" >cm.yaml &&
-		timeout 60 kapply -f cm.yaml >out 2>err &&
+		through $code 2 /api/v1/namespaces/ns/configmaps \
+			"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: f$code, namespace: ns}\ndata: {k: v}\n" &&
 		jq -e ".ok == true and .code == 201" out &&
 		test $(grep -c "retrying apply" err) = 2 &&
 		grep -q "after '$code'" err &&
@@ -49,19 +56,14 @@ test_expect_success 'kapply: waiting to retry costs no CPU' '
 '
 
 test_expect_success 'kapply: a 503 on the discovery of a kind is retried, not "no such kind"' '
-	faults "{\"reset\":true}" &&
-	faults "{\"rate\":1,\"code\":503,\"count\":2,\"path\":\"/apis/test.example.org/v1\"}" &&
-	printf "apiVersion: test.example.org/v1\nkind: Widget\nmetadata: {name: w9, namespace: ns}\nspec: {color: red}\n" >w9.yaml &&
-	timeout 60 kapply -f w9.yaml >out 2>err &&
+	through 503 2 /apis/test.example.org/v1 \
+		"apiVersion: test.example.org/v1\nkind: Widget\nmetadata: {name: w9, namespace: ns}\nspec: {color: red}\n" &&
 	jq -e ".ok == true and .code == 201" out &&
 	grep -q "retrying apply.*503" err
 '
 
 test_expect_success 'kapply: a 429 on /api (core discovery) is retried' '
-	faults "{\"reset\":true}" &&
-	faults "{\"rate\":1,\"code\":429,\"count\":2,\"path\":\"/api/v1\"}" &&
-	printf "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: disc, namespace: ns}\n" >cm.yaml &&
-	timeout 60 kapply -f cm.yaml >out 2>err &&
+	through 429 2 /api/v1 "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: disc, namespace: ns}\n" &&
 	jq -e ".ok == true" out
 '
 
