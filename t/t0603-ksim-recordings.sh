@@ -267,6 +267,17 @@ test_expect_success '--token: anonymous requests are 403 as recorded, wrong toke
 	jq -e ".users[0].user.token == \"s3cret\"" "$KUBECONFIG"
 '
 
+test_expect_success '--token: anonymous gets /version only, not the OpenAPI documents' '
+	for path in /version /openapi/v2 /openapi/v3 /api
+	do
+		curl -sS -o /dev/null -w "%{http_code} $path\n" "$KSIM_URL$path" || return 1
+	done >codes &&
+	printf "200 /version\n403 /openapi/v2\n403 /openapi/v3\n403 /api\n" >expect &&
+	test_cmp expect codes &&
+	ksim_curl -o /dev/null -w "%{http_code}\n" /openapi/v2 >code &&
+	echo 200 >expect && test_cmp expect code
+'
+
 test_expect_success 'ksim stops cleanly' '
 	ksim_stop
 '

@@ -2609,7 +2609,12 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 		 */
 		static const char doc[] = "\x0a\x03" "2.0" "\x12\x15\x0a\x0a" "Kubernetes" "\x12\x07" "v1.30.0"
 					  "\x42\x00";
+		struct ksim_attrs na = { rq->user, "get", "", "", NULL, NULL, NULL, rq->path };
 
+		if (ksim_authorize(&na, &st) < 0) {	/* (as every other document: not for anonymous) */
+			answer(rs, 403, st);
+			goto done;
+		}
 		rs->code = 200;
 		rs->text_len = sizeof(doc) - 1;
 		rs->text = kop_malloc(rs->text_len + 1);
