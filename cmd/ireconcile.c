@@ -1536,6 +1536,8 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 		if (live && !force && live->match_ok && !status && !memcmp(live->match, d, sizeof(d)) &&
 		    !memcmp(live->match_sdig, live->sdig, sizeof(d))) {
 			/* Seen equal before, and neither has changed since but for its status. */
+			live->want_ok = 1;
+			memcpy(live->want, d, sizeof(d));
 			kop_hmap_put(desired, key, &one);
 			flight_forget(fkey);
 			if (r >= 0)
@@ -2058,6 +2060,8 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 		o->match_ok = 1;
 		memcpy(o->match, f->memo, sizeof(o->match));
 		memcpy(o->match_sdig, o->sdig, sizeof(o->match_sdig));
+		o->want_ok = 1;	/* what was applied is what was wanted */
+		memcpy(o->want, f->memo, sizeof(o->want));
 		flight_forget(fkey);
 	} else {
 		pending = 1;

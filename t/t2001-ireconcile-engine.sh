@@ -167,6 +167,26 @@ test_expect_success 'a desired object that lost a field is applied, though the l
 	test_cmp expect actual
 '
 
+# The same when ireconcile made the object itself: applied, seen back, then edited.
+test_expect_success '... also for an object ireconcile applied and saw land' '
+	mkfifo landed.fifo &&
+	{ ( extra_event ADDED 12 "{\"a\": \"1\", \"c\": \"2\"}"
+	    grep -v Widget "$FIXTURES/02-steady.in.jsonl" | grep -v BOOKMARK
+	    grep BOOKMARK "$FIXTURES/02-steady.in.jsonl"
+	    test_wait_for 30 test_has_ops landed.out apply 1
+	    jq -c "select(.op == \"apply\") | {type: \"ADDED\", object: (.object
+		| .metadata.uid = \"uid-x\" | .metadata.resourceVersion = \"15\")}" landed.out
+	    sleep 1
+	    extra_event MODIFIED 20 "{\"a\": \"1\"}"
+	    test_wait_for 30 test_has_ops landed.out apply 2
+	    sleep 1
+	  ) >landed.fifo & } &&
+	WIDGET_TEAM=blue test_ireconcile_fifo landed --now $NOW prog/extra &&
+	jq -c "select(.op == \"apply\") | [.object.metadata.name, .object.data]" landed.out >actual &&
+	printf "%s\n" "[\"x\",{\"a\":\"1\",\"c\":\"2\"}]" "[\"x\",{\"a\":\"1\"}]" >expect &&
+	test_cmp expect actual
+'
+
 test_expect_success 'finalizer removal tests the index of our own entry' '
 	jq -c "select(.op == \"patch\") | .patch" <10-finalized.out >patch &&
 	echo "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/1\",\"value\":\"test.example.org/cleanup\"},{\"op\":\"remove\",\"path\":\"/metadata/finalizers/1\"}]" >expect &&
