@@ -318,6 +318,22 @@ test_expect_success 'a program that never ends: the watchdog names the primary, 
 	grep -q "invalid --watchdog" err
 '
 
+test_expect_success 'a project failing on a Secret: logged without what jq quoted of its data' '
+	rm -rf prog/sproj && mkdir prog/sproj && cp prog/widgets/*.jq prog/sproj/ &&
+	"$KOP_TEST_TOOL" yaml prog/widgets/program.yml |
+		jq -c ".children += [{resource: \"secrets\", apiVersion: \"v1\", kind: \"Secret\", project: \"error(.data)\"},
+			{resource: \"configmaps\", apiVersion: \"v1\", kind: \"ConfigMap\", project: \"error(.data)\"}]
+		    | .children |= [.[0], .[2], .[3]]" >prog/sproj/program.json &&
+	{
+		echo "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s\",\"namespace\":\"blue-w1\",\"labels\":{\"test.example.org/team\":\"blue\",\"test.example.org/widget\":\"w1\"}},\"data\":{\"password\":\"UzNjcjN0\"}}}" &&
+		grep ConfigMap "$FIXTURES/02-steady.in.jsonl"
+	} >sproj.in &&
+	WIDGET_TEAM=blue ireconcile --now $NOW prog/sproj <sproj.in >sproj.out 2>sproj.err &&
+	grep -q "unable to project Secret .s.: (the jq error on a Secret is not logged: it may quote its data)" sproj.err &&
+	! grep -q UzNjcjN0 sproj.err &&
+	grep -q "unable to project ConfigMap .color.: {" sproj.err
+'
+
 test_expect_success 'stdin that cannot be read, a feedback that cannot be opened: 111' '
 	WIDGET_TEAM=blue test_expect_code 111 ireconcile prog/widgets <. 2>err &&
 	grep "unable to read stdin: Is a directory" err &&
