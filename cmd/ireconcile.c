@@ -90,11 +90,6 @@ struct obj {
 	 * own digest without status was `match_sdig` (match_ok: known). */
 	int match_ok;
 	unsigned char match[KOP_JSON_DIGEST_LEN], match_sdig[KOP_JSON_DIGEST_LEN];
-	/* The memo key of the desired object it was last compared with (want_ok:
-	 * known): a desired object that changes is applied even when the live
-	 * one holds it, or a field the program stopped setting would stay. */
-	int want_ok;
-	unsigned char want[KOP_JSON_DIGEST_LEN];
 	struct obj *prev, *next;	/* in prim->children */
 };
 
@@ -1475,7 +1470,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 		char *key, *fkey;
 		struct obj *live;
 		jv full = jv_invalid();
-		int r = -1, status, force = 0;
+		int r = -1, status;
 
 		if (!name || !kind || !av || !(k = kop_program_find_kind(&E.prog, av, kind, ns, name)) ||
 		    k->role != KOP_ROLE_CHILD) {
@@ -1526,18 +1521,9 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			SHA256((const unsigned char *)p->obj->uid, strlen(p->obj->uid), both + KOP_JSON_DIGEST_LEN);
 			SHA256(both, sizeof(both), d);
 		}
-		if (live) {
-			/* Applied whatever the live object holds: a desired object
-			 * that changed (a field may have gone), or one whose last
-			 * apply failed (the failure stays reported until one succeeds). */
-			force = (live->want_ok && memcmp(live->want, d, sizeof(d))) ||
-				jv_object_has(jv_copy(p->errors), jv_string(fkey));
-		}
-		if (live && !force && live->match_ok && !status && !memcmp(live->match, d, sizeof(d)) &&
+		if (live && live->match_ok && !status && !memcmp(live->match, d, sizeof(d)) &&
 		    !memcmp(live->match_sdig, live->sdig, sizeof(d))) {
 			/* Seen equal before, and neither has changed since but for its status. */
-			live->want_ok = 1;
-			memcpy(live->want, d, sizeof(d));
 			kop_hmap_put(desired, key, &one);
 			flight_forget(fkey);
 			if (r >= 0)
@@ -1570,11 +1556,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			}
 		}
 		kop_hmap_put(desired, key, &one);
-		if (live) {
-			live->want_ok = 1;
-			memcpy(live->want, d, sizeof(d));
-		}
-		if (live && !force && live_holds(ctx, live, full)) {
+		if (live && live_holds(ctx, live, full)) {
 			live->match_ok = 1;
 			memcpy(live->match, d, sizeof(d));
 			memcpy(live->match_sdig, live->sdig, sizeof(d));
@@ -2060,8 +2042,6 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 		o->match_ok = 1;
 		memcpy(o->match, f->memo, sizeof(o->match));
 		memcpy(o->match_sdig, o->sdig, sizeof(o->match_sdig));
-		o->want_ok = 1;	/* what was applied is what was wanted */
-		memcpy(o->want, f->memo, sizeof(o->want));
 		flight_forget(fkey);
 	} else {
 		pending = 1;

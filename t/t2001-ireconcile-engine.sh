@@ -136,57 +136,6 @@ test_expect_success 'a desired child given twice is a program error' '
 	bad_child twice "[{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"color\", \"namespace\": \"blue-w1\"}, \"data\": {}}]" \
 		"unable to reconcile '"'"'blue/w1'"'"': desired ConfigMap '"'"'blue-w1/color'"'"' is given twice (child 2)"
 '
-# extra_event TYPE RV DATA: w1 of 02-steady whose program adds ConfigMap x with DATA
-extra_event () {
-	jq -c --arg type "$1" --arg rv "$2" --argjson data "$3" "select(.object.kind == \"Widget\")
-		| .type = \$type | .object.metadata.resourceVersion = \$rv
-		| .object.spec.extra = [{apiVersion: \"v1\", kind: \"ConfigMap\",
-					metadata: {name: \"x\", namespace: \"blue-w1\"}, data: \$data}]" \
-		<"$FIXTURES/02-steady.in.jsonl"
-}
-
-# A field the program stops setting is removed by server-side apply only if
-# the object is applied: the live one still holds the smaller desired object.
-test_expect_success 'a desired object that lost a field is applied, though the live one holds it' '
-	x_live="{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\",\"namespace\":\"blue-w1\",\"uid\":\"uid-x\",\"resourceVersion\":\"15\",\"labels\":{\"test.example.org/team\":\"blue\",\"test.example.org/widget\":\"w1\"}},\"data\":{\"a\":\"1\",\"c\":\"2\"}}}" &&
-	mkfifo removed.fifo &&
-	{ ( extra_event ADDED 12 "{\"a\": \"1\", \"c\": \"2\"}"
-	    grep -v Widget "$FIXTURES/02-steady.in.jsonl" | grep -v BOOKMARK
-	    echo "$x_live"
-	    grep BOOKMARK "$FIXTURES/02-steady.in.jsonl"
-	    test_wait_for 30 grep -q "reconciled " removed.err
-	    extra_event MODIFIED 20 "{\"a\": \"1\"}"
-	    test_wait_for 30 test_has_ops removed.out apply 1
-	    # the apply lands: data {a} only, nothing more to do
-	    echo "$x_live" | jq -c ".type = \"MODIFIED\" | .object.metadata.resourceVersion = \"21\" | .object.data = {a: \"1\"}"
-	    sleep 1
-	  ) >removed.fifo & } &&
-	WIDGET_TEAM=blue test_ireconcile_fifo removed --now $NOW prog/extra &&
-	jq -c "select(.op == \"apply\") | [.object.metadata.name, .object.data]" removed.out >actual &&
-	echo "[\"x\",{\"a\":\"1\"}]" >expect &&
-	test_cmp expect actual
-'
-
-# The same when ireconcile made the object itself: applied, seen back, then edited.
-test_expect_success '... also for an object ireconcile applied and saw land' '
-	mkfifo landed.fifo &&
-	{ ( extra_event ADDED 12 "{\"a\": \"1\", \"c\": \"2\"}"
-	    grep -v Widget "$FIXTURES/02-steady.in.jsonl" | grep -v BOOKMARK
-	    grep BOOKMARK "$FIXTURES/02-steady.in.jsonl"
-	    test_wait_for 30 test_has_ops landed.out apply 1
-	    jq -c "select(.op == \"apply\") | {type: \"ADDED\", object: (.object
-		| .metadata.uid = \"uid-x\" | .metadata.resourceVersion = \"15\")}" landed.out
-	    sleep 1
-	    extra_event MODIFIED 20 "{\"a\": \"1\"}"
-	    test_wait_for 30 test_has_ops landed.out apply 2
-	    sleep 1
-	  ) >landed.fifo & } &&
-	WIDGET_TEAM=blue test_ireconcile_fifo landed --now $NOW prog/extra &&
-	jq -c "select(.op == \"apply\") | [.object.metadata.name, .object.data]" landed.out >actual &&
-	printf "%s\n" "[\"x\",{\"a\":\"1\",\"c\":\"2\"}]" "[\"x\",{\"a\":\"1\"}]" >expect &&
-	test_cmp expect actual
-'
-
 test_expect_success 'finalizer removal tests the index of our own entry' '
 	jq -c "select(.op == \"patch\") | .patch" <10-finalized.out >patch &&
 	echo "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/1\",\"value\":\"test.example.org/cleanup\"},{\"op\":\"remove\",\"path\":\"/metadata/finalizers/1\"}]" >expect &&
