@@ -71,6 +71,8 @@ int kop_time_parse(const char *s, time_t *out);
 int kop_read_file(const char *path, size_t max, char **out, size_t *len, char *err);
 /* write(2) all of it, retrying on EINTR and short writes. */
 int kop_write_all(int fd, const void *buf, size_t len);
+/* Standard padded base64 of len bytes, a NUL-terminated heap string. */
+char *kop_base64(const void *data, size_t len);
 
 /*
  * Capped exponential backoff with jitter: the n-th delay is drawn from

@@ -39,8 +39,6 @@ void kube_exec_free(struct kube_exec *e);
 
 /* Standard base64 (whitespace ignored, padding required). 0 and a heap buffer, or -1. */
 int kube_base64_decode(const char *in, size_t len, char **out, size_t *out_len);
-/* Standard padded base64 of data, heap string. */
-char *kube_base64_encode(const void *data, size_t len);
 
 /* Reads a token file, whitespace trimmed. 0 and *token (heap), or -1 with err. */
 int kube_read_token_file(const char *path, char **token, char *err);

@@ -269,7 +269,7 @@ CURL *kube_easy_new(struct kube_client *c, const char *method, const char *path,
 
 		kop_buf_addf(&up, "%s:%s", c->cfg.username ? c->cfg.username : "",
 			     c->cfg.password ? c->cfg.password : "");
-		b64 = kube_base64_encode(up.buf, up.len);
+		b64 = kop_base64(up.buf, up.len);
 		h = add_auth_header(h, "Basic", b64);
 		OPENSSL_cleanse(up.buf, up.len);
 		OPENSSL_cleanse(b64, strlen(b64));

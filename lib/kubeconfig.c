@@ -60,14 +60,6 @@ int kube_base64_decode(const char *in, size_t len, char **out, size_t *out_len)
 	return 0;
 }
 
-char *kube_base64_encode(const void *data, size_t len)
-{
-	unsigned char *out = kop_malloc(4 * ((len + 2) / 3) + 1);
-
-	EVP_EncodeBlock(out, data, (int)len);
-	return (char *)out;
-}
-
 static char *trim_dup(const char *s, size_t len)
 {
 	while (len && isspace((unsigned char)*s)) {
@@ -645,7 +637,7 @@ static int parse_exec(struct kube_config *cfg, jv exec, const char *dir, const c
 		if (get_bool(cluster, "insecure-skip-tls-verify"))
 			c = jv_object_set(c, jv_string("insecure-skip-tls-verify"), jv_true());
 		if (cfg->ca_pem) {
-			s = kube_base64_encode(cfg->ca_pem, cfg->ca_len);
+			s = kop_base64(cfg->ca_pem, cfg->ca_len);
 			c = jv_object_set(c, jv_string("certificate-authority-data"), jv_string(s));
 			free(s);
 		}

@@ -526,20 +526,9 @@ static int digest_hex(const EVP_MD *md, const char *s, size_t len, jv *out, char
 
 static int base64_encode(const char *s, size_t len, jv *out, char *err)
 {
-	size_t cap = 4 * ((len + 2) / 3) + 1;
-	unsigned char *b;
-	size_t done = 0, wrote = 0;
+	char *b = kop_base64(s, len);
 
-	b = kop_malloc(cap);
-	/* EVP_EncodeBlock takes an int length: encode in slices that keep it small. */
-	while (done < len) {
-		size_t chunk = len - done > 3u << 20 ? 3u << 20 : len - done;
-
-		wrote += (size_t)EVP_EncodeBlock(b + wrote, (const unsigned char *)s + done, (int)chunk);
-		done += chunk;
-	}
-	b[wrote] = 0;
-	*out = jv_string_sized((const char *)b, (int)wrote);
+	*out = jv_string(b);
 	free(b);
 	(void)err;
 	return 0;

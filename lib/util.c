@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <openssl/evp.h>
 #include "kop.h"
 #include "banned.h"
 
@@ -297,4 +298,20 @@ unsigned kop_backoff_next(struct kop_backoff *b)
 void kop_backoff_reset(struct kop_backoff *b)
 {
 	b->attempt = 0;
+}
+
+char *kop_base64(const void *data, size_t len)
+{
+	unsigned char *b = kop_malloc(4 * ((len + 2) / 3) + 1);
+	size_t done = 0, wrote = 0;
+
+	/* EVP_EncodeBlock takes an int length: encode in slices that keep it small. */
+	while (done < len) {
+		size_t chunk = len - done > 3u << 20 ? 3u << 20 : len - done;
+
+		wrote += (size_t)EVP_EncodeBlock(b + wrote, (const unsigned char *)data + done, (int)chunk);
+		done += chunk;
+	}
+	b[wrote] = 0;
+	return (char *)b;
 }

@@ -865,11 +865,9 @@ static jv secret_string_data(const struct ksim_type *t, jv obj)
 	if (jv_get_kind(sd) == JV_KIND_OBJECT) {
 		jv_object_foreach(sd, k, v) {
 			if (jv_get_kind(v) == JV_KIND_STRING) {
-				int len = jv_string_length_bytes(jv_copy(v));
-				unsigned char *b64 = kop_malloc((size_t)(4 * ((len + 2) / 3) + 1));
+				char *b64 = kop_base64(jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)));
 
-				EVP_EncodeBlock(b64, (const unsigned char *)jv_string_value(v), len);
-				data = jv_object_set(data, jv_copy(k), jv_string((const char *)b64));
+				data = jv_object_set(data, jv_copy(k), jv_string(b64));
 				free(b64);
 			}
 			jv_free(k);
@@ -1465,16 +1463,15 @@ static int dry_run(const struct ksim_request *rq, jv *err)
 /* base64url without padding (the continue token's encoding). */
 static char *b64url(const char *s)
 {
-	size_t n = strlen(s);
-	unsigned char *out = kop_malloc(4 * ((n + 2) / 3) + 1);
-	int len = EVP_EncodeBlock(out, (const unsigned char *)s, (int)n);
+	char *out = kop_base64(s, strlen(s));
+	size_t len = strlen(out);
 
 	while (len > 0 && out[len - 1] == '=')
 		len--;
 	out[len] = 0;
-	for (int i = 0; i < len; i++)
+	for (size_t i = 0; i < len; i++)
 		out[i] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
-	return (char *)out;
+	return out;
 }
 
 static jv unb64url(const char *s)

@@ -115,15 +115,6 @@ out:
 	return ok ? 0 : kop_error(err, "unable to generate a certificate: OpenSSL failed");
 }
 
-static char *b64(const char *s)
-{
-	size_t n = strlen(s);
-	unsigned char *out = kop_malloc(4 * ((n + 2) / 3) + 1);
-
-	EVP_EncodeBlock(out, (const unsigned char *)s, (int)n);
-	return (char *)out;
-}
-
 /* Writes text to path atomically (a temporary file, fsync, rename), mode 0600. */
 static int write_file(const char *path, const char *text, char *err)
 {
@@ -154,7 +145,7 @@ static int write_kubeconfig(const char *path, const char *url, const char *ca_pe
 	int ret = 0;
 
 	if (ca_pem) {
-		char *d = b64(ca_pem);
+		char *d = kop_base64(ca_pem, strlen(ca_pem));
 
 		cluster = jv_object_set(cluster, jv_string("certificate-authority-data"), jv_string(d));
 		free(d);
