@@ -1355,26 +1355,24 @@ static int check_children(jv out, char *err)
 		const struct kop_kind *k;
 		char *key;
 
-		if (rc == 0 && jv_get_kind(c) != JV_KIND_OBJECT) {
+		if (jv_get_kind(c) != JV_KIND_OBJECT) {
 			rc = kop_error(err, "desired child %d is %s, not an object", i, jv_kind_name(jv_get_kind(c)));
-		} else if (rc == 0 && (!name || !*name || !kind || !av)) {
+		} else if (!name || !*name || !kind || !av) {
 			rc = kop_error(err, "desired child %d has no %s", i,
 				       !name || !*name ? "metadata.name" : !kind ? "kind" : "apiVersion");
-		} else if (rc == 0 && (!(k = kop_program_find_kind(&E.prog, av, kind, ns, name)) ||
-				       k->role != KOP_ROLE_CHILD)) {
+		} else if (!(k = kop_program_find_kind(&E.prog, av, kind, ns, name)) || k->role != KOP_ROLE_CHILD) {
 			rc = kop_error(err, "desired %s '%s' (child %d) is not of a child kind of program '%s'", kind,
 				       name, i, E.prog.name);
-		} else if (rc == 0) {
+		} else {
 			key = obj_key(av, kind, ns, name);
-			if (kop_hmap_get(&seen, key)) {
+			if (kop_hmap_put(&seen, key, &one))
 				rc = kop_error(err, "desired %s '%s%s%s' is given twice (child %d)", kind, ns ? ns : "",
 					       ns ? "/" : "", name, i);
-			} else {
-				kop_hmap_put(&seen, key, &one);
-			}
 			free(key);
 		}
 		jv_free(c);
+		if (rc)
+			break;
 	}
 	jv_free(children);
 	kop_hmap_release(&seen, NULL);
@@ -2290,7 +2288,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 /*
  * The watchdog: jq 1.6 cannot be interrupted, so a program that never ends
  * holds the one reconcile loop. A thread says so, naming the primary, after
- * WATCHDOG_FIRST_S and then at doubling intervals, instead of a silent hang.
+ * --watchdog and then at doubling intervals, instead of a silent hang.
  */
 static struct {
 	pthread_mutex_t mu;
