@@ -565,19 +565,6 @@ struct spec {
 	int ns_given, all_ns;
 };
 
-/* A namespace's name: a DNS-1123 label (at most 63 of a-z, 0-9, '-'; alphanumeric at both ends). */
-static int ns_name(const char *ns)
-{
-	size_t i, n = strlen(ns);
-
-	if (n == 0 || n > 63 || ns[0] == '-' || ns[n - 1] == '-')
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!((ns[i] >= 'a' && ns[i] <= 'z') || (ns[i] >= '0' && ns[i] <= '9') || ns[i] == '-'))
-			return 0;
-	return 1;
-}
-
 static void parse_spec(const char *arg, struct spec *s)
 {
 	const char *colon = strchr(arg, ':'), *at;
@@ -592,7 +579,7 @@ static void parse_spec(const char *arg, struct spec *s)
 		s->ns = kop_strndup(at + 1, head - (size_t)(at + 1 - arg));
 		if (!strcmp(s->ns, "*"))
 			s->all_ns = 1;
-		else if (!ns_name(s->ns))
+		else if (!kop_dns1123(s->ns, 1))
 			die_usage("'%s' in '%s' is not a namespace name (RESOURCE@NS, or RESOURCE@* for all)", s->ns, arg);
 	}
 	if (!*s->name)

@@ -218,11 +218,13 @@ void tool_init(const char *prog, int argc, char **argv, int ignore_sigpipe)
 			log_text = !strcmp(env, "text");
 	}
 	if ((env = getenv("KOP_LOG_LEVEL")) && *env) {
-		if (parse_level(env) < 0)
+		int level = parse_level(env);
+
+		if (level < 0)
 			log_warn("KOP_LOG_LEVEL: unknown log level '%s' (error, warn, info, debug, trace); using info",
 				 env);
 		else
-			log_level = parse_level(env);
+			log_level = level;
 	}
 	if (ignore_sigpipe)
 		signal(SIGPIPE, SIG_IGN);

@@ -71,6 +71,9 @@ int kop_time_parse(const char *s, time_t *out);
 int kop_read_file(const char *path, size_t max, char **out, size_t *len, char *err);
 /* write(2) all of it, retrying on EINTR and short writes. */
 int kop_write_all(int fd, const void *buf, size_t len);
+/* Whether s is a DNS-1123 label (label: at most 63 of a-z, 0-9, '-', alphanumeric at
+ * both ends: a namespace's name) or subdomain (253, '.' too: most objects' names). */
+int kop_dns1123(const char *s, int label);
 /* Standard padded base64 of len bytes, a NUL-terminated heap string. */
 char *kop_base64(const void *data, size_t len);
 

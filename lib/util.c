@@ -315,3 +315,18 @@ char *kop_base64(const void *data, size_t len)
 	b[wrote] = 0;
 	return (char *)b;
 }
+
+int kop_dns1123(const char *s, int label)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > (label ? 63u : 253u))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || (!label && c == '.')))
+			return 0;
+	}
+	return s[0] != '-' && s[0] != '.' && s[n - 1] != '-' && s[n - 1] != '.';
+}

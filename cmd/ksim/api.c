@@ -17,7 +17,6 @@
 #include "yaml.h"
 #include "banned.h"
 
-#define MAX_NAME 253
 
 struct route {
 	struct ksim_type *t;
@@ -696,21 +695,6 @@ static int schema_check(const struct ksim_type *t, jv *obj, const char *name, co
 	return 0;
 }
 
-static int valid_name(const char *s, int label)
-{
-	size_t n = strlen(s);
-
-	if (!n || n > (label ? 63u : (unsigned)MAX_NAME))
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (!(islower((unsigned char)c) || isdigit((unsigned char)c) || c == '-' || (!label && c == '.')))
-			return 0;
-	}
-	return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
-}
-
 static jv crd_status(jv crd, const char *now)
 {
 	jv names = jv_getpath(jv_copy(crd), JV_ARRAY(jv_string("spec"), jv_string("names")));
@@ -1024,7 +1008,7 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 		jv_free(obj);
 		return 422;
 	}
-	if (!valid_name(name, !strcmp(t->gr, "namespaces"))) {
+	if (!kop_dns1123(name, !strcmp(t->gr, "namespaces"))) {
 		struct kop_buf m = KOP_BUF_INIT;
 		char *nm = kop_strdup(name);
 
