@@ -1446,8 +1446,12 @@ static int rendered_match(jv rdes, jv c)
 
 /*
  * Applies what is desired and differs from the live object; fills desired
- * (objkey -> 1). A child of the answer (README, "Writing a program") is
- *  - an observed child given back as the program saw it: kept as it is;
+ * (objkey -> 1). The object applied carries KOP_APPLIED_ANNOTATION, so a
+ * live object differs also when it was applied from another desired object
+ * (one that set a field this one no longer sets). A child of the answer
+ * (README, "Writing a program") is
+ *  - an observed child given back as the program saw it, or given by its
+ *    identity only: kept as it is;
  *  - with a render program, one of .rendered.desired as sync saw it: that
  *    object as rendered, whole; changed, but of the same kind and name:
  *    the rendered object with the changes merged in;
@@ -1478,23 +1482,25 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 		key = obj_key(av, kind, ns, name);
 		live = kop_hmap_get(&E.objs, key);
 		fkey = join2("apply", key);
-		if (live && live->prim == p && jv_identical(jv_copy(c), jv_copy(view_of(ctx, live)))) {
-			/* Given back as it was seen: kept as it is. */
+		if (live && live->prim == p &&
+		    (kop_program_identity_only(c) || jv_identical(jv_copy(c), jv_copy(view_of(ctx, live))))) {
+			/* Given back as it was seen, or by its identity only: kept as it is. */
 			kop_hmap_put(desired, key, &one);
 			flight_forget(fkey);
 			goto next;
 		}
 		{
-			/* The comparison's memo key: the object before stamping
-			 * (known when rendered) and whom the stamp names. */
-			unsigned char both[2 * KOP_JSON_DIGEST_LEN];
+			/* The comparison's memo key and the applied annotation: the
+			 * object before stamping (known when rendered) and whom the
+			 * stamp names. */
+			unsigned char objdig[KOP_JSON_DIGEST_LEN];
 			int m = -1;
 
 			r = rendered_index(rdes, c);
 			if (r < 0 && p->rview)
 				m = rendered_match(rdes, c);
 			if (r >= 0) {
-				memcpy(both, p->rdig[r], KOP_JSON_DIGEST_LEN);
+				memcpy(objdig, p->rdig[r], KOP_JSON_DIGEST_LEN);
 				status = p->rstat[r];
 				if (!p->rview)
 					full = jv_copy(c);	/* sync saw it whole */
@@ -1513,11 +1519,10 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 				} else {
 					full = jv_copy(c);
 				}
-				kop_json_digest(full, both);
+				kop_json_digest(full, objdig);
 				status = jv_object_has(jv_copy(full), jv_string("status"));
 			}
-			SHA256((const unsigned char *)p->obj->uid, strlen(p->obj->uid), both + KOP_JSON_DIGEST_LEN);
-			SHA256(both, sizeof(both), d);
+			kop_program_applied_digest(objdig, p->obj->uid, d);
 		}
 		if (live && live->match_ok && !status && !memcmp(live->match, d, sizeof(d)) &&
 		    !memcmp(live->match_sdig, live->sdig, sizeof(d))) {
@@ -1536,7 +1541,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 				goto next;
 			}
 		}
-		full = kop_program_stamp(&E.prog, k->mapping, full, ctx->parent);
+		full = kop_program_stamp_applied(kop_program_stamp(&E.prog, k->mapping, full, ctx->parent), d);
 		{
 			/* What does not map back could never be seen, compared or pruned. */
 			char *back = kop_program_map(&E.prog, k->mapping, full, NULL);

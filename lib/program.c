@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <openssl/sha.h>
 #include "program.h"
 #include "yaml.h"
 #include "jsonl.h"
@@ -1134,4 +1135,70 @@ int kop_json_subset(jv desired, jv live)
 int kop_json_subset_fp(jv desired, jv live)
 {
 	return subset(desired, live, 1);
+}
+
+void kop_program_applied_digest(const unsigned char objdig[KOP_JSON_DIGEST_LEN], const char *puid,
+				unsigned char d[KOP_JSON_DIGEST_LEN])
+{
+	unsigned char both[2 * KOP_JSON_DIGEST_LEN];
+
+	memcpy(both, objdig, KOP_JSON_DIGEST_LEN);
+	SHA256((const unsigned char *)puid, strlen(puid), both + KOP_JSON_DIGEST_LEN);
+	SHA256(both, sizeof(both), d);
+}
+
+jv kop_program_stamp_applied(jv child, const unsigned char d[KOP_JSON_DIGEST_LEN])
+{
+	static const char hexd[] = "0123456789abcdef";
+	char hex[33];
+	jv meta, ann;
+	int i;
+
+	if (jv_get_kind(child) != JV_KIND_OBJECT)
+		return child;
+	meta = jv_object_get(jv_copy(child), jv_string("metadata"));
+	if (jv_get_kind(meta) != JV_KIND_OBJECT) {
+		jv_free(meta);
+		return child;
+	}
+	for (i = 0; i < 16; i++) {
+		hex[2 * i] = hexd[d[i] >> 4];
+		hex[2 * i + 1] = hexd[d[i] & 15];
+	}
+	hex[32] = '\0';
+	ann = jv_object_get(jv_copy(meta), jv_string("annotations"));
+	if (jv_get_kind(ann) != JV_KIND_OBJECT) {
+		jv_free(ann);
+		ann = jv_object();
+	}
+	ann = jv_object_set(ann, jv_string(KOP_APPLIED_ANNOTATION), jv_string(hex));
+	meta = jv_object_set(meta, jv_string("annotations"), ann);
+	return jv_object_set(child, jv_string("metadata"), meta);
+}
+
+int kop_program_identity_only(jv child)
+{
+	int ok = jv_get_kind(child) == JV_KIND_OBJECT;
+
+	if (!ok)
+		return 0;
+	jv_object_foreach(child, k, v) {
+		const char *s = jv_string_value(k);
+
+		if (!strcmp(s, "metadata") && jv_get_kind(v) == JV_KIND_OBJECT) {
+			jv_object_foreach(v, mk, mv) {
+				const char *m = jv_string_value(mk);
+
+				if (strcmp(m, "name") && strcmp(m, "namespace"))
+					ok = 0;
+				jv_free(mk);
+				jv_free(mv);
+			}
+		} else if (strcmp(s, "apiVersion") && strcmp(s, "kind")) {
+			ok = 0;
+		}
+		jv_free(k);
+		jv_free(v);
+	}
+	return ok;
 }

@@ -8,6 +8,7 @@
 #include <jv.h>
 #include "kop.h"
 #include "jqrun.h"
+#include "jsonl.h"
 
 enum kop_role { KOP_ROLE_PRIMARY, KOP_ROLE_CHILD, KOP_ROLE_OBSERVED, KOP_ROLE_RELATED };
 
@@ -90,6 +91,29 @@ char *kop_program_map(const struct kop_program *p, const struct kop_mapping *m, 
  * reference to the primary (borrowed) when the child is in its namespace.
  */
 jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, jv child, jv primary);
+
+/*
+ * The annotation on every child ireconcile applies: a digest of what it
+ * applied (the object the program asked for, before stamping, and the
+ * primary's uid). A live child whose annotation is not the desired object's
+ * is applied even when it holds every desired field: then a field the
+ * program no longer sets is removed by server-side apply.
+ */
+#define KOP_APPLIED_ANNOTATION "iot-operator/applied"
+
+/* The digest d behind KOP_APPLIED_ANNOTATION: SHA-256 of objdig (the
+ * kop_json_digest of the unstamped object) and the SHA-256 of puid. */
+void kop_program_applied_digest(const unsigned char objdig[KOP_JSON_DIGEST_LEN], const char *puid,
+				unsigned char d[KOP_JSON_DIGEST_LEN]);
+
+/* Sets child's (consumed, returned) KOP_APPLIED_ANNOTATION from d: 32 hex
+ * digits (its first 16 bytes). Left as it is unless child has a metadata object. */
+jv kop_program_stamp_applied(jv child, const unsigned char d[KOP_JSON_DIGEST_LEN]);
+
+/* Whether child (borrowed) gives its identity only: apiVersion, kind,
+ * metadata.name and metadata.namespace, nothing else (it keeps a live
+ * object as it is). */
+int kop_program_identity_only(jv child);
 
 /*
  * desired ⊆ live: objects key by key (every key of desired present in live

@@ -214,11 +214,31 @@ static int cmd_program_map(int argc, char **argv)
 	return rc;
 }
 
+/* Each object stamped with the applied annotation ireconcile would give it
+ * as a child of the primary of uid data (fixtures of live objects). */
+static int one_applied(jv obj, void *data)
+{
+	unsigned char objdig[KOP_JSON_DIGEST_LEN], d[KOP_JSON_DIGEST_LEN];
+
+	kop_json_digest(obj, objdig);
+	kop_program_applied_digest(objdig, data, d);
+	kop_jsonl_write(stdout, kop_program_stamp_applied(obj, d));
+	return 0;
+}
+
+static int cmd_stamp_applied(int argc, char **argv)
+{
+	if (argc != 2)
+		return 2;
+	return each_value(one_applied, argv[1]);
+}
+
 static const struct test_cmd program_cmds[] = {
 	{ "hmap-stress", cmd_hmap_stress },
 	{ "json-subset", cmd_json_subset },
 	{ "json-fingerprint", cmd_json_fingerprint },
 	{ "program-map", cmd_program_map },
+	{ "stamp-applied", cmd_stamp_applied },
 	{ NULL, NULL }
 };
 TEST_TOOL_REGISTER(program_cmds)
