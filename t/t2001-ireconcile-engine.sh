@@ -30,6 +30,17 @@ test_expect_success 'steady state: a replayed stream writes nothing' '
 	test_must_be_empty 07-extra-fields.out
 '
 
+test_expect_success 'a field the program no longer sets: the object applied again, without it' '
+	jq -r "[.op, .object.kind, .object.metadata.name, (.object.data | has(\"old\")),
+		.object.metadata.annotations[\"iot-operator/applied\"]] | @tsv" 17-dropped-field.out >actual &&
+	jq -r "select(.object.metadata.name == \"color\") | .object.metadata.annotations[\"iot-operator/applied\"]" \
+		"$FIXTURES/17-dropped-field.in.jsonl" >was &&
+	printf "apply\tConfigMap\tcolor\tfalse\t%s\n" "$(jq -r ".object.metadata.annotations[\"iot-operator/applied\"]" \
+		"$FIXTURES/06-drift.expect.jsonl")" >expect &&
+	test_cmp expect actual &&
+	! grep -qx "$(cut -f5 actual)" was
+'
+
 test_expect_success 'events before the bookmark are reconciled once, with the latest state' '
 	WIDGET_TEAM=blue ireconcile -v --now $NOW prog/widgets \
 		<"$FIXTURES/04-collect.in.jsonl" >collect.out 2>collect.err &&

@@ -135,6 +135,26 @@ test_expect_success 'an image edit reaches its Deployment and nothing else, then
 	test_cmp expect actual
 '
 
+# A field the program sets no more is removed (server-side apply of the
+# smaller object, because the desired object changed since it was applied).
+test_expect_success 'a field no longer set (imagePullSecrets emptied) leaves every workload, then Available' '
+	ksim_curl -o patched.json -X PATCH -H "Content-Type: application/merge-patch+json" \
+		-d "{\"spec\":{\"imagePullSecrets\":\"\"}}" \
+		/apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices/$X &&
+	no_pull_secrets () {
+		ksim_curl -o deps.json "/apis/apps/v1/namespaces/$I/deployments?labelSelector=$SEL" &&
+		ksim_curl -o sts.json "/apis/apps/v1/namespaces/$I/statefulsets?labelSelector=$SEL" &&
+		jq -s -e "[.[].items[] | .spec.template.spec | has(\"imagePullSecrets\")] == [false, false, false, false, false, false, false, false]" \
+			deps.json sts.json
+	} &&
+	test_wait_for 60 no_pull_secrets &&
+	test_wait_for 90 status_is Available &&
+	jq -e ".metadata.generation == 3" iot.json &&
+	snapshot dropped.jsonl &&
+	OPERATOR_NAME=devawsk8s ireconcile "$PROJECT_ROOT/pipeline/iotservice" <dropped.jsonl >dropped.out 2>dropped.err &&
+	test_cmp /dev/null dropped.out
+'
+
 test_expect_success 'deleting the IoTService deletes O-X, then the finalizer goes' '
 	ksim_curl -o deleted.json -X DELETE /apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices/$X &&
 	iot_gone () {

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 # Writes the recorded-style event files of t2001 (run by hand when they change;
 # the output is committed). Each case is a list of watch events.
-import hashlib, json, os
+import hashlib, json, os, subprocess
+
+# The test tool of the build (for the applied annotation ireconcile writes).
+TEST_TOOL = os.environ.get("KOP_TEST_TOOL") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                            "..", "..", "build", "t", "test-tool")
 
 def dump(name, events):
     with open(name + ".in.jsonl", "w") as f:
@@ -25,24 +29,37 @@ def widget(name, rv, spec, ns="blue", status=None, fin=None, deleting=False, typ
         o["status"] = status
     return {"type": typ, "object": o}
 
+def applied(desired, puid):
+    """The iot-operator/applied annotation ireconcile gives the child desired
+    (as the widget program gives it, keys in its order) of the widget of uid puid."""
+    out = subprocess.run([TEST_TOOL, "stamp-applied", puid], input=json.dumps(desired) + "\n",
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["metadata"]["annotations"]
+
 def labels(w, team="blue"):
     return {"test.example.org/team": team, "test.example.org/widget": w}
 
 def namespace(w, rv, deleting=False, typ="ADDED", lab=None):
     meta = {"name": "blue-" + w, "uid": "uid-ns-" + w, "resourceVersion": str(rv),
-            "labels": lab if lab is not None else labels(w), "managedFields": MF}
+            "labels": lab if lab is not None else labels(w), "managedFields": MF,
+            "annotations": applied({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "blue-" + w}},
+                                   "uid-" + w)}
     if deleting:
         meta["deletionTimestamp"] = "2026-11-22T09:31:00Z"
     return {"type": typ, "object": {"apiVersion": "v1", "kind": "Namespace", "metadata": meta,
             "spec": {"finalizers": ["kubernetes"]},
             "status": {"phase": "Terminating" if deleting else "Active"}}}
 
+# A ConfigMap; one of widget w's (with labels of ours) was applied by ireconcile from data.
 def cm(w, name, rv, data, lab=None, typ="ADDED", ns=None):
-    return {"type": typ, "object": {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": ns or ("blue-" + w), "uid": "uid-cm-%s-%s" % (w, name),
-                         "resourceVersion": str(rv), "creationTimestamp": "2026-11-22T09:00:01Z",
-                         "labels": lab if lab is not None else labels(w), "managedFields": MF},
-            "data": data}}
+    meta = {"name": name, "namespace": ns or ("blue-" + w), "uid": "uid-cm-%s-%s" % (w, name),
+            "resourceVersion": str(rv), "creationTimestamp": "2026-11-22T09:00:01Z",
+            "labels": lab if lab is not None else labels(w), "managedFields": MF}
+    if lab is None:
+        meta["annotations"] = applied({"apiVersion": "v1", "kind": "ConfigMap",
+                                       "metadata": {"name": name, "namespace": meta["namespace"]}, "data": data},
+                                      "uid-" + w)
+    return {"type": typ, "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}}
 
 def color_data(color, palette="none", replicas="1"):
     return {"color": color, "hash": hashlib.md5(color.encode()).hexdigest(), "palette": palette,
@@ -91,11 +108,17 @@ drift["object"]["data"]["color"] = "purple"
 drift["object"]["data"]["extra"] = "theirs"
 extra = cm("w1", "color", 14, color_data("red"))
 extra["object"]["data"]["extra"] = "theirs"
-extra["object"]["metadata"]["annotations"] = {"someone": "else"}
+extra["object"]["metadata"]["annotations"]["someone"] = "else"
 dump("06-drift", [widget("w1", 12, {"color": "red", "size": 1}, fin=FIN, status=PENDING),
                   namespace("w1", 13), drift, BOOKMARK])
 dump("07-extra-fields", [widget("w1", 12, {"color": "red", "size": 1}, fin=FIN, status=PENDING),
                          namespace("w1", 13), extra, BOOKMARK])
+
+# A field the program set when it last applied ("old", in the annotation's
+# digest) and sets no more: applied again (server-side apply then removes it).
+dropped = cm("w1", "color", 14, dict(color_data("red"), old="x"))
+dump("17-dropped-field", [widget("w1", 12, {"color": "red", "size": 1}, fin=FIN, status=PENDING),
+                          namespace("w1", 13), dropped, BOOKMARK])
 
 # Status differs (a pod runs now): status and event, no apply.
 dump("08-status", [widget("w1", 12, {"color": "red", "size": 1}, fin=FIN, status=PENDING),

@@ -20,9 +20,12 @@ iot_parent '.metadata += {resourceVersion: "100", creationTimestamp: "2026-11-22
 iot_input "$W/parent.json" >"$W/in.json"
 iot_sync "$W/in.json" "$W/out.json"
 
-# server-side defaults and identity on the live children (of OUTPUT, default out.json)
+# server-side defaults and identity on the live children (of OUTPUT, default
+# out.json), each with the iot-operator/applied annotation ireconcile gave it
 live () {
-	iot_live "${2:-$W/out.json}" "$1" | jq -c '
+	jq -c '.children[]' "${2:-$W/out.json}" | "$KOP_TEST_TOOL" stamp-applied uid-iot |
+		jq -s '{children: .}' >"$W/stamped.json"
+	iot_live "$W/stamped.json" "$1" | jq -c '
 	def podspec: .containers |= map(.terminationMessagePath = "/dev/termination-log" | .terminationMessagePolicy = "File"
 		| .ports |= map(.protocol = "TCP") | .resources //= {})
 		| .restartPolicy = "Always" | .dnsPolicy = "ClusterFirst" | .schedulerName = "default-scheduler"
