@@ -553,9 +553,29 @@ static void set_err(struct kw_watch *w, long code, jv status)
 	jv_free(status);
 }
 
+/* Whether status (borrowed) has a cause of this reason (details.causes[].reason). */
+static int has_cause(jv status, const char *reason)
+{
+	jv causes = jv_getpath(jv_copy(status), JV_ARRAY(jv_string("details"), jv_string("causes")));
+	int found = 0;
+
+	if (jv_get_kind(causes) == JV_KIND_ARRAY) {
+		jv_array_foreach(causes, i, c) {
+			const char *r = kop_json_cstr(c, "reason");
+
+			if (r && !strcmp(r, reason))
+				found = 1;
+			jv_free(c);
+		}
+	}
+	jv_free(causes);
+	return found;
+}
+
 enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv status, int64_t elapsed_ms)
 {
 	enum kw_req req = w->req;
+	int too_large;
 
 	w->req = KW_REQ_NONE;
 	if (jv_is_valid(w->stream_error)) {
@@ -570,6 +590,7 @@ enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv s
 	}
 	if (code != 200 || !transport_ok)
 		set_err(w, code, jv_copy(status));
+	too_large = jv_get_kind(status) == JV_KIND_OBJECT && has_cause(status, "ResourceVersionTooLarge");
 	jv_free(status);
 	if (code == 200) {
 		if (!transport_ok)
@@ -588,6 +609,15 @@ enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv s
 		/* Expired: the resourceVersion or the continue token. Read the state again. */
 		set_str(&w->cont, NULL);
 		w->need_list = 1;
+		return KW_NEXT_BACKOFF;
+	case 504:
+		/* A resourceVersion the server does not have yet (its history went
+		 * back: a restore, another server) is never reached by waiting:
+		 * read the state again, as client-go's reflector does. */
+		if (too_large) {
+			set_str(&w->cont, NULL);
+			w->need_list = 1;
+		}
 		return KW_NEXT_BACKOFF;
 	case 400:
 	case 422:

@@ -26,6 +26,21 @@ test_expect_success 'dryRun=All: the answer of a create, nothing stored, no RV u
 	code_is 422
 '
 
+test_expect_success 'a read at a resourceVersion newer than any is 504 ResourceVersionTooLarge (list and get)' '
+	rv=$(ksim_curl $NS/configmaps | jq -r .metadata.resourceVersion) &&
+	far=$((rv + 1000)) &&
+	req GET "$NS/configmaps?resourceVersion=$far" && code_is 504 &&
+	jq -c . out.json >actual &&
+	cat >expect <<-EOT &&
+	{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Timeout: Too large resource version: $far, current: $rv","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1},"code":504}
+	EOT
+	test_cmp expect actual &&
+	req GET "$NS/configmaps?resourceVersion=$far&resourceVersionMatch=NotOlderThan" && code_is 504 &&
+	req GET "/api/v1/namespaces/default?resourceVersion=$far" && code_is 504 &&
+	req GET "$NS/configmaps?resourceVersion=$rv" && code_is 200 &&
+	req GET "/api/v1/namespaces/default?resourceVersion=$rv" && code_is 200
+'
+
 test_expect_success 'generateName picks a free name; no name at all is 422' '
 	req POST $NS/configmaps "{\"metadata\":{\"generateName\":\"gen-\"}}" &&
 	code_is 201 &&

@@ -1665,6 +1665,25 @@ static int include_object(const struct ksim_request *rq)
 	return 1;
 }
 
+/*
+ * A read at resourceVersion n, newer than any: kube-apiserver waits up to 3 s
+ * for its cache to reach n, then answers this (storage/errors.go
+ * NewTooLargeResourceVersionError). ksim has no cache to wait for: n is
+ * from another server (or another life of this one), so it answers at once.
+ */
+static jv too_large_rv(unsigned long long n)
+{
+	char msg[128];
+
+	snprintf(msg, sizeof(msg), "Timeout: Too large resource version: %llu, current: %llu", n,
+		 (unsigned long long)ksim.rv);
+	return ksim_status(504, "Timeout", msg,
+			   JV_OBJECT(jv_string("causes"),
+				     JV_ARRAY(JV_OBJECT(jv_string("reason"), jv_string("ResourceVersionTooLarge"),
+							jv_string("message"), jv_string("Too large resource version"))),
+				     jv_string("retryAfterSeconds"), jv_number(1)));
+}
+
 /* A list: 200 with *out, or with *text (when text is non-NULL and the answer can be made as text). */
 static int do_list(const struct ksim_request *rq, const struct route *r, jv *out, char **text, size_t *text_len)
 {
@@ -1676,6 +1695,7 @@ static int do_list(const struct ksim_request *rq, const struct route *r, jv *out
 	long long list_rv = (long long)ksim.rv;
 	char rvbuf[32];
 	char *token = NULL;
+	int fail = 400;
 	jv md, items;
 
 	if (query_bool(rq, "sendInitialEvents")) {
@@ -1743,6 +1763,10 @@ static int do_list(const struct ksim_request *rq, const struct route *r, jv *out
 			*out = bad_request(b.buf);
 			kop_buf_release(&b);
 			goto bad;
+		}
+		if (n > ksim.rv) {
+			*out = too_large_rv(n);
+			goto bad504;
 		}
 		if ((rvm && !strcmp(rvm, "Exact")) || (c.limit > 0 && (!rvm || !*rvm))) {
 			if (n < ksim.compacted) {
@@ -1822,25 +1846,34 @@ static int do_list(const struct ksim_request *rq, const struct route *r, jv *out
 	ksim_selector_free(c.fs);
 	return 200;
 bad410:
-	free(after);
-	free(c.caches);
-	ksim_selector_free(c.ls);
-	ksim_selector_free(c.fs);
-	jv_free(c.items);
-	return 410;
+	fail = 410;
+	goto bad;
+bad504:
+	fail = 504;
 bad:
 	free(after);
 	free(c.caches);
 	ksim_selector_free(c.ls);
 	ksim_selector_free(c.fs);
 	jv_free(c.items);
-	return 400;
+	return fail;
 }
 
 static int do_get(const struct ksim_request *rq, const struct route *r, jv *out)
 {
-	jv obj = ksim_store_get(r->t->gr, r->ns, r->name);
+	const char *rvs = query(rq, "resourceVersion");
+	jv obj;
 
+	if (rvs && *rvs) {
+		char *end;
+		unsigned long long n = strtoull(rvs, &end, 10);
+
+		if (!*end && n > ksim.rv) {
+			*out = too_large_rv(n);
+			return 504;
+		}
+	}
+	obj = ksim_store_get(r->t->gr, r->ns, r->name);
 	if (!jv_is_valid(obj)) {
 		*out = not_found(r->t, r->name);
 		return 404;
