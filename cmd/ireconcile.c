@@ -1450,8 +1450,7 @@ static int rendered_match(jv rdes, jv c)
  * live object differs also when it was applied from another desired object
  * (one that set a field this one no longer sets). A child of the answer
  * (README, "Writing a program") is
- *  - an observed child given back as the program saw it, or given by its
- *    identity only: kept as it is;
+ *  - an observed child given back as the program saw it: kept as it is;
  *  - with a render program, one of .rendered.desired as sync saw it: that
  *    object as rendered, whole; changed, but of the same kind and name:
  *    the rendered object with the changes merged in;
@@ -1482,9 +1481,8 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 		key = obj_key(av, kind, ns, name);
 		live = kop_hmap_get(&E.objs, key);
 		fkey = join2("apply", key);
-		if (live && live->prim == p &&
-		    (kop_program_identity_only(c) || jv_identical(jv_copy(c), jv_copy(view_of(ctx, live))))) {
-			/* Given back as it was seen, or by its identity only: kept as it is. */
+		if (live && live->prim == p && jv_identical(jv_copy(c), jv_copy(view_of(ctx, live)))) {
+			/* Given back as it was seen: kept as it is. */
 			kop_hmap_put(desired, key, &one);
 			flight_forget(fkey);
 			goto next;
@@ -1519,7 +1517,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 				} else {
 					full = jv_copy(c);
 				}
-				kop_json_digest(full, objdig);
+				kop_program_object_digest(full, objdig);
 				status = jv_object_has(jv_copy(full), jv_string("status"));
 			}
 			kop_program_applied_digest(objdig, p->obj->uid, d);

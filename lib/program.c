@@ -1176,29 +1176,18 @@ jv kop_program_stamp_applied(jv child, const unsigned char d[KOP_JSON_DIGEST_LEN
 	return jv_object_set(child, jv_string("metadata"), meta);
 }
 
-int kop_program_identity_only(jv child)
+void kop_program_object_digest(jv child, unsigned char objdig[KOP_JSON_DIGEST_LEN])
 {
-	int ok = jv_get_kind(child) == JV_KIND_OBJECT;
+	jv ann = jv_getpath(jv_copy(child), JV_ARRAY(jv_string("metadata"), jv_string("annotations")));
 
-	if (!ok)
-		return 0;
-	jv_object_foreach(child, k, v) {
-		const char *s = jv_string_value(k);
+	if (jv_get_kind(ann) == JV_KIND_OBJECT && jv_object_has(jv_copy(ann), jv_string(KOP_APPLIED_ANNOTATION))) {
+		jv bare = jv_delpaths(jv_copy(child), JV_ARRAY(JV_ARRAY(jv_string("metadata"), jv_string("annotations"),
+								       jv_string(KOP_APPLIED_ANNOTATION))));
 
-		if (!strcmp(s, "metadata") && jv_get_kind(v) == JV_KIND_OBJECT) {
-			jv_object_foreach(v, mk, mv) {
-				const char *m = jv_string_value(mk);
-
-				if (strcmp(m, "name") && strcmp(m, "namespace"))
-					ok = 0;
-				jv_free(mk);
-				jv_free(mv);
-			}
-		} else if (strcmp(s, "apiVersion") && strcmp(s, "kind")) {
-			ok = 0;
-		}
-		jv_free(k);
-		jv_free(v);
+		kop_json_digest(bare, objdig);
+		jv_free(bare);
+	} else {
+		kop_json_digest(child, objdig);
 	}
-	return ok;
+	jv_free(ann);
 }

@@ -102,7 +102,7 @@ jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, j
 #define KOP_APPLIED_ANNOTATION "iot-operator/applied"
 
 /* The digest d behind KOP_APPLIED_ANNOTATION: SHA-256 of objdig (the
- * kop_json_digest of the unstamped object) and the SHA-256 of puid. */
+ * kop_program_object_digest of the unstamped object) and the SHA-256 of puid. */
 void kop_program_applied_digest(const unsigned char objdig[KOP_JSON_DIGEST_LEN], const char *puid,
 				unsigned char d[KOP_JSON_DIGEST_LEN]);
 
@@ -110,10 +110,10 @@ void kop_program_applied_digest(const unsigned char objdig[KOP_JSON_DIGEST_LEN],
  * digits (its first 16 bytes). Left as it is unless child has a metadata object. */
 jv kop_program_stamp_applied(jv child, const unsigned char d[KOP_JSON_DIGEST_LEN]);
 
-/* Whether child (borrowed) gives its identity only: apiVersion, kind,
- * metadata.name and metadata.namespace, nothing else (it keeps a live
- * object as it is). */
-int kop_program_identity_only(jv child);
+/* The kop_json_digest of child (borrowed) without its KOP_APPLIED_ANNOTATION:
+ * a program that copies a live child's annotations into the desired one
+ * must not make each stamp change the next. */
+void kop_program_object_digest(jv child, unsigned char objdig[KOP_JSON_DIGEST_LEN]);
 
 /*
  * desired ⊆ live: objects key by key (every key of desired present in live

@@ -41,6 +41,27 @@ test_expect_success 'a field the program no longer sets: the object applied agai
 	! grep -qx "$(cut -f5 actual)" was
 '
 
+# The stamp is left out of the digest: a program that copies the live
+# child's annotations (the stamp among them) into the desired one settles.
+test_expect_success 'a program that copies the live annotations: applied once, then steady' '
+	cp -R prog/widgets prog/copyann &&
+	sed "s|metadata: {name: \"color\", namespace: \$ns}|metadata: {name: \"color\", namespace: \$ns, annotations: (.children[\"ConfigMap.v1\"].color.metadata.annotations // {})}|" \
+		prog/widgets/sync.jq >prog/copyann/sync.jq &&
+	! cmp prog/widgets/sync.jq prog/copyann/sync.jq &&
+	WIDGET_TEAM=blue ireconcile --now $NOW prog/copyann <"$FIXTURES/02-steady.in.jsonl" >copy1.out 2>copy1.err &&
+	jq -r "[.op, .object.metadata.name] | @tsv" copy1.out >actual &&
+	printf "apply\tcolor\n" >expect && test_cmp expect actual &&
+	{
+		sed "\$d" "$FIXTURES/02-steady.in.jsonl" &&
+		jq -c "{type: \"MODIFIED\", object: (.object | .metadata.uid = \"uid-cm-w1-color\"
+			| .metadata.resourceVersion = \"20\")}" copy1.out &&
+		tail -n 1 "$FIXTURES/02-steady.in.jsonl"
+	} >copy2.in &&
+	WIDGET_TEAM=blue ireconcile --now $NOW prog/copyann <copy2.in >copy2.out 2>copy2.err &&
+	test_no_sanitizer_report copy2.err &&
+	test_cmp /dev/null copy2.out
+'
+
 test_expect_success 'events before the bookmark are reconciled once, with the latest state' '
 	WIDGET_TEAM=blue ireconcile -v --now $NOW prog/widgets \
 		<"$FIXTURES/04-collect.in.jsonl" >collect.out 2>collect.err &&

@@ -9,9 +9,10 @@
 #   now >= schedule                       RUNNING  the pod
 #   now < schedule                        PENDING  none            schedule - now
 #
-# A pod that exists is returned by its identity only: it is kept as it is
-# (a pod's spec cannot change, and an edit of spec.command after the start
-# must not try to).
+# A pod that exists is given back as it was seen: the engine keeps it as it
+# is (a pod's spec cannot change, and an edit of spec.command after the start
+# must not try to; a smaller object would be applied, and would remove what
+# it leaves out).
 include "kop";
 
 # Seconds since the epoch of an RFC 3339 time ("2023-03-19T08:00:00Z", a
@@ -42,8 +43,6 @@ def at_pod($a):
           containers: [{name: "busybox", image: "busybox",
                         command: ["sh", "-c", ($a.spec.command // "")]}]}};
 
-def identity: {apiVersion, kind, metadata: {name: .metadata.name, namespace: .metadata.namespace}};
-
 .parent as $a
 | $a.metadata.name as $name
 | (.children["Pod.v1"][$name] // null) as $pod
@@ -53,9 +52,9 @@ def identity: {apiVersion, kind, metadata: {name: .metadata.name, namespace: .me
 | ($schedule | at_epoch) as $at
 | (.now | at_epoch) as $now
 | (if $stored == "DONE" or ($pod.status.phase // "" | . == "Succeeded" or . == "Failed") then
-     {phase: "DONE", children: [$pod // empty | identity]}
+     {phase: "DONE", children: [$pod // empty]}
    elif $pod != null then
-     {phase: "RUNNING", children: [$pod | identity]}
+     {phase: "RUNNING", children: [$pod]}
    elif $stored == "RUNNING" then
      {phase: "RUNNING", children: [at_pod($a)]}
    elif $at == null then

@@ -220,7 +220,7 @@ static int one_applied(jv obj, void *data)
 {
 	unsigned char objdig[KOP_JSON_DIGEST_LEN], d[KOP_JSON_DIGEST_LEN];
 
-	kop_json_digest(obj, objdig);
+	kop_program_object_digest(obj, objdig);
 	kop_program_applied_digest(objdig, data, d);
 	kop_jsonl_write(stdout, kop_program_stamp_applied(obj, d));
 	return 0;
