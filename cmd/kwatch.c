@@ -421,10 +421,11 @@ static int finish(struct res *r, CURLcode cc)
 		/* fall through */
 	case KW_NEXT_BACKOFF:
 		schedule_backoff(r, retry_after_s, now);
-		if (r->w.err_code == 410) {
+		if (r->w.expired) {
 			tool_metric_add("kwatch_relists_total", NULL, 1);
 			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
-				  "resourceVersion of '%s' expired (%s); reading the state again in %lld ms", r->w.name,
+				  "resourceVersion of '%s' %s (%s); reading the state again in %lld ms", r->w.name,
+				  r->w.err_code == 410 ? "expired" : "is newer than the server's",
 				  r->w.err, (long long)(r->next_at - now));
 		} else {
 			tool_logj(r->w.synced ? LOG_WARN : LOG_INFO,

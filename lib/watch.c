@@ -578,6 +578,7 @@ enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv s
 	int too_large;
 
 	w->req = KW_REQ_NONE;
+	w->expired = 0;
 	if (jv_is_valid(w->stream_error)) {
 		jv c = jv_object_get(jv_copy(w->stream_error), jv_string("code"));
 
@@ -609,6 +610,7 @@ enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv s
 		/* Expired: the resourceVersion or the continue token. Read the state again. */
 		set_str(&w->cont, NULL);
 		w->need_list = 1;
+		w->expired = 1;
 		return KW_NEXT_BACKOFF;
 	case 504:
 		/* A resourceVersion the server does not have yet (its history went
@@ -617,6 +619,7 @@ enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv s
 		if (too_large) {
 			set_str(&w->cont, NULL);
 			w->need_list = 1;
+			w->expired = 1;
 		}
 		return KW_NEXT_BACKOFF;
 	case 400:

@@ -95,6 +95,7 @@ struct kw_watch {
 	/* the refusal that kw_watch_done() reports (KW_NEXT_FORBIDDEN, FATAL, BACKOFF) */
 	long err_code;
 	char err[KOP_ERRLEN];
+	int expired;		/* ... and it means the state must be read again (410, a resourceVersion too large) */
 };
 
 void kw_watch_init(struct kw_watch *w, const char *name, const char *path, const char *kind,
