@@ -464,16 +464,13 @@ static int fp_wanted(jv s)
 /* The fingerprint of the len bytes at s, in out[FP_LEN]. */
 static void fp_make(const char *s, size_t len, char out[FP_LEN])
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char d[SHA256_DIGEST_LENGTH];
-	size_t i;
+	char hex[2 * SHA256_DIGEST_LENGTH + 1];
 
 	SHA256((const unsigned char *)s, len, d);
 	memcpy(out, FP_PREFIX, FP_PREFIX_LEN);
-	for (i = 0; i < sizeof(d); i++) {
-		out[FP_PREFIX_LEN + 2 * i] = hex[d[i] >> 4];
-		out[FP_PREFIX_LEN + 2 * i + 1] = hex[d[i] & 15];
-	}
+	kop_hex(d, sizeof(d), hex);
+	memcpy(out + FP_PREFIX_LEN, hex, 2 * sizeof(d));
 }
 
 jv kop_json_fingerprint(jv v, int *changed)

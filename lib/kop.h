@@ -76,6 +76,8 @@ int kop_write_all(int fd, const void *buf, size_t len);
 int kop_dns1123(const char *s, int label);
 /* Standard padded base64 of len bytes, a NUL-terminated heap string. */
 char *kop_base64(const void *data, size_t len);
+/* The n bytes at data as 2n lowercase hex digits and a NUL, in out[2n + 1]. */
+void kop_hex(const void *data, size_t n, char *out);
 
 /*
  * Capped exponential backoff with jitter: the n-th delay is drawn from

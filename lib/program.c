@@ -1149,10 +1149,8 @@ void kop_program_applied_digest(const unsigned char objdig[KOP_JSON_DIGEST_LEN],
 
 jv kop_program_stamp_applied(jv child, const unsigned char d[KOP_JSON_DIGEST_LEN])
 {
-	static const char hexd[] = "0123456789abcdef";
 	char hex[33];
 	jv meta, ann;
-	int i;
 
 	if (jv_get_kind(child) != JV_KIND_OBJECT)
 		return child;
@@ -1161,11 +1159,7 @@ jv kop_program_stamp_applied(jv child, const unsigned char d[KOP_JSON_DIGEST_LEN
 		jv_free(meta);
 		return child;
 	}
-	for (i = 0; i < 16; i++) {
-		hex[2 * i] = hexd[d[i] >> 4];
-		hex[2 * i + 1] = hexd[d[i] & 15];
-	}
-	hex[32] = '\0';
+	kop_hex(d, 16, hex);
 	ann = jv_object_get(jv_copy(meta), jv_string("annotations"));
 	if (jv_get_kind(ann) != JV_KIND_OBJECT) {
 		jv_free(ann);

@@ -512,14 +512,12 @@ fail:
 static int digest_hex(const EVP_MD *md, const char *s, size_t len, jv *out, char *err)
 {
 	unsigned char d[EVP_MAX_MD_SIZE];
-	unsigned int n = 0, i;
+	unsigned int n = 0;
 	char hex[2 * EVP_MAX_MD_SIZE + 1];
 
 	if (!EVP_Digest(s, len, d, &n, md, NULL))
 		return kop_error(err, "unable to compute digest '%s'", EVP_MD_get0_name(md));
-	for (i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", d[i]);
-	hex[2 * n] = 0;
+	kop_hex(d, n, hex);
 	*out = jv_string(hex);
 	return 0;
 }

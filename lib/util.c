@@ -330,3 +330,16 @@ int kop_dns1123(const char *s, int label)
 	}
 	return s[0] != '-' && s[0] != '.' && s[n - 1] != '-' && s[n - 1] != '.';
 }
+
+void kop_hex(const void *data, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *d = data;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = digits[d[i] >> 4];
+		out[2 * i + 1] = digits[d[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
