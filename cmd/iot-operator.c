@@ -146,6 +146,8 @@ static struct {
 	pthread_t th;
 	int started, stop, leader;
 	int64_t renewed_ms;	/* monotonic start of the last successful round */
+	int64_t answered_ms;	/* ... of the last round the API server answered (0: none yet) */
+	char fail[KOP_ERRLEN];	/* why the last round failed ("" if it did not) */
 	int efd;		/* eventfd: wakes the main loop on a change */
 	struct kube_client *kc;
 	struct lease l;
@@ -532,7 +534,27 @@ static void stage_stats_fold(size_t slot)
 	sup.live = jv_object_delete(sup.live, jv_string(key));
 }
 
-static int ready_locked(const char **why)
+/*
+ * Whether a standby could take over, for ready_locked: the API server
+ * answered its lease requests within a lease duration (takes le.mu, so
+ * it is called before sup.mu is taken). Else *why (why[KOP_ERRLEN + 64]) says why.
+ */
+static int standby_can_lead(char *why, size_t n)
+{
+	int64_t now = kop_mono_ms();
+	int ok;
+
+	pthread_mutex_lock(&le.mu);
+	ok = le.answered_ms > 0 && now - le.answered_ms < sup.lease_ms;
+	if (!ok)
+		snprintf(why, n, "a standby that cannot reach the API server could not take over: %s",
+			 *le.fail ? le.fail : "no answer to the lease requests yet");
+	pthread_mutex_unlock(&le.mu);
+	return ok;
+}
+
+/* Readiness (under sup.mu): can is standby_can_lead's answer, taken before, with its reason in can_why. */
+static int ready_locked(int can, const char *can_why, const char **why)
 {
 	if (!sup.leader_elect || sup.is_leader) {
 		if (!sup.pipeline_up) {
@@ -545,7 +567,8 @@ static int ready_locked(const char **why)
 		}
 		return 1;
 	}
-	return 1;	/* a standby is ready as a standby */
+	*why = can_why;
+	return can;	/* a standby is ready as a standby, if it could take over */
 }
 
 /* The Prometheus text exposition of everything (takes mu). Caller frees. */
@@ -555,8 +578,8 @@ static char *metrics_render(size_t *len)
 	struct rusage ru;
 	jv all, keys;
 	const char *why;
-	char prev[256] = "";
-	int i, n;
+	char prev[256] = "", can_why[KOP_ERRLEN + 64] = "";
+	int i, n, can = standby_can_lead(can_why, sizeof(can_why));
 	size_t s;
 
 	pthread_mutex_lock(&sup.mu);
@@ -576,7 +599,7 @@ static char *metrics_render(size_t *len)
 	all = series_put(all, "leader_election_master_status", "gauge",
 			 JV_OBJECT(jv_string("name"), jv_string(LOCK_NAME)),
 			 (!sup.leader_elect || sup.is_leader) ? 1 : 0, 1);
-	all = series_put(all, "iot_operator_ready", "gauge", jv_object(), ready_locked(&why), 1);
+	all = series_put(all, "iot_operator_ready", "gauge", jv_object(), ready_locked(can, can_why, &why), 1);
 	for (i = 0; sup.pids[i]; i++) {
 		long long rss = statm_rss(sup.pids[i]);
 		double cpu = proc_cpu(sup.pids[i]);
@@ -681,8 +704,11 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *conn, cons
 		const char *why = NULL;
 		int ok, standby;
 
+		char can_why[KOP_ERRLEN + 64] = "";
+		int can = standby_can_lead(can_why, sizeof(can_why));
+
 		pthread_mutex_lock(&sup.mu);
-		ok = ready_locked(&why);
+		ok = ready_locked(can, can_why, &why);
 		standby = sup.leader_elect && !sup.is_leader;
 		pthread_mutex_unlock(&sup.mu);
 		if (ok)
@@ -789,6 +815,12 @@ static void *lease_thread(void *arg)
 		pthread_mutex_unlock(&le.mu);
 		r = lease_try_acquire_or_renew(&le.l, &io, start, kop_wall_ms() * 1000, err);
 		pthread_mutex_lock(&le.mu);
+		if (r >= 0) {
+			le.answered_ms = start;
+			le.fail[0] = '\0';
+		} else {
+			snprintf(le.fail, sizeof(le.fail), "%s", err);
+		}
 		if (r == 1) {
 			le.renewed_ms = start;
 			last_err[0] = '\0';

@@ -138,8 +138,9 @@ test_expect_success 'once the API server answers again, the lease is taken back'
 '
 
 # A replica that cannot reach the API server says so once per failure (not
-# once for ever): connection refused, then a server that answers in TLS.
-test_expect_success 'lease failures: each new one logged at once, the same one not every retry' '
+# once for ever): connection refused, then a server that answers in TLS; and
+# it is not ready, since it could not take over.
+test_expect_success 'lease failures: each new one logged at once, the same one not every retry; not ready' '
 	{ ksim --port 0 --kubeconfig free.kc </dev/null >/dev/null 2>free.err 3>&- 4>&- & echo $! >free.pid; } &&
 	test_wait_for 10 test -s free.kc &&
 	port=$(jq -r ".clusters[0].cluster.server" free.kc | sed "s/.*://") &&
@@ -147,10 +148,16 @@ test_expect_success 'lease failures: each new one logged at once, the same one n
 	test_wait_for 10 gone "$(cat free.pid)" &&
 	jq ".clusters[0].cluster.server = \"http://127.0.0.1:$port\"" free.kc >dead.kc &&
 	{ KUBECONFIG=dead.kc STAGE_LOG="$TRASH" POD_NAME=d OPERATOR_NAME=o iot-operator --stage-dir "$STAGES" \
-		--metrics-addr 0 --program "$TRASH/prog" --lease-duration 8s --renew-deadline 6s \
+		--metrics-addr 127.0.0.1:0 --program "$TRASH/prog" --lease-duration 8s --renew-deadline 6s \
 		--retry-period 200ms </dev/null >/dev/null 2>d.err 3>&- 4>&- & echo $! >d.pid; } &&
 	test_when_finished "kill -KILL \$(cat d.pid) \$(cat tls.pid 2>/dev/null) 2>/dev/null" &&
 	test_wait_for 10 grep -q "unable to acquire or renew the lease" d.err &&
+	test_wait_for 10 grep -q "\"port\":" d.err &&
+	dport=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" d.err | head -n 1) &&
+	curl -s -o readyz.out -w "%{http_code}\n" "http://127.0.0.1:$dport/readyz" >readyz.code &&
+	echo 503 >expect && test_cmp expect readyz.code &&
+	grep "^not ready: a standby that cannot reach the API server could not take over: " readyz.out &&
+	curl -s "http://127.0.0.1:$dport/metrics" | grep "^iot_operator_ready 0$" &&
 	sleep 2 &&
 	test $(grep -c "unable to acquire or renew the lease" d.err) = 1 &&
 	{ ksim --tls --port $port </dev/null >/dev/null 2>tls.err 3>&- 4>&- & echo $! >tls.pid; } &&
