@@ -205,6 +205,31 @@ static int has_meta(jv obj, const char *field)
 	return k != JV_KIND_NULL && k != JV_KIND_INVALID;
 }
 
+/*
+ * The first of kind, apiVersion, metadata.name and metadata.namespace of obj
+ * (borrowed) that is a string holding a NUL byte, or NULL. Keys are C
+ * strings: "a\u0000b" would stand for "a" (no real object has such a name).
+ */
+static const char *nul_field(jv obj)
+{
+	static const char *const fields[][2] = {
+		{ "kind", NULL }, { "apiVersion", NULL }, { "metadata", "name" }, { "metadata", "namespace" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		jv v = fields[i][1] ? jv_getpath(jv_copy(obj), path2(fields[i][0], fields[i][1]))
+				    : jv_object_get(jv_copy(obj), jv_string(fields[i][0]));
+		int bad = jv_get_kind(v) == JV_KIND_STRING &&
+			  strlen(jv_string_value(v)) != (size_t)jv_string_length_bytes(jv_copy(v));
+
+		jv_free(v);
+		if (bad)
+			return fields[i][1] ? (i == 2 ? "metadata.name" : "metadata.namespace") : fields[i][0];
+	}
+	return NULL;
+}
+
 /* "Kind.group|ns/name": one key per object, whatever version it was read in. */
 static char *obj_key(const char *api_version, const char *kind, const char *ns, const char *name)
 {
@@ -681,7 +706,7 @@ static jv parse_obj(const struct obj *o)
 static void handle_object(const char *type, jv obj, size_t lineno)
 {
 	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
-	const char *kind = kop_json_cstr(obj, "kind"), *av = kop_json_cstr(obj, "apiVersion");
+	const char *kind = kop_json_cstr(obj, "kind"), *av = kop_json_cstr(obj, "apiVersion"), *bad;
 	const struct kop_kind *k;
 	struct obj *o;
 	char *key;
@@ -692,6 +717,11 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 	if (!name || !*name || !kind || !av) {
 		log_warn("line %zu: %s without %s; skipped", lineno, "an object",
 			 !kind ? "kind" : !av ? "apiVersion" : "metadata.name");
+		jv_free(obj);
+		return;
+	}
+	if ((bad = nul_field(obj))) {
+		log_warn("line %zu: an object whose %s holds a NUL byte; skipped", lineno, bad);
 		jv_free(obj);
 		return;
 	}
@@ -1351,7 +1381,7 @@ static int check_children(jv out, char *err)
 		const char *name = jv_get_kind(c) == JV_KIND_OBJECT ? meta(c, "name") : NULL;
 		const char *ns = name ? meta(c, "namespace") : NULL;
 		const char *kind = name ? kop_json_cstr(c, "kind") : NULL;
-		const char *av = name ? kop_json_cstr(c, "apiVersion") : NULL;
+		const char *av = name ? kop_json_cstr(c, "apiVersion") : NULL, *bad;
 		const struct kop_kind *k;
 		char *key;
 
@@ -1360,6 +1390,8 @@ static int check_children(jv out, char *err)
 		} else if (!name || !*name || !kind || !av) {
 			rc = kop_error(err, "desired child %d has no %s", i,
 				       !name || !*name ? "metadata.name" : !kind ? "kind" : "apiVersion");
+		} else if ((bad = nul_field(c))) {
+			rc = kop_error(err, "desired child %d: its %s holds a NUL byte", i, bad);
 		} else if (!(k = kop_program_find_kind(&E.prog, av, kind, ns, name)) || k->role != KOP_ROLE_CHILD) {
 			rc = kop_error(err, "desired %s '%s' (child %d) is not of a child kind of program '%s'", kind,
 				       name, i, E.prog.name);

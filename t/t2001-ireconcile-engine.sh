@@ -62,6 +62,24 @@ test_expect_success 'a program that copies the live annotations: applied once, t
 	test_cmp /dev/null copy2.out
 '
 
+test_expect_success 'a name with a NUL byte: the object skipped, a desired child with one a program error' '
+	sed -n 1p "$FIXTURES/02-steady.in.jsonl" | jq -c ".object.metadata.name = \"w1\\u0000x\" | .object.metadata.uid = \"uid-nul\"" >nul.in &&
+	cat "$FIXTURES/02-steady.in.jsonl" >>nul.in &&
+	WIDGET_TEAM=blue ireconcile --now $NOW prog/widgets <nul.in >nul.out 2>nul.err &&
+	test_no_sanitizer_report nul.err &&
+	test_cmp /dev/null nul.out &&
+	jq -r "select(.level == \"warn\") | .msg" nul.err >actual &&
+	echo "line 1: an object whose metadata.name holds a NUL byte; skipped" >expect &&
+	test_cmp expect actual &&
+	cp -R prog/widgets prog/nul &&
+	sed "s|metadata: {name: \"color\", namespace: \$ns}|metadata: {name: \"col\\\\u0000or\", namespace: \$ns}|" \
+		prog/widgets/sync.jq >prog/nul/sync.jq &&
+	! cmp prog/widgets/sync.jq prog/nul/sync.jq &&
+	WIDGET_TEAM=blue ireconcile --now $NOW prog/nul <"$FIXTURES/02-steady.in.jsonl" >nulchild.out 2>nulchild.err &&
+	test_cmp /dev/null nulchild.out &&
+	grep "desired child 1: its metadata.name holds a NUL byte" nulchild.err
+'
+
 test_expect_success 'events before the bookmark are reconciled once, with the latest state' '
 	WIDGET_TEAM=blue ireconcile -v --now $NOW prog/widgets \
 		<"$FIXTURES/04-collect.in.jsonl" >collect.out 2>collect.err &&
