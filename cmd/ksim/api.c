@@ -2607,6 +2607,16 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 			if (ksim_authorize(&na, &st) < 0) {
 				jv_free(d);
 				answer(rs, 403, st);
+			} else if (!strcmp(rq->path, "/version") && !rq->internal) {
+				/* kube-apiserver writes it with responsewriters.WriteRawJSON:
+				 * json.MarshalIndent, two spaces, no newline at the end */
+				jv s = jv_dump_string(d, JV_PRINT_INDENT_FLAGS(2));
+
+				rs->code = 200;
+				rs->json = kop_strdup(jv_string_value(s));
+				rs->json_len = strlen(rs->json);
+				rs->json_verbatim = 1;
+				jv_free(s);
 			} else {
 				answer(rs, 200, d);
 			}

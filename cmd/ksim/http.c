@@ -58,12 +58,13 @@ static void add_common_headers(struct MHD_Response *r, const char *ctype)
 
 /* Sends JSON bytes (taken: freed by MHD) with the Warning headers (consumed),
  * ended by a newline as kube-apiserver's encoder ends every body. */
-static enum MHD_Result send_json_bytes(struct MHD_Connection *c, int code, char *s, size_t len, jv warnings)
+static enum MHD_Result send_json_bytes(struct MHD_Connection *c, int code, char *s, size_t len, int verbatim,
+				       jv warnings)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
-	if (len == 0 || s[len - 1] != '\n') {
+	if (!verbatim && (len == 0 || s[len - 1] != '\n')) {
 		s = kop_realloc(s, len + 2);
 		s[len++] = '\n';
 		s[len] = '\0';
@@ -100,7 +101,7 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int code, jv body, jv
 	size_t len;
 	char *s = ksim_dump(body, &len);
 
-	return send_json_bytes(c, code, s, len, warnings);
+	return send_json_bytes(c, code, s, len, 0, warnings);
 }
 
 static enum MHD_Result send_bytes(struct MHD_Connection *c, int code, const char *text, size_t len,
@@ -251,7 +252,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	} else if (rs.text) {
 		ret = send_bytes(c, rs.code, rs.text, rs.text_len ? rs.text_len : strlen(rs.text), rs.content_type);
 	} else {
-		ret = send_json_bytes(c, rs.code, rs.json, rs.json_len, jv_copy(rs.warnings));
+		ret = send_json_bytes(c, rs.code, rs.json, rs.json_len, rs.json_verbatim, jv_copy(rs.warnings));
 		rs.json = NULL;	/* MHD frees it */
 	}
 	ksim_response_release(&rs);

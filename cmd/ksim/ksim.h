@@ -218,6 +218,7 @@ struct ksim_response {
 	int code;
 	char *json;		/* the JSON answer, serialized under the lock (NULL: text or watch) */
 	size_t json_len;
+	int json_verbatim;	/* json is sent as it is (no newline added): WriteRawJSON's /version */
 	jv body;		/* with rq->want_jv: the answer as a jv (deep copy), else jv_invalid() */
 	char *text;		/* a plain-text or binary answer ("404 page not found") */
 	size_t text_len;	/* its length (0: strlen(text)) */

@@ -423,8 +423,11 @@ static jv resource_list(const char *group, const char *version)
 			kop_buf_release(&b);
 		}
 	}
-	res = JV_OBJECT(jv_string("kind"), jv_string("APIResourceList"), jv_string("apiVersion"), jv_string("v1"),
-			jv_string("groupVersion"), jv_string(gv), jv_string("resources"), res);
+	/* (kube-apiserver gives /api/v1 no apiVersion, /apis/G/V "v1") */
+	res = *group ? JV_OBJECT(jv_string("kind"), jv_string("APIResourceList"), jv_string("apiVersion"), jv_string("v1"),
+				 jv_string("groupVersion"), jv_string(gv), jv_string("resources"), res)
+		     : JV_OBJECT(jv_string("kind"), jv_string("APIResourceList"), jv_string("groupVersion"), jv_string(gv),
+				 jv_string("resources"), res);
 	free(gv);
 	return res;
 }
