@@ -874,9 +874,26 @@ static jv entry_fields(jv e)
 	return f;
 }
 
+/* A field set (consumed) with its keys in byte order at every level ("." first), as
+ * kube-apiserver serializes one (structured-merge-diff's sorted path elements). */
+static jv sorted_set(jv set)
+{
+	jv keys, out;
+
+	if (jv_get_kind(set) != JV_KIND_OBJECT)
+		return set;
+	keys = jv_keys(jv_copy(set));
+	out = jv_object();
+	jv_array_foreach(keys, i, k)
+		out = jv_object_set(out, k, sorted_set(jv_object_get(jv_copy(set), jv_copy(k))));
+	jv_free(keys);
+	jv_free(set);
+	return out;
+}
+
 static jv entry_set_fields(jv e, jv set)
 {
-	return jv_object_set(e, jv_string("fieldsV1"), jv_is_valid(set) ? set : (jv_free(set), jv_object()));
+	return jv_object_set(e, jv_string("fieldsV1"), jv_is_valid(set) ? sorted_set(set) : (jv_free(set), jv_object()));
 }
 
 static jv new_entry(const char *manager, const char *op, const char *api_version, const char *now,
