@@ -208,6 +208,30 @@ test_expect_success 'watch framing: chunked, one compact event and a newline per
 	tr -d "\r" <wh | grep -i "^Cache-Control: no-cache, private"
 '
 
+# kube-apiserver flushes after each event (the recording: one event a chunk),
+# even when several are ready at once, as a replay from the history is.
+test_expect_success 'watch framing: one event a chunk, also when several are sent together' '
+	rv=$(ksim_curl /api/v1/namespaces/rec-cr/configmaps | jq -r .metadata.resourceVersion) &&
+	for n in c1 c2 c3; do
+		req POST /api/v1/namespaces/rec-cr/configmaps "{\"metadata\":{\"name\":\"$n\"}}" || return 1
+	done &&
+	rm -f raw3.out &&
+	{ ksim_curl --raw -N -o raw3.out "/api/v1/namespaces/rec-cr/configmaps?watch=true&resourceVersion=$rv" & } &&
+	test_wait_for 5 grep -q c3 raw3.out &&
+	ksim_admin cut-watches &&
+	wait &&
+	tr -d "\r" <raw3.out >raw3 &&
+	# each chunk: its size, the event and its newline, the chunk CRLF (an empty line)
+	awk "NR % 3 == 1" raw3 >sizes && awk "NR % 3 == 2" raw3 >chunks && awk "NR % 3 == 0 && length" raw3 >gaps &&
+	test_cmp /dev/null gaps &&
+	printf "c1\nc2\nc3\n" >expect &&
+	head -n 3 chunks | jq -r .object.metadata.name >actual && test_cmp expect actual &&
+	head -n 3 sizes | while read -r size; do
+		read -r chunk <&5 &&
+		test $(( 0x$size )) = $(( $(printf "%s" "$chunk" | wc -c) + 1 )) || exit 1
+	done 5<chunks
+'
+
 test_expect_success 'discovery: /api and /version are shaped as recorded' '
 	ksim_curl -o api.json /api &&
 	same_json "$R/discovery/api.json" api.json &&

@@ -328,7 +328,10 @@ size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max)
 		int64_t now, wake;
 
 		if (w->off < w->out.len) {
-			size_t n = w->out.len - w->off;
+			/* One event a chunk, as kube-apiserver flushes after each (an
+			 * event is one line; a longer one than max spans chunks). */
+			const char *nl = memchr(w->out.buf + w->off, '\n', w->out.len - w->off);
+			size_t n = nl ? (size_t)(nl - (w->out.buf + w->off)) + 1 : w->out.len - w->off;
 
 			if (n > max)
 				n = max;
