@@ -202,11 +202,19 @@ static void emit(void *ctx, const char *type, jv obj)
 		jv out;
 
 		/* (jq's message may quote the value it failed on: never a Secret's) */
-		int secret = kop_json_cstr(obj, "kind") && !strcmp(kop_json_cstr(obj, "kind"), "Secret");
+		const char *kind = kop_json_cstr(obj, "kind");
+		int secret = kind && !strcmp(kind, "Secret");
+		char what[320];
+		jv meta = jv_object_get(jv_copy(obj), jv_string("metadata"));
+		const char *ns = kop_json_cstr(meta, "namespace"), *name = kop_json_cstr(meta, "name");
 
+		/* (obj goes to jq: what names it is copied first) */
+		snprintf(what, sizeof(what), "%s '%s%s%s'", kind ? kind : r->w.kind, ns ? ns : "", ns ? "/" : "",
+			 name ? name : "?");
+		jv_free(meta);
 		if (kop_jq_run1(projection, obj, &out, err) < 0) {
 			tool_logj(LOG_WARN, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
-				  "unable to project a %s event: %s", type,
+				  "unable to project the %s event of %s: %s", type, what,
 				  secret ? "the jq error on a Secret is not logged (it may quote its data)" : err);
 			tool_metric_add("kwatch_project_errors_total", NULL, 1);
 			return;

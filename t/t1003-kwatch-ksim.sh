@@ -249,11 +249,11 @@ test_expect_success 'a --project failing on a Secret: logged without what jq quo
 	api POST /api/v1/namespaces/default/secrets \
 		"{\"metadata\":{\"name\":\"s4\"},\"data\":{\"password\":\"UzNjcjN0\"}}" >/dev/null &&
 	timeout 20 kwatch --once --project "error(.data)" "secrets@default:f=metadata.name=s4" >out 2>err &&
-	grep -q "unable to project a ADDED event: the jq error on a Secret is not logged" err &&
+	grep -q "unable to project the ADDED event of Secret .default/s4.: the jq error on a Secret is not logged" err &&
 	! grep -q UzNjcjN0 err &&
 	cm default c4 &&
 	timeout 20 kwatch --once --project "error(.data)" "configmaps@default:f=metadata.name=c4" >out 2>err &&
-	grep -q "unable to project a ADDED event: {" err
+	grep -q "unable to project the ADDED event of ConfigMap .default/c4.: {" err
 '
 
 test_expect_success 'a namespace that is not one is a usage error, before any request' '
