@@ -35,6 +35,18 @@ test_expect_success '429: plain text and Retry-After: 1, for `count` requests, t
 	jq -e ".injected == 2 and .rate == 0" state
 '
 
+test_expect_success 'an unknown fault setting is 400, named, with the known ones' '
+	curl -sS -m 10 -o bad.out -w "%{http_code}\n" -X POST -d "{\"bogus\": 1}" "$KSIM_URL/ksim/faults" >code &&
+	echo 400 >expect && test_cmp expect code &&
+	grep "^invalid fault settings: unknown setting .bogus. (known: reset, rate, code, count, path, latency," bad.out
+'
+
+test_expect_success 'a port in use: ksim says why it cannot listen, exit 111' '
+	port=$(echo "$KSIM_URL" | sed "s/.*://") &&
+	test_expect_code 111 timeout 10 ksim --port "$port" --kubeconfig busy.kc </dev/null >/dev/null 2>busy.err 3>&- 4>&- &&
+	grep "unable to listen on .127.0.0.1:$port.: Address already in use" busy.err
+'
+
 test_expect_success '500: a Status InternalError; 503: ServiceUnavailable with Retry-After' '
 	faults "{\"rate\": 1, \"code\": 500, \"count\": 1, \"path\": \"$CM\"}" &&
 	curl -sS -m 10 -D h1 -o b1 "$KSIM_URL$CM" &&

@@ -160,9 +160,10 @@ static jv settings(void)
 	return jv_object_set(s, jv_string("stalledWatches"), jv_number((double)F.stalled));
 }
 
-/* Applies a settings object; NULL or an error message (static). Takes F.lock. */
+/* Applies a settings object; NULL or an error message (static, or this thread's). Takes F.lock. */
 static const char *apply(jv in)
 {
+	static __thread char unknown[224];
 	const char *err = NULL;
 	jv v;
 	int cut = 0, error = 0, compact = 0;
@@ -238,7 +239,9 @@ static const char *apply(jv in)
 		} else if (!strcmp(key, "compact")) {
 			compact = jv_get_kind(val) == JV_KIND_TRUE;
 		} else {
-			err = "unknown setting";
+			snprintf(unknown, sizeof(unknown), "unknown setting '%.64s' (known: reset, rate, code, count, "
+				 "path, latency, cutWatchesEvery, stallWatches, cutWatches, errorWatches, compact)", key);
+			err = unknown;
 		}
 		jv_free(k);
 		jv_free(val);

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <microhttpd.h>
 #include "tool.h"
@@ -298,6 +299,7 @@ struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *k
 	sa.sin_family = AF_INET;
 	sa.sin_port = htons((uint16_t)port);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	errno = 0;	/* bind's, when the daemon does not start */
 	if (cert_pem) {
 		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
 			kop_error(err, "unable to serve TLS: libmicrohttpd was built without TLS support");
@@ -317,7 +319,7 @@ struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *k
 				     (unsigned)600, MHD_OPTION_END);
 	}
 	if (!d) {
-		kop_error(err, "unable to listen on '127.0.0.1:%d'", port);
+		kop_error(err, "unable to listen on '127.0.0.1:%d': %s", port, errno ? strerror(errno) : "refused");
 		return NULL;
 	}
 	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
