@@ -25,6 +25,13 @@ test_expect_success '--dry-run=client on a stream: other lines pass, a bad opera
 	test_cmp_json "$FIXTURES/dry-run-stream.expect" out
 '
 
+test_expect_success 'a line that is not JSON: logged as such with its line number, skipped, the rest goes on' '
+	printf "{oops\n{\"x\":1}\n" | timeout 30 kapply --dry-run=client --kubeconfig /nonexistent >out 2>err &&
+	echo "{\"x\":1}" >expect && test_cmp expect out &&
+	jq -r "select(.level == \"error\") | .msg" err >msgs &&
+	grep "^stdin: not a JSON line (skipped): line 1" msgs
+'
+
 ksim_start
 
 test_expect_success 'setup: ksim with a namespace and a ConfigMap' '
@@ -37,6 +44,12 @@ test_expect_success 'setup: ksim with a namespace and a ConfigMap' '
 	data: {mode: slow, level: "3", extra: "gone soon"}
 	EOF
 	timeout 30 kapply -f cm.yaml >out 2>err
+'
+
+test_expect_success 'kstatus: a line that is not JSON is logged as such, skipped' '
+	printf "{oops\n{\"x\":1}\n" | timeout 30 kstatus >out 2>err &&
+	echo "{\"x\":1}" >expect && test_cmp expect out &&
+	jq -r "select(.level == \"error\") | .msg" err | grep "^stdin: not a JSON line (skipped): line 1"
 '
 
 test_expect_success '--dry-run=server: sent with dryRun=All, nothing persisted' '
