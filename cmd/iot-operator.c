@@ -1906,13 +1906,14 @@ int main(int argc, char **argv)
 		(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sfd = setup_signals();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	httpd = http_start(sup.metrics_addr);
 	tool_logj(LOG_INFO, JV_OBJECT(jv_string("operatorNamespace"), jv_string(sup.operator_name),
 				      jv_string("program"), jv_string(sup.program_dir),
 				      jv_string("leaderElection"), jv_bool(sup.leader_elect)),
 		  "starting");
+	/* (a kubeconfig that cannot be loaded ends it here, before anything is served) */
 	if (sup.leader_elect)
 		lease_setup();
+	httpd = http_start(sup.metrics_addr);
 
 	run(sfd);
 

@@ -66,6 +66,7 @@ test_expect_success 'usage: OPERATOR_NAME is required, bad flags, --help' '
 	OPERATOR_NAME=o test_expect_code 100 iot-operator --kubeconfig "$TRASH/no-such-kubeconfig" \
 		--metrics-addr 127.0.0.1:0 --program prog 2>err &&
 	grep "no-such-kubeconfig" err &&
+	! grep "serving metrics" err &&
 	iot-operator --help >out &&
 	grep -e "--metrics-addr" out && grep -e "--leader-elect" out && grep OPERATOR_NAME out
 '
