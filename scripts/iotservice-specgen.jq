@@ -16,24 +16,32 @@ def path_text: "[" + (map(if type == "object" then .v else tojson end) | join(",
 
 def indent($n): "\n" + ("  " * $n);
 
-# jq text that decodes . against $schema at $path (as iot_decode does).
-def decoder($schema; $path; $depth):
+# What a decoded leaf at $path takes when it is "" or 0 (iot_spec_defaults),
+# as jq text to append ("" for a leaf without a default).
+def leaf_default($path; $defaults):
+  ($defaults[$path | tojson]) as $d
+  | if $d == null then ""
+    else " | if . == \"\" or . == 0 then \($d | tojson) else . end" end;
+
+# jq text that decodes . against $schema at $path (as iot_decode does), each
+# leaf with its default from $defaults ({path as JSON text: value}).
+def decoder($schema; $path; $depth; $defaults):
   if ($schema | type) == "object" then
     "iot_decode_object(\($path | path_text))"
     + indent($depth + 1) + "| {"
     + ([$schema | keys_unsorted[] as $k
-        | "\($k | tojson): (.[\($k | tojson)] | \(decoder($schema[$k]; $path + [$k]; $depth + 2)))"]
+        | "\($k | tojson): (.[\($k | tojson)] | \(decoder($schema[$k]; $path + [$k]; $depth + 2; $defaults)))"]
        | join("," + indent($depth + 2)))
     + "}"
   elif ($schema | type) == "array" then
     "$i\($depth)" as $i
     | "iot_decode_list(\($path | path_text))"
-      + " | [range(0; length) as \($i) | .[\($i)] | \(decoder($schema[0]; $path + [{v: $i}]; $depth + 1))]"
+      + " | [range(0; length) as \($i) | .[\($i)] | \(decoder($schema[0]; $path + [{v: $i}]; $depth + 1; $defaults))]"
   else
     ({"s": "iot_decode_string", "b": "iot_decode_bool", "i": "iot_decode_int", "i32": "iot_decode_int32",
       "r": "iot_decode_resources"}[$schema | rtrimstr("-")]) as $f
     | if $f == null then error("iotservice-specgen: unknown leaf type \($schema | tojson) at \($path | path_text)")
-      else "\($f)(\($path | path_text))" end
+      else "\($f)(\($path | path_text))" + leaf_default($path; $defaults) end
   end;
 
 # Does $schema hold a manifest-only leaf ("...-")?
@@ -62,14 +70,18 @@ def stripper($schema; $depth):
 "# (spec.jq); do not edit: change the schema and run `make pipeline-gen`.",
 "# t2106 checks that this file is up to date and answers as the schema walk.",
 "",
+# Every default is a leaf of the schema (else it would not be generated).
+(iot_defaults[] | .[0] as $p
+ | if (iot_spec_schema | getpath($p) | type) != "string" then
+     error("iotservice-specgen: the default at \($p | tojson) is not a leaf of the schema")
+   else empty end),
 "include \"spec\";",
 "",
-"# iot_decode(iot_spec_schema; []) in a straight line.",
-"def iot_decode_spec:",
-"  \(decoder(iot_spec_schema; []; 0));",
-"",
-"# The typed spec with its defaults (spec.jq's iot_spec, faster).",
-"def iot_spec_fast: iot_decode_spec | iot_spec_defaults;",
+"# The typed spec with its defaults (spec.jq's iot_spec: iot_decode(iot_spec_schema; [])",
+"# | iot_spec_defaults) in a straight line, each default where its field is decoded.",
+"def iot_spec_fast:",
+"  \(decoder(iot_spec_schema; []; 0; iot_defaults | map({key: (.[0] | tojson), value: .[1]}) | from_entries))",
+"  | iot_spec_forced;",
 "",
 "# What config.yml holds of a typed spec (config.jq's iot_config_strip(iot_spec_schema)).",
 "def iot_config_strip_spec:",

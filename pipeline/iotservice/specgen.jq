@@ -4,8 +4,9 @@
 
 include "spec";
 
-# iot_decode(iot_spec_schema; []) in a straight line.
-def iot_decode_spec:
+# The typed spec with its defaults (spec.jq's iot_spec: iot_decode(iot_spec_schema; [])
+# | iot_spec_defaults) in a straight line, each default where its field is decoded.
+def iot_spec_fast:
   iot_decode_object([])
   | {"instance_namespace": (.["instance_namespace"] | iot_decode_string(["instance_namespace"])),
     "instance_owner_pwd": (.["instance_owner_pwd"] | iot_decode_string(["instance_owner_pwd"])),
@@ -19,18 +20,18 @@ def iot_decode_spec:
         "image": (.["image"] | iot_decode_string(["mms", "image"])),
         "size": (.["size"] | iot_decode_int32(["mms", "size"])),
         "resources": (.["resources"] | iot_decode_resources(["mms", "resources"])),
-        "container_port_jms": (.["container_port_jms"] | iot_decode_string(["mms", "container_port_jms"])),
-        "container_port_jms_tls": (.["container_port_jms_tls"] | iot_decode_string(["mms", "container_port_jms_tls"])),
-        "container_port_hazelcast": (.["container_port_hazelcast"] | iot_decode_string(["mms", "container_port_hazelcast"])),
-        "persistent_volume_claim_size": (.["persistent_volume_claim_size"] | iot_decode_string(["mms", "persistent_volume_claim_size"]))}),
+        "container_port_jms": (.["container_port_jms"] | iot_decode_string(["mms", "container_port_jms"]) | if . == "" or . == 0 then "61619" else . end),
+        "container_port_jms_tls": (.["container_port_jms_tls"] | iot_decode_string(["mms", "container_port_jms_tls"]) | if . == "" or . == 0 then "61620" else . end),
+        "container_port_hazelcast": (.["container_port_hazelcast"] | iot_decode_string(["mms", "container_port_hazelcast"]) | if . == "" or . == 0 then "5701" else . end),
+        "persistent_volume_claim_size": (.["persistent_volume_claim_size"] | iot_decode_string(["mms", "persistent_volume_claim_size"]) | if . == "" or . == 0 then "10Gi" else . end)}),
     "core": (.["core"] | iot_decode_object(["core"])
       | {"listening_address": (.["listening_address"] | iot_decode_string(["core", "listening_address"])),
         "max_heap_size": (.["max_heap_size"] | iot_decode_string(["core", "max_heap_size"])),
         "image": (.["image"] | iot_decode_string(["core", "image"])),
         "size": (.["size"] | iot_decode_int32(["core", "size"])),
         "resources": (.["resources"] | iot_decode_resources(["core", "resources"])),
-        "container_port_http": (.["container_port_http"] | iot_decode_string(["core", "container_port_http"])),
-        "container_port_hazelcast": (.["container_port_hazelcast"] | iot_decode_string(["core", "container_port_hazelcast"]))}),
+        "container_port_http": (.["container_port_http"] | iot_decode_string(["core", "container_port_http"]) | if . == "" or . == 0 then "8161" else . end),
+        "container_port_hazelcast": (.["container_port_hazelcast"] | iot_decode_string(["core", "container_port_hazelcast"]) | if . == "" or . == 0 then "5801" else . end)}),
     "core_spring": (.["core_spring"] | iot_decode_object(["core_spring"])
       | {"enabled": (.["enabled"] | iot_decode_bool(["core_spring", "enabled"])),
         "max_heap_size": (.["max_heap_size"] | iot_decode_string(["core_spring", "max_heap_size"])),
@@ -42,8 +43,8 @@ def iot_decode_spec:
         "image": (.["image"] | iot_decode_string(["core_spring", "image"])),
         "size": (.["size"] | iot_decode_int32(["core_spring", "size"])),
         "resources": (.["resources"] | iot_decode_resources(["core_spring", "resources"])),
-        "container_port": (.["container_port"] | iot_decode_string(["core_spring", "container_port"])),
-        "persistent_volume_claim_size": (.["persistent_volume_claim_size"] | iot_decode_string(["core_spring", "persistent_volume_claim_size"]))}),
+        "container_port": (.["container_port"] | iot_decode_string(["core_spring", "container_port"]) | if . == "" or . == 0 then "8081" else . end),
+        "persistent_volume_claim_size": (.["persistent_volume_claim_size"] | iot_decode_string(["core_spring", "persistent_volume_claim_size"]) | if . == "" or . == 0 then "2Gi" else . end)}),
     "data_migration": (.["data_migration"] | iot_decode_object(["data_migration"])
       | {"enabled": (.["enabled"] | iot_decode_bool(["data_migration", "enabled"]))}),
     "measure_migration": (.["measure_migration"] | iot_decode_object(["measure_migration"])
@@ -75,28 +76,28 @@ def iot_decode_spec:
         "image": (.["image"] | iot_decode_string(["processing", "image"])),
         "size": (.["size"] | iot_decode_int32(["processing", "size"])),
         "resources": (.["resources"] | iot_decode_resources(["processing", "resources"])),
-        "container_port": (.["container_port"] | iot_decode_string(["processing", "container_port"])),
+        "container_port": (.["container_port"] | iot_decode_string(["processing", "container_port"]) | if . == "" or . == 0 then "8082" else . end),
         "kafkaProducer": (.["kafkaProducer"] | iot_decode_object(["processing", "kafkaProducer"])
-          | {"acks": (.["acks"] | iot_decode_string(["processing", "kafkaProducer", "acks"])),
-            "maxBlockInMs": (.["maxBlockInMs"] | iot_decode_string(["processing", "kafkaProducer", "maxBlockInMs"])),
-            "requestTimeoutInMs": (.["requestTimeoutInMs"] | iot_decode_string(["processing", "kafkaProducer", "requestTimeoutInMs"])),
-            "retries": (.["retries"] | iot_decode_string(["processing", "kafkaProducer", "retries"])),
-            "retryBackoffInMs": (.["retryBackoffInMs"] | iot_decode_string(["processing", "kafkaProducer", "retryBackoffInMs"])),
-            "maxRequestSize": (.["maxRequestSize"] | iot_decode_string(["processing", "kafkaProducer", "maxRequestSize"]))}),
+          | {"acks": (.["acks"] | iot_decode_string(["processing", "kafkaProducer", "acks"]) | if . == "" or . == 0 then "1" else . end),
+            "maxBlockInMs": (.["maxBlockInMs"] | iot_decode_string(["processing", "kafkaProducer", "maxBlockInMs"]) | if . == "" or . == 0 then "3000" else . end),
+            "requestTimeoutInMs": (.["requestTimeoutInMs"] | iot_decode_string(["processing", "kafkaProducer", "requestTimeoutInMs"]) | if . == "" or . == 0 then "30000" else . end),
+            "retries": (.["retries"] | iot_decode_string(["processing", "kafkaProducer", "retries"]) | if . == "" or . == 0 then "20" else . end),
+            "retryBackoffInMs": (.["retryBackoffInMs"] | iot_decode_string(["processing", "kafkaProducer", "retryBackoffInMs"]) | if . == "" or . == 0 then "5000" else . end),
+            "maxRequestSize": (.["maxRequestSize"] | iot_decode_string(["processing", "kafkaProducer", "maxRequestSize"]) | if . == "" or . == 0 then "1048576" else . end)}),
         "throughputConfiguration": (.["throughputConfiguration"] | iot_decode_object(["processing", "throughputConfiguration"])
-          | {"sqlQueueCapacity": (.["sqlQueueCapacity"] | iot_decode_string(["processing", "throughputConfiguration", "sqlQueueCapacity"])),
-            "httpQueueCapacity": (.["httpQueueCapacity"] | iot_decode_string(["processing", "throughputConfiguration", "httpQueueCapacity"])),
-            "kafkaQueueCapacity": (.["kafkaQueueCapacity"] | iot_decode_string(["processing", "throughputConfiguration", "kafkaQueueCapacity"])),
-            "leonardoIotQueueCapacity": (.["leonardoIotQueueCapacity"] | iot_decode_string(["processing", "throughputConfiguration", "leonardoIotQueueCapacity"])),
-            "internalSqlQueueCapacity": (.["internalSqlQueueCapacity"] | iot_decode_string(["processing", "throughputConfiguration", "internalSqlQueueCapacity"])),
+          | {"sqlQueueCapacity": (.["sqlQueueCapacity"] | iot_decode_string(["processing", "throughputConfiguration", "sqlQueueCapacity"]) | if . == "" or . == 0 then "200" else . end),
+            "httpQueueCapacity": (.["httpQueueCapacity"] | iot_decode_string(["processing", "throughputConfiguration", "httpQueueCapacity"]) | if . == "" or . == 0 then "200" else . end),
+            "kafkaQueueCapacity": (.["kafkaQueueCapacity"] | iot_decode_string(["processing", "throughputConfiguration", "kafkaQueueCapacity"]) | if . == "" or . == 0 then "200" else . end),
+            "leonardoIotQueueCapacity": (.["leonardoIotQueueCapacity"] | iot_decode_string(["processing", "throughputConfiguration", "leonardoIotQueueCapacity"]) | if . == "" or . == 0 then "200" else . end),
+            "internalSqlQueueCapacity": (.["internalSqlQueueCapacity"] | iot_decode_string(["processing", "throughputConfiguration", "internalSqlQueueCapacity"]) | if . == "" or . == 0 then "200" else . end),
             "batching": (.["batching"] | iot_decode_object(["processing", "throughputConfiguration", "batching"])
-              | {"batchSize": (.["batchSize"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "batchSize"])),
-                "forceTimeoutMilliseconds": (.["forceTimeoutMilliseconds"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "forceTimeoutMilliseconds"])),
-                "checkPeriodForCommitTimeoutMilliseconds": (.["checkPeriodForCommitTimeoutMilliseconds"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "checkPeriodForCommitTimeoutMilliseconds"])),
-                "numberOfThreads": (.["numberOfThreads"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "numberOfThreads"])),
-                "maxSizeMbytes": (.["maxSizeMbytes"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "maxSizeMbytes"])),
-                "maxThreadsWaitingForMeasures": (.["maxThreadsWaitingForMeasures"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "maxThreadsWaitingForMeasures"])),
-                "maxThreadsProcessingMeasures": (.["maxThreadsProcessingMeasures"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "maxThreadsProcessingMeasures"]))})})}),
+              | {"batchSize": (.["batchSize"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "batchSize"]) | if . == "" or . == 0 then "5000" else . end),
+                "forceTimeoutMilliseconds": (.["forceTimeoutMilliseconds"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "forceTimeoutMilliseconds"]) | if . == "" or . == 0 then "2000" else . end),
+                "checkPeriodForCommitTimeoutMilliseconds": (.["checkPeriodForCommitTimeoutMilliseconds"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "checkPeriodForCommitTimeoutMilliseconds"]) | if . == "" or . == 0 then "1000" else . end),
+                "numberOfThreads": (.["numberOfThreads"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "numberOfThreads"]) | if . == "" or . == 0 then "8" else . end),
+                "maxSizeMbytes": (.["maxSizeMbytes"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "maxSizeMbytes"]) | if . == "" or . == 0 then "128" else . end),
+                "maxThreadsWaitingForMeasures": (.["maxThreadsWaitingForMeasures"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "maxThreadsWaitingForMeasures"]) | if . == "" or . == 0 then "100" else . end),
+                "maxThreadsProcessingMeasures": (.["maxThreadsProcessingMeasures"] | iot_decode_string(["processing", "throughputConfiguration", "batching", "maxThreadsProcessingMeasures"]) | if . == "" or . == 0 then "8" else . end)})})}),
     "cockpit": (.["cockpit"] | iot_decode_object(["cockpit"])
       | {"listening_address": (.["listening_address"] | iot_decode_string(["cockpit", "listening_address"])),
         "max_heap_size": (.["max_heap_size"] | iot_decode_string(["cockpit", "max_heap_size"])),
@@ -107,7 +108,7 @@ def iot_decode_spec:
         "image": (.["image"] | iot_decode_string(["cockpit", "image"])),
         "size": (.["size"] | iot_decode_int32(["cockpit", "size"])),
         "resources": (.["resources"] | iot_decode_resources(["cockpit", "resources"])),
-        "container_port": (.["container_port"] | iot_decode_string(["cockpit", "container_port"]))}),
+        "container_port": (.["container_port"] | iot_decode_string(["cockpit", "container_port"]) | if . == "" or . == 0 then "8080" else . end)}),
     "gateway": (.["gateway"] | iot_decode_object(["gateway"])
       | {"enable_device_vitality": (.["enable_device_vitality"] | iot_decode_bool(["gateway", "enable_device_vitality"])),
         "enable_measure_validation": (.["enable_measure_validation"] | iot_decode_bool(["gateway", "enable_measure_validation"])),
@@ -118,31 +119,31 @@ def iot_decode_spec:
             "image": (.["image"] | iot_decode_string(["gateway", "mqtt", "image"])),
             "size": (.["size"] | iot_decode_int32(["gateway", "mqtt", "size"])),
             "resources": (.["resources"] | iot_decode_resources(["gateway", "mqtt", "resources"])),
-            "amq_temp_size_mb": (.["amq_temp_size_mb"] | iot_decode_int(["gateway", "mqtt", "amq_temp_size_mb"])),
+            "amq_temp_size_mb": (.["amq_temp_size_mb"] | iot_decode_int(["gateway", "mqtt", "amq_temp_size_mb"]) | if . == "" or . == 0 then 1000 else . end),
             "tenant_exposed": (.["tenant_exposed"] | iot_decode_bool(["gateway", "mqtt", "tenant_exposed"])),
-            "container_port": (.["container_port"] | iot_decode_string(["gateway", "mqtt", "container_port"])),
-            "persistent_volume_claim_size": (.["persistent_volume_claim_size"] | iot_decode_string(["gateway", "mqtt", "persistent_volume_claim_size"]))}),
+            "container_port": (.["container_port"] | iot_decode_string(["gateway", "mqtt", "container_port"]) | if . == "" or . == 0 then "61628" else . end),
+            "persistent_volume_claim_size": (.["persistent_volume_claim_size"] | iot_decode_string(["gateway", "mqtt", "persistent_volume_claim_size"]) | if . == "" or . == 0 then "20Gi" else . end)}),
         "rest": (.["rest"] | iot_decode_object(["gateway", "rest"])
           | {"listening_address": (.["listening_address"] | iot_decode_string(["gateway", "rest", "listening_address"])),
             "max_heap_size": (.["max_heap_size"] | iot_decode_string(["gateway", "rest", "max_heap_size"])),
             "image": (.["image"] | iot_decode_string(["gateway", "rest", "image"])),
             "size": (.["size"] | iot_decode_int32(["gateway", "rest", "size"])),
             "resources": (.["resources"] | iot_decode_resources(["gateway", "rest", "resources"])),
-            "commands_ttl": (.["commands_ttl"] | iot_decode_int(["gateway", "rest", "commands_ttl"])),
-            "container_port": (.["container_port"] | iot_decode_string(["gateway", "rest", "container_port"]))})}),
+            "commands_ttl": (.["commands_ttl"] | iot_decode_int(["gateway", "rest", "commands_ttl"]) | if . == "" or . == 0 then 21600000 else . end),
+            "container_port": (.["container_port"] | iot_decode_string(["gateway", "rest", "container_port"]) | if . == "" or . == 0 then "8699" else . end)})}),
     "haproxy": (.["haproxy"] | iot_decode_object(["haproxy"])
       | {"image": (.["image"] | iot_decode_string(["haproxy", "image"])),
         "size": (.["size"] | iot_decode_int32(["haproxy", "size"])),
         "resources": (.["resources"] | iot_decode_resources(["haproxy", "resources"])),
-        "container_port_http": (.["container_port_http"] | iot_decode_string(["haproxy", "container_port_http"])),
-        "container_port_https": (.["container_port_https"] | iot_decode_string(["haproxy", "container_port_https"])),
-        "container_port_mqtt": (.["container_port_mqtt"] | iot_decode_string(["haproxy", "container_port_mqtt"])),
-        "container_port_jms": (.["container_port_jms"] | iot_decode_string(["haproxy", "container_port_jms"]))}),
+        "container_port_http": (.["container_port_http"] | iot_decode_string(["haproxy", "container_port_http"]) | if . == "" or . == 0 then "80" else . end),
+        "container_port_https": (.["container_port_https"] | iot_decode_string(["haproxy", "container_port_https"]) | if . == "" or . == 0 then "443" else . end),
+        "container_port_mqtt": (.["container_port_mqtt"] | iot_decode_string(["haproxy", "container_port_mqtt"]) | if . == "" or . == 0 then "8883" else . end),
+        "container_port_jms": (.["container_port_jms"] | iot_decode_string(["haproxy", "container_port_jms"]) | if . == "" or . == 0 then "61616" else . end)}),
     "postgresql": (.["postgresql"] | iot_decode_object(["postgresql"])
       | {"image": (.["image"] | iot_decode_string(["postgresql", "image"])),
         "size": (.["size"] | iot_decode_int32(["postgresql", "size"])),
         "resources": (.["resources"] | iot_decode_resources(["postgresql", "resources"])),
-        "container_port": (.["container_port"] | iot_decode_string(["postgresql", "container_port"]))}),
+        "container_port": (.["container_port"] | iot_decode_string(["postgresql", "container_port"]) | if . == "" or . == 0 then "5432" else . end)}),
     "certificate": (.["certificate"] | iot_decode_object(["certificate"])
       | {"provider": (.["provider"] | iot_decode_string(["certificate", "provider"])),
         "registration_authority_certificate_password": (.["registration_authority_certificate_password"] | iot_decode_string(["certificate", "registration_authority_certificate_password"])),
@@ -199,13 +200,11 @@ def iot_decode_spec:
         "password": (.["password"] | iot_decode_string(["auditlog", "password"])),
         "subAccountId": (.["subAccountId"] | iot_decode_string(["auditlog", "subAccountId"])),
         "auditLogLastEventCache": (.["auditLogLastEventCache"] | iot_decode_object(["auditlog", "auditLogLastEventCache"])
-          | {"expireAfterWriteSec": (.["expireAfterWriteSec"] | iot_decode_int(["auditlog", "auditLogLastEventCache", "expireAfterWriteSec"])),
+          | {"expireAfterWriteSec": (.["expireAfterWriteSec"] | iot_decode_int(["auditlog", "auditLogLastEventCache", "expireAfterWriteSec"]) | if . == "" or . == 0 then 60 else . end),
             "maxSize": (.["maxSize"] | iot_decode_int(["auditlog", "auditLogLastEventCache", "maxSize"]))})}),
-    "on_boarding": (.["on_boarding"] | iot_decode_string(["on_boarding"])),
-    "enable_monitoring": (.["enable_monitoring"] | iot_decode_bool(["enable_monitoring"]))};
-
-# The typed spec with its defaults (spec.jq's iot_spec, faster).
-def iot_spec_fast: iot_decode_spec | iot_spec_defaults;
+    "on_boarding": (.["on_boarding"] | iot_decode_string(["on_boarding"]) | if . == "" or . == 0 then "oneproduct" else . end),
+    "enable_monitoring": (.["enable_monitoring"] | iot_decode_bool(["enable_monitoring"]))}
+  | iot_spec_forced;
 
 # What config.yml holds of a typed spec (config.jq's iot_config_strip(iot_spec_schema)).
 def iot_config_strip_spec:
