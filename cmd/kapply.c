@@ -1033,8 +1033,18 @@ static struct op *next_input(void)
 	}
 	while ((rc = kop_jsonl_next(&reader, &v, &lineno, err)) < 0)
 		log_error("stdin: not a JSON line (skipped): %s", err);
-	if (rc > 0)
-		return op_from_line(v);
+	if (rc > 0) {
+		struct op *op = op_from_line(v);
+
+		if (reader.inexact[0] && (op->kind == OP_APPLY || op->kind == OP_PATCH) && !op->bad) {
+			struct kop_buf b = KOP_BUF_INIT;
+
+			kop_buf_addf(&b, "line %zu holds the integer %s, beyond 2^53: it would be sent rounded "
+				     "(numbers are doubles here), so it is not sent", lineno, reader.inexact);
+			op->bad = kop_buf_detach(&b, NULL);
+		}
+		return op;
+	}
 	if (reader.eof)
 		input_done = 1;
 	return NULL;

@@ -108,6 +108,52 @@ static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lin
 	jv_free(r->pending);
 	r->pending = vals;
 	r->pending_line = lineno;
+	if (!kop_json_inexact(p, len, r->inexact, sizeof(r->inexact)))
+		r->inexact[0] = '\0';
+	return 0;
+}
+
+int kop_json_inexact(const char *s, size_t len, char *what, size_t whatlen)
+{
+	static const char limit[] = "9007199254740992";	/* 2^53 */
+	size_t i = 0;
+
+	while (i < len) {
+		char c = s[i];
+
+		if (c == '"') {
+			for (i++; i < len && s[i] != '"'; i++)
+				if (s[i] == '\\')
+					i++;
+			i++;
+		} else if (c == '-' || (c >= '0' && c <= '9')) {
+			size_t start = i, d0, nd, k;
+			int integer = 1;
+
+			if (s[i] == '-')
+				i++;
+			while (i < len && s[i] == '0')
+				i++;
+			d0 = i;
+			while (i < len && s[i] >= '0' && s[i] <= '9')
+				i++;
+			nd = i - d0;
+			while (i < len && (s[i] == '.' || s[i] == 'e' || s[i] == 'E' || s[i] == '+' || s[i] == '-' ||
+					   (s[i] >= '0' && s[i] <= '9'))) {
+				integer = 0;
+				i++;
+			}
+			if (integer && (nd > sizeof(limit) - 1 ||
+					(nd == sizeof(limit) - 1 && memcmp(s + d0, limit, nd) > 0))) {
+				k = i - start < whatlen - 1 ? i - start : whatlen - 1;
+				memcpy(what, s + start, k);
+				what[k] = '\0';
+				return 1;
+			}
+		} else {
+			i++;
+		}
+	}
 	return 0;
 }
 

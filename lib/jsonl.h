@@ -27,6 +27,7 @@ struct kop_jsonl {
 	int eof;
 	jv pending;		/* array of values parsed from the current line, not yet returned */
 	size_t pending_line;
+	char inexact[48];	/* that line's first integer a double cannot hold (kop_json_inexact), or "" */
 };
 
 void kop_jsonl_init(struct kop_jsonl *r, size_t max_line);
@@ -40,6 +41,14 @@ void kop_jsonl_eof(struct kop_jsonl *r);
  * -1: a bad line, described in err ("line 12: ..."); call again to go on.
  */
 int kop_jsonl_next(struct kop_jsonl *r, jv *out, size_t *lineno, char *err);
+/*
+ * Whether the JSON text s (len bytes) holds an integer literal beyond
+ * 2^53 in magnitude (outside strings): libjq 1.6 keeps every number as a
+ * double, so such a value would be read, and written again, rounded
+ * (9007199254740993 becomes 9007199254740992). Copies the first one (cut)
+ * into what (whatlen >= 2) and returns 1; 0 if none.
+ */
+int kop_json_inexact(const char *s, size_t len, char *what, size_t whatlen);
 /* Reads once from fd into the reader: >0 bytes read, 0 end of file (eof set), -1 error (errno). */
 ssize_t kop_jsonl_read_fd(struct kop_jsonl *r, int fd);
 

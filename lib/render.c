@@ -280,7 +280,7 @@ static int plain_resolves_to_str(const char *s, size_t len)
 		if (s[i] != '_')
 			plain[j++] = s[i];
 	plain[j] = 0;
-	is_str = kop_go_parse_int(plain, &num) < 0 && !yaml_style_float(plain);
+	is_str = kop_go_parse_int(plain, &num, NULL) < 0 && !yaml_style_float(plain);
 	free(plain);
 	return is_str;
 }

@@ -66,7 +66,7 @@ static int digit_value(int c)
  * Go's strconv.ParseInt(s, 0, 64), falling back to ParseUint: optional sign,
  * 0x/0o/0b prefixes, a leading 0 for octal. 0 and *out, or -1.
  */
-int kop_go_parse_int(const char *s, double *out)
+int kop_go_parse_int(const char *s, double *out, int *beyond)
 {
 	int neg = 0, base = 10;
 	uint64_t v = 0;
@@ -105,6 +105,8 @@ int kop_go_parse_int(const char *s, double *out)
 	} else {
 		*out = (double)v;
 	}
+	if (beyond)
+		*beyond = v > (UINT64_C(1) << 53);
 	return 0;
 }
 
@@ -157,17 +159,19 @@ static const char *const special_floats[] = { ".nan", ".NaN", ".NAN", ".inf", ".
 					      "-.inf", "-.Inf", "-.INF", NULL };
 
 /* A number in go-yaml's int or float form: 0 and *out, or -1. */
-static int parse_number(const char *s, size_t len, double *out)
+/* 0 and *out (*beyond: an integer past 2^53), or -1. */
+static int parse_number(const char *s, size_t len, double *out, int *beyond)
 {
 	char *plain = kop_malloc(len + 1);
 	size_t i, n = 0;
 	int rc = -1;
 
+	*beyond = 0;
 	for (i = 0; i < len; i++)
 		if (s[i] != '_')
 			plain[n++] = s[i];
 	plain[n] = 0;
-	if (!kop_go_parse_int(plain, out)) {
+	if (!kop_go_parse_int(plain, out, beyond)) {
 		rc = 0;
 	} else if (is_yaml_float(plain)) {
 		double d = strtod(plain, NULL);
@@ -191,6 +195,7 @@ static int scalar_value(struct yl *y, const yaml_event_t *ev, jv *out)
 	const char *tag = (const char *)ev->data.scalar.tag;
 	enum scalar_kind k = SC_RESOLVE;
 	double d;
+	int beyond = 0;
 
 	if (tag && !strncmp(tag, TAG_PREFIX, strlen(TAG_PREFIX))) {
 		const char *t = tag + strlen(TAG_PREFIX);
@@ -236,22 +241,27 @@ static int scalar_value(struct yl *y, const yaml_event_t *ev, jv *out)
 		return yl_fail(y, ev->start_mark.line, ev->start_mark.column,
 			       "'%s' has no JSON representation", s);
 	if (k == SC_RESOLVE || k == SC_INT || k == SC_FLOAT) {
+		int rc;
+
 		if (k == SC_INT) {
 			char *plain = kop_malloc(len + 1);
 			size_t i, n = 0;
-			int rc;
 
 			for (i = 0; i < len; i++)
 				if (s[i] != '_')
 					plain[n++] = s[i];
 			plain[n] = 0;
-			rc = kop_go_parse_int(plain, &d);
+			rc = kop_go_parse_int(plain, &d, &beyond);
 			free(plain);
-			if (!rc) {
-				*out = jv_number(d);
-				return 0;
-			}
-		} else if (!parse_number(s, len, &d)) {
+		} else {
+			rc = parse_number(s, len, &d, &beyond);
+		}
+		/* jv numbers are doubles: an integer past 2^53 would be held, and sent, rounded */
+		if (!rc && beyond)
+			return yl_fail(y, ev->start_mark.line, ev->start_mark.column,
+				       "the integer %s is beyond 2^53: it would be held rounded (numbers are doubles "
+				       "here); quote it if it is text", s);
+		if (!rc) {
 			*out = jv_number(d);
 			return 0;
 		}

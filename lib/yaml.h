@@ -44,8 +44,9 @@ int kop_yaml_load_file(const char *path, jv *docs_out, char *err);
  * 0x/0o/0b prefixes, a leading 0 for octal (no underscores). 0 and *out, or
  * -1. How go-yaml decides that a plain scalar is an integer, both when
  * reading YAML and when lib/render decides whether a string needs quotes.
+ * *beyond (may be NULL): its magnitude is past 2^53, so *out is rounded.
  */
-int kop_go_parse_int(const char *s, double *out);
+int kop_go_parse_int(const char *s, double *out, int *beyond);
 
 #endif
 

@@ -32,6 +32,20 @@ test_expect_success 'a line that is not JSON: logged as such with its line numbe
 	grep "^stdin: not a JSON line (skipped): line 1" msgs
 '
 
+# jv numbers are doubles: an integer past 2^53 is refused, not sent rounded.
+test_expect_success 'an integer beyond 2^53: not sent (a stream line fails, a manifest is refused); 2^53 is' '
+	printf "%s\n" "{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"big\",\"namespace\":\"a\"},\"data\":{\"s\":\"9007199254740993\"},\"n\":9007199254740993}}" \
+		"{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"top\",\"namespace\":\"a\"},\"n\":-9007199254740992}}" |
+		timeout 30 kapply --dry-run=client --kubeconfig /nonexistent >out 2>err &&
+	jq -r "[.op, .ref.name, .ok, .message] | @tsv" out >actual &&
+	printf "result\tbig\tfalse\tline 1 holds the integer 9007199254740993, beyond 2^53: it would be sent rounded (numbers are doubles here), so it is not sent\ndry-run\ttop\t\t\n" >expect &&
+	test_cmp expect actual &&
+	jq -e "select(.op == \"dry-run\") | .request.body.n == -9007199254740992" out &&
+	printf "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: a}\nbinaryData: {}\nn: 0x20000000000001\n" >big.yaml &&
+	test_expect_code 100 timeout 30 kapply --dry-run --kubeconfig /nonexistent -f big.yaml >out 2>err &&
+	grep "line 5, column 4: the integer 0x20000000000001 is beyond 2^53" err
+'
+
 ksim_start
 
 test_expect_success 'setup: ksim with a namespace and a ConfigMap' '
