@@ -1854,7 +1854,7 @@ static int desired_digests(jv out, unsigned char (**dig)[KOP_JSON_DIGEST_LEN], u
 		*dig = kop_calloc((size_t)n, sizeof(**dig));
 		*stat = kop_calloc((size_t)n, 1);
 		jv_array_foreach(des, i, c) {
-			kop_json_digest(c, (*dig)[i]);
+			kop_program_object_digest(c, (*dig)[i]);
 			(*stat)[i] = jv_get_kind(c) == JV_KIND_OBJECT && jv_object_has(jv_copy(c), jv_string("status"));
 			jv_free(c);
 		}
@@ -2060,8 +2060,9 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 		sent = inflate_parse(f->ztext, f->zlen, f->len, NULL);
 	} else if (p->render_valid && !memcmp(f->rkey, p->render_key, sizeof(f->rkey))) {
 		sent = jv_getpath(jv_copy(rendered_full(p, ctx)), JV_ARRAY(jv_string("desired"), jv_number(f->rindex)));
-		if (jv_get_kind(sent) == JV_KIND_OBJECT)
-			sent = kop_program_stamp(&E.prog, o->kind->mapping, sent, ctx->parent);
+		if (jv_get_kind(sent) == JV_KIND_OBJECT)	/* as apply_children stamped it */
+			sent = kop_program_stamp_applied(kop_program_stamp(&E.prog, o->kind->mapping, sent, ctx->parent),
+							 f->memo);
 	} else {
 		pending = 1;	/* rendered anew since: this reconcile decides again */
 		goto out;
