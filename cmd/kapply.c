@@ -1032,7 +1032,7 @@ static struct op *next_input(void)
 		return op_from_line(line);
 	}
 	while ((rc = kop_jsonl_next(&reader, &v, &lineno, err)) < 0)
-		log_error("stdin: not a JSON line (skipped): %s", err);
+		log_error("stdin: a bad line skipped: %s", err);
 	if (rc > 0) {
 		struct op *op = op_from_line(v);
 

@@ -972,7 +972,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (rc < 0) {
-			log_error("stdin: not a JSON line (skipped): %s", err);
+			log_error("stdin: a bad line skipped: %s", err);
 			continue;
 		}
 		if (reader.eof)

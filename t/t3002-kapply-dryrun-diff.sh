@@ -29,7 +29,7 @@ test_expect_success 'a line that is not JSON: logged as such with its line numbe
 	printf "{oops\n{\"x\":1}\n" | timeout 30 kapply --dry-run=client --kubeconfig /nonexistent >out 2>err &&
 	echo "{\"x\":1}" >expect && test_cmp expect out &&
 	jq -r "select(.level == \"error\") | .msg" err >msgs &&
-	grep "^stdin: not a JSON line (skipped): line 1" msgs
+	grep "^stdin: a bad line skipped: line 1, column" msgs
 '
 
 # jv numbers are doubles: an integer past 2^53 is refused, not sent rounded.
@@ -63,7 +63,7 @@ test_expect_success 'setup: ksim with a namespace and a ConfigMap' '
 test_expect_success 'kstatus: a line that is not JSON is logged as such, skipped' '
 	printf "{oops\n{\"x\":1}\n" | timeout 30 kstatus >out 2>err &&
 	echo "{\"x\":1}" >expect && test_cmp expect out &&
-	jq -r "select(.level == \"error\") | .msg" err | grep "^stdin: not a JSON line (skipped): line 1"
+	jq -r "select(.level == \"error\") | .msg" err | grep "^stdin: a bad line skipped: line 1, column"
 '
 
 test_expect_success '--dry-run=server: sent with dryRun=All, nothing persisted' '
