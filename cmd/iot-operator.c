@@ -534,18 +534,28 @@ static void stage_stats_fold(size_t slot)
 	sup.live = jv_object_delete(sup.live, jv_string(key));
 }
 
+/* How long one lease request may take: it never outlives a retry period much
+ * (the main loop enforces the renew deadline anyway). */
+static long lease_request_timeout_ms(void)
+{
+	return sup.retry_ms * 2 > 5000 ? sup.retry_ms * 2 : 5000;
+}
+
 /*
  * Whether a standby could take over, for ready_locked: the API server
- * answered its lease requests within a lease duration (takes le.mu, so
- * it is called before sup.mu is taken). Else *why (why[KOP_ERRLEN + 64]) says why.
+ * answered its lease requests within a lease duration, or longer when a
+ * candidate's round (up to 2.2 retry periods apart, and a request of up to
+ * max(2 retry periods, 5 s)) may take longer (takes le.mu, so it is called
+ * before sup.mu is taken). Else *why (why[KOP_ERRLEN + 64]) says why.
  */
 static int standby_can_lead(char *why, size_t n)
 {
 	int64_t now = kop_mono_ms();
+	int64_t round = sup.retry_ms * 22 / 10 + lease_request_timeout_ms();
 	int ok;
 
 	pthread_mutex_lock(&le.mu);
-	ok = le.answered_ms > 0 && now - le.answered_ms < sup.lease_ms;
+	ok = le.answered_ms > 0 && now - le.answered_ms < (sup.lease_ms > round ? sup.lease_ms : round);
 	if (!ok)
 		snprintf(why, n, "a standby that cannot reach the API server could not take over: %s",
 			 *le.fail ? le.fail : "no answer to the lease requests yet");
@@ -905,8 +915,7 @@ static void lease_setup(void)
 	memset(&cfg, 0, sizeof(cfg));
 	if (kube_config_load(&cfg, tool_kube.kubeconfig, tool_kube.context, err) < 0)
 		die(KOP_EXIT_PERM, "%s", err);
-	/* A lease request never outlives a retry period much: the main loop enforces the deadline anyway. */
-	if (!(le.kc = kube_client_new(&cfg, sup.retry_ms * 2 > 5000 ? sup.retry_ms * 2 : 5000, err)))
+	if (!(le.kc = kube_client_new(&cfg, lease_request_timeout_ms(), err)))
 		die(KOP_EXIT_PERM, "%s", err);
 	kube_config_release(&cfg);
 	kube_client_set_user_agent(le.kc, "iot-operator/leader-election");
