@@ -874,18 +874,137 @@ static jv entry_fields(jv e)
 	return f;
 }
 
-/* A field set (consumed) with its keys in byte order at every level ("." first), as
- * kube-apiserver serializes one (structured-merge-diff's sorted path elements). */
+/*
+ * structured-merge-diff's order of values (value.Compare): numbers (by value)
+ * before strings (by bytes), booleans (false first), lists and maps (member by
+ * member, maps by sorted key, then value), null last. Both borrowed.
+ */
+static int smd_rank(jv v)
+{
+	switch (jv_get_kind(v)) {
+	case JV_KIND_NUMBER: return 0;
+	case JV_KIND_STRING: return 1;
+	case JV_KIND_FALSE:
+	case JV_KIND_TRUE: return 2;
+	case JV_KIND_ARRAY: return 3;
+	case JV_KIND_OBJECT: return 4;
+	default: return 5;
+	}
+}
+
+static int smd_cmp(jv a, jv b)
+{
+	int ra = smd_rank(a), rb = smd_rank(b), c = 0, i, na, nb;
+
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	switch (ra) {
+	case 0: {
+		double x = jv_number_value(a), y = jv_number_value(b);
+
+		return x < y ? -1 : x > y;
+	}
+	case 1: {
+		int la = jv_string_length_bytes(jv_copy(a)), lb = jv_string_length_bytes(jv_copy(b));
+
+		c = memcmp(jv_string_value(a), jv_string_value(b), (size_t)(la < lb ? la : lb));
+		return c ? c : (la > lb) - (la < lb);
+	}
+	case 2:
+		return (jv_get_kind(a) == JV_KIND_TRUE) - (jv_get_kind(b) == JV_KIND_TRUE);
+	case 3:
+	case 4: {
+		/* a map as its sorted [name, value] list (FieldList.Compare) */
+		jv ka = ra == 4 ? jv_keys(jv_copy(a)) : jv_invalid(), kb = ra == 4 ? jv_keys(jv_copy(b)) : jv_invalid();
+
+		na = jv_array_length(jv_copy(ra == 4 ? ka : a));
+		nb = jv_array_length(jv_copy(ra == 4 ? kb : b));
+		for (i = 0; !c && i < na && i < nb; i++) {
+			jv x, y;
+
+			if (ra == 4) {
+				jv xn = jv_array_get(jv_copy(ka), i), yn = jv_array_get(jv_copy(kb), i);
+
+				c = smd_cmp(xn, yn);
+				x = jv_object_get(jv_copy(a), xn);
+				y = jv_object_get(jv_copy(b), yn);
+			} else {
+				x = jv_array_get(jv_copy(a), i);
+				y = jv_array_get(jv_copy(b), i);
+			}
+			if (!c)
+				c = smd_cmp(x, y);
+			jv_free(x);
+			jv_free(y);
+		}
+		jv_free(ka);
+		jv_free(kb);
+		return c ? c : (na > nb) - (na < nb);
+	}
+	default:
+		return 0;
+	}
+}
+
+/* The order of a field set's keys (PathElement.Compare): "." first, then
+ * field names (f:, by bytes), keys (k:, as maps), values (v:), indices (i:, by number). */
+static int pe_rank(const char *k)
+{
+	if (!strcmp(k, "."))
+		return 0;
+	if (!strncmp(k, "f:", 2))
+		return 1;
+	if (!strncmp(k, "k:", 2))
+		return 2;
+	if (!strncmp(k, "v:", 2))
+		return 3;
+	if (!strncmp(k, "i:", 2))
+		return 4;
+	return 5;
+}
+
+static int pe_cmp(const void *pa, const void *pb)
+{
+	const char *a = jv_string_value(*(const jv *)pa), *b = jv_string_value(*(const jv *)pb);
+	int ra = pe_rank(a), rb = pe_rank(b), c;
+
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	if (ra == 2 || ra == 3) {
+		jv x = jv_parse(a + 2), y = jv_parse(b + 2);
+
+		c = jv_is_valid(x) && jv_is_valid(y) ? smd_cmp(x, y) : strcmp(a, b);
+		jv_free(x);
+		jv_free(y);
+		return c ? c : strcmp(a, b);
+	}
+	if (ra == 4) {
+		long long x = strtoll(a + 2, NULL, 10), y = strtoll(b + 2, NULL, 10);
+
+		return x < y ? -1 : x > y;
+	}
+	return strcmp(a, b);
+}
+
+/* A field set (consumed) with its keys in kube-apiserver's order at every level
+ * (structured-merge-diff serializes its sorted path elements, "." first). */
 static jv sorted_set(jv set)
 {
-	jv keys, out;
+	jv keys, out, *k;
+	int i, n;
 
 	if (jv_get_kind(set) != JV_KIND_OBJECT)
 		return set;
 	keys = jv_keys(jv_copy(set));
+	n = jv_array_length(jv_copy(keys));
+	k = kop_calloc(n > 0 ? (size_t)n : 1, sizeof(*k));
+	for (i = 0; i < n; i++)
+		k[i] = jv_array_get(jv_copy(keys), i);
+	qsort(k, (size_t)n, sizeof(*k), pe_cmp);
 	out = jv_object();
-	jv_array_foreach(keys, i, k)
-		out = jv_object_set(out, k, sorted_set(jv_object_get(jv_copy(set), jv_copy(k))));
+	for (i = 0; i < n; i++)
+		out = jv_object_set(out, k[i], sorted_set(jv_object_get(jv_copy(set), jv_copy(k[i]))));
+	free(k);
 	jv_free(keys);
 	jv_free(set);
 	return out;

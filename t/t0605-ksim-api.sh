@@ -41,7 +41,7 @@ test_expect_success 'a read at a resourceVersion newer than any is 504 ResourceV
 	req GET "/api/v1/namespaces/default?resourceVersion=$rv" && code_is 200
 '
 
-test_expect_success 'managedFields: fieldsV1 keys in byte order at every level, "." first (as recorded)' '
+test_expect_success 'managedFields: fieldsV1 keys in the order kube-apiserver writes them, at every level' '
 	req PATCH "$NS/configmaps/sorted?fieldManager=t&force=true" \
 		"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"sorted\",\"labels\":{\"z\":\"1\",\"a\":\"2\"},\"annotations\":{\"y\":\"1\"}},\"data\":{\"zz\":\"1\",\"b\":\"2\",\"a\":\"3\"}}" \
 		application/apply-patch+yaml &&
@@ -49,7 +49,19 @@ test_expect_success 'managedFields: fieldsV1 keys in byte order at every level, 
 	req GET $NS/configmaps/sorted && code_is 200 &&
 	jq -e "[.metadata.managedFields[].fieldsV1 | .. | objects | keys_unsorted == keys] | all and length > 3" out.json &&
 	jq -c ".metadata.managedFields[0].fieldsV1[\"f:metadata\"][\"f:labels\"] | keys_unsorted" out.json >actual &&
-	echo "[\"f:a\",\"f:z\"]" >expect && test_cmp expect actual
+	echo "[\"f:a\",\"f:z\"]" >expect && test_cmp expect actual &&
+	# keyed list entries by their key values (numbers by value, not by text)
+	req PATCH "$NS/services/sorted?fieldManager=t&force=true" \
+		"{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"sorted\"},\"spec\":{\"ports\":[{\"port\":8883,\"protocol\":\"TCP\"},{\"port\":443,\"protocol\":\"TCP\"},{\"port\":80,\"protocol\":\"TCP\"}]}}" \
+		application/apply-patch+yaml &&
+	code_is 201 &&
+	jq -r ".metadata.managedFields[0].fieldsV1[\"f:spec\"][\"f:ports\"] | keys_unsorted[]" out.json >actual &&
+	cat >expect <<-\EOT &&
+	k:{"port":80,"protocol":"TCP"}
+	k:{"port":443,"protocol":"TCP"}
+	k:{"port":8883,"protocol":"TCP"}
+	EOT
+	test_cmp expect actual
 '
 
 test_expect_success 'generateName picks a free name; no name at all is 422' '
