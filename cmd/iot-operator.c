@@ -14,6 +14,7 @@
  *
  * Stage metrics come in on a socket per stage (fd 4, KOP_STATS_FD; cmd/tool.h).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -807,6 +808,23 @@ static void wake_main(void)
 		(void)!write(le.efd, &one, sizeof(one));
 }
 
+/* Whether two failure messages say the same but for their numbers (curl's
+ * "after 3 ms" varies from one attempt to the next). */
+static int same_failure(const char *a, const char *b)
+{
+	while (*a && *b) {
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+			while (isdigit((unsigned char)*a))
+				a++;
+			while (isdigit((unsigned char)*b))
+				b++;
+		} else if (*a++ != *b++) {
+			return 0;
+		}
+	}
+	return !*a && !*b;
+}
+
 static void *lease_thread(void *arg)
 {
 	struct lease_io io = { lease_request, le.kc };
@@ -846,7 +864,7 @@ static void *lease_thread(void *arg)
 			/* A new failure is logged at once, the same one again every minute
 			 * (a standby that cannot reach the API server says so). */
 			failures += r < 0;
-			if (r < 0 && (strcmp(err, last_err) || kop_mono_ms() - last_err_at >= 60000)) {
+			if (r < 0 && (!same_failure(err, last_err) || kop_mono_ms() - last_err_at >= 60000)) {
 				tool_logj(LOG_WARN, JV_OBJECT(jv_string("lease"), jv_string(LOCK_NAME), jv_string("failures"),
 							      jv_number((double)failures)),
 					  "unable to acquire or renew the lease: %s", err);
