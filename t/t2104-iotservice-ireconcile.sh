@@ -241,6 +241,42 @@ test_expect_success '15: an edited child is "being updated" until the edit is se
 	test_cmp expect actual
 '
 
+# A field dropped from the spec (imagePullSecrets emptied): the workloads
+# hold every field still desired, but not the new applied annotation, so
+# their applies are on their way until one carrying it comes back; a status
+# change of one meanwhile does not count as landing (the apply is sent again,
+# its live object having changed), and a failure of it is applied again
+# after the backoff.
+test_expect_success 'a dropped field: an apply is not landed before its annotation is; a failed one is sent again' '
+	mkfifo drop.fifo drop.fb &&
+	jq -c "select(.object.kind == \"IoTService\" and .type != \"BOOKMARK\") | .type = \"MODIFIED\" | .object.metadata.generation = 2
+		| .object.metadata.resourceVersion = \"400\" | .object.spec.imagePullSecrets = \"\"" \
+		"$FIXTURES/04-steady.in.jsonl" >drop-edit.jsonl &&
+	jq -c "select(.object.kind == \"Deployment\" and .object.metadata.name == \"cockpit-example-iotservice\")
+		| .type = \"MODIFIED\" | .object.metadata.resourceVersion = \"401\"
+		| .object.status.conditions = [{type: \"Available\", status: \"True\"}]" \
+		"$FIXTURES/04-steady.in.jsonl" >drop-status.jsonl &&
+	test -s drop-edit.jsonl && test -s drop-status.jsonl &&
+	{ ( cat "$FIXTURES/04-steady.in.jsonl" drop-edit.jsonl
+	    test_wait_for 30 test_has_ops drop.out apply 8
+	    cat drop-status.jsonl
+	    sleep 1
+	    echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"devawsk8s/example-iotservice\",\"ref\":{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"namespace\":\"devawsk8s-example-iotservice\",\"name\":\"cockpit-example-iotservice\"},\"ok\":false,\"code\":500,\"reason\":\"InternalError\",\"message\":\"etcd\"}" >drop.fb
+	    test_wait_for 10 test_has_ops drop.out apply 9
+	    sleep 0.5
+	  ) >drop.fifo 3>&- 4>&- & } &&
+	OPERATOR_NAME=devawsk8s timeout 60 ireconcile -v --now 2026-11-22T10:05:00Z --feedback drop.fb \
+		--backoff-base 200ms --backoff-cap 200ms "$PROJECT_ROOT/pipeline/iotservice" \
+		<drop.fifo >drop.out 2>drop.err &&
+	wait &&
+	test_no_sanitizer_report drop.err &&
+	jq -r "select(.op == \"apply\") | .object.metadata.name" drop.out | sort | uniq -c | awk "{print \$1, \$2}" >actual &&
+	grep -c . actual >n && echo 8 >expect && test_cmp expect n &&
+	# cockpit: the edit, again when it changed without the annotation, again after the failure
+	grep "^3 cockpit-example-iotservice$" actual &&
+	test "$(grep -c "^1 " actual)" = 7
+'
+
 # Two statuses on their way, the first lands: the primary changed, but what
 # the program sees is still the second (kstatus writes them in order), so it
 # is not written again, nor derived anew (with the clock, a condition's
