@@ -1314,6 +1314,7 @@ int main(int argc, char **argv)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	setup_client();
 	kop_jsonl_init(&reader, 0);
+	reader.want_inexact = 1;	/* what is applied must not be rounded */
 	run();
 	kop_jsonl_release(&reader);
 	for (i = 0; i < (int)queue_len; i++)

@@ -108,7 +108,7 @@ static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lin
 	jv_free(r->pending);
 	r->pending = vals;
 	r->pending_line = lineno;
-	if (!kop_json_inexact(p, len, r->inexact, sizeof(r->inexact)))
+	if (!r->want_inexact || !kop_json_inexact(p, len, r->inexact, sizeof(r->inexact)))
 		r->inexact[0] = '\0';
 	return 0;
 }

@@ -27,6 +27,7 @@ struct kop_jsonl {
 	int eof;
 	jv pending;		/* array of values parsed from the current line, not yet returned */
 	size_t pending_line;
+	int want_inexact;	/* set by a reader that writes what it reads (kapply): then inexact is kept */
 	char inexact[48];	/* that line's first integer a double cannot hold (kop_json_inexact), or "" */
 };
 
