@@ -158,19 +158,27 @@ static const char *const null_words[] = { "", "~", "null", "Null", "NULL", NULL 
 static const char *const special_floats[] = { ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF",
 					      "-.inf", "-.Inf", "-.INF", NULL };
 
-/* A number in go-yaml's int or float form: 0 and *out, or -1. */
-/* 0 and *out (*beyond: an integer past 2^53), or -1. */
-static int parse_number(const char *s, size_t len, double *out, int *beyond)
+/* The len bytes at s without their '_' digit separators (caller frees). */
+static char *without_underscores(const char *s, size_t len)
 {
 	char *plain = kop_malloc(len + 1);
 	size_t i, n = 0;
-	int rc = -1;
 
-	*beyond = 0;
 	for (i = 0; i < len; i++)
 		if (s[i] != '_')
 			plain[n++] = s[i];
 	plain[n] = 0;
+	return plain;
+}
+
+/* A number in go-yaml's int or float form: 0 and *out (*beyond: an integer
+ * past 2^53), or -1. */
+static int parse_number(const char *s, size_t len, double *out, int *beyond)
+{
+	char *plain = without_underscores(s, len);
+	int rc = -1;
+
+	*beyond = 0;
 	if (!kop_go_parse_int(plain, out, beyond)) {
 		rc = 0;
 	} else if (is_yaml_float(plain)) {
@@ -244,13 +252,8 @@ static int scalar_value(struct yl *y, const yaml_event_t *ev, jv *out)
 		int rc;
 
 		if (k == SC_INT) {
-			char *plain = kop_malloc(len + 1);
-			size_t i, n = 0;
+			char *plain = without_underscores(s, len);
 
-			for (i = 0; i < len; i++)
-				if (s[i] != '_')
-					plain[n++] = s[i];
-			plain[n] = 0;
 			rc = kop_go_parse_int(plain, &d, &beyond);
 			free(plain);
 		} else {
