@@ -17,7 +17,6 @@
 #include "yaml.h"
 #include "banned.h"
 
-
 struct route {
 	struct ksim_type *t;
 	char *ns;		/* from the URL, or NULL */
@@ -1766,13 +1765,15 @@ static int do_list(const struct ksim_request *rq, const struct route *r, jv *out
 		}
 		if (n > ksim.rv) {
 			*out = too_large_rv(n);
-			goto bad504;
+			fail = 504;
+			goto bad;
 		}
 		if ((rvm && !strcmp(rvm, "Exact")) || (c.limit > 0 && (!rvm || !*rvm))) {
 			if (n < ksim.compacted) {
 				*out = ksim_status(410, "Expired", "The resourceVersion for the provided list is too old.",
 						   jv_null());
-				goto bad410;
+				fail = 410;
+				goto bad;
 			}
 		}
 	}
@@ -1845,11 +1846,6 @@ static int do_list(const struct ksim_request *rq, const struct route *r, jv *out
 	ksim_selector_free(c.ls);
 	ksim_selector_free(c.fs);
 	return 200;
-bad410:
-	fail = 410;
-	goto bad;
-bad504:
-	fail = 504;
 bad:
 	free(after);
 	free(c.caches);

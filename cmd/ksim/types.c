@@ -423,11 +423,14 @@ static jv resource_list(const char *group, const char *version)
 			kop_buf_release(&b);
 		}
 	}
-	/* (kube-apiserver gives /api/v1 no apiVersion, /apis/G/V "v1") */
-	res = *group ? JV_OBJECT(jv_string("kind"), jv_string("APIResourceList"), jv_string("apiVersion"), jv_string("v1"),
-				 jv_string("groupVersion"), jv_string(gv), jv_string("resources"), res)
-		     : JV_OBJECT(jv_string("kind"), jv_string("APIResourceList"), jv_string("groupVersion"), jv_string(gv),
-				 jv_string("resources"), res);
+	{
+		jv list = JV_OBJECT(jv_string("kind"), jv_string("APIResourceList"));
+
+		if (*group)	/* (kube-apiserver gives /api/v1 no apiVersion, /apis/G/V "v1") */
+			list = jv_object_set(list, jv_string("apiVersion"), jv_string("v1"));
+		list = jv_object_set(list, jv_string("groupVersion"), jv_string(gv));
+		res = jv_object_set(list, jv_string("resources"), res);
+	}
 	free(gv);
 	return res;
 }
