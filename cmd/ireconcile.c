@@ -480,6 +480,33 @@ static void update_aggs(struct prim *p, jv obj)
 }
 
 static void flight_forget(const char *fkey);
+static struct flight *status_flight(struct prim *p, int64_t now);
+
+/*
+ * update_aggs on what the program sees of p (parent_seen): obj (borrowed)
+ * with our status while that is on its way. A status sent is counted at
+ * once, not when it is stored: instances edited together are reconciled
+ * before any of their statuses lands, and would otherwise all pass a
+ * limit counted by an aggregate (iotservice's parallel updates).
+ */
+static void update_aggs_seen(struct prim *p, jv obj, int64_t now)
+{
+	jv st;
+
+	if (!E.prog.naggs || jv_get_kind(obj) != JV_KIND_OBJECT || !status_flight(p, now)) {
+		update_aggs(p, obj);
+		return;
+	}
+	st = jv_parse(p->status_sent);
+	if (!jv_is_valid(st)) {	/* cannot happen: we wrote it */
+		jv_free(st);
+		update_aggs(p, obj);
+		return;
+	}
+	obj = jv_object_set(jv_copy(obj), jv_string("status"), st);
+	update_aggs(p, obj);
+	jv_free(obj);
+}
 
 /* Operations on an object that is gone are no longer in flight. */
 static void forget_flights(const struct obj *o)
@@ -841,7 +868,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 			kop_json_digest(rp, p->pdig);
 			jv_free(rp);
 		}
-		update_aggs(p, obj);
+		update_aggs_seen(p, obj, kop_mono_ms());
 		enqueue(p);
 		break;
 	}
@@ -1728,6 +1755,9 @@ static int write_status(struct prim *p, jv parent, jv status, enum seen seen, in
 		obj = jv_object_set(obj, jv_string("status"), jv_copy(status));
 		emit(jv_object_set(op_line("status", p->key), jv_string("object"), obj));
 		n->statuses++;
+		obj = jv_object_set(jv_copy(parent), jv_string("status"), jv_copy(status));
+		update_aggs(p, obj);	/* counted from now on (update_aggs_seen) */
+		jv_free(obj);
 		if (seen == SEEN_CARRIED) {
 			status_prev_push(p, p->status_sent);	/* an earlier one of ours, still on its way */
 		} else if (seen == SEEN_FOREIGN) {
@@ -2204,6 +2234,9 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	rdes = jv_array();	/* the rendered .desired as sync sees them */
 	in = jv_object();
 	in = jv_object_set(in, jv_string("parent"), parent_seen(p, parent, &seen, now));
+	v = jv_object_get(jv_copy(in), jv_string("parent"));
+	update_aggs(p, v);
+	jv_free(v);
 	in = jv_object_set(in, jv_string("children"), build_children(p, ctx));
 	in = jv_object_set(in, jv_string("related"), build_related());
 	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));

@@ -217,6 +217,41 @@ test_expect_success 'a status in flight: the next reconcile writes no second Pro
 	test $(wc -l <actual) = 1
 '
 
+# iotservice.md §6 when instances are edited together (an upgrade of all):
+# their reconciles run before any of their statuses is stored, so the
+# limit counts the statuses sent, not only those stored.
+test_expect_success 'instances edited together: at most MAX_PARALLEL_UPDATES start rolling' '
+	F="$FIXTURES/04-steady.in.jsonl" &&
+	{ grep -v -e "\"kind\":\"IoTService\"" "$F"
+	  for x in a b c
+	  do
+		grep "\"kind\":\"IoTService\",\"metadata\":{\"name\"" "$F" |
+		jq -c --arg x $x ".object.metadata.name = \$x | .object.metadata.uid = \"uid-\" + \$x"
+	  done
+	  grep "\"type\":\"BOOKMARK\"" "$F"
+	  for x in a b c
+	  do
+		grep "\"kind\":\"IoTService\",\"metadata\":{\"name\"" "$F" |
+		jq -c --arg x $x ".type = \"MODIFIED\" | .object.metadata.name = \$x | .object.metadata.uid = \"uid-\" + \$x
+			| .object.metadata.generation = 2 | .object.metadata.resourceVersion = \"900\"
+			| .object.spec.cockpit.image = \"cockpit:2\""
+	  done
+	} >together.in &&
+	for limit in 1 2
+	do
+		MAX_PARALLEL_UPDATES=$limit OPERATOR_NAME=devawsk8s ireconcile --now 2026-11-22T10:05:00Z \
+			"$PROJECT_ROOT/pipeline/iotservice" <together.in >together.$limit.out 2>together.$limit.err &&
+		test_no_sanitizer_report together.$limit.err &&
+		jq -r "select(.op == \"status\") | .object.status.conditions[] | select(.type == \"Progressing\") | .reason" \
+			together.$limit.out | sort | uniq -c | sed "s/^ *//" >actual.$limit || return 1
+	done &&
+	printf "2 UpdateQueued\n1 Updating\n" >expect.1 && test_cmp expect.1 actual.1 &&
+	printf "1 UpdateQueued\n2 Updating\n" >expect.2 && test_cmp expect.2 actual.2 &&
+	# (a queued instance is left as it is: only the admitted one is applied)
+	test $(jq -r "select(.op == \"apply\") | .object.metadata.labels[\"cp.iot.sap/instance\"]" together.1.out |
+		sort -u | wc -l) = 1
+'
+
 # An apply written and not yet seen back: the child it edits is not ready as
 # it was seen before the edit (a reconcile in between, here for the status
 # coming back, must not find the old Deployment ready and say Available).
