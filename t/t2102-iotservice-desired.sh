@@ -232,10 +232,15 @@ test_expect_success 'an instance name too long for O-X gives nothing and Failed'
 	grep "^\[0,\"Failed\",\"invalid metadata.name .*devawsk8s-a-name-that-is-far-too-long-for-a-namespace-once-prefixed-xx.*not a valid namespace name" actual
 '
 
-test_expect_success 'an instance name too long for its Service names gives nothing and Failed' '
-	desired ".metadata.name = \"n23456789-123456789-123456789-123456789-123456789-1\"" long2 &&
+# (the longest name that works: gateway-mqtt-X is a StatefulSet, at most 52)
+test_expect_success 'an instance name too long for its StatefulSets gives nothing and Failed' '
+	desired ".metadata.name = \"n23456789-123456789-123456789-12345678ab\"" long2 &&
 	jq -c "[(.children | length), .status.phase, .status.reason]" long2.json >actual &&
-	echo "[0,\"Failed\",\"invalid metadata.name \\\"n23456789-123456789-123456789-123456789-123456789-1\\\": gives the Service name '"'"'gateway-mqtt-n23456789-123456789-123456789-123456789-123456789-1'"'"', longer than 63 characters\"]" >expect &&
+	echo "[0,\"Failed\",\"invalid metadata.name \\\"n23456789-123456789-123456789-12345678ab\\\": gives the StatefulSet name '"'"'gateway-mqtt-n23456789-123456789-123456789-12345678ab'"'"', longer than 52 characters (its pods could not be created: their controller-revision-hash label would exceed 63)\"]" >expect &&
+	test_cmp expect actual &&
+	desired ".metadata.name = \"n23456789-123456789-123456789-123456789\"" long3 &&
+	jq -c "[(.children | length), .status.phase]" long3.json >actual &&
+	echo "[20,\"Processing\"]" >expect &&
 	test_cmp expect actual
 '
 

@@ -143,6 +143,10 @@ done <<\EOT
 .spec.mms.amq_store_size_mb = 1.5|invalid spec.mms.amq_store_size_mb 1.5: must be an integer
 .spec.gateway.mqtt.persistent_volume_claim_size = "20 Gi"|invalid spec.gateway.mqtt.persistent_volume_claim_size "20 Gi": is not a valid quantity
 .spec.processing.image = ""|invalid spec.processing.image "": must not be empty
+.spec.postgresql.size = -1|invalid spec.postgresql.size -1: must not be negative
+.spec.core.size = -1|invalid spec.core.size -1: must not be negative
+.spec.core.container_port_http = "x"|invalid spec.core.container_port_http "x": is not a port number
+.spec.core_spring.persistent_volume_claim_size = "bad"|invalid spec.core_spring.persistent_volume_claim_size "bad": is not a valid quantity
 EOT
 
 # a secret never reaches the reason, the conditions or the event (whoever

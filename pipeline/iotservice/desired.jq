@@ -20,12 +20,15 @@ def iot_render:
        if ($ns | kop_dns1123_label) | not then
          error({field: "metadata.name", value: $x,
                 message: "gives the instance namespace '\($ns)', which is not a valid namespace name (at most 63 lowercase letters, digits and '-')"})
-       elif ("gateway-mqtt-\($x)" | length) > 63 then
+       # (kube-controller-manager labels a StatefulSet's pods controller-revision-hash:
+       # NAME-HASH, 10 characters of hash, and a label value has at most 63:
+       # kubernetes/kubernetes#64023; the longest child name is this one)
+       elif ("gateway-mqtt-\($x)" | length) > 52 then
          error({field: "metadata.name", value: $x,
-                message: "gives the Service name 'gateway-mqtt-\($x)', longer than 63 characters"})
+                message: "gives the StatefulSet name 'gateway-mqtt-\($x)', longer than 52 characters (its pods could not be created: their controller-revision-hash label would exceed 63)"})
        else . end
        | ($in.parent.spec | iot_spec_fast) as $spec
-       | ($spec | iot_validate([iot_components($spec)[] | [.path, .c]])) , {spec: $spec}
+       | ($spec | iot_validate([iot_components($spec)[] | .path])) , {spec: $spec}
      ) catch (if type == "object" and has("field") then {invalid: .} else error(.) end)) as $checked
   | ($checked.invalid // null) as $invalid
   | {invalid: $invalid,

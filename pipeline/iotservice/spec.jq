@@ -242,18 +242,28 @@ def iot_port_text:
   (kop_int_text as $n | $n != null and $n >= 1 and $n <= 65535)
   or _iot_port_text_full;
 
-# Checks what the manifests need; error({field, value, message}) on the first problem.
-# $components: the [path, component] pairs that are rendered.
-def iot_validate($components):
+# The spec blocks of the components, in struct order: each has a size, an
+# image and container ports, whether or not it is rendered.
+def iot_component_paths:
+  [["mms"], ["core"], ["core_spring"], ["processing"], ["cockpit"], ["gateway", "mqtt"], ["gateway", "rest"],
+   ["haproxy"], ["postgresql"]];
+
+# Checks what the manifests and config.yml need; error({field, value,
+# message}) on the first problem. Sizes, ports and volume sizes are checked
+# in every component (a negative postgresql.size is an error, not "not
+# rendered"; config.yml carries the ports of all); an image only where it is
+# used. $rendered: the spec paths of the components rendered.
+def iot_validate($rendered):
   . as $s
   | def port($path):
       ($s | getpath($path)) as $v
       | if $v | iot_port_text then .
         else iot_fail($path; $v; "is not a port number (1-65535)") end;
-    ($components[] as [$path, $c]
+    (iot_component_paths[] as $path
       | ($s | getpath($path)) as $b
       | if $b.size < 0 then iot_fail($path + ["size"]; $b.size; "must not be negative") else . end
-      | if $b.image == "" then iot_fail($path + ["image"]; ""; "must not be empty") else . end
+      | if $b.image == "" and any($rendered[]; . == $path) then iot_fail($path + ["image"]; ""; "must not be empty")
+        else . end
       | ($b | keys_unsorted[] | select(startswith("container_port"))) as $k | port($path + [$k]))
     # (no array index(): it leaks in jq 1.6)
     , (if any(("", "Always", "IfNotPresent", "Never"); . == $s.imagePullPolicy) then .
@@ -261,7 +271,8 @@ def iot_validate($components):
     , (if $s.imagePullSecrets == "" or ($s.imagePullSecrets | kop_dns1123_label) or
           ($s.imagePullSecrets | test("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$") and length <= 253) then .
        else iot_fail(["imagePullSecrets"]; $s.imagePullSecrets; "is not a valid secret name") end)
-    , ([["mms", "persistent_volume_claim_size"], ["gateway", "mqtt", "persistent_volume_claim_size"]][] as $path
+    , ([["mms", "persistent_volume_claim_size"], ["core_spring", "persistent_volume_claim_size"],
+        ["gateway", "mqtt", "persistent_volume_claim_size"]][] as $path
        | ($s | getpath($path)) as $v
        | if ($v | kop_quantity) == null or ($v | kop_quantity | startswith("-")) then
            iot_fail($path; $v; "is not a valid quantity")
