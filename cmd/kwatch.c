@@ -382,12 +382,12 @@ static int finish(struct res *r, CURLcode cc)
 		jv list = jv_parse_sized(r->body.buf ? r->body.buf : "", (int)r->body.len);
 
 		if (!jv_is_valid(list)) {
-			jv msg = jv_invalid_get_msg(list);
+			char m[256];
 
+			/* (never the body itself: a list of Secrets holds their data) */
 			tool_logj(LOG_WARN, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
 				  "unable to read the list of '%s': %s", r->w.name,
-				  jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "not JSON");
-			jv_free(msg);
+				  kop_json_parse_error(list, m, sizeof(m)));
 			transport_ok = 0;
 		} else if (kw_watch_list(&r->w, list, err) < 0) {
 			tool_logj(LOG_WARN, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)), "%s", err);

@@ -113,6 +113,17 @@ static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lin
 	return 0;
 }
 
+const char *kop_json_parse_error(jv invalid, char *buf, size_t size)
+{
+	jv msg = jv_invalid_get_msg(invalid);
+	const char *m = jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "not JSON";
+	const char *cut = strstr(m, " (while parsing '");
+
+	snprintf(buf, size, "%.*s", (int)(cut ? (size_t)(cut - m) : strlen(m)), m);
+	jv_free(msg);
+	return buf;
+}
+
 int kop_json_inexact(const char *s, size_t len, char *what, size_t whatlen)
 {
 	static const char limit[] = "9007199254740992";	/* 2^53 */

@@ -50,6 +50,13 @@ int kop_jsonl_next(struct kop_jsonl *r, jv *out, size_t *lineno, char *err);
  * into what (whatlen >= 2) and returns 1; 0 if none.
  */
 int kop_json_inexact(const char *s, size_t len, char *what, size_t whatlen);
+/*
+ * The message of invalid (consumed), the result of a failed jv_parse or
+ * jv_parse_sized, in buf: without what jq 1.6 appends to it, the whole text
+ * it was given ("… (while parsing '…')"), which may hold a secret (a
+ * credential plugin's output, a list of Secrets). Returns buf.
+ */
+const char *kop_json_parse_error(jv invalid, char *buf, size_t size);
 /* Reads once from fd into the reader: >0 bytes read, 0 end of file (eof set), -1 error (errno). */
 ssize_t kop_jsonl_read_fd(struct kop_jsonl *r, int fd);
 

@@ -956,12 +956,10 @@ int kube_exec_credential(struct kube_exec *e, char *err)
 		OPENSSL_cleanse(out.buf, out.len);
 	kop_buf_release(&out);
 	if (!jv_is_valid(cred)) {
-		jv msg = jv_invalid_get_msg(cred);
+		char m[256];
 
-		kop_error(err, "getting credentials: decoding stdout: %s",
-			  jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "not JSON");
-		jv_free(msg);
-		return -1;
+		/* (never the output itself: it may hold the token) */
+		return kop_error(err, "getting credentials: decoding stdout: %s", kop_json_parse_error(cred, m, sizeof(m)));
 	}
 	av = get_str(cred, "apiVersion");
 	if (!av || strcmp(av, e->api_version)) {

@@ -179,6 +179,13 @@ test_expect_success 'exec plugin failures are reported in client-go words' '
 	grep "^1 error: getting credentials: decoding stdout: " out.garbage
 '
 
+# jq 1.6 quotes the whole text in a parse error: the token with it
+test_expect_success 'exec plugin output cut short: the error never shows the token' '
+	PLUGIN_FORCE=truncated PLUGIN_RUNS=$D/runs test_expect_code 1 "$KOP_TEST_TOOL" credentials --kubeconfig exec.yaml 1 >out 2>err &&
+	grep "^1 error: getting credentials: decoding stdout: Unfinished JSON term" out &&
+	! grep S3cretT0ken out err
+'
+
 test_expect_success 'exec plugin not found: the install hint follows' '
 	cat >hint.yaml <<-\EOF &&
 	current-context: x

@@ -2,7 +2,7 @@
 # A fake exec credential plugin. Counts its runs in $PLUGIN_RUNS and answers
 # according to $PLUGIN_FORCE, else $PLUGIN_MODE (set by the kubeconfig): token
 # (a new token per run, expiry $PLUGIN_EXPIRY if set), cert, onlycert,
-# nostatus, empty, fail, garbage, wrongversion.
+# nostatus, empty, fail, garbage, truncated (a token, cut short), wrongversion.
 n=$(( $(cat "$PLUGIN_RUNS" 2>/dev/null || echo 0) + 1 ))
 echo $n >"$PLUGIN_RUNS"
 # What the plugin was given, for the test to check.
@@ -27,6 +27,8 @@ wrongversion)
 	echo "{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\"}}" ;;
 garbage)
 	echo "not json" ;;
+truncated)
+	echo "{\"apiVersion\":\"$av\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"S3cretT0ken\"" ;;
 fail)
 	echo "plugin: no credentials" >&2
 	exit 3 ;;
