@@ -2541,9 +2541,16 @@ static void reader_release(struct reader *rd)
 static void parse_values(struct reader *rd, const char *text, size_t len, size_t lineno,
 			 void (*fn)(jv, size_t))
 {
-	jv_parser *parser = jv_parser_new(0);
+	const char *nul = memchr(text, 0, len);
+	jv_parser *parser;
 	jv v;
 
+	if (nul) {	/* (jq's parser would make something of it: "a\0b" gave three values) */
+		log_warn("%sline %zu, column %zu: a NUL byte, which JSON text cannot hold; skipped", rd->name, lineno,
+			 (size_t)(nul - text) + 1);
+		return;
+	}
+	parser = jv_parser_new(0);
 	jv_parser_set_buf(parser, text, (int)len, 0);
 	while (jv_is_valid(v = jv_parser_next(parser)))
 		fn(v, lineno);

@@ -75,6 +75,10 @@ static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lin
 		;
 	if (i == len)
 		return 0;
+	/* (jq's parser would make something of it: "a\0b" gave three values) */
+	if (memchr(p, 0, len))
+		return kop_error(err, "line %zu, column %zu: a NUL byte, which JSON text cannot hold", lineno,
+				 (size_t)((const char *)memchr(p, 0, len) - p) + 1);
 	vals = jv_array();
 	parser = jv_parser_new(0);
 	/* not partial: a value cut short at the end of the line is an error, not "more to come". */

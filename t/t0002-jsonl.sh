@@ -18,6 +18,17 @@ test_expect_success 'a malformed line is reported with its number and skipped' '
 	grep "^4 {\"b\":2}$" out
 '
 
+test_expect_success 'a NUL byte in a line is an error naming its column, never values' '
+	printf "{\"x\":1}\0{\"y\":2}\n\0\n{\"z\":3}\n" >in &&
+	test_expect_code 1 "$KOP_TEST_TOOL" jsonl <in >out &&
+	cat >expect <<-\EOF &&
+	error: line 1, column 8: a NUL byte, which JSON text cannot hold
+	error: line 2, column 1: a NUL byte, which JSON text cannot hold
+	3 {"z":3}
+	EOF
+	test_cmp expect out
+'
+
 test_expect_success 'an over-long line is an error and the next line still reads' '
 	{ printf "{\"big\":\""; head -c 5000 /dev/zero | tr "\0" x; printf "\"}\n{\"ok\":true}\n"; } >in &&
 	test_expect_code 1 "$KOP_TEST_TOOL" jsonl 1000 <in >out &&

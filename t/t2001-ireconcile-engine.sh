@@ -80,6 +80,18 @@ test_expect_success 'a name with a NUL byte: the object skipped, a desired child
 	grep "desired child 1: its metadata.name holds a NUL byte" nulchild.err
 '
 
+test_expect_success 'a line with a NUL byte is skipped whole, with its column' '
+	{ sed -n 1p "$FIXTURES/02-steady.in.jsonl" | tr -d "\n" && printf "\0{\"type\":\"ADDED\"}\n" &&
+	  cat "$FIXTURES/02-steady.in.jsonl"; } >nulline.in &&
+	WIDGET_TEAM=blue ireconcile --now $NOW prog/widgets <nulline.in >nulline.out 2>nulline.err &&
+	test_no_sanitizer_report nulline.err &&
+	test_cmp /dev/null nulline.out &&
+	jq -r "select(.level == \"warn\") | .msg" nulline.err >actual &&
+	printf "line 1, column %d: a NUL byte, which JSON text cannot hold; skipped\n" \
+		$(( $(sed -n 1p "$FIXTURES/02-steady.in.jsonl" | wc -c) )) >expect &&
+	test_cmp expect actual
+'
+
 test_expect_success 'events before the bookmark are reconciled once, with the latest state' '
 	WIDGET_TEAM=blue ireconcile -v --now $NOW prog/widgets \
 		<"$FIXTURES/04-collect.in.jsonl" >collect.out 2>collect.err &&
