@@ -25,7 +25,7 @@ int log_enabled(int level)
 	return level <= log_level;
 }
 
-static void vlog(int level, jv fields, const char *prefix, const char *fmt, va_list ap)
+static void vlog(int level, jv fields, const char *fmt, va_list ap)
 {
 	struct kop_buf msg = KOP_BUF_INIT;
 	int e = errno;
@@ -34,8 +34,6 @@ static void vlog(int level, jv fields, const char *prefix, const char *fmt, va_l
 		jv_free(fields);
 		return;
 	}
-	if (prefix)
-		kop_buf_adds(&msg, prefix);
 	kop_buf_vaddf(&msg, fmt, ap);
 	if (log_text) {
 		struct kop_buf line = KOP_BUF_INIT;
@@ -81,7 +79,7 @@ void tool_log(int level, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(level, jv_null(), NULL, fmt, ap);
+	vlog(level, jv_null(), fmt, ap);
 	va_end(ap);
 }
 
@@ -90,7 +88,7 @@ void tool_logj(int level, jv fields, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(level, fields, NULL, fmt, ap);
+	vlog(level, fields, fmt, ap);
 	va_end(ap);
 }
 
@@ -99,7 +97,7 @@ void die(int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(LOG_ERROR, jv_null(), "fatal: ", fmt, ap);
+	vlog(LOG_ERROR, jv_null(), fmt, ap);	/* (the level says it: "error: fatal:" said it twice) */
 	va_end(ap);
 	exit(code);
 }

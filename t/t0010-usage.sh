@@ -35,4 +35,10 @@ test_expect_success 'a short option without its argument' '
 	usage_error kapply "option '"'"'-f'"'"' needs an argument" -f
 '
 
+test_expect_success 'text logs: PROG: LEVEL: message, as README "Logs" shows them' '
+	test_expect_code 100 kapply --log-format text -f ./no-such-file >out 2>err &&
+	echo "kapply: error: unable to open '"'"'./no-such-file'"'"': No such file or directory" >expect &&
+	test_cmp expect err
+'
+
 test_done
