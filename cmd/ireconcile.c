@@ -2939,6 +2939,8 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		die_usage("want one PROGRAM");
+	if (E.backoff_base > E.backoff_cap)
+		die_usage("--backoff-base (%u ms) is above --backoff-cap (%u ms)", E.backoff_base, E.backoff_cap);
 	if (kop_program_load(&E.prog, argv[optind], !watches, err) < 0) {
 		kop_program_release(&E.prog);
 		die(KOP_EXIT_PERM, "%s", err);

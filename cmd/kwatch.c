@@ -713,6 +713,8 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "n:Al:" TOOL_COMMON_SHORT, options, NULL)) != -1) {
 		switch (c) {
 		case 'n':
+			if (!*optarg)	/* (an empty one would have meant every namespace) */
+				die_usage("-n needs a namespace name (-A for every namespace)");
 			opt.ns = optarg;
 			break;
 		case 'A':

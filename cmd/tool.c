@@ -1,4 +1,5 @@
 /* The tools' shared layer: logging, dying, common options, stdout checks. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -119,10 +120,23 @@ long tool_parse_duration_ms(const char *s)
 {
 	char *end;
 	double v;
+	const char *p = s;
 
+	/* decimal digits, an optional fraction, a unit: not strtod's hex,
+	 * exponents, infinities or leading blanks ("0x10", "1e3", " 5s") */
+	if (!isdigit((unsigned char)*p))
+		return -1;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (*p == '.') {
+		if (!isdigit((unsigned char)p[1]))
+			return -1;
+		for (p++; isdigit((unsigned char)*p); p++)
+			;
+	}
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
+	if (errno || end != p)
 		return -1;
 	if (!*end || !strcmp(end, "s"))
 		v *= 1000;

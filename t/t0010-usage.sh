@@ -35,6 +35,18 @@ test_expect_success 'a short option without its argument' '
 	usage_error kapply "option '"'"'-f'"'"' needs an argument" -f
 '
 
+test_expect_success 'empty or loose values are usage errors, not a default' '
+	usage_error kwatch "-n needs a namespace name (-A for every namespace)" -n "" configmaps &&
+	usage_error ksim "invalid port '"'"''"'"'" --port "" &&
+	for d in 0x10 1e3 " 5s" 1. .5s inf 5x
+	do
+		usage_error kwatch "invalid --idle-timeout '"'"'$d'"'"'" --idle-timeout "$d" configmaps || return 1
+	done &&
+	usage_error ireconcile "--backoff-base (10000 ms) is above --backoff-cap (1000 ms)" --backoff-base 10s --backoff-cap 1s x &&
+	kwatch --idle-timeout 1.5s --help >/dev/null &&
+	kwatch --idle-timeout 300ms --help >/dev/null
+'
+
 test_expect_success 'text logs: PROG: LEVEL: message, as README "Logs" shows them' '
 	test_expect_code 100 kapply --log-format text -f ./no-such-file >out 2>err &&
 	echo "kapply: error: unable to open '"'"'./no-such-file'"'"': No such file or directory" >expect &&

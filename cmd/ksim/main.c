@@ -230,7 +230,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_PORT:
 			port = strtol(optarg, &end, 10);
-			if (*end || port < 0 || port > 65535)
+			if (end == optarg || *end || port < 0 || port > 65535)
 				die_usage("invalid port '%s'", optarg);
 			break;
 		case OPT_TLS:
