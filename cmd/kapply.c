@@ -42,9 +42,10 @@ static const char usage[] =
 "      --kubeconfig F, --context C, --request-timeout D\n"
 "  -v, --log-level L, --log-format json|text, -h, --help\n"
 "\n"
-"Exit: 0 all done; 1 --diff found changes; with -f, 100 when an operation failed\n"
-"permanently, 111 when one still failed transiently after its retries. On stdin the\n"
-"stream goes on after any API error (reported in its result line) and ends with 0.\n";
+"Exit: 0 all done; 1 --diff found changes; with -f, 100 when the input was bad (no\n"
+"objects in it included) or an operation failed permanently, 111 when one still\n"
+"failed transiently after its retries. On stdin the stream goes on after any API\n"
+"error (reported in its result line) and ends with 0.\n";
 
 enum op_kind { OP_PASS, OP_APPLY, OP_DELETE, OP_PATCH };
 static const char *const kind_names[] = { "pass", "apply", "delete", "patch" };
@@ -1337,6 +1338,18 @@ static const struct option options[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+/* -f gave nothing to apply: kubectl's "no objects passed to apply" (bad input, 100). */
+static noreturn void die_no_objects(const char *const *files, int nfiles)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	int i;
+
+	for (i = 0; i < nfiles; i++)
+		kop_buf_addf(&b, "%s'%s'", i ? ", " : "", strcmp(files[i], "-") ? files[i] : "<stdin>");
+	die(KOP_EXIT_PERM, "unable to apply %s: no objects in %s (empty documents are skipped)", b.buf,
+	    nfiles > 1 ? "them" : "it");
+}
+
 static void setup_client(void)
 {
 	struct kube_config cfg;
@@ -1502,6 +1515,8 @@ int main(int argc, char **argv)
 		if (kop_manifest_read(files[i], &manifest_objs, err) < 0)
 			die(KOP_EXIT_PERM, "%s", err);
 	manifest_len = jv_array_length(jv_copy(manifest_objs));
+	if (nfiles && !manifest_len)
+		die_no_objects(files, nfiles);
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	setup_client();

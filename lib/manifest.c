@@ -163,7 +163,7 @@ static int cmp_names(const struct dirent **a, const struct dirent **b)
 static int read_dir(const char *path, jv *objs, char *err)
 {
 	struct dirent **ents;
-	int i, n, ret = 0;
+	int i, n, ret = 0, files = 0;
 
 	if ((n = scandir(path, &ents, NULL, cmp_names)) < 0)
 		return kop_error(err, "unable to read directory '%s': %s", path, strerror(errno));
@@ -173,13 +173,19 @@ static int read_dir(const char *path, jv *objs, char *err)
 
 		if (!ret && ents[i]->d_name[0] != '.' && manifest_ext(ents[i]->d_name)) {
 			kop_buf_addf(&p, "%s/%s", path, ents[i]->d_name);
-			if (!stat(p.buf, &st) && S_ISREG(st.st_mode))
+			if (!stat(p.buf, &st) && S_ISREG(st.st_mode)) {
+				files++;
 				ret = read_file(p.buf, objs, err);
+			}
 		}
 		kop_buf_release(&p);
 		free(ents[i]);
 	}
 	free(ents);
+	/* As kubectl: a directory given is expected to hold manifests. */
+	if (!ret && !files)
+		ret = kop_error(err, "unable to read directory '%s': no manifest in it "
+			       "(recognized file extensions are .json, .yaml, .yml)", path);
 	return ret;
 }
 

@@ -15,7 +15,8 @@
  * replaced). Every object is checked to have apiVersion, kind and
  * metadata.name (or generateName is refused: apply needs a name).
  * -1 with err naming the file and the document on the first problem; *objs
- * keeps what was read before it.
+ * keeps what was read before it. A directory without a manifest file is an
+ * error (as in kubectl); a file or stdin holding no object is not.
  */
 int kop_manifest_read(const char *path, jv *objs, char *err);
 

@@ -43,4 +43,28 @@ test_expect_success 'a missing path is an error' '
 	grep "^error: unable to open .nowhere.yaml.: No such file or directory$" out
 '
 
+test_expect_success 'kapply -f DIR: a directory without a manifest file is an error naming it (100)' '
+	mkdir empty &&
+	echo "# notes" >empty/README.md &&
+	test_expect_code 100 timeout 30 kapply --dry-run --kubeconfig /nonexistent -f empty >out 2>err &&
+	test ! -s out &&
+	jq -r .msg err >msgs &&
+	test $(wc -l <msgs) = 1 &&
+	grep -x "fatal: unable to read directory .empty.: no manifest in it (recognized file extensions are \.json, \.yaml, \.yml)" msgs
+'
+
+test_expect_success 'kapply -f: no objects at all (empty stdin, only empty documents) is an error naming the input (100)' '
+	test_expect_code 100 timeout 30 kapply --dry-run --kubeconfig /nonexistent -f - </dev/null >out 2>err &&
+	test ! -s out &&
+	jq -r .msg err >msgs &&
+	test $(wc -l <msgs) = 1 &&
+	grep -x "fatal: unable to apply .<stdin>.: no objects in it (empty documents are skipped)" msgs &&
+	printf "%s\n" --- "# nothing" --- >nothing.yaml &&
+	test_expect_code 100 timeout 30 kapply --dry-run --kubeconfig /nonexistent -f nothing.yaml -f - </dev/null >out 2>err &&
+	test ! -s out &&
+	jq -r .msg err >msgs &&
+	test $(wc -l <msgs) = 1 &&
+	grep -x "fatal: unable to apply .nothing\.yaml., .<stdin>.: no objects in them (empty documents are skipped)" msgs
+'
+
 test_done
