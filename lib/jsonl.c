@@ -112,7 +112,7 @@ static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lin
 	jv_free(r->pending);
 	r->pending = vals;
 	r->pending_line = lineno;
-	if (!r->want_inexact || !kop_json_inexact(p, len, r->inexact, sizeof(r->inexact)))
+	if (!r->want_inexact || !kop_json_inexact(p, len, r->inexact, sizeof(r->inexact), NULL))
 		r->inexact[0] = '\0';
 	return 0;
 }
@@ -128,7 +128,7 @@ const char *kop_json_parse_error(jv invalid, char *buf, size_t size)
 	return buf;
 }
 
-int kop_json_inexact(const char *s, size_t len, char *what, size_t whatlen)
+int kop_json_inexact(const char *s, size_t len, char *what, size_t whatlen, size_t *at)
 {
 	static const char limit[] = "9007199254740992";	/* 2^53 */
 	size_t i = 0;
@@ -163,6 +163,8 @@ int kop_json_inexact(const char *s, size_t len, char *what, size_t whatlen)
 				k = i - start < whatlen - 1 ? i - start : whatlen - 1;
 				memcpy(what, s + start, k);
 				what[k] = '\0';
+				if (at)
+					*at = start;
 				return 1;
 			}
 		} else {

@@ -47,9 +47,10 @@ int kop_jsonl_next(struct kop_jsonl *r, jv *out, size_t *lineno, char *err);
  * 2^53 in magnitude (outside strings): libjq 1.6 keeps every number as a
  * double, so such a value would be read, and written again, rounded
  * (9007199254740993 becomes 9007199254740992). Copies the first one (cut)
- * into what (whatlen >= 2) and returns 1; 0 if none.
+ * into what (whatlen >= 2), its offset in s into *at (when not NULL), and
+ * returns 1; 0 if none.
  */
-int kop_json_inexact(const char *s, size_t len, char *what, size_t whatlen);
+int kop_json_inexact(const char *s, size_t len, char *what, size_t whatlen, size_t *at);
 /*
  * The message of invalid (consumed), the result of a failed jv_parse or
  * jv_parse_sized, in buf: without what jq 1.6 appends to it, the whole text

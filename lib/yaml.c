@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "yaml.h"	/* ours, and libyaml's through it */
+#include "jsonl.h"
 #include "banned.h"
 
 #define YAML_MAX_DEPTH 1000
@@ -566,6 +567,31 @@ static int load_json(const char *text, size_t len, jv *docs)
 	return 0;
 }
 
+/*
+ * JSON text is read by libjq, which holds every number as a double: an
+ * integer past 2^53 is refused as the YAML path refuses it (parse_scalar),
+ * naming its line and column. 0, or -1 with err.
+ */
+static int json_exact(const char *text, size_t len, const char *name, char *err)
+{
+	char what[48];
+	size_t at, i, line = 1, col = 1;
+
+	if (!kop_json_inexact(text, len, what, sizeof(what), &at))
+		return 0;
+	for (i = 0; i < at; i++) {
+		if (text[i] == '\n') {
+			line++;
+			col = 1;
+		} else if (((unsigned char)text[i] & 0xC0) != 0x80) {
+			col++;	/* characters, as libyaml counts columns */
+		}
+	}
+	return kop_error(err, "unable to parse '%s': line %zu, column %zu: the integer %s is beyond 2^53: it would "
+			 "be held rounded (numbers are doubles here); quote it if it is text",
+			 name ? name : "<input>", line, col, what);
+}
+
 int kop_yaml_load(const char *text, size_t len, const char *name, jv *docs_out, char *err)
 {
 	struct yl y;
@@ -577,6 +603,10 @@ int kop_yaml_load(const char *text, size_t len, const char *name, jv *docs_out, 
 	for (i = 0; i < len && isspace((unsigned char)text[i]); i++)
 		;
 	if (i < len && (text[i] == '{' || text[i] == '[') && len < INT32_MAX && !load_json(text, len, &docs)) {
+		if (json_exact(text, len, name, err) < 0) {
+			jv_free(docs);
+			return -1;
+		}
 		*docs_out = docs;
 		return 0;
 	}

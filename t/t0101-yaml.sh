@@ -80,6 +80,18 @@ test_expect_success 'truncated JSON is an error naming the file, not fewer docum
 	grep "^error: .*cut2.json" out
 '
 
+test_expect_success 'an integer beyond 2^53 in JSON input is an error naming the file, line and column, as in YAML' '
+	printf "{\"a\": 9007199254740992,\n \"s\": \"9007199254740993\", \"b\": [1, -9007199254740993]}\n" >big.json &&
+	test_expect_code 1 "$KOP_TEST_TOOL" yaml big.json >out &&
+	echo "error: unable to parse .big\.json.: line 2, column 36: the integer -9007199254740993 is beyond 2^53: it would be held rounded (numbers are doubles here); quote it if it is text" >expect &&
+	grep -x -f expect out &&
+	printf "a: 9007199254740992\ns: \"9007199254740993\"\nb: [1, -9007199254740993]\n" >big.yaml &&
+	test_expect_code 1 "$KOP_TEST_TOOL" yaml big.yaml >out &&
+	grep "^error: unable to parse .big\.yaml.: line 3, column 8: the integer -9007199254740993 is beyond 2^53" out &&
+	printf "{\"a\": 9007199254740992, \"f\": 9007199254740993.5}\n" >ok.json &&
+	"$KOP_TEST_TOOL" yaml ok.json >out
+'
+
 test_expect_success 'a missing file is an error naming it' '
 	test_expect_code 1 "$KOP_TEST_TOOL" yaml nope.yaml >out &&
 	echo "error: unable to open '\''nope.yaml'\'': No such file or directory" >expect &&

@@ -46,6 +46,26 @@ test_expect_success 'an integer beyond 2^53: not sent (a stream line fails, a ma
 	grep "line 5, column 4: the integer 0x20000000000001 is beyond 2^53" err
 '
 
+test_expect_success 'an integer beyond 2^53 in a JSON manifest (file, directory, stdin): refused naming the file and the number' '
+	mkdir big &&
+	printf "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"big\",\"namespace\":\"a\"},\n \"extra\":9007199254740993}\n" >big/big.json &&
+	test_expect_code 100 timeout 30 kapply -f big/big.json --dry-run --kubeconfig /nonexistent >out 2>err &&
+	test ! -s out &&
+	jq -r .msg err >msgs &&
+	grep -x "fatal: unable to parse .big/big\.json.: line 2, column 10: the integer 9007199254740993 is beyond 2^53: .*" msgs &&
+	test_expect_code 100 timeout 30 kapply -f big --dry-run --kubeconfig /nonexistent >out 2>err &&
+	test ! -s out &&
+	jq -r .msg err >msgs &&
+	grep -x "fatal: unable to parse .big/big\.json.: line 2, column 10: the integer 9007199254740993 is beyond 2^53: .*" msgs &&
+	test_expect_code 100 timeout 30 kapply -f - --dry-run --kubeconfig /nonexistent <big/big.json >out 2>err &&
+	test ! -s out &&
+	jq -r .msg err >msgs &&
+	grep -x "fatal: unable to parse .<stdin>.: line 2, column 10: the integer 9007199254740993 is beyond 2^53: .*" msgs &&
+	sed s/9007199254740993/-9007199254740992/ big/big.json >top.json &&
+	timeout 30 kapply -f top.json --dry-run --kubeconfig /nonexistent >out 2>err &&
+	jq -e ".request.body.extra == -9007199254740992" out
+'
+
 ksim_start
 
 test_expect_success 'setup: ksim with a namespace and a ConfigMap' '
