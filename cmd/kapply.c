@@ -69,7 +69,9 @@ struct op {
 	jv primary;		/* string or null */
 	char *api_version, *kind_name, *group, *ns, *name, *uid;
 	char *key;		/* group/Kind/namespace/name: the order of operations is kept per key */
-	char *who;		/* Kind/namespace/name, for messages */
+	char *who;		/* Kind/namespace/name, for messages (as much of it as the object gives), or NULL */
+	size_t lineno;		/* its line on stdin; 0 from a manifest */
+	int bad_names_line;	/* bad already says which line */
 	char *crd_group, *crd_kind;	/* an applied CRD: what it defines */
 	int is_namespace;	/* an apply of a Namespace: objects in it wait for it */
 	char *bad;		/* a malformed operation: reported, never sent */
@@ -181,6 +183,53 @@ static struct op *op_alloc(enum op_kind kind, jv line)
 	return op;
 }
 
+static int filled(const char *s)
+{
+	return s && *s;
+}
+
+/* "a number", "an array", "null": what a value of kind k is, for messages. */
+static const char *kind_phrase(jv_kind k)
+{
+	switch (k) {
+	case JV_KIND_NULL:
+		return "null";
+	case JV_KIND_TRUE:
+	case JV_KIND_FALSE:
+		return "a boolean";
+	case JV_KIND_NUMBER:
+		return "a number";
+	case JV_KIND_STRING:
+		return "a string";
+	case JV_KIND_ARRAY:
+		return "an array";
+	default:
+		return "not a JSON value";
+	}
+}
+
+/* Why the object cannot be sent for want of apiVersion, kind or metadata.name; NULL when it has all three. */
+static char *missing_names(const struct op *op)
+{
+	const char *miss[3];
+	struct kop_buf b = KOP_BUF_INIT;
+	int n = 0, i;
+
+	if (!filled(op->api_version))
+		miss[n++] = "apiVersion";
+	if (!filled(op->kind_name))
+		miss[n++] = "kind";
+	if (!filled(op->name))
+		miss[n++] = "metadata.name";
+	if (!n)
+		return NULL;
+	kop_buf_adds(&b, "the object has no ");
+	for (i = 0; i < n; i++)
+		kop_buf_addf(&b, "%s%s", i ? (i == n - 1 ? " or " : ", ") : "", miss[i]);
+	kop_buf_adds(&b, " (an operation needs apiVersion, kind and metadata.name)");
+	return kop_buf_detach(&b, NULL);
+}
+
 /* Reads the members every operation needs; a problem is kept in op->bad. */
 static void op_parse(struct op *op)
 {
@@ -189,7 +238,11 @@ static void op_parse(struct op *op)
 	struct kop_buf b = KOP_BUF_INIT;
 
 	if (jv_get_kind(op->obj) != JV_KIND_OBJECT) {
-		op->bad = kop_strdup("the operation has no object");
+		if (jv_is_valid(op->obj))
+			kop_buf_addf(&b, "the object is %s, not an object", kind_phrase(jv_get_kind(op->obj)));
+		else
+			kop_buf_adds(&b, "the operation has no object");
+		op->bad = kop_buf_detach(&b, NULL);
 		return;
 	}
 	op->api_version = kop_json_str(op->obj, "apiVersion", NULL);
@@ -197,16 +250,20 @@ static void op_parse(struct op *op)
 	op->name = kop_json_str(op->obj, "metadata", "name");
 	op->uid = kop_json_str(op->obj, "metadata", "uid");
 	op->ns = kop_json_str(op->obj, "metadata", "namespace");
-	if (!op->api_version || !*op->api_version || !op->kind_name || !*op->kind_name || !op->name || !*op->name) {
-		op->bad = kop_strdup("the object needs apiVersion, kind and metadata.name");
-		return;
+	/* As much of Kind/namespace/name as there is, so that even a refusal names its object. */
+	if (filled(op->kind_name) || filled(op->name)) {
+		kop_buf_addf(&b, "%s%s", filled(op->kind_name) ? op->kind_name : "",
+			     filled(op->kind_name) && filled(op->name) ? "/" : "");
+		if (filled(op->name))
+			kop_buf_addf(&b, "%s%s%s", filled(op->ns) ? op->ns : "", filled(op->ns) ? "/" : "", op->name);
+		op->who = kop_buf_detach(&b, NULL);
 	}
+	if ((op->bad = missing_names(op)))
+		return;
 	slash = strchr(op->api_version, '/');
 	op->group = slash ? kop_strndup(op->api_version, (size_t)(slash - op->api_version)) : kop_strdup("");
 	kop_buf_addf(&b, "%s/%s/%s/%s", op->group, op->kind_name, op->ns ? op->ns : "", op->name);
 	op->key = kop_buf_detach(&b, NULL);
-	kop_buf_addf(&b, "%s/%s%s%s", op->kind_name, op->ns ? op->ns : "", op->ns ? "/" : "", op->name);
-	op->who = kop_buf_detach(&b, NULL);
 	if (op->ns && opt.namespace && strcmp(op->ns, opt.namespace)) {
 		kop_buf_addf(&b, "the namespace from the provided object '%s' does not match the namespace '%s'",
 			     op->ns, opt.namespace);
@@ -238,8 +295,8 @@ static void op_parse(struct op *op)
 	jv_free(meta);
 }
 
-/* An input line (consumed) as an operation or a passthrough. */
-static struct op *op_from_line(jv line)
+/* An input line (consumed; lineno 0 = from a manifest) as an operation or a passthrough. */
+static struct op *op_from_line(jv line, size_t lineno)
 {
 	jv opname = kop_json_member(jv_copy(line), "op");
 	enum op_kind kind = OP_PASS;
@@ -257,6 +314,7 @@ static struct op *op_from_line(jv line)
 	}
 	jv_free(opname);
 	op = op_alloc(kind, line);
+	op->lineno = lineno;
 	op->primary = kop_json_member(jv_copy(line), "primary");
 	if (jv_get_kind(op->primary) != JV_KIND_STRING) {
 		jv_free(op->primary);
@@ -336,7 +394,16 @@ static void op_fail(struct op *op, const struct kube_response *r)
 
 static void op_fail_local(struct op *op, long code, const char *reason, const char *msg)
 {
-	log_error("unable to %s '%s': %s", kind_names[op->kind], op->who ? op->who : "?", msg);
+	const char *verb = kind_names[op->kind];
+
+	if (op->who && op->lineno && !op->bad_names_line)
+		log_error("unable to %s '%s' (line %zu): %s", verb, op->who, op->lineno, msg);
+	else if (op->who)
+		log_error("unable to %s '%s': %s", verb, op->who, msg);
+	else if (op->lineno)
+		log_error("unable to %s the object of line %zu: %s", verb, op->lineno, msg);
+	else
+		log_error("unable to %s an object without kind or name: %s", verb, msg);
 	note_exit(KOP_EXIT_PERM);
 	op_done(op, kop_result_local(kind_names[op->kind], jv_copy(op->primary), op_ref(op), code, reason, msg));
 }
@@ -1217,12 +1284,12 @@ static struct op *next_input(void)
 		}
 		line = jv_object_set(jv_object(), jv_string("op"), jv_string("apply"));
 		line = jv_object_set(line, jv_string("object"), jv_array_get(jv_copy(manifest_objs), manifest_next++));
-		return op_from_line(line);
+		return op_from_line(line, 0);
 	}
 	while ((rc = kop_jsonl_next(&reader, &v, &lineno, err)) < 0)
 		log_error("stdin: a bad line skipped: %s", err);
 	if (rc > 0) {
-		struct op *op = op_from_line(v);
+		struct op *op = op_from_line(v, lineno);
 
 		if (reader.inexact[0] && (op->kind == OP_APPLY || op->kind == OP_PATCH) && !op->bad) {
 			struct kop_buf b = KOP_BUF_INIT;
@@ -1235,6 +1302,7 @@ static struct op *next_input(void)
 				kop_buf_addf(&b, "line %zu holds the integer %s, beyond 2^53: it would be sent rounded "
 					     "(numbers are doubles here), so it is not sent", lineno, reader.inexact);
 			op->bad = kop_buf_detach(&b, NULL);
+			op->bad_names_line = 1;
 		}
 		return op;
 	}

@@ -66,6 +66,34 @@ test_expect_success 'an integer beyond 2^53 in a JSON manifest (file, directory,
 	jq -e ".request.body.extra == -9007199254740992" out
 '
 
+test_expect_success 'a refused operation is named by what it has: its kind and name, else its line; a non-object by its type' '
+	printf "%s\n" "{\"op\":\"apply\",\"object\":5}" "{\"op\":\"apply\"}" \
+		"{\"op\":\"apply\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"n\"}}}" \
+		"{\"op\":\"delete\",\"object\":[1]}" \
+		"{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\",\"namespace\":\"a\"}}}" >in &&
+	timeout 30 kapply --dry-run --kubeconfig /nonexistent -n b <in >out 2>err &&
+	jq -r "[.ok, .code, .message] | @tsv" out >actual &&
+	cat >expect <<-\EOF &&
+	false	400	the object is a number, not an object
+	false	400	the operation has no object
+	false	400	the object has no apiVersion or metadata.name (an operation needs apiVersion, kind and metadata.name)
+	false	400	the object is an array, not an object
+	EOF
+	sed -n 1,4p actual >actual4 &&
+	test_cmp expect actual4 &&
+	jq -r "select(.level == \"error\") | .msg" err >msgs &&
+	cat >expect <<-\EOF &&
+	unable to apply the object of line 1: the object is a number, not an object
+	unable to apply the object of line 2: the operation has no object
+	unable to apply "ConfigMap" (line 3): the object has no apiVersion or metadata.name (an operation needs apiVersion, kind and metadata.name)
+	unable to delete the object of line 4: the object is an array, not an object
+	unable to apply "ConfigMap/a/c" (line 5): the namespace from the provided object "a" does not match the namespace "b"
+	EOF
+	# single quotes cannot appear in a test body: compare them as double quotes
+	tr "\047" "\042" <msgs >actual &&
+	test_cmp expect actual
+'
+
 ksim_start
 
 test_expect_success 'setup: ksim with a namespace and a ConfigMap' '
