@@ -272,7 +272,7 @@ test_expect_success 'an integer beyond 2^53 in a kubeconfig is an error naming i
 	test_expect_code 100 timeout 30 kapply --kubeconfig big.json --max-retries 0 --request-timeout 2s -f cm.yaml >out 2>err &&
 	test ! -s out &&
 	jq -r .msg err >msgs &&
-	grep -x "fatal: unable to parse .big\.json.: line 1, column 52: the integer 9007199254740993 is beyond 2^53: .*" msgs
+	grep -x "unable to parse .big\.json.: line 1, column 52: the integer 9007199254740993 is beyond 2^53: .*" msgs
 '
 
 test_expect_success 'in-cluster: service host and port, token, CA and namespace from the service-account dir' '

@@ -50,7 +50,7 @@ test_expect_success 'kapply -f DIR: a directory without a manifest file is an er
 	test ! -s out &&
 	jq -r .msg err >msgs &&
 	test $(wc -l <msgs) = 1 &&
-	grep -x "fatal: unable to read directory .empty.: no manifest in it (recognized file extensions are \.json, \.yaml, \.yml)" msgs
+	grep -x "unable to read directory .empty.: no manifest in it (recognized file extensions are \.json, \.yaml, \.yml)" msgs
 '
 
 test_expect_success 'kapply -f: no objects at all (empty stdin, only empty documents) is an error naming the input (100)' '
@@ -58,13 +58,13 @@ test_expect_success 'kapply -f: no objects at all (empty stdin, only empty docum
 	test ! -s out &&
 	jq -r .msg err >msgs &&
 	test $(wc -l <msgs) = 1 &&
-	grep -x "fatal: unable to apply .<stdin>.: no objects in it (empty documents are skipped)" msgs &&
+	grep -x "unable to apply .<stdin>.: no objects in it (empty documents are skipped)" msgs &&
 	printf "%s\n" --- "# nothing" --- >nothing.yaml &&
 	test_expect_code 100 timeout 30 kapply --dry-run --kubeconfig /nonexistent -f nothing.yaml -f - </dev/null >out 2>err &&
 	test ! -s out &&
 	jq -r .msg err >msgs &&
 	test $(wc -l <msgs) = 1 &&
-	grep -x "fatal: unable to apply .nothing\.yaml., .<stdin>.: no objects in them (empty documents are skipped)" msgs
+	grep -x "unable to apply .nothing\.yaml., .<stdin>.: no objects in them (empty documents are skipped)" msgs
 '
 
 test_done

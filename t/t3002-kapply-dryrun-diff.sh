@@ -52,15 +52,15 @@ test_expect_success 'an integer beyond 2^53 in a JSON manifest (file, directory,
 	test_expect_code 100 timeout 30 kapply -f big/big.json --dry-run --kubeconfig /nonexistent >out 2>err &&
 	test ! -s out &&
 	jq -r .msg err >msgs &&
-	grep -x "fatal: unable to parse .big/big\.json.: line 2, column 10: the integer 9007199254740993 is beyond 2^53: .*" msgs &&
+	grep -x "unable to parse .big/big\.json.: line 2, column 10: the integer 9007199254740993 is beyond 2^53: .*" msgs &&
 	test_expect_code 100 timeout 30 kapply -f big --dry-run --kubeconfig /nonexistent >out 2>err &&
 	test ! -s out &&
 	jq -r .msg err >msgs &&
-	grep -x "fatal: unable to parse .big/big\.json.: line 2, column 10: the integer 9007199254740993 is beyond 2^53: .*" msgs &&
+	grep -x "unable to parse .big/big\.json.: line 2, column 10: the integer 9007199254740993 is beyond 2^53: .*" msgs &&
 	test_expect_code 100 timeout 30 kapply -f - --dry-run --kubeconfig /nonexistent <big/big.json >out 2>err &&
 	test ! -s out &&
 	jq -r .msg err >msgs &&
-	grep -x "fatal: unable to parse .<stdin>.: line 2, column 10: the integer 9007199254740993 is beyond 2^53: .*" msgs &&
+	grep -x "unable to parse .<stdin>.: line 2, column 10: the integer 9007199254740993 is beyond 2^53: .*" msgs &&
 	sed s/9007199254740993/-9007199254740992/ big/big.json >top.json &&
 	timeout 30 kapply -f top.json --dry-run --kubeconfig /nonexistent >out 2>err &&
 	jq -e ".request.body.extra == -9007199254740992" out
