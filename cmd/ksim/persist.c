@@ -9,7 +9,10 @@
  *
  * At start the log is replayed through ksim_store_commit() in order, so the
  * objects, their resourceVersions, the counter and the watch history come
- * back as they were; a torn last line (killed mid-write) is cut off. When
+ * back as they were; a torn last line (killed mid-write) is cut off. Any
+ * other line that is not a record following the ones before it makes ksim
+ * refuse to start (exit 100), the file untouched, as etcd does with a
+ * damaged WAL: serving without those writes would lose them silently. When
  * the log holds many more writes than live objects, it is rewritten as a
  * snapshot: every object as an ADDED record at its own resourceVersion, in
  * order, then {"rv":N,"type":"COUNTER"}, which sets the counter and, like
@@ -24,6 +27,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -80,6 +84,7 @@ void ksim_persist_sync(void)
 {
 	uint64_t target, upto;
 	struct kop_buf out = KOP_BUF_INIT;
+	off_t end;
 
 	if (fd < 0)
 		return;
@@ -96,55 +101,144 @@ void ksim_persist_sync(void)
 	pending = (struct kop_buf)KOP_BUF_INIT;
 	upto = pending_rv;
 	ksim_unlock();
-	if ((out.len && kop_write_all(fd, out.buf, out.len) < 0) || fdatasync(fd) < 0)
+	end = lseek(fd, 0, SEEK_END);
+	if ((out.len && kop_write_all(fd, out.buf, out.len) < 0) || fdatasync(fd) < 0) {
+		/*
+		 * Cut what may have been half written, or a start would find a
+		 * damaged line before later records and refuse, and queue the
+		 * records again for the next sync.
+		 */
 		log_error("unable to write '%s/wal.jsonl': %s", persist_dir, strerror(errno));
-	else
+		if (end >= 0 && ftruncate(fd, end) < 0)
+			log_error("unable to truncate '%s/wal.jsonl': %s", persist_dir, strerror(errno));
+		ksim_lock();
+		kop_buf_add(&out, pending.buf, pending.len);
+		kop_buf_release(&pending);
+		pending = out;
+		out = (struct kop_buf)KOP_BUF_INIT;
+		ksim_unlock();
+	} else {
 		synced_rv = upto;
+	}
 	pthread_mutex_unlock(&sync_lock);
 	kop_buf_release(&out);
 }
 
-/* Replays one record (lock held); 0 or -1 when it is not a record. */
-static int replay(jv rec)
+/*
+ * Replays one record (lock held; rec consumed): 0, or -1 with *why (static
+ * text) when it is not a record that can follow the ones before it.
+ */
+static int replay(jv rec, const char **why)
 {
-	jv rvj = jv_object_get(jv_copy(rec), jv_string("rv"));
-	const char *type = ksim_str(rec, "type"), *gr = ksim_str(rec, "gr");
-	jv obj = jv_object_get(jv_copy(rec), jv_string("object")), old;
+	jv rvj, obj, old;
+	const char *type, *gr, *name;
+	double rvd;
 	uint64_t rv;
-	int deleted;
+	int deleted, ret = -1;
 
-	if (jv_get_kind(rvj) == JV_KIND_NUMBER && type && !strcmp(type, "COUNTER")) {
-		rv = (uint64_t)jv_number_value(rvj);
-		jv_free(rvj);
-		jv_free(obj);
-		if (rv < ksim.rv)
-			return -1;
+	if (jv_get_kind(rec) != JV_KIND_OBJECT) {
+		*why = "not a JSON object";
+		jv_free(rec);
+		return -1;
+	}
+	rvj = jv_object_get(jv_copy(rec), jv_string("rv"));
+	obj = jv_object_get(jv_copy(rec), jv_string("object"));
+	type = ksim_str(rec, "type");
+	gr = ksim_str(rec, "gr");
+	name = ksim_str(obj, "metadata.name");
+	rvd = jv_get_kind(rvj) == JV_KIND_NUMBER ? jv_number_value(rvj) : -1;
+	if (!(rvd >= 1 && rvd <= 9007199254740992.0 && rvd == (double)(uint64_t)rvd)) {
+		*why = "no resourceVersion \"rv\" (a positive integer)";
+		goto out;
+	}
+	rv = (uint64_t)rvd;
+	if (type && !strcmp(type, "COUNTER")) {
+		if (rv < ksim.rv) {
+			*why = "a COUNTER behind the resourceVersions before it";
+			goto out;
+		}
 		ksim.rv = ksim.compacted = rv;
-		return 0;
+		ret = 0;
+		goto out;
 	}
-	if (jv_get_kind(rvj) != JV_KIND_NUMBER || !type || !gr || jv_get_kind(obj) != JV_KIND_OBJECT) {
-		jv_free(rvj);
-		jv_free(obj);
-		return -1;
+	if (!type || (strcmp(type, "ADDED") && strcmp(type, "MODIFIED") && strcmp(type, "DELETED")) || !gr ||
+	    !*gr || jv_get_kind(obj) != JV_KIND_OBJECT || !name) {
+		*why = "not a record: \"type\", \"gr\" or \"object\" (with metadata.name) missing or wrong";
+		goto out;
 	}
-	rv = (uint64_t)jv_number_value(rvj);
-	jv_free(rvj);
+	if (rv <= ksim.rv) {
+		*why = "its resourceVersion is not after the one before it (a line repeated or out of order?)";
+		goto out;
+	}
 	deleted = !strcmp(type, "DELETED");
-	old = ksim_store_get(gr, ksim_str(obj, "metadata.namespace"), ksim_str(obj, "metadata.name"));
+	old = ksim_store_get(gr, ksim_str(obj, "metadata.namespace"), name);
 	old = jv_is_valid(old) ? jv_copy(old) : jv_null();
-	if (rv <= ksim.rv || (deleted && jv_get_kind(old) == JV_KIND_NULL)) {
+	if (deleted && jv_get_kind(old) == JV_KIND_NULL) {
+		*why = "it deletes an object that is not there";
 		jv_free(old);
-		jv_free(obj);
-		return -1;
+		goto out;
 	}
 	ksim.rv = rv - 1;
 	if (!strcmp(gr, "customresourcedefinitions.apiextensions.k8s.io"))
 		ksim_types_crd_changed(obj, deleted);	/* borrows obj */
 	if (deleted) {
-		jv_free(obj);
 		jv_free(ksim_store_commit(gr, old, jv_null()));
 	} else {
 		jv_free(ksim_store_commit(gr, old, obj));
+		obj = jv_null();
+	}
+	ret = 0;
+out:
+	jv_free(rvj);
+	jv_free(obj);
+	jv_free(rec);
+	return ret;
+}
+
+/*
+ * Appends the first bytes of a line for a log message: printable ASCII as
+ * it is, anything else as \xNN, so that no raw byte of a damaged file
+ * reaches the log; cut after 60 bytes.
+ */
+static void add_excerpt(struct kop_buf *b, const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && i < 60; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			kop_buf_add(b, s + i, 1);
+		else
+			kop_buf_addf(b, "\\x%02x", c);
+	}
+	if (n > 60)
+		kop_buf_adds(b, "...");
+}
+
+/* Parses and replays one line (lock held); 0, or -1 with the reason in *why. */
+static int replay_line(const char *line, size_t n, struct kop_buf *why)
+{
+	jv rec;
+	const char *reason = NULL;
+
+	if (n > INT_MAX) {
+		kop_buf_adds(why, "line too long");
+		return -1;
+	}
+	rec = jv_parse_sized(line, (int)n);
+	if (!jv_is_valid(rec)) {
+		jv msg = jv_invalid_get_msg(rec);
+		const char *m = jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "not JSON";
+		const char *quote = strstr(m, " (while parsing");	/* jq quotes the raw line */
+
+		kop_buf_add(why, m, quote ? (size_t)(quote - m) : strlen(m));
+		jv_free(msg);
+		return -1;
+	}
+	if (replay(rec, &reason) < 0) {
+		kop_buf_adds(why, reason);
+		return -1;
 	}
 	return 0;
 }
@@ -204,7 +298,7 @@ void persist_load(void)
 {
 	struct kop_buf path = KOP_BUF_INIT;
 	char *data = NULL, err[KOP_ERRLEN];
-	size_t len = 0, off = 0, good = 0, n = 0;
+	size_t len = 0, off = 0, good = 0, n = 0, line = 0, bad = 0;
 
 	if (!persist_dir)
 		return;
@@ -217,23 +311,35 @@ void persist_load(void)
 	loading = 1;
 	while (off < len) {
 		char *nl = memchr(data + off, '\n', len - off);
-		jv rec;
+		struct kop_buf why = KOP_BUF_INIT;
 
 		if (!nl)
 			break;	/* a torn last line */
-		rec = jv_parse_sized(data + off, (int)(nl - data - off));
-		if (!jv_is_valid(rec) || replay(rec) < 0) {
-			jv msg = jv_invalid_get_msg(jv_copy(rec));
+		line++;
+		if (replay_line(data + off, (size_t)(nl - data) - off, &why) == 0) {
+			n++;
+		} else if (++bad <= 10) {
+			struct kop_buf ex = KOP_BUF_INIT;
 
-			log_warn("'%s': line %zu is not a record, ignored%s%s", path.buf, n + 1,
-				 jv_get_kind(msg) == JV_KIND_STRING ? ": " : "",
-				 jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "");
-			jv_free(msg);
+			add_excerpt(&ex, data + off, (size_t)(nl - data) - off);
+			log_error("'%s': line %zu is not a valid record: %s: \"%s\"", path.buf, line, why.buf,
+				  ex.buf ? ex.buf : "");
+			kop_buf_release(&ex);
 		}
-		jv_free(rec);
-		n++;
+		kop_buf_release(&why);
 		off = (size_t)(nl - data) + 1;
 		good = off;
+	}
+	if (bad) {
+		/*
+		 * Like etcd with a damaged WAL: refuse rather than serve a state
+		 * that silently lacks writes (and append to a log that cannot be
+		 * replayed again). Exit 100: starting again will not help.
+		 */
+		die(KOP_EXIT_PERM,
+		    "'%s' is damaged: %zu of its %zu lines are not valid records (%zu replayed); refusing to start: "
+		    "fix or remove those lines, or move the file away to start empty",
+		    path.buf, bad, line, n);
 	}
 	loading = 0;
 	if (n > 1000 && n > 2 * (size_t)jv_array_length(ksim_store_select(every_object, NULL)) && good == len &&
