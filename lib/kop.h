@@ -74,6 +74,12 @@ int kop_write_all(int fd, const void *buf, size_t len);
 /* Whether s is a DNS-1123 label (label: at most 63 of a-z, 0-9, '-', alphanumeric at
  * both ends: a namespace's name) or subdomain (253, '.' too: most objects' names). */
 int kop_dns1123(const char *s, int label);
+/*
+ * Appends the n bytes at s quoted as Go's %q does for the ASCII range ("a\"b",
+ * "nul\x00x", "\n"), the way kube-apiserver quotes a value in its messages;
+ * bytes from 0x80 up (UTF-8) are copied as they are.
+ */
+void kop_buf_add_quoted(struct kop_buf *b, const char *s, size_t n);
 /* Standard padded base64 of len bytes, a NUL-terminated heap string. */
 char *kop_base64(const void *data, size_t len);
 /* The n bytes at data as 2n lowercase hex digits and a NUL, in out[2n + 1]. */

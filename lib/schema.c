@@ -715,14 +715,18 @@ jv kop_schema_listinfo(jv schema)
 	return li;
 }
 
-char *kop_schema_invalid_message(const char *kind_group, const char *name, jv causes)
+char *kop_schema_invalid_message(const char *kind_group, jv name, jv causes)
 {
 	struct kop_buf b = KOP_BUF_INIT;
-	jv q = jv_dump_string(jv_string(name ? name : ""), 0);
 	int n = jv_get_kind(causes) == JV_KIND_ARRAY ? jv_array_length(jv_copy(causes)) : 0;
 
-	kop_buf_addf(&b, "%s %s is invalid: ", kind_group, jv_string_value(q));
-	jv_free(q);
+	kop_buf_addf(&b, "%s ", kind_group);
+	if (jv_get_kind(name) == JV_KIND_STRING)
+		kop_buf_add_quoted(&b, jv_string_value(name), (size_t)jv_string_length_bytes(jv_copy(name)));
+	else
+		kop_buf_adds(&b, "\"\"");
+	jv_free(name);
+	kop_buf_adds(&b, " is invalid: ");
 	if (n != 1)
 		kop_buf_adds(&b, "[");
 	if (n) {

@@ -59,10 +59,11 @@ jv kop_schema_listinfo(jv schema);
 /*
  * The 422 message (causes not consumed), e.g.
  *   Widget.test.example.org "bad" is invalid: [spec.color: Unsupported value: "pink": ..., spec.size: ...]
- * kind_group is "Kind" or "Kind.group". One cause prints without brackets:
+ * kind_group is "Kind" or "Kind.group"; name is a string (consumed, quoted as Go's %q
+ * does: it may hold any byte, a NUL too). One cause prints without brackets:
  *   Widget.test.example.org "bad" is invalid: spec.color: Unsupported value: ...
  * Caller frees.
  */
-char *kop_schema_invalid_message(const char *kind_group, const char *name, jv causes);
+char *kop_schema_invalid_message(const char *kind_group, jv name, jv causes);
 
 #endif

@@ -331,6 +331,30 @@ int kop_dns1123(const char *s, int label)
 	return s[0] != '-' && s[0] != '.' && s[n - 1] != '-' && s[n - 1] != '.';
 }
 
+void kop_buf_add_quoted(struct kop_buf *b, const char *s, size_t n)
+{
+	static const char esc[] = "\a\b\t\n\v\f\r", letter[] = "abtnvfr";
+
+	kop_buf_add(b, "\"", 1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		const char *e = c ? strchr(esc, c) : NULL;
+
+		if (c == '"' || c == '\\') {
+			kop_buf_add(b, "\\", 1);
+			kop_buf_add(b, s + i, 1);
+		} else if (e) {
+			kop_buf_add(b, "\\", 1);
+			kop_buf_add(b, letter + (e - esc), 1);
+		} else if (c < 0x20 || c == 0x7f) {
+			kop_buf_addf(b, "\\x%02x", c);
+		} else {
+			kop_buf_add(b, s + i, 1);
+		}
+	}
+	kop_buf_add(b, "\"", 1);
+}
+
 void kop_hex(const void *data, size_t n, char *out)
 {
 	static const char digits[] = "0123456789abcdef";

@@ -73,6 +73,49 @@ test_expect_success 'generateName picks a free name; no name at all is 422' '
 	jq -e ".reason == \"Invalid\" and .details.causes[0].field == \"metadata.name\"" out.json
 '
 
+test_expect_success 'a name holding a NUL byte is 422 Invalid, as any other bad name; nothing is stored' '
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"BAD\"}}" && code_is 422 && mv out.json bad.json &&
+	jq -c --arg q "nul\\x00x" "(.message, .details.causes[].message) |= gsub(\"BAD\"; \$q) | .details.name = \"nul\u0000x\"" \
+		bad.json >expect &&
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"nul\\u0000x\"}}" && code_is 422 &&
+	jq -c . out.json >actual && test_cmp expect actual &&
+	req GET $NS/configmaps/nul && code_is 404 &&
+	ksim_curl -o l.json $NS/configmaps && jq -e "[.items[].metadata.name | select(startswith(\"nul\"))] == []" l.json &&
+	for n in "\\u0000" "x\\u0000" "\\u0000x" "caf\\u00e9" "a\\u0001b"; do
+		req POST $NS/configmaps "{\"metadata\":{\"name\":\"$n\"}}" && code_is 422 &&
+		jq -e ".details.causes == [.details.causes[0]] and .details.causes[0].reason == \"FieldValueInvalid\" and .details.causes[0].field == \"metadata.name\"" out.json || return 1
+	done
+'
+
+test_expect_success 'a generateName holding a NUL byte is 422, on generateName and the name made of it' '
+	req POST $NS/configmaps "{\"metadata\":{\"generateName\":\"gen\\u0000\"}}" && code_is 422 &&
+	jq -e "[.details.causes[].field] == [\"metadata.generateName\", \"metadata.name\"]" out.json &&
+	jq -e ".details.causes[0].message | startswith(\"Invalid value: \\\"gen\\\\x00\\\": a lowercase RFC 1123 subdomain\")" out.json &&
+	jq -e ".details.name | test(\"^gen\u0000[a-z0-9]{5}$\")" out.json &&
+	req GET $NS/configmaps/gen && code_is 404 &&
+	req POST $NS/configmaps "{\"metadata\":{\"generateName\":\"ok-\"}}" && code_is 201
+'
+
+test_expect_success 'a namespace or a body namespace holding a NUL byte: 422 and 400' '
+	req POST /api/v1/namespaces "{\"metadata\":{\"name\":\"ns\\u0000x\"}}" && code_is 422 &&
+	jq -e ".details.causes[0].message | contains(\"RFC 1123 label\")" out.json &&
+	req GET /api/v1/namespaces/ns && code_is 404 &&
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"n0\",\"namespace\":\"default\\u0000x\"}}" && code_is 400 &&
+	jq -e ".message == \"the namespace of the provided object does not match the namespace sent on the request\"" out.json &&
+	req GET $NS/configmaps/n0 && code_is 404
+'
+
+test_expect_success 'PUT and apply with a body name that is the URL name and a NUL byte more: 400, nothing changed' '
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"keep\"},\"data\":{\"a\":\"1\"}}" && code_is 201 &&
+	req PUT $NS/configmaps/keep "{\"metadata\":{\"name\":\"keep\\u0000x\"},\"data\":{\"a\":\"2\"}}" && code_is 400 &&
+	jq -e ".message == \"the name of the object (keep\u0000x) does not match the name on the URL (keep)\"" out.json &&
+	req PATCH "$NS/configmaps/keep?fieldManager=t" \
+		"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"keep\\u0000x\"},\"data\":{\"a\":\"3\"}}" \
+		application/apply-patch+yaml && code_is 400 &&
+	req PUT $NS/configmaps/keep "{\"metadata\":{\"name\":\"keep\",\"namespace\":\"default\\u0000\"},\"data\":{\"a\":\"4\"}}" && code_is 400 &&
+	req GET $NS/configmaps/keep && code_is 200 && jq -e ".data.a == \"1\"" out.json
+'
+
 test_expect_success 'a body namespace that differs from the URL is 400; a missing namespace is 404' '
 	req POST $NS/configmaps "{\"metadata\":{\"name\":\"n\",\"namespace\":\"other\"}}" &&
 	code_is 400 &&

@@ -118,19 +118,49 @@ static jv bad_request(const char *msg)
 	return ksim_status(400, "BadRequest", msg, jv_null());
 }
 
-/* 422 Invalid: causes is an array of {reason, message, field}. */
-static jv invalid(const struct ksim_type *t, const char *name, jv causes)
+/*
+ * The 400 of a body whose metadata.name (n bytes at s: it may hold a NUL)
+ * is not the one on the URL; printed as it is, as kube-apiserver's %s does.
+ */
+static jv name_mismatch(const char *s, size_t n, const char *url_name)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	jv st;
+
+	kop_buf_adds(&b, "the name of the object (");
+	kop_buf_add(&b, s, n);
+	kop_buf_addf(&b, ") does not match the name on the URL (%s)", url_name);
+	st = jv_object_set(bad_request(""), jv_string("message"), jv_string_sized(b.buf, (int)b.len));
+	kop_buf_release(&b);
+	return st;
+}
+
+/* Whether the string at path in obj is there, not empty, and not want (a NUL byte in it counts). */
+static int str_set_and_differs(jv obj, const char *path, const char *want)
+{
+	size_t n;
+	const char *s = ksim_strl(obj, path, &n);
+
+	return s && n && (n != strlen(want) || memcmp(s, want, n));
+}
+
+/* 422 Invalid: name a string (consumed; any byte); causes an array of {reason, message, field}. */
+static jv invalid_jv(const struct ksim_type *t, jv name, jv causes)
 {
 	struct kop_buf kg = KOP_BUF_INIT;
 	char *msg;
 	jv d, s;
 
+	if (jv_get_kind(name) != JV_KIND_STRING) {
+		jv_free(name);
+		name = jv_string("");
+	}
 	if (*t->group)
 		kop_buf_addf(&kg, "%s.%s", t->kind, t->group);
 	else
 		kop_buf_adds(&kg, t->kind);
-	msg = kop_schema_invalid_message(kg.buf, name ? name : "", causes);
-	d = JV_OBJECT(jv_string("name"), jv_string(name ? name : ""));
+	msg = kop_schema_invalid_message(kg.buf, jv_copy(name), causes);
+	d = JV_OBJECT(jv_string("name"), name);
 	if (*t->group)
 		d = jv_object_set(d, jv_string("group"), jv_string(t->group));
 	d = jv_object_set(d, jv_string("kind"), jv_string(t->kind));
@@ -139,6 +169,11 @@ static jv invalid(const struct ksim_type *t, const char *name, jv causes)
 	free(msg);
 	kop_buf_release(&kg);
 	return s;
+}
+
+static jv invalid(const struct ksim_type *t, const char *name, jv causes)
+{
+	return invalid_jv(t, jv_string(name ? name : ""), causes);
 }
 
 static jv cause(const char *reason, const char *message, const char *field)
@@ -959,6 +994,45 @@ static int namespace_ok(const struct ksim_type *t, const char *ns, const char *n
 }
 
 /*
+ * Whether the n bytes at s (a NUL byte possible) make a valid name of a t:
+ * an RFC 1123 label for a namespace, a subdomain for the rest. A
+ * generateName (prefix) is checked as kube-apiserver's maskTrailingDash
+ * does: a trailing '-' and the byte before it become an "a".
+ */
+static int name_ok(const struct ksim_type *t, const char *s, size_t n, int prefix)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	int ok;
+
+	if (memchr(s, 0, n))
+		return 0;
+	kop_buf_add(&b, s, n);
+	if (prefix && n > 1 && s[n - 1] == '-') {
+		b.len = n - 2;
+		kop_buf_adds(&b, "a");
+	}
+	ok = kop_dns1123(b.buf, !strcmp(t->gr, "namespaces"));
+	kop_buf_release(&b);
+	return ok;
+}
+
+/* The FieldValueInvalid cause of a bad name at field (n bytes at s, quoted as Go's %q does). */
+static jv name_cause(const struct ksim_type *t, const char *s, size_t n, const char *field)
+{
+	struct kop_buf m = KOP_BUF_INIT;
+	int label = !strcmp(t->gr, "namespaces");
+	jv c;
+
+	kop_buf_adds(&m, "Invalid value: ");
+	kop_buf_add_quoted(&m, s, n);
+	kop_buf_addf(&m, ": a lowercase RFC 1123 %s must consist of lower case alphanumeric characters, '-'%s and must start and end with an alphanumeric character",
+		     label ? "label" : "subdomain", label ? "" : " or '.',");
+	c = cause("FieldValueInvalid", m.buf, field);
+	kop_buf_release(&m);
+	return c;
+}
+
+/*
  * Create: obj consumed. Returns the HTTP code; *out the object or a Status.
  * mf_done: managedFields already computed (server-side apply).
  */
@@ -967,14 +1041,13 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 {
 	char now[32], uid[40];
 	const char *name, *gen;
+	size_t name_len = 0, gen_len = 0;
 	jv old;
 
 	ksim_now(now);
 	obj = secret_string_data(t, obj);
 	if (t->flags & KT_NAMESPACED) {
-		const char *bns = ksim_str(obj, "metadata.namespace");
-
-		if (bns && *bns && strcmp(bns, ns)) {
+		if (str_set_and_differs(obj, "metadata.namespace", ns)) {
 			jv_free(obj);
 			*out = bad_request("the namespace of the provided object does not match the namespace sent on the request");
 			return 400;
@@ -983,42 +1056,44 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 	} else {
 		obj = set_meta(obj, "namespace", jv_null());
 	}
-	name = ksim_str(obj, "metadata.name");
-	gen = ksim_str(obj, "metadata.generateName");
-	if ((!name || !*name) && gen && *gen) {
+	name = ksim_strl(obj, "metadata.name", &name_len);
+	gen = ksim_strl(obj, "metadata.generateName", &gen_len);
+	if ((!name || !name_len) && gen && gen_len) {
 		static const char alnum[] = "bcdfghjklmnpqrstvwxz2456789";
 		char suffix[6];
 		struct kop_buf b = KOP_BUF_INIT;
 
+		/* every byte of generateName, a NUL too: the name check below sees them */
 		do {
 			for (int i = 0; i < 5; i++)
 				suffix[i] = alnum[random() % (sizeof(alnum) - 1)];
 			suffix[5] = 0;
 			kop_buf_reset(&b);
-			kop_buf_addf(&b, "%s%s", gen, suffix);
+			kop_buf_add(&b, gen, gen_len);
+			kop_buf_adds(&b, suffix);
 		} while (jv_is_valid(ksim_store_get(t->gr, ns, b.buf)));
-		obj = set_meta(obj, "name", jv_string(b.buf));
+		obj = set_meta(obj, "name", jv_string_sized(b.buf, (int)b.len));
 		kop_buf_release(&b);
-		name = ksim_str(obj, "metadata.name");
+		name = ksim_strl(obj, "metadata.name", &name_len);
+		gen = ksim_strl(obj, "metadata.generateName", &gen_len);
 	}
-	if (!name || !*name) {
-		*out = invalid(t, "", JV_ARRAY(cause("FieldValueRequired", "Required value: name or generateName is required",
-						     "metadata.name")));
-		jv_free(obj);
-		return 422;
-	}
-	if (!kop_dns1123(name, !strcmp(t->gr, "namespaces"))) {
-		struct kop_buf m = KOP_BUF_INIT;
-		char *nm = kop_strdup(name);
+	{
+		jv causes = jv_array();
 
-		kop_buf_addf(&m, "Invalid value: \"%s\": a lowercase RFC 1123 %s must consist of lower case alphanumeric characters, '-'%s and must start and end with an alphanumeric character",
-			     nm, !strcmp(t->gr, "namespaces") ? "label" : "subdomain",
-			     !strcmp(t->gr, "namespaces") ? "" : " or '.',");
-		*out = invalid(t, nm, JV_ARRAY(cause("FieldValueInvalid", m.buf, "metadata.name")));
-		kop_buf_release(&m);
-		free(nm);
-		jv_free(obj);
-		return 422;
+		if (gen && gen_len && !name_ok(t, gen, gen_len, 1))
+			causes = jv_array_append(causes, name_cause(t, gen, gen_len, "metadata.generateName"));
+		if (!name || !name_len)
+			causes = jv_array_append(causes, cause("FieldValueRequired",
+							       "Required value: name or generateName is required",
+							       "metadata.name"));
+		else if (!name_ok(t, name, name_len, 0))
+			causes = jv_array_append(causes, name_cause(t, name, name_len, "metadata.name"));
+		if (jv_array_length(jv_copy(causes)) > 0) {
+			*out = invalid_jv(t, name ? jv_string_sized(name, (int)name_len) : jv_string(""), causes);
+			jv_free(obj);
+			return 422;
+		}
+		jv_free(causes);
 	}
 	if (!strcmp(t->gr, "events") && !strcmp(t->group, "events.k8s.io")) {
 		jv causes = event_causes(obj);
@@ -1889,25 +1964,20 @@ static int do_put(const struct ksim_request *rq, const struct route *r, const st
 {
 	jv obj, old;
 	const char *bname;
+	size_t bname_len = 0;
 
 	if (body_object(rq, r->t, &obj, out) < 0)
 		return status_code(*out);
-	bname = ksim_str(obj, "metadata.name");
-	if (bname && strcmp(bname, r->name)) {
-		struct kop_buf b = KOP_BUF_INIT;
-
-		kop_buf_addf(&b, "the name of the object (%s) does not match the name on the URL (%s)", bname, r->name);
-		*out = bad_request(b.buf);
-		kop_buf_release(&b);
+	bname = ksim_strl(obj, "metadata.name", &bname_len);
+	if (bname && (bname_len != strlen(r->name) || strcmp(bname, r->name))) {
+		*out = name_mismatch(bname, bname_len, r->name);
 		jv_free(obj);
 		return 400;
 	}
 	if (!bname)
 		obj = set_meta(obj, "name", jv_string(r->name));
 	if (r->ns && (r->t->flags & KT_NAMESPACED)) {
-		const char *bns = ksim_str(obj, "metadata.namespace");
-
-		if (bns && *bns && strcmp(bns, r->ns)) {
+		if (str_set_and_differs(obj, "metadata.namespace", r->ns)) {
 			jv_free(obj);
 			*out = bad_request("the namespace of the provided object does not match the namespace sent on the request");
 			return 400;
@@ -2000,7 +2070,8 @@ static int do_patch(const struct ksim_request *rq, const struct route *r, const 
 	if (apply) {
 		jv conflicts = jv_null(), saved = jv_null();
 		char now[32];
-		const char *av = ksim_str(patch, "apiVersion"), *name = ksim_str(patch, "metadata.name");
+		const char *av = ksim_str(patch, "apiVersion"), *name;
+		size_t name_len = 0;
 		int rc;
 
 		ksim_now(now);
@@ -2019,13 +2090,9 @@ static int do_patch(const struct ksim_request *rq, const struct route *r, const 
 			jv_free(patch);
 			return 400;
 		}
-		if (name && strcmp(name, r->name)) {
-			struct kop_buf b = KOP_BUF_INIT;
-
-			kop_buf_addf(&b, "the name of the object (%s) does not match the name on the URL (%s)", name,
-				     r->name);
-			*out = bad_request(b.buf);
-			kop_buf_release(&b);
+		name = ksim_strl(patch, "metadata.name", &name_len);
+		if (name && (name_len != strlen(r->name) || strcmp(name, r->name))) {
+			*out = name_mismatch(name, name_len, r->name);
 			jv_free(patch);
 			return 400;
 		}
@@ -2037,9 +2104,7 @@ static int do_patch(const struct ksim_request *rq, const struct route *r, const 
 		if (!name)
 			patch = set_meta(patch, "name", jv_string(r->name));
 		if (r->t->flags & KT_NAMESPACED) {
-			const char *bns = ksim_str(patch, "metadata.namespace");
-
-			if (bns && *bns && strcmp(bns, r->ns)) {
+			if (str_set_and_differs(patch, "metadata.namespace", r->ns)) {
 				jv_free(patch);
 				*out = bad_request("the namespace of the provided object does not match the namespace sent on the request");
 				return 400;

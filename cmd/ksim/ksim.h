@@ -290,6 +290,8 @@ void ksim_now(char *buf);	/* metav1.Time, 32 bytes */
 jv ksim_canonical(jv obj);
 /* String field at a dotted path of an object, or NULL (borrowed from obj). */
 const char *ksim_str(jv obj, const char *path);
+/* The same, and its length in *len: a JSON string may hold a NUL byte, where the C string stops. */
+const char *ksim_strl(jv obj, const char *path, size_t *len);
 
 /* Selectors (select.c). NULL sel = everything. */
 struct ksim_selector;

@@ -636,6 +636,11 @@ void ksim_now(char *buf)
 
 const char *ksim_str(jv obj, const char *path)
 {
+	return ksim_strl(obj, path, NULL);
+}
+
+const char *ksim_strl(jv obj, const char *path, size_t *len)
+{
 	const char *p = path;
 	jv cur = obj;
 
@@ -660,7 +665,11 @@ const char *ksim_str(jv obj, const char *path)
 		if (*p == '.')
 			p++;
 	}
-	return jv_get_kind(cur) == JV_KIND_STRING ? jv_string_value(cur) : NULL;
+	if (jv_get_kind(cur) != JV_KIND_STRING)
+		return NULL;
+	if (len)
+		*len = (size_t)jv_string_length_bytes(jv_copy(cur));
+	return jv_string_value(cur);
 }
 
 static const char *const meta_order[] = { "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",

@@ -307,7 +307,7 @@ static int cmd_schema(int argc, char **argv)
 		print(kop_schema_prune(obj, schema));
 	else {
 		jv causes = kop_schema_validate(obj, schema);
-		char *msg = kop_schema_invalid_message("Widget.test.example.org", "bad", causes);
+		char *msg = kop_schema_invalid_message("Widget.test.example.org", jv_string("bad"), causes);
 
 		print(jv_object_set(jv_object_set(jv_object(), jv_string("causes"), causes),
 				    jv_string("message"), jv_string(msg)));
