@@ -158,6 +158,29 @@ test_expect_success 'Table watch events (kubectl get -w without -o json)' '
 	jq -e ".type == \"ADDED\" and .object.kind == \"Table\" and .object.rows[0].cells[0] == \"a\" and .object.columnDefinitions[0].name == \"Name\"" w.out
 '
 
+test_expect_success 'a resourceVersion newer than any: 3 s for it, then one ERROR 504 ResourceVersionTooLarge event, the end' '
+	rv=$(ksim_curl $CM | jq -r .metadata.resourceVersion) &&
+	far=$((rv + 1000)) &&
+	start=$(date +%s) &&
+	ksim_curl -m 10 -o w.out -w "%{http_code}\n" "$CM?watch=true&resourceVersion=$far&allowWatchBookmarks=true" >code &&
+	end=$(date +%s) &&
+	echo 200 >expect && test_cmp expect code &&
+	test $((end - start)) -ge 2 && test $((end - start)) -le 5 &&
+	jq -c . w.out >actual &&
+	cat >expect <<-EOT &&
+	{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Timeout: Too large resource version: $far, current: $rv","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1},"code":504}}
+	EOT
+	test_cmp expect actual &&
+	# reached within the 3 s: the watch goes on from there
+	watch_bg w2.out "resourceVersion=$((rv + 1))&timeoutSeconds=4" &&
+	sleep 1 &&
+	mkcm late1 && mkcm late2 &&
+	wait &&
+	events w2.out >actual &&
+	echo "ADDED late2" >expect &&
+	test_cmp expect actual
+'
+
 test_expect_success 'SIGTERM ends open watch streams with the zero chunk' '
 	rm -f term.out &&
 	{ ksim_curl --raw -N -o term.out "$CM?watch=true&resourceVersion=0" & } &&

@@ -1743,9 +1743,10 @@ static int include_object(const struct ksim_request *rq)
  * A read at resourceVersion n, newer than any: kube-apiserver waits up to 3 s
  * for its cache to reach n, then answers this (storage/errors.go
  * NewTooLargeResourceVersionError). ksim has no cache to wait for: n is
- * from another server (or another life of this one), so it answers at once.
+ * from another server (or another life of this one), so a list or get gets
+ * it at once; a watch waits the 3 s (watch.c), as a write may still come.
  */
-static jv too_large_rv(unsigned long long n)
+jv ksim_too_large_rv(unsigned long long n)
 {
 	char msg[128];
 
@@ -1839,7 +1840,7 @@ static int do_list(const struct ksim_request *rq, const struct route *r, jv *out
 			goto bad;
 		}
 		if (n > ksim.rv) {
-			*out = too_large_rv(n);
+			*out = ksim_too_large_rv(n);
 			fail = 504;
 			goto bad;
 		}
@@ -1940,7 +1941,7 @@ static int do_get(const struct ksim_request *rq, const struct route *r, jv *out)
 		unsigned long long n = strtoull(rvs, &end, 10);
 
 		if (!*end && n > ksim.rv) {
-			*out = too_large_rv(n);
+			*out = ksim_too_large_rv(n);
 			return 504;
 		}
 	}

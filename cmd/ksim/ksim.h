@@ -263,6 +263,11 @@ int ksim_authorize(const struct ksim_attrs *a, jv *status);
 
 /* A Status object. details may be jv_null(). */
 jv ksim_status(int code, const char *reason, const char *message, jv details);
+/*
+ * The 504 Timeout Status of a read at resourceVersion n, newer than any
+ * (cause ResourceVersionTooLarge, retryAfterSeconds 1; lock held).
+ */
+jv ksim_too_large_rv(unsigned long long n);
 
 /* ---- watch streams (http.c drives them) ------------------------------- */
 

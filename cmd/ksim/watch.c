@@ -3,7 +3,8 @@
  * sendInitialEvents, then every event after the cursor from the history
  * ring, filtered by namespace and selectors (transitions become ADDED and
  * DELETED), bookmarks, the k8s.io/initial-events-end bookmark, ERROR 410
- * events, timeoutSeconds, and the admin faults (cut, error).
+ * events, a resourceVersion newer than any (the watch cache's 3 s wait, then
+ * one ERROR 504 event), timeoutSeconds, and the admin faults (cut, error).
  *
  * http.c calls ksim_watch_read() from the connection's thread; it blocks on
  * ksim.changed and hands back whole events, one compact JSON line each.
@@ -13,6 +14,9 @@
 #include <time.h>
 #include "ksim.h"
 #include "banned.h"
+
+/* kube-apiserver's watch cache waits this long for a resourceVersion it has not reached (waitUntilFreshAndBlock). */
+#define FRESH_WAIT_MS 3000
 
 struct ksim_watch {
 	char *group, *version, *resource, *gr;
@@ -24,6 +28,7 @@ struct ksim_watch {
 	int bookmarks;
 	int table, include_object;
 	int64_t next_bookmark, deadline;
+	int64_t fresh_deadline;	/* cursor beyond ksim.rv: the ERROR 504 after this */
 	unsigned cut_epoch, error_epoch;
 	int done;
 	jv initial;		/* the initial state still to send (copies: used under the lock only) */
@@ -245,6 +250,7 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 		emit_error(w, "The resourceVersion for the provided watch is too old.");
 	} else {
 		w->cursor = n;
+		w->fresh_deadline = now + FRESH_WAIT_MS;
 	}
 	ksim.watches++;
 	return w;
@@ -354,14 +360,20 @@ size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max)
 			emit_error(w, "The resourceVersion for the provided watch is too old.");
 		} else if (jv_get_kind(w->initial) == JV_KIND_ARRAY) {
 			send_initial(w, t);
+		} else if (w->cursor > ksim.rv && now >= w->fresh_deadline) {
+			/* never reached: fail in-stream, as the watch cache does (cacher.go newErrWatcher) */
+			emit(w, "ERROR", ksim_too_large_rv(w->cursor));
+			w->done = 1;
 		} else {
 			drain(w, t);
-			if (!w->out.len && w->bookmarks && now >= w->next_bookmark) {
+			if (!w->out.len && w->bookmarks && now >= w->next_bookmark && w->cursor <= ksim.rv) {
 				emit_bookmark(w, t, 0);
 				w->next_bookmark = now + ksim.bookmark_ms;
 			}
 			if (!w->out.len && !w->done) {
 				wake = w->deadline;
+				if (w->cursor > ksim.rv && w->fresh_deadline < wake)
+					wake = w->fresh_deadline;
 				if (w->bookmarks && w->next_bookmark < wake)
 					wake = w->next_bookmark;
 				if (wake > now + 1000)
