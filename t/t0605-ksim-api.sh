@@ -116,6 +116,14 @@ test_expect_success 'PUT and apply with a body name that is the URL name and a N
 	req GET $NS/configmaps/keep && code_is 200 && jq -e ".data.a == \"1\"" out.json
 '
 
+test_expect_success 'a NUL byte in the URL (%00) stays in the name: no other object is read or deleted' '
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"pct\"}}" && code_is 201 &&
+	req GET $NS/configmaps/pct%00x && code_is 404 && jq -e ".reason == \"NotFound\"" out.json &&
+	req DELETE $NS/configmaps/pct%00x && code_is 404 &&
+	req GET /api/v1/namespaces/default%00x && code_is 404 &&
+	req GET $NS/configmaps/p%63t && code_is 200 && jq -e ".metadata.name == \"pct\"" out.json
+'
+
 test_expect_success 'a body namespace that differs from the URL is 400; a missing namespace is 404' '
 	req POST $NS/configmaps "{\"metadata\":{\"name\":\"n\",\"namespace\":\"other\"}}" &&
 	code_is 400 &&

@@ -287,6 +287,38 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	kop_buf_release(&b);
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/*
+ * libmicrohttpd's unescaping of the path and the query values, except that
+ * "%00" stays as it is: a NUL in the C string would cut it short, and
+ * GET .../configmaps/a%00b read the object "a" (kube-apiserver looks up
+ * "a\x00b": 404).
+ */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	char *w = s;
+	const char *r = s;
+
+	(void)cls;
+	(void)c;
+	while (*r) {
+		int hi = r[0] == '%' ? hexval(r[1]) : -1, lo = hi >= 0 ? hexval(r[2]) : -1;
+
+		if (lo >= 0 && (hi || lo)) {
+			*w++ = (char)(hi * 16 + lo);
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = 0;
+	return (size_t)(w - s);
+}
+
 struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *key_pem, int *bound, char *err)
 {
 	struct sockaddr_in sa;
@@ -308,6 +340,7 @@ struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *k
 		flags |= MHD_USE_TLS;
 		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				     MHD_OPTION_SOCK_ADDR, &sa,
+				     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
 				     (unsigned)600,
 				     MHD_OPTION_HTTPS_MEM_CERT, cert_pem, MHD_OPTION_HTTPS_MEM_KEY, key_pem,
@@ -315,6 +348,7 @@ struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *k
 	} else {
 		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				     MHD_OPTION_SOCK_ADDR, &sa,
+				     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
 				     (unsigned)600, MHD_OPTION_END);
 	}
