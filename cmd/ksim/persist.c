@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "jsonl.h"
 #include "sim.h"
 #include "banned.h"
 
@@ -228,12 +229,9 @@ static int replay_line(const char *line, size_t n, struct kop_buf *why)
 	}
 	rec = jv_parse_sized(line, (int)n);
 	if (!jv_is_valid(rec)) {
-		jv msg = jv_invalid_get_msg(rec);
-		const char *m = jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "not JSON";
-		const char *quote = strstr(m, " (while parsing");	/* jq quotes the raw line */
+		char m[256];
 
-		kop_buf_add(why, m, quote ? (size_t)(quote - m) : strlen(m));
-		jv_free(msg);
+		kop_buf_adds(why, kop_json_parse_error(rec, m, sizeof(m)));	/* (without the raw line) */
 		return -1;
 	}
 	if (replay(rec, &reason) < 0) {
