@@ -135,13 +135,19 @@ static jv name_mismatch(const char *s, size_t n, const char *url_name)
 	return st;
 }
 
-/* Whether the string at path in obj is there, not empty, and not want (a NUL byte in it counts). */
+/* Whether the n bytes at s (a NUL byte among them counts) are not the string want. */
+static int bytes_differ(const char *s, size_t n, const char *want)
+{
+	return n != strlen(want) || memcmp(s, want, n);
+}
+
+/* Whether the string at path in obj is there, not empty, and not want. */
 static int str_set_and_differs(jv obj, const char *path, const char *want)
 {
 	size_t n;
 	const char *s = ksim_strl(obj, path, &n);
 
-	return s && n && (n != strlen(want) || memcmp(s, want, n));
+	return s && n && bytes_differ(s, n, want);
 }
 
 /* 422 Invalid: name a string (consumed; any byte); causes an array of {reason, message, field}. */
@@ -1970,7 +1976,7 @@ static int do_put(const struct ksim_request *rq, const struct route *r, const st
 	if (body_object(rq, r->t, &obj, out) < 0)
 		return status_code(*out);
 	bname = ksim_strl(obj, "metadata.name", &bname_len);
-	if (bname && (bname_len != strlen(r->name) || strcmp(bname, r->name))) {
+	if (bname && bytes_differ(bname, bname_len, r->name)) {
 		*out = name_mismatch(bname, bname_len, r->name);
 		jv_free(obj);
 		return 400;
@@ -2092,7 +2098,7 @@ static int do_patch(const struct ksim_request *rq, const struct route *r, const 
 			return 400;
 		}
 		name = ksim_strl(patch, "metadata.name", &name_len);
-		if (name && (name_len != strlen(r->name) || strcmp(name, r->name))) {
+		if (name && bytes_differ(name, name_len, r->name)) {
 			*out = name_mismatch(name, name_len, r->name);
 			jv_free(patch);
 			return 400;
