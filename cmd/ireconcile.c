@@ -553,6 +553,11 @@ static void remove_obj(struct obj *o)
 }
 
 static jv project_kind(jv obj, size_t lineno, int whole);
+/* Whether the kind has a `project` (jq, or the list of fields kept). */
+static int projects(const struct kop_kind *k)
+{
+	return k->project || jv_get_kind(k->keep) == JV_KIND_ARRAY;
+}
 static jv render_parent(jv parent);
 #define project(obj, lineno) project_kind(obj, lineno, 1)
 
@@ -829,7 +834,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 	o->vtext = NULL;
 	if (k->role == KOP_ROLE_CHILD) {
 		/* Compared whole, seen by the program as projected. */
-		jv v = k->project ? project(jv_copy(obj), lineno) : jv_invalid();
+		jv v = projects(k) ? project(jv_copy(obj), lineno) : jv_invalid();
 
 		if (jv_is_valid(v))
 			o->vtext = kop_json_dump_len(v, &o->vlen);
@@ -896,11 +901,13 @@ static jv project_kind(jv obj, size_t lineno, int whole)
 	jv out = jv_invalid(), meta_out;
 	char err[KOP_ERRLEN] = "";
 
-	if (!k || !k->project)
+	if (!k || !projects(k))
 		return obj;
 	if (k->role == KOP_ROLE_CHILD && !whole)
 		return obj;	/* kept whole for comparing: handle_object keeps the view beside it */
-	if (kop_jq_run1(k->project, jv_copy(obj), &out, err) < 0 || jv_get_kind(out) != JV_KIND_OBJECT) {
+	if (!k->project) {
+		out = kop_program_keep(k, jv_copy(obj));
+	} else if (kop_jq_run1(k->project, jv_copy(obj), &out, err) < 0 || jv_get_kind(out) != JV_KIND_OBJECT) {
 		log_warn("line %zu: unable to project %s '%s': %s; kept whole", lineno, kind, name,
 			 !strcmp(kind, "Secret") ? "(the jq error on a Secret is not logged: it may quote its data)"
 			 : err[0] ? err : "not an object");

@@ -359,7 +359,74 @@ static void kind_release(struct kop_kind *k)
 	free(k->label_selector);
 	free(k->project_text);
 	kop_jq_free(k->project);
+	jv_free(k->keep);
 	mapping_release(&k->own_mapping);
+}
+
+/*
+ * A kind's `project`: jq text (k->project_text), or a list of the fields
+ * kept (k->keep), each "spec.replicas" or a list of keys (a key with a dot,
+ * as label names have: [metadata, labels, app.kubernetes.io/name]).
+ */
+static int load_project(jv o, const char *where, struct kop_kind *k, char *err)
+{
+	jv v = get(o, "project"), keep = jv_array();
+	int i, n;
+
+	if (jv_get_kind(v) != JV_KIND_ARRAY) {
+		jv_free(v);
+		jv_free(keep);
+		if (opt_str(o, "project", where, &k->project_text, err) < 0)
+			return kop_error(err, "'%s.project' must be jq text or a list of fields", where);
+		return 0;
+	}
+	n = jv_array_length(jv_copy(v));
+	if (!n) {
+		jv_free(v);
+		jv_free(keep);
+		return kop_error(err, "'%s.project' lists no field (leave it out to keep objects whole)", where);
+	}
+	for (i = 0; i < n; i++) {
+		jv f = jv_array_get(jv_copy(v), i), path = jv_array();
+		int ok = 1, j, m;
+
+		if (jv_get_kind(f) == JV_KIND_STRING) {
+			const char *s = jv_string_value(f), *dot;
+
+			for (;; s = dot + 1) {
+				dot = strchr(s, '.');
+				if (dot == s || !*s) {
+					ok = 0;
+					break;
+				}
+				path = jv_array_append(path, jv_string_sized(s, (int)(dot ? (size_t)(dot - s) : strlen(s))));
+				if (!dot)
+					break;
+			}
+		} else if (jv_get_kind(f) == JV_KIND_ARRAY && (m = jv_array_length(jv_copy(f))) > 0) {
+			for (j = 0; j < m && ok; j++) {
+				jv key = jv_array_get(jv_copy(f), j);
+
+				ok = jv_get_kind(key) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(key)) > 0;
+				path = jv_array_append(path, key);
+			}
+		} else {
+			ok = 0;
+		}
+		jv_free(f);
+		if (!ok) {
+			jv_free(path);
+			jv_free(keep);
+			jv_free(v);
+			return kop_error(err, "'%s.project[%d]' must be a field such as spec.replicas, or a list of "
+					 "keys such as [metadata, labels, app.kubernetes.io/name]", where, i);
+		}
+		keep = jv_array_append(keep, path);
+	}
+	jv_free(v);
+	jv_free(k->keep);
+	k->keep = keep;
+	return 0;
 }
 
 static int load_kind(jv o, const char *where, enum kop_role role, const struct kop_mapping *dflt,
@@ -370,6 +437,7 @@ static int load_kind(jv o, const char *where, enum kop_role role, const struct k
 
 	memset(k, 0, sizeof(*k));
 	k->own_mapping.match = jv_null();
+	k->keep = jv_null();
 	k->role = role;
 	k->mapping = dflt;
 	if (jv_get_kind(o) != JV_KIND_OBJECT)
@@ -388,7 +456,7 @@ static int load_kind(jv o, const char *where, enum kop_role role, const struct k
 	    req_str(o, "kind", where, &k->kind, err) < 0 || opt_str(o, "namespace", where, &k->namespace, err) < 0 ||
 	    opt_str(o, "name", where, &k->name, err) < 0 ||
 	    opt_str(o, "labelSelector", where, &k->label_selector, err) < 0 ||
-	    opt_str(o, "project", where, &k->project_text, err) < 0)
+	    load_project(o, where, k, err) < 0)
 		return -1;
 	if (k->namespace && !*k->namespace) {
 		free(k->namespace);
@@ -997,6 +1065,43 @@ char *kop_program_map(const struct kop_program *p, const struct kop_mapping *m, 
 		return primary_key(pns, name);
 	}
 	return NULL;
+}
+
+/* v (consumed) with value (consumed) at path[from..] (keys), objects made on the way. */
+static jv keep_set(jv v, jv path, int from, int n, jv value)
+{
+	jv key = jv_array_get(jv_copy(path), from);
+
+	if (from == n - 1)
+		return jv_object_set(v, key, value);
+	{
+		jv sub = jv_object_has(jv_copy(v), jv_copy(key)) ? jv_object_get(jv_copy(v), jv_copy(key)) : jv_object();
+
+		return jv_object_set(v, key, keep_set(sub, path, from + 1, n, value));
+	}
+}
+
+jv kop_program_keep(const struct kop_kind *k, jv obj)
+{
+	jv out = jv_object();
+
+	jv_array_foreach(k->keep, i, path) {
+		int n = jv_array_length(jv_copy(path)), j;
+		jv v = jv_copy(obj);
+
+		for (j = 0; j < n && jv_get_kind(v) == JV_KIND_OBJECT; j++) {
+			jv key = jv_array_get(jv_copy(path), j);
+
+			v = jv_object_has(jv_copy(v), jv_copy(key)) ? jv_object_get(v, key) : (jv_free(v), jv_free(key), jv_null());
+		}
+		if (j == n && jv_get_kind(v) != JV_KIND_NULL)
+			out = keep_set(out, path, 0, n, v);
+		else
+			jv_free(v);
+		jv_free(path);
+	}
+	jv_free(obj);
+	return out;
 }
 
 jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, jv child, jv primary)

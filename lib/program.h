@@ -33,6 +33,7 @@ struct kop_kind {
 	char *label_selector;	/* the watch's selector; NULL = from the mapping's match labels */
 	char *project_text;	/* jq applied to each object before it is kept (NULL: none) */
 	struct kop_jq *project;	/* compiled (with compile = 1) */
+	jv keep;		/* or the fields kept, an array of paths (arrays of keys); jv_null(): none */
 	const struct kop_mapping *mapping;	/* &own_mapping or the program's */
 	struct kop_mapping own_mapping;
 	int has_own_mapping;
@@ -90,6 +91,14 @@ char *kop_program_map(const struct kop_program *p, const struct kop_mapping *m, 
  * match labels and the name label, and with owner_ref a controller owner
  * reference to the primary (borrowed) when the child is in its namespace.
  */
+/*
+ * obj (consumed) reduced to the fields of k->keep (a kind whose `project` is
+ * a list of fields): each path whose value is there and not null, in the
+ * order listed, copied whole. The caller adds the identity (apiVersion,
+ * kind, name, namespace).
+ */
+jv kop_program_keep(const struct kop_kind *k, jv obj);
+
 jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, jv child, jv primary);
 
 /*

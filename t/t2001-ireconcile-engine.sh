@@ -345,6 +345,41 @@ test_expect_success 'a project failing on a Secret: logged without what jq quote
 	grep -q "unable to project ConfigMap .color.: {" sproj.err
 '
 
+test_expect_success 'project as a list of fields: those there and not null, in the order listed' '
+	rm -rf prog/keep && mkdir prog/keep &&
+	cat >prog/keep/program.yml <<-\EOF &&
+	name: keep
+	primary: {resource: widgets.test.example.org, apiVersion: test.example.org/v1, kind: Widget}
+	mapping: {labels: {name: test.example.org/widget}}
+	children:
+	  - resource: configmaps
+	    apiVersion: v1
+	    kind: ConfigMap
+	    project: [data.b, [metadata, labels, a.b/c], metadata.generation, spec.x.y, status, data.none]
+	sync: sync.jq
+	EOF
+	echo "{children: [.children[\"ConfigMap.v1\"][]], status: {seen: .children}}" >prog/keep/sync.jq &&
+	cat >keep.in <<-\EOF &&
+	{"type":"ADDED","object":{"apiVersion":"test.example.org/v1","kind":"Widget","metadata":{"name":"w","namespace":"t","uid":"u1"}}}
+	{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"t","uid":"u2","labels":{"test.example.org/widget":"w","a.b/c":"x","other":"y"}},"spec":{"x":5},"status":null,"data":{"a":"1","b":"2"}}}
+	EOF
+	ireconcile --now $NOW prog/keep <keep.in >keep.out 2>keep.err &&
+	jq -c "select(.op == \"status\") | .object.status.seen" keep.out >seen &&
+	echo "{\"ConfigMap.v1\":{\"c\":{\"data\":{\"b\":\"2\"},\"metadata\":{\"labels\":{\"a.b/c\":\"x\"},\"name\":\"c\",\"namespace\":\"t\"},\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}}}" >expect &&
+	test_cmp expect seen &&
+	test $(wc -l <keep.out) -eq 1
+'
+
+test_expect_success 'project: an empty list, an empty key, a number: refused naming the entry (100)' '
+	for bad in "[]" "[spec..x]" "[[]]" "[spec, 5]" "5"
+	do
+		sed "s/project: .*/project: $bad/" prog/keep/program.yml >prog/keep/p.yml &&
+		mv prog/keep/p.yml prog/keep/program.yml &&
+		test_expect_code 100 ireconcile prog/keep </dev/null 2>err &&
+		grep "children\[0\].project" err || return 1
+	done
+'
+
 test_expect_success 'stdin that cannot be read, a feedback that cannot be opened: 111' '
 	WIDGET_TEAM=blue test_expect_code 111 ireconcile prog/widgets <. 2>err &&
 	grep "unable to read stdin: Is a directory" err &&
