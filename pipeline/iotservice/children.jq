@@ -55,47 +55,47 @@ def iot_components($s):
      volume: ["messaging-volume", "/messaging/store", "persistent_volume_claim_size"]}
   ];
 
-# One workload. $ctx: {o, x, ns, spec, checksum}; . is a component entry.
+# One workload. $ctx: {o, x, ns, spec, labels (the owner labels),
+# and the parts every workload shares, made once a render: pull (the
+# container's imagePullPolicy), podPull (the pod's imagePullSecrets),
+# annotations, volumes}; . is a component entry.
 def iot_workload($ctx):
   . as $k
   | ($ctx.spec | getpath($k.path)) as $b
   | {instance: $ctx.x, component: $k.c} as $sel
-  | ($sel + iot_owner_labels($ctx.o; $ctx.x)) as $labels
+  | ($sel + $ctx.labels) as $labels
   | {apiVersion: "apps/v1", kind: $k.kind,
      metadata: {name: "\($k.c)-\($ctx.x)", namespace: $ctx.ns, labels: $labels},
      spec: ({replicas: $b.size}
        + (if $k.kind == "StatefulSet" then {serviceName: "\($k.c)-\($ctx.x)"} else {} end)
        + {selector: {matchLabels: $sel},
           template: {
-            metadata: ({labels: $labels}
-              + (if $k.config then {annotations: {"co.elastic.logs/module": "iot", "checksum/config": $ctx.checksum}}
-                 else {} end)),
+            metadata: (if $k.config then {labels: $labels, annotations: $ctx.annotations} else {labels: $labels} end),
             spec: ({containers: [
-                      ({name: $k.c, image: $b.image}
-                       + (if $ctx.spec.imagePullPolicy != "" then {imagePullPolicy: $ctx.spec.imagePullPolicy} else {} end)
+                      ({name: $k.c, image: $b.image} + $ctx.pull
                        + {ports: [$k.ports[] | {name: .[0], containerPort: ($b[.[1]] | tonumber)}],
                           env: [$k.env[] | {name: .[0], value: $b[.[1]]}]}
                        + (if ($b.resources | length) > 0 then {resources: $b.resources} else {} end)
                        + (if $k.config then
-                            {volumeMounts: ([{name: "config-volume", mountPath: "/etc/sap"}]
-                              + (if $k.volume then [{name: $k.volume[0], mountPath: $k.volume[1]}] else [] end))}
+                            {volumeMounts: (if $k.volume then [{name: "config-volume", mountPath: "/etc/sap"}, {name: $k.volume[0], mountPath: $k.volume[1]}]
+                                            else [{name: "config-volume", mountPath: "/etc/sap"}] end)}
                           else {} end))]}
-              + (if $ctx.spec.imagePullSecrets != "" then {imagePullSecrets: [{name: $ctx.spec.imagePullSecrets}]} else {} end)
+              + $ctx.podPull
               + (if $k.kind == "StatefulSet" then {securityContext: {fsGroup: 999}} else {} end)
-              + (if $k.config then {volumes: [{name: "config-volume", secret: {secretName: "iotservice-\($ctx.x)"}}]}
-                 else {} end))}}
+              + (if $k.config then $ctx.volumes else {} end))}}
        + (if $k.volume then
             {volumeClaimTemplates: [{metadata: {name: $k.volume[0], labels: $sel},
                                      spec: {accessModes: ["ReadWriteOnce"],
                                             resources: {requests: {storage: ($b[$k.volume[2]] | kop_quantity)}}}}]}
           else {} end))};
 
+# One Service. $ctx: as iot_workload's; . is a component entry.
 def iot_service($ctx):
   . as $k
   | ($ctx.spec | getpath($k.path)) as $b
   | {instance: $ctx.x, component: $k.c} as $sel
   | {apiVersion: "v1", kind: "Service",
-     metadata: {name: "\($k.service)-\($ctx.x)", namespace: $ctx.ns, labels: ($sel + iot_owner_labels($ctx.o; $ctx.x))},
+     metadata: {name: "\($k.service)-\($ctx.x)", namespace: $ctx.ns, labels: ($sel + $ctx.labels)},
      spec: ((if $k.public then {type: "LoadBalancer", externalTrafficPolicy: "Local"} else {type: "ClusterIP"} end)
        + {selector: $sel,
           ports: [$k.ports[] | ($b[.[1]] | tonumber) as $p | {name: .[0], protocol: "TCP", port: $p, targetPort: $p}]})};
@@ -104,7 +104,12 @@ def iot_service($ctx):
 # pullSecret (the source Secret or null)}.
 def iot_children($ctx):
   iot_owner_labels($ctx.o; $ctx.x) as $own
-  | ($ctx + {checksum: ($ctx.config | yaml | md5)}) as $c
+  | ($ctx.config | yaml | md5) as $checksum
+  | ($ctx + {labels: $own,
+             pull: (if $ctx.spec.imagePullPolicy != "" then {imagePullPolicy: $ctx.spec.imagePullPolicy} else {} end),
+             podPull: (if $ctx.spec.imagePullSecrets != "" then {imagePullSecrets: [{name: $ctx.spec.imagePullSecrets}]} else {} end),
+             annotations: {"co.elastic.logs/module": "iot", "checksum/config": $checksum},
+             volumes: {volumes: [{name: "config-volume", secret: {secretName: "iotservice-\($ctx.x)"}}]}}) as $c
   | iot_components($ctx.spec) as $components
   | [
       {apiVersion: "v1", kind: "Namespace", metadata: {name: $ctx.ns, labels: ($own + {instance: $ctx.x})}},
