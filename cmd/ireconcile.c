@@ -2563,8 +2563,11 @@ static void parse_values(struct reader *rd, const char *text, size_t len, size_t
 		fn(v, lineno);
 	if (jv_invalid_has_msg(jv_copy(v))) {
 		jv msg = jv_invalid_get_msg(v);
+		char m[KOP_ERRLEN];
 
-		log_warn("%sline %zu: %s; skipped", rd->name, lineno, jv_string_value(msg));
+		/* (jq counts from the first line it was given: one line, or a kubectl -o json value) */
+		log_warn("%s%s; skipped", rd->name, kop_json_parser_error(jv_string_value(msg), text, len, lineno, m,
+									  sizeof(m)));
 		jv_free(msg);
 	} else {
 		jv_free(v);

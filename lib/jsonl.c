@@ -91,15 +91,8 @@ static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lin
 		}
 		if (jv_invalid_has_msg(jv_copy(v))) {
 			jv msg = jv_invalid_get_msg(v);
-			const char *m = jv_string_value(msg);
-			/* jq says "… at line 1, column 5" of the one line it saw: keep the column. */
-			const char *at = strstr(m, " at line ");
-			const char *col = at ? strstr(at, ", column ") : NULL;
 
-			if (at && col)
-				kop_error(err, "line %zu, column %s: %.*s", lineno, col + 9, (int)(at - m), m);
-			else
-				kop_error(err, "line %zu: %s", lineno, m);
+			kop_json_parser_error(jv_string_value(msg), p, len, lineno, err, KOP_ERRLEN);
 			jv_free(msg);
 			jv_free(vals);
 			jv_parser_free(parser);
@@ -115,6 +108,38 @@ static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lin
 	if (!r->want_inexact || !kop_json_inexact(p, len, r->inexact, sizeof(r->inexact), NULL))
 		r->inexact[0] = '\0';
 	return 0;
+}
+
+const char *kop_json_parser_error(const char *msg, const char *text, size_t len, size_t first, char *buf,
+				  size_t size)
+{
+	const char *at = strstr(msg, " at line "), *col = at ? strstr(at, ", column ") : NULL;
+	unsigned long l, c;
+	size_t i = 0, n;
+	char *end;
+
+	if (!at || !col)
+		goto plain;
+	l = strtoul(at + 9, &end, 10);
+	if (end != col || l < 1)
+		goto plain;
+	c = strtoul(col + 9, &end, 10);
+	if (*end)
+		goto plain;
+	if (c == 0 && l > 1) {
+		/* it stopped on the newline ending line l-1: that line's end is the place */
+		for (n = 1; n < l - 1 && i < len; i++)
+			if (text[i] == '\n')
+				n++;
+		for (c = 1; i < len && text[i] != '\n'; i++)
+			c++;
+		l--;
+	}
+	snprintf(buf, size, "line %zu, column %lu: %.*s", first + l - 1, c ? c : 1, (int)(at - msg), msg);
+	return buf;
+plain:
+	snprintf(buf, size, "line %zu: %s", first, msg);
+	return buf;
 }
 
 const char *kop_json_parse_error(jv invalid, char *buf, size_t size)

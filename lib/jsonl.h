@@ -58,6 +58,17 @@ int kop_json_inexact(const char *s, size_t len, char *what, size_t whatlen, size
  * credential plugin's output, a list of Secrets). Returns buf.
  */
 const char *kop_json_parse_error(jv invalid, char *buf, size_t size);
+/*
+ * jq 1.6's parser ends a message with " at line L, column C", counted in the
+ * text it was given (C: the bytes of line L read so far; 0 when it stopped
+ * on the newline ending line L-1), which is one line of the input, or a few.
+ * msg (borrowed), the message of a failed jv_parser_next on text[0..len),
+ * whose first line is line first of the input, in buf as "line N, column C:
+ * MESSAGE" counted in the input, or "line N: MESSAGE" (N = first) when msg
+ * names no place. Returns buf.
+ */
+const char *kop_json_parser_error(const char *msg, const char *text, size_t len, size_t first, char *buf,
+				  size_t size);
 /* Reads once from fd into the reader: >0 bytes read, 0 end of file (eof set), -1 error (errno). */
 ssize_t kop_jsonl_read_fd(struct kop_jsonl *r, int fd);
 

@@ -92,6 +92,23 @@ test_expect_success 'a line with a NUL byte is skipped whole, with its column' '
 	test_cmp expect actual
 '
 
+# jq counts from the first line it is given (one line, or one kubectl -o json
+# value): the message names the line of the input, and the column once.
+test_expect_success 'a malformed line is skipped, named by its line and column in the input' '
+	{ printf "{\"type\":\"ADDED\",,}\n{\n  \"type\": \"ADDED\",\n  \"object\": x\n}\n" &&
+	  cat "$FIXTURES/02-steady.in.jsonl"; } >bad.in &&
+	WIDGET_TEAM=blue ireconcile --now $NOW prog/widgets <bad.in >bad.out 2>bad.err &&
+	test_no_sanitizer_report bad.err &&
+	test_cmp /dev/null bad.out &&
+	jq -r "select(.level == \"warn\") | .msg" bad.err >actual &&
+	cat >expect <<-\EOF &&
+	line 1, column 17: Expected value before ,; skipped
+	line 4, column 14: Invalid numeric literal; skipped
+	EOF
+	tr -d "\047" <actual >actual.noquote &&
+	test_cmp expect actual.noquote
+'
+
 test_expect_success 'events before the bookmark are reconciled once, with the latest state' '
 	WIDGET_TEAM=blue ireconcile -v --now $NOW prog/widgets \
 		<"$FIXTURES/04-collect.in.jsonl" >collect.out 2>collect.err &&
