@@ -443,13 +443,21 @@ static int finish(struct res *r, CURLcode cc)
 				  (long long)(r->next_at - now));
 		}
 		return -1;
-	case KW_NEXT_FORBIDDEN:
-		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("verb"),
-					       jv_string(verb), jv_string("code"), jv_number(403)),
-			  "forbidden: cannot %s '%s' %s%s%s: %s (missing RBAC: grant '%s' on '%s%s%s')", verb,
-			  r->w.name, r->ns ? "in namespace '" : "in all namespaces", r->ns ? r->ns : "", r->ns ? "'" : "",
-			  r->w.err, verb, r->r.resource, *r->r.group ? "." : "", r->r.group);
+	case KW_NEXT_FORBIDDEN: {
+		const char *dot = *r->r.group ? "." : "";
+		jv fields = JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("verb"), jv_string(verb),
+				      jv_string("code"), jv_number(403));
+
+		if (r->ns)
+			fields = jv_object_set(fields, jv_string("namespace"), jv_string(r->ns));
+		/* the resource as kubectl names it ("deployments.apps"), its scope in words: not the argument */
+		tool_logj(LOG_ERROR, fields,
+			  "forbidden: cannot %s '%s%s%s' %s%s%s: %s (missing RBAC: grant '%s' on '%s%s%s')", verb,
+			  r->r.resource, dot, r->r.group,
+			  r->ns ? "in namespace '" : r->r.namespaced ? "in all namespaces" : "at the cluster scope",
+			  r->ns ? r->ns : "", r->ns ? "'" : "", r->w.err, verb, r->r.resource, dot, r->r.group);
 		return KOP_EXIT_PERM;
+	}
 	case KW_NEXT_FATAL:
 		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("verb"),
 					       jv_string(verb), jv_string("code"), jv_number(r->w.err_code)),

@@ -83,11 +83,17 @@ test_expect_success 'live: each change once, across many reconnects; SIGTERM end
 	grep "watch=true" requests | grep -v sendInitialEvents | sed -n 1p | grep "resourceVersion=10&"
 '
 
+# The resource as kubectl names it and its scope in words, not the argument ("secrets@o").
 test_expect_success '403: reported at once with verb, resource and namespace; exit 100' '
 	test_expect_code 100 timeout 20 kwatch configmaps secrets@o >out 2>err &&
 	grep "\"level\":\"error\"" err >errors &&
-	grep "forbidden: cannot watch .secrets@o. in namespace .o." errors &&
-	grep "\"verb\":\"watch\"" errors
+	jq -e "select(.level == \"error\") | .verb == \"watch\" and .namespace == \"o\"" errors &&
+	jq -r .msg errors >msgs &&
+	test_expect_code 100 timeout 20 kwatch -A deployments.apps >out 2>err &&
+	jq -r "select(.level == \"error\") | .msg" err >>msgs &&
+	test_expect_code 100 timeout 20 kwatch namespaces >out 2>err &&
+	jq -r "select(.level == \"error\") | .msg" err >>msgs &&
+	test_cmp "$FIXTURES/forbidden.expect" msgs
 '
 
 test_expect_success '401: credentials refreshed (token file re-read) and retried, no exit' '
