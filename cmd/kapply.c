@@ -1078,6 +1078,7 @@ static void op_diff(struct op *op, jv before, jv after)
 static void op_failed(struct op *op, const struct kube_response *r)
 {
 	int64_t delay;
+	char why[KOP_ERRLEN];
 
 	if (r->code == 401 && !op->auth_retried) {
 		op->auth_retried = 1;
@@ -1092,8 +1093,8 @@ static void op_failed(struct op *op, const struct kube_response *r)
 		/* Never sooner than Retry-After, but never more than a minute on its word. */
 		if (r->retry_after_s >= 0 && r->retry_after_s * 1000 > delay)
 			delay = r->retry_after_s > 60 ? 60000 : r->retry_after_s * 1000;
-		log_info("retrying %s of '%s' in %lld ms after %ld %s: %s", kind_names[op->kind], op->who,
-			 (long long)delay, r->code, r->reason ? r->reason : "", r->message ? r->message : "");
+		log_info("retrying %s of '%s' in %lld ms after %ld %s", kind_names[op->kind], op->who,
+			 (long long)delay, r->code, kube_response_why(r, why, sizeof(why)));
 		op->state = ST_QUEUED;
 		op->not_before = kop_mono_ms() + delay;
 		return;

@@ -117,6 +117,7 @@ static int retry_after_failure(const struct kube_response *r, struct kop_backoff
 			       int conflict_retries)
 {
 	unsigned delay;
+	char why[KOP_ERRLEN];
 
 	if (r->code == 401 && *tries == 0) {
 		kube_auth_failed(client);
@@ -129,8 +130,7 @@ static int retry_after_failure(const struct kube_response *r, struct kop_backoff
 	delay = kop_backoff_next(b);
 	if (r->retry_after_s >= 0 && (unsigned long)r->retry_after_s * 1000 > delay)
 		delay = (unsigned)(r->retry_after_s > 60 ? 60000 : r->retry_after_s * 1000);
-	log_info("retrying in %u ms after %ld %s: %s", delay, r->code, r->reason ? r->reason : "",
-		 r->message ? r->message : "");
+	log_info("retrying in %u ms after %ld %s", delay, r->code, kube_response_why(r, why, sizeof(why)));
 	sleep_ms(delay);
 	return 1;
 }

@@ -311,8 +311,9 @@ static int fetch(struct kube_client *c, const char *path, jv *out, char *err)
 	struct kube_response r;
 
 	if (kube_request(c, "GET", path, NULL, jv_invalid(), &r)) {
-		kop_error(err, "unable to get '%s': %s: %s", path, r.reason ? r.reason : "Unknown",
-			  r.message ? r.message : "");
+		char why[KOP_ERRLEN];
+
+		kop_error(err, "unable to get '%s': %s", path, kube_response_why(&r, why, sizeof(why)));
 		kube_response_release(&r);
 		return -1;
 	}
@@ -475,8 +476,9 @@ int kube_resolve_gvk(struct kube_client *c, const char *api_version, const char 
 	snprintf(path, sizeof(path), "%s/%s", strchr(api_version, '/') ? "/apis" : "/api", api_version);
 	if (kube_request(c, "GET", path, NULL, jv_invalid(), &r)) {
 		if (r.code != 404) {
-			kop_error(err, "unable to get '%s': %s: %s", path, r.reason ? r.reason : "Unknown",
-				  r.message ? r.message : "");
+			char why[KOP_ERRLEN];
+
+			kop_error(err, "unable to get '%s': %s", path, kube_response_why(&r, why, sizeof(why)));
 			if (fail)
 				*fail = r;
 			else

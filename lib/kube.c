@@ -293,6 +293,33 @@ void kube_response_release(struct kube_response *r)
 	r->retry_after_s = -1;
 }
 
+/* Whether a and b hold the same letters and digits, case aside ("TooManyRequests", "Too many requests"). */
+static int same_words(const char *a, const char *b)
+{
+	for (;;) {
+		while (*a && !isalnum((unsigned char)*a))
+			a++;
+		while (*b && !isalnum((unsigned char)*b))
+			b++;
+		if (!*a || !*b)
+			return !*a && !*b;
+		if (tolower((unsigned char)*a++) != tolower((unsigned char)*b++))
+			return 0;
+	}
+}
+
+const char *kube_response_why(const struct kube_response *r, char *buf, size_t size)
+{
+	const char *reason = r->reason && *r->reason ? r->reason : NULL;
+	const char *msg = r->message && *r->message ? r->message : NULL;
+
+	if (reason && msg && !same_words(reason, msg))
+		snprintf(buf, size, "%s: %s", reason, msg);
+	else
+		snprintf(buf, size, "%s", reason ? reason : msg ? msg : "Unknown");
+	return buf;
+}
+
 /* apimachinery's NewGenericServerResponse: a reason (and message) for a code without a Status body. */
 static const char *reason_for_code(long code, const char **message)
 {

@@ -71,6 +71,13 @@ struct kube_response {
 	int transient;		/* kube_classify() of this outcome */
 };
 void kube_response_release(struct kube_response *r);
+/*
+ * The reason and message of a failed response in buf, "NotFound: configmaps
+ * \"x\" not found", for messages: the reason alone when the message only
+ * repeats it (a 401's Status says "Unauthorized" twice), either alone when
+ * the other is missing. Returns buf.
+ */
+const char *kube_response_why(const struct kube_response *r, char *buf, size_t size);
 
 /*
  * One classification for every tool (guides/style.md habit 8): transient =

@@ -34,11 +34,15 @@ test_expect_success 'anonymous (403 from discovery): exit 100, said loudly' '
 	grep "\"level\":\"error\"" err | grep -i forbidden
 '
 
+# The Status says "Unauthorized" as its reason and as its message: said once.
 test_expect_success 'a wrong token (401 at setup): exit 111, so the supervisor retries' '
 	kubeconfig_as "{token: wrong}" wrong &&
 	test_expect_code 111 env KUBECONFIG="$TRASH/kc.wrong" timeout 20 kwatch namespaces >out 2>err &&
 	! test -s out &&
-	grep -i unauthorized err
+	jq -r "select(.level == \"error\") | .msg" err >msgs &&
+	echo "unable to get /api: Unauthorized" >expect &&
+	tr -d "\047" <msgs >msgs.noquote &&
+	test_cmp expect msgs.noquote
 '
 
 test_expect_success 'the token is never logged' '

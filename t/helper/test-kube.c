@@ -254,7 +254,8 @@ static int cmd_response(int argc, char **argv)
 	}
 	kube_response_from(&r, atol(argv[1]), body, len, argc > 3 && *argv[3] ? argv[3] : NULL,
 			   argc > 4 ? (CURLcode)atoi(argv[4]) : CURLE_OK, NULL);
-	kop_jsonl_write(stdout, response_json(&r, 0));
+	kop_jsonl_write(stdout, jv_object_set(response_json(&r, 0), jv_string("why"),
+					      jv_string(kube_response_why(&r, err, sizeof(err)))));
 	kube_response_release(&r);
 	free(body);
 	return 0;
