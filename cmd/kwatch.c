@@ -95,6 +95,8 @@ struct res {
 	int64_t next_at;		/* when to send the next request; -1 = nothing planned */
 	int done;			/* --once: this one is complete */
 	struct kop_backoff bo;
+	long refused_code;		/* the streaming list refused (400/422): said after the paged LIST */
+	char refused[KOP_ERRLEN];	/* ... with the server's message */
 };
 
 static struct {
@@ -410,6 +412,19 @@ static int finish(struct res *r, CURLcode cc)
 	if (r->w.events > 0)
 		kop_backoff_reset(&r->bo);	/* it was healthy: the next failure is a first one */
 	next = kw_watch_done(&r->w, code, transport_ok, status, now - r->started);
+	if (r->refused_code) {
+		/*
+		 * The LIST after a refused streaming list: a server without them
+		 * is worth a line, a refusal of both (a bad selector) is one
+		 * refusal, said once as an error below.
+		 */
+		if (next != KW_NEXT_FATAL && next != KW_NEXT_FORBIDDEN)
+			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("code"),
+						      jv_number(r->refused_code)),
+				  "streaming list of '%s' refused (%ld: %s): read with paged LISTs", r->w.name,
+				  r->refused_code, r->refused);
+		r->refused_code = 0;
+	}
 	switch (next) {
 	case KW_NEXT_NOW:
 		if (opt.once && r->w.synced)
@@ -418,10 +433,10 @@ static int finish(struct res *r, CURLcode cc)
 			tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
 				  "%s of '%s' ended (%zu events); resuming at resourceVersion %s", verb, r->w.name,
 				  r->w.events, r->w.rv ? r->w.rv : "");
-		if (r->w.err_code)
-			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("code"),
-						      jv_number(r->w.err_code)),
-				  "'%s' answered %ld: %s", r->w.name, r->w.err_code, r->w.err);
+		if (r->w.err_code) {	/* (only a refused streaming list goes on at once with one) */
+			r->refused_code = r->w.err_code;
+			snprintf(r->refused, sizeof(r->refused), "%s", r->w.err);
+		}
 		r->next_at = now;
 		return -1;
 	case KW_NEXT_AUTH:

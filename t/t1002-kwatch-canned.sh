@@ -44,7 +44,10 @@ test_expect_success '--once: a refused streaming list falls back to LIST; state,
 	sed -n 1p req | grep "resourceVersionMatch=NotOlderThan" &&
 	sed -n 1p req | grep "allowWatchBookmarks=true" &&
 	sed -n 2p req | grep "limit=500" &&
-	test $(wc -l <req) = 2
+	test $(wc -l <req) = 2 &&
+	jq -r "[.level, .msg] | @tsv" err >msgs &&
+	grep "^info	streaming list of .configmaps. refused (422: sendInitialEvents is forbidden" msgs &&
+	test $(grep -c "sendInitialEvents is forbidden" msgs) = 1
 '
 
 test_expect_success '--no-strip-managed-fields keeps them' '

@@ -192,6 +192,21 @@ test_expect_success 'label and field selectors, global and per resource' '
 	test_cmp after.expect after
 '
 
+# ksim refuses it in the streaming list, then in the paged LIST kwatch falls
+# back to: one refusal, one line.
+test_expect_success 'a selector the server refuses (400): exit 100, logged once' '
+	test_expect_code 100 timeout 30 kwatch -n d "configmaps:l=a b" >out 2>out.err &&
+	test_cmp /dev/null out &&
+	jq -r "[.level, .msg] | @tsv" out.err >msgs &&
+	test $(wc -l <msgs) = 1 &&
+	grep "^error	unable to list .configmaps:l=a b.: unable to parse requirement" msgs &&
+	test_expect_code 100 timeout 30 kwatch -n d --field-selector nosuch=1 secrets >out 2>out.err &&
+	test_cmp /dev/null out &&
+	jq -r "[.level, .msg] | @tsv" out.err >msgs &&
+	test $(wc -l <msgs) = 1 &&
+	grep "^error	unable to list .secrets.: field label not supported: nosuch" msgs
+'
+
 test_expect_success '--once: several resources and namespaces, one bookmark last, exit 0' '
 	timeout 30 kwatch --once "configmaps@*" secrets@d namespaces >out 2>out.err &&
 	api GET /api/v1/configmaps | jq -r ".items[].metadata | .namespace + \"/\" + .name" | sort >cm.expect &&
