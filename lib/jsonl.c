@@ -1,4 +1,5 @@
 /* JSON Lines reader and writer over jv (see jsonl.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -197,6 +198,93 @@ int kop_json_inexact(const char *s, size_t len, char *what, size_t whatlen, size
 		}
 	}
 	return 0;
+}
+
+void kop_json_path_key(struct kop_buf *b, const char *key, size_t n)
+{
+	size_t i, show = n > 64 ? 64 : n;
+	int plain = n > 0;
+
+	for (i = 0; i < n && plain; i++)
+		plain = isalnum((unsigned char)key[i]) || key[i] == '-' || key[i] == '_';
+	if (plain) {
+		if (b->len)
+			kop_buf_add(b, ".", 1);
+		kop_buf_add(b, key, n);
+		return;
+	}
+	kop_buf_add(b, "[", 1);
+	for (i = 0; i < show; i++) {
+		unsigned char c = (unsigned char)key[i];
+
+		if (c < 0x20 || c == 0x7f)
+			kop_buf_addf(b, "\\x%02x", c);
+		else
+			kop_buf_add(b, key + i, 1);
+	}
+	kop_buf_adds(b, n > show ? "...]" : "]");
+}
+
+/* A container around the offset kop_json_path_at looks for. */
+struct path_frame {
+	int object;		/* else an array */
+	int want_key;		/* an object's next string is a key */
+	size_t key, key_len;	/* an object's current key: its text, quotes included */
+	size_t index;		/* an array's current element */
+};
+
+void kop_json_path_at(const char *s, size_t len, size_t at, struct kop_buf *b)
+{
+	struct path_frame *st = NULL;
+	size_t depth = 0, cap = 0, i = 0, d;
+
+	if (at > len)
+		at = len;
+	while (i < at) {
+		char c = s[i];
+		struct path_frame *top = depth ? &st[depth - 1] : NULL;
+
+		if (c == '"') {
+			size_t start = i;
+
+			for (i++; i < len && s[i] != '"'; i++)
+				if (s[i] == '\\')
+					i++;
+			i++;
+			if (top && top->object && top->want_key) {
+				top->key = start;
+				top->key_len = (i < len ? i : len) - start;
+			}
+			continue;
+		}
+		if (c == '{' || c == '[') {
+			if (depth == cap) {
+				cap = cap ? 2 * cap : 16;
+				st = kop_realloc(st, cap * sizeof(*st));
+			}
+			st[depth++] = (struct path_frame){ .object = c == '{', .want_key = 1 };
+		} else if ((c == '}' || c == ']') && depth) {
+			depth--;
+		} else if (c == ':' && top && top->object) {
+			top->want_key = 0;
+		} else if (c == ',' && top) {
+			top->want_key = 1;
+			top->index++;
+		}
+		i++;
+	}
+	for (d = 0; d < depth; d++) {
+		if (st[d].object && st[d].key_len) {
+			jv k = jv_parse_sized(s + st[d].key, (int)st[d].key_len);
+
+			if (jv_get_kind(k) == JV_KIND_STRING)
+				kop_json_path_key(b, jv_string_value(k), (size_t)jv_string_length_bytes(jv_copy(k)));
+			jv_free(k);
+		} else if (!st[d].object) {
+			kop_buf_addf(b, "[%zu]", st[d].index);
+		}
+	}
+	free(st);
 }
 
 int kop_jsonl_next(struct kop_jsonl *r, jv *out, size_t *lineno, char *err)

@@ -59,6 +59,19 @@ int kop_json_inexact(const char *s, size_t len, char *what, size_t whatlen, size
  */
 const char *kop_json_parse_error(jv invalid, char *buf, size_t size);
 /*
+ * Field paths in messages, as kube-apiserver writes them: "spec.ports[0].port",
+ * a key that is not a plain name (letters, digits, '-', '_') in brackets:
+ * "data[tls.crt]"; control bytes as \xNN, a key past 64 bytes cut ("...").
+ * kop_json_path_key appends one key to b.
+ */
+void kop_json_path_key(struct kop_buf *b, const char *key, size_t n);
+/*
+ * The path of the value that starts at offset at of the JSON text s (len
+ * bytes, JSON that libjq read) appended to b; nothing for a value at the
+ * top. For messages that must name a value's place without its bytes.
+ */
+void kop_json_path_at(const char *s, size_t len, size_t at, struct kop_buf *b);
+/*
  * jq 1.6's parser ends a message with " at line L, column C", counted in the
  * text it was given (C: the bytes of line L read so far; 0 when it stopped
  * on the newline ending line L-1), which is one line of the input, or a few.

@@ -16,6 +16,8 @@
 #define YAML_MAX_ALIAS_NODES 4000000
 
 #define TAG_PREFIX "tag:yaml.org,2002:"
+/* (the value never shown: it may be a Secret's) */
+#define BEYOND_2_53 "an integer beyond 2^53 would be held rounded (numbers are doubles here); quote it if it is text"
 
 struct yl {
 	yaml_parser_t p;
@@ -24,6 +26,7 @@ struct yl {
 	jv anchors;		/* name -> [value, node count] */
 	size_t alias_nodes;
 	int depth;
+	struct kop_buf path;	/* of the node being read ("spec.ports[0]"), for messages */
 };
 
 static int yl_fail(struct yl *y, size_t line, size_t col, const char *fmt, ...)
@@ -38,6 +41,28 @@ static int yl_fail(struct yl *y, size_t line, size_t col, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return kop_error(y->err, "unable to parse '%s': line %zu, column %zu: %s", y->name, line + 1, col + 1, msg);
+}
+
+/* The end of a path as messages show it: "spec.x[0]: ", "...b.c: " past PATH_SHOWN bytes, "" at the top. */
+#define PATH_SHOWN 160
+static const char *path_shown(const struct kop_buf *path, char *buf, size_t size)
+{
+	if (!path->len)
+		buf[0] = '\0';
+	else if (path->len > PATH_SHOWN)
+		snprintf(buf, size, "...%s: ", path->buf + path->len - PATH_SHOWN);
+	else
+		snprintf(buf, size, "%s: ", path->buf);
+	return buf;
+}
+
+/* yl_fail for a value: its place named by line, column and path, never by its bytes (a Secret's). */
+static int yl_fail_value(struct yl *y, const yaml_event_t *ev, const char *what)
+{
+	char p[PATH_SHOWN + 8];
+
+	return yl_fail(y, ev->start_mark.line, ev->start_mark.column, "%s%s", path_shown(&y->path, p, sizeof(p)),
+		       what);
 }
 
 static int yl_next(struct yl *y, yaml_event_t *ev)
@@ -205,6 +230,7 @@ static int scalar_value(struct yl *y, const yaml_event_t *ev, jv *out)
 	enum scalar_kind k = SC_RESOLVE;
 	double d;
 	int beyond = 0;
+	char what[256];
 
 	if (tag && !strncmp(tag, TAG_PREFIX, strlen(TAG_PREFIX))) {
 		const char *t = tag + strlen(TAG_PREFIX);
@@ -247,8 +273,7 @@ static int scalar_value(struct yl *y, const yaml_event_t *ev, jv *out)
 		}
 	}
 	if ((k == SC_RESOLVE || k == SC_FLOAT) && in_list(s, special_floats))
-		return yl_fail(y, ev->start_mark.line, ev->start_mark.column,
-			       "'%s' has no JSON representation", s);
+		return yl_fail_value(y, ev, "an infinity or NaN has no JSON representation");
 	if (k == SC_RESOLVE || k == SC_INT || k == SC_FLOAT) {
 		int rc;
 
@@ -262,9 +287,7 @@ static int scalar_value(struct yl *y, const yaml_event_t *ev, jv *out)
 		}
 		/* jv numbers are doubles: an integer past 2^53 would be held, and sent, rounded */
 		if (!rc && beyond)
-			return yl_fail(y, ev->start_mark.line, ev->start_mark.column,
-				       "the integer %s is beyond 2^53: it would be held rounded (numbers are doubles "
-				       "here); quote it if it is text", s);
+			return yl_fail_value(y, ev, BEYOND_2_53);
 		if (!rc) {
 			*out = jv_number(d);
 			return 0;
@@ -275,10 +298,19 @@ static int scalar_value(struct yl *y, const yaml_event_t *ev, jv *out)
 		return 0;
 	}
 bad:
-	return yl_fail(y, ev->start_mark.line, ev->start_mark.column, "cannot decode '%.64s' as %s", s, tag);
+	snprintf(what, sizeof(what), "cannot decode the value as %s", tag);
+	return yl_fail_value(y, ev, what);
 }
 
 /* ---- collections -------------------------------------------------------- */
+
+/* The path back to its first mark bytes (a node read). */
+static void path_cut(struct yl *y, size_t mark)
+{
+	y->path.len = mark;
+	if (y->path.buf)
+		y->path.buf[mark] = '\0';
+}
 
 static int parse_node(struct yl *y, yaml_event_t *ev, jv *out, size_t *nodes);
 
@@ -330,7 +362,8 @@ static int parse_mapping(struct yl *y, jv *out, size_t *nodes)
 
 	for (;;) {
 		jv key, val;
-		int merge;
+		int merge, rc;
+		size_t mark;
 
 		if (yl_next(y, &kev))
 			goto fail;
@@ -343,12 +376,21 @@ static int parse_mapping(struct yl *y, jv *out, size_t *nodes)
 			yaml_event_delete(&kev);
 			goto fail;
 		}
+		if (!merge && key_string(y, &kev, key, &key)) {
+			yaml_event_delete(&kev);
+			goto fail;
+		}
 		if (yl_next(y, &vev)) {
 			jv_free(key);
 			yaml_event_delete(&kev);
 			goto fail;
 		}
-		if (parse_node(y, &vev, &val, nodes)) {
+		mark = y->path.len;
+		if (!merge)	/* (a merge's keys land in this mapping) */
+			kop_json_path_key(&y->path, jv_string_value(key), (size_t)jv_string_length_bytes(jv_copy(key)));
+		rc = parse_node(y, &vev, &val, nodes);
+		path_cut(y, mark);
+		if (rc) {
 			jv_free(key);
 			yaml_event_delete(&kev);
 			yaml_event_delete(&vev);
@@ -381,15 +423,7 @@ static int parse_mapping(struct yl *y, jv *out, size_t *nodes)
 				goto fail;
 			}
 		} else {
-			jv ks;
-
-			if (key_string(y, &kev, key, &ks)) {
-				jv_free(val);
-				yaml_event_delete(&kev);
-				yaml_event_delete(&vev);
-				goto fail;
-			}
-			obj = jv_object_set(obj, ks, val);
+			obj = jv_object_set(obj, key, val);
 		}
 		yaml_event_delete(&kev);
 		yaml_event_delete(&vev);
@@ -410,9 +444,12 @@ static int parse_sequence(struct yl *y, jv *out, size_t *nodes)
 {
 	jv arr = jv_array();
 	yaml_event_t ev;
+	size_t i;
 
-	for (;;) {
+	for (i = 0;; i++) {
+		size_t mark = y->path.len;
 		jv v;
+		int rc;
 
 		if (yl_next(y, &ev)) {
 			jv_free(arr);
@@ -422,7 +459,10 @@ static int parse_sequence(struct yl *y, jv *out, size_t *nodes)
 			yaml_event_delete(&ev);
 			break;
 		}
-		if (parse_node(y, &ev, &v, nodes)) {
+		kop_buf_addf(&y->path, "[%zu]", i);
+		rc = parse_node(y, &ev, &v, nodes);
+		path_cut(y, mark);
+		if (rc) {
 			yaml_event_delete(&ev);
 			jv_free(arr);
 			return -1;
@@ -570,11 +610,12 @@ static int load_json(const char *text, size_t len, jv *docs)
 /*
  * JSON text is read by libjq, which holds every number as a double: an
  * integer past 2^53 is refused as the YAML path refuses it (parse_scalar),
- * naming its line and column. 0, or -1 with err.
+ * naming its line, column and path. 0, or -1 with err.
  */
 static int json_exact(const char *text, size_t len, const char *name, char *err)
 {
-	char what[48];
+	struct kop_buf path = KOP_BUF_INIT;
+	char what[48], p[PATH_SHOWN + 8];	/* (what: its digits, never shown) */
 	size_t at, i, line = 1, col = 1;
 
 	if (!kop_json_inexact(text, len, what, sizeof(what), &at))
@@ -587,9 +628,11 @@ static int json_exact(const char *text, size_t len, const char *name, char *err)
 			col++;	/* characters, as libyaml counts columns */
 		}
 	}
-	return kop_error(err, "unable to parse '%s': line %zu, column %zu: the integer %s is beyond 2^53: it would "
-			 "be held rounded (numbers are doubles here); quote it if it is text",
-			 name ? name : "<input>", line, col, what);
+	kop_json_path_at(text, len, at, &path);
+	kop_error(err, "unable to parse '%s': line %zu, column %zu: %s" BEYOND_2_53, name ? name : "<input>", line,
+		  col, path_shown(&path, p, sizeof(p)));
+	kop_buf_release(&path);
+	return -1;
 }
 
 int kop_yaml_load(const char *text, size_t len, const char *name, jv *docs_out, char *err)
@@ -620,6 +663,7 @@ int kop_yaml_load(const char *text, size_t len, const char *name, jv *docs_out, 
 	y.err = err;
 	y.anchors = jv_object();
 	rc = load_yaml(&y, &docs);
+	kop_buf_release(&y.path);
 	jv_free(y.anchors);
 	yaml_parser_delete(&y.p);
 	if (rc) {

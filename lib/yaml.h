@@ -21,7 +21,9 @@
  * Input whose first non-blank character is '{' or '[' is read as a stream
  * of JSON values first (kubectl's YAMLOrJSONDecoder does the same), and as
  * YAML if that fails. Either way an integer beyond 2^53 is an error naming
- * its line and column: jv numbers are doubles, and it would be held rounded.
+ * its line, column and field path ("stringData.pin"): jv numbers are doubles,
+ * and it would be held rounded. No message quotes a value: it may be a
+ * Secret's.
  */
 #include <stddef.h>
 #include <jv.h>

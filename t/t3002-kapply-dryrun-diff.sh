@@ -33,6 +33,7 @@ test_expect_success 'a line that is not JSON: logged as such with its line numbe
 '
 
 # jv numbers are doubles: an integer past 2^53 is refused, not sent rounded.
+# (The key n is false in YAML 1.1, as kubectl reads it: the path says so.)
 test_expect_success 'an integer beyond 2^53: not sent (a stream line fails, a manifest is refused); 2^53 is' '
 	printf "%s\n" "{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"big\",\"namespace\":\"a\"},\"data\":{\"s\":\"9007199254740993\"},\"n\":9007199254740993}}" \
 		"{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"top\",\"namespace\":\"a\"},\"n\":-9007199254740992}}" |
@@ -43,24 +44,25 @@ test_expect_success 'an integer beyond 2^53: not sent (a stream line fails, a ma
 	jq -e "select(.op == \"dry-run\") | .request.body.n == -9007199254740992" out &&
 	printf "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: a}\nbinaryData: {}\nn: 0x20000000000001\n" >big.yaml &&
 	test_expect_code 100 timeout 30 kapply --dry-run --kubeconfig /nonexistent -f big.yaml >out 2>err &&
-	grep "line 5, column 4: the integer 0x20000000000001 is beyond 2^53" err
+	grep "line 5, column 4: false: an integer beyond 2^53 would" err &&
+	! grep -F 0x20000000000001 err
 '
 
-test_expect_success 'an integer beyond 2^53 in a JSON manifest (file, directory, stdin): refused naming the file and the number' '
+test_expect_success 'an integer beyond 2^53 in a JSON manifest (file, directory, stdin): refused naming the file and the place' '
 	mkdir big &&
 	printf "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"big\",\"namespace\":\"a\"},\n \"extra\":9007199254740993}\n" >big/big.json &&
 	test_expect_code 100 timeout 30 kapply -f big/big.json --dry-run --kubeconfig /nonexistent >out 2>err &&
 	test ! -s out &&
 	jq -r .msg err >msgs &&
-	grep -x "unable to parse .big/big\.json.: line 2, column 10: the integer 9007199254740993 is beyond 2^53: .*" msgs &&
+	grep -x "unable to parse .big/big\.json.: line 2, column 10: extra: an integer beyond 2^53 would .*" msgs &&
 	test_expect_code 100 timeout 30 kapply -f big --dry-run --kubeconfig /nonexistent >out 2>err &&
 	test ! -s out &&
 	jq -r .msg err >msgs &&
-	grep -x "unable to parse .big/big\.json.: line 2, column 10: the integer 9007199254740993 is beyond 2^53: .*" msgs &&
+	grep -x "unable to parse .big/big\.json.: line 2, column 10: extra: an integer beyond 2^53 would .*" msgs &&
 	test_expect_code 100 timeout 30 kapply -f - --dry-run --kubeconfig /nonexistent <big/big.json >out 2>err &&
 	test ! -s out &&
 	jq -r .msg err >msgs &&
-	grep -x "unable to parse .<stdin>.: line 2, column 10: the integer 9007199254740993 is beyond 2^53: .*" msgs &&
+	grep -x "unable to parse .<stdin>.: line 2, column 10: extra: an integer beyond 2^53 would .*" msgs &&
 	sed s/9007199254740993/-9007199254740992/ big/big.json >top.json &&
 	timeout 30 kapply -f top.json --dry-run --kubeconfig /nonexistent >out 2>err &&
 	jq -e ".request.body.extra == -9007199254740992" out

@@ -104,6 +104,24 @@ test_expect_success 'an integer beyond 2^53 in a Secret: refused without naming 
 	! grep -F 92233720368547758071 out err
 '
 
+# A manifest is refused before any object is read: the message names the
+# place (line, column, field path), never the value.
+test_expect_success 'an integer beyond 2^53 in a Secret manifest, JSON or YAML: its place named, not its value' '
+	printf "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"pin\",\"namespace\":\"ns\"},\n \"stringData\":{\"a\":\"x\",\"pin\":9007199254740993}}\n" >pin.json &&
+	printf "apiVersion: v1\nkind: Secret\nmetadata: {name: pin, namespace: ns}\ndata:\n  tls.crt: 9007199254740993\n" >pin.yaml &&
+	test_expect_code 100 timeout 30 kapply --dry-run -f pin.json >out 2>err &&
+	test_expect_code 100 timeout 30 kapply --dry-run -f - <pin.yaml >>out 2>>err &&
+	test ! -s out &&
+	jq -r .msg err >msgs &&
+	cat >expect <<-\EOF &&
+	unable to parse pin.json: line 2, column 30: stringData.pin: an integer beyond 2^53 would be held rounded (numbers are doubles here); quote it if it is text
+	unable to parse <stdin>: line 5, column 12: data[tls.crt]: an integer beyond 2^53 would be held rounded (numbers are doubles here); quote it if it is text
+	EOF
+	tr -d "\047" <msgs >msgs.noquote &&
+	test_cmp expect msgs.noquote &&
+	! grep -F 9007199254740993 out err
+'
+
 test_expect_success 'cleanup' '
 	ksim_stop
 '
