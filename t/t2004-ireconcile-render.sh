@@ -123,13 +123,15 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 # or answer otherwise, when its answer is computed again: the child that
 # needed it is left as it is (never deleted, never applied from what sync
 # saw), the error is logged with the primary, and the primary is rendered
-# anew after the backoff.
+# anew after the backoff. (It changes its answer 6 s after the test starts:
+# its first render must come before, on a loaded machine too; the child's
+# change comes 7 s after that render.)
 for fickle in 'error("late")' '.parent.spec.color = "late"'
 do
 	test_expect_success "a render answer that cannot be had again leaves the child as it is ($fickle)" '
 		rm -rf fickle && cp -R "$FIXTURES/shapes" fickle &&
 		t0=$(date +%s) &&
-		{ echo "(if now > $t0 + 3 then $fickle else . end) as \$_ | \$_ |"; cat "$FIXTURES/shapes/render.jq"; } \
+		{ echo "(if now > $t0 + 6 then $fickle else . end) as \$_ | \$_ |"; cat "$FIXTURES/shapes/render.jq"; } \
 			>fickle/render.jq &&
 		rm -f fickle.fifo && mkfifo fickle.fifo &&
 		jq -c "if .object.kind == \"Shape\" then .object.spec.plain = true else . end" "$FIXTURES/05-shape.jsonl" \
@@ -137,7 +139,7 @@ do
 		{ ( cat plain.jsonl
 		    wait_applies fickle.out 2
 		    applied ADDED 20 fickle.out
-		    sleep 4
+		    sleep 7
 		    applied MODIFIED 21 fickle.out | sed -n 1p | jq -c ".object.data.big |= sub(\"49\"; \"94\")"
 		    sleep 3
 		  ) >fickle.fifo & } &&
