@@ -36,10 +36,21 @@ test_expect_success 'random bytes: every bad line reported (at most 10), shown e
 	printf "\\001\\377\\376abc\\\\\n\\200{\n\n\\033[31mred\n" >d/wal.jsonl &&
 	i=0 && while test $i -lt 20; do printf "garbage\\t%d\n" $i >>d/wal.jsonl; i=$((i + 1)); done &&
 	refused d &&
-	grep "line 1 is not a valid record: .*x01\\\\\\\\xff\\\\\\\\xfeabc" d.err &&
-	grep "line 4 is not a valid record: .*x1b\\[31mred" d.err &&
-	test $(grep -c "is not a valid record:" d.err) = 10 &&
+	grep "line 1, column 7: .*x01\\\\\\\\xff\\\\\\\\xfeabc" d.err &&
+	grep "line 4, column 2: .*x1b\\[31mred" d.err &&
+	test $(grep -c "wal.jsonl.: line [0-9]*[,:]" d.err) = 10 &&
 	grep "24 of its 24 lines are not valid records (0 replayed)" d.err
+'
+
+test_expect_success 'a line that is not JSON is named by its line and column in the file, once' '
+	rm -rf d && mkdir d &&
+	printf "%s\n" "{\"rv\":1,\"type\":\"ADDED\",\"gr\":\"configmaps\",\"object\":{\"metadata\":{\"name\":\"a\"}}}" \
+		"{\"rv\":2,\"type\":ADDED}" "[1,2" >d/wal.jsonl &&
+	refused d &&
+	grep "d/wal.jsonl.: line 2, column 21: Invalid numeric literal: " d.err &&
+	grep "d/wal.jsonl.: line 3, column 4: Unfinished JSON term at EOF: " d.err &&
+	! grep "at line" d.err &&
+	grep "2 of its 3 lines are not valid records (1 replayed)" d.err
 '
 
 ksim_start --data "$TRASH/real" --pod-start-delay 0

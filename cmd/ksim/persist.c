@@ -217,25 +217,31 @@ static void add_excerpt(struct kop_buf *b, const char *s, size_t n)
 		kop_buf_adds(b, "...");
 }
 
-/* Parses and replays one line (lock held); 0, or -1 with the reason in *why. */
-static int replay_line(const char *line, size_t n, struct kop_buf *why)
+/*
+ * Parses and replays line lineno (lock held); 0, or -1 with what is wrong in
+ * *why: "line N, column C: MESSAGE" when it is not JSON, else "line N is not
+ * a valid record: REASON".
+ */
+static int replay_line(const char *line, size_t n, size_t lineno, struct kop_buf *why)
 {
 	jv rec;
 	const char *reason = NULL;
 
 	if (n > INT_MAX) {
-		kop_buf_adds(why, "line too long");
+		kop_buf_addf(why, "line %zu is not a valid record: line too long", lineno);
 		return -1;
 	}
 	rec = jv_parse_sized(line, (int)n);
 	if (!jv_is_valid(rec)) {
-		char m[256];
+		char m[256], place[KOP_ERRLEN];
 
-		kop_buf_adds(why, kop_json_parse_error(rec, m, sizeof(m)));	/* (without the raw line) */
+		/* (without the raw line; jq's "at line 1, column C" counted in the line) */
+		kop_json_parse_error(rec, m, sizeof(m));
+		kop_buf_adds(why, kop_json_parser_error(m, line, n, lineno, place, sizeof(place)));
 		return -1;
 	}
 	if (replay(rec, &reason) < 0) {
-		kop_buf_adds(why, reason);
+		kop_buf_addf(why, "line %zu is not a valid record: %s", lineno, reason);
 		return -1;
 	}
 	return 0;
@@ -314,14 +320,13 @@ void persist_load(void)
 		if (!nl)
 			break;	/* a torn last line */
 		line++;
-		if (replay_line(data + off, (size_t)(nl - data) - off, &why) == 0) {
+		if (replay_line(data + off, (size_t)(nl - data) - off, line, &why) == 0) {
 			n++;
 		} else if (++bad <= 10) {
 			struct kop_buf ex = KOP_BUF_INIT;
 
 			add_excerpt(&ex, data + off, (size_t)(nl - data) - off);
-			log_error("'%s': line %zu is not a valid record: %s: \"%s\"", path.buf, line, why.buf,
-				  ex.buf ? ex.buf : "");
+			log_error("'%s': %s: \"%s\"", path.buf, why.buf, ex.buf ? ex.buf : "");
 			kop_buf_release(&ex);
 		}
 		kop_buf_release(&why);
