@@ -197,6 +197,26 @@ static char *without_underscores(const char *s, size_t len)
 	return plain;
 }
 
+/*
+ * Whether plain is an integer in decimal digits ([-+]?[0-9]+) past 2^53:
+ * one kop_go_parse_int could not read (past 64 bits, or not octal for its
+ * leading 0) is a float to go-yaml, so rounded as well.
+ */
+static int digits_beyond_2_53(const char *p)
+{
+	static const char limit[] = "9007199254740992";	/* 2^53 */
+	size_t n;
+
+	if (*p == '+' || *p == '-')
+		p++;
+	while (p[0] == '0' && p[1])
+		p++;
+	n = strspn(p, "0123456789");
+	if (!n || p[n])
+		return 0;
+	return n > sizeof(limit) - 1 || (n == sizeof(limit) - 1 && memcmp(p, limit, n) > 0);
+}
+
 /* A number in go-yaml's int or float form: 0 and *out (*beyond: an integer
  * past 2^53), or -1. */
 static int parse_number(const char *s, size_t len, double *out, int *beyond)
@@ -212,6 +232,7 @@ static int parse_number(const char *s, size_t len, double *out, int *beyond)
 
 		if (isfinite(d)) {
 			*out = d;
+			*beyond = digits_beyond_2_53(plain);
 			rc = 0;
 		}
 	}
@@ -281,6 +302,10 @@ static int scalar_value(struct yl *y, const yaml_event_t *ev, jv *out)
 			char *plain = without_underscores(s, len);
 
 			rc = kop_go_parse_int(plain, &d, &beyond);
+			if (rc && digits_beyond_2_53(plain)) {
+				rc = 0;	/* (past 64 bits: refused as one past 2^53) */
+				beyond = 1;
+			}
 			free(plain);
 		} else {
 			rc = parse_number(s, len, &d, &beyond);

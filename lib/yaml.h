@@ -22,8 +22,10 @@
  * of JSON values first (kubectl's YAMLOrJSONDecoder does the same), and as
  * YAML if that fails. Either way an integer beyond 2^53 is an error naming
  * its line, column and field path ("stringData.pin"): jv numbers are doubles,
- * and it would be held rounded. No message quotes a value: it may be a
- * Secret's.
+ * and it would be held rounded. So are decimal digits past 64 bits (or with
+ * a leading 0 but not octal), which go-yaml reads as a float, rounded too;
+ * a 0x, 0o or 0b integer past 64 bits is a string to go-yaml, and here. No
+ * message quotes a value: it may be a Secret's.
  */
 #include <stddef.h>
 #include <jv.h>

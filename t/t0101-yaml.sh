@@ -98,6 +98,26 @@ test_expect_success 'an integer beyond 2^53 in JSON input is an error naming the
 	"$KOP_TEST_TOOL" yaml ok.json >out
 '
 
+# Past 64 bits go-yaml reads digits as a float (rounded, and kubectl sends it so), as it reads a
+# leading 0 that is not octal: refused as any integer past 2^53 is, the JSON input too.
+test_expect_success 'an integer past 64 bits, plain or tagged, is refused naming its place, not read as a rounded float' '
+	for v in 92233720368547758071 -18446744073709551616 +18446744073709551615 1_0000_0000_0000_0000_0000 \
+		09007199254740993 0999999999999999999 "!!int 92233720368547758071" "!!float 92233720368547758071"; do
+		printf "spec:\n  replicas: %s\n" "$v" >wide.yaml &&
+		test_expect_code 1 "$KOP_TEST_TOOL" yaml wide.yaml >out &&
+		echo "error: unable to parse .wide\.yaml.: line 2, column 13: spec.replicas: an integer beyond 2^53 would be held rounded (numbers are doubles here); quote it if it is text" >expect &&
+		grep -x -f expect out &&
+		! grep -e 758071 -e 551616 -e 551615 -e _0000 -e 740993 -e 999999 out || return 1
+	done &&
+	printf "{\"spec\": {\"replicas\": 92233720368547758071}}\n" >wide.json &&
+	test_expect_code 1 "$KOP_TEST_TOOL" yaml wide.json >out &&
+	grep "line 1, column 23: spec.replicas: an integer beyond 2^53" out &&
+	printf "a: 0999\nb: 017777777777777777\nc: \"92233720368547758071\"\nd: 1e20\ne: 0x1FFFFFFFFFFFFFFFF\n" >fine.yaml &&
+	"$KOP_TEST_TOOL" yaml fine.yaml >out &&
+	echo "{\"a\":999,\"b\":562949953421311,\"c\":\"92233720368547758071\",\"d\":1e+20,\"e\":\"0x1FFFFFFFFFFFFFFFF\"}" >expect &&
+	test_cmp expect out
+'
+
 test_expect_success 'a missing file is an error naming it' '
 	test_expect_code 1 "$KOP_TEST_TOOL" yaml nope.yaml >out &&
 	echo "error: unable to open '\''nope.yaml'\'': No such file or directory" >expect &&

@@ -45,7 +45,12 @@ test_expect_success 'an integer beyond 2^53: not sent (a stream line fails, a ma
 	printf "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: a}\nbinaryData: {}\nn: 0x20000000000001\n" >big.yaml &&
 	test_expect_code 100 timeout 30 kapply --dry-run --kubeconfig /nonexistent -f big.yaml >out 2>err &&
 	grep "line 5, column 4: false: an integer beyond 2^53 would" err &&
-	! grep -F 0x20000000000001 err
+	! grep -F 0x20000000000001 err &&
+	printf "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: big, namespace: a}\nspec:\n  replicas: 92233720368547758071\n" >wide.yaml &&
+	test_expect_code 100 timeout 30 kapply --dry-run --kubeconfig /nonexistent -f wide.yaml >out 2>err &&
+	test ! -s out &&
+	grep "line 5, column 13: spec.replicas: an integer beyond 2^53 would" err &&
+	! grep -F 758071 err
 '
 
 test_expect_success 'an integer beyond 2^53 in a JSON manifest (file, directory, stdin): refused naming the file and the place' '
