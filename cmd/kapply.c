@@ -1295,13 +1295,9 @@ static struct op *next_input(void)
 		if (reader.inexact[0] && (op->kind == OP_APPLY || op->kind == OP_PATCH) && !op->bad) {
 			struct kop_buf b = KOP_BUF_INIT;
 
-			if (op_is_secret(op))	/* it may be one of its values */
-				kop_buf_addf(&b, "line %zu holds an integer beyond 2^53 (not shown: the object is a "
-					     "Secret): it would be sent rounded (numbers are doubles here), so it is not "
-					     "sent", lineno);
-			else
-				kop_buf_addf(&b, "line %zu holds the integer %s, beyond 2^53: it would be sent rounded "
-					     "(numbers are doubles here), so it is not sent", lineno, reader.inexact);
+			/* its place, never its digits: they may be a Secret's, or anything's */
+			kop_buf_addf(&b, "%s: an integer beyond 2^53 would be sent rounded (numbers are doubles here), "
+				     "so it is not sent", reader.inexact);
 			op->bad = kop_buf_detach(&b, NULL);
 			op->bad_names_line = 1;
 		}

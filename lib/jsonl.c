@@ -70,7 +70,8 @@ static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lin
 {
 	jv_parser *parser;
 	jv v, vals;
-	size_t i;
+	size_t i, at;
+	char digits[48];	/* (never shown) */
 
 	for (i = 0; i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r'); i++)
 		;
@@ -106,8 +107,9 @@ static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lin
 	jv_free(r->pending);
 	r->pending = vals;
 	r->pending_line = lineno;
-	if (!r->want_inexact || !kop_json_inexact(p, len, r->inexact, sizeof(r->inexact), NULL))
-		r->inexact[0] = '\0';
+	r->inexact[0] = '\0';
+	if (r->want_inexact && kop_json_inexact(p, len, digits, sizeof(digits), &at))
+		kop_json_place(p, len, at, lineno, r->inexact, sizeof(r->inexact));
 	return 0;
 }
 
@@ -285,6 +287,32 @@ void kop_json_path_at(const char *s, size_t len, size_t at, struct kop_buf *b)
 		}
 	}
 	free(st);
+}
+
+const char *kop_json_place(const char *s, size_t len, size_t at, size_t first, char *buf, size_t size)
+{
+	struct kop_buf path = KOP_BUF_INIT;
+	size_t i, line = first, col = 1;
+
+	if (at > len)
+		at = len;
+	for (i = 0; i < at; i++) {
+		if (s[i] == '\n') {
+			line++;
+			col = 1;
+		} else if (((unsigned char)s[i] & 0xC0) != 0x80) {
+			col++;	/* characters, as libyaml counts columns */
+		}
+	}
+	kop_json_path_at(s, len, at, &path);
+	if (!path.len)
+		snprintf(buf, size, "line %zu, column %zu", line, col);
+	else if (path.len > KOP_PATH_SHOWN)
+		snprintf(buf, size, "line %zu, column %zu: ...%s", line, col, path.buf + path.len - KOP_PATH_SHOWN);
+	else
+		snprintf(buf, size, "line %zu, column %zu: %s", line, col, path.buf);
+	kop_buf_release(&path);
+	return buf;
 }
 
 int kop_jsonl_next(struct kop_jsonl *r, jv *out, size_t *lineno, char *err)

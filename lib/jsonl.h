@@ -28,7 +28,9 @@ struct kop_jsonl {
 	jv pending;		/* array of values parsed from the current line, not yet returned */
 	size_t pending_line;
 	int want_inexact;	/* set by a reader that writes what it reads (kapply): then inexact is kept */
-	char inexact[48];	/* that line's first integer a double cannot hold (kop_json_inexact), or "" */
+	/* the place of that line's first integer a double cannot hold (kop_json_inexact,
+	 * kop_json_place: "line 3, column 40: object.spec.replicas"), never its digits; or "" */
+	char inexact[KOP_ERRLEN];
 };
 
 void kop_jsonl_init(struct kop_jsonl *r, size_t max_line);
@@ -71,6 +73,17 @@ void kop_json_path_key(struct kop_buf *b, const char *key, size_t n);
  * top. For messages that must name a value's place without its bytes.
  */
 void kop_json_path_at(const char *s, size_t len, size_t at, struct kop_buf *b);
+/* How much of a long path a message shows: its last bytes, after "...". */
+#define KOP_PATH_SHOWN 160
+/*
+ * The place of the value at offset at of the JSON text s (len bytes, JSON
+ * that libjq read), whose first line is line first of the input, in buf as
+ * "line N, column C: PATH" (C in characters, as libyaml counts columns;
+ * PATH as kop_json_path_at gives it, cut to KOP_PATH_SHOWN; "line N,
+ * column C" for a value at the top). For messages that must name a value
+ * by its place, not its bytes. Returns buf.
+ */
+const char *kop_json_place(const char *s, size_t len, size_t at, size_t first, char *buf, size_t size);
 /*
  * jq 1.6's parser ends a message with " at line L, column C", counted in the
  * text it was given (C: the bytes of line L read so far; 0 when it stopped

@@ -43,14 +43,13 @@ static int yl_fail(struct yl *y, size_t line, size_t col, const char *fmt, ...)
 	return kop_error(y->err, "unable to parse '%s': line %zu, column %zu: %s", y->name, line + 1, col + 1, msg);
 }
 
-/* The end of a path as messages show it: "spec.x[0]: ", "...b.c: " past PATH_SHOWN bytes, "" at the top. */
-#define PATH_SHOWN 160
+/* The end of a path as messages show it: "spec.x[0]: ", "...b.c: " past KOP_PATH_SHOWN bytes, "" at the top. */
 static const char *path_shown(const struct kop_buf *path, char *buf, size_t size)
 {
 	if (!path->len)
 		buf[0] = '\0';
-	else if (path->len > PATH_SHOWN)
-		snprintf(buf, size, "...%s: ", path->buf + path->len - PATH_SHOWN);
+	else if (path->len > KOP_PATH_SHOWN)
+		snprintf(buf, size, "...%s: ", path->buf + path->len - KOP_PATH_SHOWN);
 	else
 		snprintf(buf, size, "%s: ", path->buf);
 	return buf;
@@ -59,7 +58,7 @@ static const char *path_shown(const struct kop_buf *path, char *buf, size_t size
 /* yl_fail for a value: its place named by line, column and path, never by its bytes (a Secret's). */
 static int yl_fail_value(struct yl *y, const yaml_event_t *ev, const char *what)
 {
-	char p[PATH_SHOWN + 8];
+	char p[KOP_PATH_SHOWN + 8];
 
 	return yl_fail(y, ev->start_mark.line, ev->start_mark.column, "%s%s", path_shown(&y->path, p, sizeof(p)),
 		       what);
@@ -639,25 +638,13 @@ static int load_json(const char *text, size_t len, jv *docs)
  */
 static int json_exact(const char *text, size_t len, const char *name, char *err)
 {
-	struct kop_buf path = KOP_BUF_INIT;
-	char what[48], p[PATH_SHOWN + 8];	/* (what: its digits, never shown) */
-	size_t at, i, line = 1, col = 1;
+	char what[48], place[KOP_ERRLEN];	/* (what: its digits, never shown) */
+	size_t at;
 
 	if (!kop_json_inexact(text, len, what, sizeof(what), &at))
 		return 0;
-	for (i = 0; i < at; i++) {
-		if (text[i] == '\n') {
-			line++;
-			col = 1;
-		} else if (((unsigned char)text[i] & 0xC0) != 0x80) {
-			col++;	/* characters, as libyaml counts columns */
-		}
-	}
-	kop_json_path_at(text, len, at, &path);
-	kop_error(err, "unable to parse '%s': line %zu, column %zu: %s" BEYOND_2_53, name ? name : "<input>", line,
-		  col, path_shown(&path, p, sizeof(p)));
-	kop_buf_release(&path);
-	return -1;
+	return kop_error(err, "unable to parse '%s': %s: " BEYOND_2_53, name ? name : "<input>",
+			 kop_json_place(text, len, at, 1, place, sizeof(place)));
 }
 
 int kop_yaml_load(const char *text, size_t len, const char *name, jv *docs_out, char *err)

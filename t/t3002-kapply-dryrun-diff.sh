@@ -39,8 +39,9 @@ test_expect_success 'an integer beyond 2^53: not sent (a stream line fails, a ma
 		"{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"top\",\"namespace\":\"a\"},\"n\":-9007199254740992}}" |
 		timeout 30 kapply --dry-run=client --kubeconfig /nonexistent >out 2>err &&
 	jq -r "[.op, .ref.name, .ok, .message] | @tsv" out >actual &&
-	printf "result\tbig\tfalse\tline 1 holds the integer 9007199254740993, beyond 2^53: it would be sent rounded (numbers are doubles here), so it is not sent\ndry-run\ttop\t\t\n" >expect &&
+	printf "result\tbig\tfalse\tline 1, column 140: object.n: an integer beyond 2^53 would be sent rounded (numbers are doubles here), so it is not sent\ndry-run\ttop\t\t\n" >expect &&
 	test_cmp expect actual &&
+	! grep -F 9007199254740993 out err &&
 	jq -e "select(.op == \"dry-run\") | .request.body.n == -9007199254740992" out &&
 	printf "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: a}\nbinaryData: {}\nn: 0x20000000000001\n" >big.yaml &&
 	test_expect_code 100 timeout 30 kapply --dry-run --kubeconfig /nonexistent -f big.yaml >out 2>err &&

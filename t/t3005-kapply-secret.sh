@@ -97,11 +97,21 @@ test_expect_success '--dry-run=client: the request bodies of a Secret are masked
 	no_secret out err
 '
 
-test_expect_success 'an integer beyond 2^53 in a Secret: refused without naming it' '
+# Of any kind: the place (line, column, field path) is named, never the value.
+test_expect_success 'an integer beyond 2^53 on a line, in a Secret or not, applied or patched: refused naming its place, not its value' '
 	echo "{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"pin\",\"namespace\":\"ns\"},\"stringData\":{\"pin\":92233720368547758071}}}" >in &&
+	echo "{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"},\"data\":{\"a.b\":\"x\"},\"spec\":{\"x\":[1,-92233720368547758071]}}}" >>in &&
+	printf "%s\n" "{\"op\":\"patch\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"}},\"patchType\":\"json\",\"patch\":[{\"op\":\"add\",\"path\":\"/data/x\",\"value\":9007199254740993}]}" >>in &&
 	timeout 30 kapply --dry-run <in >out 2>err &&
-	jq -e ".ok == false and .code == 400 and (.message | startswith(\"line 1 holds an integer beyond 2^53 (not shown: the object is a Secret)\"))" out &&
-	! grep -F 92233720368547758071 out err
+	jq -r "[.op, .ref.name, .ok, .code, .message] | @tsv" out >actual &&
+	cat >expect <<-\EOF &&
+	result	pin	false	400	line 1, column 122: object.stringData.pin: an integer beyond 2^53 would be sent rounded (numbers are doubles here), so it is not sent
+	result	c	false	400	line 2, column 137: object.spec.x[1]: an integer beyond 2^53 would be sent rounded (numbers are doubles here), so it is not sent
+	result	c	false	400	line 3, column 169: patch[0].value: an integer beyond 2^53 would be sent rounded (numbers are doubles here), so it is not sent
+	EOF
+	test_cmp expect actual &&
+	test $(grep -c "an integer beyond 2^53 would be sent rounded" err) = 3 &&
+	! grep -e 58071 -e 40993 out err
 '
 
 # A manifest is refused before any object is read: the message names the
