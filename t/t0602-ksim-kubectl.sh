@@ -83,6 +83,26 @@ for KUBECTL in $versions; do
 		jq -e ".spec.replicas == 3" web.json
 	'
 
+	test_expect_success "$V: get -o wide shows the wide columns (priority 1) of built-ins and CRDs" '
+		k get deploy web -o wide >wide &&
+		grep "^NAME  *READY  *UP-TO-DATE  *AVAILABLE  *AGE  *CONTAINERS  *IMAGES  *SELECTOR$" wide &&
+		grep -E "^web +[0-3]/3 +[0-3] +[0-3] +[0-9a-z]+ +nginx +nginx:1.25 +app=web$" wide &&
+		test_wait_for 10 sh -c "\"$KUBECTL\" get pods -l app=web --field-selector status.phase=Running -o name | grep -q ." &&
+		k get pods -l app=web -o wide >wide &&
+		grep "^NAME  *READY  *STATUS  *RESTARTS  *AGE  *IP  *NODE  *NOMINATED NODE  *READINESS GATES$" wide &&
+		grep -E "^web-[a-z0-9]+-[a-z0-9]+ +[0-9]/1 +Running +0 +[0-9a-z]+ +[0-9.]+ +ksim-node +<none> +<none>$" wide &&
+		printf "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {selector: {tier: front, app: web}, ports: [{port: 80}]}\n" >svc.yaml &&
+		k apply -f svc.yaml &&
+		k get svc web -o wide >wide &&
+		grep "^NAME  *TYPE  *CLUSTER-IP  *EXTERNAL-IP  *PORT(S)  *AGE  *SELECTOR$" wide &&
+		grep -E "^web +ClusterIP +10[0-9.]+ +<none> +80/TCP +[0-9a-z]+ +app=web,tier=front$" wide &&
+		k get nodes -o wide >wide &&
+		grep "^NAME  *STATUS  *ROLES  *AGE  *VERSION  *INTERNAL-IP  *EXTERNAL-IP  *OS-IMAGE  *KERNEL-VERSION  *CONTAINER-RUNTIME$" wide &&
+		k get wd -o wide >wide &&
+		grep "^NAME  *COLOR  *PHASE  *SIZE$" wide &&
+		grep -E "^w1 +green +3$" wide
+	'
+
 	test_expect_success "$V: get -o json of a list" '
 		k get wd -o json >list.json &&
 		jq -e ".kind == \"List\" or .kind == \"WidgetList\"" list.json &&

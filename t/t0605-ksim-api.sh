@@ -323,11 +323,79 @@ test_expect_success 'tables: printer columns of a CRD, columns of built-ins' '
 	req POST /apis/apps/v1/namespaces/default/deployments "{\"metadata\":{\"name\":\"d\"},\"spec\":{\"replicas\":0,\"selector\":{\"matchLabels\":{\"a\":\"b\"}},\"template\":{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}" &&
 	code_is 201 &&
 	ksim_curl -o t.json -H "$T" /apis/apps/v1/namespaces/default/deployments &&
-	jq -e "[.columnDefinitions[].name] == [\"Name\", \"Ready\", \"Up-to-date\", \"Available\", \"Age\"] and .rows[0].cells[0:4] == [\"d\", \"0/0\", 0, 0]" t.json &&
+	jq -e "[.columnDefinitions[].name] == [\"Name\", \"Ready\", \"Up-to-date\", \"Available\", \"Age\", \"Containers\", \"Images\", \"Selector\"] and .rows[0].cells[0:4] == [\"d\", \"0/0\", 0, 0]" t.json &&
 	req POST $NS/services "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"ports\":[{\"port\":80,\"protocol\":\"TCP\"}]}}" &&
 	code_is 201 && jq -e ".spec.clusterIP | startswith(\"10.96.\")" out.json &&
 	ksim_curl -o t.json -H "$T" $NS/services/s &&
-	jq -e "[.columnDefinitions[].name] == [\"Name\", \"Type\", \"Cluster-IP\", \"External-IP\", \"Port(s)\", \"Age\"] and .rows[0].cells[1] == \"ClusterIP\" and .rows[0].cells[3] == \"<none>\" and .rows[0].cells[4] == \"80/TCP\"" t.json
+	jq -e "[.columnDefinitions[].name] == [\"Name\", \"Type\", \"Cluster-IP\", \"External-IP\", \"Port(s)\", \"Age\", \"Selector\"] and .rows[0].cells[1] == \"ClusterIP\" and .rows[0].cells[3] == \"<none>\" and .rows[0].cells[4] == \"80/TCP\"" t.json
+'
+
+# The columns of a Table: [name, priority] pairs, one line.
+cols () {
+	jq -c "[.columnDefinitions[] | [.name, .priority]]" "$1"
+}
+
+test_expect_success 'tables: the wide columns (priority 1) of built-ins, as kube-apiserver sends them' '
+	T="Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json" &&
+	req POST /apis/apps/v1/namespaces/default/deployments "{\"metadata\":{\"name\":\"wide\"},\"spec\":{\"replicas\":0,\"selector\":{\"matchLabels\":{\"b\":\"2\",\"a\":\"1\"},\"matchExpressions\":[{\"key\":\"c\",\"operator\":\"NotIn\",\"values\":[\"y\",\"x\"]},{\"key\":\"a0\",\"operator\":\"Exists\"},{\"key\":\"d\",\"operator\":\"DoesNotExist\"}]},\"template\":{\"metadata\":{\"labels\":{\"a\":\"1\",\"b\":\"2\",\"a0\":\"\"}},\"spec\":{\"containers\":[{\"name\":\"c1\",\"image\":\"i1\"},{\"name\":\"c2\",\"image\":\"i2:3\"}]}}}}" &&
+	code_is 201 &&
+	ksim_curl -o t.json -H "$T" /apis/apps/v1/namespaces/default/deployments/wide &&
+	cols t.json >actual &&
+	echo "[[\"Name\",0],[\"Ready\",0],[\"Up-to-date\",0],[\"Available\",0],[\"Age\",0],[\"Containers\",1],[\"Images\",1],[\"Selector\",1]]" >expect &&
+	test_cmp expect actual &&
+	jq -e ".rows[0].cells[5:] == [\"c1,c2\", \"i1,i2:3\", \"a=1,a0,b=2,c notin (x,y),!d\"]" t.json &&
+	ksim_curl -o t.json -H "$T" /apis/apps/v1/namespaces/default/replicasets &&
+	cols t.json >actual &&
+	echo "[[\"Name\",0],[\"Desired\",0],[\"Current\",0],[\"Ready\",0],[\"Age\",0],[\"Containers\",1],[\"Images\",1],[\"Selector\",1]]" >expect &&
+	test_cmp expect actual &&
+	ksim_curl -o t.json -H "$T" /apis/apps/v1/namespaces/default/statefulsets &&
+	cols t.json >actual &&
+	echo "[[\"Name\",0],[\"Ready\",0],[\"Age\",0],[\"Containers\",1],[\"Images\",1]]" >expect &&
+	test_cmp expect actual &&
+	req POST $NS/services "{\"metadata\":{\"name\":\"sel\"},\"spec\":{\"selector\":{\"tier\":\"web\",\"app\":\"x\"},\"ports\":[{\"port\":80}]}}" &&
+	code_is 201 &&
+	ksim_curl -o t.json -H "$T" $NS/services &&
+	jq -e "[.columnDefinitions[-1] | .name, .priority] == [\"Selector\", 1]" t.json &&
+	jq -e "[.rows[] | select(.cells[0] == \"s\" or .cells[0] == \"sel\") | .cells[6]] == [\"<none>\", \"app=x,tier=web\"]" t.json &&
+	req POST $NS/pods "{\"metadata\":{\"name\":\"pw\"},\"spec\":{\"nodeName\":\"n1\",\"readinessGates\":[{\"conditionType\":\"g1\"},{\"conditionType\":\"g2\"}],\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}" &&
+	code_is 201 &&
+	req PATCH $NS/pods/pw/status "{\"status\":{\"podIPs\":[{\"ip\":\"10.1.2.3\"}],\"conditions\":[{\"type\":\"g2\",\"status\":\"True\"},{\"type\":\"g1\",\"status\":\"False\"}]}}" application/merge-patch+json &&
+	code_is 200 &&
+	ksim_curl -o t.json -H "$T" $NS/pods/pw &&
+	cols t.json >actual &&
+	echo "[[\"Name\",0],[\"Ready\",0],[\"Status\",0],[\"Restarts\",0],[\"Age\",0],[\"IP\",1],[\"Node\",1],[\"Nominated Node\",1],[\"Readiness Gates\",1]]" >expect &&
+	test_cmp expect actual &&
+	jq -e ".rows[0].cells[5:] == [\"10.1.2.3\", \"n1\", \"<none>\", \"1/2\"]" t.json
+'
+
+test_expect_success 'tables: events (Name last, at priority 1), nodes, role bindings, PVCs, kinds with the default table' '
+	T="Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json" &&
+	ksim_curl -o t.json -H "$T" $NS/events &&
+	cols t.json >actual &&
+	echo "[[\"Last Seen\",0],[\"Type\",0],[\"Reason\",0],[\"Object\",0],[\"Subobject\",1],[\"Source\",1],[\"Message\",0],[\"First Seen\",1],[\"Count\",1],[\"Name\",1]]" >expect &&
+	test_cmp expect actual &&
+	jq -e ".rows[] | select(.cells[9] == \"e1\") | .cells == [\"<unknown>\", \"Normal\", \"Tested\", \"configmap/x\", \"\", \"me\", \"hello\", \"<unknown>\", 1, \"e1\"]" t.json &&
+	ksim_curl -o t.json -H "$T" /apis/events.k8s.io/v1/namespaces/default/events &&
+	jq -e ".rows[] | select(.cells[9] == \"e3\") | .cells[1:9] == [\"Normal\", \"Done\", \"configmap/x\", \"\", \"example.com/c, i\", \"n\", .cells[0], 1] and (.cells[0] | test(\"^[0-9]+[ydhms]\"))" t.json &&
+	ksim_curl -o t.json -H "$T" /api/v1/nodes &&
+	cols t.json >actual &&
+	echo "[[\"Name\",0],[\"Status\",0],[\"Roles\",0],[\"Age\",0],[\"Version\",0],[\"Internal-IP\",1],[\"External-IP\",1],[\"OS-Image\",1],[\"Kernel-Version\",1],[\"Container-Runtime\",1]]" >expect &&
+	test_cmp expect actual &&
+	req POST /apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings "{\"metadata\":{\"name\":\"rb\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":\"view\"},\"subjects\":[{\"kind\":\"User\",\"name\":\"u1\"},{\"kind\":\"Group\",\"name\":\"g\"},{\"kind\":\"User\",\"name\":\"u2\"},{\"kind\":\"ServiceAccount\",\"name\":\"sa\",\"namespace\":\"ns1\"}]}" &&
+	code_is 201 &&
+	ksim_curl -o t.json -H "$T" /apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings/rb &&
+	cols t.json >actual &&
+	echo "[[\"Name\",0],[\"Role\",0],[\"Age\",0],[\"Users\",1],[\"Groups\",1],[\"ServiceAccounts\",1]]" >expect &&
+	test_cmp expect actual &&
+	jq -e "(.rows[0].cells | del(.[2])) == [\"rb\", \"ClusterRole/view\", \"u1, u2\", \"g\", \"ns1/sa\"]" t.json &&
+	req POST $NS/persistentvolumeclaims "{\"metadata\":{\"name\":\"pvc\"},\"spec\":{\"accessModes\":[\"ReadWriteOnce\"],\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}}" &&
+	code_is 201 &&
+	ksim_curl -o t.json -H "$T" $NS/persistentvolumeclaims/pvc &&
+	cols t.json >actual &&
+	echo "[[\"Name\",0],[\"Status\",0],[\"Volume\",0],[\"Capacity\",0],[\"Access Modes\",0],[\"StorageClass\",0],[\"VolumeAttributesClass\",0],[\"Age\",0],[\"VolumeMode\",1]]" >expect &&
+	test_cmp expect actual &&
+	ksim_curl -o t.json -H "$T" /apis/rbac.authorization.k8s.io/v1/clusterroles &&
+	jq -e "[.columnDefinitions[] | .name, .type] == [\"Name\", \"string\", \"Created At\", \"date\"]" t.json
 '
 
 test_expect_success 'scale subresource: get, merge patch, update with a stale resourceVersion' '
