@@ -424,6 +424,36 @@ test_expect_success 'deleting a CRD removes its objects and its API' '
 	jq -e ".items == []" l.json
 '
 
+test_expect_success 'health: ok; ?verbose lists the checks, then "NAME check passed"; exclude; one check' '
+	for e in healthz livez readyz; do
+		ksim_curl -o out.txt -w "%{http_code}\n" /$e >code &&
+		code_is 200 && printf ok >expect && test_cmp expect out.txt &&
+		ksim_curl -o out.txt -w "%{http_code} %{content_type}\n" "/$e?verbose" >code &&
+		code_is "200 text/plain; charset=utf-8" &&
+		head -n 3 out.txt >actual &&
+		printf "[+]ping ok\n[+]log ok\n[+]etcd ok\n" >expect && test_cmp expect actual &&
+		tail -n 1 out.txt >actual &&
+		echo "$e check passed" >expect && test_cmp expect actual &&
+		! grep -v "^\[+\][a-z0-9/-]* ok$" out.txt | grep -v "check passed$" || return 1
+	done &&
+	ksim_curl -o out.txt "/readyz?verbose" &&
+	grep -x "\[+\]informer-sync ok" out.txt &&
+	grep -x "\[+\]shutdown ok" out.txt &&
+	ksim_curl -o out.txt "/livez?verbose" &&
+	! grep -x -e "\[+\]informer-sync ok" -e "\[+\]shutdown ok" out.txt &&
+	ksim_curl -o out.txt "/readyz?verbose&exclude=etcd&exclude=nope" &&
+	grep -x "\[+\]etcd excluded: ok" out.txt &&
+	tail -n 2 out.txt >actual &&
+	printf "warn: some health checks cannot be excluded: no matches for \"nope\"\nreadyz check passed\n" >expect &&
+	test_cmp expect actual &&
+	ksim_curl -o out.txt -w "%{http_code}\n" /readyz/etcd >code &&
+	code_is 200 && printf ok >expect && test_cmp expect out.txt &&
+	ksim_curl -o out.txt -w "%{http_code}\n" /livez/shutdown >code &&
+	code_is 404 &&
+	kubectl get --raw "/readyz?verbose" >out.txt &&
+	tail -n 1 out.txt >actual && echo "readyz check passed" >expect && test_cmp expect actual
+'
+
 test_expect_success 'unknown paths are a plain-text 404' '
 	ksim_curl -o out.txt -w "%{http_code}\n" /api/v1/nothings >code &&
 	code_is 404 && echo "404 page not found" >expect && test_cmp expect out.txt

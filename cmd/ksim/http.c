@@ -123,6 +123,138 @@ static enum MHD_Result send_text(struct MHD_Connection *c, int code, const char 
 	return send_bytes(c, code, text, strlen(text), ctype);
 }
 
+/*
+ * The health checks of kube-apiserver (k8s.io/apiserver pkg/server/healthz)
+ * as a 1.30 server installs them, in its order (readyz_only: on /readyz
+ * alone). All pass.
+ */
+static const struct {
+	const char *name;
+	int readyz_only;
+} health_checks[] = {
+	{ "ping", 0 }, { "log", 0 }, { "etcd", 0 }, { "etcd-readiness", 1 }, { "informer-sync", 1 },
+	{ "poststarthook/start-apiserver-admission-initializer", 0 },
+	{ "poststarthook/generic-apiserver-start-informers", 0 },
+	{ "poststarthook/priority-and-fairness-config-consumer", 0 },
+	{ "poststarthook/priority-and-fairness-filter", 0 },
+	{ "poststarthook/storage-object-count-tracker-hook", 0 },
+	{ "poststarthook/start-apiextensions-informers", 0 },
+	{ "poststarthook/start-apiextensions-controllers", 0 },
+	{ "poststarthook/crd-informer-synced", 0 },
+	{ "poststarthook/start-service-ip-repair-controllers", 0 },
+	{ "poststarthook/rbac/bootstrap-roles", 0 },
+	{ "poststarthook/scheduling/bootstrap-system-priority-classes", 0 },
+	{ "poststarthook/priority-and-fairness-config-producer", 0 },
+	{ "poststarthook/start-system-namespaces-controller", 0 },
+	{ "poststarthook/bootstrap-controller", 0 },
+	{ "poststarthook/start-cluster-authentication-info-controller", 0 },
+	{ "poststarthook/start-kube-apiserver-identity-lease-controller", 0 },
+	{ "poststarthook/start-kube-apiserver-identity-lease-garbage-collector", 0 },
+	{ "poststarthook/start-legacy-token-tracking-controller", 0 },
+	{ "poststarthook/aggregator-reload-proxy-client-cert", 0 },
+	{ "poststarthook/start-kube-aggregator-informers", 0 },
+	{ "poststarthook/apiservice-registration-controller", 0 },
+	{ "poststarthook/apiservice-status-available-controller", 0 },
+	{ "poststarthook/apiservice-discovery-controller", 0 },
+	{ "poststarthook/kube-apiserver-autoregistration", 0 },
+	{ "autoregister-completion", 0 },
+	{ "poststarthook/apiservice-openapi-controller", 0 },
+	{ "poststarthook/apiservice-openapiv3-controller", 0 },
+	{ "shutdown", 1 },
+};
+
+struct health_query {
+	int verbose;
+	jv exclude;	/* object: name -> true, the names not yet matched */
+};
+
+static enum MHD_Result health_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct health_query *q = cls;
+
+	(void)kind;
+	if (!strcmp(key, "verbose")) {
+		q->verbose = 1;	/* present is enough, as url.Query()["verbose"] */
+	} else if (!strcmp(key, "exclude") && value) {
+		q->exclude = jv_object_set(q->exclude, jv_string(value), jv_true());
+	}
+	return MHD_YES;
+}
+
+/*
+ * /healthz, /livez, /readyz and /ENDPOINT/CHECK (handleRootHealth and
+ * adaptCheckToHandler): "ok"; with ?verbose one "[+]NAME ok" line per
+ * check, then "ENDPOINT check passed"; ?exclude=NAME (repeatable) shows
+ * "[+]NAME excluded: ok" and names it matched no check in a warning line.
+ * 0 when url is none of them.
+ */
+static int health(struct MHD_Connection *c, const char *url, enum MHD_Result *ret)
+{
+	static const char *const roots[] = { "healthz", "livez", "readyz" };
+	struct health_query q = { 0, jv_object() };
+	struct kop_buf b = KOP_BUF_INIT;
+	const char *root = NULL, *check = NULL;
+	int readyz;
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(*roots) && !root; i++) {
+		size_t n = strlen(roots[i]);
+
+		if (url[0] == '/' && !strncmp(url + 1, roots[i], n) && (!url[n + 1] || url[n + 1] == '/')) {
+			root = roots[i];
+			check = url[n + 1] ? url + n + 2 : NULL;
+		}
+	}
+	if (!root) {
+		jv_free(q.exclude);
+		return 0;
+	}
+	readyz = !strcmp(root, "readyz");
+	if (check) {
+		for (size_t i = 0; i < sizeof(health_checks) / sizeof(*health_checks); i++) {
+			if ((readyz || !health_checks[i].readyz_only) && !strcmp(check, health_checks[i].name)) {
+				*ret = send_text(c, 200, "ok", NULL);
+				jv_free(q.exclude);
+				return 1;
+			}
+		}
+		*ret = send_text(c, 404, "404 page not found\n", NULL);
+		jv_free(q.exclude);
+		return 1;
+	}
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, health_arg, &q);
+	for (size_t i = 0; i < sizeof(health_checks) / sizeof(*health_checks); i++) {
+		const char *name = health_checks[i].name;
+
+		if (health_checks[i].readyz_only && !readyz)
+			continue;
+		if (jv_object_has(jv_copy(q.exclude), jv_string(name))) {
+			q.exclude = jv_object_delete(q.exclude, jv_string(name));
+			kop_buf_addf(&b, "[+]%s excluded: ok\n", name);
+		} else {
+			kop_buf_addf(&b, "[+]%s ok\n", name);
+		}
+	}
+	if (jv_object_length(jv_copy(q.exclude)) > 0) {
+		/* sets.String List(): sorted; each %q, joined by "," */
+		jv left = jv_keys(jv_copy(q.exclude));
+
+		kop_buf_adds(&b, "warn: some health checks cannot be excluded: no matches for ");
+		jv_array_foreach(left, i, n) {
+			if (i)
+				kop_buf_adds(&b, ",");
+			kop_buf_add_quoted(&b, jv_string_value(n), jv_string_length_bytes(jv_copy(n)));
+			jv_free(n);
+		}
+		jv_free(left);
+		kop_buf_adds(&b, "\n");
+	}
+	kop_buf_addf(&b, "%s check passed\n", root);
+	*ret = send_text(c, 200, q.verbose ? b.buf : "ok", NULL);
+	kop_buf_release(&b);
+	jv_free(q.exclude);
+	return 1;
+}
+
 /* The admin endpoints (loopback, no authentication: tests and fault injection). */
 static int admin(const char *method, const char *url, const char **msg)
 {
@@ -203,8 +335,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 		return send_text(c, code, code == 405 ? "method not allowed\n" : msg, NULL);
 	}
-	if (!strcmp(url, "/healthz") || !strcmp(url, "/livez") || !strcmp(url, "/readyz"))
-		return send_text(c, 200, "ok", NULL);
+	{
+		enum MHD_Result hr;
+
+		if (health(c, url, &hr))	/* open to everyone, as system:public-info-viewer */
+			return hr;
+	}
 	if (cn->too_big) {
 		jv s = ksim_status(413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728", jv_null());
 
