@@ -2508,6 +2508,33 @@ static int do_deletecollection(const struct ksim_request *rq, const struct route
 	return 200;
 }
 
+/* ---- reviews ---------------------------------------------------------------------- */
+
+/* POST of a review (KT_REVIEW): nothing stored, the answer made from the requester (review.c). */
+static int do_review(const struct ksim_request *rq, const struct route *r, jv *out)
+{
+	const char *ct = rq->content_type ? rq->content_type : "";
+	jv obj;
+
+	if (strcmp(rq->method, "POST") || r->name) {
+		*out = ksim_status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource",
+				   jv_object());
+		return 405;
+	}
+	if (!strncmp(ct, "application/vnd.kubernetes.protobuf", 35) && !jv_is_valid(rq->body_jv)) {
+		/* kubectl 1.32 and later */
+		if (ksim_review_protobuf(r->t, rq->body, rq->body_len, &obj) < 0) {
+			*out = bad_request("the body of the request is not a valid protobuf object");
+			return 400;
+		}
+	} else if (!strcmp(r->t->resource, "selfsubjectreviews") && !rq->body_len && !jv_is_valid(rq->body_jv)) {
+		obj = jv_object();	/* nothing in it is read */
+	} else if (parse_body(rq, &obj, out) < 0) {
+		return status_code(*out);
+	}
+	return ksim_review(r->t, rq->user, obj, out);
+}
+
 /* ---- scale subresource ------------------------------------------------------------ */
 
 /* The autoscaling/v1 Scale of a stored object (borrowed). */
@@ -2772,7 +2799,10 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 			goto done;
 		}
 	}
-	if (!strcmp(m, "GET") && !r.name && query_bool(rq, "watch")) {
+	if (r.t->flags & KT_REVIEW) {
+		code = do_review(rq, &r, &out);
+		answer(rs, code, out);
+	} else if (!strcmp(m, "GET") && !r.name && query_bool(rq, "watch")) {
 		struct ksim_selector *ls, *fs;
 
 		if (selectors(rq, r.t, &ls, &fs, &out) < 0) {

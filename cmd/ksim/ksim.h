@@ -55,7 +55,8 @@ enum ksim_type_flags {
 	KT_CREATE_ON_UPDATE = 1 << 5,	/* PUT of a missing object creates it (Leases) */
 	KT_RETURN_DELETED = 1 << 6,	/* DELETE answers the object, not a Status (pods, serviceaccounts) */
 	KT_NO_DELCOL = 1 << 7,		/* no deletecollection verb (namespaces) */
-	KT_SCALE = 1 << 8		/* has a /scale subresource (autoscaling/v1 Scale of spec.replicas) */
+	KT_SCALE = 1 << 8,		/* has a /scale subresource (autoscaling/v1 Scale of spec.replicas) */
+	KT_REVIEW = 1 << 9		/* a review: create only, answered at once, nothing stored (review.c) */
 };
 
 /*
@@ -274,6 +275,17 @@ jv ksim_too_large_rv(unsigned long long n);
 /* Produces the next bytes of the stream into buf; 0 = end of stream (zero chunk). Blocks. */
 size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max);
 void ksim_watch_free(struct ksim_watch *w);
+
+/* ---- reviews (review.c) ------------------------------------------------ */
+
+/*
+ * A SelfSubjectReview, SelfSubjectAccessReview or SelfSubjectRulesReview
+ * (obj, consumed) of user, answered (lock held): 201 and *out the review
+ * with its status, or the code and *out a Status.
+ */
+int ksim_review(const struct ksim_type *t, const char *user, jv obj, jv *out);
+/* A protobuf review body as the JSON object of what a review reads; -1 if malformed. */
+int ksim_review_protobuf(const struct ksim_type *t, const char *body, size_t len, jv *out);
 
 /* ---- tables, discovery (types.c) -------------------------------------- */
 

@@ -294,6 +294,18 @@ static int binding_fn(jv b, const char *key, void *data)
 	return c->allowed;
 }
 
+/* system:basic-user (bound to system:authenticated): the reviews of oneself. */
+static int self_review(const struct ksim_attrs *a)
+{
+	if (a->path || a->subresource || strcmp(a->verb, "create"))
+		return 0;
+	if (!strcmp(a->group, "authentication.k8s.io"))
+		return !strcmp(a->resource, "selfsubjectreviews");
+	if (!strcmp(a->group, "authorization.k8s.io"))
+		return !strcmp(a->resource, "selfsubjectaccessreviews") || !strcmp(a->resource, "selfsubjectrulesreviews");
+	return 0;
+}
+
 int ksim_rbac_authorize(const struct ksim_attrs *a)
 {
 	struct check c = { a, NULL, 0 };
@@ -305,6 +317,8 @@ int ksim_rbac_authorize(const struct ksim_attrs *a)
 	if (a->path)
 		/* system:discovery and system:public-info-viewer: the core decides for anonymous */
 		return strcmp(a->user, "system:anonymous") ? 1 : 0;
+	if (self_review(a) && strcmp(a->user, "system:anonymous"))
+		return 1;
 	/* the lock is held: ksim_handle() authorizes under it */
 	ksim_store_each("clusterrolebindings.rbac.authorization.k8s.io", NULL, NULL, binding_fn, &c);
 	if (!c.allowed && a->namespace) {
@@ -312,4 +326,122 @@ int ksim_rbac_authorize(const struct ksim_attrs *a)
 		ksim_store_each("rolebindings.rbac.authorization.k8s.io", a->namespace, NULL, binding_fn, &c);
 	}
 	return c.allowed ? 1 : -1;
+}
+
+jv ksim_rbac_groups(const char *user)
+{
+	jv g;
+
+	if (!strcmp(user, "system:anonymous"))
+		return JV_ARRAY(jv_string("system:unauthenticated"));
+	g = jv_object_get(jv_copy(groups), jv_string(user));
+	if (jv_get_kind(g) != JV_KIND_ARRAY) {
+		jv_free(g);
+		g = jv_array();
+	}
+	/* the authenticator adds system:authenticated unless it is there */
+	if (!in_list(jv_copy(g), "system:authenticated", NULL))
+		g = jv_array_append(g, jv_string("system:authenticated"));
+	return g;
+}
+
+struct rules {
+	const char *user, *ns;
+	jv res, nonres;
+};
+
+/* Splits a PolicyRule as the RBAC authorizer's RulesFor does. */
+static void add_rule(struct rules *r, jv rule)
+{
+	jv res = jv_object_get(jv_copy(rule), jv_string("resources"));
+	jv urls = jv_object_get(jv_copy(rule), jv_string("nonResourceURLs"));
+	jv verbs = jv_object_get(jv_copy(rule), jv_string("verbs"));
+
+	if (jv_get_kind(verbs) != JV_KIND_ARRAY) {
+		jv_free(verbs);
+		verbs = jv_array();
+	}
+	if (jv_get_kind(res) == JV_KIND_ARRAY && jv_array_length(jv_copy(res)) > 0) {
+		jv o = JV_OBJECT(jv_string("verbs"), jv_copy(verbs));
+		jv g = jv_object_get(jv_copy(rule), jv_string("apiGroups"));
+		jv n = jv_object_get(jv_copy(rule), jv_string("resourceNames"));
+
+		if (jv_get_kind(g) == JV_KIND_ARRAY && jv_array_length(jv_copy(g)) > 0)
+			o = jv_object_set(o, jv_string("apiGroups"), g);
+		else
+			jv_free(g);
+		o = jv_object_set(o, jv_string("resources"), jv_copy(res));
+		if (jv_get_kind(n) == JV_KIND_ARRAY && jv_array_length(jv_copy(n)) > 0)
+			o = jv_object_set(o, jv_string("resourceNames"), n);
+		else
+			jv_free(n);
+		r->res = jv_array_append(r->res, o);
+	}
+	if (jv_get_kind(urls) == JV_KIND_ARRAY && jv_array_length(jv_copy(urls)) > 0)
+		r->nonres = jv_array_append(r->nonres, JV_OBJECT(jv_string("verbs"), jv_copy(verbs),
+								  jv_string("nonResourceURLs"), jv_copy(urls)));
+	jv_free(res);
+	jv_free(urls);
+	jv_free(verbs);
+	jv_free(rule);
+}
+
+static int rules_fn(jv b, const char *key, void *data)
+{
+	struct rules *r = data;
+	struct ksim_attrs a = { 0 };
+	jv ref, rules;
+
+	(void)key;
+	a.user = r->user;
+	if (!subject_matches(b, &a))
+		return 0;
+	ref = jv_object_get(jv_copy(b), jv_string("roleRef"));
+	rules = role_rules(ref, ksim_str(b, "metadata.namespace"));
+	jv_free(ref);
+	jv_array_foreach(rules, i, rule)
+		add_rule(r, rule);
+	jv_free(rules);
+	return 0;
+}
+
+void ksim_rbac_rules(const char *user, const char *ns, jv *resource, jv *nonresource)
+{
+	static const char *const discovery[] = { "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
+						 "/openapi", "/openapi/*", "/readyz", "/version", "/version/" };
+	struct rules r = { user, ns, jv_null(), jv_null() };
+	jv urls;
+
+	if (!rbac_on || user_in_group(user, "system:masters")) {
+		/* AlwaysAllow, and the privileged groups: everything */
+		*resource = JV_ARRAY(JV_OBJECT(jv_string("verbs"), JV_ARRAY(jv_string("*")), jv_string("apiGroups"),
+					       JV_ARRAY(jv_string("*")), jv_string("resources"),
+					       JV_ARRAY(jv_string("*"))));
+		*nonresource = JV_ARRAY(JV_OBJECT(jv_string("verbs"), JV_ARRAY(jv_string("*")),
+						  jv_string("nonResourceURLs"), JV_ARRAY(jv_string("*"))));
+		return;
+	}
+	/* what the default bindings give every authenticated user: system:basic-user, system:discovery */
+	if (strcmp(user, "system:anonymous")) {
+		urls = jv_array();
+		r.res = JV_ARRAY(JV_OBJECT(jv_string("verbs"), JV_ARRAY(jv_string("create")), jv_string("apiGroups"),
+					   JV_ARRAY(jv_string("authorization.k8s.io")), jv_string("resources"),
+					   JV_ARRAY(jv_string("selfsubjectaccessreviews"),
+						    jv_string("selfsubjectrulesreviews"))),
+				 JV_OBJECT(jv_string("verbs"), JV_ARRAY(jv_string("create")), jv_string("apiGroups"),
+					   JV_ARRAY(jv_string("authentication.k8s.io")), jv_string("resources"),
+					   JV_ARRAY(jv_string("selfsubjectreviews"))));
+		for (size_t i = 0; i < sizeof(discovery) / sizeof(*discovery); i++)
+			urls = jv_array_append(urls, jv_string(discovery[i]));
+		r.nonres = JV_ARRAY(JV_OBJECT(jv_string("verbs"), JV_ARRAY(jv_string("get")),
+					      jv_string("nonResourceURLs"), urls));
+	} else {
+		r.res = jv_array();
+		r.nonres = jv_array();
+	}
+	ksim_store_each("clusterrolebindings.rbac.authorization.k8s.io", NULL, NULL, rules_fn, &r);
+	if (ns && *ns)
+		ksim_store_each("rolebindings.rbac.authorization.k8s.io", ns, NULL, rules_fn, &r);
+	*resource = r.res;
+	*nonresource = r.nonres;
 }

@@ -33,6 +33,14 @@ static const struct builtin {
 	{ "apps", "v1", "deployments", "Deployment", "deployment", "deploy", "all", NS | ST | GEN | KT_SCALE },
 	{ "apps", "v1", "replicasets", "ReplicaSet", "replicaset", "rs", "all", NS | ST | GEN | KT_SCALE },
 	{ "apps", "v1", "statefulsets", "StatefulSet", "statefulset", "sts", "all", NS | ST | GEN | KT_SCALE },
+	{ "authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", "selfsubjectreview", "", "",
+	  KT_REVIEW },
+	{ "authentication.k8s.io", "v1beta1", "selfsubjectreviews", "SelfSubjectReview", "selfsubjectreview", "",
+	  "", KT_REVIEW },	/* kubectl 1.27 asks v1beta1 */
+	{ "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview",
+	  "selfsubjectaccessreview", "", "", KT_REVIEW },
+	{ "authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", "selfsubjectrulesreview",
+	  "", "", KT_REVIEW },
 	{ "coordination.k8s.io", "v1", "leases", "Lease", "lease", "", "", NS | KT_NEEDS_RV | KT_CREATE_ON_UPDATE },
 	{ "events.k8s.io", "v1", "events", "Event", "event", "ev", "", NS },
 	{ "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", "networkpolicy", "netpol", "", NS | GEN },
@@ -333,7 +341,11 @@ static int version_before(const char *a, const char *b)
 
 static jv verbs(const struct ksim_type *t)
 {
-	jv v = JV_ARRAY(jv_string("create"), jv_string("delete"));
+	jv v;
+
+	if (t->flags & KT_REVIEW)
+		return JV_ARRAY(jv_string("create"));
+	v = JV_ARRAY(jv_string("create"), jv_string("delete"));
 
 	if (!(t->flags & KT_NO_DELCOL))
 		v = jv_array_append(v, jv_string("deletecollection"));
@@ -389,7 +401,8 @@ static jv resource_list(const char *group, const char *version)
 			r = jv_object_set(r, jv_string("shortNames"), jv_copy(t->short_names));
 		if (jv_array_length(jv_copy(t->categories)) > 0)
 			r = jv_object_set(r, jv_string("categories"), jv_copy(t->categories));
-		r = jv_object_set(r, jv_string("storageVersionHash"), storage_hash(t->gr));
+		if (!(t->flags & KT_REVIEW))	/* reviews are not stored */
+			r = jv_object_set(r, jv_string("storageVersionHash"), storage_hash(t->gr));
 		res = jv_array_append(res, r);
 		if (!strcmp(t->resource, "namespaces") && !*t->group)
 			res = jv_array_append(res, JV_OBJECT(jv_string("name"), jv_string("namespaces/finalize"),
@@ -636,6 +649,12 @@ static jv gv_doc(const char *group, const char *version)
 		kop_buf_addf(&coll, "/%s/%s/%s%s", *group ? "apis" : "api", gv,
 			     t->flags & KT_NAMESPACED ? "namespaces/{namespace}/" : "", t->resource);
 		kop_buf_addf(&item, "%s/{name}", coll.buf);
+		if (t->flags & KT_REVIEW) {
+			paths = jv_object_set(paths, jv_string(coll.buf), JV_OBJECT(jv_string("post"), op(t, "post", 0)));
+			kop_buf_release(&coll);
+			kop_buf_release(&item);
+			continue;
+		}
 		paths = jv_object_set(paths, jv_string(coll.buf),
 				      JV_OBJECT(jv_string("get"), op(t, "list", 0), jv_string("post"), op(t, "post", 0)));
 		paths = jv_object_set(paths, jv_string(item.buf),

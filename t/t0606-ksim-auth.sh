@@ -1,0 +1,110 @@
+#!/bin/sh
+test_description='ksim: kubectl auth whoami and can-i (SelfSubjectReview, SelfSubjectAccessReview, SelfSubjectRulesReview) from its tokens and RBAC, JSON and protobuf bodies'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+SDK=/usr/lib/google-cloud-sdk/bin
+versions=
+for v in kubectl.1.27 kubectl.1.33; do
+	test -x "$SDK/$v" && versions="$versions $SDK/$v"
+done
+command -v kubectl >/dev/null && versions="$versions $(command -v kubectl)"
+test -n "$versions" || test_skip_all 'no kubectl'
+
+ksim_start --tls --authorization rbac --token admin-token --token-file "$FIXTURES/tokens.csv" \
+	--sa-token team/robot=robot-token --no-simulate
+
+# kubectl with a bound on its run time, as the user of a kubeconfig (admin by default)
+k () {
+	timeout 30 "$KUBECTL" "$@"
+}
+
+as () {
+	as_user=$1
+	shift
+	timeout 30 "$KUBECTL" --kubeconfig "$as_user.kubeconfig" "$@"
+}
+
+test_expect_success 'setup: the roles and bindings; kubeconfigs of alice and of a ServiceAccount' '
+	KUBECTL=kubectl k apply -f "$FIXTURES/rbac.yaml" >out &&
+	jq ".users[0].user = {token: \"alice-token\"}" "$KUBECONFIG" >alice.kubeconfig &&
+	jq ".users[0].user = {token: \"robot-token\"}" "$KUBECONFIG" >robot.kubeconfig
+'
+
+for KUBECTL in $versions; do
+	export KUBECTL
+	V=$(basename "$KUBECTL")
+
+	test_expect_success "$V: auth whoami: the user and its groups, as the authenticator gives them" '
+		k auth whoami >out &&
+		grep -E "^Username +system:admin$" out &&
+		grep -E "^Groups +\[system:masters system:authenticated\]$" out &&
+		as alice auth whoami -o json >out.json &&
+		jq -e ".kind == \"SelfSubjectReview\" and (.apiVersion | startswith(\"authentication.k8s.io/v1\"))" out.json &&
+		jq -e ".status.userInfo == {username: \"alice\", groups: [\"dev-team\", \"system:authenticated\"]}" out.json &&
+		as robot auth whoami >out &&
+		grep -E "^Username +system:serviceaccount:team:robot$" out &&
+		grep -E "^Groups +\[system:serviceaccounts system:serviceaccounts:team system:authenticated\]$" out
+	'
+
+	test_expect_success "$V: auth can-i: yes and no as RBAC decides (verb, namespace, resourceNames, groups)" '
+		as alice auth can-i get configmaps -n team >out && echo yes >expect && test_cmp expect out &&
+		as alice auth can-i list configmaps -n team >out && test_cmp expect out &&
+		as alice auth can-i get secrets/only-this -n team >out && test_cmp expect out &&
+		as alice auth can-i create deployments.apps -n default >out && test_cmp expect out &&
+		as alice auth can-i create selfsubjectaccessreviews >out && test_cmp expect out &&
+		echo no >expect &&
+		test_expect_code 1 as alice auth can-i create configmaps -n team >out && test_cmp expect out &&
+		test_expect_code 1 as alice auth can-i get configmaps -n default >out && test_cmp expect out &&
+		test_expect_code 1 as alice auth can-i get secrets/other -n team >out && test_cmp expect out &&
+		test_expect_code 1 as robot auth can-i get configmaps -n team >out && test_cmp expect out &&
+		echo yes >expect &&
+		k auth can-i "*" "*" >out && test_cmp expect out
+	'
+
+	test_expect_success "$V: auth can-i --list: the rules of the bindings, and those every user has" '
+		as alice auth can-i --list -n team >out &&
+		grep -E "^configmaps +\[\] +\[\] +\[get list watch\]$" out &&
+		grep -E "^secrets +\[\] +\[only-this\] +\[get update\]$" out &&
+		grep -E "^\*\.apps +\[\] +\[\] +\[\*\]$" out &&
+		grep -E "^selfsubjectaccessreviews\.authorization\.k8s\.io +\[\] +\[\] +\[create\]$" out &&
+		grep -E "^ +\[/version\] +\[\] +\[get\]$" out &&
+		k auth can-i --list >out &&
+		grep -E "^\*\.\* +\[\] +\[\] +\[\*\]$" out
+	'
+done
+
+S=/apis/authorization.k8s.io/v1/selfsubjectaccessreviews
+
+test_expect_success 'a SelfSubjectAccessReview comes back with its status, 201; the reviews are in discovery' '
+	ksim_curl -o out.json -w "%{http_code}\n" -X POST -H "Content-Type: application/json" \
+		-d "{\"kind\":\"SelfSubjectAccessReview\",\"apiVersion\":\"authorization.k8s.io/v1\",\"spec\":{\"resourceAttributes\":{\"verb\":\"get\",\"resource\":\"pods\"}}}" $S >code &&
+	echo 201 >expect && test_cmp expect code &&
+	jq -e ". == {kind: \"SelfSubjectAccessReview\", apiVersion: \"authorization.k8s.io/v1\", metadata: {creationTimestamp: null}, spec: {resourceAttributes: {verb: \"get\", resource: \"pods\"}}, status: {allowed: true}}" out.json &&
+	ksim_curl -o v1.json /apis/authorization.k8s.io/v1 &&
+	jq -e "[.resources[] | [.name, .verbs]] == [[\"selfsubjectaccessreviews\", [\"create\"]], [\"selfsubjectrulesreviews\", [\"create\"]]]" v1.json &&
+	ksim_curl -o g.json /apis/authentication.k8s.io &&
+	jq -e "[.versions[].version] == [\"v1\", \"v1beta1\"]" g.json
+'
+
+test_expect_success 'reviews: 422 without attributes, 405 for other methods, 400 for a broken protobuf body, 403 for anonymous' '
+	ksim_curl -o out.json -w "%{http_code}\n" -X POST -H "Content-Type: application/json" -d "{\"spec\":{}}" $S >code &&
+	echo 422 >expect && test_cmp expect code &&
+	jq -e ".reason == \"Invalid\" and .details.causes[0].field == \"spec.resourceAttributes\"" out.json &&
+	ksim_curl -o out.json -w "%{http_code}\n" $S >code &&
+	echo 405 >expect && test_cmp expect code &&
+	jq -e ".reason == \"MethodNotAllowed\"" out.json &&
+	printf "k8s\000\022\003xyz" >bad.pb &&
+	ksim_curl -o out.json -w "%{http_code}\n" -X POST -H "Content-Type: application/vnd.kubernetes.protobuf" \
+		--data-binary @bad.pb $S >code &&
+	echo 400 >expect && test_cmp expect code &&
+	curl -k -sS -m 10 -o out.json -w "%{http_code}\n" -X POST -H "Content-Type: application/json" \
+		-d "{}" "$KSIM_URL/apis/authentication.k8s.io/v1/selfsubjectreviews" >code &&
+	echo 403 >expect && test_cmp expect code
+'
+
+test_expect_success 'ksim stops cleanly' '
+	ksim_stop
+'
+
+test_done
