@@ -103,6 +103,19 @@ for KUBECTL in $versions; do
 		grep -E "^w1 +green +3$" wide
 	'
 
+	test_expect_success "$V: explain a custom resource (its schema in the OpenAPI v3 document)" '
+		k explain widgets >out &&
+		grep "^KIND: *Widget$" out &&
+		grep -E "^  spec\s+<Object>$" out &&
+		grep -E "^  metadata\s+<ObjectMeta>$" out &&
+		k explain widgets.spec.size >out &&
+		grep -E "^FIELD: *size <integer>$" out &&
+		k explain widgets.metadata.name >out &&
+		grep "^FIELD: *name <string>$" out &&
+		k explain widgets.status --recursive >out &&
+		grep -E "^    reason\s+<string>$" out
+	'
+
 	test_expect_success "$V: get -o json of a list" '
 		k get wd -o json >list.json &&
 		jq -e ".kind == \"List\" or .kind == \"WidgetList\"" list.json &&

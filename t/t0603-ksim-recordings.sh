@@ -281,6 +281,20 @@ test_expect_success 'OpenAPI v3: index entries and a PATCH operation with fieldV
 	test_cmp expect.json actual.json
 '
 
+test_expect_success 'OpenAPI v3: the custom kind, its list and the metadata they refer to, as recorded' '
+	url=$(jq -r ".paths[\"apis/test.example.org/v1\"].serverRelativeURL" idx.json) &&
+	ksim_curl -o doc.json "$url" &&
+	jq -r ".components.schemas | keys[]" doc.json >keys &&
+	grep -x org.example.test.v1.Widget keys &&
+	grep -x org.example.test.v1.WidgetList keys &&
+	grep -x io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta keys &&
+	while read -r k; do
+		jq -S --arg k "$k" ".components.schemas[\$k]" "$R/discovery/openapi-v3-test.example.org-v1.json" >expect.json &&
+		jq -S --arg k "$k" ".components.schemas[\$k]" doc.json >actual.json &&
+		test_cmp expect.json actual.json || return 1
+	done <keys
+'
+
 test_expect_success 'ksim stops cleanly' '
 	ksim_stop
 '

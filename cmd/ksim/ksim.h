@@ -294,6 +294,8 @@ jv ksim_table(const struct ksim_type *t, jv items, const char *rv, const char *c
 /* Discovery and OpenAPI documents; NULL-equivalent jv_invalid() when path unknown. */
 jv ksim_discovery(const char *path);
 jv ksim_openapi(const char *path);
+/* The metadata schemas custom kinds' OpenAPI v3 documents refer to (openapi_meta.c), JSON. */
+extern const char ksim_openapi_meta_schemas[];
 
 /* ---- helpers ------------------------------------------------------------ */
 
