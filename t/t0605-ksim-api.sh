@@ -398,7 +398,7 @@ test_expect_success 'tables: events (Name last, at priority 1), nodes, role bind
 	jq -e "[.columnDefinitions[] | .name, .type] == [\"Name\", \"string\", \"Created At\", \"date\"]" t.json
 '
 
-test_expect_success 'scale subresource: get, merge patch, update with a stale resourceVersion' '
+test_expect_success 'scale subresource: get, merge patch, update with a stale resourceVersion; the selector as selector.String()' '
 	S=/apis/apps/v1/namespaces/default/deployments/d/scale &&
 	req GET $S && code_is 200 &&
 	jq -e ".kind == \"Scale\" and .apiVersion == \"autoscaling/v1\" and .spec.replicas == 0 and .status.selector == \"a=b\"" out.json &&
@@ -409,7 +409,9 @@ test_expect_success 'scale subresource: get, merge patch, update with a stale re
 	req PUT $S "{\"kind\":\"Scale\",\"apiVersion\":\"autoscaling/v1\",\"metadata\":{\"name\":\"d\",\"resourceVersion\":\"$rv\"},\"spec\":{\"replicas\":2}}" &&
 	code_is 409 &&
 	ksim_curl -o v1.json /apis/apps/v1 &&
-	jq -e "[.resources[] | select(.name == \"deployments/scale\")][0] | .kind == \"Scale\" and .group == \"autoscaling\"" v1.json
+	jq -e "[.resources[] | select(.name == \"deployments/scale\")][0] | .kind == \"Scale\" and .group == \"autoscaling\"" v1.json &&
+	req GET /apis/apps/v1/namespaces/default/deployments/wide/scale && code_is 200 &&
+	jq -e ".status.selector == \"a=1,a0,b=2,c notin (x,y),!d\"" out.json
 '
 
 test_expect_success 'deleting a CRD removes its objects and its API' '

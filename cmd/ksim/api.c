@@ -2540,32 +2540,20 @@ static int do_review(const struct ksim_request *rq, const struct route *r, jv *o
 /* The autoscaling/v1 Scale of a stored object (borrowed). */
 static jv scale_of(jv obj)
 {
-	jv md = meta(obj), sel = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("spec"), jv_string("selector"),
-								     jv_string("matchLabels")));
+	jv md = meta(obj), sel = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("spec"), jv_string("selector")));
 	jv smd = jv_object(), spec = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("spec"), jv_string("replicas")));
 	jv st = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("status"), jv_string("replicas")));
 	static const char *const keep[] = { "name", "namespace", "uid", "resourceVersion", "creationTimestamp" };
-	struct kop_buf s = KOP_BUF_INIT;
-	jv status;
+	jv status, s = ksim_selector_string(sel);	/* selector.String(), matchExpressions too */
 
 	for (size_t i = 0; i < sizeof(keep) / sizeof(*keep); i++)
 		if (jv_object_has(jv_copy(md), jv_string(keep[i])))
 			smd = jv_object_set(smd, jv_string(keep[i]), jv_object_get(jv_copy(md), jv_string(keep[i])));
-	if (jv_get_kind(sel) == JV_KIND_OBJECT) {
-		int first = 1;
-
-		jv_object_foreach(sel, k, v) {
-			if (jv_get_kind(v) == JV_KIND_STRING)
-				kop_buf_addf(&s, "%s%s=%s", first ? "" : ",", jv_string_value(k), jv_string_value(v));
-			first = 0;
-			jv_free(k);
-			jv_free(v);
-		}
-	}
 	status = JV_OBJECT(jv_string("replicas"), jv_get_kind(st) == JV_KIND_NUMBER ? st : (jv_free(st), jv_number(0)));
-	if (s.len)
-		status = jv_object_set(status, jv_string("selector"), jv_string(s.buf));
-	kop_buf_release(&s);
+	if (jv_get_kind(s) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(s)) > 0)
+		status = jv_object_set(status, jv_string("selector"), s);
+	else
+		jv_free(s);
 	jv_free(sel);
 	jv_free(md);
 	return JV_OBJECT(jv_string("kind"), jv_string("Scale"), jv_string("apiVersion"), jv_string("autoscaling/v1"),

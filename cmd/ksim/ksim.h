@@ -289,6 +289,14 @@ int ksim_review_protobuf(const struct ksim_type *t, const char *body, size_t len
 
 /* ---- tables, discovery (types.c) -------------------------------------- */
 
+/*
+ * apimachinery's labels.Selector String() of a metav1.LabelSelector (sel,
+ * borrowed; LabelSelectorAsSelector): requirements sorted by key, "k=v",
+ * "k in (a,b)", "k notin (a,b)", "k", "!k", values of in/notin sorted;
+ * null and {} are "". An unknown operator, or in/notin without values, is
+ * jv_invalid().
+ */
+jv ksim_selector_string(jv sel);
 /* The Table for a list of objects (array, consumed) of type t. */
 jv ksim_table(const struct ksim_type *t, jv items, const char *rv, const char *cont, int include_object);
 /* Discovery and OpenAPI documents; NULL-equivalent jv_invalid() when path unknown. */

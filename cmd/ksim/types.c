@@ -1081,14 +1081,7 @@ static jv joined(jv a, const char *sep)
 	return s;
 }
 
-/*
- * apimachinery's labels.Selector String() of a metav1.LabelSelector
- * (LabelSelectorAsSelector): requirements sorted by key, "k=v",
- * "k in (a,b)", "k notin (a,b)", "k", "!k"; values of in/notin sorted.
- * null and {} are "". An unknown operator, or in/notin without values,
- * is invalid: jv_invalid().
- */
-static jv selector_string(jv sel)
+jv ksim_selector_string(jv sel)
 {
 	jv reqs, keys, ml, me, s;
 
@@ -1210,7 +1203,7 @@ static jv workload_cells(jv cells, jv o, int selector)
 	cells = jv_array_append(jv_array_append(cells, names), images);
 	if (selector) {
 		jv sel = jv_getpath(jv_copy(o), JV_ARRAY(jv_string("spec"), jv_string("selector")));
-		jv s = selector_string(sel);
+		jv s = ksim_selector_string(sel);
 
 		jv_free(sel);
 		cells = jv_array_append(cells, jv_is_valid(s) ? s : (jv_free(s), jv_string("<invalid>")));
@@ -1707,7 +1700,7 @@ static jv builtin_cells(const struct ksim_type *t, jv o)
 		rest = JV_ARRAY(str_or(o, "spec.holderIdentity", ""), agec);
 	} else if (!strcmp(r, "networkpolicies.networking.k8s.io")) {
 		jv sel = jv_getpath(jv_copy(o), JV_ARRAY(jv_string("spec"), jv_string("podSelector")));
-		jv s = selector_string(sel);
+		jv s = ksim_selector_string(sel);
 
 		jv_free(sel);
 		/* metav1.FormatLabelSelector */
