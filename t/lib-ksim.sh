@@ -15,6 +15,9 @@
 #                                  ksim_admin compact, ksim_admin error-watches
 #   ksim_curl [curl args] PATH     curl against ksim with the token (if any), e.g.
 #                                  ksim_curl -o out.json /api/v1/namespaces
+#   ksim_kubectls                  sets $versions to the kubectls to test with (1.27 and 1.33 of
+#                                  the Cloud SDK, then the default one, those installed); skips
+#                                  the script when there is none
 #
 # ksim's stderr (JSON log lines) goes to $TRASH/ksim.log. ksim_start makes
 # sure ksim is stopped when the script exits, even when a test fails.
@@ -144,4 +147,13 @@ ksim_curl () {
 	else
 		eval "curl -sS -m 30 -k $ks_args \"\$KSIM_URL\$ks_path\""
 	fi
+}
+
+ksim_kubectls () {
+	versions=
+	for kk_v in kubectl.1.27 kubectl.1.33; do
+		test -x "/usr/lib/google-cloud-sdk/bin/$kk_v" && versions="$versions /usr/lib/google-cloud-sdk/bin/$kk_v"
+	done
+	command -v kubectl >/dev/null && versions="$versions $(command -v kubectl)"
+	test -n "$versions" || test_skip_all 'no kubectl'
 }

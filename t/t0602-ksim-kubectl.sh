@@ -3,13 +3,7 @@ test_description='ksim: real kubectl (1.27, 1.33 and the default one) with no sp
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
-SDK=/usr/lib/google-cloud-sdk/bin
-versions=
-for v in kubectl.1.27 kubectl.1.33; do
-	test -x "$SDK/$v" && versions="$versions $SDK/$v"
-done
-command -v kubectl >/dev/null && versions="$versions $(command -v kubectl)"
-test -n "$versions" || test_skip_all 'no kubectl'
+ksim_kubectls
 
 # kubectl with a bound on its run time.
 k () {

@@ -3,13 +3,7 @@ test_description='ksim: kubectl auth whoami and can-i (SelfSubjectReview, SelfSu
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
-SDK=/usr/lib/google-cloud-sdk/bin
-versions=
-for v in kubectl.1.27 kubectl.1.33; do
-	test -x "$SDK/$v" && versions="$versions $SDK/$v"
-done
-command -v kubectl >/dev/null && versions="$versions $(command -v kubectl)"
-test -n "$versions" || test_skip_all 'no kubectl'
+ksim_kubectls
 
 ksim_start --tls --authorization rbac --token admin-token --token-file "$FIXTURES/tokens.csv" \
 	--sa-token team/robot=robot-token --no-simulate

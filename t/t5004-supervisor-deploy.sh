@@ -4,13 +4,7 @@ test_description='deploy/: kustomize output, kubectl apply -k (dry-run=server an
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
 DEPLOY="$PROJECT_ROOT/deploy"
-SDK=/usr/lib/google-cloud-sdk/bin
-versions=
-for v in kubectl.1.27 kubectl.1.33; do
-	test -x "$SDK/$v" && versions="$versions $SDK/$v"
-done
-test -n "$versions" || versions=$(command -v kubectl)
-test -n "$versions" || test_skip_all 'no kubectl'
+ksim_kubectls
 set -- $versions
 KUBECTL=$1
 
