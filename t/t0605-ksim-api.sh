@@ -476,6 +476,40 @@ test_expect_success '--tls: https with the CA in the kubeconfig, kubectl works w
 	echo namespace/default >expect && test_cmp expect out
 '
 
+# curl without the admin token: H is an extra header (a token) or empty
+anon () {
+	curl -k -sS -m 10 -o out.txt -w "%{http_code}\n" ${H:+-H "$H"} "$@" >code
+}
+
+test_expect_success 'health with a token not known: 401 Unauthorized, as every request (authentication comes first)' '
+	H="Authorization: Bearer wrong" &&
+	printf "%s\n" "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}" >expect &&
+	for p in /healthz /livez /readyz "/healthz?verbose" "/readyz?verbose&exclude=etcd" /readyz/etcd /livez/ping /readyz/nope; do
+		anon "$KSIM_URL$p" && code_is 401 && test_cmp expect out.txt || return 1
+	done
+'
+
+test_expect_success 'health without a token (system:anonymous): the three paths, verbose too; a single check is 403' '
+	H= &&
+	for p in /healthz /livez /readyz; do
+		anon "$KSIM_URL$p" && code_is 200 && printf ok >expect && test_cmp expect out.txt &&
+		anon "$KSIM_URL$p?verbose" && code_is 200 &&
+		tail -n 1 out.txt >actual && echo "${p#/} check passed" >expect && test_cmp expect actual || return 1
+	done &&
+	anon "$KSIM_URL/readyz/etcd" && code_is 403 &&
+	jq -c . out.txt >actual &&
+	echo "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"forbidden: User \\\"system:anonymous\\\" cannot get path \\\"/readyz/etcd\\\"\",\"reason\":\"Forbidden\",\"details\":{},\"code\":403}" >expect &&
+	test_cmp expect actual &&
+	anon "$KSIM_URL/livez/nope" && code_is 403 &&
+	anon -X POST "$KSIM_URL/healthz" && code_is 403 &&
+	jq -e ".message == \"forbidden: User \\\"system:anonymous\\\" cannot post path \\\"/healthz\\\"\"" out.txt &&
+	anon "$KSIM_URL/version" && code_is 200 &&
+	anon "$KSIM_URL/api" && code_is 403 &&
+	H="Authorization: Bearer t0k3n" &&
+	anon "$KSIM_URL/readyz/etcd" && code_is 200 && printf ok >expect && test_cmp expect out.txt &&
+	anon "$KSIM_URL/livez/nope" && code_is 404
+'
+
 test_expect_success 'ksim stops cleanly' '
 	ksim_stop
 '

@@ -68,6 +68,30 @@ for KUBECTL in $versions; do
 	'
 done
 
+# get TOKEN PATH: the code in code, the body in out.txt (no token: anonymous)
+get () {
+	curl -k -sS -m 10 -o out.txt -w "%{http_code}\n" ${1:+-H "Authorization: Bearer $1"} "$KSIM_URL$2" >code
+}
+
+code_is () {
+	echo "$1" >expect.code && test_cmp expect.code code
+}
+
+test_expect_success 'non-resource paths under RBAC: the default roles (discovery, public info), not a single health check' '
+	for p in /healthz /livez "/readyz?verbose" /version /api /apis/apps/v1 /openapi/v3; do
+		get alice-token "$p" && code_is 200 || return 1
+	done &&
+	for p in /healthz /livez "/readyz?verbose" /version; do
+		get "" "$p" && code_is 200 || return 1
+	done &&
+	get "" /api && code_is 403 &&
+	get alice-token /readyz/etcd && code_is 403 &&
+	jq -e ".message == \"forbidden: User \\\"alice\\\" cannot get path \\\"/readyz/etcd\\\"\"" out.txt &&
+	get alice-token /livez/ping && code_is 403 &&
+	get robot-token /healthz/etcd && code_is 403 &&
+	get admin-token /readyz/etcd && code_is 200
+'
+
 S=/apis/authorization.k8s.io/v1/selfsubjectaccessreviews
 
 test_expect_success 'a SelfSubjectAccessReview comes back with its status, 201; the reviews are in discovery' '

@@ -390,9 +390,10 @@ int ksim_authorize(const struct ksim_attrs *a, jv *status)
 	jv d;
 
 	/*
-	 * Authenticated users may do everything (--authorization rbac, issue 4,
-	 * goes here); anonymous requests (no token while --token is set) only
-	 * reach /version, as system:public-info-viewer allows.
+	 * Without --authorization rbac, authenticated users may do everything;
+	 * anonymous requests (no token while --token is set) only reach what
+	 * system:public-info-viewer allows (/version and the health paths, rbac.c
+	 * decides).
 	 */
 	switch (ksim_rbac_authorize(a)) {	/* rbac.c: --authorization rbac */
 	case 1:
@@ -403,9 +404,8 @@ int ksim_authorize(const struct ksim_attrs *a, jv *status)
 		break;
 	}
 	if (a->path) {
-		if (!strcmp(a->path, "/version"))
-			return 0;
-		kop_buf_addf(&m, "forbidden: User \"%s\" cannot get path \"%s\"", a->user, a->path);
+		/* a non-resource request's verb is its method in lower case (RequestInfo) */
+		kop_buf_addf(&m, "forbidden: User \"%s\" cannot %s path \"%s\"", a->user, a->verb, a->path);
 		*status = ksim_status(403, "Forbidden", m.buf, jv_object());
 		kop_buf_release(&m);
 		return -1;

@@ -6,6 +6,7 @@
  */
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
@@ -163,6 +164,35 @@ static const struct {
 	{ "shutdown", 1 },
 };
 
+/* "" = anonymous, NULL = bad credentials; else the user. */
+static const char *authenticate(struct MHD_Connection *c)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *u;
+	int known = ksim_rbac_authenticate(h, &u);	/* rbac.c: --token-file, --sa-token */
+
+	if (known)
+		return known > 0 ? u : NULL;
+
+	if (!ksim.token)
+		return "system:admin";
+	if (!h)
+		return "system:anonymous";
+	if (strncasecmp(h, "Bearer ", 7) || strcmp(h + 7, ksim.token))
+		return NULL;
+	return "system:admin";
+}
+
+/* The 401 of a request whose credentials are not known. */
+static enum MHD_Result unauthorized(struct MHD_Connection *c, const char *method, const char *url)
+{
+	if (ksim.verbose)
+		tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("method"), jv_string(method), jv_string("path"),
+					       jv_string(url), jv_string("code"), jv_number(401)),
+			  "request");
+	return send_json(c, 401, ksim_status(401, "Unauthorized", "Unauthorized", jv_null()), jv_null());
+}
+
 struct health_query {
 	int verbose;
 	jv exclude;	/* object: name -> true, the names not yet matched */
@@ -186,14 +216,17 @@ static enum MHD_Result health_arg(void *cls, enum MHD_ValueKind kind, const char
  * adaptCheckToHandler): "ok"; with ?verbose one "[+]NAME ok" line per
  * check, then "ENDPOINT check passed"; ?exclude=NAME (repeatable) shows
  * "[+]NAME excluded: ok" and names it matched no check in a warning line.
- * 0 when url is none of them.
+ * 0 when url is none of them. As kube-apiserver serves them behind its
+ * filters: a token not known is 401, then the path is authorized as any
+ * non-resource request (system:public-info-viewer lets everyone, anonymous
+ * too, get the three paths, not a single check).
  */
-static int health(struct MHD_Connection *c, const char *url, enum MHD_Result *ret)
+static int health(struct MHD_Connection *c, const char *method, const char *url, enum MHD_Result *ret)
 {
 	static const char *const roots[] = { "healthz", "livez", "readyz" };
 	struct health_query q = { 0, jv_object() };
 	struct kop_buf b = KOP_BUF_INIT;
-	const char *root = NULL, *check = NULL;
+	const char *root = NULL, *check = NULL, *user;
 	int readyz;
 
 	for (size_t i = 0; i < sizeof(roots) / sizeof(*roots) && !root; i++) {
@@ -207,6 +240,34 @@ static int health(struct MHD_Connection *c, const char *url, enum MHD_Result *re
 	if (!root) {
 		jv_free(q.exclude);
 		return 0;
+	}
+	if (!(user = authenticate(c))) {
+		*ret = unauthorized(c, method, url);
+		jv_free(q.exclude);
+		return 1;
+	}
+	{
+		struct ksim_attrs a = { 0 };
+		char verb[16];
+		size_t i;
+		jv st;
+		int denied;
+
+		for (i = 0; method[i] && i < sizeof(verb) - 1; i++)
+			verb[i] = (char)tolower((unsigned char)method[i]);
+		verb[i] = 0;
+		a.user = user;
+		a.verb = verb;
+		a.group = a.resource = "";
+		a.path = url;
+		ksim_lock();	/* the authorizer reads the bindings in the store */
+		denied = ksim_authorize(&a, &st) < 0;
+		ksim_unlock();
+		if (denied) {
+			*ret = send_json(c, 403, st, jv_null());
+			jv_free(q.exclude);
+			return 1;
+		}
 	}
 	readyz = !strcmp(root, "readyz");
 	if (check) {
@@ -280,25 +341,6 @@ static int admin(const char *method, const char *url, const char **msg)
 	return 200;
 }
 
-/* "" = anonymous, NULL = bad credentials; else the user. */
-static const char *authenticate(struct MHD_Connection *c)
-{
-	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	const char *u;
-	int known = ksim_rbac_authenticate(h, &u);	/* rbac.c: --token-file, --sa-token */
-
-	if (known)
-		return known > 0 ? u : NULL;
-
-	if (!ksim.token)
-		return "system:admin";
-	if (!h)
-		return "system:anonymous";
-	if (strncasecmp(h, "Bearer ", 7) || strcmp(h + 7, ksim.token))
-		return NULL;
-	return "system:admin";
-}
-
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 			       const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
 {
@@ -338,7 +380,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	{
 		enum MHD_Result hr;
 
-		if (health(c, url, &hr))	/* open to everyone, as system:public-info-viewer */
+		if (health(c, method, url, &hr))
 			return hr;
 	}
 	if (cn->too_big) {
@@ -354,13 +396,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			return fr ? MHD_YES : MHD_NO;
 	}
 	user = authenticate(c);
-	if (!user) {
-		if (ksim.verbose)
-			tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("method"), jv_string(method), jv_string("path"),
-						       jv_string(url), jv_string("code"), jv_number(401)),
-				  "request");
-		return send_json(c, 401, ksim_status(401, "Unauthorized", "Unauthorized", jv_null()), jv_null());
-	}
+	if (!user)
+		return unauthorized(c, method, url);
 	rq.method = method;
 	rq.path = url;
 	rq.query = jv_object();

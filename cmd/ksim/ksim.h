@@ -251,10 +251,11 @@ int ksim_call(const char *user, const char *method, const char *path_and_query, 
 int ksim_call_locked(const char *user, const char *method, const char *path_and_query, jv body, jv *out);
 
 /*
- * Authorization, in one place (issue 4 adds RBAC here). verb is the
- * Kubernetes verb ("get", "list", "watch", "create", "update", "patch",
- * "delete", "deletecollection"). 0 = allowed; else -1 and *status gets
- * the 403 Status.
+ * Authorization, in one place (rbac.c with --authorization rbac). verb is
+ * the Kubernetes verb ("get", "list", "watch", "create", "update", "patch",
+ * "delete", "deletecollection"), for a non-resource request
+ * (path set) the method in lower case. 0 = allowed; else -1 and *status
+ * gets the 403 Status.
  */
 struct ksim_attrs {
 	const char *user, *verb, *group, *resource, *subresource, *namespace, *name;

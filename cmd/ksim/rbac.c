@@ -294,6 +294,48 @@ static int binding_fn(jv b, const char *key, void *data)
 	return c->allowed;
 }
 
+/*
+ * The nonResourceURLs of the default ClusterRoles kube-apiserver binds
+ * (bootstrappolicy): system:public-info-viewer, to system:authenticated and
+ * system:unauthenticated, and system:discovery, to system:authenticated;
+ * both for the verb get.
+ */
+static const char *const public_info_urls[] = { "/healthz", "/livez", "/readyz", "/version", "/version/", NULL };
+static const char *const discovery_urls[] = { "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
+					      "/openapi/*", "/readyz", "/version", "/version/", NULL };
+
+/* The RBAC authorizer's NonResourceURLMatches: "*", the path itself, or a prefix ended by '*'. */
+static int url_matches(const char *rule, const char *path)
+{
+	size_t n = strlen(rule);
+
+	if (!strcmp(rule, "*") || !strcmp(rule, path))
+		return 1;
+	if (!n || rule[n - 1] != '*')
+		return 0;
+	while (n && rule[n - 1] == '*')
+		n--;
+	return !strncmp(rule, path, n);
+}
+
+static int url_listed(const char *const *urls, const char *path)
+{
+	for (; *urls; urls++)
+		if (url_matches(*urls, path))
+			return 1;
+	return 0;
+}
+
+/* What the default bindings allow a non-resource request (a->path). */
+static int default_nonresource(const struct ksim_attrs *a)
+{
+	if (strcmp(a->verb, "get"))
+		return 0;
+	if (url_listed(public_info_urls, a->path))
+		return 1;
+	return strcmp(a->user, "system:anonymous") && url_listed(discovery_urls, a->path);
+}
+
 /* system:basic-user (bound to system:authenticated): the reviews of oneself. */
 static int self_review(const struct ksim_attrs *a)
 {
@@ -311,12 +353,12 @@ int ksim_rbac_authorize(const struct ksim_attrs *a)
 	struct check c = { a, NULL, 0 };
 
 	if (!rbac_on)
-		return 0;
+		/* anonymous requests reach what system:public-info-viewer allows; the core decides the rest */
+		return a->path && default_nonresource(a) ? 1 : 0;
 	if (user_in_group(a->user, "system:masters"))
 		return 1;
 	if (a->path)
-		/* system:discovery and system:public-info-viewer: the core decides for anonymous */
-		return strcmp(a->user, "system:anonymous") ? 1 : 0;
+		return default_nonresource(a) ? 1 : -1;
 	if (self_review(a) && strcmp(a->user, "system:anonymous"))
 		return 1;
 	/* the lock is held: ksim_handle() authorizes under it */
@@ -405,12 +447,19 @@ static int rules_fn(jv b, const char *key, void *data)
 	return 0;
 }
 
+/* A rule for the verb get on urls. */
+static jv url_rule(const char *const *urls)
+{
+	jv a = jv_array();
+
+	for (; *urls; urls++)
+		a = jv_array_append(a, jv_string(*urls));
+	return JV_OBJECT(jv_string("verbs"), JV_ARRAY(jv_string("get")), jv_string("nonResourceURLs"), a);
+}
+
 void ksim_rbac_rules(const char *user, const char *ns, jv *resource, jv *nonresource)
 {
-	static const char *const discovery[] = { "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
-						 "/openapi", "/openapi/*", "/readyz", "/version", "/version/" };
 	struct rules r = { user, ns, jv_null(), jv_null() };
-	jv urls;
 
 	if (!rbac_on || user_in_group(user, "system:masters")) {
 		/* AlwaysAllow, and the privileged groups: everything */
@@ -421,9 +470,9 @@ void ksim_rbac_rules(const char *user, const char *ns, jv *resource, jv *nonreso
 						  jv_string("nonResourceURLs"), JV_ARRAY(jv_string("*"))));
 		return;
 	}
-	/* what the default bindings give every authenticated user: system:basic-user, system:discovery */
+	/* what the default bindings give every authenticated user: system:basic-user, system:discovery,
+	 * system:public-info-viewer */
 	if (strcmp(user, "system:anonymous")) {
-		urls = jv_array();
 		r.res = JV_ARRAY(JV_OBJECT(jv_string("verbs"), JV_ARRAY(jv_string("create")), jv_string("apiGroups"),
 					   JV_ARRAY(jv_string("authorization.k8s.io")), jv_string("resources"),
 					   JV_ARRAY(jv_string("selfsubjectaccessreviews"),
@@ -431,14 +480,12 @@ void ksim_rbac_rules(const char *user, const char *ns, jv *resource, jv *nonreso
 				 JV_OBJECT(jv_string("verbs"), JV_ARRAY(jv_string("create")), jv_string("apiGroups"),
 					   JV_ARRAY(jv_string("authentication.k8s.io")), jv_string("resources"),
 					   JV_ARRAY(jv_string("selfsubjectreviews"))));
-		for (size_t i = 0; i < sizeof(discovery) / sizeof(*discovery); i++)
-			urls = jv_array_append(urls, jv_string(discovery[i]));
-		r.nonres = JV_ARRAY(JV_OBJECT(jv_string("verbs"), JV_ARRAY(jv_string("get")),
-					      jv_string("nonResourceURLs"), urls));
+		r.nonres = JV_ARRAY(url_rule(discovery_urls));
 	} else {
 		r.res = jv_array();
 		r.nonres = jv_array();
 	}
+	r.nonres = jv_array_append(r.nonres, url_rule(public_info_urls));
 	ksim_store_each("clusterrolebindings.rbac.authorization.k8s.io", NULL, NULL, rules_fn, &r);
 	if (ns && *ns)
 		ksim_store_each("rolebindings.rbac.authorization.k8s.io", ns, NULL, rules_fn, &r);
