@@ -92,6 +92,35 @@ test_expect_success 'non-resource paths under RBAC: the default roles (discovery
 	get admin-token /readyz/etcd && code_is 200
 '
 
+test_expect_success 'non-resource paths under RBAC: a ClusterRole bound by a ClusterRoleBinding grants its nonResourceURLs (prefix*)' '
+	get robot-token /readyz/etcd && code_is 200 && printf ok >expect && test_cmp expect out.txt &&
+	get robot-token /readyz/nope && code_is 404 &&
+	get robot-token /livez/ping && code_is 403 &&
+	get alice-token /readyz/etcd && code_is 403
+'
+
+for KUBECTL in $versions; do
+	export KUBECTL
+	V=$(basename "$KUBECTL")
+
+	test_expect_success "$V: auth can-i on non-resource URLs follows the nonResourceURLs rules" '
+		echo yes >expect &&
+		as robot auth can-i get /metrics >out && test_cmp expect out &&
+		as robot auth can-i get /readyz/etcd >out && test_cmp expect out &&
+		as robot auth can-i get /logs/app-1.log >out && test_cmp expect out &&
+		as robot auth can-i get /healthz >out && test_cmp expect out &&
+		as alice auth can-i get /apis/apps >out && test_cmp expect out &&
+		k auth can-i get /anything >out && test_cmp expect out &&
+		k auth can-i delete /metrics >out && test_cmp expect out &&
+		echo no >expect &&
+		test_expect_code 1 as robot auth can-i post /metrics >out && test_cmp expect out &&
+		test_expect_code 1 as robot auth can-i get /logs/other >out && test_cmp expect out &&
+		test_expect_code 1 as robot auth can-i get /healthz/etcd >out && test_cmp expect out &&
+		test_expect_code 1 as alice auth can-i get /metrics >out && test_cmp expect out &&
+		test_expect_code 1 as alice auth can-i get /readyz/etcd >out && test_cmp expect out
+	'
+done
+
 S=/apis/authorization.k8s.io/v1/selfsubjectaccessreviews
 
 test_expect_success 'a SelfSubjectAccessReview comes back with its status, 201; the reviews are in discovery' '

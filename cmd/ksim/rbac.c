@@ -210,14 +210,77 @@ static int subject_matches(jv binding, const struct ksim_attrs *a)
 	return yes;
 }
 
+/*
+ * The nonResourceURLs of the default ClusterRoles kube-apiserver binds
+ * (bootstrappolicy): system:public-info-viewer, to system:authenticated and
+ * system:unauthenticated, and system:discovery, to system:authenticated;
+ * both for the verb get.
+ */
+static const char *const public_info_urls[] = { "/healthz", "/livez", "/readyz", "/version", "/version/", NULL };
+static const char *const discovery_urls[] = { "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
+					      "/openapi/*", "/readyz", "/version", "/version/", NULL };
+
+/* The RBAC authorizer's NonResourceURLMatches: "*", the path itself, or a prefix ended by '*'. */
+static int url_matches(const char *rule, const char *path)
+{
+	size_t n = strlen(rule);
+
+	if (!strcmp(rule, "*") || !strcmp(rule, path))
+		return 1;
+	if (!n || rule[n - 1] != '*')
+		return 0;
+	while (n && rule[n - 1] == '*')
+		n--;
+	return !strncmp(rule, path, n);
+}
+
+static int url_listed(const char *const *urls, const char *path)
+{
+	for (; *urls; urls++)
+		if (url_matches(*urls, path))
+			return 1;
+	return 0;
+}
+
+/* A rule's nonResourceURLs (consumed) that match path. */
+static int urls_match(jv urls, const char *path)
+{
+	int found = 0;
+
+	if (jv_get_kind(urls) != JV_KIND_ARRAY) {
+		jv_free(urls);
+		return 0;
+	}
+	jv_array_foreach(urls, i, u) {
+		if (jv_get_kind(u) == JV_KIND_STRING && url_matches(jv_string_value(u), path))
+			found = 1;
+		jv_free(u);
+	}
+	jv_free(urls);
+	return found;
+}
+
+/* What the default bindings allow a non-resource request (a->path). */
+static int default_nonresource(const struct ksim_attrs *a)
+{
+	if (strcmp(a->verb, "get"))
+		return 0;
+	if (url_listed(public_info_urls, a->path))
+		return 1;
+	return strcmp(a->user, "system:anonymous") && url_listed(discovery_urls, a->path);
+}
+
 static int rule_allows(jv rule, const struct ksim_attrs *a)
 {
 	struct kop_buf res = KOP_BUF_INIT, any_sub = KOP_BUF_INIT, res_any = KOP_BUF_INIT;
 	jv names;
 	int ok;
 
-	if (!in_list(jv_object_get(jv_copy(rule), jv_string("verbs")), a->verb, "*") ||
-	    !in_list(jv_object_get(jv_copy(rule), jv_string("apiGroups")), a->group, "*"))
+	if (!in_list(jv_object_get(jv_copy(rule), jv_string("verbs")), a->verb, "*"))
+		return 0;
+	if (a->path)
+		return urls_match(jv_object_get(jv_copy(rule), jv_string("nonResourceURLs")), a->path);
+	if (!in_list(jv_object_get(jv_copy(rule), jv_string("apiGroups")), a->group, "*"))
 		return 0;
 	kop_buf_adds(&res, a->resource);
 	if (a->subresource) {
@@ -258,7 +321,9 @@ static jv role_rules(jv ref, const char *ns)
 		if (!strcmp(kind, "ClusterRole") && !strcmp(name, "cluster-admin"))
 			return JV_ARRAY(JV_OBJECT(jv_string("apiGroups"), JV_ARRAY(jv_string("*")),
 						  jv_string("resources"), JV_ARRAY(jv_string("*")), jv_string("verbs"),
-						  JV_ARRAY(jv_string("*"))));
+						  JV_ARRAY(jv_string("*"))),
+					JV_OBJECT(jv_string("nonResourceURLs"), JV_ARRAY(jv_string("*")),
+						  jv_string("verbs"), JV_ARRAY(jv_string("*"))));
 		return jv_array();
 	}
 	role = jv_object_get(jv_copy(role), jv_string("rules"));
@@ -294,48 +359,6 @@ static int binding_fn(jv b, const char *key, void *data)
 	return c->allowed;
 }
 
-/*
- * The nonResourceURLs of the default ClusterRoles kube-apiserver binds
- * (bootstrappolicy): system:public-info-viewer, to system:authenticated and
- * system:unauthenticated, and system:discovery, to system:authenticated;
- * both for the verb get.
- */
-static const char *const public_info_urls[] = { "/healthz", "/livez", "/readyz", "/version", "/version/", NULL };
-static const char *const discovery_urls[] = { "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
-					      "/openapi/*", "/readyz", "/version", "/version/", NULL };
-
-/* The RBAC authorizer's NonResourceURLMatches: "*", the path itself, or a prefix ended by '*'. */
-static int url_matches(const char *rule, const char *path)
-{
-	size_t n = strlen(rule);
-
-	if (!strcmp(rule, "*") || !strcmp(rule, path))
-		return 1;
-	if (!n || rule[n - 1] != '*')
-		return 0;
-	while (n && rule[n - 1] == '*')
-		n--;
-	return !strncmp(rule, path, n);
-}
-
-static int url_listed(const char *const *urls, const char *path)
-{
-	for (; *urls; urls++)
-		if (url_matches(*urls, path))
-			return 1;
-	return 0;
-}
-
-/* What the default bindings allow a non-resource request (a->path). */
-static int default_nonresource(const struct ksim_attrs *a)
-{
-	if (strcmp(a->verb, "get"))
-		return 0;
-	if (url_listed(public_info_urls, a->path))
-		return 1;
-	return strcmp(a->user, "system:anonymous") && url_listed(discovery_urls, a->path);
-}
-
 /* system:basic-user (bound to system:authenticated): the reviews of oneself. */
 static int self_review(const struct ksim_attrs *a)
 {
@@ -357,13 +380,14 @@ int ksim_rbac_authorize(const struct ksim_attrs *a)
 		return a->path && default_nonresource(a) ? 1 : 0;
 	if (user_in_group(a->user, "system:masters"))
 		return 1;
-	if (a->path)
-		return default_nonresource(a) ? 1 : -1;
+	if (a->path && default_nonresource(a))
+		return 1;
 	if (self_review(a) && strcmp(a->user, "system:anonymous"))
 		return 1;
-	/* the lock is held: ksim_handle() authorizes under it */
+	/* the lock is held: ksim_handle() authorizes under it; a non-resource request has no
+	 * namespace: only ClusterRoleBindings grant one */
 	ksim_store_each("clusterrolebindings.rbac.authorization.k8s.io", NULL, NULL, binding_fn, &c);
-	if (!c.allowed && a->namespace) {
+	if (!c.allowed && a->namespace && !a->path) {
 		c.ns = a->namespace;
 		ksim_store_each("rolebindings.rbac.authorization.k8s.io", a->namespace, NULL, binding_fn, &c);
 	}
