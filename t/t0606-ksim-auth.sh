@@ -22,7 +22,8 @@ as () {
 test_expect_success 'setup: the roles and bindings; kubeconfigs of alice and of a ServiceAccount' '
 	KUBECTL=kubectl k apply -f "$FIXTURES/rbac.yaml" >out &&
 	jq ".users[0].user = {token: \"alice-token\"}" "$KUBECONFIG" >alice.kubeconfig &&
-	jq ".users[0].user = {token: \"robot-token\"}" "$KUBECONFIG" >robot.kubeconfig
+	jq ".users[0].user = {token: \"robot-token\"}" "$KUBECONFIG" >robot.kubeconfig &&
+	jq ".users[0].user = {token: \"carol-token\"}" "$KUBECONFIG" >carol.kubeconfig
 '
 
 for KUBECTL in $versions; do
@@ -120,6 +121,109 @@ for KUBECTL in $versions; do
 		test_expect_code 1 as alice auth can-i get /readyz/etcd >out && test_cmp expect out
 	'
 done
+
+SA=system:serviceaccount:team:robot
+
+for KUBECTL in $versions; do
+	export KUBECTL
+	V=$(basename "$KUBECTL")
+
+	test_expect_success "$V: --as, --as-group: the admin (system:masters) impersonates; the groups are the given ones" '
+		k auth whoami --as=$SA >out &&
+		grep -E "^Username +system:serviceaccount:team:robot$" out &&
+		grep -E "^Groups +\[system:serviceaccounts system:serviceaccounts:team system:authenticated\]$" out &&
+		k auth whoami --as=alice >out &&
+		grep -E "^Groups +\[system:authenticated\]$" out &&
+		k auth whoami --as=alice --as-group=dev-team --as-group=x >out &&
+		grep -E "^Groups +\[dev-team x system:authenticated\]$" out &&
+		k auth whoami --as=$SA --as-group=g --as-uid=u-1 -o json >out.json &&
+		jq -e ".status.userInfo == {username: \"$SA\", uid: \"u-1\", groups: [\"g\", \"system:authenticated\"]}" out.json &&
+		echo yes >expect &&
+		k auth can-i get configmaps -n team --as=alice >out && test_cmp expect out &&
+		k auth can-i create deployments.apps --as=alice --as-group=dev-team >out && test_cmp expect out &&
+		k auth can-i get /metrics --as=$SA >out && test_cmp expect out &&
+		k auth can-i "*" "*" --as=nobody --as-group=system:masters >out && test_cmp expect out &&
+		echo no >expect &&
+		test_expect_code 1 k auth can-i create deployments.apps --as=alice >out && test_cmp expect out &&
+		test_expect_code 1 k auth can-i get configmaps -n team --as=$SA >out && test_cmp expect out &&
+		test_expect_code 1 k auth can-i get secrets -n team --as=system:admin >out && test_cmp expect out &&
+		k auth can-i --list -n team --as=alice >out &&
+		grep -E "^configmaps +\[\] +\[\] +\[get list watch\]$" out &&
+		k get configmaps -n team --as=alice -o name >out &&
+		grep -x configmap/c1 out &&
+		test_must_fail k get configmaps -n team --as=$SA 2>err &&
+		grep -F "Error from server (Forbidden): configmaps is forbidden: User \"$SA\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"team\"" err
+	'
+
+	test_expect_success "$V: --as is refused to a user who may not impersonate, worded as kube-apiserver words it" '
+		test_must_fail as alice get configmaps -n team --as=bob 2>err &&
+		grep -F "Error from server (Forbidden): users \"bob\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope" err &&
+		test_must_fail as alice auth can-i get pods --as=$SA 2>err &&
+		grep -F "serviceaccounts \"robot\" is forbidden: User \"alice\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"team\"" err &&
+		test_must_fail as robot get configmaps -n team --as=alice 2>err &&
+		grep -F "Error from server (Forbidden): users \"alice\" is forbidden: User \"$SA\" cannot impersonate resource \"users\"" err
+	'
+
+	test_expect_success "$V: impersonate rules: resourceNames, and users but not groups" '
+		as carol auth whoami --as=$SA >out &&
+		grep -E "^Username +system:serviceaccount:team:robot$" out &&
+		as carol auth whoami --as=bob >out &&
+		grep -E "^Username +bob$" out &&
+		test_must_fail as carol get configmaps -n team --as=system:serviceaccount:team:other 2>err &&
+		grep -F "serviceaccounts \"other\" is forbidden: User \"carol\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"team\"" err &&
+		test_must_fail as carol get configmaps -n team --as=bob --as-group=dev-team 2>err &&
+		grep -F "groups \"dev-team\" is forbidden: User \"carol\" cannot impersonate resource \"groups\" in API group \"\" at the cluster scope" err &&
+		test_must_fail as carol get configmaps -n team --as=bob --as-uid=1 2>err &&
+		grep -F "uids.authentication.k8s.io \"1\" is forbidden: User \"carol\" cannot impersonate resource \"uids\" in API group \"authentication.k8s.io\" at the cluster scope" err
+	'
+done
+
+W=/apis/authentication.k8s.io/v1/selfsubjectreviews
+
+# post TOKEN PATH [HEADER...]: a SelfSubjectReview POSTed with the headers; code in code, body in out.txt
+post () {
+	p_tok=$1 p_path=$2
+	shift 2
+	set -- ${p_tok:+-H "Authorization: Bearer $p_tok"} "$@"
+	curl -k -sS -m 10 -o out.txt -w "%{http_code}\n" -X POST -H "Content-Type: application/json" -d "{}" "$@" \
+		"$KSIM_URL$p_path" >code
+}
+
+test_expect_success 'Impersonate-Extra-KEY (in lower case, %-decoded) and Impersonate-Uid reach the SelfSubjectReview' '
+	post admin-token $W -H "Impersonate-User: bob" -H "Impersonate-Extra-Scopes: a" -H "Impersonate-Extra-Scopes: b" \
+		-H "Impersonate-Extra-Example.org%2fKey: v" -H "Impersonate-Uid: 42" &&
+	code_is 201 &&
+	jq -e ".status.userInfo == {username: \"bob\", uid: \"42\", groups: [\"system:authenticated\"], extra: {scopes: [\"a\", \"b\"], \"example.org/key\": [\"v\"]}}" out.txt &&
+	post admin-token $W -H "Impersonate-User: x" -H "Impersonate-Group: system:unauthenticated" \
+		-H "Impersonate-Group: system:masters" &&
+	code_is 201 &&
+	jq -e ".status.userInfo.groups == [\"system:unauthenticated\", \"system:masters\"]" out.txt &&
+	post admin-token $W -H "Impersonate-User: system:anonymous" &&
+	code_is 403 &&
+	jq -e ".message == \"selfsubjectreviews.authentication.k8s.io is forbidden: User \\\"system:anonymous\\\" cannot create resource \\\"selfsubjectreviews\\\" in API group \\\"authentication.k8s.io\\\" at the cluster scope\"" out.txt &&
+	post admin-token $W -H "Impersonate-User: x" -H "Impersonate-Group: system:unauthenticated" &&
+	code_is 403 &&
+	post carol-token $W -H "Impersonate-User: bob" -H "Impersonate-Extra-Scopes: a" &&
+	code_is 403 &&
+	jq -e ".message == \"userextras.authentication.k8s.io \\\"a\\\" is forbidden: User \\\"carol\\\" cannot impersonate resource \\\"userextras/scopes\\\" in API group \\\"authentication.k8s.io\\\" at the cluster scope\" and .details == {name: \"a\", group: \"authentication.k8s.io\", kind: \"userextras\"}" out.txt
+'
+
+test_expect_success 'impersonation: groups without a user are a 500 (plain text, as responsewriters.InternalError writes it); anonymous may not' '
+	post admin-token "$W?x=1" -H "Impersonate-Group: g" -H "Impersonate-Uid: 7" &&
+	code_is 500 &&
+	echo "Internal Server Error: &#34;/apis/authentication.k8s.io/v1/selfsubjectreviews?x=1&#34;: requested [{Group  g    } {UID  7  authentication.k8s.io/v1  }] without impersonating a user" >expect &&
+	test_cmp expect out.txt &&
+	post "" $W -H "Impersonate-User: admin" &&
+	code_is 403 &&
+	jq -e ".message == \"users \\\"admin\\\" is forbidden: User \\\"system:anonymous\\\" cannot impersonate resource \\\"users\\\" in API group \\\"\\\" at the cluster scope\"" out.txt &&
+	get "" /healthz && code_is 200 &&
+	curl -k -sS -m 10 -o out.txt -w "%{http_code}\n" -H "Impersonate-User: admin" "$KSIM_URL/healthz" >code &&
+	code_is 403 &&
+	curl -k -sS -m 10 -o out.txt -w "%{http_code}\n" -H "Authorization: Bearer admin-token" \
+		-H "Impersonate-User: alice" "$KSIM_URL/readyz/etcd" >code &&
+	code_is 403 &&
+	jq -e ".message == \"forbidden: User \\\"alice\\\" cannot get path \\\"/readyz/etcd\\\"\"" out.txt
+'
 
 S=/apis/authorization.k8s.io/v1/selfsubjectaccessreviews
 

@@ -2532,7 +2532,7 @@ static int do_review(const struct ksim_request *rq, const struct route *r, jv *o
 	} else if (parse_body(rq, &obj, out) < 0) {
 		return status_code(*out);
 	}
-	return ksim_review(r->t, rq->user, obj, out);
+	return ksim_review(r->t, rq, obj, out);
 }
 
 /* ---- scale subresource ------------------------------------------------------------ */
@@ -2685,7 +2685,7 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 		if (!jv_is_valid(d))
 			d = ksim_openapi(rq->path);
 		if (jv_is_valid(d)) {
-			struct ksim_attrs na = { rq->user, "get", "", "", NULL, NULL, NULL, rq->path };
+			struct ksim_attrs na = { rq->user, "get", "", "", NULL, NULL, NULL, rq->path, rq->groups };
 
 			if (ksim_authorize(&na, &st) < 0) {
 				jv_free(d);
@@ -2716,7 +2716,7 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 		 */
 		static const char doc[] = "\x0a\x03" "2.0" "\x12\x15\x0a\x0a" "Kubernetes" "\x12\x07" "v1.30.0"
 					  "\x42\x00";
-		struct ksim_attrs na = { rq->user, "get", "", "", NULL, NULL, NULL, rq->path };
+		struct ksim_attrs na = { rq->user, "get", "", "", NULL, NULL, NULL, rq->path, rq->groups };
 
 		if (ksim_authorize(&na, &st) < 0) {	/* (as every other document: not for anonymous) */
 			answer(rs, 403, st);
@@ -2743,6 +2743,7 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 	a.namespace = r.ns;
 	a.name = r.name;
 	a.path = NULL;
+	a.groups = rq->groups;
 	if (ksim_authorize(&a, &st) < 0) {
 		answer(rs, 403, st);
 		route_release(&r);

@@ -21,6 +21,8 @@
 struct conn {
 	struct kop_buf body;
 	int too_big;
+	int started;		/* the handler saw the request's headers */
+	char *uri;		/* the request target as sent (Go's RequestURI) */
 };
 
 static int collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -193,6 +195,259 @@ static enum MHD_Result unauthorized(struct MHD_Connection *c, const char *method
 	return send_json(c, 401, ksim_status(401, "Unauthorized", "Unauthorized", jv_null()), jv_null());
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/*
+ * Who a request is made as: the authenticated user, or the one it
+ * impersonates. The strings are the headers' (kept by MHD for the request)
+ * or in owned; who_release() frees what it holds.
+ */
+struct who {
+	const char *user, *uid;
+	const char **groups, **extra;	/* ksim_request's: NULL-terminated, NULL when impersonating nobody */
+	size_t ngroups, nextra;
+	const char *ask_user;	/* the Impersonate-* headers: the first Impersonate-User, */
+	const char **ask_groups;	/* each Impersonate-Group (NULL-terminated), */
+	size_t nask_groups;
+	int asked;		/* any of them (Impersonate-Extra-KEY values go to extra) */
+	char **owned;
+	size_t nowned;
+};
+
+static void push(const char ***a, size_t *n, const char *s)
+{
+	*a = kop_realloc(*a, (*n + 2) * sizeof(**a));
+	(*a)[(*n)++] = s;
+	(*a)[*n] = NULL;
+}
+
+static const char *own(struct who *w, char *s)
+{
+	w->owned = kop_realloc(w->owned, (w->nowned + 1) * sizeof(*w->owned));
+	w->owned[w->nowned++] = s;
+	return s;
+}
+
+static void who_release(struct who *w)
+{
+	for (size_t i = 0; i < w->nowned; i++)
+		free(w->owned[i]);
+	free(w->owned);
+	free(w->groups);
+	free(w->extra);
+	free(w->ask_groups);
+}
+
+/*
+ * The key of an Impersonate-Extra-KEY header as kube-apiserver reads it:
+ * in lower case, then %-decoded (url.PathUnescape; malformed: as it is).
+ * A %00 stays as it is (a NUL would end the C string).
+ */
+static char *extra_key(const char *name)
+{
+	char *k = kop_strdup(name), *w = k;
+	const char *r;
+
+	for (char *p = k; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	for (r = k; *r; r++)
+		if (*r == '%' && (hexval(r[1]) < 0 || hexval(r[2]) < 0))
+			return k;
+	for (r = k; *r;) {
+		int hi = r[0] == '%' ? hexval(r[1]) : -1, lo = hi >= 0 ? hexval(r[2]) : -1;
+
+		if (lo >= 0 && (hi || lo)) {
+			*w++ = (char)(hi * 16 + lo);
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = 0;
+	return k;
+}
+
+static enum MHD_Result impersonate_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	static const char extra[] = "Impersonate-Extra-";
+	struct who *w = cls;
+
+	(void)kind;
+	if (!value)
+		value = "";
+	if (!strcasecmp(key, "Impersonate-User")) {
+		w->asked = 1;
+		if (!w->ask_user)	/* Header.Get: the first */
+			w->ask_user = value;
+	} else if (!strcasecmp(key, "Impersonate-Group")) {
+		w->asked = 1;
+		push(&w->ask_groups, &w->nask_groups, value);
+	} else if (!strcasecmp(key, "Impersonate-Uid")) {
+		w->asked = 1;
+		if (!w->uid)
+			w->uid = value;
+	} else if (!strncasecmp(key, extra, sizeof(extra) - 1)) {
+		w->asked = 1;
+		push(&w->extra, &w->nextra, own(w, extra_key(key + sizeof(extra) - 1)));
+		push(&w->extra, &w->nextra, value);
+	}
+	return MHD_YES;
+}
+
+/*
+ * buildImpersonationRequests' error: groups, extra or a uid without a
+ * user, a 500 written by responsewriters.InternalError (http.Error: plain
+ * text, HTML-escaped) naming the requests as Go prints []ObjectReference.
+ */
+static enum MHD_Result impersonate_no_user(struct MHD_Connection *c, struct conn *cn, const struct who *w)
+{
+	struct kop_buf m = KOP_BUF_INIT, e = KOP_BUF_INIT;
+	const char *sep = "";
+	enum MHD_Result ret;
+
+	kop_buf_adds(&m, "Internal Server Error: ");
+	kop_buf_add_quoted(&m, cn->uri ? cn->uri : "", cn->uri ? strlen(cn->uri) : 0);
+	kop_buf_adds(&m, ": requested [");
+	for (size_t i = 0; i < w->nask_groups; i++, sep = " ")
+		kop_buf_addf(&m, "%s{Group  %s    }", sep, w->ask_groups[i]);
+	for (size_t i = 0; i + 1 < w->nextra; i += 2, sep = " ")
+		kop_buf_addf(&m, "%s{UserExtra  %s  authentication.k8s.io/v1  %s}", sep, w->extra[i + 1], w->extra[i]);
+	if (w->uid && *w->uid)
+		kop_buf_addf(&m, "%s{UID  %s  authentication.k8s.io/v1  }", sep, w->uid);
+	kop_buf_adds(&m, "] without impersonating a user");
+	for (const char *p = m.buf; *p; p++) {
+		switch (*p) {
+		case '&': kop_buf_adds(&e, "&amp;"); break;
+		case '<': kop_buf_adds(&e, "&lt;"); break;
+		case '>': kop_buf_adds(&e, "&gt;"); break;
+		case '"': kop_buf_adds(&e, "&#34;"); break;
+		case '\'': kop_buf_adds(&e, "&#39;"); break;
+		default: kop_buf_add(&e, p, 1);
+		}
+	}
+	kop_buf_adds(&e, "\n");
+	ret = send_text(c, 500, e.buf, NULL);
+	kop_buf_release(&m);
+	kop_buf_release(&e);
+	return ret;
+}
+
+/* The requester (w->user) may impersonate: 0, else -1 and *st the 403 (lock held). */
+static int may_impersonate(const struct who *w, const char *group, const char *resource, const char *sub,
+			   const char *ns, const char *name, jv *st)
+{
+	struct ksim_attrs a = { 0 };
+
+	a.user = w->user;
+	a.verb = "impersonate";
+	a.group = group;
+	a.resource = resource;
+	a.subresource = sub;
+	a.namespace = ns;
+	a.name = *name ? name : NULL;	/* (an empty header's: no name, as in NewForbidden) */
+	return ksim_authorize(&a, st);
+}
+
+/*
+ * Authentication, then impersonation as kube-apiserver's WithImpersonation
+ * does it: with Impersonate-User the request is made as that user, in the
+ * groups of Impersonate-Group (none given, a ServiceAccount's user
+ * system:serviceaccount:NS:NAME is in system:serviceaccounts and
+ * system:serviceaccounts:NS), with the uid of Impersonate-Uid and the
+ * values of Impersonate-Extra-KEY, once the requester may impersonate each
+ * of them (verb impersonate: users, groups and serviceaccounts in the core
+ * group; uids and userextras/KEY in authentication.k8s.io), in that order;
+ * system:authenticated is added unless system:authenticated or
+ * system:unauthenticated is among the groups (system:unauthenticated for
+ * system:anonymous). 1 and *w, or 0 and the answer queued: 401 for a token
+ * not known, 403 for the first thing it may not impersonate, 500 for
+ * groups, extra or a uid without a user.
+ */
+static int identify(struct MHD_Connection *c, struct conn *cn, const char *method, const char *url, struct who *w,
+		    enum MHD_Result *ret)
+{
+	char ns[64], *name = NULL;
+	const char *u, *denied = NULL;
+	int sa = 0, add = 1;
+	jv st = jv_invalid();
+
+	memset(w, 0, sizeof(*w));
+	if (!(w->user = authenticate(c))) {
+		*ret = unauthorized(c, method, url);
+		return 0;
+	}
+	MHD_get_connection_values(c, MHD_HEADER_KIND, impersonate_header, w);
+	if (!w->asked)
+		return 1;
+	u = w->ask_user;
+	if (!u || !*u) {
+		if (w->nask_groups || w->nextra || (w->uid && *w->uid)) {
+			*ret = impersonate_no_user(c, cn, w);
+			return 0;
+		}
+		w->uid = NULL;	/* only empty headers: nothing asked */
+		return 1;
+	}
+	/* serviceaccount.SplitUsername: system:serviceaccount:NS:NAME, a label and a subdomain */
+	if (!strncmp(u, "system:serviceaccount:", 22)) {
+		const char *rest = u + 22, *colon = strchr(rest, ':');
+
+		if (colon && !strchr(colon + 1, ':') && (size_t)(colon - rest) < sizeof(ns)) {
+			memcpy(ns, rest, (size_t)(colon - rest));
+			ns[colon - rest] = 0;
+			name = kop_strdup(colon + 1);
+			own(w, name);
+			sa = kop_dns1123(ns, 1) && kop_dns1123(name, 0);
+		}
+	}
+	ksim_lock();	/* the authorizer reads the bindings in the store */
+	if (sa ? may_impersonate(w, "", "serviceaccounts", NULL, ns, name, &st) :
+		 may_impersonate(w, "", "users", NULL, NULL, u, &st))
+		denied = "user";
+	for (size_t i = 0; !denied && i < w->nask_groups; i++)
+		if (may_impersonate(w, "", "groups", NULL, NULL, w->ask_groups[i], &st))
+			denied = "group";
+	for (size_t i = 0; !denied && i + 1 < w->nextra; i += 2)
+		if (may_impersonate(w, "authentication.k8s.io", "userextras", w->extra[i], NULL, w->extra[i + 1], &st))
+			denied = "extra";
+	if (!denied && w->uid && *w->uid && may_impersonate(w, "authentication.k8s.io", "uids", NULL, NULL, w->uid, &st))
+		denied = "uid";
+	ksim_unlock();
+	if (denied) {
+		if (ksim.verbose)
+			tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("method"), jv_string(method), jv_string("path"),
+						       jv_string(url), jv_string("code"), jv_number(403),
+						       jv_string("impersonate"), jv_string(denied)),
+				  "request");
+		*ret = send_json(c, 403, st, jv_null());
+		return 0;
+	}
+	/* the new user */
+	w->user = u;
+	if (w->uid && !*w->uid)
+		w->uid = NULL;
+	for (size_t i = 0; i < w->nask_groups; i++)
+		push(&w->groups, &w->ngroups, w->ask_groups[i]);
+	if (sa && !w->nask_groups) {
+		struct kop_buf g = KOP_BUF_INIT;
+
+		kop_buf_addf(&g, "system:serviceaccounts:%s", ns);
+		push(&w->groups, &w->ngroups, "system:serviceaccounts");
+		push(&w->groups, &w->ngroups, own(w, kop_buf_detach(&g, NULL)));
+	}
+	for (size_t i = 0; i < w->ngroups; i++)
+		if (!strcmp(w->groups[i], "system:unauthenticated") ||
+		    (strcmp(u, "system:anonymous") && !strcmp(w->groups[i], "system:authenticated")))
+			add = 0;
+	if (add)
+		push(&w->groups, &w->ngroups,
+		     strcmp(u, "system:anonymous") ? "system:authenticated" : "system:unauthenticated");
+	return 1;
+}
+
 struct health_query {
 	int verbose;
 	jv exclude;	/* object: name -> true, the names not yet matched */
@@ -221,12 +476,14 @@ static enum MHD_Result health_arg(void *cls, enum MHD_ValueKind kind, const char
  * non-resource request (system:public-info-viewer lets everyone, anonymous
  * too, get the three paths, not a single check).
  */
-static int health(struct MHD_Connection *c, const char *method, const char *url, enum MHD_Result *ret)
+static int health(struct MHD_Connection *c, struct conn *cn, const char *method, const char *url,
+		  enum MHD_Result *ret)
 {
 	static const char *const roots[] = { "healthz", "livez", "readyz" };
 	struct health_query q = { 0, jv_object() };
 	struct kop_buf b = KOP_BUF_INIT;
-	const char *root = NULL, *check = NULL, *user;
+	const char *root = NULL, *check = NULL;
+	struct who w;
 	int readyz;
 
 	for (size_t i = 0; i < sizeof(roots) / sizeof(*roots) && !root; i++) {
@@ -241,8 +498,8 @@ static int health(struct MHD_Connection *c, const char *method, const char *url,
 		jv_free(q.exclude);
 		return 0;
 	}
-	if (!(user = authenticate(c))) {
-		*ret = unauthorized(c, method, url);
+	if (!identify(c, cn, method, url, &w, ret)) {
+		who_release(&w);
 		jv_free(q.exclude);
 		return 1;
 	}
@@ -256,13 +513,15 @@ static int health(struct MHD_Connection *c, const char *method, const char *url,
 		for (i = 0; method[i] && i < sizeof(verb) - 1; i++)
 			verb[i] = (char)tolower((unsigned char)method[i]);
 		verb[i] = 0;
-		a.user = user;
+		a.user = w.user;
+		a.groups = w.groups;
 		a.verb = verb;
 		a.group = a.resource = "";
 		a.path = url;
 		ksim_lock();	/* the authorizer reads the bindings in the store */
 		denied = ksim_authorize(&a, &st) < 0;
 		ksim_unlock();
+		who_release(&w);
 		if (denied) {
 			*ret = send_json(c, 403, st, jv_null());
 			jv_free(q.exclude);
@@ -348,13 +607,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	struct ksim_request rq = { 0 };
 	struct ksim_response rs;
 	enum MHD_Result ret;
-	const char *user;
+	struct who who;
 
 	(void)cls;
 	(void)version;
-	if (!cn) {
-		cn = kop_calloc(1, sizeof(*cn));
-		*con_cls = cn;
+	if (!cn->started) {
+		cn->started = 1;
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -380,7 +638,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	{
 		enum MHD_Result hr;
 
-		if (health(c, method, url, &hr))
+		if (health(c, cn, method, url, &hr))
 			return hr;
 	}
 	if (cn->too_big) {
@@ -395,9 +653,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		if (ksim_faults_request(c, method, url, &fr))
 			return fr ? MHD_YES : MHD_NO;
 	}
-	user = authenticate(c);
-	if (!user)
-		return unauthorized(c, method, url);
+	if (!identify(c, cn, method, url, &who, &ret)) {
+		who_release(&who);
+		return ret;
+	}
+	rq.user = who.user;
+	rq.groups = who.groups;
+	rq.extra = who.extra;
+	rq.uid = who.uid;
 	rq.method = method;
 	rq.path = url;
 	rq.query = jv_object();
@@ -407,7 +670,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	rq.user_agent = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT);
 	rq.body = cn->body.buf;
 	rq.body_len = cn->body.len;
-	rq.user = user;
 	ksim_handle(&rq, &rs);
 	ksim_persist_sync();	/* persist.c: --data, durable before the answer */
 	if (ksim.verbose)
@@ -431,6 +693,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	}
 	ksim_response_release(&rs);
 	jv_free(rq.query);
+	who_release(&who);
 	return ret;
 }
 
@@ -443,9 +706,21 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 	(void)toe;
 	if (cn) {
 		kop_buf_release(&cn->body);
+		free(cn->uri);
 		free(cn);
 		*con_cls = NULL;
 	}
+}
+
+/* Each request's state, made as it arrives with the request target as sent (MHD_OPTION_URI_LOG_CALLBACK). */
+static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct conn *cn = kop_calloc(1, sizeof(*cn));
+
+	(void)cls;
+	(void)c;
+	cn->uri = kop_strdup(uri ? uri : "");
+	return cn;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -458,11 +733,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 		b.buf[--b.len] = 0;
 	log_debug("libmicrohttpd: %s", b.buf);
 	kop_buf_release(&b);
-}
-
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
 /*
@@ -513,7 +783,7 @@ struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *k
 		flags |= MHD_USE_TLS;
 		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				     MHD_OPTION_SOCK_ADDR, &sa,
-				     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+				     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
 				     (unsigned)600,
 				     MHD_OPTION_HTTPS_MEM_CERT, cert_pem, MHD_OPTION_HTTPS_MEM_KEY, key_pem,
@@ -521,7 +791,7 @@ struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *k
 	} else {
 		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				     MHD_OPTION_SOCK_ADDR, &sa,
-				     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+				     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
 				     (unsigned)600, MHD_OPTION_END);
 	}

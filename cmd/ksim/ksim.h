@@ -208,7 +208,12 @@ struct ksim_request {
 	const char *content_type, *accept;
 	const char *body;
 	size_t body_len;
-	const char *user;	/* authenticated user name */
+	const char *user;	/* authenticated user name (the impersonated one, with Impersonate-User) */
+	/* an impersonated user's (http.c) groups, system:authenticated added as kube-apiserver adds it,
+	 * and Impersonate-Extra-KEY values as KEY, VALUE pairs, each NULL-terminated; NULL when the
+	 * request impersonates nobody (the authenticator's groups, no extra) */
+	const char *const *groups, *const *extra;
+	const char *uid;	/* Impersonate-Uid, or NULL */
 	const char *user_agent;
 	int want_jv;		/* also answer rs->body (a deep copy), not only rs->json */
 	int internal;		/* ksim_call_locked(): no rs->json, rs->body not deep-copied */
@@ -253,13 +258,14 @@ int ksim_call_locked(const char *user, const char *method, const char *path_and_
 /*
  * Authorization, in one place (rbac.c with --authorization rbac). verb is
  * the Kubernetes verb ("get", "list", "watch", "create", "update", "patch",
- * "delete", "deletecollection"), for a non-resource request
+ * "delete", "deletecollection", "impersonate"), for a non-resource request
  * (path set) the method in lower case. 0 = allowed; else -1 and *status
  * gets the 403 Status.
  */
 struct ksim_attrs {
 	const char *user, *verb, *group, *resource, *subresource, *namespace, *name;
 	const char *path;	/* non-resource requests (discovery): the path, else NULL */
+	const char *const *groups;	/* an impersonated user's (ksim_request), else NULL: the authenticator's */
 };
 int ksim_authorize(const struct ksim_attrs *a, jv *status);
 
@@ -281,10 +287,11 @@ void ksim_watch_free(struct ksim_watch *w);
 
 /*
  * A SelfSubjectReview, SelfSubjectAccessReview or SelfSubjectRulesReview
- * (obj, consumed) of user, answered (lock held): 201 and *out the review
+ * (obj, consumed) of rq's user (its groups, uid and extra when it
+ * impersonates), answered (lock held): 201 and *out the review
  * with its status, or the code and *out a Status.
  */
-int ksim_review(const struct ksim_type *t, const char *user, jv obj, jv *out);
+int ksim_review(const struct ksim_type *t, const struct ksim_request *rq, jv obj, jv *out);
 /* A protobuf review body as the JSON object of what a review reads; -1 if malformed. */
 int ksim_review_protobuf(const struct ksim_type *t, const char *body, size_t len, jv *out);
 

@@ -169,8 +169,15 @@ static int in_list(jv list, const char *s, const char *also)
 	return found;
 }
 
-static int user_in_group(const char *user, const char *group)
+/* as: an impersonated user's groups (NULL-terminated), or NULL for the authenticator's of user */
+static int user_in_group(const char *user, const char *const *as, const char *group)
 {
+	if (as) {
+		for (; *as; as++)
+			if (!strcmp(*as, group))
+				return 1;
+		return 0;
+	}
 	if (!strcmp(group, "system:authenticated"))
 		return strcmp(user, "system:anonymous") != 0;
 	if (!strcmp(group, "system:unauthenticated"))
@@ -195,7 +202,7 @@ static int subject_matches(jv binding, const struct ksim_attrs *a)
 			if (!strcmp(kind, "User"))
 				yes |= !strcmp(name, a->user);
 			else if (!strcmp(kind, "Group"))
-				yes |= user_in_group(a->user, name);
+				yes |= user_in_group(a->user, a->groups, name);
 			else if (!strcmp(kind, "ServiceAccount")) {
 				struct kop_buf u = KOP_BUF_INIT;
 
@@ -267,7 +274,7 @@ static int default_nonresource(const struct ksim_attrs *a)
 		return 0;
 	if (url_listed(public_info_urls, a->path))
 		return 1;
-	return strcmp(a->user, "system:anonymous") && url_listed(discovery_urls, a->path);
+	return user_in_group(a->user, a->groups, "system:authenticated") && url_listed(discovery_urls, a->path);
 }
 
 static int rule_allows(jv rule, const struct ksim_attrs *a)
@@ -378,11 +385,11 @@ int ksim_rbac_authorize(const struct ksim_attrs *a)
 	if (!rbac_on)
 		/* anonymous requests reach what system:public-info-viewer allows; the core decides the rest */
 		return a->path && default_nonresource(a) ? 1 : 0;
-	if (user_in_group(a->user, "system:masters"))
+	if (user_in_group(a->user, a->groups, "system:masters"))
 		return 1;
 	if (a->path && default_nonresource(a))
 		return 1;
-	if (self_review(a) && strcmp(a->user, "system:anonymous"))
+	if (self_review(a) && user_in_group(a->user, a->groups, "system:authenticated"))
 		return 1;
 	/* the lock is held: ksim_handle() authorizes under it; a non-resource request has no
 	 * namespace: only ClusterRoleBindings grant one */
@@ -394,10 +401,17 @@ int ksim_rbac_authorize(const struct ksim_attrs *a)
 	return c.allowed ? 1 : -1;
 }
 
-jv ksim_rbac_groups(const char *user)
+jv ksim_rbac_groups(const char *user, const char *const *impersonated)
 {
 	jv g;
 
+	if (impersonated) {
+		/* as the impersonation filter made them */
+		g = jv_array();
+		for (; *impersonated; impersonated++)
+			g = jv_array_append(g, jv_string(*impersonated));
+		return g;
+	}
 	if (!strcmp(user, "system:anonymous"))
 		return JV_ARRAY(jv_string("system:unauthenticated"));
 	g = jv_object_get(jv_copy(groups), jv_string(user));
@@ -412,7 +426,7 @@ jv ksim_rbac_groups(const char *user)
 }
 
 struct rules {
-	const char *user, *ns;
+	const char *user, *const *groups, *ns;
 	jv res, nonres;
 };
 
@@ -460,6 +474,7 @@ static int rules_fn(jv b, const char *key, void *data)
 
 	(void)key;
 	a.user = r->user;
+	a.groups = r->groups;
 	if (!subject_matches(b, &a))
 		return 0;
 	ref = jv_object_get(jv_copy(b), jv_string("roleRef"));
@@ -481,11 +496,11 @@ static jv url_rule(const char *const *urls)
 	return JV_OBJECT(jv_string("verbs"), JV_ARRAY(jv_string("get")), jv_string("nonResourceURLs"), a);
 }
 
-void ksim_rbac_rules(const char *user, const char *ns, jv *resource, jv *nonresource)
+void ksim_rbac_rules(const char *user, const char *const *as, const char *ns, jv *resource, jv *nonresource)
 {
-	struct rules r = { user, ns, jv_null(), jv_null() };
+	struct rules r = { user, as, ns, jv_null(), jv_null() };
 
-	if (!rbac_on || user_in_group(user, "system:masters")) {
+	if (!rbac_on || user_in_group(user, as, "system:masters")) {
 		/* AlwaysAllow, and the privileged groups: everything */
 		*resource = JV_ARRAY(JV_OBJECT(jv_string("verbs"), JV_ARRAY(jv_string("*")), jv_string("apiGroups"),
 					       JV_ARRAY(jv_string("*")), jv_string("resources"),
@@ -496,7 +511,7 @@ void ksim_rbac_rules(const char *user, const char *ns, jv *resource, jv *nonreso
 	}
 	/* what the default bindings give every authenticated user: system:basic-user, system:discovery,
 	 * system:public-info-viewer */
-	if (strcmp(user, "system:anonymous")) {
+	if (user_in_group(user, as, "system:authenticated")) {
 		r.res = JV_ARRAY(JV_OBJECT(jv_string("verbs"), JV_ARRAY(jv_string("create")), jv_string("apiGroups"),
 					   JV_ARRAY(jv_string("authorization.k8s.io")), jv_string("resources"),
 					   JV_ARRAY(jv_string("selfsubjectaccessreviews"),

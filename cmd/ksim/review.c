@@ -203,7 +203,7 @@ static const char *member(jv o, const char *key)
 }
 
 /* SelfSubjectAccessReview: the decision of ksim_authorize() for the requester. */
-static int access_review(const struct ksim_type *t, const char *user, jv spec, jv *status)
+static int access_review(const struct ksim_type *t, const struct ksim_request *rq, jv spec, jv *status)
 {
 	jv ra = jv_object_get(jv_copy(spec), jv_string("resourceAttributes"));
 	jv na = jv_object_get(jv_copy(spec), jv_string("nonResourceAttributes"));
@@ -220,7 +220,8 @@ static int access_review(const struct ksim_type *t, const char *user, jv spec, j
 		jv_free(na);
 		return 422;
 	}
-	a.user = user;
+	a.user = rq->user;
+	a.groups = rq->groups;
 	if (has_ra) {
 		const char *ns = member(ra, "namespace"), *name = member(ra, "name"), *sub = member(ra, "subresource");
 
@@ -246,7 +247,32 @@ static int access_review(const struct ksim_type *t, const char *user, jv spec, j
 	return 201;
 }
 
-int ksim_review(const struct ksim_type *t, const char *user, jv obj, jv *out)
+/* The userInfo of a SelfSubjectReview: username, uid, groups, extra (KEY: [VALUE...]) as authentication/v1 has them. */
+static jv user_info(const struct ksim_request *rq)
+{
+	jv u = JV_OBJECT(jv_string("username"), jv_string(rq->user));
+
+	if (rq->uid)
+		u = jv_object_set(u, jv_string("uid"), jv_string(rq->uid));
+	u = jv_object_set(u, jv_string("groups"), ksim_rbac_groups(rq->user, rq->groups));
+	if (rq->extra && rq->extra[0]) {
+		jv x = jv_object();
+
+		for (const char *const *e = rq->extra; e[0] && e[1]; e += 2) {
+			jv v = jv_object_get(jv_copy(x), jv_string(e[0]));
+
+			if (jv_get_kind(v) != JV_KIND_ARRAY) {
+				jv_free(v);
+				v = jv_array();
+			}
+			x = jv_object_set(x, jv_string(e[0]), jv_array_append(v, jv_string(e[1])));
+		}
+		u = jv_object_set(u, jv_string("extra"), x);
+	}
+	return u;
+}
+
+int ksim_review(const struct ksim_type *t, const struct ksim_request *rq, jv obj, jv *out)
 {
 	jv spec, res, md;
 	int code = 201;
@@ -275,14 +301,11 @@ int ksim_review(const struct ksim_type *t, const char *user, jv obj, jv *out)
 		ksim_now(now);
 		res = jv_object_set(res, jv_string("metadata"),
 				    JV_OBJECT(jv_string("creationTimestamp"), jv_string(now)));
-		res = jv_object_set(res, jv_string("status"),
-				    JV_OBJECT(jv_string("userInfo"),
-					      JV_OBJECT(jv_string("username"), jv_string(user), jv_string("groups"),
-							ksim_rbac_groups(user))));
+		res = jv_object_set(res, jv_string("status"), JV_OBJECT(jv_string("userInfo"), user_info(rq)));
 	} else if (!strcmp(t->resource, "selfsubjectaccessreviews")) {
 		jv status;
 
-		code = access_review(t, user, spec, &status);
+		code = access_review(t, rq, spec, &status);
 		if (code != 201) {
 			jv_free(res);
 			jv_free(md);
@@ -301,7 +324,7 @@ int ksim_review(const struct ksim_type *t, const char *user, jv obj, jv *out)
 		const char *ns = member(spec, "namespace");
 		jv rules, nonres;
 
-		ksim_rbac_rules(user, ns, &rules, &nonres);
+		ksim_rbac_rules(rq->user, rq->groups, ns, &rules, &nonres);
 		if (!jv_object_has(jv_copy(md), jv_string("creationTimestamp")))
 			md = jv_object_set(md, jv_string("creationTimestamp"), jv_null());
 		res = jv_object_set(res, jv_string("metadata"), md);

@@ -129,9 +129,13 @@ void rbac_free(void);
 int ksim_rbac_authenticate(const char *authorization, const char **user);
 /* Authorization: 1 allowed, 0 not enabled (the core decides), -1 denied (the core words the 403). */
 int ksim_rbac_authorize(const struct ksim_attrs *a);
-/* The groups of a user as the authenticator gives them (SelfSubjectReview; lock held). */
-jv ksim_rbac_groups(const char *user);
-/* The rules a user has in namespace ns (SelfSubjectRulesReview; lock held): two arrays. */
-void ksim_rbac_rules(const char *user, const char *ns, jv *resource, jv *nonresource);
+/*
+ * The groups of a user as the authenticator gives them, or those of an
+ * impersonated user (groups non-NULL, NULL-terminated) (SelfSubjectReview;
+ * lock held).
+ */
+jv ksim_rbac_groups(const char *user, const char *const *groups);
+/* The rules a user (groups as above) has in namespace ns (SelfSubjectRulesReview; lock held): two arrays. */
+void ksim_rbac_rules(const char *user, const char *const *groups, const char *ns, jv *resource, jv *nonresource);
 
 #endif
