@@ -1,0 +1,61 @@
+#!/bin/sh
+test_description='deploy/ RBAC with kubectl as on a cluster: kubectl auth can-i --as the operator ServiceAccount (ksim --authorization rbac, impersonation) says yes to what the stages do, no to more'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+F="$TEST_DIRECTORY/t5008-deploy-rbac"
+KUBECTL=$(command -v kubectl) || test_skip_all 'no kubectl'
+
+# TLS: kubectl sends a bearer token over HTTPS only. The ServiceAccount's own token as well, to
+# compare what impersonation answers with what the real credentials get.
+ksim_start --tls --authorization rbac --token admin-token --sa-token devawsk8s/iot-operator=operator-token \
+	--no-simulate
+
+SA=system:serviceaccount:devawsk8s:iot-operator
+
+k () {
+	timeout 30 "$KUBECTL" "$@"
+}
+
+test_expect_success 'setup: kubectl apply -k deploy/ as the admin' '
+	k apply -k "$PROJECT_ROOT/deploy" >out &&
+	k wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s >out &&
+	jq ".users[0].user = {token: \"operator-token\"}" "$KUBECONFIG" >op.kubeconfig
+'
+
+test_expect_success 'auth can-i --as the ServiceAccount, and with its own token: yes to what the stages do, no to more' '
+	grep -v -e "^#" -e "^\$" "$F/can-i.txt" >checks &&
+	test "$(wc -l <checks)" -gt 50 &&
+	while read -r want args; do
+		as=$(k auth can-i $args --as=$SA 2>err) ;
+		own=$(k --kubeconfig op.kubeconfig auth can-i $args 2>>err) ;
+		if test "$as" != "$want" || test "$own" != "$want"; then
+			echo "can-i $args: want $want, got $as (--as), $own (its token)" && cat err && return 1
+		fi
+	done <checks
+'
+
+test_expect_success 'kubectl --as the ServiceAccount: get what it may, Forbidden for the rest, as its token gets' '
+	k get pods -A --as=$SA >out 2>err &&
+	k get iotservices -n devawsk8s --as=$SA >out 2>err &&
+	test_must_fail k get configmaps -n devawsk8s --as=$SA 2>err &&
+	grep -F "Error from server (Forbidden): configmaps is forbidden: User \"$SA\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"devawsk8s\"" err &&
+	test_must_fail k --kubeconfig op.kubeconfig get configmaps -n devawsk8s 2>err.own &&
+	test_cmp err err.own &&
+	k auth can-i --list -n devawsk8s --as=$SA >list &&
+	k --kubeconfig op.kubeconfig auth can-i --list -n devawsk8s >list.own &&
+	test_cmp list list.own &&
+	grep -E "^leases\.coordination\.k8s\.io +\[\] +\[iot-operator-lock\] +\[get update\]$" list &&
+	grep -E "^iotservices\.cp\.iot\.sap/status +\[\] +\[\] +\[get update patch\]$" list
+'
+
+test_expect_success 'the ServiceAccount may not impersonate (no way around its role)' '
+	test_must_fail k --kubeconfig op.kubeconfig get secrets -n kube-system --as=system:admin --as-group=system:masters 2>err &&
+	grep -F "Error from server (Forbidden): users \"system:admin\" is forbidden: User \"$SA\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope" err
+'
+
+test_expect_success 'ksim stops cleanly' '
+	ksim_stop
+'
+
+test_done
