@@ -100,6 +100,17 @@ test_expect_success 'non-resource paths under RBAC: a ClusterRole bound by a Clu
 	get alice-token /readyz/etcd && code_is 403
 '
 
+test_expect_success 'a path where nothing is served: authorized first (403), then 404 for who may get it' '
+	get alice-token /metrics && code_is 403 &&
+	jq -e ".message == \"forbidden: User \\\"alice\\\" cannot get path \\\"/metrics\\\"\"" out.txt &&
+	get "" /nothing && code_is 403 &&
+	get robot-token /metrics && code_is 404 &&
+	echo "404 page not found" >expect && test_cmp expect out.txt &&
+	get admin-token /nothing && code_is 404 &&
+	get alice-token /apis/nope && code_is 404 &&
+	get "" /apis/nope && code_is 403
+'
+
 for KUBECTL in $versions; do
 	export KUBECTL
 	V=$(basename "$KUBECTL")

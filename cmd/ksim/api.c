@@ -437,6 +437,40 @@ int ksim_authorize(const struct ksim_attrs *a, jv *status)
 	return -1;
 }
 
+const char *ksim_nonresource_verb(const char *method, char *buf, size_t size)
+{
+	size_t i;
+
+	for (i = 0; method[i] && i + 1 < size; i++)
+		buf[i] = (char)tolower((unsigned char)method[i]);
+	buf[i] = 0;
+	return buf;
+}
+
+/*
+ * RequestInfo's split of a path: under /api with three segments or more,
+ * or under /apis with four or more, a resource request; any other path is
+ * a non-resource request.
+ */
+static int resource_path(const char *path)
+{
+	const char *s = path, *e;
+	size_t n = 1;
+
+	while (*s == '/')
+		s++;
+	e = s + strlen(s);
+	while (e > s && e[-1] == '/')
+		e--;
+	for (const char *p = s; p < e; p++)
+		n += *p == '/';
+	if (!strncmp(s, "api/", 4))
+		return n >= 3;
+	if (!strncmp(s, "apis/", 5))
+		return n >= 4;
+	return 0;
+}
+
 static const char *verb_of(const struct ksim_request *rq, const struct route *r)
 {
 	const char *m = rq->method;
@@ -2730,6 +2764,17 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 		goto done;
 	}
 	if (route(rq->path, &r) < 0) {
+		if (!resource_path(rq->path)) {
+			/* kube-apiserver authorizes a non-resource request before it finds nothing there */
+			char verb[16];
+			struct ksim_attrs na = { rq->user, ksim_nonresource_verb(m, verb, sizeof(verb)), "", "", NULL,
+						 NULL, NULL, rq->path, rq->groups };
+
+			if (ksim_authorize(&na, &st) < 0) {
+				answer(rs, 403, st);
+				goto done;
+			}
+		}
 		rs->code = 404;
 		rs->text = kop_strdup("404 page not found\n");
 		rs->content_type = "text/plain; charset=utf-8";

@@ -506,16 +506,12 @@ static int health(struct MHD_Connection *c, struct conn *cn, const char *method,
 	{
 		struct ksim_attrs a = { 0 };
 		char verb[16];
-		size_t i;
 		jv st;
 		int denied;
 
-		for (i = 0; method[i] && i < sizeof(verb) - 1; i++)
-			verb[i] = (char)tolower((unsigned char)method[i]);
-		verb[i] = 0;
 		a.user = w.user;
 		a.groups = w.groups;
-		a.verb = verb;
+		a.verb = ksim_nonresource_verb(method, verb, sizeof(verb));
 		a.group = a.resource = "";
 		a.path = url;
 		ksim_lock();	/* the authorizer reads the bindings in the store */

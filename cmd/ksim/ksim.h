@@ -268,6 +268,8 @@ struct ksim_attrs {
 	const char *const *groups;	/* an impersonated user's (ksim_request), else NULL: the authenticator's */
 };
 int ksim_authorize(const struct ksim_attrs *a, jv *status);
+/* The verb of a non-resource request: its method in lower case, in buf (returned). */
+const char *ksim_nonresource_verb(const char *method, char *buf, size_t size);
 
 /* A Status object. details may be jv_null(). */
 jv ksim_status(int code, const char *reason, const char *message, jv details);
