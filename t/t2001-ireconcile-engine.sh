@@ -335,7 +335,7 @@ test_expect_success 'a program that never ends: the watchdog names the primary, 
 	echo "| if \$in.parent.spec.loop then last(range(infinite)) else . end" >>prog/loop/sync.jq &&
 	jq -c "if .object.kind == \"Widget\" then .object.spec.loop = true else . end" \
 		<"$FIXTURES/02-steady.in.jsonl" >loop.in &&
-	{ cat loop.in; sleep 6; } | WIDGET_TEAM=blue test_expect_code 124 timeout --foreground 5 \
+	{ cat loop.in; sleep 6; } | WIDGET_TEAM=blue test_expect_code 124 timeout 5 \
 		ireconcile --watchdog 300ms prog/loop >loop.out 2>loop.err &&
 	jq -r "select(.level == \"error\") | .primary" loop.err | sort -u >named &&
 	echo blue/w1 >expect &&

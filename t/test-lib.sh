@@ -18,10 +18,12 @@ PROJECT_ROOT=$(cd "$TEST_DIRECTORY/.." && pwd)
 SHARED="$PROJECT_ROOT/../shared"
 : "${KOP_BIN:=$PROJECT_ROOT/bin}"
 : "${KOP_TEST_TOOL:=$PROJECT_ROOT/build/t/test-tool}"
-PATH="$KOP_BIN:$PATH"
+# timeout is t/bin/timeout, the system's with --foreground (why: there)
+KOP_REAL_TIMEOUT=${KOP_REAL_TIMEOUT:-$(command -v timeout)}
+PATH="$KOP_BIN:$TEST_DIRECTORY/bin:$PATH"
 LC_ALL=C
 TZ=UTC
-export PATH LC_ALL TZ KOP_BIN KOP_TEST_TOOL SHARED PROJECT_ROOT
+export PATH LC_ALL TZ KOP_BIN KOP_TEST_TOOL SHARED PROJECT_ROOT KOP_REAL_TIMEOUT
 # Logs as JSON, whatever the terminal, so tests can read them.
 KOP_LOG_FORMAT=json
 export KOP_LOG_FORMAT
