@@ -265,6 +265,42 @@ test_expect_success 'reviews: 422 without attributes, 405 for other methods, 400
 	echo 403 >expect && test_cmp expect code
 '
 
+test_expect_success 'reviews: a body of another kind is 400 (JSON and the protobuf envelope), as a create of any kind is' '
+	ksim_curl -o out.json -w "%{http_code}\n" -X POST -H "Content-Type: application/json" \
+		-d "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"spec\":{\"nonResourceAttributes\":{\"path\":\"/x\",\"verb\":\"get\"}}}" $S >code &&
+	echo 400 >expect && test_cmp expect code &&
+	jq -e ".message == \"the kind in the data (Pod) does not match the expected kind (SelfSubjectAccessReview)\"" out.json &&
+	printf "k8s\000\012\011\012\002v1\022\003Pod\022\000" >pod.pb &&
+	ksim_curl -o out.json -w "%{http_code}\n" -X POST -H "Content-Type: application/vnd.kubernetes.protobuf" \
+		--data-binary @pod.pb $S >code &&
+	test_cmp expect code &&
+	jq -e ".message | startswith(\"the kind in the data (Pod)\")" out.json
+'
+
+test_expect_success 'reviews: an attribute with a NUL byte is asked whole (no rule of alice names it; the admin'"'"'s wildcards match it)' '
+	for ns in "team" "team\\u0000zz"
+	do
+		curl -k -sS -m 10 -o "out.json" -X POST -H "Authorization: Bearer alice-token" -H "Content-Type: application/json" \
+			-d "{\"spec\":{\"resourceAttributes\":{\"namespace\":\"$ns\",\"verb\":\"get\",\"resource\":\"configmaps\"}}}" \
+			"$KSIM_URL$S" &&
+		jq -c ".status.allowed" out.json || return 1
+	done >alice &&
+	printf "%s\n" true false >expect &&
+	test_cmp expect alice &&
+	ksim_curl -o out.json -X POST -H "Content-Type: application/json" \
+		-d "{\"spec\":{\"resourceAttributes\":{\"namespace\":\"team\\u0000zz\",\"verb\":\"get\\u0000x\",\"resource\":\"configmaps\"}}}" $S &&
+	jq -e ".status.allowed == true" out.json
+'
+
+test_expect_success 'reviews: both kinds of attributes: 422 quoting the non-resource ones as field.Invalid prints them' '
+	ksim_curl -o out.json -w "%{http_code}\n" -X POST -H "Content-Type: application/json" \
+		-d "{\"spec\":{\"resourceAttributes\":{\"verb\":\"get\"},\"nonResourceAttributes\":{\"path\":\"/x\",\"verb\":\"get\"}}}" $S >code &&
+	echo 422 >expect && test_cmp expect code &&
+	jq -r ".details.causes[0].message" out.json >msg &&
+	echo "Invalid value: authorization.NonResourceAttributes{Path:\"/x\", Verb:\"get\"}: cannot be specified in combination with resourceAttributes" >expect &&
+	test_cmp expect msg
+'
+
 test_expect_success 'ksim stops cleanly' '
 	ksim_stop
 '

@@ -1487,12 +1487,15 @@ static int parse_body(const struct ksim_request *rq, jv *obj, jv *err)
 	return 0;
 }
 
-static int body_object(const struct ksim_request *rq, const struct ksim_type *t, jv *obj, jv *err)
+/*
+ * A body's object (consumed on failure) against the type it was sent to:
+ * -1 with the 400 kube-apiserver gives when it is no object or says another
+ * kind or API version.
+ */
+static int check_kind(const struct ksim_type *t, jv *obj, jv *err)
 {
 	const char *av, *kind;
 
-	if (parse_body(rq, obj, err) < 0)
-		return -1;
 	if (jv_get_kind(*obj) != JV_KIND_OBJECT) {
 		jv_free(*obj);
 		*err = bad_request("the body of the request is not a JSON object");
@@ -1519,6 +1522,13 @@ static int body_object(const struct ksim_request *rq, const struct ksim_type *t,
 		jv_free(*obj);
 		return -1;
 	}
+	return 0;
+}
+
+static int body_object(const struct ksim_request *rq, const struct ksim_type *t, jv *obj, jv *err)
+{
+	if (parse_body(rq, obj, err) < 0 || check_kind(t, obj, err) < 0)
+		return -1;
 	if (!strcmp(t->gr, "events") && !strcmp(t->group, "events.k8s.io")) {
 		/* stored in the core/v1 form */
 		static const char *const ren[][2] = { { "note", "message" }, { "regarding", "involvedObject" },
@@ -2566,6 +2576,8 @@ static int do_review(const struct ksim_request *rq, const struct route *r, jv *o
 	} else if (parse_body(rq, &obj, out) < 0) {
 		return status_code(*out);
 	}
+	if (check_kind(r->t, &obj, out) < 0)	/* (the protobuf envelope's typeMeta too) */
+		return status_code(*out);
 	return ksim_review(r->t, rq, obj, out);
 }
 

@@ -166,7 +166,7 @@ static const struct {
 	{ "shutdown", 1 },
 };
 
-/* "" = anonymous, NULL = bad credentials; else the user. */
+/* The user: "system:admin" when ksim has no --token, "system:anonymous" without credentials, NULL for bad ones. */
 static const char *authenticate(struct MHD_Connection *c)
 {
 	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);

@@ -175,13 +175,28 @@ int ksim_review_protobuf(const struct ksim_type *t, const char *body, size_t len
 
 /* ---- the reviews --------------------------------------------------------------- */
 
-/* The 422 of a review's spec, worded as field.Invalid. */
-static jv invalid(const struct ksim_type *t, const char *field, const char *message)
+/*
+ * The 422 of a review's spec, worded as field.Invalid: the value is the
+ * spec's nonResourceAttributes, as Go's %#v prints the internal struct
+ * (null when there is none).
+ */
+static jv invalid(const struct ksim_type *t, const char *field, jv na, const char *message)
 {
 	struct kop_buf m = KOP_BUF_INIT, c = KOP_BUF_INIT;
 	jv s;
 
-	kop_buf_addf(&c, "Invalid value: \"null\": %s", message);
+	if (jv_get_kind(na) == JV_KIND_OBJECT) {
+		size_t plen = 0, vlen = 0;
+		const char *path = ksim_strl(na, "path", &plen), *verb = ksim_strl(na, "verb", &vlen);
+
+		kop_buf_addf(&c, "Invalid value: authorization.NonResourceAttributes{Path:");
+		kop_buf_add_quoted(&c, path ? path : "", path ? plen : 0);
+		kop_buf_addf(&c, ", Verb:");
+		kop_buf_add_quoted(&c, verb ? verb : "", verb ? vlen : 0);
+		kop_buf_addf(&c, "}: %s", message);
+	} else {
+		kop_buf_addf(&c, "Invalid value: \"null\": %s", message);
+	}
 	kop_buf_addf(&m, "%s.%s \"\" is invalid: %s: %s", t->kind, t->group, field, c.buf);
 	s = ksim_status(422, "Invalid", m.buf,
 			JV_OBJECT(jv_string("group"), jv_string(t->group), jv_string("kind"), jv_string(t->kind),
@@ -194,12 +209,33 @@ static jv invalid(const struct ksim_type *t, const char *field, const char *mess
 	return s;
 }
 
-/* A string member of o, or "" (borrowed). */
-static const char *member(jv o, const char *key)
-{
-	const char *s = ksim_str(o, key);
+/*
+ * The strings of one review: borrowed from the body, or, when one holds a
+ * NUL byte, a copy with each NUL written "%00" as ksim keeps a %00 in a URL
+ * (cut at the NUL, "team\u0000zz" would be asked as "team").
+ */
+struct members {
+	char *own[8];
+	int n;
+};
 
-	return s ? s : "";
+/* A string member of o, or "" (borrowed from o or kept in m). */
+static const char *member(struct members *m, jv o, const char *key)
+{
+	size_t len;
+	const char *s = ksim_strl(o, key, &len);
+	struct kop_buf b = KOP_BUF_INIT;
+
+	if (!s)
+		return "";
+	if (strlen(s) == len || m->n == (int)(sizeof(m->own) / sizeof(*m->own)))
+		return s;
+	for (size_t i = 0; i < len; i++)
+		if (s[i])
+			kop_buf_add(&b, s + i, 1);
+		else
+			kop_buf_add(&b, "%00", 3);
+	return m->own[m->n++] = kop_buf_detach(&b, NULL);
 }
 
 /* SelfSubjectAccessReview: the decision of ksim_authorize() for the requester. */
@@ -209,12 +245,13 @@ static int access_review(const struct ksim_type *t, const struct ksim_request *r
 	jv na = jv_object_get(jv_copy(spec), jv_string("nonResourceAttributes"));
 	int has_ra = jv_get_kind(ra) == JV_KIND_OBJECT, has_na = jv_get_kind(na) == JV_KIND_OBJECT;
 	struct ksim_attrs a = { 0 };
+	struct members m = { { NULL }, 0 };
 	jv st;
 
 	if (has_ra == has_na) {
-		*status = has_ra ? invalid(t, "spec.nonResourceAttributes",
+		*status = has_ra ? invalid(t, "spec.nonResourceAttributes", na,
 					   "cannot be specified in combination with resourceAttributes") :
-				   invalid(t, "spec.resourceAttributes",
+				   invalid(t, "spec.resourceAttributes", na,
 					   "exactly one of nonResourceAttributes or resourceAttributes must be specified");
 		jv_free(ra);
 		jv_free(na);
@@ -223,18 +260,19 @@ static int access_review(const struct ksim_type *t, const struct ksim_request *r
 	a.user = rq->user;
 	a.groups = rq->groups;
 	if (has_ra) {
-		const char *ns = member(ra, "namespace"), *name = member(ra, "name"), *sub = member(ra, "subresource");
+		const char *ns = member(&m, ra, "namespace"), *name = member(&m, ra, "name");
+		const char *sub = member(&m, ra, "subresource");
 
-		a.verb = member(ra, "verb");
-		a.group = member(ra, "group");
-		a.resource = member(ra, "resource");
+		a.verb = member(&m, ra, "verb");
+		a.group = member(&m, ra, "group");
+		a.resource = member(&m, ra, "resource");
 		a.subresource = *sub ? sub : NULL;
 		a.namespace = *ns ? ns : NULL;
 		a.name = *name ? name : NULL;
 	} else {
-		a.verb = member(na, "verb");
+		a.verb = member(&m, na, "verb");
 		a.group = a.resource = "";
-		a.path = member(na, "path");
+		a.path = member(&m, na, "path");
 	}
 	if (ksim_authorize(&a, &st) == 0) {
 		*status = JV_OBJECT(jv_string("allowed"), jv_true());
@@ -242,6 +280,8 @@ static int access_review(const struct ksim_type *t, const struct ksim_request *r
 		jv_free(st);
 		*status = JV_OBJECT(jv_string("allowed"), jv_false());
 	}
+	while (m.n)
+		free(m.own[--m.n]);
 	jv_free(ra);
 	jv_free(na);
 	return 201;
@@ -321,10 +361,13 @@ int ksim_review(const struct ksim_type *t, const struct ksim_request *rq, jv obj
 		res = jv_object_set(res, jv_string("spec"), jv_copy(spec));
 		res = jv_object_set(res, jv_string("status"), status);
 	} else {
-		const char *ns = member(spec, "namespace");
+		struct members m = { { NULL }, 0 };
+		const char *ns = member(&m, spec, "namespace");
 		jv rules, nonres;
 
 		ksim_rbac_rules(rq->user, rq->groups, ns, &rules, &nonres);
+		while (m.n)
+			free(m.own[--m.n]);
 		if (!jv_object_has(jv_copy(md), jv_string("creationTimestamp")))
 			md = jv_object_set(md, jv_string("creationTimestamp"), jv_null());
 		res = jv_object_set(res, jv_string("metadata"), md);
