@@ -1220,10 +1220,11 @@ static jv pod_cells(jv o)
 	int total = jv_get_kind(cn) == JV_KIND_ARRAY ? jv_array_length(jv_copy(cn)) : 0, ready = 0;
 	int ngates = jv_array_length(jv_copy(gates)), gates_true = 0;
 	long restarts = 0;
+	time_t last_restart = 0;	/* the latest container's last termination (0: none known) */
 	const char *phase = ksim_str(o, "status.phase"), *reason = ksim_str(o, "status.reason");
 	const char *node = ksim_str(o, "spec.nodeName"), *nominated = ksim_str(o, "status.nominatedNodeName");
 	char status[128];
-	jv cells;
+	jv cells, restarts_cell;
 
 	snprintf(status, sizeof(status), "%s", reason ? reason : phase ? phase : "Pending");
 	if (jv_get_kind(cs) == JV_KIND_ARRAY) {
@@ -1232,8 +1233,13 @@ static jv pod_cells(jv o)
 			const char *waiting = ksim_str(c, "state.waiting.reason");
 			const char *done = ksim_str(c, "state.terminated.reason");
 
+			const char *fin = ksim_str(c, "lastState.terminated.finishedAt");
+			time_t t;
+
 			ready += jv_get_kind(r) == JV_KIND_TRUE;
 			restarts += key_num(c, "restartCount", 0);
+			if (key_num(c, "restartCount", 0) > 0 && fin && !kop_time_parse(fin, &t) && t > last_restart)
+				last_restart = t;
 			if (waiting && *waiting)
 				snprintf(status, sizeof(status), "%s", waiting);
 			else if (done && *done)
@@ -1259,7 +1265,16 @@ static jv pod_cells(jv o)
 		}
 		jv_free(g);
 	}
-	cells = JV_ARRAY(fmt("%d/%d", ready, total), jv_string(status), jv_number(restarts),
+	if (last_restart) {
+		/* printers.go: "2 (5m ago)", a string cell as its column says */
+		char ago[32];
+
+		human_duration((long long)(time(NULL) - last_restart), ago, sizeof(ago));
+		restarts_cell = fmt("%ld (%s ago)", restarts, ago);
+	} else {
+		restarts_cell = fmt("%ld", restarts);
+	}
+	cells = JV_ARRAY(fmt("%d/%d", ready, total), jv_string(status), restarts_cell,
 			 age(o, "metadata.creationTimestamp"), nonempty_or(json_path(o, ".status.podIPs[0].ip"), "<none>"),
 			 jv_string(node && *node ? node : "<none>"),
 			 jv_string(nominated && *nominated ? nominated : "<none>"),
@@ -1481,9 +1496,9 @@ static jv trimmed(jv s)
 	char *t;
 	jv r;
 
-	while (b < e && strchr(" \t\n\v\f\r", *b))
+	while (b < e && *b && strchr(" \t\n\v\f\r", *b))	/* (strchr finds the NUL too) */
 		b++;
-	while (e > b && strchr(" \t\n\v\f\r", e[-1]))
+	while (e > b && e[-1] && strchr(" \t\n\v\f\r", e[-1]))
 		e--;
 	t = kop_strndup(b, e - b);
 	r = jv_string(t);
