@@ -412,17 +412,19 @@ static int finish(struct res *r, CURLcode cc)
 	if (r->w.events > 0)
 		kop_backoff_reset(&r->bo);	/* it was healthy: the next failure is a first one */
 	next = kw_watch_done(&r->w, code, transport_ok, status, now - r->started);
-	if (r->refused_code) {
+	if (r->refused_code && code == 200 && transport_ok) {
 		/*
-		 * The LIST after a refused streaming list: a server without them
-		 * is worth a line, a refusal of both (a bad selector) is one
-		 * refusal, said once as an error below.
+		 * The LIST after a refused streaming list was answered: a server
+		 * without them is worth a line. A refusal of both (a bad
+		 * selector) is one refusal, said once as an error below; a LIST
+		 * that failed otherwise (a 5xx, the network) says nothing yet.
 		 */
-		if (next != KW_NEXT_FATAL && next != KW_NEXT_FORBIDDEN)
-			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("code"),
-						      jv_number(r->refused_code)),
-				  "streaming list of '%s' refused (%ld: %s): read with paged LISTs", r->w.name,
-				  r->refused_code, r->refused);
+		tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("code"),
+					      jv_number(r->refused_code)),
+			  "streaming list of '%s' refused (%ld: %s): read with paged LISTs", r->w.name, r->refused_code,
+			  r->refused);
+		r->refused_code = 0;
+	} else if (next == KW_NEXT_FATAL || next == KW_NEXT_FORBIDDEN) {
 		r->refused_code = 0;
 	}
 	switch (next) {

@@ -118,9 +118,16 @@ test_expect_success '401: credentials refreshed (token file re-read) and retried
 	test $(grep -c "namespaces/kw/pods?watch=true&sendInitialEvents" requests) -ge 2
 '
 
+test_expect_success 'a refused streaming list is said once its paged LIST is answered, not after a 503' '
+	test_expect_code 124 timeout 3 kwatch -n busy configmaps >out 2>err &&
+	test_cmp /dev/null out &&
+	grep -q "503" err &&
+	! grep "read with paged LISTs" err
+'
+
 # jq 1.6 quotes the whole text in a parse error, the Secrets' data with it
 test_expect_success 'a list cut short is retried, and its body never logged' '
-	test_expect_code 124 timeout --foreground 3 kwatch -n cut secrets >out 2>err &&
+	test_expect_code 124 timeout 3 kwatch -n cut secrets >out 2>err &&
 	test_cmp /dev/null out &&
 	grep "unable to read the list of .secrets.: Unfinished JSON term" err &&
 	! grep S3cretD4ta err
