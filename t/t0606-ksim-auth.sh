@@ -249,6 +249,30 @@ test_expect_success 'a SelfSubjectAccessReview comes back with its status, 201; 
 	jq -e "[.versions[].version] == [\"v1\", \"v1beta1\"]" g.json
 '
 
+# ssar TOKEN SPEC: a SelfSubjectAccessReview of SPEC POSTed with the token; its status (compact) in status
+ssar () {
+	curl -k -sS -m 10 -o out.json -X POST -H "Authorization: Bearer $1" -H "Content-Type: application/json" \
+		-d "{\"spec\":$2}" "$KSIM_URL$S" &&
+	jq -c .status out.json >status
+}
+
+test_expect_success 'SelfSubjectAccessReview: an allow by RBAC has the reason the RBAC authorizer words; system:masters none' '
+	ssar alice-token "{\"resourceAttributes\":{\"namespace\":\"team\",\"verb\":\"get\",\"resource\":\"configmaps\"}}" &&
+	jq -e ". == {allowed: true, reason: \"RBAC: allowed by RoleBinding \\\"alice-reads/team\\\" of Role \\\"cm-reader\\\" to User \\\"alice\\\"\"}" status &&
+	ssar alice-token "{\"resourceAttributes\":{\"verb\":\"create\",\"group\":\"apps\",\"resource\":\"deployments\"}}" &&
+	jq -e ".reason == \"RBAC: allowed by ClusterRoleBinding \\\"dev-team-deploys\\\" of ClusterRole \\\"deploy-admin\\\" to Group \\\"dev-team\\\"\"" status &&
+	ssar robot-token "{\"nonResourceAttributes\":{\"path\":\"/metrics\",\"verb\":\"get\"}}" &&
+	jq -e ".reason == \"RBAC: allowed by ClusterRoleBinding \\\"robot-probes\\\" of ClusterRole \\\"probe-reader\\\" to ServiceAccount \\\"robot/team\\\"\"" status &&
+	ssar robot-token "{\"resourceAttributes\":{\"verb\":\"create\",\"group\":\"authorization.k8s.io\",\"resource\":\"selfsubjectrulesreviews\"}}" &&
+	jq -e ".reason == \"RBAC: allowed by ClusterRoleBinding \\\"system:basic-user\\\" of ClusterRole \\\"system:basic-user\\\" to Group \\\"system:authenticated\\\"\"" status &&
+	ssar alice-token "{\"nonResourceAttributes\":{\"path\":\"/apis/apps\",\"verb\":\"get\"}}" &&
+	jq -e ".reason == \"RBAC: allowed by ClusterRoleBinding \\\"system:discovery\\\" of ClusterRole \\\"system:discovery\\\" to Group \\\"system:authenticated\\\"\"" status &&
+	ssar alice-token "{\"resourceAttributes\":{\"namespace\":\"team\",\"verb\":\"create\",\"resource\":\"configmaps\"}}" &&
+	jq -e ". == {allowed: false}" status &&
+	ssar admin-token "{\"resourceAttributes\":{\"verb\":\"delete\",\"resource\":\"nodes\"}}" &&
+	jq -e ". == {allowed: true}" status
+'
+
 test_expect_success 'reviews: 422 without attributes, 405 for other methods, 400 for a broken protobuf body, 403 for anonymous' '
 	ksim_curl -o out.json -w "%{http_code}\n" -X POST -H "Content-Type: application/json" -d "{\"spec\":{}}" $S >code &&
 	echo 422 >expect && test_cmp expect code &&

@@ -386,6 +386,11 @@ out:
 
 int ksim_authorize(const struct ksim_attrs *a, jv *status)
 {
+	return ksim_authorize_why(a, status, NULL);
+}
+
+int ksim_authorize_why(const struct ksim_attrs *a, jv *status, struct kop_buf *reason)
+{
 	struct kop_buf m = KOP_BUF_INIT, res = KOP_BUF_INIT;
 	jv d;
 
@@ -395,7 +400,7 @@ int ksim_authorize(const struct ksim_attrs *a, jv *status)
 	 * system:public-info-viewer allows (/version and the health paths, rbac.c
 	 * decides).
 	 */
-	switch (ksim_rbac_authorize(a)) {	/* rbac.c: --authorization rbac */
+	switch (ksim_rbac_authorize(a, reason)) {	/* rbac.c: --authorization rbac */
 	case 1:
 		return 0;
 	case 0:

@@ -268,6 +268,13 @@ struct ksim_attrs {
 	const char *const *groups;	/* an impersonated user's (ksim_request), else NULL: the authenticator's */
 };
 int ksim_authorize(const struct ksim_attrs *a, jv *status);
+/*
+ * ksim_authorize() that also gives, when it allows by RBAC, the RBAC
+ * authorizer's reason in *reason ("RBAC: allowed by ClusterRoleBinding ...",
+ * a SelfSubjectAccessReview's status.reason); nothing for system:masters
+ * and AlwaysAllow, as their authorizers give none.
+ */
+int ksim_authorize_why(const struct ksim_attrs *a, jv *status, struct kop_buf *reason);
 /* The verb of a non-resource request: its method in lower case, in buf (returned). */
 const char *ksim_nonresource_verb(const char *method, char *buf, size_t size);
 

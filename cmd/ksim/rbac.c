@@ -185,36 +185,81 @@ static int user_in_group(const char *user, const char *const *as, const char *gr
 	return in_list(jv_object_get(jv_copy(groups), jv_string(user)), group, NULL);
 }
 
-static int subject_matches(jv binding, const struct ksim_attrs *a)
+/* The first subject of binding that applies to the requester (a copy), or jv_invalid(): appliesTo's. */
+static jv subject_match(jv binding, const struct ksim_attrs *a)
 {
-	jv subjects = jv_object_get(jv_copy(binding), jv_string("subjects"));
+	jv subjects = jv_object_get(jv_copy(binding), jv_string("subjects")), found = jv_invalid();
 	const char *bns = ksim_str(binding, "metadata.namespace");
-	int yes = 0;
 
 	if (jv_get_kind(subjects) != JV_KIND_ARRAY) {
 		jv_free(subjects);
-		return 0;
+		return found;
 	}
 	jv_array_foreach(subjects, i, s) {
 		const char *kind = ksim_str(s, "kind"), *name = ksim_str(s, "name"), *ns = ksim_str(s, "namespace");
+		int yes = 0;
 
-		if (kind && name) {
+		if (kind && name && !jv_is_valid(found)) {
 			if (!strcmp(kind, "User"))
-				yes |= !strcmp(name, a->user);
+				yes = !strcmp(name, a->user);
 			else if (!strcmp(kind, "Group"))
-				yes |= user_in_group(a->user, a->groups, name);
+				yes = user_in_group(a->user, a->groups, name);
 			else if (!strcmp(kind, "ServiceAccount")) {
 				struct kop_buf u = KOP_BUF_INIT;
 
 				kop_buf_addf(&u, "system:serviceaccount:%s:%s", ns ? ns : bns ? bns : "", name);
-				yes |= !strcmp(u.buf, a->user);
+				yes = !strcmp(u.buf, a->user);
 				kop_buf_release(&u);
 			}
 		}
-		jv_free(s);
+		if (yes)
+			found = s;
+		else
+			jv_free(s);
 	}
 	jv_free(subjects);
-	return yes;
+	return found;
+}
+
+static void add_q(struct kop_buf *b, const char *s)
+{
+	kop_buf_add_quoted(b, s, strlen(s));
+}
+
+/*
+ * The RBAC authorizer's reason for an allow (authorizingVisitor, and the
+ * describers of rule.go): `RBAC: allowed by ClusterRoleBinding "NAME" of
+ * ClusterRole "ROLE" to User "U"`, a RoleBinding named "NAME/NS", a
+ * ServiceAccount subject "NAME/NS" (the binding's namespace when it names
+ * none).
+ */
+static void allowed_by(struct kop_buf *b, const char *binding, const char *bns, const char *rkind, const char *role,
+		       const char *skind, const char *sname, const char *sns)
+{
+	struct kop_buf t = KOP_BUF_INIT;
+
+	if (!b)
+		return;
+	kop_buf_addf(b, "RBAC: allowed by %s ", bns ? "RoleBinding" : "ClusterRoleBinding");
+	kop_buf_adds(&t, binding);
+	if (bns)
+		kop_buf_addf(&t, "/%s", bns);
+	add_q(b, t.buf);
+	kop_buf_addf(b, " of %s ", rkind);
+	add_q(b, role);
+	kop_buf_addf(b, " to %s ", skind);
+	kop_buf_reset(&t);
+	kop_buf_adds(&t, sname);
+	if (!strcmp(skind, "ServiceAccount"))
+		kop_buf_addf(&t, "/%s", sns && *sns ? sns : bns ? bns : "");
+	add_q(b, t.buf);
+	kop_buf_release(&t);
+}
+
+/* The reason of a default ClusterRoleBinding of the ClusterRole of its name (bootstrappolicy) to a group. */
+static void allowed_by_default(struct kop_buf *b, const char *name, const char *group)
+{
+	allowed_by(b, name, NULL, "ClusterRole", name, "Group", group, NULL);
 }
 
 /*
@@ -267,14 +312,26 @@ static int urls_match(jv urls, const char *path)
 	return found;
 }
 
-/* What the default bindings allow a non-resource request (a->path). */
-static int default_nonresource(const struct ksim_attrs *a)
+/*
+ * What the default bindings allow a non-resource request (a->path), with
+ * the reason (the bindings in the order of their names, as ksim keeps
+ * stored ones).
+ */
+static int default_nonresource(const struct ksim_attrs *a, struct kop_buf *reason)
 {
+	int authenticated = user_in_group(a->user, a->groups, "system:authenticated");
+
 	if (strcmp(a->verb, "get"))
 		return 0;
-	if (url_listed(public_info_urls, a->path))
+	if (authenticated && url_listed(discovery_urls, a->path)) {
+		allowed_by_default(reason, "system:discovery", "system:authenticated");
 		return 1;
-	return user_in_group(a->user, a->groups, "system:authenticated") && url_listed(discovery_urls, a->path);
+	}
+	if (!url_listed(public_info_urls, a->path))
+		return 0;
+	allowed_by_default(reason, "system:public-info-viewer",
+			   authenticated ? "system:authenticated" : "system:unauthenticated");
+	return 1;
 }
 
 static int rule_allows(jv rule, const struct ksim_attrs *a)
@@ -345,24 +402,31 @@ struct check {
 	const struct ksim_attrs *a;
 	const char *ns;		/* the bindings' namespace, NULL for cluster bindings */
 	int allowed;
+	struct kop_buf *reason;
 };
 
 static int binding_fn(jv b, const char *key, void *data)
 {
 	struct check *c = data;
-	jv ref, rules;
+	jv ref, rules, subject = subject_match(b, c->a);
 
 	(void)key;
-	if (!subject_matches(b, c->a))
+	if (!jv_is_valid(subject))
 		return 0;
 	ref = jv_object_get(jv_copy(b), jv_string("roleRef"));
 	rules = role_rules(ref, c->ns);
-	jv_free(ref);
 	jv_array_foreach(rules, i, r) {
-		c->allowed |= rule_allows(r, c->a);
+		if (!c->allowed && rule_allows(r, c->a)) {
+			c->allowed = 1;
+			allowed_by(c->reason, ksim_str(b, "metadata.name"), c->ns, ksim_str(ref, "kind"),
+				   ksim_str(ref, "name"), ksim_str(subject, "kind"), ksim_str(subject, "name"),
+				   ksim_str(subject, "namespace"));
+		}
 		jv_free(r);
 	}
 	jv_free(rules);
+	jv_free(ref);
+	jv_free(subject);
 	return c->allowed;
 }
 
@@ -378,19 +442,23 @@ static int self_review(const struct ksim_attrs *a)
 	return 0;
 }
 
-int ksim_rbac_authorize(const struct ksim_attrs *a)
+int ksim_rbac_authorize(const struct ksim_attrs *a, struct kop_buf *reason)
 {
-	struct check c = { a, NULL, 0 };
+	struct check c = { a, NULL, 0, reason };
 
 	if (!rbac_on)
-		/* anonymous requests reach what system:public-info-viewer allows; the core decides the rest */
-		return a->path && default_nonresource(a) ? 1 : 0;
+		/* anonymous requests reach what system:public-info-viewer allows; the core decides the rest
+		 * (AlwaysAllow: no reason) */
+		return a->path && default_nonresource(a, NULL) ? 1 : 0;
+	/* the privileged-group authorizer, before RBAC, gives no reason */
 	if (user_in_group(a->user, a->groups, "system:masters"))
 		return 1;
-	if (a->path && default_nonresource(a))
+	if (a->path && default_nonresource(a, reason))
 		return 1;
-	if (self_review(a) && user_in_group(a->user, a->groups, "system:authenticated"))
+	if (self_review(a) && user_in_group(a->user, a->groups, "system:authenticated")) {
+		allowed_by_default(reason, "system:basic-user", "system:authenticated");
 		return 1;
+	}
 	/* the lock is held: ksim_handle() authorizes under it; a non-resource request has no
 	 * namespace: only ClusterRoleBindings grant one */
 	ksim_store_each("clusterrolebindings.rbac.authorization.k8s.io", NULL, NULL, binding_fn, &c);
@@ -470,13 +538,15 @@ static int rules_fn(jv b, const char *key, void *data)
 {
 	struct rules *r = data;
 	struct ksim_attrs a = { 0 };
-	jv ref, rules;
+	jv ref, rules, subject;
 
 	(void)key;
 	a.user = r->user;
 	a.groups = r->groups;
-	if (!subject_matches(b, &a))
+	subject = subject_match(b, &a);
+	if (!jv_is_valid(subject))
 		return 0;
+	jv_free(subject);
 	ref = jv_object_get(jv_copy(b), jv_string("roleRef"));
 	rules = role_rules(ref, ksim_str(b, "metadata.namespace"));
 	jv_free(ref);

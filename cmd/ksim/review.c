@@ -246,6 +246,7 @@ static int access_review(const struct ksim_type *t, const struct ksim_request *r
 	int has_ra = jv_get_kind(ra) == JV_KIND_OBJECT, has_na = jv_get_kind(na) == JV_KIND_OBJECT;
 	struct ksim_attrs a = { 0 };
 	struct members m = { { NULL }, 0 };
+	struct kop_buf reason = KOP_BUF_INIT;
 	jv st;
 
 	if (has_ra == has_na) {
@@ -274,12 +275,15 @@ static int access_review(const struct ksim_type *t, const struct ksim_request *r
 		a.group = a.resource = "";
 		a.path = member(&m, na, "path");
 	}
-	if (ksim_authorize(&a, &st) == 0) {
+	if (ksim_authorize_why(&a, &st, &reason) == 0) {
 		*status = JV_OBJECT(jv_string("allowed"), jv_true());
+		if (reason.len)
+			*status = jv_object_set(*status, jv_string("reason"), jv_string(reason.buf));
 	} else {
 		jv_free(st);
 		*status = JV_OBJECT(jv_string("allowed"), jv_false());
 	}
+	kop_buf_release(&reason);
 	while (m.n)
 		free(m.own[--m.n]);
 	jv_free(ra);

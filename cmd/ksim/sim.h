@@ -127,8 +127,13 @@ void rbac_free(void);
  * (no token file, no --sa-token), -1 for an unknown token (401).
  */
 int ksim_rbac_authenticate(const char *authorization, const char **user);
-/* Authorization: 1 allowed, 0 not enabled (the core decides), -1 denied (the core words the 403). */
-int ksim_rbac_authorize(const struct ksim_attrs *a);
+/*
+ * Authorization: 1 allowed, 0 not enabled (the core decides), -1 denied
+ * (the core words the 403). reason (may be NULL) gets the RBAC
+ * authorizer's reason of an allow by RBAC ("RBAC: allowed by ..."), else
+ * nothing.
+ */
+int ksim_rbac_authorize(const struct ksim_attrs *a, struct kop_buf *reason);
 /*
  * The groups of a user as the authenticator gives them, or those of an
  * impersonated user (groups non-NULL, NULL-terminated) (SelfSubjectReview;
