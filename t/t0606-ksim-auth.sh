@@ -236,6 +236,23 @@ test_expect_success 'impersonation: groups without a user are a 500 (plain text,
 	jq -e ".message == \"forbidden: User \\\"alice\\\" cannot get path \\\"/readyz/etcd\\\"\"" out.txt
 '
 
+test_expect_success 'an unknown resource is authorized before the 404: 403 for a user without rights to it, 404 for one with them' '
+	get alice-token /api/v1/nosuchthings && code_is 403 &&
+	jq -e ".message == \"nosuchthings is forbidden: User \\\"alice\\\" cannot list resource \\\"nosuchthings\\\" in API group \\\"\\\" at the cluster scope\" and .details == {kind: \"nosuchthings\"}" out.txt &&
+	get alice-token /api/v1/namespaces/team/nosuchthings/x && code_is 403 &&
+	jq -e ".message == \"nosuchthings \\\"x\\\" is forbidden: User \\\"alice\\\" cannot get resource \\\"nosuchthings\\\" in API group \\\"\\\" in the namespace \\\"team\\\"\"" out.txt &&
+	get robot-token "/apis/apps/v1/nosuch?watch=1" && code_is 403 &&
+	jq -e ".message == \"nosuch.apps is forbidden: User \\\"system:serviceaccount:team:robot\\\" cannot watch resource \\\"nosuch\\\" in API group \\\"apps\\\" at the cluster scope\"" out.txt &&
+	get robot-token /api/v1/namespaces/team/configmaps/c1/nosuchsub && code_is 403 &&
+	jq -e ".message | endswith(\"cannot get resource \\\"configmaps/nosuchsub\\\" in API group \\\"\\\" in the namespace \\\"team\\\"\")" out.txt &&
+	get "" /api/v1/nosuchthings && code_is 403 &&
+	get alice-token /apis/apps/v1/nosuch && code_is 404 &&
+	echo "404 page not found" >expect && test_cmp expect out.txt &&
+	for p in /api/v1/nosuchthings /apis/apps/v1/nosuch /api/v1/namespaces/team/configmaps/c1/nosuchsub; do
+		get admin-token "$p" && code_is 404 || return 1
+	done
+'
+
 S=/apis/authorization.k8s.io/v1/selfsubjectaccessreviews
 
 test_expect_success 'a SelfSubjectAccessReview comes back with its status, 201; the reviews are in discovery' '

@@ -493,6 +493,53 @@ static const char *verb_of(const struct ksim_request *rq, const struct route *r)
 	return "";
 }
 
+/*
+ * The attributes RequestInfo gives a resource request (resource_path())
+ * that routes nowhere, as kube-apiserver authorizes it before its handler
+ * finds nothing: /api/V or /apis/G/V, a special verb (watch, proxy: the
+ * verb), namespaces/NS (the namespace; the resource namespaces unless
+ * status or finalize follows), then RESOURCE[/NAME[/SUBRESOURCE]], the
+ * rest not read. path: a copy of the path, cut into the strings a gets.
+ */
+static void unrouted_attrs(const struct ksim_request *rq, char *path, struct ksim_attrs *a)
+{
+	char *segs[10], *p = path, *s;
+	size_t len = strlen(path);
+	int n = 0, i;
+	const char *special = NULL;
+	struct route r = { 0 };
+
+	while (len && path[len - 1] == '/')
+		path[--len] = 0;
+	while (*p == '/')
+		p++;
+	for (;;) {
+		s = strchr(p, '/');
+		if (s)
+			*s = 0;
+		if (n < (int)(sizeof(segs) / sizeof(*segs)))
+			segs[n++] = p;
+		if (!s)
+			break;
+		p = s + 1;
+	}
+	i = !strcmp(segs[0], "api") ? 2 : 3;
+	a->group = i == 3 ? segs[1] : "";
+	if (n - i >= 2 && (!strcmp(segs[i], "watch") || !strcmp(segs[i], "proxy")))
+		special = segs[i++];
+	a->namespace = NULL;
+	if (!strcmp(segs[i], "namespaces") && n - i >= 2) {
+		a->namespace = *segs[i + 1] ? segs[i + 1] : NULL;
+		if (n - i >= 3 && strcmp(segs[i + 2], "status") && strcmp(segs[i + 2], "finalize"))
+			i += 2;
+	}
+	a->resource = segs[i];
+	r.name = n - i >= 2 && *segs[i + 1] ? segs[i + 1] : NULL;
+	a->name = r.name;
+	a->subresource = n - i >= 3 && *segs[i + 2] && !(special && !strcmp(special, "proxy")) ? segs[i + 2] : NULL;
+	a->verb = special ? special : verb_of(rq, &r);
+}
+
 /* ---- write helpers ---------------------------------------------------------- */
 
 /* The list shapes of t (computed once per type and schema; lock held). */
@@ -2781,17 +2828,21 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 		goto done;
 	}
 	if (route(rq->path, &r) < 0) {
-		if (!resource_path(rq->path)) {
-			/* kube-apiserver authorizes a non-resource request before it finds nothing there */
-			char verb[16];
-			struct ksim_attrs na = { rq->user, ksim_nonresource_verb(m, verb, sizeof(verb)), "", "", NULL,
-						 NULL, NULL, rq->path, rq->groups };
+		/* kube-apiserver authorizes a request, resource or not, before it finds nothing there */
+		char verb[16], *copy = kop_strdup(rq->path);
+		struct ksim_attrs na = { rq->user, ksim_nonresource_verb(m, verb, sizeof(verb)), "", "", NULL,
+					 NULL, NULL, rq->path, rq->groups };
 
-			if (ksim_authorize(&na, &st) < 0) {
-				answer(rs, 403, st);
-				goto done;
-			}
+		if (resource_path(rq->path)) {
+			na.path = NULL;
+			unrouted_attrs(rq, copy, &na);
 		}
+		if (ksim_authorize(&na, &st) < 0) {
+			free(copy);
+			answer(rs, 403, st);
+			goto done;
+		}
+		free(copy);
 		rs->code = 404;
 		rs->text = kop_strdup("404 page not found\n");
 		rs->content_type = "text/plain; charset=utf-8";
