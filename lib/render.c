@@ -568,38 +568,54 @@ int kop_fn_call(const char *name, jv arg, jv *out, char *err)
 	return rc;
 }
 
-/* {"$fn": NAME, "arg": X} exactly: two keys, NAME a string. */
-static int is_directive(jv v)
-{
-	jv name;
-	int ok;
+/*
+ * One resolution (kop_fn_resolve). A program's answer holds the same values
+ * many times over: jq hands the very same value wherever a variable is used,
+ * so iotservice's checksum directive (the MD5 of config.yml's YAML) is one
+ * value standing in eight pod templates, and its argument, the config, is
+ * the argument of the Secret's directive too. Two memos keep each piece of
+ * work to once:
+ *  - calls: [name, arg, result] of each function called, found again by
+ *    name and an argument equal to (most often: the very value of) the one
+ *    called with, so the YAML is emitted once;
+ *  - seen: each directive met, by identity, with its result, so a shared
+ *    directive's argument is walked once and not at every place it stands
+ *    (a look-up at every object would cost more than the walk it saves).
+ * Both are small: a program asks for a few functions; past the bounds, work
+ * is merely done again.
+ */
+#define FN_CACHE_MAX 32
+#define FN_SEEN_MAX 32
 
-	if (jv_get_kind(v) != JV_KIND_OBJECT || jv_object_length(jv_copy(v)) != 2 ||
-	    !jv_object_has(jv_copy(v), jv_string("arg")))
-		return 0;
-	name = jv_object_get(jv_copy(v), jv_string("$fn"));
-	ok = jv_get_kind(name) == JV_KIND_STRING;
+struct resolution {
+	jv fn;			/* the key "$fn", made once */
+	jv calls;		/* [[name, arg, result], ...] */
+	int nseen;
+	jv seen_from[FN_SEEN_MAX], seen_to[FN_SEEN_MAX];
+};
+
+/* {"$fn": NAME, "arg": X} exactly: two keys, NAME a string. v is borrowed. */
+static int is_directive(struct resolution *r, jv v)
+{
+	jv name = jv_object_get(jv_copy(v), jv_copy(r->fn));	/* (most objects have no "$fn": one look-up) */
+	int ok = jv_get_kind(name) == JV_KIND_STRING && jv_object_length(jv_copy(v)) == 2 &&
+		 jv_object_has(jv_copy(v), jv_string("arg"));
+
 	jv_free(name);
 	return ok;
 }
 
-/*
- * Results already computed in this resolution, as an array of [name, arg,
- * result]: a program typically asks for the same text several times (the
- * config as a Secret's data and as every pod template's checksum), and
- * jq hands over the very same value each time, so the YAML is emitted once.
- */
-#define FN_CACHE_MAX 32
-
-static int cached_call(jv *cache, jv name, jv arg, jv *out, char *err)
+static int cached_call(struct resolution *r, jv name, jv arg, jv *out, char *err)
 {
-	int i, n = jv_array_length(jv_copy(*cache));
+	int i, n = jv_array_length(jv_copy(r->calls));
 
 	for (i = 0; i < n; i++) {
-		jv entry = jv_array_get(jv_copy(*cache), i);
-		int hit = jv_equal(jv_array_get(jv_copy(entry), 0), jv_copy(name)) &&
-			  jv_equal(jv_array_get(jv_copy(entry), 1), jv_copy(arg));
+		jv entry = jv_array_get(jv_copy(r->calls), i);
+		jv ename = jv_array_get(jv_copy(entry), 0), earg = jv_array_get(jv_copy(entry), 1);
+		int hit = jv_equal(ename, jv_copy(name)) &&
+			  (jv_identical(jv_copy(earg), jv_copy(arg)) || jv_equal(jv_copy(earg), jv_copy(arg)));
 
+		jv_free(earg);
 		if (hit) {
 			*out = jv_array_get(entry, 2);
 			jv_free(name);
@@ -614,7 +630,7 @@ static int cached_call(jv *cache, jv name, jv arg, jv *out, char *err)
 		return -1;
 	}
 	if (n < FN_CACHE_MAX)
-		*cache = jv_array_append(*cache, JV_ARRAY(name, arg, jv_copy(*out)));
+		r->calls = jv_array_append(r->calls, JV_ARRAY(name, arg, jv_copy(*out)));
 	else {
 		jv_free(name);
 		jv_free(arg);
@@ -622,7 +638,29 @@ static int cached_call(jv *cache, jv name, jv arg, jv *out, char *err)
 	return 0;
 }
 
-static int resolve(jv v, jv *out, jv *cache, int depth, char *err)
+/* The result of the directive v (borrowed) when met before, or jv_invalid(). */
+static jv seen_get(const struct resolution *r, jv v)
+{
+	int i;
+
+	for (i = 0; i < r->nseen; i++)
+		if (jv_identical(jv_copy(r->seen_from[i]), jv_copy(v)))
+			return jv_copy(r->seen_to[i]);
+	return jv_invalid();
+}
+
+/* Remembers that the directive from (borrowed) resolved to to (borrowed). */
+static void seen_put(struct resolution *r, jv from, jv to)
+{
+	if (r->nseen == FN_SEEN_MAX)
+		return;
+	r->seen_from[r->nseen] = jv_copy(from);
+	r->seen_to[r->nseen] = jv_copy(to);
+	r->nseen++;
+}
+
+/* Resolves the directives in v (consumed) into *out: 0, or -1 with err. */
+static int resolve(struct resolution *r, jv v, jv *out, int depth, char *err)
 {
 	jv_kind kind = jv_get_kind(v);
 
@@ -635,8 +673,13 @@ static int resolve(jv v, jv *out, jv *cache, int depth, char *err)
 
 		for (i = 0; i < n; i++) {
 			jv was = jv_array_get(jv_copy(v), i), item;
+			jv_kind wk = jv_get_kind(was);
 
-			if (resolve(jv_copy(was), &item, cache, depth + 1, err)) {
+			if (wk != JV_KIND_OBJECT && wk != JV_KIND_ARRAY) {
+				jv_free(was);	/* scalars hold no directive */
+				continue;
+			}
+			if (resolve(r, jv_copy(was), &item, depth + 1, err)) {
 				jv_free(was);
 				jv_free(v);
 				return -1;
@@ -655,17 +698,28 @@ static int resolve(jv v, jv *out, jv *cache, int depth, char *err)
 		*out = v;
 		return 0;
 	}
-	if (is_directive(v)) {
-		jv name = jv_object_get(jv_copy(v), jv_string("$fn"));
-		jv arg;
+	if (is_directive(r, v)) {
+		jv name, arg, to = seen_get(r, v);
 
-		if (resolve(jv_object_get(jv_copy(v), jv_string("arg")), &arg, cache, depth + 1, err)) {
+		if (jv_is_valid(to)) {
+			jv_free(v);
+			*out = to;
+			return 0;
+		}
+		jv_free(to);
+		name = jv_object_get(jv_copy(v), jv_copy(r->fn));
+		if (resolve(r, jv_object_get(jv_copy(v), jv_string("arg")), &arg, depth + 1, err)) {
 			jv_free(name);
 			jv_free(v);
 			return -1;
 		}
+		if (cached_call(r, name, arg, out, err)) {
+			jv_free(v);
+			return -1;
+		}
+		seen_put(r, v, *out);
 		jv_free(v);
-		return cached_call(cache, name, arg, out, err);
+		return 0;
 	}
 	{
 		/* Iterated over a copy: v itself may be changed on the way. */
@@ -680,7 +734,7 @@ static int resolve(jv v, jv *out, jv *cache, int depth, char *err)
 				jv_free(was);	/* scalars hold no directive */
 				continue;
 			}
-			if (resolve(jv_copy(was), &item, cache, depth + 1, err)) {
+			if (resolve(r, jv_copy(was), &item, depth + 1, err)) {
 				jv_free(was);
 				jv_free(src);
 				jv_free(v);
@@ -700,9 +754,18 @@ static int resolve(jv v, jv *out, jv *cache, int depth, char *err)
 
 int kop_fn_resolve(jv v, jv *out, char *err)
 {
-	jv cache = jv_array();
-	int rc = resolve(v, out, &cache, 0, err);
+	struct resolution r;
+	int rc, i;
 
-	jv_free(cache);
+	r.fn = jv_string("$fn");
+	r.calls = jv_array();
+	r.nseen = 0;
+	rc = resolve(&r, v, out, 0, err);
+	for (i = 0; i < r.nseen; i++) {
+		jv_free(r.seen_from[i]);
+		jv_free(r.seen_to[i]);
+	}
+	jv_free(r.calls);
+	jv_free(r.fn);
 	return rc;
 }
