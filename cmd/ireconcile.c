@@ -497,7 +497,7 @@ static void update_aggs_seen(struct prim *p, jv obj, int64_t now)
 		update_aggs(p, obj);
 		return;
 	}
-	st = jv_parse(p->status_sent);
+	st = kop_json_read(p->status_sent, strlen(p->status_sent));
 	if (!jv_is_valid(st)) {	/* cannot happen: we wrote it */
 		jv_free(st);
 		update_aggs(p, obj);
@@ -721,7 +721,7 @@ static jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, cons
 	if (r == Z_NEED_DICT && dict && inflateSetDictionary(&z, dict->buf, (uInt)dict->len) == Z_OK)
 		r = inflate(&z, Z_FINISH);
 	if (r == Z_STREAM_END && z.total_out == size)
-		v = jv_parse_sized(buf, (int)size);
+		v = kop_json_read(buf, size);
 out:
 	free(buf);
 	return v;
@@ -731,7 +731,7 @@ out:
 static jv parse_obj(const struct obj *o)
 {
 	if (!o->zlen)
-		return jv_parse_sized(o->text, (int)o->len);
+		return kop_json_read(o->text, o->len);
 	return inflate_parse((const unsigned char *)o->text, o->zlen, o->slen, dict_of(o->kind));
 }
 
@@ -1106,7 +1106,7 @@ static jv view_of(struct rctx *c, const struct obj *o)
 		return live_of(c, o);
 	if (!(j = kop_hmap_get(&c->view, o->key))) {
 		j = kop_malloc(sizeof(*j));
-		*j = jv_parse_sized(o->vtext, (int)o->vlen);
+		*j = kop_json_read(o->vtext, o->vlen);
 		kop_hmap_put(&c->view, o->key, j);
 	}
 	return *j;
@@ -1962,7 +1962,8 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 		SHA256(both, sizeof(both), d);
 	}
 	if (p->render_valid && !memcmp(d, p->render_key, sizeof(d))) {
-		out = p->rview ? jv_parse(p->rview) : inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, NULL);
+		out = p->rview ? kop_json_read(p->rview, strlen(p->rview))
+			       : inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, NULL);
 		if (jv_is_valid(out)) {
 			jv_free(in);
 			*cached = 1;
@@ -2145,7 +2146,7 @@ static int status_prev_find(struct prim *p, jv live)
 	int i, found = -1;
 
 	for (i = 0; i < p->nprev && found < 0; i++) {	/* the oldest: none that may still land is dropped */
-		jv v = jv_parse(p->status_prev[i]);
+		jv v = kop_json_read(p->status_prev[i], strlen(p->status_prev[i]));
 
 		if (jv_equal(v, jv_copy(live)))
 			found = i;
@@ -2174,7 +2175,7 @@ static jv parent_seen(struct prim *p, jv parent, enum seen *seen, int64_t now)
 		status_prev_drop(p, p->nprev);
 		return jv_copy(parent);
 	}
-	st = jv_parse(p->status_sent);
+	st = kop_json_read(p->status_sent, strlen(p->status_sent));
 	if (!jv_is_valid(st)) {	/* cannot happen: we wrote it */
 		jv_free(st);
 		return jv_copy(parent);
@@ -2427,7 +2428,7 @@ static void reconcile(struct prim *p, int64_t now)
 		return;
 	}
 	/* With a render program, sync gets the primary without its spec (vtext). */
-	ctx.parent = p->obj->vtext ? jv_parse_sized(p->obj->vtext, (int)p->obj->vlen) : parse_obj(p->obj);
+	ctx.parent = p->obj->vtext ? kop_json_read(p->obj->vtext, p->obj->vlen) : parse_obj(p->obj);
 	kop_hmap_init(&ctx.live);
 	kop_hmap_init(&ctx.view);
 	ctx.rfull = jv_invalid();

@@ -378,6 +378,251 @@ int kop_jsonl_next(struct kop_jsonl *r, jv *out, size_t *lineno, char *err)
  */
 #define DUMP_DEPTH_MAX 200	/* libjq 1.6's MAX_PRINT_DEPTH is 256 */
 
+/* ---- kop_json_read: the texts kop_json_dump writes, read back ---- */
+
+struct reader {
+	const char *p, *end;
+	struct kop_buf str;	/* a string's bytes, unescaped */
+};
+
+#define READ_DEPTH_MAX 128
+
+/* Reads a value at r->p into *v: 0, or -1 when the text is not one this reader takes. */
+static int read_value(struct reader *r, jv *v, int depth);
+
+static int read_hex4(const char *p, unsigned *u)
+{
+	int i;
+
+	*u = 0;
+	for (i = 0; i < 4; i++) {
+		char c = p[i];
+
+		*u <<= 4;
+		if (c >= '0' && c <= '9')
+			*u |= (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			*u |= (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			*u |= (unsigned)(c - 'A' + 10);
+		else
+			return -1;
+	}
+	return 0;
+}
+
+/* The string at r->p (its opening quote), unescaped into r->str. */
+static int read_string_bytes(struct reader *r)
+{
+	const char *p = r->p + 1, *run = p;
+
+	r->str.len = 0;
+	for (;;) {
+		unsigned char c;
+
+		if (p == r->end)
+			return -1;
+		c = (unsigned char)*p;
+		if (c == '"')
+			break;
+		if (c < 0x20 || c >= 0x80)
+			return -1;	/* control bytes, and UTF-8 (libjq checks it) */
+		if (c != '\\') {
+			p++;
+			continue;
+		}
+		kop_buf_add(&r->str, run, (size_t)(p - run));
+		if (r->end - p < 2)
+			return -1;
+		switch (p[1]) {
+		case '"': case '\\': case '/':
+			c = (unsigned char)p[1];
+			break;
+		case 'b': c = '\b'; break;
+		case 'f': c = '\f'; break;
+		case 'n': c = '\n'; break;
+		case 'r': c = '\r'; break;
+		case 't': c = '\t'; break;
+		case 'u': {
+			unsigned u;
+
+			if (r->end - p < 6 || read_hex4(p + 2, &u) || u >= 0x80)
+				return -1;	/* (surrogates and UTF-8: libjq's) */
+			c = (unsigned char)u;
+			p += 4;
+			break;
+		}
+		default:
+			return -1;
+		}
+		kop_buf_add(&r->str, (const char *)&c, 1);
+		p += 2;
+		run = p;
+	}
+	kop_buf_add(&r->str, run, (size_t)(p - run));
+	r->p = p + 1;
+	return 0;
+}
+
+/* A number as JSON writes it (-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][-+]?[0-9]+)?), as libjq reads it. */
+static int read_number(struct reader *r, jv *v)
+{
+	const char *p = r->p, *start = p;
+	char buf[64];
+	int plain = 1;		/* an integer of at most 15 digits: exact as a double */
+	double d = 0;
+
+	if (p < r->end && *p == '-')
+		p++;
+	if (p == r->end || !isdigit((unsigned char)*p))
+		return -1;
+	if (*p == '0') {
+		p++;
+	} else {
+		while (p < r->end && isdigit((unsigned char)*p))
+			d = d * 10 + (*p++ - '0');
+	}
+	if (p - start - (*start == '-') > 15)
+		plain = 0;
+	if (p < r->end && *p == '.') {
+		plain = 0;
+		if (++p == r->end || !isdigit((unsigned char)*p))
+			return -1;
+		while (p < r->end && isdigit((unsigned char)*p))
+			p++;
+	}
+	if (p < r->end && (*p == 'e' || *p == 'E')) {
+		plain = 0;
+		if (++p < r->end && (*p == '+' || *p == '-'))
+			p++;
+		if (p == r->end || !isdigit((unsigned char)*p))
+			return -1;
+		while (p < r->end && isdigit((unsigned char)*p))
+			p++;
+	}
+	if (plain) {
+		*v = jv_number(*start == '-' ? -d : d);
+	} else {
+		/* (strtod and libjq's own both round correctly: the same double) */
+		if ((size_t)(p - start) >= sizeof(buf))
+			return -1;
+		memcpy(buf, start, (size_t)(p - start));
+		buf[p - start] = 0;
+		*v = jv_number(strtod(buf, NULL));
+	}
+	r->p = p;
+	return 0;
+}
+
+static int read_literal(struct reader *r, const char *word, jv value, jv *v)
+{
+	size_t n = strlen(word);
+
+	if ((size_t)(r->end - r->p) < n || memcmp(r->p, word, n))
+		return -1;
+	r->p += n;
+	*v = value;
+	return 0;
+}
+
+static int read_value(struct reader *r, jv *v, int depth)
+{
+	if (r->p == r->end || depth > READ_DEPTH_MAX)
+		return -1;
+	switch (*r->p) {
+	case '{': {
+		jv o = jv_object();
+
+		r->p++;
+		if (r->p < r->end && *r->p == '}') {
+			r->p++;
+			*v = o;
+			return 0;
+		}
+		for (;;) {
+			jv key, val;
+
+			if (r->p == r->end || *r->p != '"' || read_string_bytes(r))
+				break;
+			key = jv_string_sized(r->str.buf ? r->str.buf : "", (int)r->str.len);
+			if (r->p == r->end || *r->p++ != ':' || read_value(r, &val, depth + 1)) {
+				jv_free(key);
+				break;
+			}
+			o = jv_object_set(o, key, val);
+			if (r->p < r->end && *r->p == ',') {
+				r->p++;
+				continue;
+			}
+			if (r->p < r->end && *r->p == '}') {
+				r->p++;
+				*v = o;
+				return 0;
+			}
+			break;
+		}
+		jv_free(o);
+		return -1;
+	}
+	case '[': {
+		jv a = jv_array();
+
+		r->p++;
+		if (r->p < r->end && *r->p == ']') {
+			r->p++;
+			*v = a;
+			return 0;
+		}
+		for (;;) {
+			jv item;
+
+			if (read_value(r, &item, depth + 1))
+				break;
+			a = jv_array_append(a, item);
+			if (r->p < r->end && *r->p == ',') {
+				r->p++;
+				continue;
+			}
+			if (r->p < r->end && *r->p == ']') {
+				r->p++;
+				*v = a;
+				return 0;
+			}
+			break;
+		}
+		jv_free(a);
+		return -1;
+	}
+	case '"':
+		if (read_string_bytes(r))
+			return -1;
+		*v = jv_string_sized(r->str.buf ? r->str.buf : "", (int)r->str.len);
+		return 0;
+	case 't':
+		return read_literal(r, "true", jv_true(), v);
+	case 'f':
+		return read_literal(r, "false", jv_false(), v);
+	case 'n':
+		return read_literal(r, "null", jv_null(), v);
+	default:
+		return read_number(r, v);
+	}
+}
+
+jv kop_json_read(const char *s, size_t len)
+{
+	struct reader r = { s, s + len, KOP_BUF_INIT };
+	jv v;
+	int rc = read_value(&r, &v, 0);
+
+	kop_buf_release(&r.str);
+	if (rc == 0 && r.p == r.end)
+		return v;
+	if (rc == 0)
+		jv_free(v);
+	return jv_parse_sized(s, (int)len);
+}
+
 static void dump_libjq(struct kop_buf *b, jv v)
 {
 	jv s = jv_dump_string(jv_copy(v), 0);

@@ -104,6 +104,15 @@ ssize_t kop_jsonl_read_fd(struct kop_jsonl *r, int fd);
  * included); the caller decides what that means.
  */
 int kop_jsonl_write(FILE *f, jv v);
+/*
+ * The value of the JSON text s[0..len), exactly as jv_parse_sized gives it,
+ * in two fifths of its work for the texts kop_json_dump writes: compact, ASCII
+ * (escapes up to \u007f). Any other text (white space, other bytes or
+ * escapes, nesting past 128, more than one value, an error) is read by
+ * jv_parse_sized itself, so the answer is always libjq's. For the texts a
+ * tool keeps and reads again.
+ */
+jv kop_json_read(const char *s, size_t len);
 /* Compact JSON text of v (consumed), heap-allocated: the bytes jv_dump_string(v, 0) would give. */
 char *kop_json_dump(jv v);
 /* The same, its length in *len. */

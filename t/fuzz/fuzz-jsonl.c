@@ -2,7 +2,9 @@
  * libFuzzer target: the JSON Lines reader. The input is fed in pieces whose
  * sizes come from the input itself, so chunk boundaries fall everywhere, as
  * they do in a watch body; every value is written back out to /dev/null,
- * its text checked against libjq's own (kop_json_dump must give the same bytes).
+ * its text checked against libjq's own (kop_json_dump must give the same bytes)
+ * and read back by kop_json_read, which must give the value again; the
+ * whole input is read by kop_json_read and jv_parse_sized, which must agree.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -25,9 +27,45 @@ static void write_checked(FILE *null, jv v)
 		fprintf(stderr, "kop_json_dump differs from jv_dump_string:\n%s\n%s\n", mine, jv_string_value(s));
 		abort();
 	}
+	{
+		jv back = kop_json_read(mine, strlen(mine));
+		char *again = jv_is_valid(back) ? kop_json_dump(back) : NULL;
+
+		if (!again || strcmp(again, mine)) {
+			fprintf(stderr, "kop_json_read does not read back kop_json_dump's:\n%s\n%s\n", mine,
+				again ? again : "(invalid)");
+			abort();
+		}
+		free(again);
+	}
 	free(mine);
 	jv_free(s);
 	kop_jsonl_write(null, v);
+}
+
+/* kop_json_read and jv_parse_sized agree on the text s[0..len): the same
+ * value (the same text: jv_equal has -0 == 0), or both no value. */
+static void read_checked(const char *s, size_t len)
+{
+	jv mine = kop_json_read(s, len), theirs = jv_parse_sized(s, (int)len);
+
+	if (jv_is_valid(mine) != jv_is_valid(theirs)) {
+		fprintf(stderr, "kop_json_read and jv_parse_sized disagree on whether %.*s is a value\n", (int)len, s);
+		abort();
+	}
+	if (jv_is_valid(mine)) {
+		char *a = kop_json_dump(mine), *b = kop_json_dump(theirs);
+
+		if (strcmp(a, b)) {
+			fprintf(stderr, "kop_json_read and jv_parse_sized differ:\n%s\n%s\n", a, b);
+			abort();
+		}
+		free(a);
+		free(b);
+	} else {
+		jv_free(mine);
+		jv_free(theirs);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -44,6 +82,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		null = fopen("/dev/null", "w");
 	if (known_leak)
 		__lsan_disable();
+	if (size <= INT32_MAX)
+		read_checked((const char *)data, size);
 	kop_jsonl_init(&r, 4096);
 	while (off < size) {
 		step = 1 + data[off] % 61;

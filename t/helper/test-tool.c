@@ -4,6 +4,7 @@
  *   test-tool backoff BASE CAP JITTER N   N delays in ms, one per line
  *   test-tool time-parse RFC3339          seconds since the epoch
  *   test-tool json-dump-check < input     kop_json_dump against jv_dump_string on every value
+ *   test-tool json-read-check < input     kop_json_read against jv_parse_sized on every line and value
  * Exit 0, or 1 when any input was bad.
  */
 #include <stdio.h>
@@ -119,6 +120,74 @@ static int cmd_json_digest(int argc, char **argv)
 	return 0;
 }
 
+/* Whether kop_json_read and jv_parse_sized give the same of s[0..len) (0), or prints both (1). */
+static int read_same(const char *s, size_t len)
+{
+	jv mine = kop_json_read(s, len), theirs = jv_parse_sized(s, (int)len);
+	char *a, *b;
+	int same;
+
+	if (!jv_is_valid(mine) || !jv_is_valid(theirs)) {
+		same = jv_is_valid(mine) == jv_is_valid(theirs);
+		a = kop_json_dump(jv_invalid_has_msg(jv_copy(mine)) ? jv_invalid_get_msg(mine) : (jv_free(mine), jv_null()));
+		b = kop_json_dump(jv_invalid_has_msg(jv_copy(theirs)) ? jv_invalid_get_msg(theirs) : (jv_free(theirs), jv_null()));
+		same = same && !strcmp(a, b);
+	} else {
+		/* (texts: jv_equal has -0 == 0) */
+		same = jv_equal(jv_copy(mine), jv_copy(theirs));
+		a = kop_json_dump(mine);
+		b = kop_json_dump(theirs);
+		same = same && !strcmp(a, b);
+	}
+	if (!same)
+		printf("differs on %.*s:\n  kop_json_read  %s\n  jv_parse_sized %s\n", (int)len, s, a, b);
+	free(a);
+	free(b);
+	return !same;
+}
+
+/*
+ * json-read-check < input: each line of the input, and the compact text of
+ * each JSON value in it (a stream, as jq reads it), read by kop_json_read
+ * and by jv_parse_sized; prints the count of texts, and both answers where
+ * they differ (exit 1).
+ */
+static int cmd_json_read_check(int argc, char **argv)
+{
+	char *in, *line, *nl;
+	size_t len, count = 0;
+	int bad = 0;
+	struct jv_parser *p;
+	jv v;
+
+	if (read_all_fd(0, &in, &len)) {
+		perror("read");
+		return 2;
+	}
+	for (line = in; line < in + len; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(in + len - line));
+		if (!nl)
+			nl = in + len;
+		bad |= read_same(line, (size_t)(nl - line));
+		count++;
+	}
+	p = jv_parser_new(0);
+	jv_parser_set_buf(p, in, (int)len, 0);
+	while (jv_is_valid(v = jv_parser_next(p))) {
+		size_t tlen;
+		char *text = kop_json_dump_len(v, &tlen);
+
+		bad |= read_same(text, tlen);
+		count++;
+		free(text);
+	}
+	jv_free(v);
+	jv_parser_free(p);
+	free(in);
+	printf("%zu texts\n", count);
+	return bad;
+}
+
 /*
  * json-dump-check < input: every JSON value of the input (a stream, as jq
  * reads it) written by kop_json_dump and by libjq's jv_dump_string; prints
@@ -168,6 +237,7 @@ static int cmd_json_dump_check(int argc, char **argv)
 static const struct test_cmd builtin_cmds[] = {
 	{ "jsonl", cmd_jsonl },
 	{ "json-dump-check", cmd_json_dump_check },
+	{ "json-read-check", cmd_json_read_check },
 	{ "json-digest", cmd_json_digest },
 	{ "backoff", cmd_backoff },
 	{ "time-parse", cmd_time_parse },
