@@ -16,12 +16,16 @@ def path_text: "[" + (map(if type == "object" then .v else tojson end) | join(",
 
 def indent($n): "\n" + ("  " * $n);
 
-# What a decoded leaf at $path takes when it is "" or 0 (iot_spec_defaults),
-# as jq text to append ("" for a leaf without a default).
-def leaf_default($path; $defaults):
+# What a decoded leaf of type $t at $path takes when it is "" or 0
+# (iot_spec_defaults), as jq text to append ("" for a leaf without a
+# default). Decoded, a string leaf is never 0 and a number never "": one
+# comparison (jq 1.6's `or` costs as much as the decoder call).
+def leaf_default($t; $path; $defaults):
   ($defaults[$path | tojson]) as $d
   | if $d == null then ""
-    else " | if . == \"\" or . == 0 then \($d | tojson) else . end" end;
+    elif $t == "s" then " | if . == \"\" then \($d | tojson) else . end"
+    elif $t == "i" or $t == "i32" then " | if . == 0 then \($d | tojson) else . end"
+    else error("iotservice-specgen: a default for the \($t) leaf at \($path | path_text)") end;
 
 # jq text that decodes . against $schema at $path (as iot_decode does), each
 # leaf with its default from $defaults ({path as JSON text: value}).
@@ -41,7 +45,7 @@ def decoder($schema; $path; $depth; $defaults):
     ({"s": "iot_decode_string", "b": "iot_decode_bool", "i": "iot_decode_int", "i32": "iot_decode_int32",
       "r": "iot_decode_resources"}[$schema | rtrimstr("-")]) as $f
     | if $f == null then error("iotservice-specgen: unknown leaf type \($schema | tojson) at \($path | path_text)")
-      else "\($f)(\($path | path_text))" + leaf_default($path; $defaults) end
+      else "\($f)(\($path | path_text))" + leaf_default($schema | rtrimstr("-"); $path; $defaults) end
   end;
 
 # Does $schema hold a manifest-only leaf ("...-")?
