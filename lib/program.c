@@ -1202,9 +1202,8 @@ static int subset(jv desired, jv live, int fp)
 
 		jv_object_foreach(desired, k, v) {
 			if (ok) {
-				jv l = jv_object_has(jv_copy(live), jv_copy(k))
-					       ? jv_object_get(jv_copy(live), jv_copy(k))
-					       : jv_invalid();
+				/* (jv_invalid() when live lacks k: one look-up) */
+				jv l = jv_object_get(jv_copy(live), jv_copy(k));
 
 				ok = subset(v, l, fp);
 				jv_free(l);
