@@ -14,8 +14,18 @@
 #
 # reconciles/s is N divided by the time spent inside reconciles (the sum of
 # the -v log's "ms"); wall time also counts reading and parsing the input.
+#
+# Wall figures vary by a quarter and more from run to run on a shared VM;
+# instruction counts do not. So, where valgrind is installed, the same passes
+# then run again with BENCH_IRECONCILE_N_INSTR (default 100) instances under
+# callgrind, counting only inside reconciles, and print NAME_minstr_per_reconcile
+# (millions of instructions per reconcile; valgrind's SHA-256 is without the
+# CPU's SHA extensions, so digests weigh about 5 times what they do natively).
+# BENCH_IRECONCILE_INSTR=0 skips it; =only runs only it.
 set -eu
 N=${BENCH_IRECONCILE_N:-1000}
+INSTR=${BENCH_IRECONCILE_INSTR:-1}
+[ "$INSTR" != only ] || N=${BENCH_IRECONCILE_N_INSTR:-100}
 root=$(cd "$(dirname "$0")/.." && pwd)
 : "${KOP_BIN:=$root/bin}"
 PATH="$KOP_BIN:$PATH"
@@ -26,6 +36,10 @@ log () { echo "bench ireconcile: $*" >&2; }
 # run NAME PROGRAM INPUT [SKIP]: runs ireconcile -v, prints the figures of
 # the reconciles after the first SKIP (default 0).
 run () {
+	if [ "$INSTR" = only ]; then
+		run_instr "$@"
+		return
+	fi
 	/usr/bin/time -f "%e %M" -o "$tmp/$1.time" ireconcile -v "$2" <"$3" >"$tmp/$1.out" 2>"$tmp/$1.err"
 	read -r wall rss <"$tmp/$1.time"
 	jq -s -c --arg name "$1" --arg wall "$wall" --arg rss "$rss" --argjson skip "${4:-0}" '
@@ -43,6 +57,20 @@ run () {
 		  {bench: "ireconcile", metric: "\($name)_peak_rss_kb", value: ($rss | tonumber), unit: "KB",
 		   target: "< 100000"}' <"$tmp/$1.err"
 	log "$1: $(grep -c '"reconciled ' "$tmp/$1.err") reconciles, $(wc -l <"$tmp/$1.out") operations, ${wall}s, ${rss} KB"
+}
+
+# run_instr NAME PROGRAM INPUT: as run, under callgrind: millions of
+# instructions per reconcile.
+run_instr () {
+	valgrind --tool=callgrind --toggle-collect=reconcile --callgrind-out-file="$tmp/$1.cg" --log-file="$tmp/$1.vg" \
+		ireconcile -v "$2" <"$3" >"$tmp/$1.out" 2>"$tmp/$1.err"
+	ir=$(callgrind_annotate "$tmp/$1.cg" | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
+	jq -s -c --arg name "$1" --argjson ir "$ir" '
+		[.[] | select(.msg? // "" | startswith("reconciled "))] as $r
+		| {bench: "ireconcile", metric: "\($name)_minstr_per_reconcile",
+		   value: (if ($r | length) > 0 then $ir / ($r | length) / 1e4 | floor / 100 else null end),
+		   unit: "M instructions"}' <"$tmp/$1.err"
+	log "$1 (callgrind): $(grep -c '"reconciled ' "$tmp/$1.err") reconciles, $ir instructions in them"
 }
 
 # Pass 3: pass 2's initial state, the bookmark, then the children becoming
@@ -106,7 +134,8 @@ export OPERATOR_NAME=devawsk8s
 run iotservice_create "$root/pipeline/iotservice" "$tmp/iot.jsonl"
 steady_input iotservice_create IoTService "$tmp/iot.jsonl" com.sap.iotservices/namespace-dropper
 run iotservice_steady "$root/pipeline/iotservice" "$tmp/iotservice_create.steady.jsonl"
-churn iotservice_create "$root/pipeline/iotservice"
+# (its rounds are paced in wall time: under callgrind they would be coalesced)
+[ "$INSTR" = only ] || churn iotservice_create "$root/pipeline/iotservice"
 
 log "generating $N widgets"
 mkdir -p "$tmp/prog"
@@ -122,3 +151,12 @@ export WIDGET_TEAM=blue
 run engine_create "$tmp/prog/widgets" "$tmp/widgets.jsonl"
 steady_input engine_create Widget "$tmp/widgets.jsonl" test.example.org/cleanup
 run engine_steady "$tmp/prog/widgets" "$tmp/engine_create.steady.jsonl"
+
+if [ "$INSTR" = 1 ]; then
+	if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
+		log "the same passes under callgrind, ${BENCH_IRECONCILE_N_INSTR:-100} instances"
+		BENCH_IRECONCILE_INSTR=only BENCH_TMP= sh "$0"
+	else
+		log "no valgrind: instruction counts left out"
+	fi
+fi
