@@ -23,6 +23,7 @@
 #include <yaml.h>
 #include <openssl/evp.h>
 #include "render.h"
+#include "jsonl.h"
 #include "yaml.h"
 #include "banned.h"
 
@@ -576,11 +577,14 @@ int kop_fn_call(const char *name, jv arg, jv *out, char *err)
  * the argument of the Secret's directive too. Two memos keep each piece of
  * work to once:
  *  - calls: [name, arg, result] of each function called, found again by
- *    name and an argument equal to (most often: the very value of) the one
- *    called with, so the YAML is emitted once;
- *  - seen: each directive met, by identity, with its result, so a shared
- *    directive's argument is walked once and not at every place it stands
- *    (a look-up at every object would cost more than the walk it saves).
+ *    name and an argument that is the very value called with, or one of
+ *    the same text (jv_equal alone would take {"x":1,"y":2} for
+ *    {"y":2,"x":1}, whose YAML differs), so the YAML is emitted once;
+ *  - seen: each directive met, by identity, with its result and the depth
+ *    it was met at, so a shared directive's argument is walked once and not
+ *    at every place it stands (a look-up at every object would cost more
+ *    than the walk it saves); met deeper than the first time, it is walked
+ *    again, so that the depth limit holds wherever a value stands.
  * Both are small: a program asks for a few functions; past the bounds, work
  * is merely done again.
  */
@@ -592,7 +596,26 @@ struct resolution {
 	jv calls;		/* [[name, arg, result], ...] */
 	int nseen;
 	jv seen_from[FN_SEEN_MAX], seen_to[FN_SEEN_MAX];
+	int seen_depth[FN_SEEN_MAX];
 };
+
+/* Whether a and b (borrowed), equal as jv_equal has it, are the same text. */
+static int same_text(jv a, jv b)
+{
+	char *ta, *tb;
+	int same;
+
+	if (jv_identical(jv_copy(a), jv_copy(b)))
+		return 1;
+	if (!jv_equal(jv_copy(a), jv_copy(b)))
+		return 0;
+	ta = kop_json_dump(jv_copy(a));
+	tb = kop_json_dump(jv_copy(b));
+	same = !strcmp(ta, tb);
+	free(ta);
+	free(tb);
+	return same;
+}
 
 /* {"$fn": NAME, "arg": X} exactly: two keys, NAME a string. v is borrowed. */
 static int is_directive(struct resolution *r, jv v)
@@ -612,8 +635,7 @@ static int cached_call(struct resolution *r, jv name, jv arg, jv *out, char *err
 	for (i = 0; i < n; i++) {
 		jv entry = jv_array_get(jv_copy(r->calls), i);
 		jv ename = jv_array_get(jv_copy(entry), 0), earg = jv_array_get(jv_copy(entry), 1);
-		int hit = jv_equal(ename, jv_copy(name)) &&
-			  (jv_identical(jv_copy(earg), jv_copy(arg)) || jv_equal(jv_copy(earg), jv_copy(arg)));
+		int hit = jv_equal(ename, jv_copy(name)) && same_text(earg, arg);
 
 		jv_free(earg);
 		if (hit) {
@@ -638,24 +660,26 @@ static int cached_call(struct resolution *r, jv name, jv arg, jv *out, char *err
 	return 0;
 }
 
-/* The result of the directive v (borrowed) when met before, or jv_invalid(). */
-static jv seen_get(const struct resolution *r, jv v)
+/* The result of the directive v (borrowed) when met before at depth or
+ * deeper, or jv_invalid(). */
+static jv seen_get(const struct resolution *r, jv v, int depth)
 {
 	int i;
 
 	for (i = 0; i < r->nseen; i++)
-		if (jv_identical(jv_copy(r->seen_from[i]), jv_copy(v)))
+		if (depth <= r->seen_depth[i] && jv_identical(jv_copy(r->seen_from[i]), jv_copy(v)))
 			return jv_copy(r->seen_to[i]);
 	return jv_invalid();
 }
 
-/* Remembers that the directive from (borrowed) resolved to to (borrowed). */
-static void seen_put(struct resolution *r, jv from, jv to)
+/* Remembers that the directive from (borrowed), met at depth, resolved to to (borrowed). */
+static void seen_put(struct resolution *r, jv from, jv to, int depth)
 {
 	if (r->nseen == FN_SEEN_MAX)
 		return;
 	r->seen_from[r->nseen] = jv_copy(from);
 	r->seen_to[r->nseen] = jv_copy(to);
+	r->seen_depth[r->nseen] = depth;
 	r->nseen++;
 }
 
@@ -699,7 +723,7 @@ static int resolve(struct resolution *r, jv v, jv *out, int depth, char *err)
 		return 0;
 	}
 	if (is_directive(r, v)) {
-		jv name, arg, to = seen_get(r, v);
+		jv name, arg, to = seen_get(r, v, depth);
 
 		if (jv_is_valid(to)) {
 			jv_free(v);
@@ -717,7 +741,7 @@ static int resolve(struct resolution *r, jv v, jv *out, int depth, char *err)
 			jv_free(v);
 			return -1;
 		}
-		seen_put(r, v, *out);
+		seen_put(r, v, *out, depth);
 		jv_free(v);
 		return 0;
 	}

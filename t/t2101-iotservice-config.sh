@@ -90,6 +90,39 @@ test_expect_success 'repeated directives give the same result, different ones th
 	test_cmp expect actual
 '
 
+test_expect_success 'equal arguments in another key order get their own YAML (and checksum)' '
+	echo "{\"b\":{\"\$fn\":\"yaml\",\"arg\":{\"y\":2,\"x\":1}},\"a\":{\"\$fn\":\"yaml\",\"arg\":{\"x\":1,\"y\":2}}}" >order.jsonl &&
+	"$KOP_TEST_TOOL" fn-resolve <order.jsonl >actual &&
+	cat >expect <<-\EOF &&
+	{"b":"\"y\": 2\nx: 1\n","a":"x: 1\n\"y\": 2\n"}
+	EOF
+	test_cmp expect actual
+'
+
+# jq hands the same value wherever a variable stands (iotservice's checksum
+# in eight pod templates): resolved once, it must still be right at each
+# place, and too deep at one of them still too deep.
+test_expect_success 'a directive shared as jq shares values: its result at every place, the depth limit at each' '
+	echo "{\"x\":{\"a\":{\"b\":{\"c\":1}}}}" >shared.jsonl &&
+	"$KOP_TEST_TOOL" fn-resolve --jq "{\"\$fn\": \"md5\", arg: {\"\$fn\": \"yaml\", arg: .x}} as \$d | [\$d, {k: \$d}, [[\$d]]]" \
+		<shared.jsonl >actual &&
+	sum=$(printf "a:\n  b:\n    c: 1\n" | md5sum | cut -d" " -f1) &&
+	echo "[\"$sum\",{\"k\":\"$sum\"},[[\"$sum\"]]]" >expect &&
+	test_cmp expect actual &&
+	echo "{\"x\":{\"a\":{\"b\":{\"c\":{\"d\":{\"e\":{\"f\":{\"g\":1}}}}}}}}" >deep.jsonl &&
+	"$KOP_TEST_TOOL" fn-resolve --jq "{\"\$fn\": \"yaml\", arg: .x} as \$d | [\$d, (reduce range(0; 500) as \$i (\$d; [.]))]" \
+		<deep.jsonl >resolved &&
+	sed -n "s/^\(.\{10\}\).*/\1/p" resolved >actual &&
+	cat >expect <<-\EOF &&
+	["a:\n  b:
+	EOF
+	test_cmp expect actual &&
+	test_expect_code 1 "$KOP_TEST_TOOL" fn-resolve \
+		--jq "{\"\$fn\": \"yaml\", arg: .x} as \$d | [\$d, (reduce range(0; 505) as \$i (\$d; [.]))]" \
+		<deep.jsonl 2>err &&
+	grep "value nested deeper than 512 levels" err
+'
+
 test_expect_success 'an unknown function or a bad argument is an error naming it' '
 	echo "{\"\$fn\":\"sha1\",\"arg\":\"x\"}" >bad1.jsonl &&
 	echo "{\"\$fn\":\"md5\",\"arg\":[1]}" >bad2.jsonl &&

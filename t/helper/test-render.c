@@ -2,7 +2,10 @@
  * test-tool commands for lib/render.c:
  *   test-tool yaml-render < value.json       the YAML text of one JSON value (yaml.v2 style)
  *   test-tool fn-call NAME < value.json      NAME(value) as one JSON line
- *   test-tool fn-resolve < values.jsonl      each value with its {"$fn"} directives resolved
+ *   test-tool fn-resolve [--jq FILTER] < values.jsonl
+ *                                            each value (FILTER's output for it: values then
+ *                                            shared as jq shares them) with its {"$fn"}
+ *                                            directives resolved
  * Exit 0, 1 when a function failed (message on stderr), 2 on bad usage or input.
  */
 #include <stdio.h>
@@ -11,6 +14,7 @@
 #include <unistd.h>
 #include "kop.h"
 #include "jsonl.h"
+#include "jqrun.h"
 #include "render.h"
 #include "test-tool.h"
 #include "banned.h"
@@ -83,9 +87,19 @@ static int cmd_fn_call(int argc, char **argv)
 static int cmd_fn_resolve(int argc, char **argv)
 {
 	struct kop_jsonl r;
+	struct kop_jq *q = NULL;
 	char err[KOP_ERRLEN];
 	int bad = 0;
 
+	if (argc == 3 && !strcmp(argv[1], "--jq")) {
+		if (!(q = kop_jq_compile(argv[2], "--jq", jv_null(), jv_null(), err))) {
+			fprintf(stderr, "error: %s\n", err);
+			return 2;
+		}
+	} else if (argc != 1) {
+		fprintf(stderr, "usage: test-tool fn-resolve [--jq FILTER] < values.jsonl\n");
+		return 2;
+	}
 	kop_jsonl_init(&r, 0);
 	for (;;) {
 		jv v, out;
@@ -93,6 +107,11 @@ static int cmd_fn_resolve(int argc, char **argv)
 		int rc = kop_jsonl_next(&r, &v, &line, err);
 
 		if (rc > 0) {
+			if (q && kop_jq_run1(q, v, &v, err)) {
+				fprintf(stderr, "error: line %zu: %s\n", line, err);
+				bad = 2;
+				continue;
+			}
 			if (kop_fn_resolve(v, &out, err)) {
 				fprintf(stderr, "error: line %zu: %s\n", line, err);
 				bad = 1;
@@ -115,6 +134,8 @@ static int cmd_fn_resolve(int argc, char **argv)
 		}
 	}
 	kop_jsonl_release(&r);
+	if (q)
+		kop_jq_free(q);
 	return bad;
 }
 
