@@ -42,10 +42,11 @@ def decoder($schema; $path; $depth; $defaults):
     | "iot_decode_list(\($path | path_text))"
       + " | [range(0; length) as \($i) | .[\($i)] | \(decoder($schema[0]; $path + [{v: $i}]; $depth + 1; $defaults))]"
   else
-    ({"s": "iot_decode_string", "b": "iot_decode_bool", "i": "iot_decode_int", "i32": "iot_decode_int32",
-      "r": "iot_decode_resources"}[$schema | rtrimstr("-")]) as $f
+    ($schema | rtrimstr("-")) as $t
+    | ({"s": "iot_decode_string", "b": "iot_decode_bool", "i": "iot_decode_int", "i32": "iot_decode_int32",
+        "r": "iot_decode_resources"}[$t]) as $f
     | if $f == null then error("iotservice-specgen: unknown leaf type \($schema | tojson) at \($path | path_text)")
-      else "\($f)(\($path | path_text))" + leaf_default($schema | rtrimstr("-"); $path; $defaults) end
+      else "\($f)(\($path | path_text))" + leaf_default($t; $path; $defaults) end
   end;
 
 # Does $schema hold a manifest-only leaf ("...-")?
