@@ -396,17 +396,11 @@ static int read_hex4(const char *p, unsigned *u)
 
 	*u = 0;
 	for (i = 0; i < 4; i++) {
-		char c = p[i];
+		int d = kop_hex_digit((unsigned char)p[i]);
 
-		*u <<= 4;
-		if (c >= '0' && c <= '9')
-			*u |= (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			*u |= (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			*u |= (unsigned)(c - 'A' + 10);
-		else
+		if (d < 0)
 			return -1;
+		*u = *u << 4 | (unsigned)d;
 	}
 	return 0;
 }

@@ -84,6 +84,8 @@ void kop_buf_add_quoted(struct kop_buf *b, const char *s, size_t n);
 char *kop_base64(const void *data, size_t len);
 /* The n bytes at data as 2n lowercase hex digits and a NUL, in out[2n + 1]. */
 void kop_hex(const void *data, size_t n, char *out);
+/* The value of the hex digit c (either case), or -1. */
+int kop_hex_digit(int c);
 
 /*
  * Capped exponential backoff with jitter: the n-th delay is drawn from

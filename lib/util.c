@@ -367,3 +367,14 @@ void kop_hex(const void *data, size_t n, char *out)
 	}
 	out[2 * n] = '\0';
 }
+
+int kop_hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

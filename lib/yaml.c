@@ -76,17 +76,6 @@ static int yl_next(struct yl *y, yaml_event_t *ev)
 
 /* ---- scalars ------------------------------------------------------------ */
 
-static int digit_value(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return 99;
-}
-
 /*
  * Go's strconv.ParseInt(s, 0, 64), falling back to ParseUint: optional sign,
  * 0x/0o/0b prefixes, a leading 0 for octal. 0 and *out, or -1.
@@ -115,9 +104,9 @@ int kop_go_parse_int(const char *s, double *out, int *beyond)
 	if (!*p)
 		return -1;
 	for (; *p; p++) {
-		int d = digit_value((unsigned char)*p);
+		int d = kop_hex_digit((unsigned char)*p);
 
-		if (d >= base)
+		if (d < 0 || d >= base)
 			return -1;
 		if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
 			return -1;

@@ -195,11 +195,6 @@ static enum MHD_Result unauthorized(struct MHD_Connection *c, const char *method
 	return send_json(c, 401, ksim_status(401, "Unauthorized", "Unauthorized", jv_null()), jv_null());
 }
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 /*
  * Who a request is made as: the authenticated user, or the one it
  * impersonates. The strings are the headers' (kept by MHD for the request)
@@ -242,22 +237,19 @@ static void who_release(struct who *w)
 }
 
 /*
- * The key of an Impersonate-Extra-KEY header as kube-apiserver reads it:
- * in lower case, then %-decoded (url.PathUnescape; malformed: as it is).
- * A %00 stays as it is (a NUL would end the C string).
+ * Decodes each %XX of s in place but %00, which stays as it is (a NUL would
+ * end the C string: GET .../configmaps/a%00b would read the object "a",
+ * where kube-apiserver looks up "a\x00b"); a % without two hex digits stays
+ * too. Returns the new length.
  */
-static char *extra_key(const char *name)
+static size_t percent_decode(char *s)
 {
-	char *k = kop_strdup(name), *w = k;
-	const char *r;
+	char *w = s;
+	const char *r = s;
 
-	for (char *p = k; *p; p++)
-		*p = (char)tolower((unsigned char)*p);
-	for (r = k; *r; r++)
-		if (*r == '%' && (hexval(r[1]) < 0 || hexval(r[2]) < 0))
-			return k;
-	for (r = k; *r;) {
-		int hi = r[0] == '%' ? hexval(r[1]) : -1, lo = hi >= 0 ? hexval(r[2]) : -1;
+	while (*r) {
+		int hi = r[0] == '%' ? kop_hex_digit((unsigned char)r[1]) : -1;
+		int lo = hi >= 0 ? kop_hex_digit((unsigned char)r[2]) : -1;
 
 		if (lo >= 0 && (hi || lo)) {
 			*w++ = (char)(hi * 16 + lo);
@@ -267,6 +259,25 @@ static char *extra_key(const char *name)
 		}
 	}
 	*w = 0;
+	return (size_t)(w - s);
+}
+
+/*
+ * The key of an Impersonate-Extra-KEY header as kube-apiserver reads it:
+ * in lower case, then %-decoded (url.PathUnescape; malformed: as it is).
+ * A %00 stays as it is (a NUL would end the C string).
+ */
+static char *extra_key(const char *name)
+{
+	char *k = kop_strdup(name);
+	const char *r;
+
+	for (char *p = k; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	for (r = k; *r; r++)
+		if (*r == '%' && (kop_hex_digit((unsigned char)r[1]) < 0 || kop_hex_digit((unsigned char)r[2]) < 0))
+			return k;	/* malformed: as it is */
+	percent_decode(k);
 	return k;
 }
 
@@ -731,31 +742,12 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	kop_buf_release(&b);
 }
 
-/*
- * libmicrohttpd's unescaping of the path and the query values, except that
- * "%00" stays as it is: a NUL in the C string would cut it short, and
- * GET .../configmaps/a%00b read the object "a" (kube-apiserver looks up
- * "a\x00b": 404).
- */
+/* libmicrohttpd's unescaping of the path and the query values, but for %00 (percent_decode). */
 static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 {
-	char *w = s;
-	const char *r = s;
-
 	(void)cls;
 	(void)c;
-	while (*r) {
-		int hi = r[0] == '%' ? hexval(r[1]) : -1, lo = hi >= 0 ? hexval(r[2]) : -1;
-
-		if (lo >= 0 && (hi || lo)) {
-			*w++ = (char)(hi * 16 + lo);
-			r += 3;
-		} else {
-			*w++ = *r++;
-		}
-	}
-	*w = 0;
-	return (size_t)(w - s);
+	return percent_decode(s);
 }
 
 struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *key_pem, int *bound, char *err)
