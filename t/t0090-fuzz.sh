@@ -11,12 +11,12 @@ for src in "$PROJECT_ROOT"/t/fuzz/fuzz-*.c; do
 	name=$(basename "$src" .c)
 	target=${name#fuzz-}
 	test_expect_success "fuzz $target for ${FUZZ_SECONDS}s finds nothing" '
-		make -s -C "$PROJECT_ROOT" "build/fuzz/$name" >build.log 2>&1 &&
+		make -s -C "$PROJECT_ROOT" "build/fuzz/$name" >build-$target.log 2>&1 &&
 		mkdir -p corpus-$target &&
 		"$PROJECT_ROOT/t/fuzz/seeds.sh" "$target" corpus-$target &&
 		ASAN_OPTIONS=detect_leaks=1 "$PROJECT_ROOT/build/fuzz/$name" -max_total_time=$FUZZ_SECONDS \
-			-rss_limit_mb=2048 -max_len=65536 -artifact_prefix=./ corpus-$target >fuzz.log 2>&1 ||
-		{ tail -n 40 fuzz.log; ls crash-* leak-* timeout-* 2>/dev/null; return 1; }
+			-rss_limit_mb=2048 -max_len=65536 -artifact_prefix=./ corpus-$target >fuzz-$target.log 2>&1 ||
+		{ tail -n 40 fuzz-$target.log; ls crash-* leak-* timeout-* oom-* 2>/dev/null; return 1; }
 	'
 done
 
