@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -390,6 +391,44 @@ struct reader {
 /* Reads a value at r->p into *v: 0, or -1 when the text is not one this reader takes. */
 static int read_value(struct reader *r, jv *v, int depth);
 
+/*
+ * Short strings are made once and shared: the keys, kinds, names and label
+ * values of stored objects come back again and again, and libjq checks a
+ * new string's UTF-8, allocates it and later hashes it as an object key
+ * (a string shared keeps its hash). A slot holds the last string that fell
+ * in it. Per thread: libjq's reference counts are not atomic.
+ */
+#define INTERN_LEN_MAX 32
+#define INTERN_SLOTS 1024	/* a power of two */
+
+static _Thread_local struct intern {
+	jv s;			/* jv_invalid() while empty (jv_free of it is a no-op) */
+	unsigned len;
+	char b[INTERN_LEN_MAX];
+} intern[INTERN_SLOTS];
+
+/* The string of r->str, shared when short. */
+static jv read_string_jv(const struct reader *r)
+{
+	const char *b = r->str.buf ? r->str.buf : "";
+	size_t n = r->str.len, i;
+	uint32_t h = 2166136261u;
+	struct intern *in;
+
+	if (n > INTERN_LEN_MAX)
+		return jv_string_sized(b, (int)n);
+	for (i = 0; i < n; i++)
+		h = (h ^ (unsigned char)b[i]) * 16777619u;
+	in = &intern[h & (INTERN_SLOTS - 1)];
+	if (in->len == n && jv_get_kind(in->s) == JV_KIND_STRING && !memcmp(in->b, b, n))
+		return jv_copy(in->s);
+	jv_free(in->s);
+	in->s = jv_string_sized(b, (int)n);
+	in->len = (unsigned)n;
+	memcpy(in->b, b, n);
+	return jv_copy(in->s);
+}
+
 static int read_hex4(const char *p, unsigned *u)
 {
 	int i;
@@ -538,7 +577,7 @@ static int read_value(struct reader *r, jv *v, int depth)
 
 			if (r->p == r->end || *r->p != '"' || read_string_bytes(r))
 				break;
-			key = jv_string_sized(r->str.buf ? r->str.buf : "", (int)r->str.len);
+			key = read_string_jv(r);
 			if (r->p == r->end || *r->p++ != ':' || read_value(r, &val, depth + 1)) {
 				jv_free(key);
 				break;
@@ -590,7 +629,7 @@ static int read_value(struct reader *r, jv *v, int depth)
 	case '"':
 		if (read_string_bytes(r))
 			return -1;
-		*v = jv_string_sized(r->str.buf ? r->str.buf : "", (int)r->str.len);
+		*v = read_string_jv(r);
 		return 0;
 	case 't':
 		return read_literal(r, "true", jv_true(), v);
