@@ -219,7 +219,7 @@ static const char *nul_field(jv obj)
 
 	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		jv v = fields[i][1] ? jv_getpath(jv_copy(obj), path2(fields[i][0], fields[i][1]))
-				    : jv_object_get(jv_copy(obj), jv_string(fields[i][0]));
+				    : jv_object_get(jv_copy(obj), kop_json_key(fields[i][0]));
 		int bad = jv_get_kind(v) == JV_KIND_STRING &&
 			  strlen(jv_string_value(v)) != (size_t)jv_string_length_bytes(jv_copy(v));
 
@@ -463,7 +463,7 @@ static void update_aggs(struct prim *p, jv obj)
 			char err[KOP_ERRLEN];
 
 			if (kop_jq_run1(E.prog.aggs[i].jq, jv_copy(obj), &r, err) < 0) {
-				tool_logj(LOG_WARN, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
+				tool_logj(LOG_WARN, jv_object_set(jv_object(), kop_json_key("primary"), jv_string(p->key)),
 					  "unable to evaluate aggregate '%s' for '%s': %s", E.prog.aggs[i].name, p->key,
 					  err);
 			} else {
@@ -503,7 +503,7 @@ static void update_aggs_seen(struct prim *p, jv obj, int64_t now)
 		update_aggs(p, obj);
 		return;
 	}
-	obj = jv_object_set(jv_copy(obj), jv_string("status"), st);
+	obj = jv_object_set(jv_copy(obj), kop_json_key("status"), st);
 	update_aggs(p, obj);
 	jv_free(obj);
 }
@@ -566,11 +566,11 @@ static jv render_parent(jv parent);
  * with a desired object that sets neither. */
 static void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN])
 {
-	jv m = jv_object_get(jv_copy(obj), jv_string("metadata"));
+	jv m = jv_object_get(jv_copy(obj), kop_json_key("metadata"));
 
-	obj = jv_object_delete(jv_copy(obj), jv_string("status"));
+	obj = jv_object_delete(jv_copy(obj), kop_json_key("status"));
 	if (jv_get_kind(m) == JV_KIND_OBJECT)
-		obj = jv_object_set(obj, jv_string("metadata"), jv_object_delete(m, jv_string("resourceVersion")));
+		obj = jv_object_set(obj, kop_json_key("metadata"), jv_object_delete(m, kop_json_key("resourceVersion")));
 	else
 		jv_free(m);
 	kop_json_digest(obj, d);
@@ -779,8 +779,8 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		return;
 	}
 	if (has_meta(obj, "managedFields"))
-		obj = jv_object_set(obj, jv_string("metadata"),
-				    jv_object_delete(jv_object_get(jv_copy(obj), jv_string("metadata")),
+		obj = jv_object_set(obj, kop_json_key("metadata"),
+				    jv_object_delete(jv_object_get(jv_copy(obj), kop_json_key("metadata")),
 						     jv_string("managedFields")));
 	rv = meta(obj, "resourceVersion");
 	text = kop_json_dump_len(jv_copy(obj), &tlen);
@@ -841,7 +841,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		child_digest(obj, o->sdig);
 	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
 		/* Its spec goes to the render program only (README: render). */
-		o->vtext = kop_json_dump_len(jv_object_delete(jv_copy(obj), jv_string("spec")), &o->vlen);
+		o->vtext = kop_json_dump_len(jv_object_delete(jv_copy(obj), kop_json_key("spec")), &o->vlen);
 	}
 	store_text(o, obj, text, tlen);
 	free(text);
@@ -914,17 +914,17 @@ static jv project_kind(jv obj, size_t lineno, int whole)
 		jv_free(out);
 		return obj;
 	}
-	meta_out = jv_object_get(jv_copy(out), jv_string("metadata"));
+	meta_out = jv_object_get(jv_copy(out), kop_json_key("metadata"));
 	if (jv_get_kind(meta_out) != JV_KIND_OBJECT) {
 		jv_free(meta_out);
 		meta_out = jv_object();
 	}
-	meta_out = jv_object_set(meta_out, jv_string("name"), jv_string(name));
+	meta_out = jv_object_set(meta_out, kop_json_key("name"), jv_string(name));
 	if (ns)
-		meta_out = jv_object_set(meta_out, jv_string("namespace"), jv_string(ns));
-	out = jv_object_set(out, jv_string("metadata"), meta_out);
-	out = jv_object_set(out, jv_string("apiVersion"), jv_string(av));
-	out = jv_object_set(out, jv_string("kind"), jv_string(kind));
+		meta_out = jv_object_set(meta_out, kop_json_key("namespace"), jv_string(ns));
+	out = jv_object_set(out, kop_json_key("metadata"), meta_out);
+	out = jv_object_set(out, kop_json_key("apiVersion"), jv_string(av));
+	out = jv_object_set(out, kop_json_key("kind"), jv_string(kind));
 	jv_free(obj);
 	return out;
 }
@@ -939,7 +939,7 @@ static void handle_event(jv ev, size_t lineno)
 		jv_free(ev);
 		return;
 	}
-	obj = jv_object_get(jv_copy(ev), jv_string("object"));
+	obj = jv_object_get(jv_copy(ev), kop_json_key("object"));
 	if (!strcmp(type, "BOOKMARK")) {
 		jv mark = jv_getpath(jv_copy(obj), jv_array_append(path2("metadata", "annotations"),
 								   jv_string("k8s.io/initial-events-end")));
@@ -1123,7 +1123,7 @@ static jv build_related(void)
 	r = jv_object();
 	for (i = 0; i < E.prog.nkinds; i++)
 		if (E.prog.kinds[i].role == KOP_ROLE_RELATED)
-			r = jv_object_set(r, jv_string(E.prog.kinds[i].key), jv_object());
+			r = jv_object_set(r, kop_json_key(E.prog.kinds[i].key), jv_object());
 	while (kop_hmap_next(&E.related, &it, NULL, &v)) {
 		struct obj *o = v;
 		struct kop_buf k = KOP_BUF_INIT;
@@ -1133,8 +1133,8 @@ static jv build_related(void)
 			kop_buf_addf(&k, "%s/%s", o->ns, o->name);
 		else
 			kop_buf_adds(&k, o->name);
-		group = jv_object_get(jv_copy(r), jv_string(o->kind->key));
-		r = jv_object_set(r, jv_string(o->kind->key), jv_object_set(group, jv_string(k.buf), parse_obj(o)));
+		group = jv_object_get(jv_copy(r), kop_json_key(o->kind->key));
+		r = jv_object_set(r, kop_json_key(o->kind->key), jv_object_set(group, kop_json_key(k.buf), parse_obj(o)));
 		kop_buf_release(&k);
 	}
 	E.related_cache = jv_copy(r);
@@ -1160,7 +1160,7 @@ static jv build_aggs(void)
 			if (p->obj && p->agg[i])
 				keys = jv_array_append(keys, jv_string(p->key));
 		}
-		r = jv_object_set(r, jv_string(E.prog.aggs[i].name), jv_sort(keys, jv_copy(keys)));
+		r = jv_object_set(r, kop_json_key(E.prog.aggs[i].name), jv_sort(keys, jv_copy(keys)));
 	}
 	E.aggs_cache = jv_copy(r);
 	return r;
@@ -1184,14 +1184,14 @@ static jv build_children(struct prim *p, struct rctx *ctx)
 	struct obj *o;
 
 	for (o = p->children; o; o = o->next) {
-		jv group = jv_object_get(jv_copy(c), jv_string(o->kind->key));
+		jv group = jv_object_get(jv_copy(c), kop_json_key(o->kind->key));
 		jv slot = child_slot(p, o);
 
 		if (strcmp(jv_string_value(slot), o->name))
 			log_warn("primary '%s': two %s named '%s'; the one in '%s' is keyed '%s'", p->key, o->kind->key,
 				 o->name, o->ns, jv_string_value(slot));
 		group = jv_object_set(group, slot, jv_copy(view_of(ctx, o)));
-		c = jv_object_set(c, jv_string(o->kind->key), group);
+		c = jv_object_set(c, kop_json_key(o->kind->key), group);
 	}
 	return c;
 }
@@ -1230,33 +1230,33 @@ static jv ref_object(jv obj, int with_uid)
 	jv m = jv_object(), r = jv_object();
 	const char *ns = meta(obj, "namespace"), *uid = meta(obj, "uid");
 
-	m = jv_object_set(m, jv_string("name"), jv_string(meta(obj, "name")));
+	m = jv_object_set(m, kop_json_key("name"), jv_string(meta(obj, "name")));
 	if (ns && *ns)
-		m = jv_object_set(m, jv_string("namespace"), jv_string(ns));
+		m = jv_object_set(m, kop_json_key("namespace"), jv_string(ns));
 	if (with_uid && uid)
-		m = jv_object_set(m, jv_string("uid"), jv_string(uid));
-	r = jv_object_set(r, jv_string("apiVersion"), jv_string(kop_json_cstr(obj, "apiVersion")));
-	r = jv_object_set(r, jv_string("kind"), jv_string(kop_json_cstr(obj, "kind")));
-	return jv_object_set(r, jv_string("metadata"), m);
+		m = jv_object_set(m, kop_json_key("uid"), jv_string(uid));
+	r = jv_object_set(r, kop_json_key("apiVersion"), jv_string(kop_json_cstr(obj, "apiVersion")));
+	r = jv_object_set(r, kop_json_key("kind"), jv_string(kop_json_cstr(obj, "kind")));
+	return jv_object_set(r, kop_json_key("metadata"), m);
 }
 
 /* The same for a stored object, named as the program names its kind. */
 static jv ref_of(const struct obj *o)
 {
-	jv m = jv_object_set(jv_object(), jv_string("name"), jv_string(o->name));
+	jv m = jv_object_set(jv_object(), kop_json_key("name"), jv_string(o->name));
 	jv r = jv_object();
 
 	if (*o->ns)
-		m = jv_object_set(m, jv_string("namespace"), jv_string(o->ns));
-	m = jv_object_set(m, jv_string("uid"), jv_string(o->uid));
-	r = jv_object_set(r, jv_string("apiVersion"), jv_string(o->kind->api_version));
-	r = jv_object_set(r, jv_string("kind"), jv_string(o->kind->kind));
-	return jv_object_set(r, jv_string("metadata"), m);
+		m = jv_object_set(m, kop_json_key("namespace"), jv_string(o->ns));
+	m = jv_object_set(m, kop_json_key("uid"), jv_string(o->uid));
+	r = jv_object_set(r, kop_json_key("apiVersion"), jv_string(o->kind->api_version));
+	r = jv_object_set(r, kop_json_key("kind"), jv_string(o->kind->kind));
+	return jv_object_set(r, kop_json_key("metadata"), m);
 }
 
 static jv op_line(const char *op, const char *pkey)
 {
-	return jv_object_set(jv_object_set(jv_object(), jv_string("op"), jv_string(op)), jv_string("primary"),
+	return jv_object_set(jv_object_set(jv_object(), jv_string("op"), jv_string(op)), kop_json_key("primary"),
 			     jv_string(pkey));
 }
 
@@ -1272,9 +1272,9 @@ static void finalizer_patch(struct prim *p, jv obj, jv patch, int64_t now, struc
 	if (flight_check(p, fkey, patch, p->obj->rv, now)) {
 		jv line = op_line("patch", pkey);
 
-		line = jv_object_set(line, jv_string("object"), ref_object(obj, 0));
-		line = jv_object_set(line, jv_string("patchType"), jv_string("json"));
-		line = jv_object_set(line, jv_string("patch"), patch);
+		line = jv_object_set(line, kop_json_key("object"), ref_object(obj, 0));
+		line = jv_object_set(line, kop_json_key("patchType"), jv_string("json"));
+		line = jv_object_set(line, kop_json_key("patch"), patch);
 		emit(line);
 		n->patches++;
 	} else {
@@ -1285,19 +1285,19 @@ static void finalizer_patch(struct prim *p, jv obj, jv patch, int64_t now, struc
 
 static jv test_op(const char *path, jv value)
 {
-	jv o = jv_object_set(jv_object(), jv_string("op"), jv_string("test"));
+	jv o = jv_object_set(jv_object(), kop_json_key("op"), jv_string("test"));
 
-	o = jv_object_set(o, jv_string("path"), jv_string(path));
-	return jv_object_set(o, jv_string("value"), value);
+	o = jv_object_set(o, kop_json_key("path"), jv_string(path));
+	return jv_object_set(o, kop_json_key("value"), value);
 }
 
 static jv patch_op(const char *op, const char *path, jv value)
 {
-	jv o = jv_object_set(jv_object(), jv_string("op"), jv_string(op));
+	jv o = jv_object_set(jv_object(), kop_json_key("op"), jv_string(op));
 
-	o = jv_object_set(o, jv_string("path"), jv_string(path));
+	o = jv_object_set(o, kop_json_key("path"), jv_string(path));
 	if (jv_is_valid(value))
-		o = jv_object_set(o, jv_string("value"), value);
+		o = jv_object_set(o, kop_json_key("value"), value);
 	return o;
 }
 
@@ -1351,9 +1351,9 @@ static void count_reconcile(const char *result)
 static void retry_after_error(struct prim *p, const char *before, const char *msg, const char *after, int64_t now)
 {
 	unsigned delay = kop_backoff_next(&p->backoff);
-	jv f = jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key));
+	jv f = jv_object_set(jv_object(), kop_json_key("primary"), jv_string(p->key));
 
-	f = jv_object_set(f, jv_string("retryInMs"), jv_number(delay));
+	f = jv_object_set(f, kop_json_key("retryInMs"), jv_number(delay));
 	tool_logj(LOG_ERROR, f, "%s'%s': %s%s", before, p->key, msg, after);
 	schedule(p, now + delay);
 	E.errors++;
@@ -1383,7 +1383,7 @@ static int check_output(jv out, char *err)
 	if (jv_get_kind(out) != JV_KIND_OBJECT)
 		return kop_error(err, "the output is %s, not an object", jv_kind_name(jv_get_kind(out)));
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		jv v = jv_object_get(jv_copy(out), jv_string(want[i].field));
+		jv v = jv_object_get(jv_copy(out), kop_json_key(want[i].field));
 		int k = jv_get_kind(v);
 
 		jv_free(v);
@@ -1402,7 +1402,7 @@ static int check_output(jv out, char *err)
  */
 static int check_children(jv out, char *err)
 {
-	jv children = jv_object_get(jv_copy(out), jv_string("children"));
+	jv children = jv_object_get(jv_copy(out), kop_json_key("children"));
 	struct kop_hmap seen = KOP_HMAP_INIT;
 	static int one = 1;
 	int rc = 0;
@@ -1463,12 +1463,12 @@ static int rendered_index(jv rdes, jv c)
  * walked again. */
 static int resolve_output(jv out, jv rdes, jv *res, char *err)
 {
-	jv children = jv_object_get(jv_copy(out), jv_string("children")), done;
+	jv children = jv_object_get(jv_copy(out), kop_json_key("children")), done;
 
 	if (jv_get_kind(children) != JV_KIND_ARRAY)
 		return jv_free(children), kop_fn_resolve(out, res, err);
 	done = jv_array();
-	out = jv_object_delete(out, jv_string("children"));
+	out = jv_object_delete(out, kop_json_key("children"));
 	if (kop_fn_resolve(out, &out, err) < 0) {
 		jv_free(children);
 		jv_free(done);
@@ -1484,7 +1484,7 @@ static int resolve_output(jv out, jv rdes, jv *res, char *err)
 		done = jv_array_append(done, c);
 	}
 	jv_free(children);
-	*res = jv_object_set(out, jv_string("children"), done);
+	*res = jv_object_set(out, kop_json_key("children"), done);
 	return 0;
 }
 
@@ -1584,7 +1584,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 					full = jv_copy(c);
 				}
 				kop_program_object_digest(full, objdig);
-				status = jv_object_has(jv_copy(full), jv_string("status"));
+				status = jv_object_has(jv_copy(full), kop_json_key("status"));
 			}
 			kop_program_applied_digest(objdig, p->obj->uid, d);
 		}
@@ -1680,8 +1680,8 @@ static void prune(struct prim *p, struct kop_hmap *desired, int64_t now, struct 
 		if (flight_check(p, fkey, sent, o->rv, now)) {
 			jv line = op_line("delete", p->key);
 
-			line = jv_object_set(line, jv_string("object"), ref_of(o));
-			line = jv_object_set(line, jv_string("propagationPolicy"), jv_string("Background"));
+			line = jv_object_set(line, kop_json_key("object"), ref_of(o));
+			line = jv_object_set(line, kop_json_key("propagationPolicy"), jv_string("Background"));
 			emit(line);
 			n->deletes++;
 		}
@@ -1746,7 +1746,7 @@ enum seen {
  */
 static int write_status(struct prim *p, jv parent, jv status, enum seen seen, int64_t now, struct counts *n)
 {
-	jv live = jv_object_get(jv_copy(parent), jv_string("status"));
+	jv live = jv_object_get(jv_copy(parent), kop_json_key("status"));
 	char *fkey = join2("status", p->key);
 	int sent = 1;
 
@@ -1759,10 +1759,10 @@ static int write_status(struct prim *p, jv parent, jv status, enum seen seen, in
 	} else if (flight_check(p, fkey, status, p->obj->rv, now)) {
 		jv obj = ref_object(parent, 1);
 
-		obj = jv_object_set(obj, jv_string("status"), jv_copy(status));
-		emit(jv_object_set(op_line("status", p->key), jv_string("object"), obj));
+		obj = jv_object_set(obj, kop_json_key("status"), jv_copy(status));
+		emit(jv_object_set(op_line("status", p->key), kop_json_key("object"), obj));
 		n->statuses++;
-		obj = jv_object_set(jv_copy(parent), jv_string("status"), jv_copy(status));
+		obj = jv_object_set(jv_copy(parent), kop_json_key("status"), jv_copy(status));
 		update_aggs(p, obj);	/* counted from now on (update_aggs_seen) */
 		jv_free(obj);
 		if (seen == SEEN_CARRIED) {
@@ -1793,23 +1793,23 @@ static void write_events(struct prim *p, jv parent, jv events, struct counts *n)
 		jv involved;
 
 		if (jv_get_kind(ev) != JV_KIND_OBJECT || !kop_json_cstr(ev, "reason")) {
-			tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key)),
+			tool_logj(LOG_ERROR, jv_object_set(jv_object(), kop_json_key("primary"), jv_string(p->key)),
 				  "primary '%s': event %d has no reason; skipped", p->key, i);
 			jv_free(ev);
 			continue;
 		}
-		if (!jv_object_has(jv_copy(ev), jv_string("type")))
-			ev = jv_object_set(ev, jv_string("type"), jv_string("Normal"));
-		if (!jv_object_has(jv_copy(ev), jv_string("involvedObject"))) {
-			jv r = ref_object(parent, 1), m = jv_object_get(jv_copy(r), jv_string("metadata"));
+		if (!jv_object_has(jv_copy(ev), kop_json_key("type")))
+			ev = jv_object_set(ev, kop_json_key("type"), jv_string("Normal"));
+		if (!jv_object_has(jv_copy(ev), kop_json_key("involvedObject"))) {
+			jv r = ref_object(parent, 1), m = jv_object_get(jv_copy(r), kop_json_key("metadata"));
 
-			involved = jv_object_set(jv_object(), jv_string("apiVersion"),
-						 jv_object_get(jv_copy(r), jv_string("apiVersion")));
-			involved = jv_object_set(involved, jv_string("kind"), jv_object_get(r, jv_string("kind")));
+			involved = jv_object_set(jv_object(), kop_json_key("apiVersion"),
+						 jv_object_get(jv_copy(r), kop_json_key("apiVersion")));
+			involved = jv_object_set(involved, kop_json_key("kind"), jv_object_get(r, kop_json_key("kind")));
 			involved = jv_object_merge(involved, m);
-			ev = jv_object_set(ev, jv_string("involvedObject"), involved);
+			ev = jv_object_set(ev, kop_json_key("involvedObject"), involved);
 		}
-		emit(jv_object_set(op_line("event", p->key), jv_string("event"), ev));
+		emit(jv_object_set(op_line("event", p->key), kop_json_key("event"), ev));
 		n->events++;
 	}
 	jv_free(events);
@@ -1818,18 +1818,18 @@ static void write_events(struct prim *p, jv parent, jv events, struct counts *n)
 /* The part of a primary (consumed) that its render program gets. */
 static jv render_parent(jv parent)
 {
-	jv meta = jv_object_get(jv_copy(parent), jv_string("metadata"));
+	jv meta = jv_object_get(jv_copy(parent), kop_json_key("metadata"));
 
 	if (jv_get_kind(meta) == JV_KIND_OBJECT) {
-		meta = jv_object_delete(meta, jv_string("resourceVersion"));
-		meta = jv_object_delete(meta, jv_string("finalizers"));
-		meta = jv_object_delete(meta, jv_string("managedFields"));
-		parent = jv_object_set(parent, jv_string("metadata"), meta);
+		meta = jv_object_delete(meta, kop_json_key("resourceVersion"));
+		meta = jv_object_delete(meta, kop_json_key("finalizers"));
+		meta = jv_object_delete(meta, kop_json_key("managedFields"));
+		parent = jv_object_set(parent, kop_json_key("metadata"), meta);
 	} else {
 		jv_free(meta);
 	}
 	if (jv_get_kind(parent) == JV_KIND_OBJECT)
-		parent = jv_object_delete(parent, jv_string("status"));
+		parent = jv_object_delete(parent, kop_json_key("status"));
 	return parent;
 }
 
@@ -1860,21 +1860,21 @@ static jv render_view(jv out)
 		jv_free(out);
 		return jv_invalid();
 	}
-	return jv_object_set(out, jv_string("desired"), view);
+	return jv_object_set(out, kop_json_key("desired"), view);
 }
 
 /* The render program's input for p but its .parent: .related and .settings. */
 static jv render_input(void)
 {
-	jv in = jv_object_set(jv_object(), jv_string("related"), build_related());
+	jv in = jv_object_set(jv_object(), kop_json_key("related"), build_related());
 
-	return jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
+	return jv_object_set(in, kop_json_key("settings"), jv_copy(E.prog.settings));
 }
 
 /* in (consumed) with p's .parent: the primary whole (sync's .parent may lack its spec, p->obj->vtext). */
 static jv render_input_parent(struct prim *p, struct rctx *ctx, jv in)
 {
-	return jv_object_set(in, jv_string("parent"),
+	return jv_object_set(in, kop_json_key("parent"),
 			     render_parent(p->obj->vtext ? parse_obj(p->obj) : jv_copy(ctx->parent)));
 }
 
@@ -1892,7 +1892,7 @@ static int desired_digests(jv out, unsigned char (**dig)[KOP_JSON_DIGEST_LEN], u
 		*stat = kop_calloc((size_t)n, 1);
 		jv_array_foreach(des, i, c) {
 			kop_program_object_digest(c, (*dig)[i]);
-			(*stat)[i] = jv_get_kind(c) == JV_KIND_OBJECT && jv_object_has(jv_copy(c), jv_string("status"));
+			(*stat)[i] = jv_get_kind(c) == JV_KIND_OBJECT && jv_object_has(jv_copy(c), kop_json_key("status"));
 			jv_free(c);
 		}
 	}
@@ -2180,7 +2180,7 @@ static jv parent_seen(struct prim *p, jv parent, enum seen *seen, int64_t now)
 		jv_free(st);
 		return jv_copy(parent);
 	}
-	live = jv_object_get(jv_copy(parent), jv_string("status"));
+	live = jv_object_get(jv_copy(parent), kop_json_key("status"));
 	if (jv_get_kind(live) == JV_KIND_INVALID)
 		live = jv_null();
 	if (jv_equal(jv_copy(st), jv_copy(live))) {
@@ -2208,7 +2208,7 @@ static jv parent_seen(struct prim *p, jv parent, enum seen *seen, int64_t now)
 	jv_free(live);
 	*seen = SEEN_CARRIED;
 	schedule(p, f->at + FLIGHT_TIMEOUT_MS);
-	return jv_object_set(jv_copy(parent), jv_string("status"), st);
+	return jv_object_set(jv_copy(parent), kop_json_key("status"), st);
 }
 
 /* One reconcile of p, whose parsed object is ctx->parent. */
@@ -2241,17 +2241,17 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 
 	rdes = jv_array();	/* the rendered .desired as sync sees them */
 	in = jv_object();
-	in = jv_object_set(in, jv_string("parent"), parent_seen(p, parent, &seen, now));
-	v = jv_object_get(jv_copy(in), jv_string("parent"));
+	in = jv_object_set(in, kop_json_key("parent"), parent_seen(p, parent, &seen, now));
+	v = jv_object_get(jv_copy(in), kop_json_key("parent"));
 	update_aggs(p, v);
 	jv_free(v);
-	in = jv_object_set(in, jv_string("children"), build_children(p, ctx));
-	in = jv_object_set(in, jv_string("related"), build_related());
-	in = jv_object_set(in, jv_string("settings"), jv_copy(E.prog.settings));
-	in = jv_object_set(in, jv_string("aggregates"), build_aggs());
-	in = jv_object_set(in, jv_string("errors"), errors_list(p));
-	in = jv_object_set(in, jv_string("finalizing"), jv_bool(finalizing));
-	in = jv_object_set(in, jv_string("now"),
+	in = jv_object_set(in, kop_json_key("children"), build_children(p, ctx));
+	in = jv_object_set(in, kop_json_key("related"), build_related());
+	in = jv_object_set(in, kop_json_key("settings"), jv_copy(E.prog.settings));
+	in = jv_object_set(in, kop_json_key("aggregates"), build_aggs());
+	in = jv_object_set(in, kop_json_key("errors"), errors_list(p));
+	in = jv_object_set(in, kop_json_key("finalizing"), jv_bool(finalizing));
+	in = jv_object_set(in, kop_json_key("now"),
 			   jv_string(E.now ? E.now : kop_time_rfc3339(ts, sizeof(ts), (time_t)(kop_wall_ms() / 1000))));
 	E.reconciles++;
 	if (E.prog.render) {
@@ -2269,9 +2269,9 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 			jv_free(rdes);
 			rdes = jv_array();
 		}
-		in = jv_object_set(in, jv_string("rendered"), r);
+		in = jv_object_set(in, kop_json_key("rendered"), r);
 	}
-	in = jv_object_set(in, jv_string("pending"), build_pending(p, ctx, now));
+	in = jv_object_set(in, kop_json_key("pending"), build_pending(p, ctx, now));
 	t1 = kop_mono_us();
 	if (kop_jq_run1(E.prog.sync, in, &out, err) < 0) {
 		jv_free(rdes);
@@ -2290,7 +2290,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	t3 = kop_mono_us();
 	count_reconcile(jv_get_kind(jv_getpath(jv_copy(out), JV_ARRAY(jv_string("resyncAfterSeconds")))) == JV_KIND_NUMBER
 				? "requeue_after" : "success");
-	v = jv_object_get(jv_copy(out), jv_string("children"));
+	v = jv_object_get(jv_copy(out), kop_json_key("children"));
 	if (jv_get_kind(v) == JV_KIND_ARRAY)
 		apply_children(p, ctx, v, rdes, &desired, now, &n, &held);
 	else
@@ -2308,25 +2308,25 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		prune(p, &desired, now, &n);
 	tidy_errors(p, &desired);
 
-	v = jv_object_get(jv_copy(out), jv_string("status"));
+	v = jv_object_get(jv_copy(out), kop_json_key("status"));
 	if (jv_get_kind(v) == JV_KIND_OBJECT)
 		status_sent = write_status(p, parent, v, seen, now, &n);
 	else
 		jv_free(v);
 
 	/* Events that came with a status still in flight were sent with it already. */
-	v = jv_object_get(jv_copy(out), jv_string("events"));
+	v = jv_object_get(jv_copy(out), kop_json_key("events"));
 	if (jv_get_kind(v) == JV_KIND_ARRAY && status_sent)
 		write_events(p, parent, v, &n);
 	else
 		jv_free(v);
 
-	v = jv_object_get(jv_copy(out), jv_string("finalized"));
+	v = jv_object_get(jv_copy(out), kop_json_key("finalized"));
 	if (finalizing && jv_get_kind(v) == JV_KIND_TRUE)
 		remove_finalizer(p, parent, index, now, &n);
 	jv_free(v);
 
-	v = jv_object_get(jv_copy(out), jv_string("resyncAfterSeconds"));
+	v = jv_object_get(jv_copy(out), kop_json_key("resyncAfterSeconds"));
 	if (jv_get_kind(v) == JV_KIND_NUMBER && jv_number_value(v) > 0) {
 		double s = jv_number_value(v);
 
@@ -2341,23 +2341,23 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		kop_backoff_reset(&p->backoff);
 
 	if (log_enabled(LOG_DEBUG)) {
-		jv f = jv_object_set(jv_object(), jv_string("primary"), jv_string(p->key));
+		jv f = jv_object_set(jv_object(), kop_json_key("primary"), jv_string(p->key));
 
-		f = jv_object_set(f, jv_string("ms"), jv_number((double)(kop_mono_us() - t0) / 1000));
-		f = jv_object_set(f, jv_string("programMs"),
+		f = jv_object_set(f, kop_json_key("ms"), jv_number((double)(kop_mono_us() - t0) / 1000));
+		f = jv_object_set(f, kop_json_key("programMs"),
 				  jv_number((double)(t2 - t1 + render_jq + ctx->rerender_jq) / 1000));
-		f = jv_object_set(f, jv_string("functionsMs"),
+		f = jv_object_set(f, kop_json_key("functionsMs"),
 				  jv_number((double)(t3 - t2 + render_fn + ctx->rerender_fn) / 1000));
 		if (E.prog.render) {
-			f = jv_object_set(f, jv_string("renderCached"), jv_bool(render_cached));
-			f = jv_object_set(f, jv_string("renderKept"), jv_bool(p->rendered != NULL));
+			f = jv_object_set(f, kop_json_key("renderCached"), jv_bool(render_cached));
+			f = jv_object_set(f, kop_json_key("renderKept"), jv_bool(p->rendered != NULL));
 		}
-		f = jv_object_set(f, jv_string("applies"), jv_number(n.applies));
-		f = jv_object_set(f, jv_string("deletes"), jv_number(n.deletes));
-		f = jv_object_set(f, jv_string("patches"), jv_number(n.patches));
-		f = jv_object_set(f, jv_string("statuses"), jv_number(n.statuses));
-		f = jv_object_set(f, jv_string("events"), jv_number(n.events));
-		f = jv_object_set(f, jv_string("finalizing"), jv_bool(finalizing));
+		f = jv_object_set(f, kop_json_key("applies"), jv_number(n.applies));
+		f = jv_object_set(f, kop_json_key("deletes"), jv_number(n.deletes));
+		f = jv_object_set(f, kop_json_key("patches"), jv_number(n.patches));
+		f = jv_object_set(f, kop_json_key("statuses"), jv_number(n.statuses));
+		f = jv_object_set(f, kop_json_key("events"), jv_number(n.events));
+		f = jv_object_set(f, kop_json_key("finalizing"), jv_bool(finalizing));
 		tool_logj(LOG_DEBUG, f, "reconciled '%s'", p->key);
 	}
 }
@@ -2466,8 +2466,8 @@ static void handle_result(jv r, size_t lineno)
 		jv_free(r);
 		return;
 	}
-	ref = jv_object_get(jv_copy(r), jv_string("ref"));
-	ok = jv_object_get(jv_copy(r), jv_string("ok"));
+	ref = jv_object_get(jv_copy(r), kop_json_key("ref"));
+	ok = jv_object_get(jv_copy(r), kop_json_key("ok"));
 	p = prim_get(pkey, 0);
 	if (!strcmp(what, "event")) {
 		if (jv_get_kind(ok) != JV_KIND_TRUE)
@@ -2492,25 +2492,25 @@ static void handle_result(jv r, size_t lineno)
 	}
 	f = kop_hmap_get(&E.flights, fkey);
 	if (jv_get_kind(ok) == JV_KIND_TRUE) {
-		if (jv_object_has(jv_copy(p->errors), jv_string(fkey))) {
-			p->errors = jv_object_delete(p->errors, jv_string(fkey));
+		if (jv_object_has(jv_copy(p->errors), kop_json_key(fkey))) {
+			p->errors = jv_object_delete(p->errors, kop_json_key(fkey));
 			enqueue(p);	/* the program may want to clear what it reported */
 		}
 		if (!jv_object_length(jv_copy(p->errors)))
 			kop_backoff_reset(&p->backoff);
 	} else {
-		jv e = jv_object_set(jv_object(), jv_string("op"), jv_string(what));
+		jv e = jv_object_set(jv_object(), kop_json_key("op"), jv_string(what));
 		static const char *const fields[] = { "code", "reason", "message" };
 		size_t i;
 		int64_t now = kop_mono_ms();
 
-		e = jv_object_set(e, jv_string("ref"), jv_copy(ref));
+		e = jv_object_set(e, kop_json_key("ref"), jv_copy(ref));
 		for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-			jv x = jv_object_get(jv_copy(r), jv_string(fields[i]));
+			jv x = jv_object_get(jv_copy(r), kop_json_key(fields[i]));
 
-			e = jv_object_set(e, jv_string(fields[i]), jv_is_valid(x) ? x : jv_null());
+			e = jv_object_set(e, kop_json_key(fields[i]), jv_is_valid(x) ? x : jv_null());
 		}
-		p->errors = jv_object_set(p->errors, jv_string(fkey), e);
+		p->errors = jv_object_set(p->errors, kop_json_key(fkey), e);
 		if (f) {
 			f->failed = 1;
 			f->retry_at = now + kop_backoff_next(&p->backoff);
@@ -2721,13 +2721,13 @@ static void log_stats(int level)
 
 	for (p = E.qhead; p; p = p->qnext)
 		queued++;
-	f = jv_object_set(f, jv_string("reconciles"), jv_number((double)E.reconciles));
-	f = jv_object_set(f, jv_string("programErrors"), jv_number((double)E.errors));
-	f = jv_object_set(f, jv_string("queue"), jv_number((double)queued));
-	f = jv_object_set(f, jv_string("primaries"), jv_number((double)E.prims.len));
-	f = jv_object_set(f, jv_string("objects"), jv_number((double)E.objs.len));
-	f = jv_object_set(f, jv_string("inFlight"), jv_number((double)E.flights.len));
-	f = jv_object_set(f, jv_string("synced"), jv_bool(E.synced));
+	f = jv_object_set(f, kop_json_key("reconciles"), jv_number((double)E.reconciles));
+	f = jv_object_set(f, kop_json_key("programErrors"), jv_number((double)E.errors));
+	f = jv_object_set(f, kop_json_key("queue"), jv_number((double)queued));
+	f = jv_object_set(f, kop_json_key("primaries"), jv_number((double)E.prims.len));
+	f = jv_object_set(f, kop_json_key("objects"), jv_number((double)E.objs.len));
+	f = jv_object_set(f, kop_json_key("inFlight"), jv_number((double)E.flights.len));
+	f = jv_object_set(f, kop_json_key("synced"), jv_bool(E.synced));
 	tool_logj(level, f, "stats");
 }
 
@@ -2973,7 +2973,7 @@ int main(int argc, char **argv)
 	E.children_empty = jv_object();
 	for (i = 0; i < E.prog.nkinds; i++)
 		if (E.prog.kinds[i].role != KOP_ROLE_RELATED)
-			E.children_empty = jv_object_set(E.children_empty, jv_string(E.prog.kinds[i].key), jv_object());
+			E.children_empty = jv_object_set(E.children_empty, kop_json_key(E.prog.kinds[i].key), jv_object());
 
 	{
 		pthread_t t;

@@ -407,13 +407,12 @@ static _Thread_local struct intern {
 	char b[INTERN_LEN_MAX];
 } intern[INTERN_SLOTS];
 
-/* The string of r->str, shared when short. */
-static jv read_string_jv(const struct reader *r)
+/* The string of the n bytes at b, shared when short. */
+static jv intern_sized(const char *b, size_t n)
 {
-	const char *b = r->str.buf ? r->str.buf : "";
-	size_t n = r->str.len, i;
 	uint32_t h = 2166136261u;
 	struct intern *in;
+	size_t i;
 
 	if (n > INTERN_LEN_MAX)
 		return jv_string_sized(b, (int)n);
@@ -427,6 +426,16 @@ static jv read_string_jv(const struct reader *r)
 	in->len = (unsigned)n;
 	memcpy(in->b, b, n);
 	return jv_copy(in->s);
+}
+
+static jv read_string_jv(const struct reader *r)
+{
+	return intern_sized(r->str.buf ? r->str.buf : "", r->str.len);
+}
+
+jv kop_json_key(const char *s)
+{
+	return intern_sized(s, strlen(s));
 }
 
 static int read_hex4(const char *p, unsigned *u)
@@ -827,13 +836,13 @@ char *kop_json_str(jv v, const char *a, const char *b)
 
 	if (jv_get_kind(v) != JV_KIND_OBJECT)
 		return NULL;
-	x = jv_object_get(jv_copy(v), jv_string(a));
+	x = jv_object_get(jv_copy(v), kop_json_key(a));
 	if (b) {
 		if (jv_get_kind(x) != JV_KIND_OBJECT) {
 			jv_free(x);
 			return NULL;
 		}
-		x = jv_object_get(x, jv_string(b));
+		x = jv_object_get(x, kop_json_key(b));
 	}
 	if (jv_get_kind(x) == JV_KIND_STRING)
 		s = kop_strdup(jv_string_value(x));
@@ -847,7 +856,7 @@ jv kop_json_member(jv v, const char *key)
 		jv_free(v);
 		return jv_invalid();
 	}
-	return jv_object_get(v, jv_string(key));
+	return jv_object_get(v, kop_json_key(key));
 }
 
 const char *kop_json_cstr(jv o, const char *key)
@@ -857,7 +866,7 @@ const char *kop_json_cstr(jv o, const char *key)
 
 	if (jv_get_kind(o) != JV_KIND_OBJECT)
 		return NULL;
-	v = jv_object_get(jv_copy(o), jv_string(key));
+	v = jv_object_get(jv_copy(o), kop_json_key(key));
 	if (jv_get_kind(v) != JV_KIND_STRING) {
 		jv_free(v);
 		return NULL;

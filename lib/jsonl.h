@@ -134,6 +134,12 @@ const char *kop_json_cstr(jv o, const char *key);
 /* v.key, or jv_invalid() when v (consumed) is not an object. */
 jv kop_json_member(jv v, const char *key);
 /*
+ * jv_string(s), made once when short and shared afterwards (per thread):
+ * for object keys and other strings made again and again, which libjq
+ * would check, allocate and hash each time.
+ */
+jv kop_json_key(const char *s);
+/*
  * SHA-256 of v (borrowed) as a tree: kinds, keys, numbers' bits and
  * strings, in iteration order, without making its text (a tenth of the time
  * of jv_dump_string). Equal digests mean equal values; equal values built

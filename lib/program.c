@@ -27,7 +27,7 @@ static jv get(jv o, const char *key)
 
 	if (jv_get_kind(o) != JV_KIND_OBJECT)
 		return jv_null();
-	v = jv_object_get(jv_copy(o), jv_string(key));
+	v = jv_object_get(jv_copy(o), kop_json_key(key));
 	if (jv_get_kind(v) == JV_KIND_INVALID) {
 		jv_free(v);
 		return jv_null();
@@ -177,7 +177,7 @@ static int load_setting(jv s, size_t i, jv *settings, char *err)
 			return kop_error(err, "missing setting '%s'", name);
 		}
 	}
-	*settings = jv_object_set(*settings, jv_string(name), v);
+	*settings = jv_object_set(*settings, kop_json_key(name), v);
 	return 0;
 }
 
@@ -266,7 +266,7 @@ static jv expand(jv settings, jv v, char *err)
 			jv k = jv_array_get(jv_copy(keys), i);
 			jv e;
 
-			if (!strcmp(jv_string_value(k), "project") && jv_object_has(jv_copy(v), jv_string("resource"))) {
+			if (!strcmp(jv_string_value(k), "project") && jv_object_has(jv_copy(v), kop_json_key("resource"))) {
 				jv_free(k);	/* a kind's projection is jq text: its braces are jq's */
 				continue;
 			}
@@ -743,7 +743,7 @@ static int load_doc(struct kop_program *p, jv doc, int compile, char *err)
 				jv_free(doc);
 				return kop_error(err, "'%s': %s", sections[s], sub);
 			}
-			doc = jv_object_set(doc, jv_string(sections[s]), v);
+			doc = jv_object_set(doc, kop_json_key(sections[s]), v);
 		}
 	}
 
@@ -933,11 +933,11 @@ static jv watch_of(const struct kop_kind *k)
 
 	if (k->name)
 		kop_buf_addf(&fs, "metadata.name=%s", k->name);
-	w = jv_object_set(w, jv_string("resource"), jv_string(k->resource));
-	w = jv_object_set(w, jv_string("namespace"), jv_string(k->namespace ? k->namespace : ""));
-	w = jv_object_set(w, jv_string("labelSelector"), jv_string(sel));
-	w = jv_object_set(w, jv_string("fieldSelector"), jv_string(fs.buf ? fs.buf : ""));
-	w = jv_object_set(w, jv_string("role"), jv_string(roles[k->role]));
+	w = jv_object_set(w, kop_json_key("resource"), jv_string(k->resource));
+	w = jv_object_set(w, kop_json_key("namespace"), jv_string(k->namespace ? k->namespace : ""));
+	w = jv_object_set(w, kop_json_key("labelSelector"), jv_string(sel));
+	w = jv_object_set(w, kop_json_key("fieldSelector"), jv_string(fs.buf ? fs.buf : ""));
+	w = jv_object_set(w, kop_json_key("role"), jv_string(roles[k->role]));
 	free(sel);
 	kop_buf_release(&fs);
 	return w;
@@ -956,8 +956,8 @@ jv kop_program_watches(const struct kop_program *p)
 		for (j = 0; j < n && !dup; j++) {
 			jv o = jv_array_get(jv_copy(out), j);
 
-			dup = jv_equal(jv_object_delete(o, jv_string("role")),
-				       jv_object_delete(jv_copy(w), jv_string("role")));
+			dup = jv_equal(jv_object_delete(o, kop_json_key("role")),
+				       jv_object_delete(jv_copy(w), kop_json_key("role")));
 		}
 		if (dup)
 			jv_free(w);
@@ -982,7 +982,7 @@ static const char *meta_str(jv obj, const char *field, const char *key)
 			jv_free(v);
 			return NULL;
 		}
-		v = jv_object_get(v, jv_string(keys[i]));
+		v = jv_object_get(v, kop_json_key(keys[i]));
 	}
 	if (jv_get_kind(v) != JV_KIND_STRING) {
 		jv_free(v);
@@ -1115,28 +1115,28 @@ jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, j
 	(void)p;
 	if (jv_get_kind(child) != JV_KIND_OBJECT || !pname)
 		return child;
-	meta = jv_object_get(jv_copy(child), jv_string("metadata"));
+	meta = jv_object_get(jv_copy(child), kop_json_key("metadata"));
 	if (jv_get_kind(meta) != JV_KIND_OBJECT) {
 		jv_free(meta);
 		return child;
 	}
 	if (m->label_name) {
-		labels = jv_object_get(jv_copy(meta), jv_string("labels"));
+		labels = jv_object_get(jv_copy(meta), kop_json_key("labels"));
 		if (jv_get_kind(labels) != JV_KIND_OBJECT) {
 			jv_free(labels);
 			labels = jv_object();
 		}
 		if (jv_get_kind(m->match) == JV_KIND_OBJECT)
 			labels = jv_object_merge(labels, jv_copy(m->match));
-		labels = jv_object_set(labels, jv_string(m->label_name), jv_string(pname));
+		labels = jv_object_set(labels, kop_json_key(m->label_name), jv_string(pname));
 		if (m->namespace_label && pns)
-			labels = jv_object_set(labels, jv_string(m->namespace_label), jv_string(pns));
-		meta = jv_object_set(meta, jv_string("labels"), labels);
+			labels = jv_object_set(labels, kop_json_key(m->namespace_label), jv_string(pns));
+		meta = jv_object_set(meta, kop_json_key("labels"), labels);
 	}
 	if (m->owner_ref && pns) {
 		const char *cns = kop_json_cstr(meta, "namespace");
 		const char *uid = meta_str(primary, "uid", NULL);
-		jv refs = jv_object_get(jv_copy(meta), jv_string("ownerReferences"));
+		jv refs = jv_object_get(jv_copy(meta), kop_json_key("ownerReferences"));
 		int has = 0;
 
 		if (jv_get_kind(refs) == JV_KIND_ARRAY) {
@@ -1155,18 +1155,18 @@ jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, j
 		if (!has && cns && !strcmp(cns, pns) && uid) {
 			jv r = jv_object();
 
-			r = jv_object_set(r, jv_string("apiVersion"), jv_string(p->primary.api_version));
-			r = jv_object_set(r, jv_string("kind"), jv_string(p->primary.kind));
-			r = jv_object_set(r, jv_string("name"), jv_string(pname));
-			r = jv_object_set(r, jv_string("uid"), jv_string(uid));
-			r = jv_object_set(r, jv_string("controller"), jv_true());
-			r = jv_object_set(r, jv_string("blockOwnerDeletion"), jv_true());
-			meta = jv_object_set(meta, jv_string("ownerReferences"), jv_array_append(refs, r));
+			r = jv_object_set(r, kop_json_key("apiVersion"), jv_string(p->primary.api_version));
+			r = jv_object_set(r, kop_json_key("kind"), jv_string(p->primary.kind));
+			r = jv_object_set(r, kop_json_key("name"), jv_string(pname));
+			r = jv_object_set(r, kop_json_key("uid"), jv_string(uid));
+			r = jv_object_set(r, kop_json_key("controller"), jv_true());
+			r = jv_object_set(r, kop_json_key("blockOwnerDeletion"), jv_true());
+			meta = jv_object_set(meta, kop_json_key("ownerReferences"), jv_array_append(refs, r));
 		} else {
 			jv_free(refs);
 		}
 	}
-	return jv_object_set(child, jv_string("metadata"), meta);
+	return jv_object_set(child, kop_json_key("metadata"), meta);
 }
 
 /* null, false, 0, "", {} or []: what Go's omitempty leaves out of a stored object. */
@@ -1261,27 +1261,27 @@ jv kop_program_stamp_applied(jv child, const unsigned char d[KOP_JSON_DIGEST_LEN
 
 	if (jv_get_kind(child) != JV_KIND_OBJECT)
 		return child;
-	meta = jv_object_get(jv_copy(child), jv_string("metadata"));
+	meta = jv_object_get(jv_copy(child), kop_json_key("metadata"));
 	if (jv_get_kind(meta) != JV_KIND_OBJECT) {
 		jv_free(meta);
 		return child;
 	}
 	kop_hex(d, 16, hex);
-	ann = jv_object_get(jv_copy(meta), jv_string("annotations"));
+	ann = jv_object_get(jv_copy(meta), kop_json_key("annotations"));
 	if (jv_get_kind(ann) != JV_KIND_OBJECT) {
 		jv_free(ann);
 		ann = jv_object();
 	}
-	ann = jv_object_set(ann, jv_string(KOP_APPLIED_ANNOTATION), jv_string(hex));
-	meta = jv_object_set(meta, jv_string("annotations"), ann);
-	return jv_object_set(child, jv_string("metadata"), meta);
+	ann = jv_object_set(ann, kop_json_key(KOP_APPLIED_ANNOTATION), jv_string(hex));
+	meta = jv_object_set(meta, kop_json_key("annotations"), ann);
+	return jv_object_set(child, kop_json_key("metadata"), meta);
 }
 
 void kop_program_object_digest(jv child, unsigned char objdig[KOP_JSON_DIGEST_LEN])
 {
 	jv ann = jv_getpath(jv_copy(child), JV_ARRAY(jv_string("metadata"), jv_string("annotations")));
 
-	if (jv_get_kind(ann) == JV_KIND_OBJECT && jv_object_has(jv_copy(ann), jv_string(KOP_APPLIED_ANNOTATION))) {
+	if (jv_get_kind(ann) == JV_KIND_OBJECT && jv_object_has(jv_copy(ann), kop_json_key(KOP_APPLIED_ANNOTATION))) {
 		jv bare = jv_delpaths(jv_copy(child), JV_ARRAY(JV_ARRAY(jv_string("metadata"), jv_string("annotations"),
 								       jv_string(KOP_APPLIED_ANNOTATION))));
 
