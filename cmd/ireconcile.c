@@ -781,7 +781,7 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 	if (has_meta(obj, "managedFields"))
 		obj = jv_object_set(obj, kop_json_key("metadata"),
 				    jv_object_delete(jv_object_get(jv_copy(obj), kop_json_key("metadata")),
-						     jv_string("managedFields")));
+						     kop_json_key("managedFields")));
 	rv = meta(obj, "resourceVersion");
 	text = kop_json_dump_len(jv_copy(obj), &tlen);
 	if (o && o->len == tlen && same_text(o, text, tlen)) {
@@ -1256,7 +1256,7 @@ static jv ref_of(const struct obj *o)
 
 static jv op_line(const char *op, const char *pkey)
 {
-	return jv_object_set(jv_object_set(jv_object(), jv_string("op"), jv_string(op)), kop_json_key("primary"),
+	return jv_object_set(jv_object_set(jv_object(), kop_json_key("op"), jv_string(op)), kop_json_key("primary"),
 			     jv_string(pkey));
 }
 

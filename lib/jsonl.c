@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,33 +393,72 @@ struct reader {
 static int read_value(struct reader *r, jv *v, int depth);
 
 /*
- * Short strings are made once and shared: the keys, kinds, names and label
- * values of stored objects come back again and again, and libjq checks a
- * new string's UTF-8, allocates it and later hashes it as an object key
- * (a string shared keeps its hash). A slot holds the last string that fell
- * in it. Per thread: libjq's reference counts are not atomic.
+ * Short strings shared: the keys, kinds, names and label values of stored
+ * objects come back again and again, and libjq checks each new string's
+ * UTF-8, allocates it and later hashes it as an object key (a string shared
+ * keeps its hash). Each thread has a table of INTERN_SLOTS slots, made when
+ * it first reads and freed when it exits; a slot holds the last string that
+ * fell in it. libjq's reference counts are not atomic and the table holds a
+ * reference to each string in it: a value read or keyed here stays on its
+ * thread (handed to another one whole, it would share strings with it).
  */
 #define INTERN_LEN_MAX 32
 #define INTERN_SLOTS 1024	/* a power of two */
 
-static _Thread_local struct intern {
+struct intern {
 	jv s;			/* jv_invalid() while empty (jv_free of it is a no-op) */
 	unsigned len;
 	char b[INTERN_LEN_MAX];
-} intern[INTERN_SLOTS];
+};
+
+static pthread_key_t intern_key;
+static pthread_once_t intern_once = PTHREAD_ONCE_INIT;
+static int intern_keyed;
+static _Thread_local struct intern *intern;
+static _Thread_local int intern_none;	/* no table: nothing is shared on this thread */
+
+static void intern_free(void *t)
+{
+	struct intern *in = t;
+	size_t i;
+
+	for (i = 0; i < INTERN_SLOTS; i++)
+		jv_free(in[i].s);
+	free(in);
+}
+
+static void intern_key_create(void)
+{
+	intern_keyed = !pthread_key_create(&intern_key, intern_free);
+}
+
+/* This thread's table, or NULL (out of memory). */
+static struct intern *intern_table(void)
+{
+	if (intern || intern_none)
+		return intern;
+	pthread_once(&intern_once, intern_key_create);
+	if (intern_keyed && (intern = calloc(INTERN_SLOTS, sizeof(*intern))) &&
+	    pthread_setspecific(intern_key, intern)) {
+		free(intern);
+		intern = NULL;
+	}
+	intern_none = !intern;
+	return intern;
+}
 
 /* The string of the n bytes at b, shared when short. */
 static jv intern_sized(const char *b, size_t n)
 {
 	uint32_t h = 2166136261u;
-	struct intern *in;
+	struct intern *in = n <= INTERN_LEN_MAX ? intern_table() : NULL;
 	size_t i;
 
-	if (n > INTERN_LEN_MAX)
+	if (!in)
 		return jv_string_sized(b, (int)n);
 	for (i = 0; i < n; i++)
 		h = (h ^ (unsigned char)b[i]) * 16777619u;
-	in = &intern[h & (INTERN_SLOTS - 1)];
+	in += h & (INTERN_SLOTS - 1);
 	if (in->len == n && jv_get_kind(in->s) == JV_KIND_STRING && !memcmp(in->b, b, n))
 		return jv_copy(in->s);
 	jv_free(in->s);

@@ -110,7 +110,8 @@ int kop_jsonl_write(FILE *f, jv v);
  * (escapes up to \u007f). Any other text (white space, other bytes or
  * escapes, nesting past 128, more than one value, an error) is read by
  * jv_parse_sized itself, so the answer is always libjq's. For the texts a
- * tool keeps and reads again.
+ * tool keeps and reads again. Its strings of up to 32 bytes are shared
+ * (kop_json_key): the value stays on the calling thread.
  */
 jv kop_json_read(const char *s, size_t len);
 /* Compact JSON text of v (consumed), heap-allocated: the bytes jv_dump_string(v, 0) would give. */
@@ -134,9 +135,10 @@ const char *kop_json_cstr(jv o, const char *key);
 /* v.key, or jv_invalid() when v (consumed) is not an object. */
 jv kop_json_member(jv v, const char *key);
 /*
- * jv_string(s), made once when short and shared afterwards (per thread):
- * for object keys and other strings made again and again, which libjq
- * would check, allocate and hash each time.
+ * jv_string(s) (s not NULL), shared when short: for object keys and other
+ * strings made again and again, which libjq would check, allocate and hash
+ * each time. Like kop_json_read's short strings, it is one of a table of the
+ * calling thread's (jsonl.c): a value holding it stays on that thread.
  */
 jv kop_json_key(const char *s);
 /*

@@ -119,6 +119,29 @@ test_expect_success 'kop_json_read reads as jv_parse_sized does: recordings, fix
 	test_cmp expect count
 '
 
+test_expect_success 'kop_json_read: short strings shared, on any thread (slots evicted, "", 32 and 33 bytes)' '
+	# 4,000 strings of up to 33 bytes, each met twice, for a table of
+	# 1,024 slots: strings meet again, collide and are evicted
+	cat >keys.awk <<-\EOF &&
+	BEGIN {
+		for (r = 0; r < 2; r++)
+			for (i = 0; i < 3000; i += 3) {
+				k = sprintf("k%d", i); long = sprintf("%032d", i)
+				printf "{\"%s\":\"k%d\",\"\":\"\",\"%s\":[\"%sx\",\"%s\"]}\n", k, i + 1, long, long, k
+			}
+	}
+	EOF
+	awk -f keys.awk >keys.jsonl &&
+	sed -n 1p keys.jsonl >first &&
+	echo "{\"k0\":\"k1\",\"\":\"\",\"00000000000000000000000000000000\":[\"00000000000000000000000000000000x\",\"k0\"]}" >expect &&
+	test_cmp expect first &&
+	"$KOP_TEST_TOOL" json-read-check <keys.jsonl >out &&
+	echo "4000 texts" >expect &&
+	test_cmp expect out &&
+	"$KOP_TEST_TOOL" json-read-check --thread <keys.jsonl >out &&
+	test_cmp expect out
+'
+
 test_expect_success 'kop_json_dump: escapes, numbers at libjq'"'"'s limits, nesting past its own depth' '
 	"$KOP_TEST_TOOL" json-dump-check <"$PROJECT_ROOT/t/fuzz/regress-jsonl/dump-special-values" >out &&
 	echo "4 values" >expect &&

@@ -35,6 +35,10 @@ test_expect_success 'jsonl: a recorded watch stream and malformed lines' '
 	vg 1 jsonl-bad "$KOP_TEST_TOOL" jsonl <bad.jsonl
 '
 
+test_expect_success 'kop_json_read on a thread that then exits: its shared strings go with it' '
+	vg 0 json-read-thread "$KOP_TEST_TOOL" json-read-check --thread <"$T/t2104-iotservice-ireconcile/03-ready.in.jsonl"
+'
+
 test_expect_success 'yaml: anchors, several documents, a parse error' '
 	vg 0 yaml-anchors "$KOP_TEST_TOOL" yaml "$T/t0101-yaml/anchors.yaml" &&
 	vg 0 yaml-multi "$KOP_TEST_TOOL" yaml "$T/t0101-yaml/multi.yaml" &&

@@ -4,9 +4,12 @@
  *   test-tool backoff BASE CAP JITTER N   N delays in ms, one per line
  *   test-tool time-parse RFC3339          seconds since the epoch
  *   test-tool json-dump-check < input     kop_json_dump against jv_dump_string on every value
- *   test-tool json-read-check < input     kop_json_read against jv_parse_sized on every line and value
+ *   test-tool json-read-check [--thread] < input
+ *                                         kop_json_read against jv_parse_sized on every line and value
  * Exit 0, or 1 when any input was bad.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,45 +138,71 @@ static int read_same(const char *s, size_t len)
 }
 
 /*
- * json-read-check < input: each line of the input, and the compact text of
- * each JSON value in it (a stream, as jq reads it), read by kop_json_read
- * and by jv_parse_sized; prints the count of texts, and both answers where
- * they differ (exit 1).
+ * json-read-check [--thread] < input: each line of the input, and the
+ * compact text of each JSON value in it (a stream, as jq reads it), read by
+ * kop_json_read and by jv_parse_sized; prints the count of texts, and both
+ * answers where they differ (exit 1). --thread: on a thread of its own,
+ * which then exits (its table of shared strings must go with it).
  */
-static int cmd_json_read_check(int argc, char **argv)
+struct read_check {
+	char *in;
+	size_t len, count;
+	int bad;
+};
+
+static void *json_read_check(void *arg)
 {
-	char *in, *line, *nl;
-	size_t len, count = 0;
-	int bad = 0;
+	struct read_check *c = arg;
+	char *line, *nl;
 	struct jv_parser *p;
 	jv v;
 
-	if (read_all_fd(0, &in, &len)) {
-		perror("read");
-		return 2;
-	}
-	for (line = in; line < in + len; line = nl + 1) {
-		nl = memchr(line, '\n', (size_t)(in + len - line));
+	for (line = c->in; line < c->in + c->len; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(c->in + c->len - line));
 		if (!nl)
-			nl = in + len;
-		bad |= read_same(line, (size_t)(nl - line));
-		count++;
+			nl = c->in + c->len;
+		c->bad |= read_same(line, (size_t)(nl - line));
+		c->count++;
 	}
 	p = jv_parser_new(0);
-	jv_parser_set_buf(p, in, (int)len, 0);
+	jv_parser_set_buf(p, c->in, (int)c->len, 0);
 	while (jv_is_valid(v = jv_parser_next(p))) {
 		size_t tlen;
 		char *text = kop_json_dump_len(v, &tlen);
 
-		bad |= read_same(text, tlen);
-		count++;
+		c->bad |= read_same(text, tlen);
+		c->count++;
 		free(text);
 	}
 	jv_free(v);
 	jv_parser_free(p);
-	free(in);
-	printf("%zu texts\n", count);
-	return bad;
+	return NULL;
+}
+
+static int cmd_json_read_check(int argc, char **argv)
+{
+	struct read_check c = { NULL, 0, 0, 0 };
+	int thread = argc == 2 && !strcmp(argv[1], "--thread");
+	pthread_t t;
+
+	if (argc > 2 || (argc == 2 && !thread)) {
+		fprintf(stderr, "usage: test-tool json-read-check [--thread] < input\n");
+		return 2;
+	}
+	if (read_all_fd(0, &c.in, &c.len)) {
+		perror("read");
+		return 2;
+	}
+	if (!thread)
+		json_read_check(&c);
+	else if ((errno = pthread_create(&t, NULL, json_read_check, &c)) || (errno = pthread_join(t, NULL))) {
+		perror("pthread");
+		free(c.in);
+		return 2;
+	}
+	free(c.in);
+	printf("%zu texts\n", c.count);
+	return c.bad;
 }
 
 /*
