@@ -607,6 +607,37 @@ static int read_literal(struct reader *r, const char *word, jv value, jv *v)
 	return 0;
 }
 
+/* At a container's opening bracket: skips it; 0 when the closing one
+ * follows at once (skipped too), 1 when members or elements do. */
+static int read_open(struct reader *r, char close)
+{
+	if (++r->p < r->end && *r->p == close) {
+		r->p++;
+		return 0;
+	}
+	return 1;
+}
+
+/* After a member or an element: 1 at ',' (another follows), 0 at close,
+ * either skipped; -1 at anything else. */
+static int read_after(struct reader *r, char close)
+{
+	if (r->p < r->end && (*r->p == ',' || *r->p == close))
+		return *r->p++ == ',';
+	return -1;
+}
+
+/* A container read (more: read_after's last answer) into *v, or freed. */
+static int read_done(jv x, int more, jv *v)
+{
+	if (more < 0) {
+		jv_free(x);
+		return -1;
+	}
+	*v = x;
+	return 0;
+}
+
 static int read_value(struct reader *r, jv *v, int depth)
 {
 	if (r->p == r->end || depth > READ_DEPTH_MAX)
@@ -614,66 +645,41 @@ static int read_value(struct reader *r, jv *v, int depth)
 	switch (*r->p) {
 	case '{': {
 		jv o = jv_object();
+		int more = read_open(r, '}');
 
-		r->p++;
-		if (r->p < r->end && *r->p == '}') {
-			r->p++;
-			*v = o;
-			return 0;
-		}
-		for (;;) {
+		while (more > 0) {
 			jv key, val;
 
-			if (r->p == r->end || *r->p != '"' || read_string_bytes(r))
+			if (r->p == r->end || *r->p != '"' || read_string_bytes(r)) {
+				more = -1;
 				break;
+			}
 			key = read_string_jv(r);
 			if (r->p == r->end || *r->p++ != ':' || read_value(r, &val, depth + 1)) {
 				jv_free(key);
+				more = -1;
 				break;
 			}
 			o = jv_object_set(o, key, val);
-			if (r->p < r->end && *r->p == ',') {
-				r->p++;
-				continue;
-			}
-			if (r->p < r->end && *r->p == '}') {
-				r->p++;
-				*v = o;
-				return 0;
-			}
-			break;
+			more = read_after(r, '}');
 		}
-		jv_free(o);
-		return -1;
+		return read_done(o, more, v);
 	}
 	case '[': {
 		jv a = jv_array();
+		int more = read_open(r, ']');
 
-		r->p++;
-		if (r->p < r->end && *r->p == ']') {
-			r->p++;
-			*v = a;
-			return 0;
-		}
-		for (;;) {
+		while (more > 0) {
 			jv item;
 
-			if (read_value(r, &item, depth + 1))
+			if (read_value(r, &item, depth + 1)) {
+				more = -1;
 				break;
+			}
 			a = jv_array_append(a, item);
-			if (r->p < r->end && *r->p == ',') {
-				r->p++;
-				continue;
-			}
-			if (r->p < r->end && *r->p == ']') {
-				r->p++;
-				*v = a;
-				return 0;
-			}
-			break;
+			more = read_after(r, ']');
 		}
-		jv_free(a);
-		return -1;
+		return read_done(a, more, v);
 	}
 	case '"':
 		if (read_string_bytes(r))
