@@ -415,7 +415,6 @@ static pthread_key_t intern_key;
 static pthread_once_t intern_once = PTHREAD_ONCE_INIT;
 static int intern_keyed;
 static _Thread_local struct intern *intern;
-static _Thread_local int intern_none;	/* no table: nothing is shared on this thread */
 
 static void intern_free(void *t)
 {
@@ -432,10 +431,10 @@ static void intern_key_create(void)
 	intern_keyed = !pthread_key_create(&intern_key, intern_free);
 }
 
-/* This thread's table, or NULL (out of memory). */
+/* This thread's table, or NULL (out of memory: nothing shared this time). */
 static struct intern *intern_table(void)
 {
-	if (intern || intern_none)
+	if (intern)
 		return intern;
 	pthread_once(&intern_once, intern_key_create);
 	if (intern_keyed && (intern = calloc(INTERN_SLOTS, sizeof(*intern))) &&
@@ -443,7 +442,6 @@ static struct intern *intern_table(void)
 		free(intern);
 		intern = NULL;
 	}
-	intern_none = !intern;
 	return intern;
 }
 
