@@ -592,7 +592,6 @@ int kop_fn_call(const char *name, jv arg, jv *out, char *err)
 #define FN_SEEN_MAX 32
 
 struct resolution {
-	jv fn;			/* the key "$fn", made once */
 	jv calls;		/* [[name, arg, result], ...] */
 	int nseen;
 	jv seen_from[FN_SEEN_MAX], seen_to[FN_SEEN_MAX];
@@ -618,11 +617,11 @@ static int same_text(jv a, jv b)
 }
 
 /* {"$fn": NAME, "arg": X} exactly: two keys, NAME a string. v is borrowed. */
-static int is_directive(struct resolution *r, jv v)
+static int is_directive(jv v)
 {
-	jv name = jv_object_get(jv_copy(v), jv_copy(r->fn));	/* (most objects have no "$fn": one look-up) */
+	jv name = jv_object_get(jv_copy(v), kop_json_key("$fn"));	/* (most objects have no "$fn": one look-up) */
 	int ok = jv_get_kind(name) == JV_KIND_STRING && jv_object_length(jv_copy(v)) == 2 &&
-		 jv_object_has(jv_copy(v), jv_string("arg"));
+		 jv_object_has(jv_copy(v), kop_json_key("arg"));
 
 	jv_free(name);
 	return ok;
@@ -722,7 +721,7 @@ static int resolve(struct resolution *r, jv v, jv *out, int depth, char *err)
 		*out = v;
 		return 0;
 	}
-	if (is_directive(r, v)) {
+	if (is_directive(v)) {
 		jv name, arg, to = seen_get(r, v, depth);
 
 		if (jv_is_valid(to)) {
@@ -731,8 +730,8 @@ static int resolve(struct resolution *r, jv v, jv *out, int depth, char *err)
 			return 0;
 		}
 		jv_free(to);
-		name = jv_object_get(jv_copy(v), jv_copy(r->fn));
-		if (resolve(r, jv_object_get(jv_copy(v), jv_string("arg")), &arg, depth + 1, err)) {
+		name = jv_object_get(jv_copy(v), kop_json_key("$fn"));
+		if (resolve(r, jv_object_get(jv_copy(v), kop_json_key("arg")), &arg, depth + 1, err)) {
 			jv_free(name);
 			jv_free(v);
 			return -1;
@@ -781,7 +780,6 @@ int kop_fn_resolve(jv v, jv *out, char *err)
 	struct resolution r;
 	int rc, i;
 
-	r.fn = jv_string("$fn");
 	r.calls = jv_array();
 	r.nseen = 0;
 	rc = resolve(&r, v, out, 0, err);
@@ -790,6 +788,5 @@ int kop_fn_resolve(jv v, jv *out, char *err)
 		jv_free(r.seen_to[i]);
 	}
 	jv_free(r.calls);
-	jv_free(r.fn);
 	return rc;
 }
