@@ -54,7 +54,7 @@ def iot_not_ready($live):
       else empty end
     else empty end;
 
-# Each desired child against its live one, in one pass:
+# Each desired child against its live one:
 #   {children, problems, notReady}
 # problems: changes the API forbids (iotservice.md §3), a StatefulSet's PVC
 # template, a workload's selector; the live value is kept in the desired
@@ -65,10 +65,16 @@ def iot_check($children; $pending):
   . as $desired
   # ($children and $pending hold objects by name, or lack the kind: null,
   # and null[name] is null)
-  | [.[] | [., $children[iot_key_of][.metadata.name]]] as $pairs
-  # (a few objects per child: jq 1.6 builds each slowly, and this runs on every reconcile)
-  | [$pairs[] | select(.[1] != null) | .[0] as $d | .[1] as $live
-     | select($d.kind == "Deployment" or $d.kind == "StatefulSet")
+  | ($pending != {}) as $anyPending
+  | [.[] | $children[iot_key_of][.metadata.name] as $live
+     | if $anyPending and $live != null and $pending[iot_key_of][.metadata.name] then
+         "\(.kind) \(.metadata.name) is being updated"
+       else iot_not_ready($live) end] as $notReady
+  # (the workloads looked up again rather than every child paired first: jq
+  # 1.6 builds each array slowly, and this runs on every reconcile)
+  | [.[] | select(.kind == "Deployment" or .kind == "StatefulSet") | . as $d
+     | $children[iot_key_of][.metadata.name] as $live
+     | select($live != null)
      | (if $live.spec.selector != $d.spec.selector and $live.spec.selector then
           {problem: "\($d.kind) \($d.metadata.name): the selector \($live.spec.selector.matchLabels // {} | tojson) cannot change to \($d.spec.selector.matchLabels | tojson); delete the object to have it recreated"}
         else empty end),
@@ -88,11 +94,7 @@ def iot_check($children; $pending):
                       | ([$keep[] | select(.name == $d.metadata.name and $d.kind == "StatefulSet")] | first // null) as $k
                       | if $k != null then .spec.volumeClaimTemplates = $k.vct else . end] end),
      problems: [$found[].problem],
-     notReady: (($pending != {}) as $anyPending
-                | [$pairs[] | .[1] as $live | .[0]
-                   | if $anyPending and $live != null and $pending[iot_key_of][.metadata.name] then
-                       "\(.kind) \(.metadata.name) is being updated"
-                     else iot_not_ready($live) end])};
+     notReady: $notReady};
 
 def iot_error_text:
   "\(.op // "apply") of \(.ref.kind // "object") \(if .ref.namespace then "\(.ref.namespace)/" else "" end)\(.ref.name // "") failed: \(if .code then "\(.code) " else "" end)\(.reason // "")\(if .message then ": \(.message)" else "" end)";
