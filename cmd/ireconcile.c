@@ -119,6 +119,10 @@ struct prim {
 	unsigned char (*rdig)[KOP_JSON_DIGEST_LEN];	/* of each object of its .desired */
 	unsigned char *rstat;		/* which of them have a status */
 	int nrdig;
+	/* the applied annotation of each (kop_program_applied_digest), for the
+	 * primary uid radig_uid (NULL: not computed) */
+	unsigned char (*radig)[KOP_JSON_DIGEST_LEN];
+	char *radig_uid;
 };
 
 /* An operation sent and not yet seen back (README: not repeated while in flight). */
@@ -371,6 +375,8 @@ static void prim_free(void *v)
 	free(p->rview);
 	free(p->rdig);
 	free(p->rstat);
+	free(p->radig);
+	free(p->radig_uid);
 	free(p->status_sent);
 	status_prev_drop(p, p->nprev);
 	free(p->agg);
@@ -1445,6 +1451,24 @@ static int check_children(jv out, char *err)
 	return rc;
 }
 
+/* The applied annotation of p's rendered child r: computed once per render
+ * answer and primary uid (the uid is part of the render key, but the cache
+ * does not rely on it). */
+static const unsigned char *rendered_applied_digest(struct prim *p, int r)
+{
+	int i;
+
+	if (!p->radig || strcmp(p->radig_uid, p->obj->uid)) {
+		free(p->radig);
+		free(p->radig_uid);
+		p->radig = kop_calloc((size_t)p->nrdig, sizeof(*p->radig));
+		p->radig_uid = kop_strdup(p->obj->uid);
+		for (i = 0; i < p->nrdig; i++)
+			kop_program_applied_digest(p->rdig[i], p->obj->uid, p->radig[i]);
+	}
+	return p->radig[r];
+}
+
 /* Which object of rdes (the rendered .desired, borrowed) c (borrowed) is, or -1. */
 static int rendered_index(jv rdes, jv c)
 {
@@ -1586,7 +1610,10 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 				kop_program_object_digest(full, objdig);
 				status = jv_object_has(jv_copy(full), kop_json_key("status"));
 			}
-			kop_program_applied_digest(objdig, p->obj->uid, d);
+			if (r >= 0)
+				memcpy(d, rendered_applied_digest(p, r), sizeof(d));
+			else
+				kop_program_applied_digest(objdig, p->obj->uid, d);
 		}
 		if (live && live->match_ok && !status && !memcmp(live->match, d, sizeof(d)) &&
 		    !memcmp(live->match_sdig, live->sdig, sizeof(d))) {
@@ -1982,6 +2009,10 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 	p->rdig = NULL;
 	free(p->rstat);
 	p->rstat = NULL;
+	free(p->radig);
+	p->radig = NULL;
+	free(p->radig_uid);
+	p->radig_uid = NULL;
 	p->nrdig = 0;
 	out = render_run(render_input_parent(p, ctx, in), us_jq, us_fn, err);
 	if (!jv_is_valid(out))
