@@ -214,24 +214,31 @@ static int has_meta(jv obj, const char *field)
  * (borrowed) that is a string holding a NUL byte, or NULL. Keys are C
  * strings: "a\u0000b" would stand for "a" (no real object has such a name).
  */
+static int has_nul(jv obj, const char *key)
+{
+	jv v = jv_get_kind(obj) == JV_KIND_OBJECT ? jv_object_get(jv_copy(obj), kop_json_key(key)) : jv_invalid();
+	int bad = jv_get_kind(v) == JV_KIND_STRING && strlen(jv_string_value(v)) != (size_t)jv_string_length_bytes(jv_copy(v));
+
+	jv_free(v);
+	return bad;
+}
+
 static const char *nul_field(jv obj)
 {
-	static const char *const fields[][2] = {
-		{ "kind", NULL }, { "apiVersion", NULL }, { "metadata", "name" }, { "metadata", "namespace" },
-	};
-	size_t i;
+	const char *bad = NULL;
+	jv m;
 
-	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		jv v = fields[i][1] ? jv_getpath(jv_copy(obj), path2(fields[i][0], fields[i][1]))
-				    : jv_object_get(jv_copy(obj), kop_json_key(fields[i][0]));
-		int bad = jv_get_kind(v) == JV_KIND_STRING &&
-			  strlen(jv_string_value(v)) != (size_t)jv_string_length_bytes(jv_copy(v));
-
-		jv_free(v);
-		if (bad)
-			return fields[i][1] ? (i == 2 ? "metadata.name" : "metadata.namespace") : fields[i][0];
-	}
-	return NULL;
+	if (has_nul(obj, "kind"))
+		return "kind";
+	if (has_nul(obj, "apiVersion"))
+		return "apiVersion";
+	m = jv_get_kind(obj) == JV_KIND_OBJECT ? jv_object_get(jv_copy(obj), kop_json_key("metadata")) : jv_invalid();
+	if (has_nul(m, "name"))
+		bad = "metadata.name";
+	else if (has_nul(m, "namespace"))
+		bad = "metadata.namespace";
+	jv_free(m);
+	return bad;
 }
 
 /* "Kind.group|ns/name": one key per object, whatever version it was read in. */
