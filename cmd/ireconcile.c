@@ -1476,15 +1476,19 @@ static const unsigned char *rendered_applied_digest(struct prim *p, int r)
 	return p->radig[r];
 }
 
-/* Which object of rdes (the rendered .desired, borrowed) c (borrowed) is, or -1. */
-static int rendered_index(jv rdes, jv c)
+/* Which object of rdes (the rendered .desired, borrowed) c (borrowed) is, or
+ * -1; looked for at hint first (a program most often gives them back in their
+ * order). */
+static int rendered_index(jv rdes, jv c, int hint)
 {
 	int i, n = jv_array_length(jv_copy(rdes));
 
 	if (jv_get_kind(c) != JV_KIND_OBJECT)
 		return -1;
+	if (hint >= 0 && hint < n && jv_identical(jv_array_get(jv_copy(rdes), hint), jv_copy(c)))
+		return hint;
 	for (i = 0; i < n; i++)
-		if (jv_identical(jv_array_get(jv_copy(rdes), i), jv_copy(c)))
+		if (i != hint && jv_identical(jv_array_get(jv_copy(rdes), i), jv_copy(c)))
 			return i;
 	return -1;
 }
@@ -1506,7 +1510,7 @@ static int resolve_output(jv out, jv rdes, jv *res, char *err)
 		return -1;
 	}
 	jv_array_foreach(children, i, c) {
-		if (rendered_index(rdes, c) < 0 && kop_fn_resolve(c, &c, err) < 0) {
+		if (rendered_index(rdes, c, i) < 0 && kop_fn_resolve(c, &c, err) < 0) {
 			jv_free(children);
 			jv_free(done);
 			jv_free(out);
@@ -1591,7 +1595,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 			unsigned char objdig[KOP_JSON_DIGEST_LEN];
 			int m = -1;
 
-			r = rendered_index(rdes, c);
+			r = rendered_index(rdes, c, i);
 			if (r < 0 && p->rview)
 				m = rendered_match(rdes, c);
 			if (r >= 0) {
