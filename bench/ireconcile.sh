@@ -74,13 +74,18 @@ run_instr () {
 	log "$1 (callgrind): $(grep -c '"reconciled ' "$tmp/$1.err") reconciles, $ir instructions in them"
 }
 
-# churn_instr NAME PROGRAM: pass 3 under callgrind. A round is sent only
-# once the previous one has been reconciled (callgrind is too slow for wall
-# pacing), and the first pass's instructions, the same input as pass 2's,
-# are taken off: millions of instructions per churn reconcile.
+# churn_instr NAME PROGRAM STEADY: pass 3 under callgrind. A round is sent
+# only once the previous one has been reconciled (callgrind is too slow for
+# wall pacing), and the first pass's reconciles and instructions, the same
+# input as pass 2's (run STEADY), are taken off: millions of instructions per
+# churn reconcile. (Approximately one round at a time: a round is more than a
+# pipe holds, so an instance whose events were read in two parts is
+# reconciled twice, and the next round may start a little early.)
 churn_instr () {
 	rm -f "$tmp/churn.fifo"
 	mkfifo "$tmp/churn.fifo"
+	first_n=$(grep -c '"reconciled ' "$tmp/$3.err")
+	: >"$tmp/$1_churn.err"
 	valgrind --tool=callgrind --toggle-collect=reconcile --callgrind-out-file="$tmp/$1_churn.cg" \
 		--log-file="$tmp/$1_churn.vg" ireconcile -v "$2" <"$tmp/churn.fifo" >"$tmp/$1_churn.out" \
 		2>"$tmp/$1_churn.err" &
@@ -88,7 +93,7 @@ churn_instr () {
 	{
 		grep -v '"type":"BOOKMARK"' "$tmp/$1.steady.jsonl"
 		grep '"type":"BOOKMARK"' "$tmp/$1.steady.jsonl"
-		want=$N
+		want=$first_n
 		for c in $(jq -r '.object.metadata.labels.component' "$tmp/$1.churn.events" | sort -u); do
 			reconciled_at_least "$tmp/$1_churn.err" "$want" "$vg"
 			jq -c --arg c "$c" 'select(.object.metadata.labels.component == $c)' "$tmp/$1.churn.events"
@@ -98,31 +103,37 @@ churn_instr () {
 	} >"$tmp/churn.fifo"
 	wait "$vg"
 	ir=$(callgrind_annotate "$tmp/$1_churn.cg" | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
-	first=$(callgrind_annotate "$tmp/iotservice_steady.cg" | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
+	first=$(callgrind_annotate "$tmp/$3.cg" | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
 	n=$(grep -c '"reconciled ' "$tmp/$1_churn.err")
-	jq -n -c --arg name "iotservice_churn" --argjson ir "$((ir - first))" --argjson n "$((n - N))" '
+	jq -n -c --arg name "iotservice_churn" --argjson ir "$((ir - first))" --argjson n "$((n - first_n))" '
 		{bench: "ireconcile", metric: "\($name)_minstr_per_reconcile",
 		 value: (if $n > 0 then $ir / $n / 1e4 | floor / 100 else null end), unit: "M instructions"}'
-	log "iotservice_churn (callgrind): $((n - N)) reconciles after the first $N, $((ir - first)) instructions in them"
+	log "iotservice_churn (callgrind): $((n - first_n)) reconciles after the first $first_n, $((ir - first)) instructions in them"
 }
 
 # reconciled_at_least LOG COUNT PID: waits until LOG counts COUNT reconciles
-# (or PID has exited, or ten minutes have passed: then fails).
+# (fails when PID has exited, or after ten minutes without a new one).
 reconciled_at_least () {
 	i=0
-	while [ "$(grep -c '"reconciled ' "$1")" -lt "$2" ]; do
+	last=-1
+	while :; do
+		got=$(grep -c '"reconciled ' "$1" || :)
+		[ "$got" -lt "$2" ] || return 0
 		kill -0 "$3" 2>/dev/null || { log "ireconcile exited before $2 reconciles"; return 1; }
+		[ "$got" = "$last" ] || { i=0; last=$got; }
 		i=$((i + 1))
-		[ "$i" -lt 3000 ] || { log "fewer than $2 reconciles after 10 minutes"; return 1; }
+		[ "$i" -lt 3000 ] || { log "no reconcile for 10 minutes, $got of $2"; return 1; }
 		sleep 0.2
 	done
 }
 
-# Pass 3: pass 2's initial state, the bookmark, then the children becoming
+# churn NAME PROGRAM STEADY: pass 3, from pass 1's output (NAME) and pass
+# 2's input: pass 2's initial state, the bookmark, then the children becoming
 # ready (the common case once running), one component at a time for every
 # instance: its workload's status changes and its pod becomes Running.
 # Rounds are paced so that they are not all coalesced into one reconcile;
-# the figures count only the reconciles after the first N (the initial ones).
+# the figures count only the reconciles after the first N (the initial ones);
+# under callgrind, churn_instr (STEADY: pass 2's run).
 churn () {
 	jq -c 'select(.op == "apply" and (.object.kind == "Deployment" or .object.kind == "StatefulSet"))
 		| .object | .metadata.uid = "u-\(.metadata.namespace)-\(.kind)-\(.metadata.name)"
@@ -136,7 +147,7 @@ churn () {
 				   labels: .spec.template.metadata.labels},
 			status: {phase: "Running"}}})' "$tmp/$1.out" >"$tmp/$1.churn.events"
 	if [ "$INSTR" = only ]; then
-		churn_instr "$1" "$2"
+		churn_instr "$1" "$2" "$3"
 		return
 	fi
 	pace=$((N / 250 + 1))
@@ -183,7 +194,7 @@ export OPERATOR_NAME=devawsk8s
 run iotservice_create "$root/pipeline/iotservice" "$tmp/iot.jsonl"
 steady_input iotservice_create IoTService "$tmp/iot.jsonl" com.sap.iotservices/namespace-dropper
 run iotservice_steady "$root/pipeline/iotservice" "$tmp/iotservice_create.steady.jsonl"
-churn iotservice_create "$root/pipeline/iotservice"
+churn iotservice_create "$root/pipeline/iotservice" iotservice_steady
 
 log "generating $N widgets"
 mkdir -p "$tmp/prog"

@@ -105,7 +105,7 @@ struct prim {
 	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"} */
 	unsigned char *agg;		/* one flag per aggregate */
 	unsigned char pdig[KOP_JSON_DIGEST_LEN];	/* of render_parent(the object), as it arrived */
-	int render_valid;		/* render_key, rview, rdig and rstat describe the last answer */
+	int render_valid;		/* render_key, rview, rdig, rstat (and radig) describe the last answer */
 	unsigned char render_key[KOP_JSON_DIGEST_LEN];	/* of the render program's last input */
 	unsigned char *rendered;	/* its output, directives resolved, compact JSON deflated (NULL: not kept) */
 	size_t rendered_zlen, rendered_len;	/* deflated and original sizes */
