@@ -986,14 +986,36 @@ static int pe_cmp(const void *pa, const void *pb)
 	return strcmp(a, b);
 }
 
+/* Whether the keys of the field set (borrowed) are in pe_cmp's order at every level. */
+static int set_sorted(jv set)
+{
+	jv prev = jv_invalid();
+	int it, sorted = 1;
+
+	for (it = jv_object_iter(set); sorted && jv_object_iter_valid(set, it); it = jv_object_iter_next(set, it)) {
+		jv k = jv_object_iter_key(set, it), v = jv_object_iter_value(set, it);
+
+		if ((jv_is_valid(prev) && pe_cmp(&prev, &k) > 0) || (jv_get_kind(v) == JV_KIND_OBJECT && !set_sorted(v)))
+			sorted = 0;
+		jv_free(v);
+		jv_free(prev);
+		prev = k;
+	}
+	jv_free(prev);
+	return sorted;
+}
+
 /* A field set (consumed) with its keys in kube-apiserver's order at every level
- * (structured-merge-diff serializes its sorted path elements, "." first). */
+ * (structured-merge-diff serializes its sorted path elements, "." first). A set
+ * in that order already, as most are once stored, is kept as it is: ksim writes
+ * the managedFields of every status its controllers change, and rebuilding
+ * each set every time made it converge 300 IoT instances a third slower. */
 static jv sorted_set(jv set)
 {
 	jv keys, out, *k;
 	int i, n;
 
-	if (jv_get_kind(set) != JV_KIND_OBJECT)
+	if (jv_get_kind(set) != JV_KIND_OBJECT || set_sorted(set))
 		return set;
 	keys = jv_keys(jv_copy(set));
 	n = jv_array_length(jv_copy(keys));
