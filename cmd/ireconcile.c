@@ -209,20 +209,21 @@ static int has_meta(jv obj, const char *field)
 	return k != JV_KIND_NULL && k != JV_KIND_INVALID;
 }
 
-/*
- * The first of kind, apiVersion, metadata.name and metadata.namespace of obj
- * (borrowed) that is a string holding a NUL byte, or NULL. Keys are C
- * strings: "a\u0000b" would stand for "a" (no real object has such a name).
- */
+/* Whether obj.key (obj borrowed) is a string holding a NUL byte. */
 static int has_nul(jv obj, const char *key)
 {
-	jv v = jv_get_kind(obj) == JV_KIND_OBJECT ? jv_object_get(jv_copy(obj), kop_json_key(key)) : jv_invalid();
+	jv v = kop_json_member(jv_copy(obj), key);
 	int bad = jv_get_kind(v) == JV_KIND_STRING && strlen(jv_string_value(v)) != (size_t)jv_string_length_bytes(jv_copy(v));
 
 	jv_free(v);
 	return bad;
 }
 
+/*
+ * The first of kind, apiVersion, metadata.name and metadata.namespace of obj
+ * (borrowed) that is a string holding a NUL byte, or NULL. Keys are C
+ * strings: "a\u0000b" would stand for "a" (no real object has such a name).
+ */
 static const char *nul_field(jv obj)
 {
 	const char *bad = NULL;
@@ -232,7 +233,7 @@ static const char *nul_field(jv obj)
 		return "kind";
 	if (has_nul(obj, "apiVersion"))
 		return "apiVersion";
-	m = jv_get_kind(obj) == JV_KIND_OBJECT ? jv_object_get(jv_copy(obj), kop_json_key("metadata")) : jv_invalid();
+	m = kop_json_member(jv_copy(obj), "metadata");
 	if (has_nul(m, "name"))
 		bad = "metadata.name";
 	else if (has_nul(m, "namespace"))
