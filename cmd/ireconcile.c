@@ -119,10 +119,9 @@ struct prim {
 	unsigned char (*rdig)[KOP_JSON_DIGEST_LEN];	/* of each object of its .desired */
 	unsigned char *rstat;		/* which of them have a status */
 	int nrdig;
-	/* the applied annotation of each (kop_program_applied_digest), for the
-	 * primary uid radig_uid (NULL: not computed) */
+	/* the applied annotation of each (kop_program_applied_digest): the
+	 * primary's uid is part of the render key, so it holds while rdig does */
 	unsigned char (*radig)[KOP_JSON_DIGEST_LEN];
-	char *radig_uid;
 };
 
 /* An operation sent and not yet seen back (README: not repeated while in flight). */
@@ -384,7 +383,6 @@ static void prim_free(void *v)
 	free(p->rdig);
 	free(p->rstat);
 	free(p->radig);
-	free(p->radig_uid);
 	free(p->status_sent);
 	status_prev_drop(p, p->nprev);
 	free(p->agg);
@@ -1459,24 +1457,6 @@ static int check_children(jv out, char *err)
 	return rc;
 }
 
-/* The applied annotation of p's rendered child r: computed once per render
- * answer and primary uid (the uid is part of the render key, but the cache
- * does not rely on it). */
-static const unsigned char *rendered_applied_digest(struct prim *p, int r)
-{
-	int i;
-
-	if (!p->radig || strcmp(p->radig_uid, p->obj->uid)) {
-		free(p->radig);
-		free(p->radig_uid);
-		p->radig = kop_calloc((size_t)p->nrdig, sizeof(*p->radig));
-		p->radig_uid = kop_strdup(p->obj->uid);
-		for (i = 0; i < p->nrdig; i++)
-			kop_program_applied_digest(p->rdig[i], p->obj->uid, p->radig[i]);
-	}
-	return p->radig[r];
-}
-
 /* Which object of rdes (the rendered .desired, borrowed) c (borrowed) is, or
  * -1; looked for at hint first (a program most often gives them back in their
  * order). */
@@ -1623,7 +1603,7 @@ static void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rde
 				status = jv_object_has(jv_copy(full), kop_json_key("status"));
 			}
 			if (r >= 0)
-				memcpy(d, rendered_applied_digest(p, r), sizeof(d));
+				memcpy(d, p->radig[r], sizeof(d));
 			else
 				kop_program_applied_digest(objdig, p->obj->uid, d);
 		}
@@ -2023,13 +2003,18 @@ static jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_f
 	p->rstat = NULL;
 	free(p->radig);
 	p->radig = NULL;
-	free(p->radig_uid);
-	p->radig_uid = NULL;
 	p->nrdig = 0;
 	out = render_run(render_input_parent(p, ctx, in), us_jq, us_fn, err);
 	if (!jv_is_valid(out))
 		return out;
 	p->nrdig = desired_digests(out, &p->rdig, &p->rstat);
+	if (p->nrdig) {
+		int i;
+
+		p->radig = kop_calloc((size_t)p->nrdig, sizeof(*p->radig));
+		for (i = 0; i < p->nrdig; i++)
+			kop_program_applied_digest(p->rdig[i], p->obj->uid, p->radig[i]);
+	}
 	memcpy(p->render_key, d, sizeof(d));
 	ctx->rfull = jv_copy(out);
 	/* What sync reads of it, small enough to keep as it is. */
