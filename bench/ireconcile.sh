@@ -60,12 +60,17 @@ run () {
 	log "$1: $(grep -c '"reconciled ' "$tmp/$1.err") reconciles, $(wc -l <"$tmp/$1.out") operations, ${wall}s, ${rss} KB"
 }
 
+# cg_total FILE: the instructions callgrind counted in FILE.
+cg_total () {
+	callgrind_annotate "$1" | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+}
+
 # run_instr NAME PROGRAM INPUT: as run, under callgrind: millions of
 # instructions per reconcile.
 run_instr () {
 	valgrind --tool=callgrind --toggle-collect=reconcile --callgrind-out-file="$tmp/$1.cg" --log-file="$tmp/$1.vg" \
 		ireconcile -v "$2" <"$3" >"$tmp/$1.out" 2>"$tmp/$1.err"
-	ir=$(callgrind_annotate "$tmp/$1.cg" | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
+	ir=$(cg_total "$tmp/$1.cg")
 	jq -s -c --arg name "$1" --argjson ir "$ir" '
 		[.[] | select(.msg? // "" | startswith("reconciled "))] as $r
 		| {bench: "ireconcile", metric: "\($name)_minstr_per_reconcile",
@@ -85,30 +90,29 @@ churn_instr () {
 	rm -f "$tmp/churn.fifo"
 	mkfifo "$tmp/churn.fifo"
 	first_n=$(grep -c '"reconciled ' "$tmp/$3.err")
-	: >"$tmp/$1_churn.err"
+	churn_log=$tmp/$1_churn.err
+	: >"$churn_log"
 	valgrind --tool=callgrind --toggle-collect=reconcile --callgrind-out-file="$tmp/$1_churn.cg" \
 		--log-file="$tmp/$1_churn.vg" ireconcile -v "$2" <"$tmp/churn.fifo" >"$tmp/$1_churn.out" \
-		2>"$tmp/$1_churn.err" &
+		2>"$churn_log" &
 	vg=$!
 	{
-		grep -v '"type":"BOOKMARK"' "$tmp/$1.steady.jsonl"
-		grep '"type":"BOOKMARK"' "$tmp/$1.steady.jsonl"
-		want=$first_n
-		for c in $(jq -r '.object.metadata.labels.component' "$tmp/$1.churn.events" | sort -u); do
-			reconciled_at_least "$tmp/$1_churn.err" "$want" "$vg"
-			jq -c --arg c "$c" 'select(.object.metadata.labels.component == $c)' "$tmp/$1.churn.events"
-			want=$((want + N))
-		done
-		reconciled_at_least "$tmp/$1_churn.err" "$want" "$vg"
+		churn_input "$1" "$first_n" round_reconciled
+		round_reconciled "$want"
 	} >"$tmp/churn.fifo"
 	wait "$vg"
-	ir=$(callgrind_annotate "$tmp/$1_churn.cg" | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
-	first=$(callgrind_annotate "$tmp/$3.cg" | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
-	n=$(grep -c '"reconciled ' "$tmp/$1_churn.err")
+	ir=$(cg_total "$tmp/$1_churn.cg")
+	first=$(cg_total "$tmp/$3.cg")
+	n=$(grep -c '"reconciled ' "$churn_log")
 	jq -n -c --arg name "iotservice_churn" --argjson ir "$((ir - first))" --argjson n "$((n - first_n))" '
 		{bench: "ireconcile", metric: "\($name)_minstr_per_reconcile",
 		 value: (if $n > 0 then $ir / $n / 1e4 | floor / 100 else null end), unit: "M instructions"}'
 	log "iotservice_churn (callgrind): $((n - first_n)) reconciles after the first $first_n, $((ir - first)) instructions in them"
+}
+
+# round_reconciled COUNT: churn_instr's wait before a round.
+round_reconciled () {
+	reconciled_at_least "$churn_log" "$1" "$vg"
 }
 
 # reconciled_at_least LOG COUNT PID: waits until LOG counts COUNT reconciles
@@ -151,14 +155,27 @@ churn () {
 		return
 	fi
 	pace=$((N / 250 + 1))
-	{
-		grep -v '"type":"BOOKMARK"' "$tmp/$1.steady.jsonl"
-		grep '"type":"BOOKMARK"' "$tmp/$1.steady.jsonl"
-		for c in $(jq -r '.object.metadata.labels.component' "$tmp/$1.churn.events" | sort -u); do
-			sleep "$pace"
-			jq -c --arg c "$c" 'select(.object.metadata.labels.component == $c)' "$tmp/$1.churn.events"
-		done
-	} | run iotservice_churn "$2" /dev/stdin "$N"
+	churn_input "$1" "$N" round_paced | run iotservice_churn "$2" /dev/stdin "$N"
+}
+
+# round_paced COUNT: churn's wait before a round (wall time).
+round_paced () {
+	sleep "$pace"
+}
+
+# churn_input NAME COUNT WAIT: pass 3's input from pass 1's run NAME: pass 2's
+# initial state, the bookmark, then a round per component, each after
+# "WAIT N" (N: the reconciles due before it, COUNT the first time, N more
+# each round); $want is left at the count due after the last.
+churn_input () {
+	grep -v '"type":"BOOKMARK"' "$tmp/$1.steady.jsonl"
+	grep '"type":"BOOKMARK"' "$tmp/$1.steady.jsonl"
+	want=$2
+	for c in $(jq -r '.object.metadata.labels.component' "$tmp/$1.churn.events" | sort -u); do
+		"$3" "$want"
+		jq -c --arg c "$c" 'select(.object.metadata.labels.component == $c)' "$tmp/$1.churn.events"
+		want=$((want + N))
+	done
 }
 
 # Pass 2's input: pass 1's primaries with the finalizer and status they asked
