@@ -32,4 +32,19 @@ test_expect_success 'test_when_finished runs after a failure too' '
 	test -f cleaned
 '
 
+test_expect_success 'a failing test: "not ok" on stdout, its output on stderr (prove shows it)' '
+	cat >inner.sh <<-EOF &&
+	test_description=inner
+	. "$TEST_DIRECTORY/test-lib.sh"
+	test_expect_success "passes" "echo quiet-when-passing"
+	test_expect_success "fails" "echo why-it-failed; false"
+	test_done
+	EOF
+	test_expect_code 1 sh inner.sh >inner.out 2>inner.err &&
+	printf "ok 1 - passes\nnot ok 2 - fails\n1..2\n" >expect &&
+	test_cmp expect inner.out &&
+	printf "#\twhy-it-failed\n" >expect &&
+	test_cmp expect inner.err
+'
+
 test_done

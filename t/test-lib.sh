@@ -65,7 +65,8 @@ test_expect_success () {
 	else
 		test_failed=$((test_failed + 1))
 		echo "not ok $test_count - $1" >&3
-		tail -n 80 "$TRASH/.out.$test_count" | sed 's/^/#	/' >&3
+		# on stderr, which prove shows without -v (a CI log then says why)
+		tail -n 80 "$TRASH/.out.$test_count" | sed 's/^/#	/' >&4
 	fi
 }
 
