@@ -239,6 +239,39 @@ static jv set_diff(jv a, jv b)
 	return node_build(member, ch);
 }
 
+/* Whether the sets a and b (borrowed) share a member: jv_is_valid(set_inter(a, b))
+ * without building it. */
+static int set_meets(jv a, jv b)
+{
+	int it, meets;
+
+	if (!jv_is_valid(a) || !jv_is_valid(b))
+		return 0;
+	if (node_member(a) && node_member(b))
+		return 1;
+	if (jv_object_length(jv_copy(a)) > jv_object_length(jv_copy(b))) {
+		jv t = a;
+
+		a = b;
+		b = t;
+	}
+	meets = 0;
+	for (it = jv_object_iter(a); !meets && jv_object_iter_valid(a, it); it = jv_object_iter_next(a, it)) {
+		jv k = jv_object_iter_key(a, it);
+
+		if (strcmp(jv_string_value(k), ".")) {
+			jv x = jv_object_iter_value(a, it), y = jv_object_get(jv_copy(b), k);
+
+			meets = set_meets(x, y);
+			jv_free(x);
+			jv_free(y);
+		} else {
+			jv_free(k);
+		}
+	}
+	return meets;
+}
+
 static jv set_inter(jv a, jv b)
 {
 	jv ch;
@@ -963,73 +996,79 @@ static int pe_rank(const char *k)
 	return 5;
 }
 
-static int pe_cmp(const void *pa, const void *pb)
+/* A path element of a field set with what pe_order compares: its rank and,
+ * for k: and v:, its value parsed once (invalid when it does not parse). */
+struct pe {
+	jv name, val, child;
+	int rank;
+};
+
+static int pe_order(const void *pa, const void *pb)
 {
-	const char *a = jv_string_value(*(const jv *)pa), *b = jv_string_value(*(const jv *)pb);
-	int ra = pe_rank(a), rb = pe_rank(b), c;
+	const struct pe *x = pa, *y = pb;
+	const char *a = jv_string_value(x->name), *b = jv_string_value(y->name);
+	int c;
 
-	if (ra != rb)
-		return ra < rb ? -1 : 1;
-	if (ra == 2 || ra == 3) {
-		jv x = jv_parse(a + 2), y = jv_parse(b + 2);
-
-		c = jv_is_valid(x) && jv_is_valid(y) ? smd_cmp(x, y) : strcmp(a, b);
-		jv_free(x);
-		jv_free(y);
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->rank == 2 || x->rank == 3) {
+		c = jv_is_valid(x->val) && jv_is_valid(y->val) ? smd_cmp(x->val, y->val) : 0;
 		return c ? c : strcmp(a, b);
 	}
-	if (ra == 4) {
-		long long x = strtoll(a + 2, NULL, 10), y = strtoll(b + 2, NULL, 10);
+	if (x->rank == 4) {
+		long long i = strtoll(a + 2, NULL, 10), j = strtoll(b + 2, NULL, 10);
 
-		return x < y ? -1 : x > y;
+		return i < j ? -1 : i > j;
 	}
 	return strcmp(a, b);
 }
 
-/* Whether the keys of the field set (borrowed) are in pe_cmp's order at every level. */
-static int set_sorted(jv set)
+/*
+ * A field set (consumed) with its keys in kube-apiserver's order at every
+ * level (structured-merge-diff serializes its sorted path elements, "."
+ * first); *moved is set when anything had to be reordered. A level already
+ * in order is kept as it is, as most are once stored: ksim writes the
+ * managedFields of every status its controllers change. Each k:/v: key is
+ * parsed once per call, not at each comparison.
+ */
+static jv sorted_set_(jv set, int *moved)
 {
-	jv prev = jv_invalid();
-	int it, sorted = 1;
+	struct pe *p;
+	int i = 0, n, it, reorder = 0;
 
-	for (it = jv_object_iter(set); sorted && jv_object_iter_valid(set, it); it = jv_object_iter_next(set, it)) {
-		jv k = jv_object_iter_key(set, it), v = jv_object_iter_value(set, it);
-
-		if ((jv_is_valid(prev) && pe_cmp(&prev, &k) > 0) || (jv_get_kind(v) == JV_KIND_OBJECT && !set_sorted(v)))
-			sorted = 0;
-		jv_free(v);
-		jv_free(prev);
-		prev = k;
+	if (jv_get_kind(set) != JV_KIND_OBJECT || (n = jv_object_length(jv_copy(set))) == 0)
+		return set;
+	p = kop_calloc((size_t)n, sizeof(*p));
+	for (it = jv_object_iter(set); i < n && jv_object_iter_valid(set, it); it = jv_object_iter_next(set, it), i++) {
+		p[i].name = jv_object_iter_key(set, it);
+		p[i].rank = pe_rank(jv_string_value(p[i].name));
+		p[i].val = p[i].rank == 2 || p[i].rank == 3 ? jv_parse(jv_string_value(p[i].name) + 2) : jv_invalid();
+		p[i].child = sorted_set_(jv_object_iter_value(set, it), &reorder);
+		if (i > 0 && pe_order(&p[i - 1], &p[i]) > 0)
+			reorder = 1;
 	}
-	jv_free(prev);
-	return sorted;
+	if (reorder) {
+		qsort(p, (size_t)i, sizeof(*p), pe_order);
+		jv_free(set);
+		set = jv_object();
+		for (n = 0; n < i; n++)
+			set = jv_object_set(set, jv_copy(p[n].name), jv_copy(p[n].child));
+		*moved = 1;
+	}
+	for (n = 0; n < i; n++) {
+		jv_free(p[n].name);
+		jv_free(p[n].val);
+		jv_free(p[n].child);
+	}
+	free(p);
+	return set;
 }
 
-/* A field set (consumed) with its keys in kube-apiserver's order at every level
- * (structured-merge-diff serializes its sorted path elements, "." first). A set
- * in that order already, as most are once stored, is kept as it is: ksim writes
- * the managedFields of every status its controllers change, and rebuilding
- * each set every time made it converge 300 IoT instances a third slower. */
 static jv sorted_set(jv set)
 {
-	jv keys, out, *k;
-	int i, n;
+	int moved = 0;
 
-	if (jv_get_kind(set) != JV_KIND_OBJECT || set_sorted(set))
-		return set;
-	keys = jv_keys(jv_copy(set));
-	n = jv_array_length(jv_copy(keys));
-	k = kop_calloc(n > 0 ? (size_t)n : 1, sizeof(*k));
-	for (i = 0; i < n; i++)
-		k[i] = jv_array_get(jv_copy(keys), i);
-	qsort(k, (size_t)n, sizeof(*k), pe_cmp);
-	out = jv_object();
-	for (i = 0; i < n; i++)
-		out = jv_object_set(out, k[i], sorted_set(jv_object_get(jv_copy(set), jv_copy(k[i]))));
-	free(k);
-	jv_free(keys);
-	jv_free(set);
-	return out;
+	return sorted_set_(set, &moved);
 }
 
 static jv entry_set_fields(jv e, jv set)
@@ -1316,7 +1355,7 @@ jv kop_ssa_track_update(jv old_or_null, jv new, const char *manager, const char 
 	jv old, oldmf, base, newmf = jv_invalid(), changed, removed, touched, entries = jv_array();
 	jv hav;
 	const char *sub = subresource ? subresource : "";
-	int mine = -1;
+	int mine = -1, client = 0;
 
 	if (jv_get_kind(new) != JV_KIND_OBJECT) {
 		jv_free(old_or_null);
@@ -1340,6 +1379,7 @@ jv kop_ssa_track_update(jv old_or_null, jv new, const char *manager, const char 
 			return strip_managed(new);
 		}
 		base = newmf;
+		client = 1;
 	} else {
 		jv_free(newmf);
 		base = jv_copy(oldmf);
@@ -1366,9 +1406,13 @@ jv kop_ssa_track_update(jv old_or_null, jv new, const char *manager, const char 
 		} else if (jv_get_kind(e) == JV_KIND_OBJECT) {
 			jv f = entry_fields(e);
 
-			entries = jv_array_append(entries, jv_is_valid(f) ?
-						  entry_set_fields(e, set_diff(f, jv_copy(touched))) :
-						  (jv_free(f), e));
+			/* an entry this write does not touch stays as it is, unless the
+			 * client sent it (kube-apiserver stores what it decodes, sorted) */
+			if (jv_is_valid(f) && (client || set_meets(f, touched)))
+				e = entry_set_fields(e, set_diff(f, jv_copy(touched)));
+			else
+				jv_free(f);
+			entries = jv_array_append(entries, e);
 		} else {
 			jv_free(e);
 		}
