@@ -12,7 +12,8 @@
 #    steady RSS (VmRSS after the quiet period) and PSS (smaps_rollup: pages
 #    shared with other processes, the libraries, counted in shares, so the
 #    sum of PSS is what the operator's processes add together); CPU seconds of the
-#    supervisor and its stages (utime+stime, children reaped included).
+#    supervisor and its stages (utime+stime, children reaped included), and
+#    ksim's own (the API server and its simulated controllers).
 #  quiet: after convergence, API writes and CPU over BENCH_QUIET_S seconds
 #    (default 60; target zero writes).
 #  latency (largest N only): BENCH_LATENCY_EDITS (default 5) spec edits of
@@ -76,6 +77,10 @@ cpu_ticks () {
 		t=$((t + ${v:-0}))
 	done
 	echo "$t"
+}
+# ksim_ticks: utime+stime of ksim (its simulated controllers included).
+ksim_ticks () {
+	sed 's/.*) //' "/proc/$ksim_pid/stat" 2>/dev/null | awk '{ print $12 + $13 }'
 }
 secs () { awk -v t="$1" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }'; }
 rss_total () {
@@ -143,7 +148,7 @@ run () { # N
 		  "data = \($o | tojson | tojson)", "output = \"/dev/null\"", "next"' "$tmp/example.json" |
 		sed '$d' >"$d/create.cfg"
 	curl -sS -X POST -d '{"reset":true}' "$url/ksim/stats" >/dev/null
-	cpu0=$(cpu_ticks)
+	cpu0=$(cpu_ticks) kcpu0=$(ksim_ticks)
 	log "N=$n: creating $n IoTServices"
 	t0=$(now_ms)
 	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$d/create.cfg"
@@ -159,7 +164,7 @@ run () { # N
 		sleep 0.5
 	done
 	t1=$(now_ms)
-	cpu1=$(cpu_ticks)
+	cpu1=$(cpu_ticks) kcpu1=$(ksim_ticks)
 	stats "$d/stats.conv"
 	op_requests "$d/stats.conv" >"$d/req.conv"
 	log "N=$n: $a of $n Available after $((t1 - t0)) ms; requests $(cat "$d/req.conv")"
@@ -176,6 +181,7 @@ run () { # N
 	figure "n${n}_writes_per_instance" "$(jq --argjson n "$n" '.writes / $n * 10 | floor / 10' "$d/req.conv")" \
 		count "<= 25"
 	figure "n${n}_cpu_s_converge" "$(secs $((cpu1 - cpu0)))" s
+	figure "n${n}_ksim_cpu_s_converge" "$(secs $((kcpu1 - kcpu0)))" s
 
 	# Quiet: nothing changes, nothing should be written.
 	log "N=$n: quiet for ${QUIET}s"
