@@ -161,7 +161,12 @@ test_no_sanitizer_report () {
 test_ireconcile_fifo () {
 	tif_name=$1
 	shift
-	timeout 60 ireconcile -v "$@" <"$tif_name.fifo" >"$tif_name.out" 2>"$tif_name.err" &&
+	timeout 60 ireconcile -v "$@" <"$tif_name.fifo" >"$tif_name.out" 2>"$tif_name.err" || {
+		tif_rc=$?
+		echo "ireconcile exited with $tif_rc (124: still running after 60 s); its log ends:"
+		tail -n 20 "$tif_name.err"
+		return 1
+	}
 	wait &&
 	test_no_sanitizer_report "$tif_name.err"
 }
