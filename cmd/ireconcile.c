@@ -306,8 +306,7 @@ static void flush_out(int block)
 static void out_compact(void)
 {
 	if (out_start > OUT_HIGH && out_start * 2 > outq.len) {
-		memmove(outq.buf, outq.buf + out_start, out_pending());
-		outq.len -= out_start;
+		kop_buf_drop(&outq, out_start);
 		out_start = 0;
 	}
 }
@@ -2671,12 +2670,8 @@ static void reader_drain(struct reader *rd, void (*fn)(jv, size_t))
 			reader_line(rd, base, (size_t)(nl - base), fn);
 		rd->start += (size_t)(nl - base) + 1;
 	}
-	if (rd->start == rd->buf.len) {
-		rd->start = 0;
-		rd->buf.len = 0;
-	} else if (rd->start > (1u << 20)) {
-		memmove(rd->buf.buf, rd->buf.buf + rd->start, rd->buf.len - rd->start);
-		rd->buf.len -= rd->start;
+	if (rd->start == rd->buf.len || rd->start > (1u << 20)) {
+		kop_buf_drop(&rd->buf, rd->start);
 		rd->start = 0;
 	}
 }

@@ -29,11 +29,7 @@ void kop_jsonl_release(struct kop_jsonl *r)
 
 static void compact(struct kop_jsonl *r)
 {
-	if (r->start == 0)
-		return;
-	memmove(r->in.buf, r->in.buf + r->start, r->in.len - r->start);
-	r->in.len -= r->start;
-	r->in.buf[r->in.len] = 0;
+	kop_buf_drop(&r->in, r->start);
 	r->start = 0;
 }
 

@@ -46,6 +46,8 @@ void kop_buf_addf(struct kop_buf *b, const char *fmt, ...) __attribute__((format
 void kop_buf_vaddf(struct kop_buf *b, const char *fmt, va_list ap);
 void kop_buf_reset(struct kop_buf *b);		/* len = 0, keeps memory */
 void kop_buf_release(struct kop_buf *b);	/* frees, back to KOP_BUF_INIT */
+/* Drops the first n bytes (all of them if n >= len): what was written out or read. */
+void kop_buf_drop(struct kop_buf *b, size_t n);
 /* Hands the string to the caller (who frees it); b is reset to empty. */
 char *kop_buf_detach(struct kop_buf *b, size_t *len);
 

@@ -124,6 +124,19 @@ void kop_buf_reset(struct kop_buf *b)
 		b->buf[0] = 0;
 }
 
+void kop_buf_drop(struct kop_buf *b, size_t n)
+{
+	if (!n)
+		return;
+	if (n >= b->len) {
+		kop_buf_reset(b);
+		return;
+	}
+	memmove(b->buf, b->buf + n, b->len - n);
+	b->len -= n;
+	b->buf[b->len] = 0;
+}
+
 void kop_buf_release(struct kop_buf *b)
 {
 	free(b->buf);

@@ -183,6 +183,23 @@ test_expect_success 'SIGTERM: a stage that does not finish is killed at the drai
 	grep "still running at the bound" sup.err
 '
 
+# VmRSS/VmHWM of the supervisor, in KB
+sup_mem () {
+	awk -v f="$1:" '$1 == f { print $2 }' "/proc/$(cat sup.pid)/status"
+}
+
+test_expect_success 'kwatch faster than ireconcile: what waits for ireconcile stays bounded, nothing kept after it is passed on' '
+	test_when_finished sup_stop &&
+	KWATCH_WAIT=1 STAGE_MODE=flood sup_start &&
+	test_wait_for 10 test -s "$STAGE_LOG/kwatch.pid" &&
+	base=$(sup_mem VmRSS) &&
+	touch "$STAGE_LOG/go" &&
+	test_wait_for 60 test -e "$STAGE_LOG/flood.done" &&
+	peak=$(sup_mem VmHWM) &&
+	say "40 MB passed on: VmRSS $base KB before, VmHWM $peak KB after" &&
+	test $((peak - base)) -lt 12288
+'
+
 test_expect_success 'an orphaned grandchild is adopted and reaped' '
 	test_when_finished sup_stop &&
 	STAGE_MODE=orphan sup_start &&
