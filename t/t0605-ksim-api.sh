@@ -525,4 +525,46 @@ test_expect_success 'ksim stops cleanly' '
 	ksim_stop
 '
 
+# Events expire as kube-apiserver's do (--event-ttl: each write gives one an
+# etcd lease of that length).
+ksim_start --event-ttl 3s
+EV=/api/v1/namespaces/default/events
+
+# A core/v1 Event named $1
+event_json () {
+	printf '{"metadata":{"name":"%s"},"involvedObject":{"kind":"Pod","namespace":"default","name":"p"},"reason":"R","message":"m","type":"Normal"}' "$1"
+}
+
+gone () {
+	test "$(ksim_curl -s -o /dev/null -w "%{http_code}" "$EV/$1")" = 404
+}
+
+test_expect_success 'an Event is deleted --event-ttl after its last write; watchers see DELETED' '
+	ksim_curl -f -o e1.json -X POST -H "Content-Type: application/json" -d "$(event_json e1)" $EV &&
+	ksim_curl -f -o /dev/null -X POST -H "Content-Type: application/json" -d "$(event_json e2)" $EV &&
+	rv=$(jq -r .metadata.resourceVersion e1.json) &&
+	{ ksim_curl -N -o w.out "$EV?watch=true&resourceVersion=$rv&timeoutSeconds=12" & } &&
+	sleep 2 &&
+	ksim_curl -f -o /dev/null -X PATCH -H "Content-Type: application/merge-patch+json" -d "{\"count\":2}" $EV/e2 &&
+	# e1 goes 3 s after it was made, e2 3 s after its patch, 2 s later
+	test_wait_for 10 gone e1 &&
+	! gone e2 &&
+	test_wait_for 10 gone e2 &&
+	wait &&
+	jq -r "[.type, .object.metadata.name] | join(\" \")" w.out >actual &&
+	printf "ADDED e2\nMODIFIED e2\nDELETED e1\nDELETED e2\n" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success '--event-ttl takes a positive duration' '
+	test_expect_code 100 ksim --event-ttl 0 2>err &&
+	grep "invalid duration" err &&
+	test_expect_code 100 ksim --event-ttl 1y 2>err &&
+	grep "invalid duration" err
+'
+
+test_expect_success 'ksim with --event-ttl stops cleanly' '
+	ksim_stop
+'
+
 test_done

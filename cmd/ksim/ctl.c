@@ -7,11 +7,16 @@
  * ksim_call(), as a client's would. A full pass (terminating namespaces,
  * dependents whose owners are all gone) runs at start, every 30 s and after
  * losing history.
+ *
+ * The same thread expires Events, as kube-apiserver's storage does (each
+ * write of one gives it an etcd lease of --event-ttl, 1 h by default): an
+ * Event not written for that long is deleted, and watchers see DELETED.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "tool.h"
 #include "ksim.h"
+#include "hmap.h"
 #include "banned.h"
 
 #define CTL_USER "system:serviceaccount:kube-system:ksim-controllers"
@@ -278,6 +283,97 @@ static int ns_terminating(const char *name)
 	return t;
 }
 
+/* ---- Event expiry ---- */
+
+static struct kop_hmap expiry;	/* an Event's "ns/name" -> its due time (int64_t, mono ms) */
+
+static void expiry_set(const char *key, int64_t due)
+{
+	int64_t *d = kop_hmap_get(&expiry, key);
+
+	if (!d) {
+		d = kop_malloc(sizeof(*d));
+		kop_hmap_put(&expiry, key, d);
+	}
+	*d = due;
+}
+
+struct expiry_scan {
+	struct kop_hmap seen;
+	int64_t due;
+};
+
+static int expiry_scan_one(jv obj, const char *key, void *data)
+{
+	struct expiry_scan *s = data;
+	int64_t *d = kop_hmap_remove(&expiry, key);
+
+	(void)obj;
+	if (!d) {
+		d = kop_malloc(sizeof(*d));
+		*d = s->due;
+	}
+	kop_hmap_put(&s->seen, key, d);
+	return 0;
+}
+
+/* The Events in the store (at start, after losing history): those not known yet are due a TTL from now. */
+static void expiry_scan(void)
+{
+	struct expiry_scan s = { KOP_HMAP_INIT, kop_mono_ms() + ksim.event_ttl_ms };
+
+	ksim_lock();
+	ksim_store_each("events", NULL, NULL, expiry_scan_one, &s);
+	ksim_unlock();
+	kop_hmap_release(&expiry, free);
+	expiry = s.seen;
+}
+
+static void expiry_change(const struct ksim_change *ev)
+{
+	struct kop_buf key = KOP_BUF_INIT;
+
+	if (strcmp(ev->gr, "events"))
+		return;
+	kop_buf_addf(&key, "%s/%s", ev->ns, ev->name);
+	if (ev->type == KSIM_DELETED)
+		free(kop_hmap_remove(&expiry, key.buf));
+	else
+		expiry_set(key.buf, kop_mono_ms() + ksim.event_ttl_ms);
+	kop_buf_release(&key);
+}
+
+/* Deletes the Events whose time is up. */
+static void expire_events(int64_t now)
+{
+	jv due = jv_array();
+	const char *key;
+	void *val;
+	size_t it = 0;
+
+	while (kop_hmap_next(&expiry, &it, &key, &val))
+		if (*(int64_t *)val <= now)
+			due = jv_array_append(due, jv_string(key));
+	jv_array_foreach(due, i, k) {
+		const char *slash = strchr(jv_string_value(k), '/');
+		struct kop_buf path = KOP_BUF_INIT;
+		int code;
+
+		kop_buf_addf(&path, "/api/v1/namespaces/%.*s/events/%s", (int)(slash - jv_string_value(k)),
+			     jv_string_value(k), slash + 1);
+		code = ksim_call(CTL_USER, "DELETE", path.buf, NULL, jv_null(), NULL);
+		if (code == 200 || code == 404) {
+			free(kop_hmap_remove(&expiry, jv_string_value(k)));
+		} else {
+			log_warn("event expiry: unable to delete '%s': code %d", path.buf, code);
+			expiry_set(jv_string_value(k), now + 1000);
+		}
+		kop_buf_release(&path);
+		jv_free(k);
+	}
+	jv_free(due);
+}
+
 /*
  * Events are taken in batches (up to 1000 events or 100 ms) so that a burst
  * of deletions costs one scan of the store, not one each.
@@ -286,17 +382,22 @@ static void *controllers(void *arg)
 {
 	uint64_t cursor = ksim_current_rv();
 	int64_t next_resync = kop_mono_ms() + 30000;
+	int64_t next_expiry = 0;
 	jv deleted = jv_object(), dirty = jv_object();
 	int batch = 0, resync = 1;
 	int64_t batch_end = 0;
 
 	(void)arg;
+	expiry_scan();
 	while (!ksim_stopping()) {
 		struct ksim_change ev;
 		int64_t now = kop_mono_ms();
 		int r = ksim_next_change(&cursor, batch ? (batch_end > now ? batch_end - now : 0) : 1000, &ev);
 
+		if (r < 0)
+			expiry_scan();
 		if (r > 0) {
+			expiry_change(&ev);
 			if (!strcmp(ev.gr, "namespaces") && ev.type != KSIM_DELETED && ev.deleting) {
 				dirty = jv_object_set(dirty, jv_string(ev.name), jv_true());
 				batch++;
@@ -334,9 +435,14 @@ static void *controllers(void *arg)
 			next_resync = kop_mono_ms() + 30000;
 			resync = 0;
 		}
+		if (kop_mono_ms() >= next_expiry) {
+			expire_events(kop_mono_ms());
+			next_expiry = kop_mono_ms() + 1000;
+		}
 	}
 	jv_free(deleted);
 	jv_free(dirty);
+	kop_hmap_release(&expiry, free);
 	return NULL;
 }
 

@@ -131,6 +131,7 @@ struct ksim_state {
 	int stopping;
 	int watches;		/* open watch streams (SIGTERM waits for them to end) */
 	long bookmark_ms;	/* period of watch bookmarks */
+	long event_ttl_ms;	/* --event-ttl: an Event is deleted this long after its last write */
 	const char *token;	/* --token, or NULL for no authentication */
 	int verbose;
 };

@@ -26,7 +26,8 @@
 
 static const char usage[] =
 	"usage: ksim [--port N] [--kubeconfig FILE] [--tls] [--token T] [--history N]\n"
-	"            [--bookmark-interval DUR] [-v] [--log-level L] [--log-format json|text]\n"
+	"            [--bookmark-interval DUR] [--event-ttl DUR] [-v] [--log-level L]\n"
+	"            [--log-format json|text]\n"
 	"\n"
 	"A local Kubernetes API server on 127.0.0.1 for tests and demos.\n"
 	"\n"
@@ -36,12 +37,14 @@ static const char usage[] =
 	"  --token T              require 'Authorization: Bearer T' (missing: anonymous, 403; wrong: 401)\n"
 	"  --history N            watch events kept for resuming watches (default 10000)\n"
 	"  --bookmark-interval D  period of watch bookmarks (default 60s)\n"
+	"  --event-ttl D          an Event is deleted D after its last write (default 1h, as\n"
+	"                         kube-apiserver's --event-ttl)\n"
 	"  -v, --verbose          log every request (method, path, code)\n"
 	"\n"
 	"Admin endpoints (POST, no authentication): /ksim/cut-watches, /ksim/error-watches,\n"
 	"/ksim/compact.\n" KSIM_SIM_USAGE;
 
-enum { OPT_PORT = OPT_TOOL_LAST, OPT_TLS, OPT_TOKEN, OPT_HISTORY, OPT_BOOKMARK };
+enum { OPT_PORT = OPT_TOOL_LAST, OPT_TLS, OPT_TOKEN, OPT_HISTORY, OPT_BOOKMARK, OPT_EVENT_TTL };
 
 static const struct option options[] = {
 	TOOL_COMMON_OPTIONS,
@@ -51,6 +54,7 @@ static const struct option options[] = {
 	{ "token", required_argument, NULL, OPT_TOKEN },
 	{ "history", required_argument, NULL, OPT_HISTORY },
 	{ "bookmark-interval", required_argument, NULL, OPT_BOOKMARK },
+	{ "event-ttl", required_argument, NULL, OPT_EVENT_TTL },
 	KSIM_SIM_OPTIONS,
 	{ NULL, 0, NULL, 0 }
 };
@@ -249,6 +253,11 @@ int main(int argc, char **argv)
 		case OPT_BOOKMARK:
 			ksim.bookmark_ms = tool_parse_duration_ms(optarg);
 			if (ksim.bookmark_ms <= 0)
+				die_usage("invalid duration '%s'", optarg);
+			break;
+		case OPT_EVENT_TTL:
+			ksim.event_ttl_ms = tool_parse_duration_ms(optarg);
+			if (ksim.event_ttl_ms <= 0)
 				die_usage("invalid duration '%s'", optarg);
 			break;
 		default:

@@ -18,6 +18,7 @@
 struct ksim_state ksim = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.bookmark_ms = 60000,
+	.event_ttl_ms = 3600000,
 };
 
 const char *const ksim_event_names[] = { "ADDED", "MODIFIED", "DELETED" };
