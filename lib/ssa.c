@@ -1092,6 +1092,57 @@ static jv new_entry(const char *manager, const char *op, const char *api_version
 	return e;
 }
 
+/* Whether s (borrowed) reads as a FieldsV1 set: objects all the way down, as
+ * structured-merge-diff's decoder wants them. */
+static int valid_set(jv s)
+{
+	int ok = jv_get_kind(s) == JV_KIND_OBJECT;
+
+	if (!ok)
+		return 0;
+	jv_object_foreach(s, k, v) {
+		ok = ok && valid_set(v);
+		jv_free(k);
+		jv_free(v);
+	}
+	return ok;
+}
+
+/* Whether managedFields sent by a client (borrowed, an array) decode: every
+ * entry an object, its fieldsV1 (if any) a set. */
+static int valid_managed(jv mf)
+{
+	int ok = 1;
+
+	jv_array_foreach(mf, i, e) {
+		if (ok && jv_get_kind(e) != JV_KIND_OBJECT) {
+			ok = 0;
+		} else if (ok && jv_object_has(jv_copy(e), jv_string("fieldsV1"))) {
+			jv f = jv_object_get(jv_copy(e), jv_string("fieldsV1"));
+
+			ok = valid_set(f);
+			jv_free(f);
+		}
+		jv_free(e);
+	}
+	return ok;
+}
+
+/* Entries a client sent (consumed, valid_managed) as kube-apiserver stores
+ * what it decodes: each set in its order, empty ones dropped, sorted. */
+static jv entries_stored(jv mf)
+{
+	jv out = jv_array();
+
+	jv_array_foreach(mf, i, e) {
+		jv f = entry_fields(e);
+
+		out = jv_array_append(out, jv_is_valid(f) ? entry_set_fields(e, f) : (jv_free(f), e));
+	}
+	jv_free(mf);
+	return entries_finish(out);
+}
+
 static jv get_managed(jv obj)
 {
 	jv mf = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("metadata"), jv_string("managedFields")));
@@ -1378,8 +1429,15 @@ jv kop_ssa_track_update(jv old_or_null, jv new, const char *manager, const char 
 			jv_free(entries);
 			return strip_managed(new);
 		}
-		base = newmf;
-		client = 1;
+		if (valid_managed(newmf)) {
+			base = newmf;
+			client = 1;
+		} else {
+			/* kube-apiserver (decodeLiveOrNew): what does not decode is
+			 * taken as not sent, the stored entries stay */
+			jv_free(newmf);
+			base = jv_copy(oldmf);
+		}
 	} else {
 		jv_free(newmf);
 		base = jv_copy(oldmf);
@@ -1395,7 +1453,7 @@ jv kop_ssa_track_update(jv old_or_null, jv new, const char *manager, const char 
 		jv_free(changed);
 		jv_free(removed);
 		jv_free(entries);
-		return set_managed(new, base);
+		return set_managed(new, client ? entries_stored(base) : base);
 	}
 	touched = set_union(jv_copy(changed), jv_copy(removed));
 	const char *av = obj_str(new, "apiVersion", &hav);

@@ -26,6 +26,32 @@ test_expect_success 'dryRun=All: the answer of a create, nothing stored, no RV u
 	code_is 422
 '
 
+# managedFields a client sends (a PUT with no other change) are stored as
+# kube-apiserver stores what it decodes, each set in its order, and stay so
+# through later writes that do not touch them; ones that do not decode (a
+# set holding a number) are taken as not sent (decodeLiveOrNew), and no
+# later write trips over them. Key order matters: jq -c, not -S.
+test_expect_success 'managedFields sent by a client: stored in order; what does not decode is not taken' '
+	mf () { jq -c ".metadata.managedFields | map([.manager, .fieldsV1])" out.json; } &&
+	req POST "$NS/configmaps?fieldManager=a" "{\"metadata\":{\"name\":\"mf\"},\"data\":{\"a\":\"1\",\"b\":\"2\"}}" &&
+	code_is 201 &&
+	jq -c ".metadata.managedFields[0].fieldsV1 = {\"f:data\":{\"f:b\":{},\"f:a\":{}}}" out.json >put.json &&
+	req PUT "$NS/configmaps/mf?fieldManager=a" "$(cat put.json)" && code_is 200 && mf >actual &&
+	req PATCH "$NS/configmaps/mf?fieldManager=b" "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}" \
+		application/merge-patch+json && code_is 200 && mf >>actual &&
+	jq -c ".metadata.managedFields[0].fieldsV1 = {\"f:data\":{\"f:b\":1}}" out.json >put.json &&
+	req PUT "$NS/configmaps/mf?fieldManager=a" "$(cat put.json)" && code_is 200 && mf >>actual &&
+	req PATCH "$NS/configmaps/mf?fieldManager=b" "{\"data\":{\"b\":\"3\"}}" application/merge-patch+json &&
+	code_is 200 && mf >>actual &&
+	cat >expect <<-\EOT &&
+	[["a",{"f:data":{"f:a":{},"f:b":{}}}]]
+	[["a",{"f:data":{"f:a":{},"f:b":{}}}],["b",{"f:metadata":{"f:labels":{".":{},"f:x":{}}}}]]
+	[["a",{"f:data":{"f:a":{},"f:b":{}}}],["b",{"f:metadata":{"f:labels":{".":{},"f:x":{}}}}]]
+	[["a",{"f:data":{"f:a":{}}}],["b",{"f:data":{"f:b":{}},"f:metadata":{"f:labels":{".":{},"f:x":{}}}}]]
+	EOT
+	test_cmp expect actual
+'
+
 test_expect_success 'a read at a resourceVersion newer than any is 504 ResourceVersionTooLarge (list and get)' '
 	rv=$(ksim_curl $NS/configmaps | jq -r .metadata.resourceVersion) &&
 	far=$((rv + 1000)) &&
