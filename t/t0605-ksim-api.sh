@@ -553,7 +553,7 @@ test_expect_success 'ksim stops cleanly' '
 
 # Events expire as kube-apiserver's do (--event-ttl: each write gives one an
 # etcd lease of that length).
-ksim_start --event-ttl 3s
+ksim_start --event-ttl 4s
 EV=/api/v1/namespaces/default/events
 
 # A core/v1 Event named $1
@@ -569,10 +569,10 @@ test_expect_success 'an Event is deleted --event-ttl after its last write; watch
 	ksim_curl -f -o e1.json -X POST -H "Content-Type: application/json" -d "$(event_json e1)" $EV &&
 	ksim_curl -f -o /dev/null -X POST -H "Content-Type: application/json" -d "$(event_json e2)" $EV &&
 	rv=$(jq -r .metadata.resourceVersion e1.json) &&
-	{ ksim_curl -N -o w.out "$EV?watch=true&resourceVersion=$rv&timeoutSeconds=12" & } &&
-	sleep 2 &&
+	{ ksim_curl -N -o w.out "$EV?watch=true&resourceVersion=$rv&timeoutSeconds=15" & } &&
+	sleep 3 &&
 	ksim_curl -f -o /dev/null -X PATCH -H "Content-Type: application/merge-patch+json" -d "{\"count\":2}" $EV/e2 &&
-	# e1 goes 3 s after it was made, e2 3 s after its patch, 2 s later
+	# e1 goes 4 s after it was made, e2 4 s after its patch, 3 s later
 	test_wait_for 10 gone e1 &&
 	! gone e2 &&
 	test_wait_for 10 gone e2 &&

@@ -10,7 +10,7 @@
  *
  * The same thread expires Events, as kube-apiserver's storage does (each
  * write of one gives it an etcd lease of --event-ttl, 1 h by default): an
- * Event not written for that long is deleted, and watchers see DELETED.
+ * Event not written for that long is removed, and watchers see DELETED.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -285,51 +285,73 @@ static int ns_terminating(const char *name)
 
 /* ---- Event expiry ---- */
 
-static struct kop_hmap expiry;	/* an Event's "ns/name" -> its due time (int64_t, mono ms) */
-
-static void expiry_set(const char *key, int64_t due)
-{
-	int64_t *d = kop_hmap_get(&expiry, key);
-
-	if (!d) {
-		d = kop_malloc(sizeof(*d));
-		kop_hmap_put(&expiry, key, d);
-	}
-	*d = due;
-}
-
-struct expiry_scan {
-	struct kop_hmap seen;
-	int64_t due;
+/* An Event's lease: due when it expires, rv the write that gave it. */
+struct lease {
+	int64_t due;		/* mono ms */
+	uint64_t rv;
 };
 
-static int expiry_scan_one(jv obj, const char *key, void *data)
-{
-	struct expiry_scan *s = data;
-	int64_t *d = kop_hmap_remove(&expiry, key);
+static struct kop_hmap leases;	/* an Event's "ns/name" -> struct lease */
+static int64_t lease_next = INT64_MAX;	/* the earliest due time */
 
-	(void)obj;
-	if (!d) {
-		d = kop_malloc(sizeof(*d));
-		*d = s->due;
+static void lease_set(const char *key, int64_t due, uint64_t rv)
+{
+	struct lease *l = kop_hmap_get(&leases, key);
+
+	if (!l) {
+		l = kop_malloc(sizeof(*l));
+		kop_hmap_put(&leases, key, l);
 	}
-	kop_hmap_put(&s->seen, key, d);
+	l->due = due;
+	l->rv = rv;
+	if (due < lease_next)
+		lease_next = due;
+}
+
+static uint64_t rv_of(jv obj)
+{
+	const char *rv = ksim_str(obj, "metadata.resourceVersion");
+
+	return rv ? strtoull(rv, NULL, 10) : 0;
+}
+
+static int lease_scan_one(jv obj, const char *key, void *data)
+{
+	struct kop_hmap *seen = data;
+	struct lease *l = kop_hmap_remove(&leases, key);
+
+	if (!l || l->rv != rv_of(obj)) {
+		/* not known, or written while the history was lost: a TTL from now */
+		free(l);
+		l = kop_malloc(sizeof(*l));
+		l->due = kop_mono_ms() + ksim.event_ttl_ms;
+		l->rv = rv_of(obj);
+	}
+	kop_hmap_put(seen, key, l);
 	return 0;
 }
 
-/* The Events in the store (at start, after losing history): those not known yet are due a TTL from now. */
-static void expiry_scan(void)
+/* The Events in the store (at start, after losing history) and their leases. */
+static void lease_scan(void)
 {
-	struct expiry_scan s = { KOP_HMAP_INIT, kop_mono_ms() + ksim.event_ttl_ms };
+	struct kop_hmap seen = KOP_HMAP_INIT;
+	const char *key;
+	void *val;
+	size_t it = 0;
 
 	ksim_lock();
-	ksim_store_each("events", NULL, NULL, expiry_scan_one, &s);
+	ksim_store_each("events", NULL, NULL, lease_scan_one, &seen);
 	ksim_unlock();
-	kop_hmap_release(&expiry, free);
-	expiry = s.seen;
+	kop_hmap_release(&leases, free);
+	leases = seen;
+	lease_next = INT64_MAX;
+	while (kop_hmap_next(&leases, &it, &key, &val))
+		if (((struct lease *)val)->due < lease_next)
+			lease_next = ((struct lease *)val)->due;
 }
 
-static void expiry_change(const struct ksim_change *ev)
+/* Each write of an Event gives it a lease of --event-ttl from now. */
+static void lease_change(const struct ksim_change *ev)
 {
 	struct kop_buf key = KOP_BUF_INIT;
 
@@ -337,41 +359,46 @@ static void expiry_change(const struct ksim_change *ev)
 		return;
 	kop_buf_addf(&key, "%s/%s", ev->ns, ev->name);
 	if (ev->type == KSIM_DELETED)
-		free(kop_hmap_remove(&expiry, key.buf));
+		free(kop_hmap_remove(&leases, key.buf));
 	else
-		expiry_set(key.buf, kop_mono_ms() + ksim.event_ttl_ms);
+		lease_set(key.buf, kop_mono_ms() + ksim.event_ttl_ms, ev->rv);
 	kop_buf_release(&key);
 }
 
-/* Deletes the Events whose time is up. */
+/*
+ * Removes the Events whose lease is up, as etcd does: from the store at
+ * once (no request, finalizers or not), a DELETED event for watchers. One
+ * written again since its lease was taken (a write this thread has not
+ * read yet) is left alone: that write brings its new lease.
+ */
 static void expire_events(int64_t now)
 {
-	jv due = jv_array();
 	const char *key;
 	void *val;
 	size_t it = 0;
 
-	while (kop_hmap_next(&expiry, &it, &key, &val))
-		if (*(int64_t *)val <= now)
-			due = jv_array_append(due, jv_string(key));
-	jv_array_foreach(due, i, k) {
-		const char *slash = strchr(jv_string_value(k), '/');
-		struct kop_buf path = KOP_BUF_INIT;
-		int code;
+	ksim_lock();
+	lease_next = INT64_MAX;
+	while (kop_hmap_next(&leases, &it, &key, &val)) {
+		struct lease *l = val;
+		char *ns, *name;
+		jv stored;
 
-		kop_buf_addf(&path, "/api/v1/namespaces/%.*s/events/%s", (int)(slash - jv_string_value(k)),
-			     jv_string_value(k), slash + 1);
-		code = ksim_call(CTL_USER, "DELETE", path.buf, NULL, jv_null(), NULL);
-		if (code == 200 || code == 404) {
-			free(kop_hmap_remove(&expiry, jv_string_value(k)));
-		} else {
-			log_warn("event expiry: unable to delete '%s': code %d", path.buf, code);
-			expiry_set(jv_string_value(k), now + 1000);
+		if (l->due > now) {
+			if (l->due < lease_next)
+				lease_next = l->due;
+			continue;
 		}
-		kop_buf_release(&path);
-		jv_free(k);
+		ns = kop_strdup(key);
+		name = strchr(ns, '/');
+		*name++ = 0;
+		stored = ksim_store_get("events", ns, name);
+		if (jv_is_valid(stored) && rv_of(stored) == l->rv)
+			jv_free(ksim_store_commit("events", jv_copy(stored), jv_null()));
+		free(ns);
+		free(kop_hmap_remove(&leases, key));
 	}
-	jv_free(due);
+	ksim_unlock();
 }
 
 /*
@@ -382,22 +409,25 @@ static void *controllers(void *arg)
 {
 	uint64_t cursor = ksim_current_rv();
 	int64_t next_resync = kop_mono_ms() + 30000;
-	int64_t next_expiry = 0;
 	jv deleted = jv_object(), dirty = jv_object();
 	int batch = 0, resync = 1;
 	int64_t batch_end = 0;
 
 	(void)arg;
-	expiry_scan();
+	lease_scan();
 	while (!ksim_stopping()) {
 		struct ksim_change ev;
 		int64_t now = kop_mono_ms();
-		int r = ksim_next_change(&cursor, batch ? (batch_end > now ? batch_end - now : 0) : 1000, &ev);
+		long wait = batch ? (batch_end > now ? (long)(batch_end - now) : 0) : 1000;
+		int r;
 
+		if (lease_next - now < wait)
+			wait = lease_next > now ? (long)(lease_next - now) : 0;
+		r = ksim_next_change(&cursor, wait, &ev);
 		if (r < 0)
-			expiry_scan();
+			lease_scan();
 		if (r > 0) {
-			expiry_change(&ev);
+			lease_change(&ev);
 			if (!strcmp(ev.gr, "namespaces") && ev.type != KSIM_DELETED && ev.deleting) {
 				dirty = jv_object_set(dirty, jv_string(ev.name), jv_true());
 				batch++;
@@ -435,14 +465,12 @@ static void *controllers(void *arg)
 			next_resync = kop_mono_ms() + 30000;
 			resync = 0;
 		}
-		if (kop_mono_ms() >= next_expiry) {
+		if (kop_mono_ms() >= lease_next)
 			expire_events(kop_mono_ms());
-			next_expiry = kop_mono_ms() + 1000;
-		}
 	}
 	jv_free(deleted);
 	jv_free(dirty);
-	kop_hmap_release(&expiry, free);
+	kop_hmap_release(&leases, free);
 	return NULL;
 }
 
