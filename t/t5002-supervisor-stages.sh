@@ -197,7 +197,10 @@ test_expect_success 'kwatch faster than ireconcile: what waits for ireconcile st
 	test_wait_for 60 test -e "$STAGE_LOG/flood.done" &&
 	peak=$(sup_mem VmHWM) &&
 	say "40 MB passed on: VmRSS $base KB before, VmHWM $peak KB after" &&
-	test $((peak - base)) -lt 12288
+	test $((peak - base)) -lt 12288 &&
+	sup_stop &&
+	echo 0 >expect &&
+	test_cmp expect sup.code
 '
 
 test_expect_success 'an orphaned grandchild is adopted and reaped' '
