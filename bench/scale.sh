@@ -33,6 +33,7 @@ EDITS=${BENCH_LATENCY_EDITS:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 : "${KOP_BIN:=$root/bin}"
 PATH="$KOP_BIN:$PATH"
+. "$root/scripts/lib-run.sh"
 tmp=$(mktemp -d)
 ksim_pid=
 op_pid=
@@ -40,12 +41,7 @@ sampler_pid=
 watch_pid=
 stop_all () {
 	for p in $watch_pid $sampler_pid; do kill "$p" 2>/dev/null || :; done
-	if test -n "$op_pid"; then
-		kill -TERM "$op_pid" 2>/dev/null || :
-		i=0
-		while kill -0 "$op_pid" 2>/dev/null && test $i -lt 150; do sleep 0.1; i=$((i + 1)); done
-		kill -KILL "$op_pid" 2>/dev/null || :
-	fi
+	stop_operator
 	test -n "$ksim_pid" && kill "$ksim_pid" 2>/dev/null || :
 	wait 2>/dev/null || :
 	ksim_pid= op_pid= sampler_pid= watch_pid=
@@ -61,16 +57,11 @@ status_kb () { # PID FIELD
 	sed -n "s/^$2:[[:space:]]*\([0-9]*\) kB/\1/p" "/proc/$1/status" 2>/dev/null
 }
 hz=$(getconf CLK_TCK)
-# The operator's processes: the supervisor and its direct children (stages).
-procs () {
-	echo "$op_pid"
-	cat /proc/"$op_pid"/task/*/children 2>/dev/null | tr ' ' '\n' | sed '/^$/d'
-}
 # cpu_ticks: utime+stime of every operator process, plus what the
 # supervisor collected from stages that ended (cutime+cstime).
 cpu_ticks () {
 	t=0
-	for p in $(procs); do
+	for p in $(op_procs); do
 		# fields after the ")" of comm: state is $1, utime $12, stime $13, cutime $14, cstime $15
 		v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk -v sup="$([ "$p" = "$op_pid" ] && echo 1)" \
 			'{ print $12 + $13 + (sup ? $14 + $15 : 0) }') || v=0
@@ -85,7 +76,7 @@ ksim_ticks () {
 secs () { awk -v t="$1" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }'; }
 rss_total () {
 	t=0
-	for p in $(procs); do t=$((t + $(status_kb "$p" VmRSS || echo 0))); done
+	for p in $(op_procs); do t=$((t + $(status_kb "$p" VmRSS || echo 0))); done
 	echo "$t"
 }
 stats () { curl -sS -f "$url/ksim/stats" >"$1"; }
@@ -103,35 +94,18 @@ available () { # -> number of IoTServices Available for their current generation
 }
 
 # The example IoTService as a JSON body, name and domain per instance.
-kapply --dry-run -f "$root/deploy/example-iotservice.yaml" | jq -c '.request.body' >"$tmp/example.json"
+example_body "$tmp/example.json"
 
 run () { # N
 	n=$1
 	d=$tmp/n$n
 	mkdir -p "$d"
 	log "N=$n: starting ksim and the operator"
-	ksim --port 0 --kubeconfig "$d/kc" --pod-start-delay 0 --lb-delay 0 --history 100000 \
-		>/dev/null 2>"$d/ksim.log" &
-	ksim_pid=$!
-	i=0
-	while ! test -s "$d/kc"; do
-		i=$((i + 1)); test $i -lt 200 || { log "ksim did not start"; exit 111; }
-		sleep 0.05
-	done
-	url=$(jq -r '.clusters[0].cluster.server' "$d/kc")
+	run_ksim "$d/kc" "$d/ksim.log" --port 0 --pod-start-delay 0 --lb-delay 0 --history 100000 ||
+		{ log "ksim did not start"; exit 111; }
 	KUBECONFIG=$d/kc
 	export KUBECONFIG
-	kapply -f "$root/deploy/crd.yaml" -f "$root/deploy/namespace.yaml" >"$d/setup.out"
-	! grep -q '"ok":false' "$d/setup.out" || { log "setup failed"; cat "$d/setup.out" >&2; exit 111; }
-	OPERATOR_NAME=devawsk8s iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 \
-		--program "$root/pipeline/iotservice" >/dev/null 2>"$d/operator.log" </dev/null &
-	op_pid=$!
-	i=0
-	while ! grep -q 'initial lists are in' "$d/operator.log" 2>/dev/null; do
-		i=$((i + 1)); test $i -lt 600 || { log "the operator did not start"; exit 111; }
-		sleep 0.05
-	done
-	mport=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$d/operator.log" | head -n 1)
+	run_operator "$d" || exit 111
 
 	# Peak of the total RSS, sampled.
 	( peak=0
@@ -196,7 +170,7 @@ run () { # N
 
 	# Memory: per process (peak = VmHWM, steady = VmRSS now), and in total.
 	total_hwm=0 total_rss=0 total_pss=0
-	for p in $(procs); do
+	for p in $(op_procs); do
 		name=$(cat "/proc/$p/comm" 2>/dev/null) || continue
 		h=$(status_kb "$p" VmHWM) r=$(status_kb "$p" VmRSS)
 		s=$(sed -n 's/^Pss:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$p/smaps_rollup" 2>/dev/null)

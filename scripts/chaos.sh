@@ -33,17 +33,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 : "${KOP_BIN:=$root/bin}"
 PATH="$KOP_BIN:$PATH"
 export OPERATOR_NAME=devawsk8s
+. "$root/scripts/lib-run.sh"
 tmp=$(mktemp -d)
 ksim_pid=
 op_pid=
 log () { echo "chaos: $(date -u +%H:%M:%S) $*" >&2; }
 cleanup () {
-	if test -n "$op_pid"; then
-		kill -TERM "$op_pid" 2>/dev/null
-		i=0
-		while kill -0 "$op_pid" 2>/dev/null && test $i -lt 150; do sleep 0.1; i=$((i + 1)); done
-		kill -KILL "$op_pid" 2>/dev/null
-	fi
+	stop_operator
 	test -n "$ksim_pid" && kill "$ksim_pid" 2>/dev/null
 	wait 2>/dev/null
 	if test -n "${CHAOS_KEEP:-}"; then log "kept $tmp"; else rm -rf "$tmp"; fi
@@ -53,42 +49,23 @@ trap 'exit 130' INT TERM
 
 port=0
 ksim_up () {
-	rm -f "$tmp/kc"
-	ksim --port "$port" --kubeconfig "$tmp/kc" --data "$tmp/data" --pod-start-delay 200ms --lb-delay 200ms \
-		--history 100000 >/dev/null 2>>"$tmp/ksim.log" &
-	ksim_pid=$!
-	i=0
-	while ! test -s "$tmp/kc"; do
-		i=$((i + 1))
-		if test $i -gt 400 || ! kill -0 "$ksim_pid" 2>/dev/null; then log "ksim did not start"; return 1; fi
-		sleep 0.05
-	done
-	url=$(jq -r '.clusters[0].cluster.server' "$tmp/kc")
+	run_ksim "$tmp/kc" "$tmp/ksim.log" --port "$port" --data "$tmp/data" --pod-start-delay 200ms --lb-delay 200ms \
+		--history 100000 || { log "ksim did not start"; return 1; }
 	port=${url##*:}
 }
 api () { curl -sS -f --max-time 10 "$@"; }
 admin () { curl -sS -f --max-time 10 -X POST "$@" >/dev/null 2>&1; }
-stages () { cat /proc/"$op_pid"/task/*/children 2>/dev/null | tr ' ' '\n' | sed '/^$/d'; }
+stages () { op_procs | tail -n +2; }
 count () { jq -n '[inputs] | length' <"$1"; }
 
 mkdir -p "$tmp/data"
 ksim_up || exit 111
 cp "$tmp/kc" "$tmp/kubeconfig"	# the operator's: the port stays the same across restarts
 export KUBECONFIG=$tmp/kubeconfig
-kapply -f "$root/deploy/crd.yaml" -f "$root/deploy/namespace.yaml" >"$tmp/setup.out" 2>&1
-if grep -q '"ok":false' "$tmp/setup.out"; then log "setup failed"; cat "$tmp/setup.out" >&2; exit 111; fi
-iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 --program "$root/pipeline/iotservice" \
-	>/dev/null 2>"$tmp/operator.log" </dev/null &
-op_pid=$!
-i=0
-while ! grep -q 'initial lists are in' "$tmp/operator.log"; do
-	i=$((i + 1)); test $i -lt 600 || { log "the operator did not start"; exit 111; }
-	sleep 0.05
-done
-mport=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$tmp/operator.log" | head -n 1)
+run_operator "$tmp" || exit 111
 
 IOT=/apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices
-kapply --dry-run -f "$root/deploy/example-iotservice.yaml" | jq -c '.request.body' >"$tmp/example.json"
+example_body "$tmp/example.json"
 jq -r --argjson n "$N" --arg url "$url" '. as $b | range(1; $n + 1) | . as $i
 	| ($b | .metadata.name = "chaos-\($i)" | .spec.domain_name = "chaos-\($i).chaos.example") as $o
 	| "url = \"\($url)'"$IOT"'\"", "request = \"POST\"", "header = \"Content-Type: application/json\"",

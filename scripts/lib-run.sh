@@ -1,0 +1,70 @@
+# What the long runs share (bench/scale.sh, scripts/chaos.sh, scripts/soak.sh):
+# ksim, the whole operator against it, the example IoTService. Sourced with
+# $root (the source tree) set and the tools on PATH; safe under set -eu.
+#
+#   run_ksim KUBECONFIG LOG ARGS...   starts ksim (ARGS added) writing its kubeconfig to KUBECONFIG and
+#                                     its stderr to LOG (appended), waits for it (20 s at most); sets
+#                                     ksim_pid and url; 1 when it does not come up
+#   run_operator DIR                  applies deploy/'s CRD and namespace (KUBECONFIG), starts
+#                                     iot-operator (no leader election, metrics on a free port) with its
+#                                     stderr in DIR/operator.log, until its initial lists are in (30 s at
+#                                     most); sets op_pid and mport; 1 (said on stderr) when it fails
+#   stop_operator                     SIGTERM, SIGKILL after 15 s
+#   op_procs                          the supervisor's pid and its stages', one a line
+#   example_body FILE                 the example IoTService (deploy/) as a JSON body
+
+run_ksim () {
+	rk_kc=$1 rk_log=$2
+	shift 2
+	rm -f "$rk_kc"
+	ksim --kubeconfig "$rk_kc" "$@" >/dev/null 2>>"$rk_log" &
+	ksim_pid=$!
+	rk_i=0
+	while ! test -s "$rk_kc"; do
+		rk_i=$((rk_i + 1))
+		if test $rk_i -gt 400 || ! kill -0 "$ksim_pid" 2>/dev/null; then return 1; fi
+		sleep 0.05
+	done
+	url=$(jq -r '.clusters[0].cluster.server' "$rk_kc")
+}
+
+run_operator () {
+	if ! kapply -f "$root/deploy/crd.yaml" -f "$root/deploy/namespace.yaml" >"$1/setup.out" 2>&1 ||
+	   grep -q '"ok":false' "$1/setup.out"; then
+		echo "unable to install deploy/'s CRD and namespace:" >&2
+		cat "$1/setup.out" >&2
+		return 1
+	fi
+	OPERATOR_NAME=devawsk8s iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 \
+		--program "$root/pipeline/iotservice" >/dev/null 2>"$1/operator.log" </dev/null &
+	op_pid=$!
+	ro_i=0
+	while ! grep -q 'initial lists are in' "$1/operator.log" 2>/dev/null; do
+		ro_i=$((ro_i + 1))
+		if test $ro_i -gt 600 || ! kill -0 "$op_pid" 2>/dev/null; then
+			echo "the operator did not start; its log ends:" >&2
+			tail -n 5 "$1/operator.log" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+	mport=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$1/operator.log" | head -n 1)
+}
+
+stop_operator () {
+	test -n "${op_pid:-}" || return 0
+	kill -TERM "$op_pid" 2>/dev/null || :
+	so_i=0
+	while kill -0 "$op_pid" 2>/dev/null && test $so_i -lt 150; do sleep 0.1; so_i=$((so_i + 1)); done
+	kill -KILL "$op_pid" 2>/dev/null || :
+	op_pid=
+}
+
+op_procs () {
+	echo "$op_pid"
+	cat /proc/"$op_pid"/task/*/children 2>/dev/null | tr ' ' '\n' | sed '/^$/d'
+}
+
+example_body () {
+	kapply --dry-run -f "$root/deploy/example-iotservice.yaml" | jq -c '.request.body' >"$1"
+}
