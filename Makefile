@@ -116,6 +116,11 @@ chaos: deps
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) scripts/chaos.sh
 
+# The operator for a long while: memory stays put (scripts/soak.sh; SOAK_N, SOAK_SECONDS, ... there).
+soak: deps
+	@$(MAKE) --no-print-directory all
+	KOP_BIN=$(abspath $(BIN)) scripts/soak.sh
+
 demo: deps
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) scripts/demo.sh
@@ -139,7 +144,7 @@ clean:
 	rm -rf build bin t/trash.* bench/results.json
 
 FORCE:
-.PHONY: all deps check test bench demo demo-stop install clean pipeline-gen FORCE
+.PHONY: all deps check test bench chaos soak demo demo-stop install clean pipeline-gen FORCE
 .DELETE_ON_ERROR:
 
 # Fuzzing (clang's libFuzzer). Each t/fuzz/fuzz-NAME.c is a target built
