@@ -1529,13 +1529,11 @@ static void merged_write(void)
 			close_fd(&sup.merged_fd);
 			kop_buf_reset(&sup.merged);
 			sup.merged_off = 0;
-		} else if (sup.merged_off > MERGE_HIGH / 4 && sup.merged_off * 2 > sup.merged.len) {
-			/* What was written goes once it is most of the buffer: an
-			 * ireconcile that is always a little behind never empties it,
-			 * and the buffer would keep every line passed on (27 MB while
-			 * 1,000 IoT instances were created). */
-			kop_buf_drop(&sup.merged, sup.merged_off);
-			sup.merged_off = 0;
+		} else {
+			/* an ireconcile always a little behind never empties it: without
+			 * this it kept every line passed on (27 MB while 1,000 IoT
+			 * instances were created) */
+			kop_buf_drop_done(&sup.merged, &sup.merged_off, MERGE_HIGH / 4);
 		}
 		return;
 	}

@@ -305,10 +305,7 @@ static void flush_out(int block)
 /* Drops what was written from the front of the queue once it is most of it. */
 static void out_compact(void)
 {
-	if (out_start > OUT_HIGH && out_start * 2 > outq.len) {
-		kop_buf_drop(&outq, out_start);
-		out_start = 0;
-	}
+	kop_buf_drop_done(&outq, &out_start, OUT_HIGH);
 }
 
 /* Queues an operation line from the compact JSON of its object (spares a second dump). */

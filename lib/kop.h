@@ -48,6 +48,12 @@ void kop_buf_reset(struct kop_buf *b);		/* len = 0, keeps memory */
 void kop_buf_release(struct kop_buf *b);	/* frees, back to KOP_BUF_INIT */
 /* Drops the first n bytes (all of them if n >= len): what was written out or read. */
 void kop_buf_drop(struct kop_buf *b, size_t n);
+/*
+ * An output queue whose first *done bytes were written: drops them once they
+ * are more than min and most of the buffer (*done is then 0), so that a
+ * reader always a little behind never makes it keep all that passed.
+ */
+void kop_buf_drop_done(struct kop_buf *b, size_t *done, size_t min);
 /* Hands the string to the caller (who frees it); b is reset to empty. */
 char *kop_buf_detach(struct kop_buf *b, size_t *len);
 

@@ -137,6 +137,14 @@ void kop_buf_drop(struct kop_buf *b, size_t n)
 	b->buf[b->len] = 0;
 }
 
+void kop_buf_drop_done(struct kop_buf *b, size_t *done, size_t min)
+{
+	if (*done > min && *done * 2 > b->len) {
+		kop_buf_drop(b, *done);
+		*done = 0;
+	}
+}
+
 void kop_buf_release(struct kop_buf *b)
 {
 	free(b->buf);
