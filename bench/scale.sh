@@ -31,12 +31,7 @@ QUIET=${BENCH_QUIET_S:-60}
 TIMEOUT=${BENCH_SCALE_TIMEOUT:-1200}
 EDITS=${BENCH_LATENCY_EDITS:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
-: "${KOP_BIN:=$root/bin}"
-PATH="$KOP_BIN:$PATH"
 . "$root/scripts/lib-run.sh"
-tmp=$(mktemp -d)
-ksim_pid=
-op_pid=
 sampler_pid=
 watch_pid=
 stop_all () {

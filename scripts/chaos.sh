@@ -30,13 +30,8 @@ EVERY=${CHAOS_EVERY:-2}
 SETTLE=${CHAOS_SETTLE:-300}
 MAXDEL=${CHAOS_DELETES:-10}
 root=$(cd "$(dirname "$0")/.." && pwd)
-: "${KOP_BIN:=$root/bin}"
-PATH="$KOP_BIN:$PATH"
 export OPERATOR_NAME=devawsk8s
 . "$root/scripts/lib-run.sh"
-tmp=$(mktemp -d)
-ksim_pid=
-op_pid=
 log () { echo "chaos: $(date -u +%H:%M:%S) $*" >&2; }
 cleanup () {
 	stop_operator

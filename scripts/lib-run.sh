@@ -1,6 +1,7 @@
 # What the long runs share (bench/scale.sh, scripts/chaos.sh, scripts/soak.sh):
 # ksim, the whole operator against it, the example IoTService. Sourced with
-# $root (the source tree) set and the tools on PATH; safe under set -eu.
+# $root (the source tree) set; puts $KOP_BIN (default $root/bin) first on
+# PATH and makes a run directory $tmp. Safe under set -eu.
 #
 #   run_ksim KUBECONFIG LOG ARGS...   starts ksim (ARGS added) writing its kubeconfig to KUBECONFIG and
 #                                     its stderr to LOG (appended), waits for it (20 s at most); sets
@@ -12,6 +13,12 @@
 #   stop_operator                     SIGTERM, SIGKILL after 15 s
 #   op_procs                          the supervisor's pid and its stages', one a line
 #   example_body FILE                 the example IoTService (deploy/) as a JSON body
+
+: "${KOP_BIN:=$root/bin}"
+PATH="$KOP_BIN:$PATH"
+tmp=$(mktemp -d)
+ksim_pid=
+op_pid=
 
 run_ksim () {
 	rk_kc=$1 rk_log=$2

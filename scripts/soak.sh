@@ -26,13 +26,8 @@ PHASE=${SOAK_SECONDS:-600}
 EVERY=${SOAK_EVERY:-60}
 GROWTH=${SOAK_GROWTH_KB:-8192}
 root=$(cd "$(dirname "$0")/.." && pwd)
-: "${KOP_BIN:=$root/bin}"
-PATH="$KOP_BIN:$PATH"
 export OPERATOR_NAME=devawsk8s
 . "$root/scripts/lib-run.sh"
-tmp=$(mktemp -d)
-ksim_pid=
-op_pid=
 verdict=0
 log () { echo "soak: $(date -u +%H:%M:%S) $*" >&2; }
 cleanup () {
