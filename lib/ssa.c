@@ -1406,7 +1406,7 @@ jv kop_ssa_track_update(jv old_or_null, jv new, const char *manager, const char 
 	jv old, oldmf, base, newmf = jv_invalid(), changed, removed, touched, entries = jv_array();
 	jv hav;
 	const char *sub = subresource ? subresource : "";
-	int mine = -1, client = 0;
+	int mine = -1;
 
 	if (jv_get_kind(new) != JV_KIND_OBJECT) {
 		jv_free(old_or_null);
@@ -1430,8 +1430,7 @@ jv kop_ssa_track_update(jv old_or_null, jv new, const char *manager, const char 
 			return strip_managed(new);
 		}
 		if (valid_managed(newmf)) {
-			base = newmf;
-			client = 1;
+			base = entries_stored(newmf);
 		} else {
 			/* kube-apiserver (decodeLiveOrNew): what does not decode is
 			 * taken as not sent, the stored entries stay */
@@ -1453,7 +1452,7 @@ jv kop_ssa_track_update(jv old_or_null, jv new, const char *manager, const char 
 		jv_free(changed);
 		jv_free(removed);
 		jv_free(entries);
-		return set_managed(new, client ? entries_stored(base) : base);
+		return set_managed(new, base);
 	}
 	touched = set_union(jv_copy(changed), jv_copy(removed));
 	const char *av = obj_str(new, "apiVersion", &hav);
@@ -1464,9 +1463,8 @@ jv kop_ssa_track_update(jv old_or_null, jv new, const char *manager, const char 
 		} else if (jv_get_kind(e) == JV_KIND_OBJECT) {
 			jv f = entry_fields(e);
 
-			/* an entry this write does not touch stays as it is, unless the
-			 * client sent it (kube-apiserver stores what it decodes, sorted) */
-			if (jv_is_valid(f) && (client || set_meets(f, touched)))
+			/* an entry this write does not touch stays as it is */
+			if (jv_is_valid(f) && set_meets(f, touched))
 				e = entry_set_fields(e, set_diff(f, jv_copy(touched)));
 			else
 				jv_free(f);
