@@ -48,9 +48,6 @@ now_ms () { date +%s%3N; }
 figure () { # metric value unit [target]
 	printf '{"bench":"scale","metric":"%s","value":%s,"unit":"%s"%s}\n' "$1" "$2" "$3" "${4:+,\"target\":\"$4\"}"
 }
-status_kb () { # PID FIELD
-	sed -n "s/^$2:[[:space:]]*\([0-9]*\) kB/\1/p" "/proc/$1/status" 2>/dev/null
-}
 hz=$(getconf CLK_TCK)
 # cpu_ticks: utime+stime of every operator process, plus what the
 # supervisor collected from stages that ended (cutime+cstime).

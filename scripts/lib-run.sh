@@ -12,6 +12,7 @@
 #                                     most); sets op_pid and mport; 1 (said on stderr) when it fails
 #   stop_operator                     SIGTERM, SIGKILL after 15 s
 #   op_procs                          the supervisor's pid and its stages', one a line
+#   status_kb PID FIELD               a kB field of /proc/PID/status (VmRSS, VmHWM)
 #   example_body FILE                 the example IoTService (deploy/) as a JSON body
 
 : "${KOP_BIN:=$root/bin}"
@@ -70,6 +71,10 @@ stop_operator () {
 op_procs () {
 	echo "$op_pid"
 	cat /proc/"$op_pid"/task/*/children 2>/dev/null | tr ' ' '\n' | sed '/^$/d'
+}
+
+status_kb () {
+	sed -n "s/^$2:[[:space:]]*\([0-9]*\) kB/\1/p" "/proc/$1/status" 2>/dev/null
 }
 
 example_body () {

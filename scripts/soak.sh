@@ -66,18 +66,16 @@ wait_available () {	# COUNT SECONDS
 	return 1
 }
 
-# kb PID: its VmRSS in KB
-kb () { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status" 2>/dev/null; }
 # sample LABEL: a line of every process's RSS; the operator's also in $tmp/rss.LABEL
 sample () {
 	local line="" p name
 	: >"$tmp/rss.$1"
 	for p in $(op_procs); do
 		name=$(cat "/proc/$p/comm" 2>/dev/null) || continue
-		echo "$name $(kb "$p")" >>"$tmp/rss.$1"
-		line="$line $name=$(kb "$p")"
+		echo "$name $(status_kb "$p" VmRSS)" >>"$tmp/rss.$1"
+		line="$line $name=$(status_kb "$p" VmRSS)"
 	done
-	log "$1:$line ksim=$(kb "$ksim_pid") (KB)"
+	log "$1:$line ksim=$(status_kb "$ksim_pid" VmRSS) (KB)"
 }
 
 log "creating $N IoTServices"
