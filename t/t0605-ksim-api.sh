@@ -398,11 +398,13 @@ test_expect_success 'tables: a pod'"'"'s restarts are a string cell, with the la
 	T="Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json" &&
 	ksim_curl -o t.json -H "$T" $NS/pods/pw &&
 	jq -e ".rows[0].cells[3] == \"0\"" t.json &&
-	fin=$(date -u -d "-300 sec" +%Y-%m-%dT%H:%M:%SZ) &&
+	# 15 minutes ago: from 10 minutes on, an age is in whole minutes
+	# (HumanDuration), so a slow run does not make it 5m1s
+	fin=$(date -u -d "-900 sec" +%Y-%m-%dT%H:%M:%SZ) &&
 	req PATCH $NS/pods/pw/status "{\"status\":{\"containerStatuses\":[{\"name\":\"c\",\"ready\":true,\"restartCount\":2,\"image\":\"i\",\"imageID\":\"\",\"lastState\":{\"terminated\":{\"exitCode\":1,\"finishedAt\":\"$fin\"}}}]}}" application/merge-patch+json &&
 	code_is 200 &&
 	ksim_curl -o t.json -H "$T" $NS/pods/pw &&
-	jq -e ".rows[0].cells[3] == \"2 (5m ago)\"" t.json
+	jq -e ".rows[0].cells[3] == \"2 (15m ago)\"" t.json
 '
 
 test_expect_success 'tables: events (Name last, at priority 1), nodes, role bindings, PVCs, kinds with the default table' '
