@@ -131,6 +131,11 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 # (a loaded machine, a sanitizer build) cannot test this: fickle_run then
 # says so and returns 2, and the caller tries again with a longer margin
 # (the longest, 40 s, keeps the run within test_ireconcile_fifo's 60 s).
+# fickle_retried: the render after the backoff has happened (see fickle_run).
+fickle_retried () {
+	test "$(grep -c "\"level\":\"error\"" fickle.err)" -ge 2 || grep -q "\"color\":\"late\"" fickle.out
+}
+
 fickle_run () {
 	rm -rf fickle fickle.late && cp -R "$FIXTURES/shapes" fickle &&
 	flip=$(( $(date +%s) + $2 )) &&
@@ -145,7 +150,10 @@ fickle_run () {
 	    applied ADDED 20 fickle.out
 	    while test "$(date +%s)" -le "$flip"; do sleep 0.2; done
 	    applied MODIFIED 21 fickle.out | sed -n 1p | jq -c ".object.data.big |= sub(\"49\"; \"94\")"
-	    sleep 3
+	    # The input ends only once the retry after the backoff has rendered
+	    # (ireconcile fires no timer after its input ends): a second error
+	    # line, or an apply of what the program now answers.
+	    test_wait_for 30 fickle_retried || :
 	  ) >fickle.fifo & } &&
 	test_ireconcile_fifo fickle --now 2026-11-22T10:00:00Z --backoff-base 1s fickle || return 1
 	if test -f fickle.late; then
