@@ -7,6 +7,11 @@ wait_applies () {
 	test_wait_for 30 test_has_ops "$1" apply "$2" || :
 }
 
+# wait_reconciles FILE N: until ireconcile -v's log FILE records N reconciles (30 s at most).
+wait_reconciles () {
+	test_wait_for 30 test_has_reconciles "$1" "$2" || :
+}
+
 # applied TYPE RV FILE: FILE's applies as watch events of TYPE, as the API
 # server would send them back (a uid, resourceVersion RV).
 applied () {
@@ -15,13 +20,14 @@ applied () {
 }
 
 # The events come in four paced steps, each its own reconcile: the Thing,
-# its ConfigMap appearing, a status-only change, then a spec change.
+# its ConfigMap appearing, a status-only change, then a spec change. Each
+# step is sent once the one before is reconciled.
 test_expect_success 'the render answer is reused until the spec changes' '
 	mkfifo things.fifo &&
 	# Braces: without them "mkfifo && (...) &" sends mkfifo to the background
 	# too, and the reader below could open things.fifo before it exists.
-	{ ( for f in 01-thing 02-child 03-status 04-spec; do
-		cat "$FIXTURES/$f.jsonl"; sleep 1
+	{ ( n=0; for f in 01-thing 02-child 03-status 04-spec; do
+		cat "$FIXTURES/$f.jsonl"; n=$((n + 1)); wait_reconciles things.err $n
 	  done ) >things.fifo & } &&
 	test_ireconcile_fifo things --now 2026-11-22T10:00:00Z "$FIXTURES/things" &&
 	test_reconciled things.err renderCached applies statuses >actual &&
@@ -55,7 +61,8 @@ test_expect_success 'projected rendered children are applied whole; observed one
 	    # its two applies written before they come back as live objects
 	    wait_applies shapes.out 2
 	    applied ADDED 20 shapes.out
-	    sleep 1; cat "$FIXTURES/06-hold.jsonl"; sleep 1; cat "$FIXTURES/07-release.jsonl"
+	    wait_reconciles shapes.err 2; cat "$FIXTURES/06-hold.jsonl"
+	    wait_reconciles shapes.err 3; cat "$FIXTURES/07-release.jsonl"
 	  ) >shapes.fifo & } &&
 	test_ireconcile_fifo shapes --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" &&
 	test_reconciled shapes.err renderCached applies deletes >actual &&
@@ -96,11 +103,11 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 	{ ( cat plain.jsonl
 	    wait_applies drift.out 2
 	    applied ADDED 20 drift.out
-	    sleep 1
+	    wait_reconciles drift.err 2
 	    applied MODIFIED 21 drift.out | sed -n 1p | jq -c ".object.data.big |= sub(\"49\"; \"94\")"
 	    wait_applies drift.out 3
 	    applied MODIFIED 22 drift.out | tail -n 1
-	    sleep 1
+	    wait_reconciles drift.err 4
 	  ) >drift.fifo & } &&
 	test_ireconcile_fifo drift --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" &&
 	test_reconciled drift.err renderCached renderKept applies >actual &&

@@ -294,8 +294,9 @@ test_expect_success 'a dropped field: an apply is not landed before its annotati
 	test -s drop-edit.jsonl && test -s drop-status.jsonl &&
 	{ ( cat "$FIXTURES/04-steady.in.jsonl" drop-edit.jsonl
 	    test_wait_for 30 test_has_ops drop.out apply 8
+	    n=$(test_reconciles drop.err)
 	    cat drop-status.jsonl
-	    sleep 1
+	    test_wait_for 30 test_has_reconciles drop.err $((n + 1))
 	    echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"devawsk8s/example-iotservice\",\"ref\":{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"namespace\":\"devawsk8s-example-iotservice\",\"name\":\"cockpit-example-iotservice\"},\"ok\":false,\"code\":500,\"reason\":\"InternalError\",\"message\":\"etcd\"}" >drop.fb
 	    test_wait_for 10 test_has_ops drop.out apply 9
 	    sleep 0.5
@@ -323,9 +324,8 @@ test_expect_success 'an older status landing while a newer one is on its way wri
 	    namespace_added
 	    wait_statuses older.out 2
 	    stored older.out 1 102
-	    sleep 1
+	    test_wait_for 30 test_has_reconciles older.err 3
 	    stored older.out 2 103
-	    sleep 1
 	  ) >older.fifo & } &&
 	reconcile_fifo older &&
 	test_reconciled older.err statuses events >actual &&
@@ -351,7 +351,6 @@ test_expect_success 'a status someone else stored while ours was on its way is w
 	    cat batch.jsonl
 	    wait_statuses foreign.out 3
 	    stored foreign.out 3 104
-	    sleep 1
 	  ) >foreign.fifo & } &&
 	reconcile_fifo foreign &&
 	test_reconciled foreign.err statuses events >actual &&
@@ -377,10 +376,10 @@ test_expect_success 'statuses of ours landing after someone else'"'"'s write not
 	    wait_statuses after.out 2
 	    stored after.out 1 401 Foreign "$FIXTURES/05-edit-image.in.jsonl"
 	    wait_statuses after.out 3
+	    n=$(test_reconciles after.err)
 	    stored after.out 1 402 "" "$FIXTURES/05-edit-image.in.jsonl"
-	    sleep 1
+	    test_wait_for 30 test_has_reconciles after.err $((n + 1))
 	    stored after.out 2 403 "" "$FIXTURES/05-edit-image.in.jsonl"
-	    sleep 1
 	  ) >after.fifo & } &&
 	reconcile_fifo after &&
 	# (the bookmark may be read before the edit: a first reconcile of the

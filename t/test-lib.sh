@@ -144,6 +144,18 @@ test_has_ops () {
 	test "$(grep -c "\"op\":\"$2\"" "$1" 2>/dev/null)" -ge "$3"
 }
 
+# test_reconciles FILE: how many reconciles ireconcile -v's log FILE records.
+# A reconcile's line is logged before its output is written, so once that
+# output is seen, the line is there too.
+test_reconciles () {
+	grep -c "\"msg\":\"reconciled " "$1" 2>/dev/null || :
+}
+
+# test_has_reconciles FILE N: FILE records at least N reconciles.
+test_has_reconciles () {
+	test "$(test_reconciles "$1")" -ge "$2"
+}
+
 test_skip_all () {
 	echo "1..0 # SKIP $*" >&3
 	cd "$TEST_DIRECTORY" && rm -rf "$TRASH"
