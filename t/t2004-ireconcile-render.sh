@@ -126,6 +126,12 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 	! grep "\"level\":\"error\"" drift.err
 '
 
+# fickle_retried: the render after the backoff has happened (fickle_run,
+# below): a second error logged, or an apply of what the program now answers.
+fickle_retried () {
+	test "$(grep -c "\"level\":\"error\"" fickle.err)" -ge 2 || grep -q "\"color\":\"late\"" fickle.out
+}
+
 # A render program that reads more than its input (here the clock) may fail,
 # or answer otherwise, when its answer is computed again: the child that
 # needed it is left as it is (never deleted, never applied from what sync
@@ -138,11 +144,6 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 # (a loaded machine, a sanitizer build) cannot test this: fickle_run then
 # says so and returns 2, and the caller tries again with a longer margin
 # (the longest, 40 s, keeps the run within test_ireconcile_fifo's 60 s).
-# fickle_retried: the render after the backoff has happened (see fickle_run).
-fickle_retried () {
-	test "$(grep -c "\"level\":\"error\"" fickle.err)" -ge 2 || grep -q "\"color\":\"late\"" fickle.out
-}
-
 fickle_run () {
 	rm -rf fickle fickle.late && cp -R "$FIXTURES/shapes" fickle &&
 	flip=$(( $(date +%s) + $2 )) &&
@@ -157,9 +158,8 @@ fickle_run () {
 	    applied ADDED 20 fickle.out
 	    while test "$(date +%s)" -le "$flip"; do sleep 0.2; done
 	    applied MODIFIED 21 fickle.out | sed -n 1p | jq -c ".object.data.big |= sub(\"49\"; \"94\")"
-	    # The input ends only once the retry after the backoff has rendered
-	    # (ireconcile fires no timer after its input ends): a second error
-	    # line, or an apply of what the program now answers.
+	    # the input ends only once the retry after the backoff has rendered:
+	    # ireconcile fires no timer after its input ends
 	    test_wait_for 30 fickle_retried || :
 	  ) >fickle.fifo & } &&
 	test_ireconcile_fifo fickle --now 2026-11-22T10:00:00Z --backoff-base 1s fickle || return 1
