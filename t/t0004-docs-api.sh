@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='docs: every field of the CRD is documented; every relative link resolves'
+test_description='docs: every field of the CRD and every option of every tool is documented; every relative link resolves'
 . "${0%/*}/test-lib.sh"
 
 # The convention checked: docs/iotservice-api.md names each field of every
@@ -123,6 +123,35 @@ test_expect_success 'a broken link or anchor is named' '
 	test_cmp - out <<-\EOF
 	d/a.md: c.md: no such file
 	d/a.md: b.md#nope: no such heading
+	EOF
+'
+
+# Every long option a tool's --help lists (on its option lines) is named,
+# in backquotes, in its reference: docs/TOOL.md, or docs/architecture.md for
+# the options every tool takes.
+check_options () {
+	for tool in kwatch ireconcile kapply kstatus iot-operator ksim; do
+		"$KOP_BIN/$tool" --help >help.$tool 2>&1 || return 1
+		for o in $(grep -E "^[[:space:]]+-" help.$tool | grep -oE -- "--[a-z][a-z-]*" | sort -u); do
+			grep -qE -- "\`$o([^a-z-]|\$)" "$1/$tool.md" "$1/architecture.md" ||
+			echo "$tool: $o is not in docs/$tool.md"
+		done
+	done >problems &&
+	cat problems &&
+	! test -s problems
+}
+
+test_expect_success 'every option of every tool is documented' '
+	check_options "$PROJECT_ROOT/docs"
+'
+
+test_expect_success 'an option missing from the docs is named' '
+	mkdir -p docs &&
+	cp "$PROJECT_ROOT"/docs/*.md docs/ &&
+	sed "s/--coalesce/--c0alesce/g" "$PROJECT_ROOT/docs/kstatus.md" >docs/kstatus.md &&
+	! check_options docs >out &&
+	test_cmp - out <<-\EOF
+	kstatus: --coalesce is not in docs/kstatus.md
 	EOF
 '
 
