@@ -12,7 +12,8 @@ DOC="$PROJECT_ROOT/docs/iotservice-api.md"
 
 # "VERSION PATH" for each field of each served version, in schema order.
 crd_fields () {
-	"$KOP_TEST_TOOL" yaml "$PROJECT_ROOT/deploy/crd.yaml" | jq -r '
+	"$KOP_TEST_TOOL" yaml "$PROJECT_ROOT/deploy/crd.yaml" >crd.jsonl &&
+	jq -r '
 		def fields($p):
 			if .type == "object" and .properties then
 				.properties | to_entries[]
@@ -23,7 +24,7 @@ crd_fields () {
 		select(.kind == "CustomResourceDefinition")
 		| .spec.versions[] | select(.served) | .name as $v
 		| .schema.openAPIV3Schema.properties
-		| ((.spec | fields("spec")), (.status | fields("status"))) | "\($v) \(.)"'
+		| ((.spec | fields("spec")), (.status | fields("status"))) | "\($v) \(.)"' crd.jsonl
 }
 
 # Prints each problem of the doc $1 against the fields in ./fields; fails if any.
