@@ -1579,7 +1579,9 @@ static int check_kind(const struct ksim_type *t, jv *obj, jv *err)
 
 static int body_object(const struct ksim_request *rq, const struct ksim_type *t, jv *obj, jv *err)
 {
-	if (parse_body(rq, obj, err) < 0 || check_kind(t, obj, err) < 0)
+	int pb = ksim_proto_body(rq, t, obj, err);	/* protobuf bodies of built-in kinds (proto.c) */
+
+	if (pb < 0 || (!pb && parse_body(rq, obj, err) < 0) || check_kind(t, obj, err) < 0)
 		return -1;
 	if (!strcmp(t->gr, "events") && !strcmp(t->group, "events.k8s.io")) {
 		/* stored in the core/v1 form */
