@@ -436,8 +436,8 @@ static int decode_msg(struct dec *d, unsigned mi, struct rd r, jv *out)
 			continue;	/* a field this version does not know */
 		if (*f->json)
 			kop_buf_addf(&d->path, "%s%s", plen ? "." : "", f->json);
-		if (f->flags & KP_REP && jv_is_valid(slots[i]))
-			kop_buf_addf(&d->path, "[%d]", jv_array_length(jv_copy(slots[i])));
+		if ((f->flags & KP_REP) && f->type == KP_MSG)
+			kop_buf_addf(&d->path, "[%d]", jv_is_valid(slots[i]) ? jv_array_length(jv_copy(slots[i])) : 0);
 		rc = field_value(d, f, &w, at, &slots[i]);
 		d->path.len = plen;
 		if (d->path.buf)

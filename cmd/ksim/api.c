@@ -932,7 +932,10 @@ static jv event_causes(jv obj)
 	for (size_t i = 0; i < sizeof(dep) / sizeof(*dep); i++) {
 		jv v = field(obj, dep[i][0]);
 
-		if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL)
+		/* set: not its Go zero (a Go client always sends deprecatedSource, as {}) */
+		if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL &&
+		    !(jv_get_kind(v) == JV_KIND_OBJECT && !jv_object_length(jv_copy(v))) &&
+		    !(jv_get_kind(v) == JV_KIND_NUMBER && !jv_number_value(v)))
 			causes = jv_array_append(causes, cause("FieldValueForbidden",
 							       "Forbidden: deprecated field must not be set", dep[i][1]));
 		jv_free(v);
