@@ -109,6 +109,7 @@ static jv zero_scalar(unsigned type)
 	return jv_number(0);
 }
 
+/* (v borrowed) */
 static int is_zero(jv v)
 {
 	switch (jv_get_kind(v)) {
@@ -468,7 +469,7 @@ static int decode_msg(struct dec *d, unsigned mi, struct rd r, jv *out)
 				v = zero_scalar(f->type);
 			}
 		} else if ((f->flags & KP_OMIT) && !(f->flags & (KP_PTR | KP_REP | KP_MAP)) && f->type != KP_MSG &&
-			   is_zero(jv_copy(v))) {
+			   is_zero(v)) {
 			jv_free(v);
 			continue;
 		}
