@@ -136,10 +136,11 @@ pipeline-gen:
 	mv pipeline/iotservice/specgen.jq.tmp pipeline/iotservice/specgen.jq
 
 # lib/kproto_types.c (the protobuf messages of the built-in kinds) is generated
-# from checkouts of k8s.io/api, k8s.io/apimachinery and k8s.io/kube-aggregator
-# (v0.33.9): make ksim-proto-gen K8S_API=... K8S_APIMACHINERY=... K8S_AGGREGATOR=...
+# from checkouts of k8s.io/api, apimachinery, kube-aggregator and apiextensions-apiserver
+# (v0.33.9): make ksim-proto-gen K8S_API=... K8S_APIMACHINERY=... K8S_AGGREGATOR=... K8S_APIEXTENSIONS=...
 ksim-proto-gen:
-	python3 scripts/kproto-gen.py $(K8S_API) $(K8S_APIMACHINERY) $(K8S_AGGREGATOR) >lib/kproto_types.c.tmp
+	python3 scripts/kproto-gen.py $(K8S_API) $(K8S_APIMACHINERY) $(K8S_AGGREGATOR) $(K8S_APIEXTENSIONS) \
+		>lib/kproto_types.c.tmp
 	mv lib/kproto_types.c.tmp lib/kproto_types.c
 
 install: all

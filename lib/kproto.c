@@ -305,6 +305,63 @@ static void go_duration(int64_t ns, struct kop_buf *b)
 	}
 }
 
+/*
+ * apiextensions' schema-or-something messages: their schema field (a
+ * message) or their other form (a repeated message or string, or a bool),
+ * as their MarshalJSON chooses.
+ */
+static int decode_either(struct dec *d, const struct kproto_msg *m, struct rd r, jv *out)
+{
+	jv schema = jv_invalid(), list = jv_array();
+	int allows = 0, rc = 0;
+	struct wire w;
+
+	while (rc == 0 && r.p < r.end) {
+		const unsigned char *at = r.p;
+		const struct kproto_field *f = NULL;
+		jv v;
+
+		if (next_field(&r, &w) < 0) {
+			rc = dec_fail(d, at, "truncated message");
+			break;
+		}
+		for (size_t i = 0; i < m->nfields; i++)
+			if (m->fields[i].num == w.num)
+				f = &m->fields[i];
+		if (!f)
+			continue;
+		if (f->type == KP_BOOL && w.wt == 0) {
+			allows = w.v != 0;
+		} else if (f->type == KP_STRING && w.wt == 2) {
+			list = jv_array_append(list, jv_string_sized((const char *)w.sub.p, (int)(w.sub.end - w.sub.p)));
+		} else if (f->type == KP_MSG && w.wt == 2) {
+			if ((rc = decode_msg(d, f->msg, w.sub, &v)) < 0)
+				break;
+			if (f->flags & KP_REP) {
+				list = jv_array_append(list, v);
+			} else {
+				jv_free(schema);
+				schema = v;
+			}
+		} else {
+			rc = dec_fail(d, at, "wrong wire type");
+		}
+	}
+	if (rc < 0) {
+		jv_free(schema);
+		jv_free(list);
+		return rc;
+	}
+	if (m->special != KP_ORBOOL && jv_array_length(jv_copy(list)) > 0) {
+		jv_free(schema);
+		*out = list;
+		return 0;
+	}
+	jv_free(list);
+	*out = jv_is_valid(schema) ? schema : m->special == KP_ORBOOL ? jv_bool(allows) : jv_null();
+	return 0;
+}
+
 /* The JSON of a message whose Go type marshals itself (enum kproto_special). */
 static int decode_special(struct dec *d, const struct kproto_msg *m, struct rd r, jv *out)
 {
@@ -412,6 +469,8 @@ static int decode_msg(struct dec *d, unsigned mi, struct rd r, jv *out)
 	jv *slots;
 	int rc = 0;
 
+	if (m->special >= KP_ORARRAY)
+		return decode_either(d, m, r, out);
 	if (m->special != KP_PLAIN)
 		return decode_special(d, m, r, out);
 	if (d->depth >= MAX_DEPTH)
@@ -582,6 +641,7 @@ static void put_bytes(struct kop_buf *b, uint32_t num, const void *p, size_t n)
 }
 
 static int encode_msg(unsigned mi, jv obj, struct kop_buf *b, const char *path, char *err);
+static int encode_value(const struct kproto_field *f, jv v, struct kop_buf *b, const char *path, char *err);
 
 /* Seconds (and microseconds) of an RFC 3339 time string. */
 static int parse_time(const char *s, int64_t *sec, int32_t *nsec)
@@ -714,6 +774,30 @@ static int encode_special(const struct kproto_msg *m, jv v, struct kop_buf *b, c
 		jv_free(s);
 		return 0;
 	}
+	case KP_ORARRAY:
+	case KP_ORBOOL:
+	case KP_ORSTRINGS:
+		for (size_t i = 0; i < m->nfields; i++) {
+			const struct kproto_field *f = &m->fields[i];
+			int rc = 0;
+
+			if (f->type == KP_BOOL) {
+				/* Go's UnmarshalJSON: a schema allows */
+				put_varint(b, (uint64_t)f->num << 3);
+				put_varint(b, k == JV_KIND_TRUE || k == JV_KIND_OBJECT);
+			} else if (k == JV_KIND_OBJECT && !(f->flags & KP_REP)) {
+				rc = encode_value(f, v, b, path, err);
+			} else if (k == JV_KIND_ARRAY && (f->flags & KP_REP)) {
+				jv_array_foreach(v, j, e) {
+					if (rc == 0)
+						rc = encode_value(f, e, b, path, err);
+					jv_free(e);
+				}
+			}
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
 	case KP_ITEMS:
 		if (k != JV_KIND_ARRAY)
 			return enc_fail(err, path, "want an array");

@@ -33,7 +33,10 @@ enum kproto_special {
 	KP_QUANTITY,		/* resource.Quantity: its string */
 	KP_INTORSTRING,		/* intstr.IntOrString: a number or a string */
 	KP_RAW,			/* runtime.RawExtension, metav1.FieldsV1: raw JSON bytes */
-	KP_ITEMS		/* a named Go slice (authentication's ExtraValue): an array of its items */
+	KP_ITEMS,		/* a named Go slice (authentication's ExtraValue): an array of its items */
+	KP_ORARRAY,		/* apiextensions' JSONSchemaPropsOrArray: the array, else the schema */
+	KP_ORBOOL,		/* JSONSchemaPropsOrBool: the schema, else the boolean */
+	KP_ORSTRINGS		/* JSONSchemaPropsOrStringArray: the strings, else the schema */
 };
 
 struct kproto_field {

@@ -401,6 +401,29 @@ enum {
 	m_apiregistration_v1_ServiceReference,
 	m_apiregistration_v1_APIServiceStatus,
 	m_apiregistration_v1_APIServiceCondition,
+	m_apiextensions_v1_CustomResourceDefinition,
+	m_apiextensions_v1_CustomResourceDefinitionSpec,
+	m_apiextensions_v1_CustomResourceDefinitionNames,
+	m_apiextensions_v1_CustomResourceDefinitionVersion,
+	m_apiextensions_v1_CustomResourceValidation,
+	m_apiextensions_v1_JSONSchemaProps,
+	m_apiextensions_v1_JSON,
+	m_apiextensions_v1_JSONSchemaPropsOrArray,
+	m_apiextensions_v1_JSONSchemaPropsOrBool,
+	m_apiextensions_v1_JSONSchemaPropsOrStringArray,
+	m_apiextensions_v1_ExternalDocumentation,
+	m_apiextensions_v1_ValidationRule,
+	m_apiextensions_v1_CustomResourceSubresources,
+	m_apiextensions_v1_CustomResourceSubresourceStatus,
+	m_apiextensions_v1_CustomResourceSubresourceScale,
+	m_apiextensions_v1_CustomResourceColumnDefinition,
+	m_apiextensions_v1_SelectableField,
+	m_apiextensions_v1_CustomResourceConversion,
+	m_apiextensions_v1_WebhookConversion,
+	m_apiextensions_v1_WebhookClientConfig,
+	m_apiextensions_v1_ServiceReference,
+	m_apiextensions_v1_CustomResourceDefinitionStatus,
+	m_apiextensions_v1_CustomResourceDefinitionCondition,
 };
 
 static const struct kproto_field f_core_v1_Binding[] = {
@@ -451,6 +474,7 @@ static const struct kproto_field f_apis_meta_v1_ManagedFieldsEntry[] = {
 };
 
 static const struct kproto_field f_apis_meta_v1_FieldsV1[] = {
+	{ 1, KP_BYTES, 0, 0, "Raw" },
 };
 
 static const struct kproto_field f_core_v1_ObjectReference[] = {
@@ -1981,6 +2005,7 @@ static const struct kproto_field f_apps_v1_ControllerRevision[] = {
 };
 
 static const struct kproto_field f_runtime_RawExtension[] = {
+	{ 1, KP_BYTES, 0, 0, "raw" },
 };
 
 static const struct kproto_field f_apps_v1_DaemonSet[] = {
@@ -3154,6 +3179,187 @@ static const struct kproto_field f_apiregistration_v1_APIServiceCondition[] = {
 	{ 5, KP_STRING, KP_OMIT, 0, "message" },
 };
 
+static const struct kproto_field f_apiextensions_v1_CustomResourceDefinition[] = {
+	{ 1, KP_MSG, KP_OMIT, m_apis_meta_v1_ObjectMeta, "metadata" },
+	{ 2, KP_MSG, 0, m_apiextensions_v1_CustomResourceDefinitionSpec, "spec" },
+	{ 3, KP_MSG, KP_OMIT, m_apiextensions_v1_CustomResourceDefinitionStatus, "status" },
+};
+
+static const struct kproto_field f_apiextensions_v1_CustomResourceDefinitionSpec[] = {
+	{ 1, KP_STRING, 0, 0, "group" },
+	{ 3, KP_MSG, 0, m_apiextensions_v1_CustomResourceDefinitionNames, "names" },
+	{ 4, KP_STRING, 0, 0, "scope" },
+	{ 7, KP_MSG, KP_REP, m_apiextensions_v1_CustomResourceDefinitionVersion, "versions" },
+	{ 9, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_CustomResourceConversion, "conversion" },
+	{ 10, KP_BOOL, KP_OMIT, 0, "preserveUnknownFields" },
+};
+
+static const struct kproto_field f_apiextensions_v1_CustomResourceDefinitionNames[] = {
+	{ 1, KP_STRING, 0, 0, "plural" },
+	{ 2, KP_STRING, KP_OMIT, 0, "singular" },
+	{ 3, KP_STRING, KP_REP|KP_OMIT, 0, "shortNames" },
+	{ 4, KP_STRING, 0, 0, "kind" },
+	{ 5, KP_STRING, KP_OMIT, 0, "listKind" },
+	{ 6, KP_STRING, KP_REP|KP_OMIT, 0, "categories" },
+};
+
+static const struct kproto_field f_apiextensions_v1_CustomResourceDefinitionVersion[] = {
+	{ 1, KP_STRING, 0, 0, "name" },
+	{ 2, KP_BOOL, 0, 0, "served" },
+	{ 3, KP_BOOL, 0, 0, "storage" },
+	{ 7, KP_BOOL, KP_OMIT, 0, "deprecated" },
+	{ 8, KP_STRING, KP_OMIT|KP_PTR, 0, "deprecationWarning" },
+	{ 4, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_CustomResourceValidation, "schema" },
+	{ 5, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_CustomResourceSubresources, "subresources" },
+	{ 6, KP_MSG, KP_REP|KP_OMIT, m_apiextensions_v1_CustomResourceColumnDefinition, "additionalPrinterColumns" },
+	{ 9, KP_MSG, KP_REP|KP_OMIT, m_apiextensions_v1_SelectableField, "selectableFields" },
+};
+
+static const struct kproto_field f_apiextensions_v1_CustomResourceValidation[] = {
+	{ 1, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_JSONSchemaProps, "openAPIV3Schema" },
+};
+
+static const struct kproto_field f_apiextensions_v1_JSONSchemaProps[] = {
+	{ 1, KP_STRING, KP_OMIT, 0, "id" },
+	{ 2, KP_STRING, KP_OMIT, 0, "$schema" },
+	{ 3, KP_STRING, KP_OMIT|KP_PTR, 0, "$ref" },
+	{ 4, KP_STRING, KP_OMIT, 0, "description" },
+	{ 5, KP_STRING, KP_OMIT, 0, "type" },
+	{ 6, KP_STRING, KP_OMIT, 0, "format" },
+	{ 7, KP_STRING, KP_OMIT, 0, "title" },
+	{ 8, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_JSON, "default" },
+	{ 9, KP_DOUBLE, KP_OMIT|KP_PTR, 0, "maximum" },
+	{ 10, KP_BOOL, KP_OMIT, 0, "exclusiveMaximum" },
+	{ 11, KP_DOUBLE, KP_OMIT|KP_PTR, 0, "minimum" },
+	{ 12, KP_BOOL, KP_OMIT, 0, "exclusiveMinimum" },
+	{ 13, KP_INT64, KP_OMIT|KP_PTR, 0, "maxLength" },
+	{ 14, KP_INT64, KP_OMIT|KP_PTR, 0, "minLength" },
+	{ 15, KP_STRING, KP_OMIT, 0, "pattern" },
+	{ 16, KP_INT64, KP_OMIT|KP_PTR, 0, "maxItems" },
+	{ 17, KP_INT64, KP_OMIT|KP_PTR, 0, "minItems" },
+	{ 18, KP_BOOL, KP_OMIT, 0, "uniqueItems" },
+	{ 19, KP_DOUBLE, KP_OMIT|KP_PTR, 0, "multipleOf" },
+	{ 20, KP_MSG, KP_REP|KP_OMIT, m_apiextensions_v1_JSON, "enum" },
+	{ 21, KP_INT64, KP_OMIT|KP_PTR, 0, "maxProperties" },
+	{ 22, KP_INT64, KP_OMIT|KP_PTR, 0, "minProperties" },
+	{ 23, KP_STRING, KP_REP|KP_OMIT, 0, "required" },
+	{ 24, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_JSONSchemaPropsOrArray, "items" },
+	{ 25, KP_MSG, KP_REP|KP_OMIT, m_apiextensions_v1_JSONSchemaProps, "allOf" },
+	{ 26, KP_MSG, KP_REP|KP_OMIT, m_apiextensions_v1_JSONSchemaProps, "oneOf" },
+	{ 27, KP_MSG, KP_REP|KP_OMIT, m_apiextensions_v1_JSONSchemaProps, "anyOf" },
+	{ 28, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_JSONSchemaProps, "not" },
+	{ 29, KP_MSG, KP_MAP|KP_OMIT, m_apiextensions_v1_JSONSchemaProps, "properties" },
+	{ 30, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_JSONSchemaPropsOrBool, "additionalProperties" },
+	{ 31, KP_MSG, KP_MAP|KP_OMIT, m_apiextensions_v1_JSONSchemaProps, "patternProperties" },
+	{ 32, KP_MSG, KP_MAP|KP_OMIT, m_apiextensions_v1_JSONSchemaPropsOrStringArray, "dependencies" },
+	{ 33, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_JSONSchemaPropsOrBool, "additionalItems" },
+	{ 34, KP_MSG, KP_MAP|KP_OMIT, m_apiextensions_v1_JSONSchemaProps, "definitions" },
+	{ 35, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_ExternalDocumentation, "externalDocs" },
+	{ 36, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_JSON, "example" },
+	{ 37, KP_BOOL, KP_OMIT, 0, "nullable" },
+	{ 38, KP_BOOL, KP_OMIT|KP_PTR, 0, "x-kubernetes-preserve-unknown-fields" },
+	{ 39, KP_BOOL, KP_OMIT, 0, "x-kubernetes-embedded-resource" },
+	{ 40, KP_BOOL, KP_OMIT, 0, "x-kubernetes-int-or-string" },
+	{ 41, KP_STRING, KP_REP|KP_OMIT, 0, "x-kubernetes-list-map-keys" },
+	{ 42, KP_STRING, KP_OMIT|KP_PTR, 0, "x-kubernetes-list-type" },
+	{ 43, KP_STRING, KP_OMIT|KP_PTR, 0, "x-kubernetes-map-type" },
+	{ 44, KP_MSG, KP_REP|KP_OMIT, m_apiextensions_v1_ValidationRule, "x-kubernetes-validations" },
+};
+
+static const struct kproto_field f_apiextensions_v1_JSON[] = {
+	{ 1, KP_BYTES, 0, 0, "raw" },
+};
+
+static const struct kproto_field f_apiextensions_v1_JSONSchemaPropsOrArray[] = {
+	{ 1, KP_MSG, 0, m_apiextensions_v1_JSONSchemaProps, "schema" },
+	{ 2, KP_MSG, KP_REP, m_apiextensions_v1_JSONSchemaProps, "jSONSchemas" },
+};
+
+static const struct kproto_field f_apiextensions_v1_JSONSchemaPropsOrBool[] = {
+	{ 1, KP_BOOL, 0, 0, "allows" },
+	{ 2, KP_MSG, 0, m_apiextensions_v1_JSONSchemaProps, "schema" },
+};
+
+static const struct kproto_field f_apiextensions_v1_JSONSchemaPropsOrStringArray[] = {
+	{ 1, KP_MSG, 0, m_apiextensions_v1_JSONSchemaProps, "schema" },
+	{ 2, KP_STRING, KP_REP, 0, "property" },
+};
+
+static const struct kproto_field f_apiextensions_v1_ExternalDocumentation[] = {
+	{ 1, KP_STRING, KP_OMIT, 0, "description" },
+	{ 2, KP_STRING, KP_OMIT, 0, "url" },
+};
+
+static const struct kproto_field f_apiextensions_v1_ValidationRule[] = {
+	{ 1, KP_STRING, 0, 0, "rule" },
+	{ 2, KP_STRING, KP_OMIT, 0, "message" },
+	{ 3, KP_STRING, KP_OMIT, 0, "messageExpression" },
+	{ 4, KP_STRING, KP_OMIT|KP_PTR, 0, "reason" },
+	{ 5, KP_STRING, KP_OMIT, 0, "fieldPath" },
+	{ 6, KP_BOOL, KP_OMIT|KP_PTR, 0, "optionalOldSelf" },
+};
+
+static const struct kproto_field f_apiextensions_v1_CustomResourceSubresources[] = {
+	{ 1, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_CustomResourceSubresourceStatus, "status" },
+	{ 2, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_CustomResourceSubresourceScale, "scale" },
+};
+
+static const struct kproto_field f_apiextensions_v1_CustomResourceSubresourceScale[] = {
+	{ 1, KP_STRING, 0, 0, "specReplicasPath" },
+	{ 2, KP_STRING, 0, 0, "statusReplicasPath" },
+	{ 3, KP_STRING, KP_OMIT|KP_PTR, 0, "labelSelectorPath" },
+};
+
+static const struct kproto_field f_apiextensions_v1_CustomResourceColumnDefinition[] = {
+	{ 1, KP_STRING, 0, 0, "name" },
+	{ 2, KP_STRING, 0, 0, "type" },
+	{ 3, KP_STRING, KP_OMIT, 0, "format" },
+	{ 4, KP_STRING, KP_OMIT, 0, "description" },
+	{ 5, KP_INT32, KP_OMIT, 0, "priority" },
+	{ 6, KP_STRING, 0, 0, "jsonPath" },
+};
+
+static const struct kproto_field f_apiextensions_v1_SelectableField[] = {
+	{ 1, KP_STRING, 0, 0, "jsonPath" },
+};
+
+static const struct kproto_field f_apiextensions_v1_CustomResourceConversion[] = {
+	{ 1, KP_STRING, 0, 0, "strategy" },
+	{ 2, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_WebhookConversion, "webhook" },
+};
+
+static const struct kproto_field f_apiextensions_v1_WebhookConversion[] = {
+	{ 2, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_WebhookClientConfig, "clientConfig" },
+	{ 3, KP_STRING, KP_REP, 0, "conversionReviewVersions" },
+};
+
+static const struct kproto_field f_apiextensions_v1_WebhookClientConfig[] = {
+	{ 3, KP_STRING, KP_OMIT|KP_PTR, 0, "url" },
+	{ 1, KP_MSG, KP_OMIT|KP_PTR, m_apiextensions_v1_ServiceReference, "service" },
+	{ 2, KP_BYTES, KP_OMIT, 0, "caBundle" },
+};
+
+static const struct kproto_field f_apiextensions_v1_ServiceReference[] = {
+	{ 1, KP_STRING, 0, 0, "namespace" },
+	{ 2, KP_STRING, 0, 0, "name" },
+	{ 3, KP_STRING, KP_OMIT|KP_PTR, 0, "path" },
+	{ 4, KP_INT32, KP_OMIT|KP_PTR, 0, "port" },
+};
+
+static const struct kproto_field f_apiextensions_v1_CustomResourceDefinitionStatus[] = {
+	{ 1, KP_MSG, KP_REP, m_apiextensions_v1_CustomResourceDefinitionCondition, "conditions" },
+	{ 2, KP_MSG, 0, m_apiextensions_v1_CustomResourceDefinitionNames, "acceptedNames" },
+	{ 3, KP_STRING, KP_REP, 0, "storedVersions" },
+};
+
+static const struct kproto_field f_apiextensions_v1_CustomResourceDefinitionCondition[] = {
+	{ 1, KP_STRING, 0, 0, "type" },
+	{ 2, KP_STRING, 0, 0, "status" },
+	{ 3, KP_MSG, KP_OMIT, m_apis_meta_v1_Time, "lastTransitionTime" },
+	{ 4, KP_STRING, KP_OMIT, 0, "reason" },
+	{ 5, KP_STRING, KP_OMIT, 0, "message" },
+};
+
 const struct kproto_msg kproto_msgs[] = {
 	[m_core_v1_Binding] = { "Binding", KP_PLAIN, 2, f_core_v1_Binding },
 	[m_apis_meta_v1_ObjectMeta] = { "ObjectMeta", KP_PLAIN, 15, f_apis_meta_v1_ObjectMeta },
@@ -3548,6 +3754,29 @@ const struct kproto_msg kproto_msgs[] = {
 	[m_apiregistration_v1_ServiceReference] = { "ServiceReference", KP_PLAIN, 3, f_apiregistration_v1_ServiceReference },
 	[m_apiregistration_v1_APIServiceStatus] = { "APIServiceStatus", KP_PLAIN, 1, f_apiregistration_v1_APIServiceStatus },
 	[m_apiregistration_v1_APIServiceCondition] = { "APIServiceCondition", KP_PLAIN, 5, f_apiregistration_v1_APIServiceCondition },
+	[m_apiextensions_v1_CustomResourceDefinition] = { "CustomResourceDefinition", KP_PLAIN, 3, f_apiextensions_v1_CustomResourceDefinition },
+	[m_apiextensions_v1_CustomResourceDefinitionSpec] = { "CustomResourceDefinitionSpec", KP_PLAIN, 6, f_apiextensions_v1_CustomResourceDefinitionSpec },
+	[m_apiextensions_v1_CustomResourceDefinitionNames] = { "CustomResourceDefinitionNames", KP_PLAIN, 6, f_apiextensions_v1_CustomResourceDefinitionNames },
+	[m_apiextensions_v1_CustomResourceDefinitionVersion] = { "CustomResourceDefinitionVersion", KP_PLAIN, 9, f_apiextensions_v1_CustomResourceDefinitionVersion },
+	[m_apiextensions_v1_CustomResourceValidation] = { "CustomResourceValidation", KP_PLAIN, 1, f_apiextensions_v1_CustomResourceValidation },
+	[m_apiextensions_v1_JSONSchemaProps] = { "JSONSchemaProps", KP_PLAIN, 44, f_apiextensions_v1_JSONSchemaProps },
+	[m_apiextensions_v1_JSON] = { "JSON", KP_RAW, 1, f_apiextensions_v1_JSON },
+	[m_apiextensions_v1_JSONSchemaPropsOrArray] = { "JSONSchemaPropsOrArray", KP_ORARRAY, 2, f_apiextensions_v1_JSONSchemaPropsOrArray },
+	[m_apiextensions_v1_JSONSchemaPropsOrBool] = { "JSONSchemaPropsOrBool", KP_ORBOOL, 2, f_apiextensions_v1_JSONSchemaPropsOrBool },
+	[m_apiextensions_v1_JSONSchemaPropsOrStringArray] = { "JSONSchemaPropsOrStringArray", KP_ORSTRINGS, 2, f_apiextensions_v1_JSONSchemaPropsOrStringArray },
+	[m_apiextensions_v1_ExternalDocumentation] = { "ExternalDocumentation", KP_PLAIN, 2, f_apiextensions_v1_ExternalDocumentation },
+	[m_apiextensions_v1_ValidationRule] = { "ValidationRule", KP_PLAIN, 6, f_apiextensions_v1_ValidationRule },
+	[m_apiextensions_v1_CustomResourceSubresources] = { "CustomResourceSubresources", KP_PLAIN, 2, f_apiextensions_v1_CustomResourceSubresources },
+	[m_apiextensions_v1_CustomResourceSubresourceStatus] = { "CustomResourceSubresourceStatus", KP_PLAIN, 0, NULL },
+	[m_apiextensions_v1_CustomResourceSubresourceScale] = { "CustomResourceSubresourceScale", KP_PLAIN, 3, f_apiextensions_v1_CustomResourceSubresourceScale },
+	[m_apiextensions_v1_CustomResourceColumnDefinition] = { "CustomResourceColumnDefinition", KP_PLAIN, 6, f_apiextensions_v1_CustomResourceColumnDefinition },
+	[m_apiextensions_v1_SelectableField] = { "SelectableField", KP_PLAIN, 1, f_apiextensions_v1_SelectableField },
+	[m_apiextensions_v1_CustomResourceConversion] = { "CustomResourceConversion", KP_PLAIN, 2, f_apiextensions_v1_CustomResourceConversion },
+	[m_apiextensions_v1_WebhookConversion] = { "WebhookConversion", KP_PLAIN, 2, f_apiextensions_v1_WebhookConversion },
+	[m_apiextensions_v1_WebhookClientConfig] = { "WebhookClientConfig", KP_PLAIN, 3, f_apiextensions_v1_WebhookClientConfig },
+	[m_apiextensions_v1_ServiceReference] = { "ServiceReference", KP_PLAIN, 4, f_apiextensions_v1_ServiceReference },
+	[m_apiextensions_v1_CustomResourceDefinitionStatus] = { "CustomResourceDefinitionStatus", KP_PLAIN, 3, f_apiextensions_v1_CustomResourceDefinitionStatus },
+	[m_apiextensions_v1_CustomResourceDefinitionCondition] = { "CustomResourceDefinitionCondition", KP_PLAIN, 5, f_apiextensions_v1_CustomResourceDefinitionCondition },
 };
 
 const struct kproto_kind kproto_kinds[] = {
@@ -3555,6 +3784,7 @@ const struct kproto_kind kproto_kinds[] = {
 	{ "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", m_admissionregistration_v1_ValidatingAdmissionPolicy },
 	{ "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", m_admissionregistration_v1_ValidatingAdmissionPolicyBinding },
 	{ "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", m_admissionregistration_v1_ValidatingWebhookConfiguration },
+	{ "apiextensions.k8s.io/v1", "CustomResourceDefinition", m_apiextensions_v1_CustomResourceDefinition },
 	{ "apiregistration.k8s.io/v1", "APIService", m_apiregistration_v1_APIService },
 	{ "apps/v1", "ControllerRevision", m_apps_v1_ControllerRevision },
 	{ "apps/v1", "DaemonSet", m_apps_v1_DaemonSet },

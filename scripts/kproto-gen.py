@@ -9,8 +9,9 @@ from (types.go): a pointer (`*T`) keeps a zero that was sent, `omitempty`
 drops a zero scalar or an empty slice or map, a struct is never dropped,
 `json:",inline"` merges a message into its parent.
 
-usage: kproto-gen.py API APIMACHINERY KUBE_AGGREGATOR >lib/kproto_types.c
-(checkouts of k8s.io/api, k8s.io/apimachinery and k8s.io/kube-aggregator)
+usage: kproto-gen.py API APIMACHINERY KUBE_AGGREGATOR APIEXTENSIONS >lib/kproto_types.c
+(checkouts of k8s.io/api, k8s.io/apimachinery, k8s.io/kube-aggregator and
+k8s.io/apiextensions-apiserver)
 """
 import os
 import re
@@ -35,6 +36,8 @@ PACKAGES = [
     ("k8s.io.api.admissionregistration.v1", 0, "admissionregistration/v1", "admissionregistration.k8s.io/v1"),
     ("k8s.io.kube_aggregator.pkg.apis.apiregistration.v1", 2, "pkg/apis/apiregistration/v1",
      "apiregistration.k8s.io/v1"),
+    ("k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1", 3, "pkg/apis/apiextensions/v1",
+     "apiextensions.k8s.io/v1"),
     ("k8s.io.apimachinery.pkg.apis.meta.v1", 1, "pkg/apis/meta/v1", None),
     ("k8s.io.apimachinery.pkg.runtime", 1, "pkg/runtime", None),
     ("k8s.io.apimachinery.pkg.runtime.schema", 1, "pkg/runtime/schema", None),
@@ -51,6 +54,10 @@ SPECIAL = {
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "KP_INTORSTRING",
     "k8s.io.apimachinery.pkg.runtime.RawExtension": "KP_RAW",
     "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1": "KP_RAW",
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON": "KP_RAW",
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray": "KP_ORARRAY",
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool": "KP_ORBOOL",
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray": "KP_ORSTRINGS",
 }
 
 SCALARS = {"string": "KP_STRING", "bytes": "KP_BYTES", "int32": "KP_INT32", "int64": "KP_INT64",
@@ -107,6 +114,10 @@ def parse_go(folder):
                     cur = m.group(1)
                     structs[cur] = []
                     continue
+                m = re.match(r"type (\w+) struct\s*\{\}", line)
+                if m:
+                    structs[m.group(1)] = []
+                    continue
                 m = re.match(r"type (\w+) \[\](\w+)\s*$", line)
                 if m:
                     slices[m.group(1)] = m.group(2)
@@ -132,13 +143,14 @@ def parse_go(folder):
 
 
 def cname(full):
-    return "m_" + re.sub(r"^k8s\.io\.(api\.|apimachinery\.pkg\.|kube_aggregator\.pkg\.apis\.)", "", full).replace(".", "_")
+    return "m_" + re.sub(r"^k8s\.io\.(api\.|apimachinery\.pkg\.|(kube_aggregator|apiextensions_apiserver)\.pkg\.apis\.)",
+                         "", full).replace(".", "_")
 
 
 def main():
-    if len(sys.argv) != 4:
-        die("usage: kproto-gen.py API APIMACHINERY KUBE_AGGREGATOR")
-    roots = sys.argv[1:4]
+    if len(sys.argv) != 5:
+        die("usage: kproto-gen.py API APIMACHINERY KUBE_AGGREGATOR APIEXTENSIONS")
+    roots = sys.argv[1:5]
     protos, gos, kinds = {}, {}, []
     for pkg, root, folder, av in PACKAGES:
         d = os.path.join(roots[root], folder)
@@ -177,7 +189,8 @@ def main():
 
     for _, _, full in kinds:
         visit(full)
-    index = {full: i for i, full in enumerate(order)}
+    if len(order) > 65535:
+        die("more than 65535 messages")
 
     out = []
     out.append("/*\n * The built-in kinds' protobuf messages, as lib/kproto.c walks them: each")
@@ -189,6 +202,7 @@ def main():
     for full in order:
         out.append("\t%s," % cname(full))
     out.append("};\n")
+    nrows = {}
     for full in order:
         fields = protos[full]
         struct, slice_elem = gos[full]
@@ -204,7 +218,9 @@ def main():
             missing = set(bynum) - {g[3] for g in goorder}
             if missing and special is None:
                 die("%s: fields %s are not in the Go struct" % (full, sorted(missing)))
-        for goname, gotype, jsontag, num in goorder or [(None, "", "", f[3]) for f in fields]:
+        if special is not None or struct is None:
+            goorder = [(None, "", "", f[3]) for f in fields]
+        for goname, gotype, jsontag, num in goorder:
             label, t, pname, _ = bynum[num]
             parts = jsontag.split(",") if jsontag else [pname]
             if parts[0] == "-":
@@ -225,14 +241,18 @@ def main():
             kind = SCALARS[t] if r is None else "KP_MSG"
             rows.append('\t{ %d, %s, %s, %s, "%s" },' % (num, kind, "|".join(flags) or "0",
                                                         cname(r) if r else "0", "" if "inline" in parts[1:] else json))
-        out.append("static const struct kproto_field f_%s[] = {" % cname(full)[2:])
-        out.extend(rows)
-        out.append("};\n")
+        if len(rows) > 255:
+            die("%s: more than 255 fields" % full)
+        nrows[full] = len(rows)
+        if rows:
+            out.append("static const struct kproto_field f_%s[] = {" % cname(full)[2:])
+            out.extend(rows)
+            out.append("};\n")
     out.append("const struct kproto_msg kproto_msgs[] = {")
     for full in order:
         struct, slice_elem = gos[full]
         special = SPECIAL.get(full) or ("KP_ITEMS" if struct is None else "KP_PLAIN")
-        n = len(protos[full])
+        n = nrows.get(full, 0)
         out.append('\t[%s] = { "%s", %s, %d, %s },' % (cname(full), full.split(".")[-1], special, n,
                                                      "f_" + cname(full)[2:] if n else "NULL"))
     out.append("};\n")
