@@ -11,11 +11,13 @@ ksim_start --no-simulate
 
 PB="Content-Type: application/vnd.kubernetes.protobuf"
 
-# What two creates of the same object may differ in: identity, times, the managers' times.
+# What two creates of the same object may differ in: identity (uids anywhere, as in a Job's
+# controller-uid labels), times, the managers' times.
 cat >strip.jq <<'EOF'
-del(.metadata.uid, .metadata.resourceVersion, .metadata.creationTimestamp, .metadata.generateName)
+del(.metadata.resourceVersion, .metadata.creationTimestamp, .metadata.generateName)
 | if .metadata.managedFields then .metadata.managedFields |= map(del(.time)) else . end
-| walk(if type == "object" then del(.lastTransitionTime, .lastUpdateTime, .startTime, .lastProbeTime) else . end)
+| walk(if type == "object" then del(.uid, .["controller-uid"], .["batch.kubernetes.io/controller-uid"],
+	.lastTransitionTime, .lastUpdateTime, .startTime, .lastProbeTime) else . end)
 EOF
 
 # The example of a kind: t0608-ksim-protobuf/KIND.APIVERSION (/ as _).json
