@@ -152,6 +152,27 @@ test_expect_success 'update (PUT) as protobuf: the stored object is the one a JS
 	jq -e ".status.observedGeneration == 2 and (.status | has(\"availableReplicas\") | not)" st.json
 '
 
+test_expect_success 'the scale subresource takes a protobuf Scale: replicas 3, then 0 (which Go leaves out)' '
+	S=/apis/apps/v1/namespaces/pj/deployments/upd/scale &&
+	ksim_curl -f $S >scale.json &&
+	jq ".spec.replicas = 3" scale.json | "$KOP_TEST_TOOL" proto-encode >scale.pb &&
+	ksim_curl -f -o out.json -X PUT -H "$PB" --data-binary @scale.pb $S &&
+	jq -e ".kind == \"Scale\" and .spec.replicas == 3" out.json &&
+	ksim_curl -f /apis/apps/v1/namespaces/pj/deployments/upd >got.json &&
+	jq -e ".spec.replicas == 3" got.json &&
+	jq "del(.metadata.resourceVersion) | .spec.replicas = 0" scale.json | "$KOP_TEST_TOOL" proto-encode >scale.pb &&
+	"$KOP_TEST_TOOL" proto-decode <scale.pb >decoded.json &&
+	jq -e ".spec == {}" decoded.json &&
+	ksim_curl -f -o out.json -X PUT -H "$PB" --data-binary @scale.pb $S &&
+	jq -e ".spec.replicas == 0" out.json &&
+	ksim_curl -f /apis/apps/v1/namespaces/pj/deployments/upd >got.json &&
+	jq -e ".spec.replicas == 0" got.json &&
+	"$KOP_TEST_TOOL" proto-encode <"$(example ConfigMap v1)" >cm.pb &&
+	ksim_curl -o out.json -w "%{http_code}\n" -X PUT -H "$PB" --data-binary @cm.pb $S >code &&
+	echo 400 >expect && test_cmp expect code &&
+	jq -e ".message == \"the kind in the data (ConfigMap) does not match the expected kind (Scale)\"" out.json
+'
+
 test_expect_success 'a field of the wrong wire type is a 400 BadRequest naming the field and its offset' '
 	# ConfigMap: metadata {name: "x"}, then data (2) as a varint
 	printf "k8s\000\012\017\012\002v1\022\011ConfigMap\022\007\012\003\012\001x\020\001" >bad.pb &&

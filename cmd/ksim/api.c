@@ -2686,7 +2686,9 @@ static int do_scale(const struct ksim_request *rq, const struct route *r, const 
 		return 200;
 	}
 	if (!strcmp(m, "PUT")) {
-		if (parse_body(rq, &scale, out) < 0)
+		int pb = ksim_proto_scale(rq, &scale, out);	/* (proto.c) */
+
+		if (pb < 0 || (!pb && parse_body(rq, &scale, out) < 0))
 			return status_code(*out);
 	} else if (!strcmp(m, "PATCH")) {
 		jv patch;
@@ -2714,6 +2716,8 @@ static int do_scale(const struct ksim_request *rq, const struct route *r, const 
 		return 405;
 	}
 	rep = jv_getpath(jv_copy(scale), JV_ARRAY(jv_string("spec"), jv_string("replicas")));
+	if (jv_get_kind(rep) == JV_KIND_NULL)
+		rep = jv_number(0);	/* omitempty: what a Go client sends for 0 */
 	if (jv_get_kind(rep) != JV_KIND_NUMBER || jv_number_value(rep) < 0) {
 		jv_free(rep);
 		jv_free(scale);

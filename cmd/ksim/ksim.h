@@ -311,6 +311,8 @@ int ksim_review_protobuf(const struct ksim_type *t, const char *body, size_t len
  * decode; 0 when the request is not one (not protobuf, or a custom resource).
  */
 int ksim_proto_body(const struct ksim_request *rq, const struct ksim_type *t, jv *obj, jv *err);
+/* The same for an autoscaling/v1 Scale (PUT .../scale); another kind is a 400. */
+int ksim_proto_scale(const struct ksim_request *rq, jv *obj, jv *err);
 
 /* ---- tables, discovery (types.c) -------------------------------------- */
 
