@@ -1520,7 +1520,7 @@ static int parse_body(const struct ksim_request *rq, jv *obj, jv *err)
 	}
 	if (*ct && strncmp(ct, "application/json", 16) && strncmp(ct, "application/", 12) == 0 &&
 	    !strstr(ct, "json")) {
-		/* protobuf and CBOR bodies are not decoded: clients then see what a server without them says */
+		/* CBOR, and protobuf that proto.c does not take (custom resources): what kube-apiserver says */
 		*err = ksim_status(415, "UnsupportedMediaType",
 				   "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
 				   jv_null());
