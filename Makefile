@@ -135,6 +135,14 @@ pipeline-gen:
 	jq -n -r -L pipeline/lib -L pipeline/iotservice -f scripts/iotservice-specgen.jq >pipeline/iotservice/specgen.jq.tmp
 	mv pipeline/iotservice/specgen.jq.tmp pipeline/iotservice/specgen.jq
 
+# lib/kproto_types.c (the protobuf messages of the built-in kinds) is generated
+# from checkouts of k8s.io/api, apimachinery, kube-aggregator and apiextensions-apiserver
+# (v0.33.9): make ksim-proto-gen K8S_API=... K8S_APIMACHINERY=... K8S_AGGREGATOR=... K8S_APIEXTENSIONS=...
+ksim-proto-gen:
+	python3 scripts/kproto-gen.py $(K8S_API) $(K8S_APIMACHINERY) $(K8S_AGGREGATOR) $(K8S_APIEXTENSIONS) \
+		>lib/kproto_types.c.tmp
+	mv lib/kproto_types.c.tmp lib/kproto_types.c
+
 install: all
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(datadir)
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(bindir)
@@ -144,7 +152,7 @@ clean:
 	rm -rf build bin t/trash.* bench/results.json
 
 FORCE:
-.PHONY: all deps check test bench chaos soak demo demo-stop install clean pipeline-gen FORCE
+.PHONY: all deps check test bench chaos soak demo demo-stop install clean pipeline-gen ksim-proto-gen FORCE
 .DELETE_ON_ERROR:
 
 # Fuzzing (clang's libFuzzer). Each t/fuzz/fuzz-NAME.c is a target built

@@ -305,6 +305,15 @@ int ksim_review(const struct ksim_type *t, const struct ksim_request *rq, jv obj
 /* A protobuf review body as the JSON object of what a review reads; -1 if malformed. */
 int ksim_review_protobuf(const struct ksim_type *t, const char *body, size_t len, jv *out);
 
+/*
+ * A protobuf body of a built-in kind (proto.c) as the JSON object a JSON
+ * body of it is: 1 and *obj; -1 and *err (a 400 Status) when it does not
+ * decode; 0 when the request is not one (not protobuf, or a custom resource).
+ */
+int ksim_proto_body(const struct ksim_request *rq, const struct ksim_type *t, jv *obj, jv *err);
+/* The same for an autoscaling/v1 Scale (PUT .../scale); another kind is a 400. */
+int ksim_proto_scale(const struct ksim_request *rq, jv *obj, jv *err);
+
 /* ---- tables, discovery (types.c) -------------------------------------- */
 
 /*

@@ -30,6 +30,8 @@ static const char usage[] =
 	"            [--log-format json|text]\n"
 	"\n"
 	"A local Kubernetes API server on 127.0.0.1 for tests and demos.\n"
+	"Request bodies: JSON, YAML, and protobuf for built-in kinds (what kubectl 1.32+\n"
+	"and client-go send); answers are JSON.\n"
 	"\n"
 	"  --port N               listen on 127.0.0.1:N (default 0: a free port)\n"
 	"  --kubeconfig FILE      write a kubeconfig for clients once ready to serve\n"
