@@ -1,11 +1,12 @@
 #!/bin/sh
-# Installs the Debian packages that building and testing iot-operator need.
+# Installs the Debian packages that building and testing iot-operator need,
+# and those named as arguments (make image-deps: scripts/deps.sh mmdebstrap ...).
 # Idempotent and fast when everything is there; as a non-root user it prints
 # the exact command to run instead.
 set -eu
 
 PKGS="gcc make pkg-config libc6-dev libjq-dev libonig-dev libcurl4-openssl-dev
-libyaml-dev libssl-dev libmicrohttpd-dev zlib1g-dev jq perl curl openssl valgrind clang"
+libyaml-dev libssl-dev libmicrohttpd-dev zlib1g-dev jq perl curl openssl valgrind clang $*"
 
 missing=""
 for p in $PKGS; do
