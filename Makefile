@@ -129,6 +129,7 @@ demo: deps
 demo-stop:
 	@scripts/demo.sh stop
 
+.PHONY: image image-deps tools
 # The operator's OCI image from Debian's packages, without a daemon or a
 # registry (scripts/image.sh; docs/deploying.md): build/image/iot-operator.tar.
 IMAGE_DEPS = mmdebstrap umoci skopeo
@@ -161,7 +162,6 @@ clean:
 
 FORCE:
 .PHONY: all deps check test bench chaos soak demo demo-stop install clean pipeline-gen FORCE
-.PHONY: image image-deps tools
 .DELETE_ON_ERROR:
 
 # Fuzzing (clang's libFuzzer). Each t/fuzz/fuzz-NAME.c is a target built
