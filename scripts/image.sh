@@ -222,17 +222,19 @@ tar -C "$oci" --sort=name --owner=0 --group=0 --numeric-owner --mode=a+rX \
 	-cf "$IMAGE_OUT.tmp" oci-layout index.json manifest.json blobs
 mv "$IMAGE_OUT.tmp" "$IMAGE_OUT"
 
-# What takes the space: the unpacked root filesystem by file, the largest first.
+# What takes the space: the unpacked root filesystem by Debian package (the
+# file's package on this machine), then its ten largest files.
 root=$work/bundle/rootfs
 total=$(du -sb "$root" | cut -f1)
 say "wrote $IMAGE_OUT ($IMAGE_NAME): $(du -b "$IMAGE_OUT" | cut -f1) bytes compressed, $total unpacked"
-{
-	(cd "$root" && find . -type f -printf '%s %P\n') | sort -rn | awk '
-		$2 ~ /^usr\/share\/iot-operator\// { prog += $1; next }
-		{ printf "%10d  /%s\n", $1, $2 }
-		END { if (prog) printf "%10d  /usr/share/iot-operator/ (the jq programs)\n", prog }'
-} | sort -rn | while read -r size path rest; do
-	pkg=$(dpkg-query -S "$path" 2>/dev/null | sed -n '1s/:.*//p')
-	case "$path" in /usr/bin/*|/usr/share/iot-operator/) pkg=iot-operator ;; esac
-	printf '%10d  %-52s %s\n' "$size" "$path${rest:+ $rest}" "${pkg:-(image.sh)}"
-done
+(cd "$root" && find . -type f -printf '%s /%P\n') | while read -r size path; do
+	case "$path" in
+	/usr/bin/*|/usr/share/iot-operator/*) pkg=iot-operator ;;
+	*) pkg=$(dpkg-query -S "$path" 2>/dev/null | sed -n '1s/:.*//p') ;;
+	esac
+	printf '%s %s %s\n' "$size" "$path" "${pkg:-image.sh}"
+done | sort -rn >"$work/files"
+printf '%10s  %s\n' bytes "package (files)"
+awk '{ size[$3] += $1; n[$3]++ } END { for (p in size) printf "%10d  %s (%d)\n", size[p], p, n[p] }' "$work/files" | sort -rn
+printf '%10s  %s\n' bytes "largest files"
+head -n 10 "$work/files" | awk '{ printf "%10d  %s (%s)\n", $1, $2, $3 }'
