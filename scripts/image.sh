@@ -97,8 +97,8 @@ needed_libs () {
 # Cuts the extracted packages down to what the installed tools use.
 prune () {
 	r=$1
-	# The runtime provides /dev, /proc, /etc/hosts, /etc/resolv.conf and /etc/hostname.
-	rm -rf "$r"/dev/* "$r"/etc/resolv.conf "$r"/etc/hostname "$r"/etc/fstab
+	# The runtime provides /proc, /etc/hosts, /etc/resolv.conf and /etc/hostname.
+	rm -rf "$r"/etc/resolv.conf "$r"/etc/hostname "$r"/etc/fstab
 	# No package manager, its databases, its configuration or its scripts.
 	rm -rf "$r"/var/lib/dpkg "$r"/var/lib/apt "$r"/var/cache "$r"/var/log "$r"/etc/apt \
 		"$r"/etc/debconf.conf "$r"/etc/ca-certificates "$r"/etc/gss "$r"/etc/ld.so.conf.d \
@@ -162,7 +162,8 @@ make_rootfs () {
 	base_tar
 	rm -rf "$r"
 	mkdir -p "$r"
-	tar -C "$r" -xf "$base"
+	# Not the device nodes (a container build cannot make them; the runtime provides /dev).
+	tar -C "$r" --exclude='./dev/*' -xf "$base"
 	prune "$r"
 	# The tools as built (-o all: never rebuilt here, whatever the flags).
 	make -C "$ROOT" --no-print-directory -s -o all install BIN="$KOP_BIN" DESTDIR="$r" prefix=/usr >&2 ||
