@@ -35,6 +35,10 @@ http_code () {
 	ksim_curl -o /dev/null -w "%{http_code}" "$1"
 }
 
+iot_gone () {
+	test "$(http_code "$IOT_PATH")" = 404
+}
+
 test_expect_success 'crds/ holds deploy/crd.yaml byte for byte (cp deploy/crd.yaml deploy/helm/iot-operator/crds/)' '
 	test_cmp "$PROJECT_ROOT/deploy/crd.yaml" "$CHART/crds/crd.yaml"
 '
@@ -228,7 +232,7 @@ test_expect_success 'helm upgrade with a changed value changes the Deployment' '
 
 test_expect_success 'helm uninstall removes what it installed; the CRD stays' '
 	k delete -n $O iotservice $X --wait=false >delete.out &&
-	test_wait_for 30 test "$(http_code "$IOT_PATH")" = 404 &&
+	test_wait_for 30 iot_gone &&
 	e2e_operator_stop op &&
 	helm uninstall iot-operator --kubeconfig "$KSIM_CONFIG" --wait --timeout 60s >uninstall.out 2>&1 ||
 	{ cat uninstall.out; false; } &&
