@@ -188,6 +188,17 @@ test_expect_success 'helm template: every value reaches its object' '
 	jq -e "map(.kind) | index(\"Namespace\") == null and index(\"Secret\") == null and length == 6" none.json
 '
 
+test_expect_success 'values.schema.json: a misspelt or bad value is refused, naming it' '
+	test_must_fail helm template x "$CHART" --set imag.tag=v2 >/dev/null 2>err &&
+	grep "additional properties .imag. not allowed" err &&
+	test_must_fail helm template x "$CHART" --set metricsPort=0 >/dev/null 2>err &&
+	grep "/metricsPort" err &&
+	test_must_fail helm template x "$CHART" --set progressDeadline=soon >/dev/null 2>err &&
+	grep "/progressDeadline" err &&
+	test_must_fail helm template x "$CHART" --set maxParallelUpdates=0 >/dev/null 2>err &&
+	grep "/maxParallelUpdates" err
+'
+
 e2e_ksim_start
 
 # What the chart installs besides the CRD (crds/, which Helm never deletes).
