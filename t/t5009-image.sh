@@ -9,7 +9,7 @@ test_description='the image (scripts/image.sh): an OCI archive, run from its roo
 test "${KOP_SANITIZE:-}" = 1 && test_skip_all 'the image is built from the normal build, not the sanitizer one'
 test "$(id -u)" = 0 || test_skip_all 'building and running the image needs root (file owners, chroot, mounts)'
 for t in mmdebstrap umoci skopeo unshare chroot setpriv; do
-	command -v $t >/dev/null || test_skip_all "no $t (make image-deps installs what the image needs)"
+	command -v $t >/dev/null || test_skip_all "no $t (make deps installs it)"
 done
 "$PROJECT_ROOT/scripts/image.sh" --can-build 2>reason ||
 	test_skip_all "the image cannot be built here: $(cat reason)"
