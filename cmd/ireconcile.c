@@ -28,8 +28,8 @@ static const char usage[] =
 	"       ireconcile --print-watches PROGRAM\n"
 	"\n"
 	"Reads watch events on stdin, keeps a view of the cluster, runs PROGRAM (a directory\n"
-	"under pipeline/ with a program.yml) for each primary and writes apply, delete, patch,\n"
-	"status and event lines on stdout (README, \"The stage protocol\").\n"
+	"with a program.yml, or a name under pipeline/ such as iotservice) for each primary\n"
+	"and writes apply, delete, patch, status and event lines on stdout (README, \"The stage protocol\").\n"
 	"\n"
 	"  --feedback FILE        result lines (a FIFO): failed writes reach the program as .errors\n"
 	"  --print-watches        print the watches the program needs, one JSON line each, and exit\n"
@@ -2922,7 +2922,7 @@ int main(int argc, char **argv)
 	const char *feedback = NULL;
 	int c, watches = 0, once = 0;
 	long ms;
-	char err[KOP_ERRLEN];
+	char err[KOP_ERRLEN], *program_dir;
 	size_t i;
 
 	tool_init("ireconcile", argc, argv, 1);
@@ -2974,10 +2974,12 @@ int main(int argc, char **argv)
 		die_usage("want one PROGRAM");
 	if (E.backoff_base > E.backoff_cap)
 		die_usage("--backoff-base (%u ms) is above --backoff-cap (%u ms)", E.backoff_base, E.backoff_cap);
-	if (kop_program_load(&E.prog, argv[optind], !watches, err) < 0) {
+	program_dir = tool_find_program(argv[optind]);	/* a bare name as iot-operator finds it */
+	if (kop_program_load(&E.prog, program_dir ? program_dir : argv[optind], !watches, err) < 0) {
 		kop_program_release(&E.prog);
 		die(KOP_EXIT_PERM, "%s", err);
 	}
+	free(program_dir);
 	if (watches) {
 		print_watches();
 		kop_program_release(&E.prog);
