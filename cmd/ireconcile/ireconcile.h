@@ -137,13 +137,7 @@ struct engine {
 	int64_t stats_at;
 };
 
-/*
- * Output. Lines are queued and written as stdout takes them, never blocking
- * while it is a full pipe: the stages form a cycle (ireconcile -> kapply ->
- * kstatus -> feedback -> ireconcile), so blocking on stdout while kstatus
- * blocks on a full feedback FIFO would stop all of them. While more than
- * OUT_HIGH bytes wait, no more is reconciled and stdin is not read.
- */
+/* While more than this waits for stdout, no more is reconciled and stdin is not read (output.c). */
 #define OUT_HIGH (1u << 20)
 
 #define project(obj, lineno) project_kind(obj, lineno, 1)

@@ -53,6 +53,7 @@ enum {
 	OPT_WATCHDOG
 };
 
+/* The engine: its one instance, shared by every file of ireconcile. */
 struct engine E;
 
 /* One log line of counters (--stats-interval), for the supervisor's metrics. */

@@ -1,6 +1,10 @@
 /*
- * The output queue: operation lines written as stdout takes them, never
- * blocking. What goes into the lines is the callers'.
+ * The output queue. Lines are queued and written as stdout takes them, never
+ * blocking while it is a full pipe: the stages form a cycle (ireconcile ->
+ * kapply -> kstatus -> feedback -> ireconcile), so blocking on stdout while
+ * kstatus blocks on a full feedback FIFO would stop all of them. While more
+ * than OUT_HIGH bytes wait, no more is reconciled and stdin is not read
+ * (main.c). What goes into the lines is the callers'.
  */
 #include <errno.h>
 #include <poll.h>
@@ -9,9 +13,7 @@
 #include "banned.h"
 
 struct kop_buf outq;
-
 static size_t out_start;
-
 size_t out_chunk = 4096;	/* PIPE_BUF for pipes: a POLLOUT write that never blocks */
 
 size_t out_pending(void)
