@@ -25,6 +25,7 @@ enum op_phase {
 	PH_DIFF_DRY	/* --diff: the same write with dryRun=All */
 };
 
+/* One operation: an input line or a manifest's object, from its parsing to its result line. */
 struct op {
 	enum op_kind kind;
 	enum op_state state;
@@ -59,7 +60,7 @@ struct op {
 	jv live;		/* --diff: the live object, or null */
 };
 
-/* The options. */
+/* The options, as main.c parses them into opt. */
 struct kapply_options {
 	const char *namespace;
 	const char *field_manager;
@@ -72,6 +73,7 @@ struct kapply_options {
 	long crd_timeout_ms;
 };
 
+/* How many operations the queue holds before input.c reads no more. */
 #define QUEUE_MAX (256 + 4 * (size_t)opt.concurrency)
 
 /* main.c */
