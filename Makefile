@@ -40,11 +40,11 @@ QUIET_LINK = @echo '   LINK' $@;
 QUIET_AR   = @echo '   AR  ' $@;
 endif
 
-# One file per tool in cmd/; ksim is big enough for a folder of its own.
-# cmd/tool.c is the tools' shared layer, not a tool.
+# A tool is either one file, cmd/NAME.c, or a folder, cmd/NAME/*.c (with
+# its private header). cmd/tool.c is the tools' shared layer, not a tool.
 SIMPLE_TOOLS := $(sort $(basename $(notdir $(filter-out cmd/tool.c,$(wildcard cmd/*.c)))))
-KSIM_SRCS := $(wildcard cmd/ksim/*.c)
-TOOLS := $(SIMPLE_TOOLS) $(if $(KSIM_SRCS),ksim)
+DIR_TOOLS := $(sort $(patsubst cmd/%/,%,$(dir $(wildcard cmd/*/*.c))))
+TOOLS := $(SIMPLE_TOOLS) $(DIR_TOOLS)
 PROGRAMS := $(addprefix $(BIN)/,$(TOOLS))
 
 LIB_SRCS := $(wildcard lib/*.c)
@@ -67,9 +67,12 @@ $(addprefix $(BIN)/,$(SIMPLE_TOOLS)): $(BIN)/%: $(O)/cmd/%.o $(TOOL_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(QUIET_LINK)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
-$(BIN)/ksim: $(patsubst %.c,$(O)/%.o,$(KSIM_SRCS)) $(TOOL_OBJ) $(LIB)
-	@mkdir -p $(dir $@)
-	$(QUIET_LINK)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
+define DIR_TOOL_RULE
+$(BIN)/$(1): $(patsubst %.c,$(O)/%.o,$(wildcard cmd/$(1)/*.c)) $(TOOL_OBJ) $(LIB)
+	@mkdir -p $$(dir $$@)
+	$$(QUIET_LINK)$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(DEP_LIBS)
+endef
+$(foreach t,$(DIR_TOOLS),$(eval $(call DIR_TOOL_RULE,$(t))))
 
 $(TEST_TOOL): $(patsubst %.c,$(O)/%.o,$(TEST_TOOL_SRCS)) $(LIB)
 	@mkdir -p $(dir $@)

@@ -204,13 +204,6 @@ static int is_exec(const char *path)
 	return !stat(path, &s) && S_ISREG(s.st_mode) && !access(path, X_OK);
 }
 
-static int is_dir(const char *path)
-{
-	struct stat s;
-
-	return !stat(path, &s) && S_ISDIR(s.st_mode);
-}
-
 /* A stage's executable: --stage-dir/KOP_STAGE_DIR, beside our own executable, then PATH. Caller frees. */
 static char *find_stage(const char *name)
 {
@@ -241,56 +234,6 @@ static char *find_stage(const char *name)
 	}
 	kop_buf_release(&b);
 	return NULL;
-}
-
-/*
- * The program directory: DIR as given when it exists; else, for a relative
- * DIR, beside the executable as installed (../share/iot-operator/DIR) or in the
- * source tree (bin/../DIR, build/san/bin/../../../DIR); a bare name is also
- * looked for under pipeline/. Caller frees; NULL when not found.
- */
-static char *find_program(const char *dir)
-{
-	static const char *const up[] = { "/../share/iot-operator/", "/../", "/../../../" };
-	struct kop_buf b = KOP_BUF_INIT;
-	size_t i;
-	int pass;
-
-	if (is_dir(dir) || *dir == '/')
-		return is_dir(dir) ? kop_strdup(dir) : NULL;
-	for (pass = 0; pass < 2; pass++) {
-		if (pass && strchr(dir, '/'))
-			break;
-		for (i = 0; sup.exe_dir && i < sizeof(up) / sizeof(up[0]); i++) {
-			kop_buf_reset(&b);
-			kop_buf_addf(&b, "%s%s%s%s", sup.exe_dir, up[i], pass ? "pipeline/" : "", dir);
-			if (is_dir(b.buf))
-				return kop_buf_detach(&b, NULL);
-		}
-		if (pass) {
-			kop_buf_reset(&b);
-			kop_buf_addf(&b, "pipeline/%s", dir);
-			if (is_dir(b.buf))
-				return kop_buf_detach(&b, NULL);
-		}
-	}
-	kop_buf_release(&b);
-	return NULL;
-}
-
-static char *exe_dir(void)
-{
-	char buf[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-	char *slash;
-
-	if (n <= 0)
-		return NULL;
-	buf[n] = 0;
-	if (!(slash = strrchr(buf, '/')))
-		return NULL;
-	*slash = 0;
-	return kop_strdup(*buf ? buf : "/");
 }
 
 static char *describe_status(int status)
@@ -1918,8 +1861,8 @@ int main(int argc, char **argv)
 	snprintf(buf, sizeof(buf), "%d", STATS_FD);
 	setenv("KOP_STATS_FD", buf, 1);
 
-	sup.exe_dir = exe_dir();
-	if (!(sup.program_dir = find_program(sup.program)))
+	sup.exe_dir = tool_exe_dir();
+	if (!(sup.program_dir = tool_find_program(sup.program)))
 		die(KOP_EXIT_PERM, "unable to find the program '%s' (as given, beside iot-operator, in pipeline/)",
 		    sup.program);
 	sup.identity = make_identity();

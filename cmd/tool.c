@@ -1,8 +1,10 @@
-/* The tools' shared layer: logging, dying, common options, stdout checks. */
+/* The tools' shared layer: logging, dying, common options, stdout checks,
+ * finding a program directory. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,4 +421,61 @@ void tool_metrics_flush(int force)
 		metrics.broken = 1;
 	}
 	kop_buf_release(&line);
+}
+
+char *tool_exe_dir(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	if (!(slash = strrchr(buf, '/')))
+		return NULL;
+	*slash = 0;
+	return kop_strdup(*buf ? buf : "/");
+}
+
+static int is_dir(const char *path)
+{
+	struct stat s;
+
+	return !stat(path, &s) && S_ISDIR(s.st_mode);
+}
+
+char *tool_find_program(const char *dir)
+{
+	static const char *const up[] = { "/../share/iot-operator/", "/../", "/../../../" };
+	struct kop_buf b = KOP_BUF_INIT;
+	char *exe;
+	size_t i;
+	int pass;
+
+	if (is_dir(dir) || *dir == '/')
+		return is_dir(dir) ? kop_strdup(dir) : NULL;
+	exe = tool_exe_dir();
+	for (pass = 0; pass < 2; pass++) {
+		if (pass && strchr(dir, '/'))
+			break;
+		for (i = 0; exe && i < sizeof(up) / sizeof(up[0]); i++) {
+			kop_buf_reset(&b);
+			kop_buf_addf(&b, "%s%s%s%s", exe, up[i], pass ? "pipeline/" : "", dir);
+			if (is_dir(b.buf))
+				goto found;
+		}
+		if (pass) {
+			kop_buf_reset(&b);
+			kop_buf_addf(&b, "pipeline/%s", dir);
+			if (is_dir(b.buf))
+				goto found;
+		}
+	}
+	free(exe);
+	kop_buf_release(&b);
+	return NULL;
+found:
+	free(exe);
+	return kop_buf_detach(&b, NULL);
 }

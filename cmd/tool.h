@@ -92,6 +92,17 @@ noreturn void tool_stdout_failed(void);
 /* End of main(): flush and close stdout, turning errors into 111 (or quiet EPIPE). */
 int tool_finish(int code);
 
+/* The directory of the running executable (from /proc/self/exe). Caller frees; NULL when unknown. */
+char *tool_exe_dir(void);
+/*
+ * A program directory: DIR as given when it exists; else, for a relative
+ * DIR, beside the executable as installed (../share/iot-operator/DIR) or in
+ * the source tree (bin/../DIR, build/san/bin/../../../DIR); a bare name is
+ * also looked for under pipeline/ there and in the current directory.
+ * Caller frees; NULL when not found.
+ */
+char *tool_find_program(const char *dir);
+
 /*
  * Metrics for the supervisor (README "iot-operator", "Stage metrics").
  * iot-operator gives each stage a pipe and names it in KOP_STATS_FD; the

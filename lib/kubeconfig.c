@@ -272,15 +272,21 @@ static int merge_list(struct merged *m, jv doc, const char *list, const char *me
 /* Reads one kubeconfig file into m. 0, 1 when missing and missing_ok, -1 with err. */
 static int merge_file(struct merged *m, const char *path, int missing_ok, char *err)
 {
-	char *text, *dir;
+	char *text, *dir, sub[KOP_ERRLEN];
 	size_t len;
 	jv docs, doc;
 	int rc;
 
 	if (missing_ok && access(path, F_OK) && errno == ENOENT)
 		return 1;
-	if (kop_read_file(path, KUBECONFIG_MAX, &text, &len, err))
-		return -1;
+	/* named as the kubeconfig: a bare path says nothing of where it came from */
+	if (access(path, R_OK))
+		return kop_error(err, "unable to open kubeconfig '%s': %s", path, strerror(errno));
+	if (kop_read_file(path, KUBECONFIG_MAX, &text, &len, sub)) {
+		const char *why = strstr(sub + strlen(path), "': ");
+
+		return kop_error(err, "unable to read kubeconfig '%s': %s", path, why ? why + 3 : sub);
+	}
 	rc = kop_yaml_load(text, len, path, &docs, err);
 	free(text);
 	if (rc)

@@ -13,6 +13,21 @@
 #   example_operator_stop              SIGTERM, at most 15 s, then SIGKILL; fails unless it
 #                                      exited 0 without a sanitizer report
 #   example_get PATH FILE              GET PATH from the API server into FILE (curl, kubeconfig's server)
+#   example_golden_tests               one test per $FIXTURES/NAME.in.jsonl: the script's own
+#                                      `reconcile NAME` writes NAME.expect.jsonl to NAME.out,
+#                                      with no warning or error in NAME.err
+#   example_status_is NAME JSON        the status NAME.out writes is JSON (compact)
+#   example_e2e_setup                  skips unless every tool is built; ksim started, and a
+#                                      trap that stops the operator and ksim on exit
+#   example_operator_done              the operator never restarted its pipeline, logged no
+#                                      error and stops cleanly; then ksim stops
+#   example_fixtures_ksim              for make-fixtures.sh (set -e): ksim in a new temporary
+#                                      directory W (the current one, removed on exit),
+#                                      KUBECONFIG exported, SERVER its address
+#   example_wait_for CMD...            CMD every 0.2 s until it succeeds; fails after 20 s
+#   example_record_deletion PROGRAM FILE PATH N
+#                                      kwatch --record of the program's watches into FILE
+#                                      while PATH is deleted, until FILE holds N DELETED events
 
 example_watch_args () {
 	ireconcile --print-watches "$1" >"${TMPDIR:-/tmp}/ex-watches.$$" || return 1
@@ -85,4 +100,80 @@ example_operator_stop () {
 
 example_get () {
 	curl -sS -m 30 -o "$2" "$(sed -n 's/.*"server": *"\([^"]*\)".*/\1/p' "$KUBECONFIG")$1"
+}
+
+example_golden_tests () {
+	for eg_f in "$FIXTURES"/*.in.jsonl
+	do
+		eg_name=$(basename "$eg_f" .in.jsonl)
+		test_expect_success "$eg_name: operations as recorded (golden)" "
+			reconcile $eg_name &&
+			test_no_sanitizer_report $eg_name.err &&
+			! grep -E '\"level\":\"(warn|error)\"' $eg_name.err &&
+			test_cmp_json '$FIXTURES/$eg_name.expect.jsonl' $eg_name.out
+		"
+	done
+}
+
+example_status_is () {
+	jq -c 'select(.op == "status") | .object.status' "$1.out" >actual &&
+	echo "$2" >expect &&
+	test_cmp expect actual
+}
+
+example_e2e_setup () {
+	for ee_t in ksim kwatch ireconcile kapply kstatus iot-operator
+	do
+		command -v $ee_t >/dev/null || test_skip_all "$ee_t not built"
+	done
+	ksim_start || exit 1
+	trap 'example_operator_stop; ksim_exit_trap_' EXIT
+}
+
+example_operator_done () {
+	example_operator_stop &&
+	! grep "restarting the pipeline" operator.log &&
+	! grep '"level":"error"' operator.log &&
+	ksim_stop
+}
+
+example_fixtures_ksim () {
+	W=$(mktemp -d)
+	cd "$W"
+	ksim --port 0 --kubeconfig "$W/kc" 2>"$W/ksim.log" &
+	KSIM=$!
+	trap 'kill $KSIM; rm -rf "$W"' EXIT
+	i=0; while ! test -s "$W/kc"; do sleep 0.1; i=$((i + 1)); test $i -lt 100; done
+	KUBECONFIG="$W/kc"
+	export KUBECONFIG
+	SERVER=$(sed -n 's/.*"server": *"\([^"]*\)".*/\1/p' "$KUBECONFIG")
+}
+
+example_wait_for () {
+	ew_i=0
+	while ! "$@"; do
+		sleep 0.2
+		ew_i=$((ew_i + 1))
+		test $ew_i -lt 100 || return 1
+	done
+}
+
+example_record_deletion () {
+	# the arguments hold no blanks: word splitting is what we want
+	# shellcheck disable=SC2046
+	kwatch --record "$2" $(example_watch_args "$1") >/dev/null &
+	er_kw=$!
+	: >"$2"
+	example_wait_for grep -q initial-events-end "$2" &&
+	curl -sS -o /dev/null -X DELETE "$SERVER$3" &&
+	example_wait_for example_deleted_ "$2" "$4"
+	er_rc=$?
+	sleep 0.5
+	kill $er_kw
+	wait $er_kw || :
+	return $er_rc
+}
+
+example_deleted_ () {
+	test "$(grep -c '"type":"DELETED"' "$1")" -ge "$2"
 }

@@ -3,7 +3,7 @@
 # lib/render.c through test-tool. Sourced after test-lib.sh.
 
 IOT_PROGRAM="$PROJECT_ROOT/pipeline/iotservice"
-IOT_VECTORS="$SHARED/spec/vectors"
+IOT_VECTORS="$TEST_DATA/vectors"
 IOT_KINDS='["Namespace.v1","Secret.v1","Service.v1","Deployment.apps/v1","StatefulSet.apps/v1","NetworkPolicy.networking.k8s.io/v1","Pod.v1"]'
 
 # iot_sync INPUT OUTPUT: one reconcile; OUTPUT holds the program's answer

@@ -38,7 +38,7 @@ test_expect_success 'an over-long line is an error and the next line still reads
 '
 
 test_expect_success 'a stream fed in odd-sized pieces reads the same' '
-	f="$SHARED/recordings/deployment/deployments.watch.jsonl" &&
+	f="$TEST_DATA/recordings/deployment/deployments.watch.jsonl" &&
 	(dd bs=7 if="$f" 2>/dev/null) | "$KOP_TEST_TOOL" jsonl >out &&
 	test $(wc -l <out) = $(grep -c . "$f")
 '
@@ -76,7 +76,7 @@ test_expect_success 'RFC 3339 times parse with zones and fractions' '
 
 test_expect_success 'kop_json_dump writes the bytes jv_dump_string does: recordings and fixtures' '
 	total=0 &&
-	for f in "$SHARED"/recordings/*/*.jsonl "$PROJECT_ROOT"/t/t1*/*.jsonl "$PROJECT_ROOT"/t/t2*/*.jsonl \
+	for f in "$TEST_DATA"/recordings/*/*.jsonl "$PROJECT_ROOT"/t/t1*/*.jsonl "$PROJECT_ROOT"/t/t2*/*.jsonl \
 		"$PROJECT_ROOT"/t/t2*/*.json; do
 		case $f in *12-bad-input*) continue ;; esac
 		"$KOP_TEST_TOOL" json-dump-check <"$f" >out || { cat out; return 1; } &&
@@ -87,7 +87,7 @@ test_expect_success 'kop_json_dump writes the bytes jv_dump_string does: recordi
 
 test_expect_success 'kop_json_read reads as jv_parse_sized does: recordings, fixtures, what it leaves to libjq' '
 	total=0 &&
-	for f in "$SHARED"/recordings/*/*.jsonl "$PROJECT_ROOT"/t/t1*/*.jsonl "$PROJECT_ROOT"/t/t2*/*.jsonl \
+	for f in "$TEST_DATA"/recordings/*/*.jsonl "$PROJECT_ROOT"/t/t1*/*.jsonl "$PROJECT_ROOT"/t/t2*/*.jsonl \
 		"$PROJECT_ROOT"/t/t2*/*.json "$PROJECT_ROOT"/t/fuzz/regress-jsonl/*; do
 		# (that one reaches libjq 1.6'"'"'s own token leak, test 5 above)
 		leaks=1 &&

@@ -53,4 +53,16 @@ test_expect_success 'text logs: PROG: LEVEL: message, as README "Logs" shows the
 	test_cmp expect err
 '
 
+test_expect_success 'ireconcile finds a program by its bare name as iot-operator does' '
+	mkdir elsewhere &&
+	(cd elsewhere && ireconcile --print-watches "$PROJECT_ROOT/pipeline/memcached" >../expect) &&
+	(cd elsewhere && ireconcile --print-watches memcached >../actual) &&
+	test -s expect &&
+	test_cmp expect actual &&
+	(cd elsewhere && test_expect_code 100 ireconcile --print-watches no-such-program) 2>err &&
+	jq -r .msg err >msg &&
+	echo "unable to open '\''no-such-program'\'': No such file or directory" >expect &&
+	test_cmp expect msg
+'
+
 test_done

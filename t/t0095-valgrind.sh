@@ -97,7 +97,7 @@ test_expect_success 'the watch state machine: live stream, paged fallback, 410' 
 '
 
 # pipeline/iotservice's jq costs about 17 s of CPU under valgrind: the
-# recorded Deployment rollout (shared/recordings) through t2003's program
+# recorded Deployment rollout (t/data/recordings) through t2003's program
 # exercises the same engine in 5.
 test_expect_success 'ireconcile: a recorded Deployment rollout' '
 	vg 0 ireconcile-rollout ireconcile "$T/t2003-ireconcile-recorded/rollout" \

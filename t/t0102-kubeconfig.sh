@@ -238,7 +238,7 @@ test_expect_success 'an unknown context, no context, an empty file' '
 
 test_expect_success 'missing and unparsable files' '
 	test_expect_code 1 "$KOP_TEST_TOOL" kubeconfig --kubeconfig nope.yaml >out &&
-	echo "error: unable to open '\''nope.yaml'\'': No such file or directory" >expect &&
+	echo "error: unable to open kubeconfig '\''nope.yaml'\'': No such file or directory" >expect &&
 	test_cmp expect out &&
 	KUBECONFIG=nope1:nope2 test_expect_code 1 "$KOP_TEST_TOOL" kubeconfig >out &&
 	grep "^error: invalid configuration: no configuration has been provided" out &&
@@ -319,6 +319,25 @@ test_expect_success 'in-cluster token is re-read after a 401' '
 	KOP_TEST_BETWEEN="echo new-\$J >\"$D/sa/token\"" "$KOP_TEST_TOOL" credentials 3 2 >out &&
 	{ echo "1 $(secret_of "Bearer old")"; echo "2 $(secret_of "Bearer new-2")"; echo "3 $(secret_of "Bearer new-2")"; } >expect &&
 	test_cmp expect out
+'
+
+test_expect_success 'a kubeconfig that cannot be read is named as the kubeconfig, by the tools too' '
+	mkdir -p adir &&
+	KUBECONFIG=a.yaml:adir test_expect_code 1 "$KOP_TEST_TOOL" kubeconfig >out &&
+	echo "error: unable to read kubeconfig '\''adir'\'': Is a directory" >expect &&
+	test_cmp expect out &&
+	test_expect_code 100 kwatch --kubeconfig "$TRASH/nope" pods >out 2>err &&
+	echo "unable to open kubeconfig '\''$TRASH/nope'\'': No such file or directory" >expect &&
+	jq -r .msg err >msg &&
+	test_cmp expect msg &&
+	echo "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"c\", \"namespace\": \"d\"}}" >cm.json &&
+	KUBECONFIG=nope.yaml test_expect_code 100 kapply -f cm.json >out 2>err &&
+	jq -r .msg err >msg &&
+	grep "^invalid configuration: no configuration has been provided: none of the files in KUBECONFIG exist ('\''nope.yaml'\'')" msg &&
+	echo "{}" | KUBECONFIG=adir test_expect_code 100 kstatus >out 2>err &&
+	echo "unable to read kubeconfig '\''adir'\'': Is a directory" >expect &&
+	jq -r .msg err >msg &&
+	test_cmp expect msg
 '
 
 test_done

@@ -4,10 +4,10 @@ test_description='lib/discovery: resource names resolved as kubectl resolves the
 
 test_expect_success 'setup: the recorded discovery plus a cp.iot.sap group (v1 preferred, v1alpha1) and events.k8s.io' '
 	mkdir disc &&
-	cp "$SHARED"/recordings/discovery/api*.json disc/ &&
+	cp "$TEST_DATA"/recordings/discovery/api*.json disc/ &&
 	cp "$FIXTURES"/apis-*.json disc/ &&
 	jq -c ".groups += [{name:\"cp.iot.sap\",versions:[{groupVersion:\"cp.iot.sap/v1alpha1\",version:\"v1alpha1\"},{groupVersion:\"cp.iot.sap/v1\",version:\"v1\"}],preferredVersion:{groupVersion:\"cp.iot.sap/v1\",version:\"v1\"}}]" \
-		"$SHARED"/recordings/discovery/apis.json >disc/apis.json
+		"$TEST_DATA"/recordings/discovery/apis.json >disc/apis.json
 '
 
 test_expect_success 'names, short names, kinds, resource.group and resource.version.group' '

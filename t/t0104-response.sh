@@ -4,7 +4,7 @@ test_description='lib/kube: responses decoded (Status, plain text, curl errors) 
 
 # The body of a recorded HTTP exchange (everything after the first blank line) into FILE.
 body_of () {
-	sed "1,/^\r\{0,1\}$/d" "$SHARED/recordings/errors/$1" >"$2"
+	sed "1,/^\r\{0,1\}$/d" "$TEST_DATA/recordings/errors/$1" >"$2"
 }
 
 # response CODE BODY [RETRY-AFTER [CURLCODE]] as one line of JSON, compared with $expect

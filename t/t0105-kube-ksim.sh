@@ -100,7 +100,7 @@ test_expect_success 'the request timeout applies' '
 '
 
 test_expect_success 'discovery against the server; an unknown name refreshes once (a CRD just created)' '
-	jq -c "del(.status) | .metadata = {name: .metadata.name}" "$SHARED/recordings/custom/crd-established.json" >crd.json &&
+	jq -c "del(.status) | .metadata = {name: .metadata.name}" "$TEST_DATA/recordings/custom/crd-established.json" >crd.json &&
 	CA=$(jq -r ".clusters[0].cluster[\"certificate-authority-data\"]" kc.json) &&
 	KOP_TEST_BETWEEN="test \$J != 2 || \"$KOP_TEST_TOOL\" request POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions crd.json >crd.out && sleep 1" \
 		"$KOP_TEST_TOOL" resolve deploy widgets ns >out &&

@@ -36,7 +36,7 @@ test_expect_success 'managedFields sent by a client: stored in order; what does 
 test_expect_success 'apply of the recorded Deployment gives the recorded fieldsV1' '
 	"$KOP_TEST_TOOL" ssa-steps "$FIXTURES/01-create-deployment.json" >actual &&
 	jq -S -c ".managed[0].fieldsV1" actual >got &&
-	head -n 1 "$SHARED/recordings/deployment/deployments.watch.jsonl" >first &&
+	head -n 1 "$TEST_DATA/recordings/deployment/deployments.watch.jsonl" >first &&
 	jq -S -c ".object.metadata.managedFields[0].fieldsV1" first >want &&
 	test_cmp want got
 '
@@ -46,14 +46,14 @@ test_expect_success 'conflict message and forced managedFields as recorded' '
 	sed -n 2p actual >conflict &&
 	jq -r .message conflict >got-msg &&
 	jq -S -c .causes conflict >got-causes &&
-	grep "^{" "$SHARED/recordings/errors/409-apply-conflict.http.txt" >rec409 &&
+	grep "^{" "$TEST_DATA/recordings/errors/409-apply-conflict.http.txt" >rec409 &&
 	jq -r .message rec409 >want-msg &&
 	jq -S -c .details.causes rec409 >want-causes &&
 	test_cmp want-msg got-msg &&
 	test_cmp want-causes got-causes &&
 	sed -n 3p actual >forced &&
 	jq -S -c "[.managed[] | del(.time)]" forced >got-mf &&
-	grep "^{" "$SHARED/recordings/errors/200-apply-forced.http.txt" >rec200 &&
+	grep "^{" "$TEST_DATA/recordings/errors/200-apply-forced.http.txt" >rec200 &&
 	jq -S -c "[.metadata.managedFields[] | del(.time)]" rec200 >want-mf &&
 	test_cmp want-mf got-mf
 '
@@ -61,7 +61,7 @@ test_expect_success 'conflict message and forced managedFields as recorded' '
 test_expect_success 'update tracking follows the recorded custom object' '
 	"$KOP_TEST_TOOL" ssa-steps "$FIXTURES/11-update-tracking-recorded-widget.json" >actual &&
 	jq -S -c ".managed" actual >got &&
-	head -n 3 "$SHARED/recordings/custom/widgets.watch.jsonl" >rec &&
+	head -n 3 "$TEST_DATA/recordings/custom/widgets.watch.jsonl" >rec &&
 	jq -S -c ".object.metadata.managedFields" rec >want &&
 	test_cmp want got
 '

@@ -21,7 +21,7 @@ test_expect_success 'the 422 message and causes are the recorded ones' '
 	jq .schema "$f" >schema.json &&
 	jq .object "$f" >object.json &&
 	"$KOP_TEST_TOOL" schema-validate schema.json object.json >actual &&
-	grep "^{" "$SHARED/recordings/errors/422-invalid.http.txt" >rec &&
+	grep "^{" "$TEST_DATA/recordings/errors/422-invalid.http.txt" >rec &&
 	jq -r .message rec >want-msg &&
 	jq -r .message actual >got-msg &&
 	test_cmp want-msg got-msg &&

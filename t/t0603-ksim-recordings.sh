@@ -3,7 +3,7 @@ test_description='ksim: answers compared with recordings of a real kube-apiserve
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
-R="$SHARED/recordings"
+R="$TEST_DATA/recordings"
 SCRUB="$FIXTURES/scrub.jq"
 
 # The body of a recorded HTTP exchange (after the blank line).

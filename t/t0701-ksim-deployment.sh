@@ -4,7 +4,7 @@ test_description='ksim simulated cluster: Deployments, ReplicaSets and pods as k
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
 F="$TEST_DIRECTORY/t0701-ksim-deployment"
-R="$SHARED/recordings/deployment"
+R="$TEST_DATA/recordings/deployment"
 NS=rec-deploy
 
 ksim_start --pod-start-delay 300ms --pod-run-duration 500ms

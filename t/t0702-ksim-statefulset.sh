@@ -4,7 +4,7 @@ test_description='ksim simulated cluster: StatefulSets (ordered pods, PVCs, roll
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
 F="$TEST_DIRECTORY/t0702-ksim-statefulset"
-R="$SHARED/recordings/statefulset"
+R="$TEST_DATA/recordings/statefulset"
 NS=rec-sts
 
 ksim_start --pod-start-delay 300ms --lb-delay 500ms

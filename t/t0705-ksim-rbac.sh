@@ -4,7 +4,7 @@ test_description='ksim --authorization rbac: tokens to users, groups and Service
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
 F="$TEST_DIRECTORY/t0705-ksim-rbac"
-REC="$SHARED/recordings/errors"
+REC="$TEST_DATA/recordings/errors"
 
 ksim_start --tls --authorization rbac --token admin-token --token-file "$F/tokens.csv" \
 	--sa-token devawsk8s/iot-operator=operator-token --no-simulate

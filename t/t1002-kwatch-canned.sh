@@ -10,7 +10,7 @@ cmp_lines () {
 
 test_expect_success 'start the canned server' '
 	for f in api api-v1 apis apis-apps-v1; do
-		cp "$SHARED/recordings/discovery/$f.json" . || return 1
+		cp "$TEST_DATA/recordings/discovery/$f.json" . || return 1
 	done &&
 	cp "$FIXTURES"/routes.jsonl "$FIXTURES"/list.json "$FIXTURES"/watch.jsonl \
 		"$FIXTURES"/pods-stream.jsonl "$FIXTURES"/empty.jsonl "$FIXTURES"/cut-list.json . &&

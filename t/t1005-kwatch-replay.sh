@@ -17,7 +17,7 @@ test_expect_success 'setup: the Widget CRD, a widget (its finalizer stored: chil
 	mkdir prog &&
 	cp -R "$TEST_DIRECTORY/t2001-ireconcile-engine/widgets" prog/ &&
 	cp -R "$PROJECT_ROOT/pipeline/lib" prog/lib &&
-	jq -c "del(.status) | .metadata |= {name}" "$SHARED/recordings/custom/crd-established.json" >crd.json &&
+	jq -c "del(.status) | .metadata |= {name}" "$TEST_DATA/recordings/custom/crd-established.json" >crd.json &&
 	api POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$(cat crd.json)" &&
 	test_wait_for 10 curl -sf "$KSIM_URL/apis/test.example.org/v1" &&
 	api POST /api/v1/namespaces "{\"metadata\":{\"name\":\"blue\"}}" &&

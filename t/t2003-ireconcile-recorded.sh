@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='ireconcile: real recorded watch streams (shared/recordings/deployment)'
+test_description='ireconcile: real recorded watch streams (t/data/recordings/deployment)'
 . "${0%/*}/test-lib.sh"
 
 for in in "$FIXTURES"/*.in.jsonl

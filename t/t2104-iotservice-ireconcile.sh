@@ -217,7 +217,7 @@ test_expect_success 'a status in flight: the next reconcile writes no second Pro
 	test $(wc -l <actual) = 1
 '
 
-# iotservice.md §6 when instances are edited together (an upgrade of all):
+# The limit on parallel updates (docs/iotservice-api.md) when instances are edited together (an upgrade of all):
 # their reconciles run before any of their statuses is stored, so the
 # limit counts the statuses sent, not only those stored.
 test_expect_success 'instances edited together: at most MAX_PARALLEL_UPDATES start rolling' '

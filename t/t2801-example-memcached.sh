@@ -1,6 +1,7 @@
 #!/bin/sh
 test_description='pipeline/memcached through ireconcile: recorded event files, golden operations'
 . "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-examples.sh"
 
 command -v ireconcile >/dev/null || test_skip_all 'ireconcile not built'
 
@@ -16,16 +17,7 @@ ops () {
 	jq -r '"\(.op) \(.object.kind // .event.involvedObject.kind) \(.object.metadata.name // .event.reason)"' "$1.out"
 }
 
-for f in "$FIXTURES"/*.in.jsonl
-do
-	name=$(basename "$f" .in.jsonl)
-	test_expect_success "$name: operations as recorded (golden)" "
-		reconcile $name &&
-		test_no_sanitizer_report $name.err &&
-		! grep -E '\"level\":\"(warn|error)\"' $name.err &&
-		test_cmp_json '$FIXTURES/$name.expect.jsonl' $name.out
-	"
-done
+example_golden_tests
 
 test_expect_success 'the watches: Memcacheds, Deployments and pods labelled app=memcached' '
 	ireconcile --print-watches "$P" >watches.out &&
@@ -47,9 +39,7 @@ test_expect_success '01-new: a Deployment of size replicas, owned by the Memcach
 	jq -c "select(.op == \"apply\") | .object.spec.template.spec.containers" 01-new.out >actual &&
 	echo "[{\"name\":\"memcached\",\"image\":\"memcached:1.4.36-alpine\",\"command\":[\"memcached\",\"-m=64\",\"-o\",\"modern\",\"-v\"],\"ports\":[{\"containerPort\":11211,\"name\":\"memcached\"}]}]" >expect &&
 	test_cmp expect actual &&
-	jq -c "select(.op == \"status\") | .object.status" 01-new.out >actual &&
-	echo "{\"nodes\":[]}" >expect &&
-	test_cmp expect actual
+	example_status_is 01-new "{\"nodes\":[]}"
 '
 
 test_expect_success '02-pods: status.nodes is the sorted names of the pods, the Deployment is left alone' '

@@ -1,6 +1,7 @@
 #!/bin/sh
 test_description='pipeline/at through ireconcile: recorded event files, golden operations, the timed requeue'
 . "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-examples.sh"
 
 command -v ireconcile >/dev/null || test_skip_all 'ireconcile not built'
 
@@ -25,16 +26,7 @@ ops () {
 	jq -r '"\(.op) \(.object.kind // .event.involvedObject.kind) \(.object.metadata.name // ("\(.event.involvedObject.name) \(.event.type) \(.event.reason)"))"' "$1.out"
 }
 
-for f in "$FIXTURES"/*.in.jsonl
-do
-	name=$(basename "$f" .in.jsonl)
-	test_expect_success "$name: operations as recorded (golden)" "
-		reconcile $name &&
-		test_no_sanitizer_report $name.err &&
-		! grep -E '\"level\":\"(warn|error)\"' $name.err &&
-		test_cmp_json '$FIXTURES/$name.expect.jsonl' $name.out
-	"
-done
+example_golden_tests
 
 test_expect_success '02-pending read at the scheduled time (golden)' '
 	reconcile 02-pending 2026-11-22T10:10:00Z 02-due &&
@@ -46,9 +38,7 @@ test_expect_success '01-new: a new At is PENDING; no pod before the schedule' '
 	ops 01-new >actual &&
 	printf "status At example-at\nevent At example-at Normal Scheduled\n" >expect &&
 	test_cmp expect actual &&
-	jq -c "select(.op == \"status\") | .object.status" 01-new.out >actual &&
-	echo "{\"phase\":\"PENDING\"}" >expect &&
-	test_cmp expect actual
+	example_status_is 01-new "{\"phase\":\"PENDING\"}"
 '
 
 test_expect_success '02-pending: PENDING before the schedule writes nothing' '
@@ -64,9 +54,7 @@ test_expect_success '02-due: at the schedule a busybox pod owned by the At runs 
 		(.metadata.ownerReferences[] | [.kind, .name, .controller, .uid])]" 02-due.out >actual &&
 	echo "[\"default\",\"Never\",[{\"name\":\"busybox\",\"image\":\"busybox\",\"command\":[\"sh\",\"-c\",\"echo YAY\"]}],[\"At\",\"example-at\",true,\"$uid\"]]" >expect &&
 	test_cmp expect actual &&
-	jq -c "select(.op == \"status\") | .object.status" 02-due.out >actual &&
-	echo "{\"phase\":\"RUNNING\"}" >expect &&
-	test_cmp expect actual
+	example_status_is 02-due "{\"phase\":\"RUNNING\"}"
 '
 
 test_expect_success '03-running: the pod runs: nothing to write' '
@@ -77,9 +65,7 @@ test_expect_success '04-finished: the pod Succeeded: DONE, the pod is kept' '
 	ops 04-finished >actual &&
 	printf "status At example-at\nevent At example-at Normal Finished\n" >expect &&
 	test_cmp expect actual &&
-	jq -c "select(.op == \"status\") | .object.status" 04-finished.out >actual &&
-	echo "{\"phase\":\"DONE\"}" >expect &&
-	test_cmp expect actual
+	example_status_is 04-finished "{\"phase\":\"DONE\"}"
 '
 
 test_expect_success '05-done: DONE is the end: nothing to write' '
@@ -90,18 +76,14 @@ test_expect_success '06-invalid: an unparsable schedule is reported in the statu
 	ops 06-invalid >actual &&
 	printf "status At bad-at\nevent At bad-at Warning InvalidSchedule\n" >expect &&
 	test_cmp expect actual &&
-	jq -c "select(.op == \"status\") | .object.status" 06-invalid.out >actual &&
-	echo "{\"phase\":\"PENDING\",\"error\":\"unable to parse spec.schedule \\\"tomorrow\\\": want an RFC 3339 time such as 2023-03-19T08:00:00Z\"}" >expect &&
-	test_cmp expect actual
+	example_status_is 06-invalid "{\"phase\":\"PENDING\",\"error\":\"unable to parse spec.schedule \\\"tomorrow\\\": want an RFC 3339 time such as 2023-03-19T08:00:00Z\"}"
 '
 
 test_expect_success '07-fixed: a schedule fixed to the past runs at once; the error goes' '
 	ops 07-fixed >actual &&
 	printf "apply Pod bad-at\nstatus At bad-at\nevent At bad-at Normal Started\n" >expect &&
 	test_cmp expect actual &&
-	jq -c "select(.op == \"status\") | .object.status" 07-fixed.out >actual &&
-	echo "{\"phase\":\"RUNNING\"}" >expect &&
-	test_cmp expect actual
+	example_status_is 07-fixed "{\"phase\":\"RUNNING\"}"
 '
 
 test_expect_success '08-deleted: a deleted At and its pod: nothing written for it (the other one finishes)' '

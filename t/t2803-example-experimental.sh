@@ -1,6 +1,7 @@
 #!/bin/sh
 test_description='pipeline/experimental through ireconcile: recorded event files, golden operations'
 . "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-examples.sh"
 
 command -v ireconcile >/dev/null || test_skip_all 'ireconcile not built'
 
@@ -17,16 +18,7 @@ ops () {
 	jq -r '"\(.op) \(.object.kind) \(.object.metadata.name)"' "$1.out"
 }
 
-for f in "$FIXTURES"/*.in.jsonl
-do
-	name=$(basename "$f" .in.jsonl)
-	test_expect_success "$name: operations as recorded (golden)" "
-		reconcile $name &&
-		test_no_sanitizer_report $name.err &&
-		! grep -E '\"level\":\"(warn|error)\"' $name.err &&
-		test_cmp_json '$FIXTURES/$name.expect.jsonl' $name.out
-	"
-done
+example_golden_tests
 
 test_expect_success '01-new: numberOfReplicas busybox pods labelled app=E, owned by E; nothing counted yet' '
 	ops 01-new >actual &&
@@ -42,9 +34,7 @@ test_expect_success '01-new: numberOfReplicas busybox pods labelled app=E, owned
 		(.metadata.ownerReferences[] | [.kind, .name, .controller, .uid])]" 01-new.out | sort -u >actual &&
 	echo "[{\"app\":\"$E\"},[{\"name\":\"busybox\",\"image\":\"busybox\",\"command\":[\"sleep\",\"3600\"]}],[\"Experimental\",\"$E\",true,\"$uid\"]]" >expect &&
 	test_cmp expect actual &&
-	jq -c "select(.op == \"status\") | .object.status" 01-new.out >actual &&
-	echo "{\"numberOfReplicas\":0,\"persistentVolumesUsed\":[]}" >expect &&
-	test_cmp expect actual
+	example_status_is 01-new "{\"numberOfReplicas\":0,\"persistentVolumesUsed\":[]}"
 '
 
 test_expect_success '02-pods: the status counts the pods; the pods are left alone' '

@@ -4,18 +4,12 @@ test_description='pipeline/experimental end to end: iot-operator --program exper
 . "$TEST_DIRECTORY/lib-ksim.sh"
 . "$TEST_DIRECTORY/lib-examples.sh"
 
-for t in ksim kwatch ireconcile kapply kstatus iot-operator
-do
-	command -v $t >/dev/null || test_skip_all "$t not built"
-done
-
 P="$PROJECT_ROOT/pipeline/experimental"
 E=example-experimental
 X=/apis/experiments.vapourware.com/v1alpha1/namespaces/default/experimentals/$E
 PODS="/api/v1/namespaces/default/pods?labelSelector=app%3D$E"
 
-ksim_start || exit 1
-trap 'example_operator_stop; ksim_exit_trap_' EXIT
+example_e2e_setup
 
 # replicas N: numberOfReplicas = N
 replicas () {
@@ -91,10 +85,7 @@ test_expect_success 'deleting the Experimental deletes its pods' '
 '
 
 test_expect_success 'the operator ran without a restart and stops cleanly' '
-	example_operator_stop &&
-	! grep "restarting the pipeline" operator.log &&
-	! grep "\"level\":\"error\"" operator.log &&
-	ksim_stop
+	example_operator_done
 '
 
 test_done

@@ -9,8 +9,7 @@ e2e_ksim_start
 # ksim: images matching '*:broken*' never pull (ErrImagePull, ImagePullBackOff).
 # The broken image is the messaging StatefulSet's, whose rolling update
 # replaces its one pod. (A Deployment keeps its old pod while the new one does
-# not pull; the readiness rule of iotservice.md section 4 then counts it ready:
-# see the report of issue 7's e2e tests.)
+# not pull; the readiness rule of docs/iotservice-api.md then counts it ready.)
 DEADLINE=6
 
 test_expect_success 'setup: deploy/, the operator (deadline 6s), the example Available' '

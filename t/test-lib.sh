@@ -15,7 +15,7 @@ TEST_DIRECTORY=$(cd "$(dirname "$0")" && pwd)
 TEST_NAME=$(basename "$0" .sh)
 FIXTURES="$TEST_DIRECTORY/$TEST_NAME"
 PROJECT_ROOT=$(cd "$TEST_DIRECTORY/.." && pwd)
-SHARED="$PROJECT_ROOT/../shared"
+TEST_DATA="$PROJECT_ROOT/t/data"
 : "${KOP_BIN:=$PROJECT_ROOT/bin}"
 : "${KOP_TEST_TOOL:=$PROJECT_ROOT/build/t/test-tool}"
 # timeout is t/bin/timeout, the system's with --foreground (why: there)
@@ -23,7 +23,7 @@ KOP_REAL_TIMEOUT=${KOP_REAL_TIMEOUT:-$(command -v timeout)}
 PATH="$KOP_BIN:$TEST_DIRECTORY/bin:$PATH"
 LC_ALL=C
 TZ=UTC
-export PATH LC_ALL TZ KOP_BIN KOP_TEST_TOOL SHARED PROJECT_ROOT KOP_REAL_TIMEOUT
+export PATH LC_ALL TZ KOP_BIN KOP_TEST_TOOL TEST_DATA PROJECT_ROOT KOP_REAL_TIMEOUT
 # Logs as JSON, whatever the terminal, so tests can read them.
 KOP_LOG_FORMAT=json
 export KOP_LOG_FORMAT

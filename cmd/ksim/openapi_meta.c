@@ -2,7 +2,7 @@
  * The OpenAPI v3 schemas of the metadata types the document of a custom
  * resource's group/version refers to (ObjectMeta, ListMeta and theirs), as
  * kube-apiserver's components.schemas carry them: taken from
- * ../shared/recordings/discovery/openapi-v3-test.example.org-v1.json.
+ * t/data/recordings/discovery/openapi-v3-test.example.org-v1.json.
  * Compact JSON, parsed by types.c for each document that needs it.
  */
 #include "ksim.h"

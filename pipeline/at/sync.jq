@@ -1,5 +1,5 @@
-# The At reconcile (../shared/spec/examples.md, "At"). Input and output:
-# README.md, "Writing a program".
+# The At reconcile (docs/examples.md, "At"). Input and output:
+# docs/writing-programs.md.
 #
 #   stored phase / pod                    phase    children        requeue
 #   DONE, or the pod Succeeded|Failed     DONE     the pod, if any

@@ -1,5 +1,5 @@
-# The Experimental reconcile (../shared/spec/examples.md, "Experimental").
-# Input and output: README.md, "Writing a program".
+# The Experimental reconcile (docs/examples.md, "Experimental").
+# Input and output: docs/writing-programs.md.
 #
 # Pods are named E-0, E-1, ...: new ones take the lowest numbers no pod of E
 # (terminating ones included) has. The oldest numberOfReplicas pods that are

@@ -1,5 +1,5 @@
 # children.jq: the desired objects of one IoTService instance
-# (original-operator.md §3.2-3.7 with iotservice.md §2-3 on top).
+# (docs/iotservice-api.md: the children of an instance).
 #
 # Values are written in the form the API server stores them (ports as
 # integers, quantities canonical, no empty maps), so that a steady state

@@ -1,4 +1,4 @@
-# config.jq: the content of config.yml (original-operator.md §3.3), as a
+# config.jq: the content of config.yml (docs/iotservice-api.md, "config.yml"), as a
 # JSON value whose key order is the YAML's; `iot_config(...) | yaml` is the
 # text, byte for byte the original's (spec/vectors).
 

@@ -1,6 +1,6 @@
 # desired.jq: the desired children of one IoTService, from the part of the
-# input they depend on (ireconcile's render program, README "Writing a
-# program"): {parent (without status), related, settings} ->
+# input they depend on (ireconcile's render program, docs/writing-programs.md):
+# {parent (without status), related, settings} ->
 #   {invalid: null or {field, value, message}, desired: [objects]}
 # render.jq runs it (ireconcile keeps its answer until that part changes);
 # sync.jq computes it itself when its input has no .rendered (jq's CLI).

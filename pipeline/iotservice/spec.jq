@@ -1,5 +1,5 @@
 # spec.jq: the IoTService spec as the original operator decoded it
-# (original-operator.md §1.2), its defaults (§1.5) and its validation.
+# (docs/iotservice-api.md), its defaults and its validation.
 #
 # iot_spec: .spec (any JSON) -> the typed, defaulted spec, every field
 # present in the original's struct order; or error({field, value, message})
@@ -83,7 +83,7 @@ def iot_spec_schema:
     enable_monitoring: "b-"
   };
 
-# THE defaults table (original-operator.md §1.5): a string is defaulted when
+# THE defaults table (docs/iotservice-api.md, the spec fields): a string is defaulted when
 # it is "", an int when it is 0. Nothing else is defaulted. deploy/'s CRD
 # carries the same values as schema defaults.
 def iot_defaults:
@@ -219,7 +219,7 @@ def iot_decode($schema; $path):
       else . end
   end;
 
-# What the spec may not choose (iotservice.md): tenant_exposed is forced false.
+# What the spec may not choose (docs/iotservice-api.md): tenant_exposed is forced false.
 def iot_spec_forced: .gateway.mqtt.tenant_exposed = false;
 
 # The defaults of §1.5 (a field left "" or 0 takes its default), then the

@@ -1,5 +1,5 @@
-# sync.jq: one reconcile of one IoTService (iotservice.md §2-6), run by
-# ireconcile with the input described in README.md ("Writing a program"):
+# sync.jq: one reconcile of one IoTService (docs/iotservice-api.md), run by
+# ireconcile with the input described in docs/writing-programs.md:
 #   {parent, children, pending, related, settings, aggregates, errors, finalizing, now}
 # and returning {children, status, events, resyncAfterSeconds, finalized}.
 # The desired children come from desired.jq (as .rendered when ireconcile
@@ -16,13 +16,13 @@ def iot_child_kinds:
 
 # The observed children as they were given: desired that way, they are
 # kept as they are, nothing written and nothing pruned (an invalid spec or a
-# queued update freezes the instance; README, "Writing a program").
+# queued update freezes the instance; docs/writing-programs.md).
 def iot_kept($children):
   [iot_child_kinds[] as $key | ($children[$key] // {})[]];
 
 def iot_key_of: .kind + "." + .apiVersion;
 
-# Why a required child is not ready, or empty (iotservice.md §4).
+# Why a required child is not ready, or empty (docs/iotservice-api.md, status).
 def iot_not_ready($live):
   . as $want
   | if $live == null then "\($want.kind) \($want.metadata.name) is missing"
@@ -56,7 +56,7 @@ def iot_not_ready($live):
 
 # Each desired child against its live one:
 #   {children, problems, notReady}
-# problems: changes the API forbids (iotservice.md §3), a StatefulSet's PVC
+# problems: changes the API forbids (docs/iotservice-api.md), a StatefulSet's PVC
 # template, a workload's selector; the live value is kept in the desired
 # object and the field reported, so that everything else is still
 # reconciled. notReady: why children are not updated yet (an apply on its
@@ -108,7 +108,7 @@ def iot_error_text:
 | ($in.parent.status // {}) as $old
 | ($in.now // (now | todate)) as $now
 | if $in.finalizing then
-    # iotservice.md §5: the namespace I is deleted (the engine prunes only
+    # deletion (docs/iotservice-api.md): the namespace I is deleted (the engine prunes only
     # what carries our labels, so never a namespace we did not create) and
     # takes its contents with it; the other children are kept as they are
     # rather than deleted one by one. Done when I is gone or terminating.

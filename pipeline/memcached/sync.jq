@@ -1,5 +1,5 @@
-# The memcached reconcile (../shared/spec/examples.md, "Memcached"). Input and
-# output: README.md, "Writing a program".
+# The memcached reconcile (docs/examples.md, "Memcached"). Input and
+# output: docs/writing-programs.md.
 include "kop";
 
 def memcached_labels($name): {app: "memcached", memcached_cr: $name};

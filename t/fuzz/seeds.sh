@@ -5,12 +5,11 @@
 set -eu
 target=$1 dir=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
-shared="$root/../shared"
 mkdir -p "$dir"
 copy () { for f in "$@"; do [ -f "$f" ] && cp "$f" "$dir/$(echo "$f" | cksum | cut -d' ' -f1)"; done; return 0; }
 case $target in
 jsonl|watch)
-	copy "$shared"/recordings/*/*.jsonl "$root"/t/t*/*.jsonl ;;
+	copy "$root"/t/data/recordings/*/*.jsonl "$root"/t/t*/*.jsonl ;;
 yaml|manifest)
 	copy "$root"/deploy/*.yaml "$root"/t/t*/*.yaml "$root"/t/t*/*.yml ;;
 kubeconfig)

@@ -1,9 +1,9 @@
 #!/bin/sh
-# Builds the event files of t2003 from shared/recordings/deployment (run by
+# Builds the event files of t2003 from t/data/recordings/deployment (run by
 # hand; the output is committed): the three watch streams merged in
 # resourceVersion order, as kwatch would interleave them.
 set -e
-R=${SHARED:-../../../shared}/recordings/deployment
+R=${TEST_DATA:-../data}/recordings/deployment
 BOOKMARK='{"type":"BOOKMARK","object":{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"resourceVersion":"905","annotations":{"k8s.io/initial-events-end":"true"}}}}'
 cat "$R/deployments.watch.jsonl" "$R/replicasets.watch.jsonl" "$R/pods.watch.jsonl" |
 	jq -c -s 'sort_by(.object.metadata.resourceVersion | tonumber) | .[]' >all.tmp

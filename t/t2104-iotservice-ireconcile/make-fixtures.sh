@@ -9,7 +9,7 @@ set -e
 cd "$(dirname "$0")/.."
 TEST_NAME=t2104-iotservice-ireconcile
 PROJECT_ROOT=$(cd .. && pwd)
-SHARED="$PROJECT_ROOT/../shared"
+TEST_DATA="$PROJECT_ROOT/t/data"
 : "${KOP_TEST_TOOL:=$PROJECT_ROOT/build/t/test-tool}"
 . ./lib-iotservice.sh
 F=$TEST_NAME

@@ -12,16 +12,8 @@ PATH="$PROJECT_ROOT/bin:$PATH"
 P="$PROJECT_ROOT/pipeline/memcached"
 NOW=2026-11-22T10:00:00Z
 . "$F/../lib-examples.sh"
-W=$(mktemp -d)
-cd "$W"
-ksim --port 0 --kubeconfig "$W/kc" 2>"$W/ksim.log" &
-KSIM=$!
-trap 'kill $KSIM; rm -rf "$W"' EXIT
-i=0; while ! test -s "$W/kc"; do sleep 0.1; i=$((i + 1)); test $i -lt 100; done
-KUBECONFIG="$W/kc"
-export KUBECONFIG
+example_fixtures_ksim
 
-wait_for () { i=0; while ! "$@"; do sleep 0.2; i=$((i + 1)); test $i -lt 100; done; }
 running () {
 	example_get "/api/v1/namespaces/default/pods?labelSelector=app%3Dmemcached" pods.json &&
 	test "$(jq '[.items[] | select(.status.phase == "Running")] | length' pods.json)" = "$1"
@@ -30,7 +22,7 @@ running () {
 kapply -f "$PROJECT_ROOT/deploy/examples/memcached/crd.yaml" -f "$PROJECT_ROOT/deploy/examples/memcached/example.yaml" >/dev/null
 example_snapshot "$P" "$F/01-new.in.jsonl"
 example_step "$P" "$F/01-new.in.jsonl" $NOW
-wait_for running 3
+example_wait_for running 3
 example_snapshot "$P" "$F/02-pods.in.jsonl"
 example_step "$P" "$F/02-pods.in.jsonl" $NOW
 example_snapshot "$P" "$F/03-steady.in.jsonl"
@@ -39,20 +31,10 @@ kapply -f - >/dev/null <<-\EOT
 EOT
 example_snapshot "$P" "$F/04-scale.in.jsonl"
 example_step "$P" "$F/04-scale.in.jsonl" $NOW
-wait_for running 4
+example_wait_for running 4
 example_snapshot "$P" "$F/05-scaled.in.jsonl"
 example_step "$P" "$F/05-scaled.in.jsonl" $NOW
 
 # 06: the Memcached deleted while kwatch records; the garbage collector
 # deletes the Deployment, the ReplicaSet's pods go with it
-# shellcheck disable=SC2046
-kwatch --record "$F/06-deleted.in.jsonl" $(example_watch_args "$P") >/dev/null &
-KW=$!
-: >"$F/06-deleted.in.jsonl"
-wait_for grep -q initial-events-end "$F/06-deleted.in.jsonl"
-curl -sS -o /dev/null -X DELETE "$(sed -n 's/.*"server": *"\([^"]*\)".*/\1/p' "$KUBECONFIG")/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/example-memcached"
-gone () { test "$(grep -c '"type":"DELETED"' "$F/06-deleted.in.jsonl")" -ge 6; }
-wait_for gone
-sleep 0.5
-kill $KW
-wait $KW || :
+example_record_deletion "$P" "$F/06-deleted.in.jsonl" /apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/example-memcached 6

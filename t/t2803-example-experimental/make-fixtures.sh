@@ -8,17 +8,8 @@ PATH="$PROJECT_ROOT/bin:$PATH"
 P="$PROJECT_ROOT/pipeline/experimental"
 NOW=2026-11-22T10:00:00Z
 . "$F/../lib-examples.sh"
-W=$(mktemp -d)
-cd "$W"
-ksim --port 0 --kubeconfig "$W/kc" 2>"$W/ksim.log" &
-KSIM=$!
-trap 'kill $KSIM; rm -rf "$W"' EXIT
-i=0; while ! test -s "$W/kc"; do sleep 0.1; i=$((i + 1)); test $i -lt 100; done
-KUBECONFIG="$W/kc"
-export KUBECONFIG
-SERVER=$(sed -n 's/.*"server": *"\([^"]*\)".*/\1/p' "$KUBECONFIG")
+example_fixtures_ksim
 
-wait_for () { i=0; while ! "$@"; do sleep 0.2; i=$((i + 1)); test $i -lt 100; done; }
 pods () {
 	example_get "/api/v1/namespaces/default/pods?labelSelector=app%3Dexample-experimental" pods.json &&
 	test "$(jq '[.items[] | select(.status.phase == "Running")] | length' pods.json)" = "$1" &&
@@ -33,7 +24,7 @@ replicas () {
 kapply -f "$PROJECT_ROOT/deploy/examples/experimental/crd.yaml" -f "$PROJECT_ROOT/deploy/examples/experimental/example.yaml" >/dev/null
 example_snapshot "$P" "$F/01-new.in.jsonl"
 example_step "$P" "$F/01-new.in.jsonl" $NOW
-wait_for pods 3
+example_wait_for pods 3
 example_snapshot "$P" "$F/02-pods.in.jsonl"
 example_step "$P" "$F/02-pods.in.jsonl" $NOW
 example_snapshot "$P" "$F/03-steady.in.jsonl"
@@ -42,25 +33,15 @@ sleep 1.1
 replicas 5
 example_snapshot "$P" "$F/04-up.in.jsonl"
 example_step "$P" "$F/04-up.in.jsonl" $NOW
-wait_for pods 5
+example_wait_for pods 5
 example_snapshot "$P" "$F/05-up-done.in.jsonl"
 example_step "$P" "$F/05-up-done.in.jsonl" $NOW
 replicas 2
 example_snapshot "$P" "$F/06-down.in.jsonl"
 example_step "$P" "$F/06-down.in.jsonl" $NOW
-wait_for pods 2
+example_wait_for pods 2
 example_snapshot "$P" "$F/07-down-done.in.jsonl"
 example_step "$P" "$F/07-down-done.in.jsonl" $NOW
 
 # 08: the Experimental deleted while kwatch records; its pods go with it
-# shellcheck disable=SC2046
-kwatch --record "$F/08-deleted.in.jsonl" $(example_watch_args "$P") >/dev/null &
-KW=$!
-: >"$F/08-deleted.in.jsonl"
-wait_for grep -q initial-events-end "$F/08-deleted.in.jsonl"
-curl -sS -o /dev/null -X DELETE "$SERVER/apis/experiments.vapourware.com/v1alpha1/namespaces/default/experimentals/example-experimental"
-gone () { test "$(grep -c '"type":"DELETED"' "$F/08-deleted.in.jsonl")" -ge 3; }
-wait_for gone
-sleep 0.5
-kill $KW
-wait $KW || :
+example_record_deletion "$P" "$F/08-deleted.in.jsonl" /apis/experiments.vapourware.com/v1alpha1/namespaces/default/experimentals/example-experimental 3

@@ -1,0 +1,346 @@
+/*
+ * The render cache: a render program's answer kept per primary (deflated),
+ * with the digests of its children, so that a reconcile whose render input
+ * did not change neither runs it nor compares its children again.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <openssl/sha.h>
+#include "ireconcile.h"
+#include "banned.h"
+
+/* The part of a primary (consumed) that its render program gets. */
+jv render_parent(jv parent)
+{
+	jv meta = jv_object_get(jv_copy(parent), kop_json_key("metadata"));
+
+	if (jv_get_kind(meta) == JV_KIND_OBJECT) {
+		meta = jv_object_delete(meta, kop_json_key("resourceVersion"));
+		meta = jv_object_delete(meta, kop_json_key("finalizers"));
+		meta = jv_object_delete(meta, kop_json_key("managedFields"));
+		parent = jv_object_set(parent, kop_json_key("metadata"), meta);
+	} else {
+		jv_free(meta);
+	}
+	if (jv_get_kind(parent) == JV_KIND_OBJECT)
+		parent = jv_object_delete(parent, kop_json_key("status"));
+	return parent;
+}
+
+/* The render answer (consumed) with each desired object projected by its
+ * kind's `project`; jv_invalid() when no object changed. */
+static jv render_view(jv out)
+{
+	jv des = jv_getpath(jv_copy(out), JV_ARRAY(jv_string("desired"))), view = jv_array();
+	int changed = 0;
+
+	if (jv_get_kind(des) != JV_KIND_ARRAY) {
+		jv_free(des);
+		jv_free(view);
+		jv_free(out);
+		return jv_invalid();
+	}
+	jv_array_foreach(des, i, c) {
+		jv pc = project(jv_copy(c), 0);
+
+		if (!jv_identical(jv_copy(pc), jv_copy(c)))
+			changed = 1;
+		jv_free(c);
+		view = jv_array_append(view, pc);
+	}
+	jv_free(des);
+	if (!changed) {
+		jv_free(view);
+		jv_free(out);
+		return jv_invalid();
+	}
+	return jv_object_set(out, kop_json_key("desired"), view);
+}
+
+/* The render program's input for p but its .parent: .related and .settings. */
+static jv render_input(void)
+{
+	jv in = jv_object_set(jv_object(), kop_json_key("related"), build_related());
+
+	return jv_object_set(in, kop_json_key("settings"), jv_copy(E.prog.settings));
+}
+
+/* in (consumed) with p's .parent: the primary whole (sync's .parent may lack its spec, p->obj->vtext). */
+static jv render_input_parent(struct prim *p, struct rctx *ctx, jv in)
+{
+	return jv_object_set(in, kop_json_key("parent"),
+			     render_parent(p->obj->vtext ? parse_obj(p->obj) : jv_copy(ctx->parent)));
+}
+
+/* The digests of the objects of out's .desired (borrowed) in *dig, which of
+ * them have a status in *stat (both allocated, NULL when none): their number. */
+static int desired_digests(jv out, unsigned char (**dig)[KOP_JSON_DIGEST_LEN], unsigned char **stat)
+{
+	jv des = jv_getpath(jv_copy(out), JV_ARRAY(jv_string("desired")));
+	int n = jv_get_kind(des) == JV_KIND_ARRAY ? jv_array_length(jv_copy(des)) : 0;
+
+	*dig = NULL;
+	*stat = NULL;
+	if (n > 0) {
+		*dig = kop_calloc((size_t)n, sizeof(**dig));
+		*stat = kop_calloc((size_t)n, 1);
+		jv_array_foreach(des, i, c) {
+			kop_program_object_digest(c, (*dig)[i]);
+			(*stat)[i] = jv_get_kind(c) == JV_KIND_OBJECT && jv_object_has(jv_copy(c), kop_json_key("status"));
+			jv_free(c);
+		}
+	}
+	jv_free(des);
+	return n;
+}
+
+/* Runs the render program on in (consumed): its answer, directives resolved,
+ * the time spent added to *us_jq and *us_fn; jv_invalid() with err. */
+static jv render_run(jv in, int64_t *us_jq, int64_t *us_fn, char *err)
+{
+	int64_t t0 = kop_mono_us(), t1;
+	jv out;
+
+	if (kop_jq_run1(E.prog.render, in, &out, err) < 0)
+		return jv_invalid();
+	t1 = kop_mono_us();
+	*us_jq += t1 - t0;
+	if (kop_fn_resolve(out, &out, err) < 0) {
+		if (jv_is_valid(out))
+			jv_free(out);
+		return jv_invalid();
+	}
+	*us_fn += kop_mono_us() - t1;
+	return out;
+}
+
+/* Keeps the render answer out (borrowed) in p->rendered, deflated (as jv the
+ * desired children of an IoT instance take ~190 KB, as compact JSON ~34 KB,
+ * deflated a few KB): 0 if it could not be. */
+static int render_store(struct prim *p, jv out)
+{
+	char *text = kop_json_dump_len(jv_copy(out), &p->rendered_len);
+
+	free(p->rendered);
+	p->rendered = NULL;
+	p->rendered_zlen = deflate_text(text, p->rendered_len, &p->rendered, NULL);
+	free(text);
+	return p->rendered_zlen != 0;
+}
+
+/*
+ * The render program's answer for p (README, "Writing a program": render),
+ * directives resolved, as sync sees it (its desired objects projected):
+ * computed again only when its input (the primary without status,
+ * resourceVersion and finalizers, .related, .settings) changed since the
+ * last reconcile of p. What sync sees of it stays in p->rview; the answer
+ * as computed, in ctx->rfull for this reconcile and in p->rendered for
+ * later ones while they may need it (render_keep). *us_jq and *us_fn
+ * receive the time spent (microseconds), *cached whether the stored answer
+ * was used. jv_invalid() with err.
+ */
+jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int *cached, char *err)
+{
+	unsigned char d[KOP_JSON_DIGEST_LEN];
+	jv in, out, view;
+
+	*us_jq = *us_fn = 0;
+	*cached = 0;
+	/* The key: the parent's part (digested as it arrived) and the rest. */
+	in = render_input();
+	{
+		unsigned char both[2 * KOP_JSON_DIGEST_LEN];
+
+		memcpy(both, p->pdig, KOP_JSON_DIGEST_LEN);
+		kop_json_digest(in, both + KOP_JSON_DIGEST_LEN);
+		SHA256(both, sizeof(both), d);
+	}
+	if (p->render_valid && !memcmp(d, p->render_key, sizeof(d))) {
+		out = p->rview ? kop_json_read(p->rview, strlen(p->rview))
+			       : inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, NULL);
+		if (jv_is_valid(out)) {
+			jv_free(in);
+			*cached = 1;
+			if (!p->rview)
+				ctx->rfull = jv_copy(out);
+			return out;
+		}
+		jv_free(out);	/* cannot happen: computed again below */
+	}
+	p->render_valid = 0;
+	free(p->rendered);
+	p->rendered = NULL;
+	free(p->rview);
+	p->rview = NULL;
+	free(p->rdig);
+	p->rdig = NULL;
+	free(p->rstat);
+	p->rstat = NULL;
+	free(p->radig);
+	p->radig = NULL;
+	p->nrdig = 0;
+	out = render_run(render_input_parent(p, ctx, in), us_jq, us_fn, err);
+	if (!jv_is_valid(out))
+		return out;
+	p->nrdig = desired_digests(out, &p->rdig, &p->rstat);
+	if (p->nrdig) {
+		int i;
+
+		p->radig = kop_calloc((size_t)p->nrdig, sizeof(*p->radig));
+		for (i = 0; i < p->nrdig; i++)
+			kop_program_applied_digest(p->rdig[i], p->obj->uid, p->radig[i]);
+	}
+	memcpy(p->render_key, d, sizeof(d));
+	ctx->rfull = jv_copy(out);
+	/* What sync reads of it, small enough to keep as it is. */
+	view = render_view(jv_copy(out));
+	if (!jv_is_valid(view)) {
+		/* Sync sees the answer as computed: that is what is kept. */
+		jv_free(view);
+		p->render_valid = render_store(p, out);
+		return out;
+	}
+	p->rview = kop_json_dump(jv_copy(view));
+	p->render_valid = 1;
+	jv_free(out);
+	return view;
+}
+
+/* Whether out (borrowed) has the desired objects of p's last answer (p->rdig). */
+static int same_desired(struct prim *p, jv out)
+{
+	unsigned char (*dig)[KOP_JSON_DIGEST_LEN], *stat;
+	int n = desired_digests(out, &dig, &stat);
+	int same = n == p->nrdig && (!n || !memcmp(dig, p->rdig, (size_t)n * sizeof(*dig)));
+
+	free(dig);
+	free(stat);
+	return same;
+}
+
+/*
+ * The render answer as computed (borrowed from ctx): parsed once per
+ * reconcile, when needed; computed again from the same input (the render
+ * key has not changed, or render() would have) when not kept. When it
+ * cannot be had (the program fails, or answers otherwise, on the same
+ * input: it reads something else), jv_invalid() and ctx->rfail: the
+ * children that need it are left as they are, and the reconcile is tried
+ * again, rendering anew (reconcile_parsed).
+ */
+jv rendered_full(struct prim *p, struct rctx *ctx)
+{
+	char err[KOP_ERRLEN] = "";
+
+	if (jv_is_valid(ctx->rfull) || !p->render_valid || ctx->rfail)
+		return ctx->rfull;
+	if (p->rendered) {
+		ctx->rfull = inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, NULL);
+		return ctx->rfull;
+	}
+	ctx->rfull = render_run(render_input_parent(p, ctx, render_input()), &ctx->rerender_jq, &ctx->rerender_fn, err);
+	if (!jv_is_valid(ctx->rfull)) {
+		ctx->rfail = 1;
+		snprintf(ctx->rfail_msg, sizeof(ctx->rfail_msg), "render program failed on an input it rendered before: %s",
+			 err);
+	} else if (!same_desired(p, ctx->rfull)) {
+		jv_free(ctx->rfull);
+		ctx->rfull = jv_invalid();
+		ctx->rfail = 1;
+		snprintf(ctx->rfail_msg, sizeof(ctx->rfail_msg), "%s",
+			 "render program answered otherwise on an input it rendered before (does it read more than its input?)");
+	}
+	return ctx->rfull;
+}
+
+/*
+ * After a reconcile of p: its render answer as computed is kept (stored if
+ * it was computed now) while a later reconcile may read it whole (a child
+ * not yet held by its live object, an apply on its way, one sync changed),
+ * and dropped once every rendered child is held by its live object (held):
+ * then the comparisons are remembered (struct obj's match) and sync needs
+ * only p->rview. Most instances are at rest: this is most of the memory a
+ * render took.
+ */
+void render_keep(struct prim *p, struct rctx *ctx, int held)
+{
+	if (!p->render_valid || !p->rview)
+		return;		/* without a view of its own, p->rendered is what sync sees */
+	if (held) {
+		free(p->rendered);
+		p->rendered = NULL;
+	} else if (!p->rendered && jv_is_valid(ctx->rfull)) {
+		render_store(p, ctx->rfull);	/* if it cannot be, computed again when needed */
+	}
+}
+
+/*
+ * Whether an apply written for the live child o is on its way still: sent,
+ * not failed, not timed out, and the live object does not hold it yet (a
+ * write of someone else's, a controller's status, may come first). One the
+ * live object holds is no longer in flight, its comparison remembered for
+ * apply_children.
+ */
+static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_t now)
+{
+	char *fkey = join2("apply", o->key);
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
+	int pending = 0;
+	jv sent;
+
+	if (!f || f->failed || !f->has_obj || now - f->at >= FLIGHT_TIMEOUT_MS)
+		goto out;
+	if (!strcmp(f->live_rv, o->rv)) {
+		pending = 1;	/* not changed since */
+		goto out;
+	}
+	if (o->match_ok && !memcmp(o->match, f->memo, sizeof(f->memo)) && !memcmp(o->match_sdig, o->sdig, sizeof(o->sdig))) {
+		flight_forget(fkey);
+		goto out;
+	}
+	if (f->rindex < 0) {
+		sent = inflate_parse(f->ztext, f->zlen, f->len, NULL);
+	} else if (p->render_valid && !memcmp(f->rkey, p->render_key, sizeof(f->rkey))) {
+		sent = jv_getpath(jv_copy(rendered_full(p, ctx)), JV_ARRAY(jv_string("desired"), jv_number(f->rindex)));
+		if (jv_get_kind(sent) == JV_KIND_OBJECT)	/* as apply_children stamped it */
+			sent = kop_program_stamp_applied(kop_program_stamp(&E.prog, o->kind->mapping, sent, ctx->parent),
+							 f->memo);
+	} else {
+		pending = 1;	/* rendered anew since: this reconcile decides again */
+		goto out;
+	}
+	if (jv_get_kind(sent) != JV_KIND_OBJECT) {
+		jv_free(sent);	/* ctx->rfail: unknown, so not landed */
+		pending = ctx->rfail;
+		goto out;
+	}
+	if (live_holds(ctx, o, sent)) {
+		o->match_ok = 1;
+		memcpy(o->match, f->memo, sizeof(o->match));
+		memcpy(o->match_sdig, o->sdig, sizeof(o->match_sdig));
+		flight_forget(fkey);
+	} else {
+		pending = 1;
+	}
+	jv_free(sent);
+out:
+	free(fkey);
+	return pending;
+}
+
+/* .pending: the live children with an apply on its way, keyed as in .children. */
+jv build_pending(struct prim *p, struct rctx *ctx, int64_t now)
+{
+	jv r = jv_object();
+	struct obj *o;
+
+	if (!E.flights.len)
+		return r;
+	for (o = p->children; o; o = o->next) {
+		if (o->kind->role != KOP_ROLE_CHILD || !apply_pending(p, ctx, o, now))
+			continue;
+		r = jv_setpath(r, JV_ARRAY(jv_string(o->kind->key), child_slot(p, o)), jv_true());
+	}
+	return r;
+}

@@ -1,0 +1,91 @@
+/*
+ * The feedback: kapply's and kstatus's result lines, a failed write
+ * reaching the program as .errors and a retry after a backoff.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "ireconcile.h"
+#include "banned.h"
+
+void handle_result(jv r, size_t lineno)
+{
+	const char *op = kop_json_cstr(r, "op"), *what = kop_json_cstr(r, "for"), *pkey = kop_json_cstr(r, "primary");
+	jv ref, ok;
+	struct prim *p;
+	char *okey = NULL, *fkey;
+	struct flight *f;
+
+	if (!op || strcmp(op, "result")) {
+		jv_free(r);
+		return;	/* anything else passes by */
+	}
+	if (!what || !pkey) {
+		log_warn("feedback line %zu: a result without \"for\" or \"primary\"; skipped", lineno);
+		jv_free(r);
+		return;
+	}
+	ref = jv_object_get(jv_copy(r), kop_json_key("ref"));
+	ok = jv_object_get(jv_copy(r), kop_json_key("ok"));
+	p = prim_get(pkey, 0);
+	if (!strcmp(what, "event")) {
+		if (jv_get_kind(ok) != JV_KIND_TRUE)
+			log_warn("unable to record an event for '%s': %s", pkey,
+				 kop_json_cstr(r, "message") ? kop_json_cstr(r, "message") : "(no message)");
+		goto out;
+	}
+	if (!p)
+		goto out;
+	if (!strcmp(what, "status")) {
+		fkey = join2("status", p->key);
+	} else {
+		const char *av = kop_json_cstr(ref, "apiVersion"), *kind = kop_json_cstr(ref, "kind");
+		const char *ns = kop_json_cstr(ref, "namespace"), *name = kop_json_cstr(ref, "name");
+
+		if (!av || !kind || !name) {
+			log_warn("feedback line %zu: a result without \"ref\"; skipped", lineno);
+			goto out;
+		}
+		okey = obj_key(av, kind, ns, name);
+		fkey = join2(what, okey);
+	}
+	f = kop_hmap_get(&E.flights, fkey);
+	if (jv_get_kind(ok) == JV_KIND_TRUE) {
+		if (jv_object_has(jv_copy(p->errors), kop_json_key(fkey))) {
+			p->errors = jv_object_delete(p->errors, kop_json_key(fkey));
+			enqueue(p);	/* the program may want to clear what it reported */
+		}
+		if (!jv_object_length(jv_copy(p->errors)))
+			kop_backoff_reset(&p->backoff);
+	} else {
+		jv e = jv_object_set(jv_object(), kop_json_key("op"), jv_string(what));
+		static const char *const fields[] = { "code", "reason", "message" };
+		size_t i;
+		int64_t now = kop_mono_ms();
+
+		e = jv_object_set(e, kop_json_key("ref"), jv_copy(ref));
+		for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+			jv x = jv_object_get(jv_copy(r), kop_json_key(fields[i]));
+
+			e = jv_object_set(e, kop_json_key(fields[i]), jv_is_valid(x) ? x : jv_null());
+		}
+		p->errors = jv_object_set(p->errors, kop_json_key(fkey), e);
+		if (f) {
+			f->failed = 1;
+			f->retry_at = now + kop_backoff_next(&p->backoff);
+			schedule(p, f->retry_at);
+		}
+		enqueue(p);
+	}
+	free(fkey);
+out:
+	free(okey);
+	jv_free(ref);
+	jv_free(ok);
+	jv_free(r);
+}
+
+void drop_result(jv r, size_t lineno)
+{
+	(void)lineno;
+	jv_free(r);
+}

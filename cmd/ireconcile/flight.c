@@ -1,0 +1,93 @@
+/*
+ * In-flight writes: an operation sent and not yet seen back is not sent
+ * again (README). Results of the writes are feedback.c's.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/sha.h>
+#include "ireconcile.h"
+#include "banned.h"
+
+void flight_free(void *v)
+{
+	struct flight *f = v;
+
+	free(f->live_rv);
+	free(f->ztext);
+	free(f);
+}
+
+void flight_forget(const char *fkey)
+{
+	struct flight *f = kop_hmap_remove(&E.flights, fkey);
+
+	if (f)
+		flight_free(f);
+}
+
+/*
+ * 1: send now (remembered as in flight); 0: the same operation is in flight
+ * against the same live object, or failed and waits for the backoff.
+ */
+int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t len, const char *live_rv,
+		      int64_t now)
+{
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
+	unsigned char d[SHA256_DIGEST_LENGTH];
+
+	SHA256((const unsigned char *)text, len, d);
+	if (f && !memcmp(f->sent, d, sizeof(d))) {
+		if (f->failed && now < f->retry_at) {
+			schedule(p, f->retry_at);
+			return 0;
+		}
+		if (!f->failed && !strcmp(f->live_rv, live_rv) && now - f->at < FLIGHT_TIMEOUT_MS)
+			return 0;
+	}
+	if (!f) {
+		f = kop_calloc(1, sizeof(*f));
+		kop_hmap_put(&E.flights, fkey, f);
+	}
+	memcpy(f->sent, d, sizeof(d));
+	free(f->live_rv);
+	f->live_rv = kop_strdup(live_rv);
+	f->at = now;
+	f->failed = 0;
+	f->has_obj = 0;
+	free(f->ztext);
+	f->ztext = NULL;
+	return 1;
+}
+
+/*
+ * What the apply just let through flight_check_text (text, len) was: the
+ * rendered object of index r (>= 0) of p's render, or that text. memo: the
+ * comparison's memo key.
+ */
+void flight_sent_object(struct prim *p, const char *fkey, const unsigned char *memo, int r, const char *text,
+			size_t len)
+{
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
+
+	if (!f)
+		return;
+	memcpy(f->memo, memo, sizeof(f->memo));
+	f->rindex = r;
+	if (r >= 0) {
+		memcpy(f->rkey, p->render_key, sizeof(f->rkey));
+	} else if (!(f->zlen = deflate_text(text, len, &f->ztext, NULL))) {
+		return;	/* unknown: never pending */
+	}
+	f->len = len;
+	f->has_obj = 1;
+}
+
+int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv, int64_t now)
+{
+	size_t len;
+	char *s = kop_json_dump_len(jv_copy(sent), &len);
+	int r = flight_check_text(p, fkey, s, len, live_rv, now);
+
+	free(s);
+	return r;
+}

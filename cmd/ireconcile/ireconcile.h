@@ -1,0 +1,287 @@
+#ifndef IRECONCILE_H
+#define IRECONCILE_H
+/*
+ * ireconcile's own API, shared by its files: the view (struct obj, struct
+ * prim), the in-flight writes (struct flight), the engine's state (E) and
+ * what one file offers the others. One thread runs it all, but the watchdog's.
+ * Not for other tools: what more than one tool needs lives in lib/.
+ */
+#include <pthread.h>
+#include <openssl/sha.h>
+#include "tool.h"
+#include "jsonl.h"
+#include "hmap.h"
+#include "program.h"
+#include "render.h"
+
+#define MAX_LINE (32u << 20)
+
+/* An operation sent and not seen back is forgotten after this long. */
+#define FLIGHT_TIMEOUT_MS 60000
+
+struct prim;
+
+/*
+ * A live object in the view. It is kept as compact JSON text, parsed only
+ * when a reconcile needs it: parsed jv objects take ten times the memory of
+ * their text, and a reconcile touches few objects.
+ */
+struct obj {
+	char *key;			/* "Kind.group|ns/name" */
+	const struct kop_kind *kind;
+	char *text;			/* the object without managedFields (deflated when zlen) */
+	size_t len;			/* its length as JSON */
+	size_t zlen;			/* deflated: its length so (0: text is the JSON) */
+	size_t slen;			/* deflated: the length of what was deflated */
+	int fp;				/* deflated: fingerprinted (kop_json_fingerprint) */
+	unsigned char tdig[SHA256_DIGEST_LENGTH];	/* deflated: SHA-256 of the JSON */
+	char *vtext;			/* child kinds with a `project`: what the program sees (NULL: text) */
+	size_t vlen;
+	unsigned char sdig[KOP_JSON_DIGEST_LEN];	/* digest without status and resourceVersion */
+	char *name, *ns, *uid;		/* ns and uid "" when none */
+	int deleting;			/* metadata.deletionTimestamp is set */
+	char *rv;			/* metadata.resourceVersion ("" when none) */
+	char *owner_uid;		/* controller reference's uid when mapped by owner reference */
+	struct prim *prim;		/* children and observed: their primary */
+	/* It held every field of the desired object of digest `match` when its
+	 * own digest without status was `match_sdig` (match_ok: known). */
+	int match_ok;
+	unsigned char match[KOP_JSON_DIGEST_LEN], match_sdig[KOP_JSON_DIGEST_LEN];
+	struct obj *prev, *next;	/* in prim->children */
+};
+
+/* A primary, known from its object or from children that map to it. */
+struct prim {
+	char *key;			/* "ns/name" */
+	struct obj *obj;		/* NULL when not (or no longer) seen */
+	struct obj *children;
+	int queued;
+	struct prim *qnext;
+	int64_t due;			/* timer, monotonic ms; 0 = none */
+	struct kop_backoff backoff;
+	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"} */
+	unsigned char *agg;		/* one flag per aggregate */
+	unsigned char pdig[KOP_JSON_DIGEST_LEN];	/* of render_parent(the object), as it arrived */
+	int render_valid;		/* render_key, rview, rdig, rstat (and radig) describe the last answer */
+	unsigned char render_key[KOP_JSON_DIGEST_LEN];	/* of the render program's last input */
+	unsigned char *rendered;	/* its output, directives resolved, compact JSON deflated (NULL: not kept) */
+	size_t rendered_zlen, rendered_len;	/* deflated and original sizes */
+	char *rview;			/* its answer as sync sees it, when projected (NULL: as it is) */
+	char *status_sent;		/* the last status written, compact JSON (NULL: none) */
+	/* While it is on its way (status_flight), the statuses the stored one may
+	 * still be, oldest first: the one stored when the flight began, then ours
+	 * sent before status_sent (parent_seen). */
+	char *status_prev[8];
+	int nprev;
+	unsigned char (*rdig)[KOP_JSON_DIGEST_LEN];	/* of each object of its .desired */
+	unsigned char *rstat;		/* which of them have a status */
+	int nrdig;
+	/* the applied annotation of each (kop_program_applied_digest): the
+	 * primary's uid is part of the render key, so it holds while rdig does */
+	unsigned char (*radig)[KOP_JSON_DIGEST_LEN];
+};
+
+/* An operation sent and not yet seen back (README: not repeated while in flight). */
+struct flight {
+	unsigned char sent[SHA256_DIGEST_LENGTH];	/* of the compact JSON sent: not the object itself */
+	char *live_rv;			/* the live object's resourceVersion when sent ("" = missing) */
+	int64_t at;
+	int failed;
+	int64_t retry_at;
+	/* Applies: the object sent, to tell when the live one holds it
+	 * (apply_pending): the rendered object of index rindex under the
+	 * render key rkey, stamped, or else the JSON text deflated. */
+	int has_obj;
+	unsigned char memo[KOP_JSON_DIGEST_LEN];	/* the comparison memo key (struct obj's match) */
+	int rindex;
+	unsigned char rkey[KOP_JSON_DIGEST_LEN];
+	unsigned char *ztext;
+	size_t zlen, len;
+};
+
+/* Splits a byte stream into JSON values: one per line, or a pretty-printed
+ * value from a line "{" to a line "}" (kubectl -o json). */
+struct reader {
+	const char *name;
+	int fd;
+	struct kop_buf buf;
+	size_t start;
+	size_t lineno;
+	int eof;
+	int skipping;			/* inside an over-long line */
+	struct kop_buf acc;		/* a multi-line value being collected */
+	size_t acc_line;
+	int in_multi;
+};
+
+struct engine {
+	struct kop_program prog;
+	struct kop_hmap objs;		/* objkey -> struct obj */
+	struct kop_hmap prims;		/* pkey -> struct prim */
+	struct kop_hmap related;	/* objkey -> struct obj (also in objs) */
+	struct kop_hmap flights;	/* "op|objkey" -> struct flight */
+	struct prim *qhead, *qtail;
+	int synced;
+	jv related_cache;		/* the program's .related, jv_invalid() when stale */
+	jv children_empty;		/* {"Kind.v": {}} for every child and observed kind */
+	jv aggs_cache;			/* .aggregates, jv_invalid() when stale */
+	struct zdict {			/* per kind: the dictionary its deflated texts use */
+		unsigned char *buf;
+		size_t len;
+	} *dicts;			/* [0]: the primary's, [1 + i]: E.prog.kinds[i]'s */
+	const char *now;
+	unsigned backoff_base, backoff_cap;
+	unsigned long reconciles, errors;
+	int read_failed;		/* stdin could not be read: exit 111, not 0 */
+	long stats_ms;			/* --stats-interval, 0 = off */
+	int64_t stats_at;
+};
+
+/* While more than this waits for stdout, no more is reconciled and stdin is not read (output.c). */
+#define OUT_HIGH (1u << 20)
+
+#define project(obj, lineno) project_kind(obj, lineno, 1)
+
+/* What one reconcile parsed: the primary and the live objects it looked at. */
+struct rctx {
+	jv parent;
+	struct kop_hmap live;		/* objkey -> jv* (parsed, owned here) */
+	struct kop_hmap view;		/* the same, projected for the program (vtext) */
+	jv rfull;			/* rendered_full(), jv_invalid() until read */
+	int64_t rerender_jq, rerender_fn;	/* time rendered_full() spent computing it again (us) */
+	int rfail;			/* rendered_full() could not compute it again: what it says */
+	char rfail_msg[KOP_ERRLEN + 64];	/* (room for err and what it is about) */
+	int unmapped;			/* a desired child would not map back: nothing pruned */
+	char unmapped_msg[KOP_ERRLEN];
+};
+
+struct counts {
+	unsigned applies, deletes, patches, statuses, events;
+};
+
+/* Which status the program saw (parent_seen). */
+enum seen {
+	SEEN_STORED,		/* the stored one, nothing of ours on its way */
+	SEEN_CARRIED,		/* ours on its way */
+	SEEN_FOREIGN		/* the stored one, someone else's, stored while ours was on its way */
+};
+
+/* What the watchdog (watchdog.c) watches, under its mutex. */
+struct watchdog_state {
+	pthread_mutex_t mu;
+	char key[512];		/* the primary being reconciled */
+	int64_t since;		/* monotonic ms; 0 = none */
+	long first_ms;		/* --watchdog */
+};
+
+/* main.c */
+extern struct engine E;
+
+/* keys.c */
+jv path2(const char *a, const char *b);
+const char *meta(jv obj, const char *field);
+int has_meta(jv obj, const char *field);
+const char *nul_field(jv obj);
+char *obj_key(const char *api_version, const char *kind, const char *ns, const char *name);
+char *join2(const char *a, const char *b);
+
+/* output.c */
+extern struct kop_buf outq;
+extern size_t out_chunk;
+size_t out_pending(void);
+void flush_out(int block);
+void emit_op_text(const char *op, const char *pkey, const char *text, size_t len);
+void emit(jv line);
+
+/* queue.c */
+struct prim *prim_get(const char *key, int create);
+void status_prev_drop(struct prim *p, int n);
+void status_prev_push(struct prim *p, char *text);
+void prim_free(void *v);
+void enqueue(struct prim *p);
+void enqueue_all(void);
+void schedule(struct prim *p, int64_t at);
+void fire_timers(int64_t now);
+int next_timeout(int64_t now);
+void drain_queue(void);
+
+/* view.c */
+void obj_free(void *v);
+void update_aggs(struct prim *p, jv obj);
+jv project_kind(jv obj, size_t lineno, int whole);
+void handle_event(jv ev, size_t lineno);
+
+/* store.c */
+int projects(const struct kop_kind *k);
+void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN]);
+size_t deflate_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict);
+void store_text(struct obj *o, jv obj, const char *text, size_t len);
+int same_text(const struct obj *o, const char *text, size_t len);
+jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
+jv parse_obj(const struct obj *o);
+
+/* flight.c */
+void flight_free(void *v);
+void flight_forget(const char *fkey);
+int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t len, const char *live_rv,
+		      int64_t now);
+void flight_sent_object(struct prim *p, const char *fkey, const unsigned char *memo, int r, const char *text,
+			size_t len);
+int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv, int64_t now);
+
+/* input.c */
+void parsed_free(void *v);
+int live_holds(struct rctx *c, const struct obj *o, jv desired);
+jv view_of(struct rctx *c, const struct obj *o);
+jv build_related(void);
+jv build_aggs(void);
+jv child_slot(struct prim *p, const struct obj *o);
+jv build_children(struct prim *p, struct rctx *ctx);
+jv errors_list(struct prim *p);
+
+/* status.c */
+int has_finalizer(jv obj, const char *f, int *index);
+jv ref_of(const struct obj *o);
+jv op_line(const char *op, const char *pkey);
+void add_finalizer(struct prim *p, jv parent, int64_t now, struct counts *n);
+void remove_finalizer(struct prim *p, jv parent, int index, int64_t now, struct counts *n);
+struct flight *status_flight(struct prim *p, int64_t now);
+int write_status(struct prim *p, jv parent, jv status, enum seen seen, int64_t now, struct counts *n);
+void write_events(struct prim *p, jv parent, jv events, struct counts *n);
+jv parent_seen(struct prim *p, jv parent, enum seen *seen, int64_t now);
+
+/* children.c */
+int check_output(jv out, char *err);
+int check_children(jv out, char *err);
+int resolve_output(jv out, jv rdes, jv *res, char *err);
+void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, struct kop_hmap *desired, int64_t now,
+		    struct counts *n, int *held);
+void prune(struct prim *p, struct kop_hmap *desired, int64_t now, struct counts *n);
+void tidy_errors(struct prim *p, struct kop_hmap *desired);
+
+/* cache.c */
+jv render_parent(jv parent);
+jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int *cached, char *err);
+jv rendered_full(struct prim *p, struct rctx *ctx);
+void render_keep(struct prim *p, struct rctx *ctx, int held);
+jv build_pending(struct prim *p, struct rctx *ctx, int64_t now);
+
+/* reconcile.c */
+__attribute__((noinline)) void reconcile(struct prim *p, int64_t now);
+
+/* watchdog.c */
+extern struct watchdog_state W;
+void watchdog_mark(const char *key);
+void *watchdog(void *arg);
+
+/* feedback.c */
+void handle_result(jv r, size_t lineno);
+void drop_result(jv r, size_t lineno);
+
+/* reader.c */
+void reader_init(struct reader *rd, const char *name, int fd);
+void reader_release(struct reader *rd);
+void reader_drain(struct reader *rd, void (*fn)(jv, size_t));
+ssize_t reader_fill(struct reader *rd);
+
+#endif

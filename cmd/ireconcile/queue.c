@@ -1,0 +1,158 @@
+/*
+ * Primaries, the queue of those to reconcile and their timers. What a
+ * reconcile does is reconcile.c's; when the loop drains the queue is main.c's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ireconcile.h"
+#include "banned.h"
+
+struct prim *prim_get(const char *key, int create)
+{
+	struct prim *p = kop_hmap_get(&E.prims, key);
+
+	if (p || !create)
+		return p;
+	p = kop_calloc(1, sizeof(*p));
+	p->key = kop_strdup(key);
+	p->errors = jv_object();
+	kop_backoff_init(&p->backoff, E.backoff_base, E.backoff_cap, 0.5);
+	p->agg = kop_calloc(E.prog.naggs ? E.prog.naggs : 1, 1);
+	kop_hmap_put(&E.prims, key, p);
+	return p;
+}
+
+/* Forgets the first n of p->status_prev. */
+void status_prev_drop(struct prim *p, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		free(p->status_prev[i]);
+	memmove(p->status_prev, p->status_prev + n, (size_t)(p->nprev - n) * sizeof(p->status_prev[0]));
+	p->nprev -= n;
+}
+
+/* Appends text (taken); when full, the oldest of ours goes, not the one
+ * stored when the flight began ([0]). */
+void status_prev_push(struct prim *p, char *text)
+{
+	if (p->nprev == (int)(sizeof(p->status_prev) / sizeof(p->status_prev[0]))) {
+		free(p->status_prev[1]);
+		memmove(p->status_prev + 1, p->status_prev + 2, (size_t)(p->nprev - 2) * sizeof(p->status_prev[0]));
+		p->nprev--;
+	}
+	p->status_prev[p->nprev++] = text;
+}
+
+void prim_free(void *v)
+{
+	struct prim *p = v;
+
+	free(p->key);
+	jv_free(p->errors);
+	free(p->rendered);
+	free(p->rview);
+	free(p->rdig);
+	free(p->rstat);
+	free(p->radig);
+	free(p->status_sent);
+	status_prev_drop(p, p->nprev);
+	free(p->agg);
+	free(p);
+}
+
+void enqueue(struct prim *p)
+{
+	if (!p || p->queued)
+		return;
+	p->queued = 1;
+	p->qnext = NULL;
+	if (E.qtail)
+		E.qtail->qnext = p;
+	else
+		E.qhead = p;
+	E.qtail = p;
+}
+
+void enqueue_all(void)
+{
+	size_t it = 0;
+	void *v;
+
+	while (kop_hmap_next(&E.prims, &it, NULL, &v))
+		if (((struct prim *)v)->obj)
+			enqueue(v);
+}
+
+void schedule(struct prim *p, int64_t at)
+{
+	if (!p->due || at < p->due)
+		p->due = at;
+}
+
+void fire_timers(int64_t now)
+{
+	size_t it = 0;
+	void *v;
+
+	while (kop_hmap_next(&E.prims, &it, NULL, &v)) {
+		struct prim *p = v;
+
+		if (p->due && p->due <= now) {
+			p->due = 0;
+			enqueue(p);
+		}
+	}
+}
+
+int next_timeout(int64_t now)
+{
+	size_t it = 0;
+	void *v;
+	int64_t min = 0;
+
+	while (kop_hmap_next(&E.prims, &it, NULL, &v)) {
+		struct prim *p = v;
+
+		if (p->due && (!min || p->due < min))
+			min = p->due;
+	}
+	if (!min)
+		return -1;
+	if (min <= now)
+		return 0;
+	return min - now > 3600000 ? 3600000 : (int)(min - now);
+}
+
+/*
+ * Reconciles what is queued, until the output backs up or 100 ms have gone
+ * by: then the main loop reads the feedback and stdin before going on.
+ */
+void drain_queue(void)
+{
+	int64_t until = kop_mono_ms() + 100;
+	char labels[256];
+	size_t queued = 0;
+	struct prim *q;
+
+	for (q = E.qhead; q; q = q->qnext)
+		queued++;
+	snprintf(labels, sizeof(labels), "name=%s", E.prog.name);
+	tool_metric_set("workqueue_depth", labels, (double)queued);
+
+	while (E.qhead && out_pending() <= OUT_HIGH && kop_mono_ms() < until) {
+		struct prim *p = E.qhead;
+
+		E.qhead = p->qnext;
+		if (!E.qhead)
+			E.qtail = NULL;
+		p->queued = 0;
+		p->qnext = NULL;
+		reconcile(p, kop_mono_ms());
+	}
+	for (queued = 0, q = E.qhead; q; q = q->qnext)
+		queued++;
+	tool_metric_set("workqueue_depth", labels, (double)queued);
+}

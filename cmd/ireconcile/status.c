@@ -1,0 +1,300 @@
+/*
+ * What a reconcile writes about its primary: finalizers, the status (and
+ * which status the program saw while ours is on its way) and Events.
+ * Children's writes are children.c's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ireconcile.h"
+#include "banned.h"
+
+int has_finalizer(jv obj, const char *f, int *index)
+{
+	jv list = jv_getpath(jv_copy(obj), path2("metadata", "finalizers"));
+	int found = 0;
+
+	if (jv_get_kind(list) == JV_KIND_ARRAY) {
+		jv_array_foreach(list, i, e) {
+			if (!found && jv_get_kind(e) == JV_KIND_STRING && !strcmp(jv_string_value(e), f)) {
+				found = 1;
+				if (index)
+					*index = i;
+			}
+			jv_free(e);
+		}
+	}
+	jv_free(list);
+	return found;
+}
+
+/* {"apiVersion","kind","metadata":{"name","namespace"[,"uid"]}} of obj. */
+static jv ref_object(jv obj, int with_uid)
+{
+	jv m = jv_object(), r = jv_object();
+	const char *ns = meta(obj, "namespace"), *uid = meta(obj, "uid");
+
+	m = jv_object_set(m, kop_json_key("name"), jv_string(meta(obj, "name")));
+	if (ns && *ns)
+		m = jv_object_set(m, kop_json_key("namespace"), jv_string(ns));
+	if (with_uid && uid)
+		m = jv_object_set(m, kop_json_key("uid"), jv_string(uid));
+	r = jv_object_set(r, kop_json_key("apiVersion"), jv_string(kop_json_cstr(obj, "apiVersion")));
+	r = jv_object_set(r, kop_json_key("kind"), jv_string(kop_json_cstr(obj, "kind")));
+	return jv_object_set(r, kop_json_key("metadata"), m);
+}
+
+/* The same for a stored object, named as the program names its kind. */
+jv ref_of(const struct obj *o)
+{
+	jv m = jv_object_set(jv_object(), kop_json_key("name"), jv_string(o->name));
+	jv r = jv_object();
+
+	if (*o->ns)
+		m = jv_object_set(m, kop_json_key("namespace"), jv_string(o->ns));
+	m = jv_object_set(m, kop_json_key("uid"), jv_string(o->uid));
+	r = jv_object_set(r, kop_json_key("apiVersion"), jv_string(o->kind->api_version));
+	r = jv_object_set(r, kop_json_key("kind"), jv_string(o->kind->kind));
+	return jv_object_set(r, kop_json_key("metadata"), m);
+}
+
+jv op_line(const char *op, const char *pkey)
+{
+	return jv_object_set(jv_object_set(jv_object(), kop_json_key("op"), jv_string(op)), kop_json_key("primary"),
+			     jv_string(pkey));
+}
+
+static void finalizer_patch(struct prim *p, jv obj, jv patch, int64_t now, struct counts *n)
+{
+	const char *pkey = p->key;
+	char *fkey = join2("patch", p->obj->key);
+
+	if (flight_check(p, fkey, patch, p->obj->rv, now)) {
+		jv line = op_line("patch", pkey);
+
+		line = jv_object_set(line, kop_json_key("object"), ref_object(obj, 0));
+		line = jv_object_set(line, kop_json_key("patchType"), jv_string("json"));
+		line = jv_object_set(line, kop_json_key("patch"), patch);
+		emit(line);
+		n->patches++;
+	} else {
+		jv_free(patch);
+	}
+	free(fkey);
+}
+
+static jv test_op(const char *path, jv value)
+{
+	jv o = jv_object_set(jv_object(), kop_json_key("op"), jv_string("test"));
+
+	o = jv_object_set(o, kop_json_key("path"), jv_string(path));
+	return jv_object_set(o, kop_json_key("value"), value);
+}
+
+static jv patch_op(const char *op, const char *path, jv value)
+{
+	jv o = jv_object_set(jv_object(), kop_json_key("op"), jv_string(op));
+
+	o = jv_object_set(o, kop_json_key("path"), jv_string(path));
+	if (jv_is_valid(value))
+		o = jv_object_set(o, kop_json_key("value"), value);
+	return o;
+}
+
+void add_finalizer(struct prim *p, jv parent, int64_t now, struct counts *n)
+{
+	jv list = jv_getpath(jv_copy(parent), path2("metadata", "finalizers"));
+	jv patch = jv_array();
+
+	if (jv_get_kind(list) == JV_KIND_ARRAY) {
+		/* Others' finalizers stay: the test fails if the list changed meanwhile. */
+		patch = jv_array_append(patch, test_op("/metadata/finalizers", list));
+		patch = jv_array_append(patch, patch_op("add", "/metadata/finalizers/-", jv_string(E.prog.finalizer)));
+	} else {
+		jv_free(list);
+		patch = jv_array_append(patch, test_op("/metadata/resourceVersion", jv_string(p->obj->rv)));
+		patch = jv_array_append(patch, patch_op("add", "/metadata/finalizers",
+							jv_array_append(jv_array(), jv_string(E.prog.finalizer))));
+	}
+	finalizer_patch(p, parent, patch, now, n);
+}
+
+void remove_finalizer(struct prim *p, jv parent, int index, int64_t now, struct counts *n)
+{
+	char path[64];
+	jv patch = jv_array();
+
+	snprintf(path, sizeof(path), "/metadata/finalizers/%d", index);
+	patch = jv_array_append(patch, test_op(path, jv_string(E.prog.finalizer)));
+	patch = jv_array_append(patch, patch_op("remove", path, jv_invalid()));
+	finalizer_patch(p, parent, patch, now, n);
+}
+
+/* The flight of p's last status (p->status_sent) while it is on its way:
+ * sent, not failed, not timed out, not yet seen back (parent_seen); else NULL. */
+struct flight *status_flight(struct prim *p, int64_t now)
+{
+	char *fkey = join2("status", p->key);
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
+
+	free(fkey);
+	if (!p->status_sent || !f || f->failed || now - f->at >= FLIGHT_TIMEOUT_MS)
+		return NULL;
+	return f;
+}
+
+/* Whether status (borrowed) is p's last status sent. */
+static int status_is_sent(struct prim *p, jv status)
+{
+	char *text = kop_json_dump(jv_copy(status));
+	int same = p->status_sent && !strcmp(text, p->status_sent);
+
+	free(text);
+	return same;
+}
+
+/*
+ * Writes the status when it differs from the stored one; 0 when it is not
+ * written because the same is on its way. seen: what the program saw.
+ */
+int write_status(struct prim *p, jv parent, jv status, enum seen seen, int64_t now, struct counts *n)
+{
+	jv live = jv_object_get(jv_copy(parent), kop_json_key("status"));
+	char *fkey = join2("status", p->key);
+	int sent = 1;
+
+	if (jv_get_kind(live) == JV_KIND_INVALID)
+		live = jv_null();
+	if (jv_equal(jv_copy(status), jv_copy(live))) {
+		flight_forget(fkey);
+	} else if (seen == SEEN_CARRIED && status_is_sent(p, status)) {
+		sent = 0;	/* on its way (an older one of ours landed first) */
+	} else if (flight_check(p, fkey, status, p->obj->rv, now)) {
+		jv obj = ref_object(parent, 1);
+
+		obj = jv_object_set(obj, kop_json_key("status"), jv_copy(status));
+		emit(jv_object_set(op_line("status", p->key), kop_json_key("object"), obj));
+		n->statuses++;
+		obj = jv_object_set(jv_copy(parent), kop_json_key("status"), jv_copy(status));
+		update_aggs(p, obj);	/* counted from now on (update_aggs_seen) */
+		jv_free(obj);
+		if (seen == SEEN_CARRIED) {
+			status_prev_push(p, p->status_sent);	/* an earlier one of ours, still on its way */
+		} else if (seen == SEEN_FOREIGN) {
+			/* Over someone else's status, stored meanwhile: ours sent before may still land after it. */
+			free(p->status_prev[0]);
+			p->status_prev[0] = kop_json_dump(jv_copy(live));
+			status_prev_push(p, p->status_sent);
+		} else {
+			free(p->status_sent);
+			status_prev_drop(p, p->nprev);
+			status_prev_push(p, kop_json_dump(jv_copy(live)));	/* stored now */
+		}
+		p->status_sent = kop_json_dump(jv_copy(status));
+	} else {
+		sent = 0;
+	}
+	jv_free(status);
+	jv_free(live);
+	free(fkey);
+	return sent;
+}
+
+void write_events(struct prim *p, jv parent, jv events, struct counts *n)
+{
+	jv_array_foreach(events, i, ev) {
+		jv involved;
+
+		if (jv_get_kind(ev) != JV_KIND_OBJECT || !kop_json_cstr(ev, "reason")) {
+			tool_logj(LOG_ERROR, jv_object_set(jv_object(), kop_json_key("primary"), jv_string(p->key)),
+				  "primary '%s': event %d has no reason; skipped", p->key, i);
+			jv_free(ev);
+			continue;
+		}
+		if (!jv_object_has(jv_copy(ev), kop_json_key("type")))
+			ev = jv_object_set(ev, kop_json_key("type"), jv_string("Normal"));
+		if (!jv_object_has(jv_copy(ev), kop_json_key("involvedObject"))) {
+			jv r = ref_object(parent, 1), m = jv_object_get(jv_copy(r), kop_json_key("metadata"));
+
+			involved = jv_object_set(jv_object(), kop_json_key("apiVersion"),
+						 jv_object_get(jv_copy(r), kop_json_key("apiVersion")));
+			involved = jv_object_set(involved, kop_json_key("kind"), jv_object_get(r, kop_json_key("kind")));
+			involved = jv_object_merge(involved, m);
+			ev = jv_object_set(ev, kop_json_key("involvedObject"), involved);
+		}
+		emit(jv_object_set(op_line("event", p->key), kop_json_key("event"), ev));
+		n->events++;
+	}
+	jv_free(events);
+}
+
+/* Which of p->status_prev the status live (borrowed) is, or -1. */
+static int status_prev_find(struct prim *p, jv live)
+{
+	int i, found = -1;
+
+	for (i = 0; i < p->nprev && found < 0; i++) {	/* the oldest: none that may still land is dropped */
+		jv v = kop_json_read(p->status_prev[i], strlen(p->status_prev[i]));
+
+		if (jv_equal(v, jv_copy(live)))
+			found = i;
+	}
+	return found;
+}
+
+/*
+ * The primary as the program sees it (parent borrowed), and in *seen which
+ * status: while a status written for it is in flight (status_flight), that
+ * status (SEEN_CARRIED), so that what the program derives from the stored one (an event on
+ * a phase change, a condition's transition time) is not derived twice.
+ * Until the stored status is that one, for as long as it is one the stored
+ * status may be meanwhile (p->status_prev: an older one of ours landing,
+ * kstatus writes them in order): another is someone else's, and what the
+ * program derives from it is written again. A reconcile is due when the
+ * flight times out, in case it never shows.
+ */
+jv parent_seen(struct prim *p, jv parent, enum seen *seen, int64_t now)
+{
+	struct flight *f = status_flight(p, now);
+	jv st, live;
+
+	*seen = SEEN_STORED;
+	if (!f) {
+		status_prev_drop(p, p->nprev);
+		return jv_copy(parent);
+	}
+	st = kop_json_read(p->status_sent, strlen(p->status_sent));
+	if (!jv_is_valid(st)) {	/* cannot happen: we wrote it */
+		jv_free(st);
+		return jv_copy(parent);
+	}
+	live = jv_object_get(jv_copy(parent), kop_json_key("status"));
+	if (jv_get_kind(live) == JV_KIND_INVALID)
+		live = jv_null();
+	if (jv_equal(jv_copy(st), jv_copy(live))) {
+		char *fkey = join2("status", p->key);
+
+		flight_forget(fkey);	/* seen back */
+		free(fkey);
+		status_prev_drop(p, p->nprev);
+		jv_free(st);
+		jv_free(live);
+		return jv_copy(parent);
+	}
+	if (strcmp(f->live_rv, p->obj->rv)) {
+		/* The primary changed since: with a status it may be meanwhile? */
+		int i = status_prev_find(p, live);
+
+		if (i < 0) {
+			jv_free(st);
+			jv_free(live);
+			*seen = SEEN_FOREIGN;
+			return jv_copy(parent);
+		}
+		status_prev_drop(p, i);	/* (those before it will not be stored any more) */
+	}
+	jv_free(live);
+	*seen = SEEN_CARRIED;
+	schedule(p, f->at + FLIGHT_TIMEOUT_MS);
+	return jv_object_set(jv_copy(parent), kop_json_key("status"), st);
+}

@@ -1,0 +1,188 @@
+/*
+ * How the view keeps an object's text: compact JSON, and reading it back. A
+ * child the program sees projected is read whole only to compare it again
+ * after a change other than its status: it is kept deflated (a third of the
+ * memory, with a dictionary per kind), with a digest to tell a new state.
+ * Which objects are kept is view.c's.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/sha.h>
+#include <zlib.h>
+#include "ireconcile.h"
+#include "banned.h"
+
+/* Whether the kind has a `project` (jq, or the list of fields kept). */
+int projects(const struct kop_kind *k)
+{
+	return k->project || jv_get_kind(k->keep) == JV_KIND_ARRAY;
+}
+
+/* The digest of a child without what its writers other than us change
+ * alone (status, resourceVersion): while it stays, so does its comparison
+ * with a desired object that sets neither. */
+void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN])
+{
+	jv m = jv_object_get(jv_copy(obj), kop_json_key("metadata"));
+
+	obj = jv_object_delete(jv_copy(obj), kop_json_key("status"));
+	if (jv_get_kind(m) == JV_KIND_OBJECT)
+		obj = jv_object_set(obj, kop_json_key("metadata"), jv_object_delete(m, kop_json_key("resourceVersion")));
+	else
+		jv_free(m);
+	kop_json_digest(obj, d);
+	jv_free(obj);
+}
+
+/* Deflates len bytes at in into *out (allocated), with the dictionary dict
+ * (NULL: none): its size, 0 on failure. One stream serves every call:
+ * deflateInit allocates ~270 KB each time. */
+size_t deflate_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict)
+{
+	static z_stream z;
+	static int ready;
+	uLong cap;
+
+	if (!ready) {
+		if (deflateInit(&z, 1) != Z_OK)
+			return 0;
+		ready = 1;
+	} else if (deflateReset(&z) != Z_OK) {
+		return 0;
+	}
+	if (dict && dict->len && deflateSetDictionary(&z, dict->buf, (uInt)dict->len) != Z_OK)
+		return 0;
+	cap = deflateBound(&z, (uLong)len);
+	*out = kop_malloc(cap);
+	z.next_in = (Bytef *)(uintptr_t)in;
+	z.avail_in = (uInt)len;
+	z.next_out = *out;
+	z.avail_out = (uInt)cap;
+	if (deflate(&z, Z_FINISH) != Z_STREAM_END || !z.total_out) {
+		free(*out);
+		*out = NULL;
+		return 0;
+	}
+	*out = kop_realloc(*out, z.total_out);
+	return z.total_out;
+}
+
+/*
+ * A kind's dictionary: the first text of the kind deflated (its last 32 KB,
+ * deflate's window), never changed after. Objects of one kind differ in
+ * little, names mostly: with it a Deployment takes ~160 bytes, not ~550.
+ */
+static struct zdict *dict_of(const struct kop_kind *k)
+{
+	return &E.dicts[k == &E.prog.primary ? 0 : 1 + (k - E.prog.kinds)];
+}
+
+static const struct zdict *kind_dict(const struct kop_kind *k, const char *text, size_t len)
+{
+	struct zdict *d = dict_of(k);
+
+	if (!d->buf) {
+		if (len > 32768) {
+			text += len - 32768;
+			len = 32768;
+		}
+		d->buf = kop_malloc(len ? len : 1);
+		memcpy(d->buf, text, len);
+		d->len = len;
+	}
+	return d;
+}
+
+/*
+ * Keeps an object's text (its JSON, obj borrowed). One whose program sees a
+ * projection of it (vtext) is read whole only to compare it again after a
+ * change other than its status, or to render (a primary): it is kept
+ * deflated, with a digest to tell a new state; a child also fingerprinted
+ * (kop_json_fingerprint: a Secret's data as its digest), since it is only
+ * ever compared.
+ */
+void store_text(struct obj *o, jv obj, const char *text, size_t len)
+{
+	free(o->text);
+	o->text = NULL;
+	o->len = len;
+	o->zlen = 0;
+	o->fp = 0;
+	if (o->vtext) {
+		unsigned char *z;
+		const char *st = text;
+		char *fptext = NULL;
+		size_t slen = len, zlen;
+		int changed = 0;
+
+		if (o->kind->role == KOP_ROLE_CHILD) {
+			jv f = kop_json_fingerprint(jv_copy(obj), &changed);
+
+			if (changed)
+				st = fptext = kop_json_dump_len(f, &slen);
+			else
+				jv_free(f);
+		}
+		zlen = deflate_text(st, slen, &z, kind_dict(o->kind, st, slen));
+		if (zlen) {
+			o->text = (char *)z;
+			o->zlen = zlen;
+			o->slen = slen;
+			o->fp = o->kind->role == KOP_ROLE_CHILD;
+			SHA256((const unsigned char *)text, len, o->tdig);
+			free(fptext);
+			return;
+		}
+		free(fptext);
+	}
+	o->text = kop_strndup(text, len);
+}
+
+int same_text(const struct obj *o, const char *text, size_t len)
+{
+	unsigned char d[SHA256_DIGEST_LENGTH];
+
+	if (!o->zlen)
+		return !memcmp(o->text, text, len);
+	SHA256((const unsigned char *)text, len, d);
+	return !memcmp(d, o->tdig, sizeof(d));
+}
+
+/* Inflates size bytes deflated as zlen at zin with the dictionary dict (NULL:
+ * none) and parses them; jv_invalid() if unreadable. */
+jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict)
+{
+	static z_stream z;
+	static int ready;
+	char *buf = kop_malloc(size + 1);
+	jv v = jv_invalid();
+	int r;
+
+	if (!ready) {
+		if (inflateInit(&z) != Z_OK)
+			goto out;
+		ready = 1;
+	} else if (inflateReset(&z) != Z_OK) {
+		goto out;
+	}
+	z.next_in = (Bytef *)(uintptr_t)zin;
+	z.avail_in = (uInt)zlen;
+	z.next_out = (Bytef *)buf;
+	z.avail_out = (uInt)size;
+	r = inflate(&z, Z_FINISH);
+	if (r == Z_NEED_DICT && dict && inflateSetDictionary(&z, dict->buf, (uInt)dict->len) == Z_OK)
+		r = inflate(&z, Z_FINISH);
+	if (r == Z_STREAM_END && z.total_out == size)
+		v = kop_json_read(buf, size);
+out:
+	free(buf);
+	return v;
+}
+
+/* The object parsed (caller owns it), fingerprinted if o->fp; jv_invalid() if it cannot be read back. */
+jv parse_obj(const struct obj *o)
+{
+	if (!o->zlen)
+		return kop_json_read(o->text, o->len);
+	return inflate_parse((const unsigned char *)o->text, o->zlen, o->slen, dict_of(o->kind));
+}

@@ -1,0 +1,383 @@
+/*
+ * The view of the cluster: watch events applied to the objects kept, each
+ * child linked to its primary, aggregates counted. How an object's text is
+ * stored is store.c's; what a reconcile reads of the view is input.c's.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "ireconcile.h"
+#include "banned.h"
+
+void obj_free(void *v)
+{
+	struct obj *o = v;
+
+	free(o->key);
+	free(o->text);
+	free(o->name);
+	free(o->ns);
+	free(o->uid);
+	free(o->rv);
+	free(o->owner_uid);
+	free(o->vtext);
+	free(o);
+}
+
+static void unlink_child(struct obj *o)
+{
+	struct prim *p = o->prim;
+
+	if (!p)
+		return;
+	if (o->prev)
+		o->prev->next = o->next;
+	else
+		p->children = o->next;
+	if (o->next)
+		o->next->prev = o->prev;
+	o->prev = o->next = NULL;
+	o->prim = NULL;
+}
+
+static void link_child(struct obj *o, struct prim *p)
+{
+	o->prim = p;
+	o->prev = NULL;
+	o->next = p->children;
+	if (p->children)
+		p->children->prev = o;
+	p->children = o;
+}
+
+/* Recomputes a primary's aggregate flags from obj (borrowed; jv_null() when
+ * gone); the cache goes stale when one flips. */
+void update_aggs(struct prim *p, jv obj)
+{
+	size_t i;
+
+	for (i = 0; i < E.prog.naggs; i++) {
+		int flag = 0;
+
+		if (jv_get_kind(obj) == JV_KIND_OBJECT) {
+			jv r;
+			char err[KOP_ERRLEN];
+
+			if (kop_jq_run1(E.prog.aggs[i].jq, jv_copy(obj), &r, err) < 0) {
+				tool_logj(LOG_WARN, jv_object_set(jv_object(), kop_json_key("primary"), jv_string(p->key)),
+					  "unable to evaluate aggregate '%s' for '%s': %s", E.prog.aggs[i].name, p->key,
+					  err);
+			} else {
+				flag = jv_get_kind(r) != JV_KIND_FALSE && jv_get_kind(r) != JV_KIND_NULL;
+				jv_free(r);
+			}
+		}
+		if (flag != p->agg[i]) {
+			p->agg[i] = (unsigned char)flag;
+			jv_free(E.aggs_cache);
+			E.aggs_cache = jv_invalid();
+		}
+	}
+}
+
+/*
+ * update_aggs on what the program sees of p (parent_seen): obj (borrowed)
+ * with our status while that is on its way. A status sent is counted at
+ * once, not when it is stored: instances edited together are reconciled
+ * before any of their statuses lands, and would otherwise all pass a
+ * limit counted by an aggregate (iotservice's parallel updates).
+ */
+static void update_aggs_seen(struct prim *p, jv obj, int64_t now)
+{
+	jv st;
+
+	if (!E.prog.naggs || jv_get_kind(obj) != JV_KIND_OBJECT || !status_flight(p, now)) {
+		update_aggs(p, obj);
+		return;
+	}
+	st = kop_json_read(p->status_sent, strlen(p->status_sent));
+	if (!jv_is_valid(st)) {	/* cannot happen: we wrote it */
+		jv_free(st);
+		update_aggs(p, obj);
+		return;
+	}
+	obj = jv_object_set(jv_copy(obj), kop_json_key("status"), st);
+	update_aggs(p, obj);
+	jv_free(obj);
+}
+
+/* Operations on an object that is gone are no longer in flight. */
+static void forget_flights(const struct obj *o)
+{
+	static const char *const ops[] = { "apply", "delete", "patch" };
+	size_t i;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		char *fkey = join2(ops[i], o->key);
+
+		flight_forget(fkey);
+		free(fkey);
+	}
+	if (o->kind->role == KOP_ROLE_PRIMARY && o->prim) {
+		char *fkey = join2("status", o->prim->key);
+
+		flight_forget(fkey);
+		free(fkey);
+	}
+}
+
+static void remove_obj(struct obj *o)
+{
+	struct prim *p = o->prim;
+
+	kop_hmap_remove(&E.objs, o->key);
+	forget_flights(o);
+	if (o->kind->role == KOP_ROLE_RELATED) {
+		kop_hmap_remove(&E.related, o->key);
+		jv_free(E.related_cache);
+		E.related_cache = jv_invalid();
+		enqueue_all();
+	} else if (o->kind->role == KOP_ROLE_PRIMARY) {
+		if (p && p->obj == o) {
+			p->obj = NULL;
+			update_aggs(p, jv_null());
+			enqueue(p);
+		}
+	} else {
+		unlink_child(o);
+		enqueue(p);
+	}
+	obj_free(o);
+}
+
+static void handle_object(const char *type, jv obj, size_t lineno)
+{
+	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
+	const char *kind = kop_json_cstr(obj, "kind"), *av = kop_json_cstr(obj, "apiVersion"), *bad;
+	const struct kop_kind *k;
+	struct obj *o;
+	char *key;
+	const char *rv;
+	char *text;
+	size_t tlen;
+
+	if (!name || !*name || !kind || !av) {
+		log_warn("line %zu: %s without %s; skipped", lineno, "an object",
+			 !kind ? "kind" : !av ? "apiVersion" : "metadata.name");
+		jv_free(obj);
+		return;
+	}
+	if ((bad = nul_field(obj))) {
+		log_warn("line %zu: an object whose %s holds a NUL byte; skipped", lineno, bad);
+		jv_free(obj);
+		return;
+	}
+	if (!(k = kop_program_find_kind(&E.prog, av, kind, ns, name))) {
+		log_warn("line %zu: unknown kind '%s' (apiVersion '%s') for program '%s'; skipped", lineno, kind, av,
+			 E.prog.name);
+		jv_free(obj);
+		return;
+	}
+	if (k->role == KOP_ROLE_PRIMARY && k->namespace && strcmp(k->namespace, ns ? ns : "")) {
+		log_debug("line %zu: %s '%s/%s' outside namespace '%s'; ignored", lineno, kind, ns ? ns : "", name,
+			  k->namespace);
+		jv_free(obj);
+		return;
+	}
+	key = obj_key(av, kind, ns, name);
+	o = kop_hmap_get(&E.objs, key);
+	if (!strcmp(type, "DELETED")) {
+		if (o)
+			remove_obj(o);
+		free(key);
+		jv_free(obj);
+		return;
+	}
+	if (has_meta(obj, "managedFields"))
+		obj = jv_object_set(obj, kop_json_key("metadata"),
+				    jv_object_delete(jv_object_get(jv_copy(obj), kop_json_key("metadata")),
+						     kop_json_key("managedFields")));
+	rv = meta(obj, "resourceVersion");
+	text = kop_json_dump_len(jv_copy(obj), &tlen);
+	if (o && o->len == tlen && same_text(o, text, tlen)) {
+		free(key);	/* the same state again (a replay, a relist): nothing new */
+		free(text);
+		jv_free(obj);
+		return;
+	}
+	if (k->role == KOP_ROLE_CHILD || k->role == KOP_ROLE_OBSERVED) {
+		char *owner_uid = NULL;
+		char *pkey = kop_program_map(&E.prog, k->mapping, obj, &owner_uid);
+
+		if (!pkey) {
+			/* Not (or no longer) ours: out of the view. */
+			if (o)
+				remove_obj(o);
+			free(key);
+			free(text);
+			jv_free(obj);
+			return;
+		}
+		if (!o) {
+			o = kop_calloc(1, sizeof(*o));
+			o->key = key;
+			kop_hmap_put(&E.objs, key, o);
+		} else {
+			free(key);
+		}
+		if (!o->prim || strcmp(o->prim->key, pkey)) {
+			struct prim *old = o->prim;
+
+			unlink_child(o);
+			enqueue(old);
+			link_child(o, prim_get(pkey, 1));
+		}
+		free(o->owner_uid);
+		o->owner_uid = owner_uid;
+		free(pkey);
+	} else {
+		if (!o) {
+			o = kop_calloc(1, sizeof(*o));
+			o->key = key;
+			kop_hmap_put(&E.objs, key, o);
+		} else {
+			free(key);
+		}
+	}
+	o->kind = k;
+	free(o->vtext);
+	o->vtext = NULL;
+	if (k->role == KOP_ROLE_CHILD) {
+		/* Compared whole, seen by the program as projected. */
+		jv v = projects(k) ? project(jv_copy(obj), lineno) : jv_invalid();
+
+		if (jv_is_valid(v))
+			o->vtext = kop_json_dump_len(v, &o->vlen);
+		child_digest(obj, o->sdig);
+	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
+		/* Its spec goes to the render program only (README: render). */
+		o->vtext = kop_json_dump_len(jv_object_delete(jv_copy(obj), kop_json_key("spec")), &o->vlen);
+	}
+	store_text(o, obj, text, tlen);
+	free(text);
+	free(o->rv);
+	o->rv = kop_strdup(rv ? rv : "");
+	free(o->name);
+	o->name = kop_strdup(name);
+	free(o->ns);
+	o->ns = kop_strdup(ns ? ns : "");
+	free(o->uid);
+	o->uid = kop_strdup(meta(obj, "uid") ? meta(obj, "uid") : "");
+	o->deleting = has_meta(obj, "deletionTimestamp");
+	switch (k->role) {
+	case KOP_ROLE_PRIMARY: {
+		struct kop_buf pk = KOP_BUF_INIT;
+		struct prim *p;
+
+		if (ns && *ns)
+			kop_buf_addf(&pk, "%s/%s", ns, name);
+		else
+			kop_buf_adds(&pk, name);
+		p = prim_get(pk.buf, 1);
+		kop_buf_release(&pk);
+		o->prim = p;	/* for primaries: a back pointer only, not a list */
+		p->obj = o;
+		if (E.prog.render) {
+			jv rp = render_parent(jv_copy(obj));
+
+			kop_json_digest(rp, p->pdig);
+			jv_free(rp);
+		}
+		update_aggs_seen(p, obj, kop_mono_ms());
+		enqueue(p);
+		break;
+	}
+	case KOP_ROLE_RELATED:
+		kop_hmap_put(&E.related, o->key, o);
+		jv_free(E.related_cache);
+		E.related_cache = jv_invalid();
+		enqueue_all();
+		break;
+	default:
+		enqueue(o->prim);
+	}
+	jv_free(obj);
+}
+
+/*
+ * Applies the kind's `project` (program.yml) to obj (consumed): the object as
+ * it will be kept. apiVersion, kind, name and namespace always stay.
+ */
+jv project_kind(jv obj, size_t lineno, int whole)
+{
+	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
+	const char *kind = kop_json_cstr(obj, "kind"), *av = kop_json_cstr(obj, "apiVersion");
+	const struct kop_kind *k = kind && av && name ? kop_program_find_kind(&E.prog, av, kind, ns, name) : NULL;
+	jv out = jv_invalid(), meta_out;
+	char err[KOP_ERRLEN] = "";
+
+	if (!k || !projects(k))
+		return obj;
+	if (k->role == KOP_ROLE_CHILD && !whole)
+		return obj;	/* kept whole for comparing: handle_object keeps the view beside it */
+	if (!k->project) {
+		out = kop_program_keep(k, jv_copy(obj));
+	} else if (kop_jq_run1(k->project, jv_copy(obj), &out, err) < 0 || jv_get_kind(out) != JV_KIND_OBJECT) {
+		log_warn("line %zu: unable to project %s '%s': %s; kept whole", lineno, kind, name,
+			 !strcmp(kind, "Secret") ? "(the jq error on a Secret is not logged: it may quote its data)"
+			 : err[0] ? err : "not an object");
+		jv_free(out);
+		return obj;
+	}
+	meta_out = jv_object_get(jv_copy(out), kop_json_key("metadata"));
+	if (jv_get_kind(meta_out) != JV_KIND_OBJECT) {
+		jv_free(meta_out);
+		meta_out = jv_object();
+	}
+	meta_out = jv_object_set(meta_out, kop_json_key("name"), jv_string(name));
+	if (ns)
+		meta_out = jv_object_set(meta_out, kop_json_key("namespace"), jv_string(ns));
+	out = jv_object_set(out, kop_json_key("metadata"), meta_out);
+	out = jv_object_set(out, kop_json_key("apiVersion"), jv_string(av));
+	out = jv_object_set(out, kop_json_key("kind"), jv_string(kind));
+	jv_free(obj);
+	return out;
+}
+
+void handle_event(jv ev, size_t lineno)
+{
+	const char *type = kop_json_cstr(ev, "type");
+	jv obj;
+
+	if (jv_get_kind(ev) != JV_KIND_OBJECT || !type) {
+		log_warn("line %zu: not a watch event (no \"type\"); skipped", lineno);
+		jv_free(ev);
+		return;
+	}
+	obj = jv_object_get(jv_copy(ev), kop_json_key("object"));
+	if (!strcmp(type, "BOOKMARK")) {
+		jv mark = jv_getpath(jv_copy(obj), jv_array_append(path2("metadata", "annotations"),
+								   jv_string("k8s.io/initial-events-end")));
+
+		if (jv_get_kind(mark) == JV_KIND_STRING && !strcmp(jv_string_value(mark), "true") && !E.synced) {
+			log_debug("line %zu: initial events end: reconciling every primary", lineno);
+			E.synced = 1;
+			enqueue_all();
+		}
+		jv_free(mark);
+		jv_free(obj);
+	} else if (!strcmp(type, "ERROR")) {
+		const char *msg = kop_json_cstr(obj, "message");
+
+		log_warn("line %zu: watch error: %s; skipped", lineno, msg ? msg : "(no message)");
+		jv_free(obj);
+	} else if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED") && strcmp(type, "DELETED")) {
+		log_warn("line %zu: unknown event type '%s'; skipped", lineno, type);
+		jv_free(obj);
+	} else if (jv_get_kind(obj) != JV_KIND_OBJECT || !has_meta(obj, "name")) {
+		log_warn("line %zu: %s event with an object without metadata; skipped", lineno, type);
+		jv_free(obj);
+	} else {
+		handle_object(type, project_kind(obj, lineno, 0), lineno);
+	}
+	jv_free(ev);
+}

@@ -1,0 +1,271 @@
+/*
+ * Operations: an input line or a manifest's object parsed and checked into
+ * a struct op, and its end (one result line). Sending it is request.c's.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "kapply.h"
+#include "banned.h"
+
+void op_free(struct op *op)
+{
+	jv_free(op->line);
+	jv_free(op->obj);
+	jv_free(op->primary);
+	jv_free(op->applied);
+	jv_free(op->live);
+	free(op->api_version);
+	free(op->kind_name);
+	free(op->group);
+	free(op->ns);
+	free(op->name);
+	free(op->uid);
+	free(op->key);
+	free(op->who);
+	free(op->crd_group);
+	free(op->crd_kind);
+	free(op->bad);
+	if (op->resolved)
+		kube_resource_release(&op->res);
+	kop_buf_release(&op->resp);
+	free(op);
+}
+
+static struct op *op_alloc(enum op_kind kind, jv line)
+{
+	struct op *op = kop_calloc(1, sizeof(*op));
+
+	op->kind = kind;
+	op->line = line;
+	op->obj = jv_null();
+	op->primary = jv_null();
+	op->applied = jv_null();
+	op->live = jv_null();
+	kop_backoff_init(&op->backoff, 200, 30000, 1.0);
+	return op;
+}
+
+static int filled(const char *s)
+{
+	return s && *s;
+}
+
+/* "a number", "an array", "null": what a value of kind k is, for messages. */
+static const char *kind_phrase(jv_kind k)
+{
+	switch (k) {
+	case JV_KIND_NULL:
+		return "null";
+	case JV_KIND_TRUE:
+	case JV_KIND_FALSE:
+		return "a boolean";
+	case JV_KIND_NUMBER:
+		return "a number";
+	case JV_KIND_STRING:
+		return "a string";
+	case JV_KIND_ARRAY:
+		return "an array";
+	default:
+		return "not a JSON value";
+	}
+}
+
+/* Why the object cannot be sent for want of apiVersion, kind or metadata.name; NULL when it has all three. */
+static char *missing_names(const struct op *op)
+{
+	const char *miss[3];
+	struct kop_buf b = KOP_BUF_INIT;
+	int n = 0, i;
+
+	if (!filled(op->api_version))
+		miss[n++] = "apiVersion";
+	if (!filled(op->kind_name))
+		miss[n++] = "kind";
+	if (!filled(op->name))
+		miss[n++] = "metadata.name";
+	if (!n)
+		return NULL;
+	kop_buf_adds(&b, "the object has no ");
+	for (i = 0; i < n; i++)
+		kop_buf_addf(&b, "%s%s", i ? (i == n - 1 ? " or " : ", ") : "", miss[i]);
+	kop_buf_adds(&b, " (an operation needs apiVersion, kind and metadata.name)");
+	return kop_buf_detach(&b, NULL);
+}
+
+/* Reads the members every operation needs; a problem is kept in op->bad. */
+static void op_parse(struct op *op)
+{
+	jv meta;
+	char *slash;
+	struct kop_buf b = KOP_BUF_INIT;
+
+	if (jv_get_kind(op->obj) != JV_KIND_OBJECT) {
+		if (jv_is_valid(op->obj))
+			kop_buf_addf(&b, "the object is %s, not an object", kind_phrase(jv_get_kind(op->obj)));
+		else
+			kop_buf_adds(&b, "the operation has no object");
+		op->bad = kop_buf_detach(&b, NULL);
+		return;
+	}
+	op->api_version = kop_json_str(op->obj, "apiVersion", NULL);
+	op->kind_name = kop_json_str(op->obj, "kind", NULL);
+	op->name = kop_json_str(op->obj, "metadata", "name");
+	op->uid = kop_json_str(op->obj, "metadata", "uid");
+	op->ns = kop_json_str(op->obj, "metadata", "namespace");
+	/* As much of Kind/namespace/name as there is, so that even a refusal names its object. */
+	if (filled(op->kind_name) || filled(op->name)) {
+		kop_buf_addf(&b, "%s%s", filled(op->kind_name) ? op->kind_name : "",
+			     filled(op->kind_name) && filled(op->name) ? "/" : "");
+		if (filled(op->name))
+			kop_buf_addf(&b, "%s%s%s", filled(op->ns) ? op->ns : "", filled(op->ns) ? "/" : "", op->name);
+		op->who = kop_buf_detach(&b, NULL);
+	}
+	if ((op->bad = missing_names(op)))
+		return;
+	slash = strchr(op->api_version, '/');
+	op->group = slash ? kop_strndup(op->api_version, (size_t)(slash - op->api_version)) : kop_strdup("");
+	kop_buf_addf(&b, "%s/%s/%s/%s", op->group, op->kind_name, op->ns ? op->ns : "", op->name);
+	op->key = kop_buf_detach(&b, NULL);
+	if (op->ns && opt.namespace && strcmp(op->ns, opt.namespace)) {
+		kop_buf_addf(&b, "the namespace from the provided object '%s' does not match the namespace '%s'",
+			     op->ns, opt.namespace);
+		op->bad = kop_buf_detach(&b, NULL);
+		return;
+	}
+	if (op->kind != OP_APPLY)
+		return;
+	if (!*op->group && !strcmp(op->kind_name, "Namespace"))
+		op->is_namespace = 1;
+	if (!strcmp(op->group, "apiextensions.k8s.io") && !strcmp(op->kind_name, "CustomResourceDefinition")) {
+		jv spec = kop_json_member(jv_copy(op->obj), "spec");
+
+		op->crd_group = kop_json_str(spec, "group", NULL);
+		op->crd_kind = kop_json_str(spec, "names", "kind");
+		jv_free(spec);
+	}
+	meta = kop_json_member(jv_copy(op->obj), "metadata");
+	if (jv_get_kind(meta) == JV_KIND_OBJECT) {
+		jv mf = jv_object_get(jv_copy(meta), jv_string("managedFields"));
+
+		/* Objects read back from the server carry these; apply must not. */
+		if (jv_is_valid(mf)) {
+			meta = jv_object_delete(meta, jv_string("managedFields"));
+			op->obj = jv_object_set(op->obj, jv_string("metadata"), jv_copy(meta));
+		}
+		jv_free(mf);
+	}
+	jv_free(meta);
+}
+
+/* An input line (consumed; lineno 0 = from a manifest) as an operation or a passthrough. */
+struct op *op_from_line(jv line, size_t lineno)
+{
+	jv opname = kop_json_member(jv_copy(line), "op");
+	enum op_kind kind = OP_PASS;
+	struct op *op;
+
+	if (jv_get_kind(opname) == JV_KIND_STRING) {
+		const char *s = jv_string_value(opname);
+
+		if (!strcmp(s, "apply"))
+			kind = OP_APPLY;
+		else if (!strcmp(s, "delete"))
+			kind = OP_DELETE;
+		else if (!strcmp(s, "patch"))
+			kind = OP_PATCH;
+	}
+	jv_free(opname);
+	op = op_alloc(kind, line);
+	op->lineno = lineno;
+	op->primary = kop_json_member(jv_copy(line), "primary");
+	if (jv_get_kind(op->primary) != JV_KIND_STRING) {
+		jv_free(op->primary);
+		op->primary = jv_null();
+	}
+	if (kind == OP_PASS)
+		return op;
+	op->obj = kop_json_member(jv_copy(line), "object");
+	op_parse(op);
+	if (!op->bad && kind == OP_DELETE && (!op->uid || !*op->uid))
+		op->bad = kop_strdup("a deletion needs metadata.uid (it is sent as a precondition)");
+	if (!op->bad && kind == OP_PATCH) {
+		jv pt = kop_json_member(jv_copy(line), "patchType"), p = kop_json_member(jv_copy(line), "patch");
+
+		if (jv_get_kind(pt) != JV_KIND_STRING ||
+		    (strcmp(jv_string_value(pt), "json") && strcmp(jv_string_value(pt), "merge")))
+			op->bad = kop_strdup("a patch needs \"patchType\": \"json\" or \"merge\"");
+		else if (!jv_is_valid(p) || jv_get_kind(p) == JV_KIND_NULL)
+			op->bad = kop_strdup("a patch needs \"patch\"");
+		jv_free(pt);
+		jv_free(p);
+	}
+	return op;
+}
+
+const char *op_ns(const struct op *op)
+{
+	return op->ns ? op->ns : (opt.namespace ? opt.namespace : default_ns);
+}
+
+jv op_ref(const struct op *op)
+{
+	jv ref = kop_op_ref(jv_copy(op->obj));
+
+	if (op->resolved && op->res.namespaced && !op->ns)
+		ref = jv_object_set(ref, jv_string("namespace"), jv_string(op_ns(op)));
+	return ref;
+}
+
+/* Writes op's result line and marks it done. line is consumed. */
+void op_done(struct op *op, jv result)
+{
+	jv ok = jv_object_get(jv_copy(result), jv_string("ok"));
+	struct kop_buf labels = KOP_BUF_INIT;
+
+	kop_buf_addf(&labels, "op=%s,result=%s", kind_names[op->kind],
+		     jv_get_kind(ok) == JV_KIND_TRUE ? "ok" : "error");
+	tool_metric_add("kapply_operations_total", labels.buf, 1);
+	kop_buf_release(&labels);
+	jv_free(ok);
+	if (opt.dry_run == DRY_SERVER)
+		result = jv_object_set(result, jv_string("dryRun"), jv_string("server"));
+	emit(result);
+	op->state = ST_DONE;
+}
+
+void op_ok(struct op *op, long code, jv body)
+{
+	op_done(op, kop_result_ok(kind_names[op->kind], jv_copy(op->primary), op_ref(op), code, body));
+}
+
+void op_fail(struct op *op, const struct kube_response *r)
+{
+	jv fields = jv_object();
+
+	fields = jv_object_set(fields, jv_string("code"), jv_number((double)r->code));
+	if (r->reason)
+		fields = jv_object_set(fields, jv_string("reason"), jv_string(r->reason));
+	tool_logj(LOG_ERROR, fields, "unable to %s '%s': %s", kind_names[op->kind], op->who,
+		  r->message ? r->message : "");
+	if (r->code == 409 && op->kind == OP_APPLY && !opt.force)
+		log_error("the fields above have other managers: to take them over, apply again with "
+			  "--force-conflicts; to leave them, remove them from '%s'", op->who);
+	note_exit(kube_exit_code(r));
+	op_done(op, kop_result_fail(kind_names[op->kind], jv_copy(op->primary), op_ref(op), r));
+}
+
+void op_fail_local(struct op *op, long code, const char *reason, const char *msg)
+{
+	const char *verb = kind_names[op->kind];
+
+	if (op->who && op->lineno && !op->bad_names_line)
+		log_error("unable to %s '%s' (line %zu): %s", verb, op->who, op->lineno, msg);
+	else if (op->who)
+		log_error("unable to %s '%s': %s", verb, op->who, msg);
+	else if (op->lineno)
+		log_error("unable to %s the object of line %zu: %s", verb, op->lineno, msg);
+	else
+		log_error("unable to %s an object without kind or name: %s", verb, msg);
+	note_exit(KOP_EXIT_PERM);
+	op_done(op, kop_result_local(kind_names[op->kind], jv_copy(op->primary), op_ref(op), code, reason, msg));
+}

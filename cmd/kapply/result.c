@@ -1,0 +1,189 @@
+/*
+ * Results: a response read, a transient failure retried after its backoff,
+ * a CRD waited for until Established, the result line written and the exit
+ * code kept. --diff's output is diff.c's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <curl/curl.h>
+#include "kapply.h"
+#include "banned.h"
+
+void note_exit(int code)
+{
+	if (code == KOP_EXIT_PERM || worst == KOP_EXIT_PERM)
+		worst = KOP_EXIT_PERM;
+	else if (code == KOP_EXIT_TEMP || worst == KOP_EXIT_TEMP)
+		worst = KOP_EXIT_TEMP;
+	else if (code > worst)
+		worst = code;
+}
+
+void emit(jv line)
+{
+	if (kop_jsonl_write(stdout, line) < 0)
+		tool_stdout_failed();
+}
+
+static int established(jv crd)
+{
+	jv conds = jv_getpath(crd, JV_ARRAY(jv_string("status"), jv_string("conditions")));
+	int i, n, yes = 0;
+
+	if (jv_get_kind(conds) != JV_KIND_ARRAY) {
+		jv_free(conds);
+		return 0;
+	}
+	n = jv_array_length(jv_copy(conds));
+	for (i = 0; i < n && !yes; i++) {
+		jv c = jv_array_get(jv_copy(conds), i);
+		char *type = kop_json_str(c, "type", NULL), *status = kop_json_str(c, "status", NULL);
+
+		yes = same(type, "Established") && same(status, "True");
+		free(type);
+		free(status);
+		jv_free(c);
+	}
+	jv_free(conds);
+	return yes;
+}
+
+/* A failed request: retried when transient and tries are left, else reported. */
+void op_failed(struct op *op, const struct kube_response *r)
+{
+	int64_t delay;
+	char why[KOP_ERRLEN];
+
+	if (r->code == 401 && !op->auth_retried) {
+		op->auth_retried = 1;
+		kube_auth_failed(client);
+		op->state = ST_QUEUED;
+		op->not_before = 0;
+		return;
+	}
+	/* A 409 is never retried here: with force it is a precondition that failed, without a conflict to report. */
+	if (r->transient && r->code != 409 && op->attempts <= opt.max_retries && !stopping) {
+		delay = kop_backoff_next(&op->backoff);
+		/* Never sooner than Retry-After, but never more than a minute on its word. */
+		if (r->retry_after_s >= 0 && r->retry_after_s * 1000 > delay)
+			delay = r->retry_after_s > 60 ? 60000 : r->retry_after_s * 1000;
+		log_info("retrying %s of '%s' in %lld ms after %ld %s", kind_names[op->kind], op->who,
+			 (long long)delay, r->code, kube_response_why(r, why, sizeof(why)));
+		op->state = ST_QUEUED;
+		op->not_before = kop_mono_ms() + delay;
+		return;
+	}
+	op_fail(op, r);
+}
+
+static void op_response(struct op *op, struct kube_response *r)
+{
+	int ok = r->code >= 200 && r->code < 300;
+
+	switch (op->phase) {
+	case PH_MAIN:
+		if (ok && op->crd_kind && opt.dry_run != DRY_SERVER) {
+			/* Objects of its kind wait (blocked()) until the API serves it. */
+			jv_free(op->applied);
+			op->applied = jv_copy(r->body);
+			op->applied_code = r->code;
+			op->phase = PH_ESTABLISH;
+			op->state = ST_QUEUED;
+			op->not_before = 0;
+			op->deadline = kop_mono_ms() + opt.crd_timeout_ms;
+			op->attempts = 0;
+			kop_backoff_reset(&op->backoff);
+		} else if (ok)
+			op_ok(op, r->code, jv_copy(r->body));
+		else if (op->kind == OP_DELETE && r->code == 404) {
+			/* Already gone: what a deletion wants. */
+			jv res = kop_result_ok("delete", jv_copy(op->primary), op_ref(op), 404, jv_null());
+
+			op_done(op, jv_object_set(res, jv_string("reason"), jv_string("NotFound")));
+		} else
+			op_failed(op, r);
+		return;
+	case PH_ESTABLISH:
+		if (ok && established(jv_copy(r->body))) {
+			kube_discovery_invalidate(client);
+			op_ok(op, op->applied_code, jv_copy(op->applied));
+		} else if (ok || r->code == 404) {
+			if (kop_mono_ms() >= op->deadline) {
+				struct kop_buf m = KOP_BUF_INIT;
+
+				kop_buf_addf(&m, "customresourcedefinition '%s' not established after %ld ms", op->name,
+					     opt.crd_timeout_ms);
+				note_exit(KOP_EXIT_TEMP);
+				log_error("%s", m.buf);
+				op_done(op, kop_result_local("apply", jv_copy(op->primary), op_ref(op), 504, "Timeout",
+							     m.buf));
+				kop_buf_release(&m);
+			} else {
+				op->state = ST_QUEUED;
+				op->not_before = kop_mono_ms() + 100;
+				op->attempts = 0;
+			}
+		} else
+			op_failed(op, r);
+		return;
+	case PH_DIFF_GET:
+		if (!ok && r->code != 404) {
+			op_failed(op, r);
+			return;
+		}
+		jv_free(op->live);
+		op->live = ok ? jv_copy(r->body) : jv_null();
+		op->attempts = 0;
+		kop_backoff_reset(&op->backoff);
+		if (op->kind == OP_DELETE) {
+			char *uid = kop_json_str(op->live, "metadata", "uid");
+			int match = same(uid, op->uid);
+
+			free(uid);
+			op_diff(op, jv_copy(op->live), match ? jv_null() : jv_copy(op->live));
+			return;
+		}
+		if (op->kind == OP_PATCH && !ok) {
+			op_fail(op, r);
+			return;
+		}
+		op->phase = PH_DIFF_DRY;
+		op->state = ST_QUEUED;
+		op->not_before = 0;
+		return;
+	case PH_DIFF_DRY:
+		if (!ok) {
+			op_failed(op, r);
+			return;
+		}
+		op_diff(op, jv_copy(op->live), jv_copy(r->body));
+		return;
+	}
+}
+
+void finished(CURLMsg *m)
+{
+	struct op *op;
+	char *priv = NULL;
+	struct kube_response r;
+	struct curl_header *h = NULL;
+	const char *retry_after = NULL;
+	long code = 0;
+
+	curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
+	op = (struct op *)(void *)priv;
+	curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+	if (curl_easy_header(m->easy_handle, "Retry-After", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h)
+		retry_after = h->value;
+	kube_response_from(&r, code, op->resp.buf, op->resp.len, retry_after, m->data.result, op->errbuf);
+	curl_multi_remove_handle(multi, m->easy_handle);
+	curl_easy_cleanup(m->easy_handle);
+	curl_slist_free_all(op->headers);
+	op->headers = NULL;
+	op->easy = NULL;
+	inflight--;
+	tool_metric_request(op->method, r.code);
+	log_debug("'%s': %ld %s", op->who, r.code, r.reason ? r.reason : "");
+	op_response(op, &r);
+	kube_response_release(&r);
+}
