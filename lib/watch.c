@@ -349,11 +349,15 @@ static int handle_event(struct kw_watch *w, jv ev)
 		return -1;
 	}
 	t = jv_string_value(type);
-	w->events++;
 	if (!strcmp(t, "ERROR")) {
+		/* not counted in events: a stream of ERRORs is no healthy one */
 		jv_free(w->stream_error);
 		w->stream_error = obj;
-	} else if (!strcmp(t, "BOOKMARK")) {
+		jv_free(type);
+		return 0;
+	}
+	w->events++;
+	if (!strcmp(t, "BOOKMARK")) {
 		jv rvh;
 		const char *rv = meta_str(obj, "resourceVersion", &rvh);
 

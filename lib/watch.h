@@ -110,7 +110,7 @@ struct kw_watch {
 	char *sync_rv;		/* resourceVersion of the last completed (re)list */
 	struct kw_map map;
 	struct kop_jsonl reader;	/* the body of a watch */
-	size_t events;		/* events received by the current request */
+	size_t events;		/* events received by the current request (ERROR events not counted) */
 	size_t bad_lines;	/* malformed lines received (skipped) */
 	jv stream_error;	/* the Status of an ERROR event, or jv_invalid() */
 
