@@ -106,6 +106,7 @@ struct res {
 	struct kop_backoff bo;
 	long refused_code;		/* the streaming list failed and the watch fell back: said after the paged LIST */
 	char refused[KOP_ERRLEN];	/* ... with the server's message */
+	char problem[KOP_ERRLEN + 256];	/* why its initial state cannot be read ("" = none): the stats note */
 };
 
 static struct {
@@ -378,6 +379,19 @@ static int64_t stall_ms(void)
 	return tool_kube.request_timeout_ms ? tool_kube.request_timeout_ms : 60000;
 }
 
+/* The stats note (tool_metric_note): the first watch that cannot read its initial state, and why. */
+static void update_note(void)
+{
+	size_t i;
+
+	for (i = 0; i < nres; i++)
+		if (res[i].problem[0] && !res[i].w.synced) {
+			tool_metric_note(res[i].problem);
+			return;
+		}
+	tool_metric_note(NULL);
+}
+
 /*
  * A transfer ended (stalled: a streaming list that did not complete its
  * initial state in time, abandoned by us; cc is not looked at). Returns an
@@ -459,8 +473,11 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 	} else if (next == KW_NEXT_FATAL || next == KW_NEXT_FORBIDDEN) {
 		r->refused_code = 0;
 	}
+	if (next == KW_NEXT_NOW || r->w.synced)
+		r->problem[0] = 0;
 	switch (next) {
 	case KW_NEXT_NOW:
+		update_note();
 		if (opt.once && r->w.synced)
 			r->done = 1;	/* --once: no watch after the state */
 		if (!r->w.err_code && !r->w.need_list && !r->done && !strcmp(verb, "watch"))
@@ -486,6 +503,9 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 				  "streaming list of '%s' failed before its initial state was complete (%ld: %s) and "
 				  "--watch-list=always does not fall back to paged LISTs; again in %lld ms",
 				  r->w.name, r->w.err_code, r->w.err, (long long)(r->next_at - now));
+			snprintf(r->problem, sizeof(r->problem),
+				 "streaming list of '%s' failed (%ld: %s) and --watch-list=always does not fall back",
+				 r->w.name, r->w.err_code, r->w.err);
 		} else if (r->w.expired) {
 			tool_metric_add("kwatch_relists_total", NULL, 1);
 			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
@@ -498,7 +518,11 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 					    jv_number(code)),
 				  "%s of '%s' ended: %s; again in %lld ms", verb, r->w.name, r->w.err,
 				  (long long)(r->next_at - now));
+			if (!r->w.synced)
+				snprintf(r->problem, sizeof(r->problem), "%s of '%s' failed (%ld: %s); retrying", verb,
+					 r->w.name, r->w.err_code, r->w.err);
 		}
+		update_note();
 		return -1;
 	case KW_NEXT_FORBIDDEN: {
 		const char *dot = *r->r.group ? "." : "";
@@ -513,12 +537,19 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 			  r->r.resource, dot, r->r.group,
 			  r->ns ? "in namespace '" : r->r.namespaced ? "in all namespaces" : "at the cluster scope",
 			  r->ns ? r->ns : "", r->ns ? "'" : "", r->w.err, verb, r->r.resource, dot, r->r.group);
+		snprintf(r->problem, sizeof(r->problem), "forbidden: cannot %s '%s%s%s' %s%s%s: %s", verb, r->r.resource,
+			 dot, r->r.group,
+			 r->ns ? "in namespace '" : r->r.namespaced ? "in all namespaces" : "at the cluster scope",
+			 r->ns ? r->ns : "", r->ns ? "'" : "", r->w.err);
+		update_note();
 		return KOP_EXIT_PERM;
 	}
 	case KW_NEXT_FATAL:
 		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("verb"),
 					       jv_string(verb), jv_string("code"), jv_number(r->w.err_code)),
 			  "unable to %s '%s': %s", verb, r->w.name, r->w.err);
+		snprintf(r->problem, sizeof(r->problem), "unable to %s '%s': %s", verb, r->w.name, r->w.err);
+		update_note();
 		return KOP_EXIT_PERM;
 	}
 	return -1;
