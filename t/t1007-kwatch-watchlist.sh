@@ -242,6 +242,52 @@ test_expect_success 'gate-off: one 422 for the fallback, none with --watch-list=
 	ksim_stop
 '
 
+# ---- older servers: 1.19-1.26 refuse resourceVersionMatch on a watch; older
+# ones (and aggregated API servers built on them) ignore both parameters and
+# serve a plain watch: the initial state, but never the bookmark ending it.
+
+test_expect_success 'old (1.19-1.26): 422 on resourceVersionMatch, the fallback said with it' '
+	ksim_start --watch-list old &&
+	api POST /api/v1/namespaces "{\"metadata\":{\"name\":\"o\"}}" >/dev/null &&
+	cm o c1 && cm o c2 &&
+	ksim_curl -o old.body -w "%{http_code}\n" "/api/v1/namespaces/o/configmaps?$STREAM_Q" >old.code &&
+	echo 422 >old.code.expect &&
+	test_cmp old.code.expect old.code &&
+	jq -r .message old.body >old.msg &&
+	echo "ListOptions.meta.k8s.io \"\" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch, resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided]" >old.msg.expect &&
+	test_cmp old.msg.expect old.msg &&
+	kw_start old.out -n o configmaps &&
+	test_wait_for 20 has 1 old.out ".type == \"BOOKMARK\"" &&
+	cm o c3 &&
+	test_wait_for 20 has 1 old.out ".object.metadata.name == \"c3\"" &&
+	kw_stop old.out &&
+	jq -r "[.type, .object.metadata.name] | join(\" \")" old.out >old.summary &&
+	printf "ADDED c1\nADDED c2\nBOOKMARK \nADDED c3\n" >old.expect &&
+	test_cmp old.expect old.summary &&
+	jq -r "select(.msg | contains(\"streaming list\")) | .msg" old.out.err >old.msgs &&
+	test $(wc -l <old.msgs) = 1 &&
+	grep -F "refused (422: $(cat old.msg)): read with paged LISTs" old.msgs &&
+	ksim_stop
+'
+
+test_expect_success 'ignore (older): a plain watch without the bookmark stalls, then falls back; nothing twice' '
+	ksim_start --watch-list ignore &&
+	api POST /api/v1/namespaces "{\"metadata\":{\"name\":\"i\"}}" >/dev/null &&
+	cm i c1 && cm i c2 &&
+	kw_start ignore.out -n i --request-timeout 2s configmaps &&
+	test_wait_for 20 has 1 ignore.out ".type == \"BOOKMARK\"" &&
+	cm i c3 &&
+	test_wait_for 20 has 1 ignore.out ".object.metadata.name == \"c3\"" &&
+	kw_stop ignore.out &&
+	jq -r "[.type, .object.metadata.name] | join(\" \")" ignore.out >ignore.summary &&
+	printf "ADDED c1\nADDED c2\nBOOKMARK \nADDED c3\n" >ignore.expect &&
+	test_cmp ignore.expect ignore.summary &&
+	jq -r "select(.msg | contains(\"streaming list\")) | .msg" ignore.out.err >ignore.msgs &&
+	test $(wc -l <ignore.msgs) = 1 &&
+	grep "failed before its initial state was complete (no initial-events-end bookmark within 2000 ms)" ignore.msgs &&
+	ksim_stop
+'
+
 # ---- the recorded refusal itself, replayed ------------------------------------------------
 
 test_expect_success 'the recorded refusal (HTTP 200, one ERROR event, the end) replayed: LIST, then the state' '

@@ -45,7 +45,10 @@ static const char usage[] =
 	"                         InternalError, storage feature RequestWatchProgress disabled)\n"
 	"                         and the end, as kube-apiserver 1.32+ on an etcd without it;\n"
 	"                         gate-off: 422 Invalid (FieldValueForbidden on sendInitialEvents),\n"
-	"                         as kube-apiserver with the WatchList feature gate off (1.27-1.31)\n"
+	"                         as kube-apiserver with the WatchList feature gate off (1.27-1.31);\n"
+	"                         old: 422 Invalid, resourceVersionMatch forbidden for watch, as\n"
+	"                         1.19-1.26; ignore: the parameters ignored (a plain watch: the\n"
+	"                         initial state but no initial-events-end bookmark), as older ones\n"
 	"  -v, --verbose          log every request (method, path, code)\n"
 	"\n"
 	"Admin endpoints (POST, no authentication): /ksim/cut-watches, /ksim/error-watches,\n"
@@ -275,8 +278,12 @@ int main(int argc, char **argv)
 				ksim.watch_list = KSIM_WL_REFUSE_STORAGE;
 			else if (!strcmp(optarg, "gate-off"))
 				ksim.watch_list = KSIM_WL_GATE_OFF;
+			else if (!strcmp(optarg, "old"))
+				ksim.watch_list = KSIM_WL_OLD;
+			else if (!strcmp(optarg, "ignore"))
+				ksim.watch_list = KSIM_WL_IGNORE;
 			else
-				die_usage("invalid --watch-list '%s' (serve, refuse-storage or gate-off)", optarg);
+				die_usage("invalid --watch-list '%s' (serve, refuse-storage, gate-off, old or ignore)", optarg);
 			break;
 		default:
 			if (!ksim_sim_option(c, optarg) && !tool_common_option(c, optarg, usage))

@@ -221,6 +221,24 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 	uint64_t n = 0;
 	int64_t now = kop_mono_ms();
 
+	if (ksim.watch_list == KSIM_WL_IGNORE) {
+		initial = has_sie = 0;	/* unknown parameters: a plain watch */
+		rvm = NULL;
+	}
+	if (ksim.watch_list == KSIM_WL_OLD && rvm && *rvm) {
+		/* 1.19-1.26's ValidateListOptions: sendInitialEvents unknown, resourceVersionMatch not for watches */
+		const char *fields[2] = { "resourceVersionMatch", "resourceVersionMatch" }, *details[2];
+		int nerr = 0;
+
+		details[nerr++] = "resourceVersionMatch is forbidden for watch";
+		if (!rv || !*rv)
+			details[nerr++] = "resourceVersionMatch is forbidden unless resourceVersion is provided";
+		*err = invalid_watch_options(fields, details, nerr);
+		*code = 422;
+		goto fail;
+	}
+	if (ksim.watch_list == KSIM_WL_OLD)
+		initial = has_sie = 0;	/* (a parameter it does not know) */
 	if (has_sie && ksim.watch_list == KSIM_WL_GATE_OFF) {
 		const char *fields[2], *details[2];
 		int nerr = 0;
