@@ -160,6 +160,26 @@ test_expect_success 'a streaming list that stalls before its bookmark falls back
 	test_cmp stall.msgs.expect stall.msgs
 '
 
+# Custom resources: field selectors other than metadata.name and
+# metadata.namespace need the CRD's selectableFields (1.31 beta, 1.32 GA);
+# ksim refuses them as a server without them does. One refusal, one error.
+test_expect_success 'a field selector refused on a custom resource (400): exit 100, said once' '
+	kubectl=/usr/lib/google-cloud-sdk/bin/kubectl.1.27 &&
+	{ test -x $kubectl || kubectl=$(command -v kubectl); } &&
+	timeout 30 $kubectl apply -f "$PROJECT_ROOT/deploy/crd.yaml" >crd.out &&
+	timeout 30 $kubectl wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s >/dev/null &&
+	test_expect_code 100 timeout 30 kwatch -n w "iotservices:f=spec.core.image=x" >cr.out 2>cr.err &&
+	test_cmp /dev/null cr.out &&
+	jq -r "[.level, .msg] | @tsv" cr.err >cr.msgs &&
+	printf "error\tunable to list %s: field label not supported: spec.core.image\n" \
+		"'\''iotservices:f=spec.core.image=x'\''" >cr.msgs.expect &&
+	test_cmp cr.msgs.expect cr.msgs &&
+	timeout 30 kwatch -n w --once "iotservices:f=metadata.name=x" >cr-name.out 2>cr-name.err &&
+	jq -r .type cr-name.out >cr-name.types &&
+	echo BOOKMARK >cr-name.expect &&
+	test_cmp cr-name.expect cr-name.types
+'
+
 test_expect_success 'stop ksim' '
 	ksim_stop
 '
