@@ -60,6 +60,7 @@ static const char usage[] =
 	"  POD_NAME                   leader identity (default: the host name)\n"
 	"  WATCH_NAMESPACE            accepted for compatibility, ignored\n"
 	"  KOP_STAGE_DIR              where to look for the stages first (as --stage-dir)\n"
+	"  KOP_WATCH_LIST             as --watch-list\n"
 	"\n"
 	"options:\n"
 	"  --kubeconfig FILE          kubeconfig (else KUBECONFIG, in-cluster, ~/.kube/config)\n"
@@ -1949,6 +1950,9 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		die_usage("unexpected argument '%s'", argv[optind]);
+	if ((env = getenv("KOP_WATCH_LIST")) && *env && strcmp(env, "auto") && strcmp(env, "always") &&
+	    strcmp(env, "never"))
+		die_usage("invalid KOP_WATCH_LIST '%s' (auto, always or never)", env);
 	if (!(sup.operator_name = getenv("OPERATOR_NAME")) || !*sup.operator_name)
 		die_usage("OPERATOR_NAME must be set to the operator's namespace");
 	/* client-go's checks: LeaseDuration > RenewDeadline > JitterFactor (1.2) * RetryPeriod, all positive. */

@@ -518,9 +518,12 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 					    jv_number(code)),
 				  "%s of '%s' ended: %s; again in %lld ms", verb, r->w.name, r->w.err,
 				  (long long)(r->next_at - now));
-			if (!r->w.synced)
+			if (!r->w.synced && r->w.err_code)
 				snprintf(r->problem, sizeof(r->problem), "%s of '%s' failed (%ld: %s); retrying", verb,
 					 r->w.name, r->w.err_code, r->w.err);
+			else if (!r->w.synced)
+				snprintf(r->problem, sizeof(r->problem), "%s of '%s' failed (%s); retrying", verb,
+					 r->w.name, r->w.err);
 		}
 		update_note();
 		return -1;

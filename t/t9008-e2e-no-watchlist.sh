@@ -9,6 +9,13 @@ work around a refusal (--watch-list=always, a forbidden watch): /readyz, the log
 REFUSED_MSG="a watch stream was requested by the client but the required storage feature RequestWatchProgress is disabled"
 GATE_MSG="ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
 
+test_expect_success 'iot-operator: a bad --watch-list or KOP_WATCH_LIST is a usage error' '
+	test_expect_code 100 env OPERATOR_NAME=$O iot-operator --watch-list sometimes 2>bad.err &&
+	grep "invalid --watch-list .sometimes." bad.err &&
+	test_expect_code 100 env OPERATOR_NAME=$O KOP_WATCH_LIST=sometimes iot-operator 2>bad.err &&
+	grep "invalid KOP_WATCH_LIST .sometimes." bad.err
+'
+
 for mode in refuse-storage gate-off; do
 	case $mode in
 	refuse-storage) code=500 msg=$REFUSED_MSG ;;
