@@ -449,9 +449,9 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 		kube_response_release(&resp);
 	}
 	kop_buf_release(&r->body);	/* a LIST page can be megabytes: do not keep it */
-	if (r->w.events > 0)
-		kop_backoff_reset(&r->bo);	/* it was healthy: the next failure is a first one */
 	next = kw_watch_done(&r->w, code, transport_ok, status, now - r->started);
+	if (r->w.events > 0 && !r->w.stream_failed)
+		kop_backoff_reset(&r->bo);	/* it was healthy: the next failure is a first one */
 	if (r->refused_code && code == 200 && transport_ok) {
 		/*
 		 * The LIST after a failed streaming list was answered: a server
