@@ -60,6 +60,7 @@ static const char usage[] =
 	"  POD_NAME                   leader identity (default: the host name)\n"
 	"  WATCH_NAMESPACE            accepted for compatibility, ignored\n"
 	"  KOP_STAGE_DIR              where to look for the stages first (as --stage-dir)\n"
+	"  KOP_WATCH_LIST             as --watch-list\n"
 	"\n"
 	"options:\n"
 	"  --kubeconfig FILE          kubeconfig (else KUBECONFIG, in-cluster, ~/.kube/config)\n"
@@ -75,6 +76,8 @@ static const char usage[] =
 	"  --program DIR              the program (default pipeline/iotservice)\n"
 	"  --stage-dir DIR            look for kwatch, ireconcile, kapply, kstatus here first\n"
 	"  --drain-timeout D          SIGTERM: how long the writers may finish (default 10s)\n"
+	"  --watch-list MODE          kwatch's streaming lists: auto (default: fall back to paged\n"
+	"                             LIST + WATCH where they fail), always, never (env KOP_WATCH_LIST)\n"
 	"  -v, --log-level L, --log-format F, -h\n"
 	"\n"
 	"exit codes: 0 drained and stopped; 100 bad usage or setup; 111 temporary setup failure,\n"
@@ -90,7 +93,8 @@ enum {
 	OPT_RETRY_PERIOD,
 	OPT_PROGRAM,
 	OPT_STAGE_DIR,
-	OPT_DRAIN_TIMEOUT
+	OPT_DRAIN_TIMEOUT,
+	OPT_WATCH_LIST
 };
 
 static const char *const stage_names[] = { "kwatch", "ireconcile", "kapply", "kstatus" };
@@ -133,6 +137,9 @@ static struct {
 	pthread_mutex_t mu;
 	jv base;		/* series key -> series: counters of stages gone, the supervisor's own */
 	jv live;		/* "slot" -> jv object of series, the running stages' last values */
+	jv notes;		/* "slot" -> a running stage's note ("stage: why it cannot work"), if any */
+	char last_note[KOP_ERRLEN + 32];	/* the last note of a stage gone, until the initial lists are in */
+	char why[2 * KOP_ERRLEN + 128];		/* ready_locked's answer when it is built */
 	jv restarts;		/* stage name -> count */
 	int initial_sent, pipeline_up, is_leader;
 	pid_t pids[64];		/* running stages, for their RSS; 0-terminated */
@@ -342,7 +349,7 @@ static void metric_own_add(const char *name, jv labels, double delta)
 /* A stats line from a stage: {"metrics":[{"name","type","labels","value"},...]}; mu held. */
 static void stage_stats_line(size_t slot, const char *line, size_t len)
 {
-	jv v = jv_parse_sized(line, (int)len), arr, series = jv_object();
+	jv v = jv_parse_sized(line, (int)len), arr, note, series = jv_object();
 	char key[32];
 	int i, n;
 
@@ -351,6 +358,7 @@ static void stage_stats_line(size_t slot, const char *line, size_t len)
 		jv_free(series);
 		return;
 	}
+	note = jv_object_get(jv_copy(v), jv_string("note"));
 	arr = jv_object_get(v, jv_string("metrics"));
 	n = jv_get_kind(arr) == JV_KIND_ARRAY ? jv_array_length(jv_copy(arr)) : 0;
 	for (i = 0; i < n; i++) {
@@ -375,6 +383,12 @@ static void stage_stats_line(size_t slot, const char *line, size_t len)
 	jv_free(arr);
 	snprintf(key, sizeof(key), "%zu", slot);
 	sup.live = jv_object_set(sup.live, jv_string(key), series);
+	if (jv_get_kind(note) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(note)) > 0 && slot < sup.nst)
+		sup.notes = jv_object_set(sup.notes, jv_string(key),
+					  jv_string_fmt("%s: %s", sup.st[slot].name, jv_string_value(note)));
+	else
+		sup.notes = jv_object_delete(sup.notes, jv_string(key));
+	jv_free(note);
 }
 
 static long long statm_rss(pid_t pid)
@@ -476,6 +490,14 @@ static void stage_stats_fold(size_t slot)
 	snprintf(key, sizeof(key), "%zu", slot);
 	sup.base = series_add_all(sup.base, jv_object_get(jv_copy(sup.live), jv_string(key)), 1);
 	sup.live = jv_object_delete(sup.live, jv_string(key));
+	{
+		jv note = jv_object_get(jv_copy(sup.notes), jv_string(key));
+
+		if (jv_get_kind(note) == JV_KIND_STRING)
+			snprintf(sup.last_note, sizeof(sup.last_note), "%s", jv_string_value(note));
+		jv_free(note);
+	}
+	sup.notes = jv_object_delete(sup.notes, jv_string(key));
 }
 
 /* How long one lease request may take: it never outlives a retry period much
@@ -507,16 +529,35 @@ static int standby_can_lead(char *why, size_t n)
 	return ok;
 }
 
-/* Readiness (under sup.mu): can is standby_can_lead's answer, taken before, with its reason in can_why. */
+/* What keeps the pipeline from being ready, as its stages said (under sup.mu): "" when nothing. */
+static const char *stage_note_locked(void)
+{
+	const char *note = sup.last_note;
+
+	jv_object_foreach(sup.notes, slot, n) {
+		if (note == sup.last_note && jv_get_kind(n) == JV_KIND_STRING)
+			note = jv_string_value(n);	/* (held by sup.notes, not changed before the caller is done) */
+		jv_free(slot);
+		jv_free(n);
+	}
+	return note;
+}
+
+/*
+ * Readiness (under sup.mu): can is standby_can_lead's answer, taken before,
+ * with its reason in can_why. Not ready because of a stage: *why says which
+ * and why, as the stage said it (a watch refused by the server...).
+ */
 static int ready_locked(int can, const char *can_why, const char **why)
 {
 	if (!sup.leader_elect || sup.is_leader) {
-		if (!sup.pipeline_up) {
-			*why = "the pipeline is not running";
-			return 0;
-		}
-		if (!sup.initial_sent) {
-			*why = "the initial lists are not in yet";
+		if (!sup.pipeline_up || !sup.initial_sent) {
+			const char *note = stage_note_locked();
+
+			snprintf(sup.why, sizeof(sup.why), "%s%s%s",
+				 !sup.pipeline_up ? "the pipeline is not running" : "the initial lists are not in yet",
+				 *note ? ": " : "", note);
+			*why = sup.why;
 			return 0;
 		}
 		return 1;
@@ -1410,6 +1451,7 @@ static void merge_line(struct stage *s, const char *line, size_t len)
 		kop_buf_add(&sup.merged, "\n", 1);
 		pthread_mutex_lock(&sup.mu);
 		sup.initial_sent = 1;
+		sup.last_note[0] = 0;
 		pthread_mutex_unlock(&sup.mu);
 		log_info("initial lists are in");
 		return;
@@ -1770,6 +1812,7 @@ int main(int argc, char **argv)
 		{ "program", required_argument, NULL, OPT_PROGRAM },
 		{ "stage-dir", required_argument, NULL, OPT_STAGE_DIR },
 		{ "drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT },
+		{ "watch-list", required_argument, NULL, OPT_WATCH_LIST },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct MHD_Daemon *httpd;
@@ -1838,12 +1881,21 @@ int main(int argc, char **argv)
 		case OPT_DRAIN_TIMEOUT:
 			sup.drain_ms = duration_opt(optarg, "--drain-timeout");
 			break;
+		case OPT_WATCH_LIST:
+			/* kwatch reads it (its --watch-list): every kwatch stage the same */
+			if (strcmp(optarg, "auto") && strcmp(optarg, "always") && strcmp(optarg, "never"))
+				die_usage("invalid --watch-list '%s' (auto, always or never)", optarg);
+			setenv("KOP_WATCH_LIST", optarg, 1);
+			break;
 		default:
 			tool_bad_option(argv, TOOL_COMMON_SHORT);
 		}
 	}
 	if (optind < argc)
 		die_usage("unexpected argument '%s'", argv[optind]);
+	if ((env = getenv("KOP_WATCH_LIST")) && *env && strcmp(env, "auto") && strcmp(env, "always") &&
+	    strcmp(env, "never"))
+		die_usage("invalid KOP_WATCH_LIST '%s' (auto, always or never)", env);
 	if (!(sup.operator_name = getenv("OPERATOR_NAME")) || !*sup.operator_name)
 		die_usage("OPERATOR_NAME must be set to the operator's namespace");
 	/* client-go's checks: LeaseDuration > RenewDeadline > JitterFactor (1.2) * RetryPeriod, all positive. */
@@ -1868,6 +1920,7 @@ int main(int argc, char **argv)
 	sup.identity = make_identity();
 	sup.base = jv_object();
 	sup.live = jv_object();
+	sup.notes = jv_object();
 	sup.restarts = jv_object();
 	sup.start_wall_ms = kop_wall_ms();
 	pthread_mutex_init(&sup.mu, NULL);
@@ -1899,6 +1952,7 @@ int main(int argc, char **argv)
 	close(sfd);
 	jv_free(sup.base);
 	jv_free(sup.live);
+	jv_free(sup.notes);
 	jv_free(sup.restarts);
 	free(sup.identity);
 	free(sup.exe_dir);

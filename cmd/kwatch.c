@@ -43,7 +43,14 @@ static const char usage[] =
 	"      --project JQ           jq expression applied to each object (one output each)\n"
 	"      --record FILE          append every line written to stdout to FILE too\n"
 	"      --idle-timeout DUR     restart a watch silent this long (default 5m)\n"
-	"      --kubeconfig FILE, --context NAME, --request-timeout DUR (lists; default 60s)\n"
+	"      --watch-list MODE      read the initial state with streaming lists: auto (the\n"
+	"                             default: on a refusal, an ERROR event, or a stream that\n"
+	"                             ends, is cut or stalls before its initial state is\n"
+	"                             complete, that watch uses paged LIST + WATCH from then\n"
+	"                             on), always (never fall back: retry with backoff) or\n"
+	"                             never (paged LIST + WATCH only); default: $KOP_WATCH_LIST\n"
+	"      --kubeconfig FILE, --context NAME, --request-timeout DUR (a LIST page, and a\n"
+	"                             streaming list's initial state; default 60s)\n"
 	"  -v, --log-level LEVEL, --log-format json|text, -h\n"
 	"\n"
 	"Per resource: RESOURCE@NS watches namespace NS (RESOURCE@* all namespaces),\n"
@@ -59,7 +66,8 @@ enum {
 	OPT_NO_STRIP,
 	OPT_PROJECT,
 	OPT_RECORD,
-	OPT_IDLE_TIMEOUT
+	OPT_IDLE_TIMEOUT,
+	OPT_WATCH_LIST
 };
 
 static const struct option options[] = {
@@ -74,6 +82,7 @@ static const struct option options[] = {
 	{ "project", required_argument, NULL, OPT_PROJECT },
 	{ "record", required_argument, NULL, OPT_RECORD },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "watch-list", required_argument, NULL, OPT_WATCH_LIST },
 	TOOL_KUBE_OPTIONS,
 	TOOL_COMMON_OPTIONS,
 	{ NULL, 0, NULL, 0 }
@@ -95,8 +104,9 @@ struct res {
 	int64_t next_at;		/* when to send the next request; -1 = nothing planned */
 	int done;			/* --once: this one is complete */
 	struct kop_backoff bo;
-	long refused_code;		/* the streaming list refused (400/422): said after the paged LIST */
+	long refused_code;		/* the streaming list failed and the watch fell back: said after the paged LIST */
 	char refused[KOP_ERRLEN];	/* ... with the server's message */
+	char problem[KOP_ERRLEN + 256];	/* why its initial state cannot be read ("" = none): the stats note */
 };
 
 static struct {
@@ -106,7 +116,8 @@ static struct {
 	int no_initial, once, strip;
 	const char *project, *record;
 	long idle_ms;
-} opt = { .strip = 1, .idle_ms = 300000 };
+	enum kw_watch_list watch_list;
+} opt = { .strip = 1, .idle_ms = 300000, .watch_list = KW_WL_AUTO };
 
 static struct kube_client *client;
 static CURLM *multi;
@@ -362,8 +373,31 @@ static void schedule_backoff(struct res *r, long retry_after_s, int64_t now)
 	r->next_at = now + d;
 }
 
-/* A transfer ended. Returns an exit code to end kwatch with, or -1 to go on. */
-static int finish(struct res *r, CURLcode cc)
+/* How long a streaming list may take to deliver its initial state. */
+static int64_t stall_ms(void)
+{
+	return tool_kube.request_timeout_ms ? tool_kube.request_timeout_ms : 60000;
+}
+
+/* The stats note (tool_metric_note): the first watch that cannot read its initial state, and why. */
+static void update_note(void)
+{
+	size_t i;
+
+	for (i = 0; i < nres; i++)
+		if (res[i].problem[0] && !res[i].w.synced) {
+			tool_metric_note(res[i].problem);
+			return;
+		}
+	tool_metric_note(NULL);
+}
+
+/*
+ * A transfer ended (stalled: a streaming list that did not complete its
+ * initial state in time, abandoned by us; cc is not looked at). Returns an
+ * exit code to end kwatch with, or -1 to go on.
+ */
+static int finish(struct res *r, CURLcode cc, int stalled)
 {
 	int64_t now = kop_mono_ms();
 	long code = 0, retry_after_s = -1;
@@ -380,7 +414,13 @@ static int finish(struct res *r, CURLcode cc)
 		kw_watch_abort(&r->w);
 		return -1;
 	}
-	if (r->w.req == KW_REQ_LIST && code == 200 && transport_ok) {
+	if (stalled) {
+		/* The server took the request: its stall counts as its answer (lib/watch.h). */
+		code = 200;
+		transport_ok = 0;
+		snprintf(err, sizeof(err), "no initial-events-end bookmark within %lld ms", (long long)stall_ms());
+		status = JV_OBJECT(jv_string("message"), jv_string(err));
+	} else if (r->w.req == KW_REQ_LIST && code == 200 && transport_ok) {
 		jv list = jv_parse_sized(r->body.buf ? r->body.buf : "", (int)r->body.len);
 
 		if (!jv_is_valid(list)) {
@@ -409,35 +449,45 @@ static int finish(struct res *r, CURLcode cc)
 		kube_response_release(&resp);
 	}
 	kop_buf_release(&r->body);	/* a LIST page can be megabytes: do not keep it */
-	if (r->w.events > 0)
-		kop_backoff_reset(&r->bo);	/* it was healthy: the next failure is a first one */
 	next = kw_watch_done(&r->w, code, transport_ok, status, now - r->started);
+	if (r->w.events > 0 && !r->w.stream_failed)
+		kop_backoff_reset(&r->bo);	/* it was healthy: the next failure is a first one */
 	if (r->refused_code && code == 200 && transport_ok) {
 		/*
-		 * The LIST after a refused streaming list was answered: a server
-		 * without them is worth a line. A refusal of both (a bad
+		 * The LIST after a failed streaming list was answered: a server
+		 * without them is worth a line, once. A refusal of both (a bad
 		 * selector) is one refusal, said once as an error below; a LIST
 		 * that failed otherwise (a 5xx, the network) says nothing yet.
 		 */
-		tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("code"),
-					      jv_number(r->refused_code)),
-			  "streaming list of '%s' refused (%ld: %s): read with paged LISTs", r->w.name, r->refused_code,
-			  r->refused);
+		if (r->refused_code != 200)
+			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("code"),
+						      jv_number(r->refused_code)),
+				  "streaming list of '%s' refused (%ld: %s): read with paged LISTs and watches from now on",
+				  r->w.name, r->refused_code, r->refused);
+		else
+			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
+				  "streaming list of '%s' failed before its initial state was complete (%s): read with "
+				  "paged LISTs and watches from now on",
+				  r->w.name, r->refused);
 		r->refused_code = 0;
 	} else if (next == KW_NEXT_FATAL || next == KW_NEXT_FORBIDDEN) {
 		r->refused_code = 0;
 	}
+	if (next == KW_NEXT_NOW || r->w.synced)
+		r->problem[0] = 0;
 	switch (next) {
 	case KW_NEXT_NOW:
+		update_note();
 		if (opt.once && r->w.synced)
 			r->done = 1;	/* --once: no watch after the state */
 		if (!r->w.err_code && !r->w.need_list && !r->done && !strcmp(verb, "watch"))
 			tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
 				  "%s of '%s' ended (%zu events); resuming at resourceVersion %s", verb, r->w.name,
 				  r->w.events, r->w.rv ? r->w.rv : "");
-		if (r->w.err_code) {	/* (only a refused streaming list goes on at once with one) */
+		if (r->w.stream_failed) {	/* it fell back: said once the LIST is answered */
 			r->refused_code = r->w.err_code;
 			snprintf(r->refused, sizeof(r->refused), "%s", r->w.err);
+			tool_metric_add("kwatch_watch_list_fallbacks_total", NULL, 1);
 		}
 		r->next_at = now;
 		return -1;
@@ -446,7 +496,17 @@ static int finish(struct res *r, CURLcode cc)
 		/* fall through */
 	case KW_NEXT_BACKOFF:
 		schedule_backoff(r, retry_after_s, now);
-		if (r->w.expired) {
+		if (r->w.stream_failed) {
+			/* --watch-list=always: what the server said, at each retry (a loop, but never a silent one) */
+			tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("code"),
+						       jv_number(r->w.err_code)),
+				  "streaming list of '%s' failed before its initial state was complete (%ld: %s) and "
+				  "--watch-list=always does not fall back to paged LISTs; again in %lld ms",
+				  r->w.name, r->w.err_code, r->w.err, (long long)(r->next_at - now));
+			snprintf(r->problem, sizeof(r->problem),
+				 "streaming list of '%s' failed (%ld: %s) and --watch-list=always does not fall back",
+				 r->w.name, r->w.err_code, r->w.err);
+		} else if (r->w.expired) {
 			tool_metric_add("kwatch_relists_total", NULL, 1);
 			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
 				  "resourceVersion of '%s' %s (%s); reading the state again in %lld ms", r->w.name,
@@ -458,7 +518,14 @@ static int finish(struct res *r, CURLcode cc)
 					    jv_number(code)),
 				  "%s of '%s' ended: %s; again in %lld ms", verb, r->w.name, r->w.err,
 				  (long long)(r->next_at - now));
+			if (!r->w.synced && r->w.err_code)
+				snprintf(r->problem, sizeof(r->problem), "%s of '%s' failed (%ld: %s); retrying", verb,
+					 r->w.name, r->w.err_code, r->w.err);
+			else if (!r->w.synced)
+				snprintf(r->problem, sizeof(r->problem), "%s of '%s' failed (%s); retrying", verb,
+					 r->w.name, r->w.err);
 		}
+		update_note();
 		return -1;
 	case KW_NEXT_FORBIDDEN: {
 		const char *dot = *r->r.group ? "." : "";
@@ -473,12 +540,19 @@ static int finish(struct res *r, CURLcode cc)
 			  r->r.resource, dot, r->r.group,
 			  r->ns ? "in namespace '" : r->r.namespaced ? "in all namespaces" : "at the cluster scope",
 			  r->ns ? r->ns : "", r->ns ? "'" : "", r->w.err, verb, r->r.resource, dot, r->r.group);
+		snprintf(r->problem, sizeof(r->problem), "forbidden: cannot %s '%s%s%s' %s%s%s: %s", verb, r->r.resource,
+			 dot, r->r.group,
+			 r->ns ? "in namespace '" : r->r.namespaced ? "in all namespaces" : "at the cluster scope",
+			 r->ns ? r->ns : "", r->ns ? "'" : "", r->w.err);
+		update_note();
 		return KOP_EXIT_PERM;
 	}
 	case KW_NEXT_FATAL:
 		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("verb"),
 					       jv_string(verb), jv_string("code"), jv_number(r->w.err_code)),
 			  "unable to %s '%s': %s", verb, r->w.name, r->w.err);
+		snprintf(r->problem, sizeof(r->problem), "unable to %s '%s': %s", verb, r->w.name, r->w.err);
+		update_note();
 		return KOP_EXIT_PERM;
 	}
 	return -1;
@@ -539,7 +613,12 @@ static int run(void)
 
 			if (!r->easy && !r->done && r->next_at >= 0 && now >= r->next_at)
 				start(r);
-			if (r->easy && r->w.req != KW_REQ_LIST && now - r->last_rx >= opt.idle_ms) {
+			if (r->easy && r->w.req == KW_REQ_STREAM && r->w.need_list && now - r->started >= stall_ms()) {
+				int rc = finish(r, CURLE_OK, 1);
+
+				if (rc >= 0)
+					return rc;
+			} else if (r->easy && r->w.req != KW_REQ_LIST && now - r->last_rx >= opt.idle_ms) {
 				tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
 					  "no news from '%s' for %lld ms: restarting its watch", r->w.name,
 					  (long long)(now - r->last_rx));
@@ -557,7 +636,7 @@ static int run(void)
 			if (m->msg != CURLMSG_DONE)
 				continue;
 			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
-			rc = finish(r, m->data.result);
+			rc = finish(r, m->data.result, 0);
 			if (rc >= 0)
 				return rc;
 		}
@@ -576,6 +655,9 @@ static int run(void)
 				wake = res[i].next_at;
 			if (res[i].easy && res[i].w.req != KW_REQ_LIST && res[i].last_rx + opt.idle_ms < wake)
 				wake = res[i].last_rx + opt.idle_ms;
+			if (res[i].easy && res[i].w.req == KW_REQ_STREAM && res[i].w.need_list &&
+			    res[i].started + stall_ms() < wake)
+				wake = res[i].started + stall_ms();
 		}
 		extra[0] = (struct curl_waitfd){ .fd = sigpipe_fd[0], .events = CURL_WAIT_POLLIN };
 		extra[1] = (struct curl_waitfd){ .fd = 1, .events = 0 };
@@ -696,6 +778,7 @@ static void setup_resource(struct res *r, const char *arg)
 	free(path);
 	r->w.watch_timeout_s = 300;	/* timeoutSeconds in [300, 600), as client-go */
 	r->w.quiet = opt.no_initial;
+	kw_watch_set_list(&r->w, opt.watch_list);
 	r->w.emit = emit;
 	r->w.ctx = r;
 	r->next_at = 0;
@@ -731,7 +814,8 @@ int main(int argc, char **argv)
 {
 	struct kube_config cfg;
 	char err[KOP_ERRLEN];
-	int c, code;
+	const char *env;
+	int c, code, watch_list_given = 0;
 	size_t i;
 
 	tool_init("kwatch", argc, argv, 1);
@@ -769,6 +853,11 @@ int main(int argc, char **argv)
 		case OPT_RECORD:
 			opt.record = optarg;
 			break;
+		case OPT_WATCH_LIST:
+			if (kw_watch_list_parse(optarg, &opt.watch_list) < 0)
+				die_usage("invalid --watch-list '%s' (auto, always or never)", optarg);
+			watch_list_given = 1;
+			break;
 		case OPT_IDLE_TIMEOUT:
 			if ((opt.idle_ms = tool_parse_duration_ms(optarg)) <= 0)
 				die_usage("invalid --idle-timeout '%s'", optarg);
@@ -780,6 +869,9 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		die_usage("no resource to watch");
+	if (!watch_list_given && (env = getenv("KOP_WATCH_LIST")) && *env &&
+	    kw_watch_list_parse(env, &opt.watch_list) < 0)
+		die_usage("invalid KOP_WATCH_LIST '%s' (auto, always or never)", env);
 	if (opt.ns && opt.all_ns)
 		die_usage("-n and -A exclude each other");
 	if (opt.project && !(projection = kop_jq_compile(opt.project, "--project", jv_null(), jv_null(), err)))

@@ -286,6 +286,7 @@ static struct {
 	int dirty, broken;
 	int64_t last_ms;
 	jv series;		/* "name{labels}" -> {"name","type","labels","value"} */
+	char *note;		/* tool_metric_note(), or NULL */
 } metrics;
 
 static int metrics_enabled(void)
@@ -379,6 +380,20 @@ void tool_metric_request(const char *method, long code)
 	tool_metric_add("rest_client_requests_total", labels, 1);
 }
 
+void tool_metric_note(const char *text)
+{
+	if (!metrics_enabled())
+		return;
+	if (!text || !*text)
+		text = NULL;
+	if (!text ? !metrics.note : metrics.note && !strcmp(text, metrics.note))
+		return;
+	free(metrics.note);
+	metrics.note = text ? kop_strdup(text) : NULL;
+	metrics.dirty = 1;
+	tool_metrics_flush(0);
+}
+
 void tool_metrics_flush(int force)
 {
 	struct kop_buf line = KOP_BUF_INIT;
@@ -397,7 +412,9 @@ void tool_metrics_flush(int force)
 		all = jv_array_append(all, v);
 		jv_free(k);
 	}
-	dump = jv_dump_string(jv_object_set(jv_object(), jv_string("metrics"), all), 0);
+	dump = jv_dump_string(jv_object_set(JV_OBJECT(jv_string("note"), jv_string(metrics.note ? metrics.note : "")),
+					    jv_string("metrics"), all),
+			      0);
 	/* After a line was cut short, a newline first ends the garbled line for the reader. */
 	kop_buf_addf(&line, "%s%s\n", metrics.broken ? "\n" : "", jv_string_value(dump));
 	jv_free(dump);

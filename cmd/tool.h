@@ -108,7 +108,7 @@ char *tool_find_program(const char *dir);
  * iot-operator gives each stage a pipe and names it in KOP_STATS_FD; the
  * tool's counters and gauges travel there as JSON lines, values cumulative
  * since the tool started, so a dropped line loses nothing:
- *   {"metrics":[{"name":"rest_client_requests_total","type":"counter",
+ *   {"note":"","metrics":[{"name":"rest_client_requests_total","type":"counter",
  *                "labels":{"code":"200","method":"PATCH"},"value":12},...]}
  * labels is NULL or "key=value,key=value" (values without ',' or '=').
  * Without KOP_STATS_FD everything here is a cheap no-op. Writes never block
@@ -125,5 +125,11 @@ void tool_metric_request(const char *method, long code);
  * last counts are not held back. tool_finish() forces.
  */
 void tool_metrics_flush(int force);
+/*
+ * Why the tool cannot do its work right now, in a sentence ("" or NULL: it
+ * can), sent with the metrics as "note" so that the supervisor's /readyz can
+ * say it (kwatch: a watch that cannot read its initial state).
+ */
+void tool_metric_note(const char *text);
 
 #endif

@@ -349,11 +349,15 @@ static int handle_event(struct kw_watch *w, jv ev)
 		return -1;
 	}
 	t = jv_string_value(type);
-	w->events++;
 	if (!strcmp(t, "ERROR")) {
+		/* not counted in events: a stream of ERRORs is no healthy one */
 		jv_free(w->stream_error);
 		w->stream_error = obj;
-	} else if (!strcmp(t, "BOOKMARK")) {
+		jv_free(type);
+		return 0;
+	}
+	w->events++;
+	if (!strcmp(t, "BOOKMARK")) {
 		jv rvh;
 		const char *rv = meta_str(obj, "resourceVersion", &rvh);
 
@@ -389,11 +393,31 @@ void kw_watch_init(struct kw_watch *w, const char *name, const char *path, const
 	w->api_version = kop_strdup(api_version);
 	w->label_selector = label_selector && *label_selector ? kop_strdup(label_selector) : NULL;
 	w->field_selector = field_selector && *field_selector ? kop_strdup(field_selector) : NULL;
+	w->watch_list = KW_WL_AUTO;
 	w->streaming = 1;
 	w->need_list = 1;
 	kw_map_init(&w->map);
 	kop_jsonl_init(&w->reader, 0);
 	w->stream_error = jv_invalid();
+}
+
+int kw_watch_list_parse(const char *s, enum kw_watch_list *mode)
+{
+	if (!strcmp(s, "auto"))
+		*mode = KW_WL_AUTO;
+	else if (!strcmp(s, "always"))
+		*mode = KW_WL_ALWAYS;
+	else if (!strcmp(s, "never"))
+		*mode = KW_WL_NEVER;
+	else
+		return -1;
+	return 0;
+}
+
+void kw_watch_set_list(struct kw_watch *w, enum kw_watch_list mode)
+{
+	w->watch_list = mode;
+	w->streaming = mode != KW_WL_NEVER;
 }
 
 void kw_watch_release(struct kw_watch *w)
@@ -433,6 +457,7 @@ char *kw_watch_request(struct kw_watch *w)
 	w->events = 0;
 	w->err_code = 0;
 	w->err[0] = 0;
+	w->stream_failed = 0;
 	w->in_init = 0;
 	kop_buf_adds(&b, w->path);
 	if (w->need_list && w->streaming) {
@@ -579,6 +604,7 @@ enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv s
 
 	w->req = KW_REQ_NONE;
 	w->expired = 0;
+	w->stream_failed = 0;
 	if (jv_is_valid(w->stream_error)) {
 		jv c = jv_object_get(jv_copy(w->stream_error), jv_string("code"));
 
@@ -593,14 +619,31 @@ enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv s
 		set_err(w, code, jv_copy(status));
 	too_large = jv_get_kind(status) == JV_KIND_OBJECT && has_cause(status, "ResourceVersionTooLarge");
 	jv_free(status);
+	if (req == KW_REQ_STREAM && w->need_list && code != 0 && code != 401 && code != 403) {
+		/*
+		 * The server answered, but no initial state came of it (a
+		 * refusal, an ERROR event, a stream that ended, was cut or
+		 * stalled): see watch.h. What a partial stream emitted is
+		 * reconciled by the next (re)list, as after a 410.
+		 */
+		if (code == 200 && transport_ok) {
+			w->err_code = 200;
+			kop_error(w->err, "the stream ended before the initial state was complete");
+		}
+		w->stream_failed = 1;
+		if (w->watch_list == KW_WL_ALWAYS)
+			return KW_NEXT_BACKOFF;
+		w->streaming = 0;
+		set_str(&w->cont, NULL);
+		return KW_NEXT_NOW;
+	}
 	if (code == 200) {
 		if (!transport_ok)
 			return KW_NEXT_BACKOFF;		/* cut: resume (or retry the page / the stream) */
 		if (req == KW_REQ_LIST || (!w->need_list && (w->events > 0 || elapsed_ms >= 1000)))
 			return KW_NEXT_NOW;
-		/* a stream that ended before its end bookmark, or at once: do not spin */
-		kop_error(w->err, "%s", w->need_list ? "the stream ended before the initial state was complete"
-						   : "the watch ended at once");
+		/* a watch that ended at once: do not spin */
+		kop_error(w->err, "the watch ended at once");
 		return KW_NEXT_BACKOFF;
 	}
 	switch (code) {
@@ -622,13 +665,6 @@ enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv s
 			w->expired = 1;
 		}
 		return KW_NEXT_BACKOFF;
-	case 400:
-	case 422:
-		if (req == KW_REQ_STREAM) {
-			w->streaming = 0;	/* no streaming list here: paged LIST + WATCH */
-			return KW_NEXT_NOW;
-		}
-		return KW_NEXT_FATAL;
 	case 401:
 		return KW_NEXT_AUTH;
 	case 403:

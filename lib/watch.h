@@ -18,9 +18,20 @@
  *
  * Requests, in order:
  *  - initial state: a streaming list (watch with sendInitialEvents=true,
- *    resourceVersionMatch=NotOlderThan, allowWatchBookmarks=true), or, once
- *    the server refused that with 400/422, a paged LIST (limit, continue);
+ *    resourceVersionMatch=NotOlderThan, allowWatchBookmarks=true), or a
+ *    paged LIST (limit, continue);
  *  - then a WATCH from the last resourceVersion seen (bookmarks requested).
+ *
+ * Streaming lists (watch_list): in KW_WL_AUTO, any failure of one before its
+ * initial-events-end bookmark that came with an answer from the server (an
+ * HTTP status other than 401/403, an ERROR event, a stream that ended, was
+ * cut or stalled) makes the watch use paged LIST + WATCH for good, as
+ * client-go's reflector does; the objects a partial stream already emitted
+ * are reconciled by the LIST like a relist's. No answer at all (connection
+ * refused) says nothing about the server and is retried as it was; 401 and
+ * 403 are about the client, not streaming lists. KW_WL_ALWAYS never falls
+ * back (every such failure is retried with backoff); KW_WL_NEVER never
+ * streams.
  */
 #include <stdint.h>
 #include <jv.h>
@@ -35,6 +46,16 @@ enum kw_req {
 	KW_REQ_LIST,		/* one page of a paged LIST; the body is a whole List */
 	KW_REQ_WATCH		/* a watch from w->rv */
 };
+
+/* Whether the initial state is read with streaming lists (--watch-list). */
+enum kw_watch_list {
+	KW_WL_AUTO,		/* stream; fall back to paged LIST + WATCH for good on a failure */
+	KW_WL_ALWAYS,		/* stream; never fall back */
+	KW_WL_NEVER		/* paged LIST + WATCH only */
+};
+
+/* "auto", "always", "never" -> *mode; -1 when it is none of them. */
+int kw_watch_list_parse(const char *s, enum kw_watch_list *mode);
 
 /* What the caller does after kw_watch_done(). */
 enum kw_next {
@@ -71,7 +92,8 @@ struct kw_watch {
 	char *path;		/* collection path, "/api/v1/namespaces/ns/pods" */
 	char *kind, *api_version;
 	char *label_selector, *field_selector;	/* NULL = none */
-	int streaming;		/* 1: try the streaming list; cleared by a 400/422 answer */
+	enum kw_watch_list watch_list;	/* KW_WL_AUTO unless kw_watch_set_list() says otherwise */
+	int streaming;		/* 1: the initial state comes from a streaming list; cleared by a fallback */
 	unsigned watch_timeout_s;	/* timeoutSeconds of a watch (0 = server's default) */
 	int quiet;		/* emit nothing until the first sync ends (--no-initial) */
 	kw_emit_fn *emit;
@@ -88,7 +110,7 @@ struct kw_watch {
 	char *sync_rv;		/* resourceVersion of the last completed (re)list */
 	struct kw_map map;
 	struct kop_jsonl reader;	/* the body of a watch */
-	size_t events;		/* events received by the current request */
+	size_t events;		/* events received by the current request (ERROR events not counted) */
 	size_t bad_lines;	/* malformed lines received (skipped) */
 	jv stream_error;	/* the Status of an ERROR event, or jv_invalid() */
 
@@ -96,11 +118,15 @@ struct kw_watch {
 	long err_code;
 	char err[KOP_ERRLEN];
 	int expired;		/* ... and it means the state must be read again (410, a resourceVersion too large) */
+	int stream_failed;	/* ... and it is a streaming list's failure before its initial state (the
+				   watch fell back when streaming is now 0; in KW_WL_ALWAYS it is retried) */
 };
 
 void kw_watch_init(struct kw_watch *w, const char *name, const char *path, const char *kind,
 		   const char *api_version, const char *label_selector, const char *field_selector);
 void kw_watch_release(struct kw_watch *w);
+/* Sets the --watch-list mode (before the first request). */
+void kw_watch_set_list(struct kw_watch *w, enum kw_watch_list mode);
 
 /*
  * The path and query of the next request (caller frees). Resets the
@@ -129,7 +155,9 @@ enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv s
 
 /*
  * The caller abandoned the request (idle watch, shutdown): the next request
- * resumes where the stream stopped.
+ * resumes where the stream stopped. A streaming list that stalled before its
+ * initial state is complete is not abandoned but ended with kw_watch_done()
+ * (code 200, transport_ok 0, a Status whose message says so).
  */
 void kw_watch_abort(struct kw_watch *w);
 

@@ -21,6 +21,8 @@
 #   steady_state                 a fresh snapshot gives ireconcile nothing to do
 #   ksim_writes AGENT_PREFIX     writes (POST, PUT, PATCH, DELETE) counted by ksim for user agents
 #                                starting with AGENT_PREFIX since the last reset
+#   e2e_readyz NAME              /readyz of operator NAME: its code on stdout, its body in NAME.readyz
+#   e2e_lifecycle NAME [args]    the tests of the example's whole life (below)
 
 X=example-iotservice
 O=devawsk8s
@@ -166,4 +168,140 @@ ksim_writes () {
 	curl -sS -m 10 -k -o "$TRASH/stats.json" "$KSIM_URL/ksim/stats" &&
 	jq --arg p "$1" '[.byAgent | to_entries[] | select(.key | startswith($p)) | .value
 		| (.POST // 0) + (.PUT // 0) + (.PATCH // 0) + (.DELETE // 0)] | add // 0' "$TRASH/stats.json"
+}
+
+e2e_readyz () {
+	e2e_port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" "$TRASH/$1.err" | head -n 1) &&
+	test -n "$e2e_port" &&
+	curl -s -m 10 -o "$TRASH/$1.readyz" -w "%{http_code}" "http://127.0.0.1:$e2e_port/readyz"
+}
+
+# The example's whole life under one operator (t9002, and t9008 on servers
+# without streaming lists): deploy/ installed, the operator started (NAME, with
+# ARGS), create, spec edit, core <-> core-spring, drift, delete, a clean stop.
+# Defines the tests (their names start with NAME); ksim is left running.
+#
+#   e2e_lifecycle NAME [iot-operator args]
+
+deploy_names () {
+	ksim_curl -o deploys.json "/apis/apps/v1/namespaces/$I/deployments?labelSelector=$SEL" &&
+	jq -r ".items[].metadata.name" deploys.json | sort >"$1"
+}
+
+e2e_lifecycle () {
+	e2e_op=$1
+	shift
+	e2e_op_args="$*"
+
+	test_expect_success "$e2e_op: setup: deploy/ as the admin, the operator under its ServiceAccount" '
+		e2e_install &&
+		e2e_operator_start $e2e_op $e2e_op_args &&
+		test_wait_for 20 grep -q "initial lists are in" $e2e_op.err
+	'
+
+	test_expect_success "$e2e_op: create: every child, then Available with its pods" '
+		k apply -f "$PROJECT_ROOT/deploy/example-iotservice.yaml" >example.out &&
+		test_wait_for 30 children_there &&
+		test_wait_for 30 status_is Available &&
+		jq -c "[.metadata.generation, .status.observedGeneration, (.status.pods | length),
+			[.status.conditions[] | [.type, .status, .reason]], .metadata.finalizers]" iot.json >actual &&
+		echo "[1,1,8,[[\"Available\",\"True\",\"AllChildrenReady\"],[\"Progressing\",\"False\",\"Complete\"]],[\"com.sap.iotservices/namespace-dropper\"]]" >expect &&
+		test_cmp expect actual &&
+		test_wait_for 10 steady_state
+	'
+
+	test_expect_success "$e2e_op: spec edit: rolled out, Available with observedGeneration current" '
+		ksim_curl -o before.json "/apis/apps/v1/namespaces/$I/deployments/haproxy-$X" &&
+		k patch iotservice -n $O $X --type merge -p "{\"spec\":{\"cockpit\":{\"image\":\"registry.example/cockpit:5\",\"size\":2}}}" >patch.out &&
+		cockpit_rolled () {
+			ksim_curl -o cockpit.json "/apis/apps/v1/namespaces/$I/deployments/cockpit-$X" &&
+			jq -e ".spec.template.spec.containers[0].image == \"registry.example/cockpit:5\" and
+				.spec.replicas == 2 and .status.updatedReplicas == 2 and .status.readyReplicas == 2" cockpit.json
+		} &&
+		test_wait_for 30 cockpit_rolled &&
+		test_wait_for 30 status_is Available &&
+		jq -e ".metadata.generation == 2 and .status.observedGeneration == 2 and (.status.pods | length) == 9" iot.json &&
+		ksim_curl -o after.json "/apis/apps/v1/namespaces/$I/deployments/haproxy-$X" &&
+		jq "[.metadata.generation, .spec]" before.json >expect &&
+		jq "[.metadata.generation, .spec]" after.json >actual &&
+		test_cmp expect actual &&
+		test_wait_for 10 steady_state
+	'
+
+	test_expect_success "$e2e_op: core-spring -> core: core-spring and processing pruned, core Available" '
+		k patch iotservice -n $O $X --type merge -p "{\"spec\":{\"core_spring\":{\"enabled\":false}}}" >patch.out &&
+		cat >expect <<-EOF &&
+		cockpit-$X
+		core-$X
+		gateway-rest-$X
+		haproxy-$X
+		postgresql-$X
+		EOF
+		test_wait_for 30 eval "deploy_names actual && test_cmp expect actual" &&
+		test_wait_for 30 status_is Available &&
+		jq -e ".status.observedGeneration == 3" iot.json &&
+		ksim_curl -o svc.json "/api/v1/namespaces/$I/services?labelSelector=$SEL" &&
+		jq -r ".items[].metadata.name" svc.json | sort >actual &&
+		grep "^core-$X\$" actual &&
+		! grep -e "^core-spring-" -e "^processing-" actual &&
+		test_wait_for 10 steady_state
+	'
+
+	test_expect_success "$e2e_op: core -> core-spring: back as it was" '
+		k patch iotservice -n $O $X --type merge -p "{\"spec\":{\"core_spring\":{\"enabled\":true}}}" >patch.out &&
+		cat >expect <<-EOF &&
+		cockpit-$X
+		core-spring-$X
+		gateway-rest-$X
+		haproxy-$X
+		postgresql-$X
+		processing-$X
+		EOF
+		test_wait_for 30 eval "deploy_names actual && test_cmp expect actual" &&
+		test_wait_for 30 status_is Available &&
+		jq -e ".status.observedGeneration == 4" iot.json &&
+		test_wait_for 10 children_there &&
+		test_wait_for 10 steady_state
+	'
+
+	# The Service edit keeps the port number: ports are a list keyed by port and
+	# protocol, so an edited port number is another element (kubectl's), which
+	# server-side apply leaves alone (see the report of issue 7's e2e tests).
+	test_expect_success "$e2e_op: drift: a deleted Deployment comes back, an edited Service (targetPort, selector) is put back" '
+		ksim_curl -o old.json "/apis/apps/v1/namespaces/$I/deployments/gateway-rest-$X" &&
+		k delete deployment -n $I gateway-rest-$X --wait=false >del.out &&
+		k patch service -n $I cockpit-$X --type json -p "[{\"op\":\"replace\",\"path\":\"/spec/ports/0/targetPort\",\"value\":9999},{\"op\":\"replace\",\"path\":\"/spec/selector/component\",\"value\":\"other\"}]" -o json >svc.out &&
+		jq -e ".spec.ports[0].targetPort == 9999 and .spec.selector.component == \"other\"" svc.out &&
+		recreated () {
+			ksim_curl -o new.json "/apis/apps/v1/namespaces/$I/deployments/gateway-rest-$X" &&
+			jq -e --arg old "$(jq -r .metadata.uid old.json)" ".metadata.uid != null and .metadata.uid != \$old" new.json
+		} &&
+		port_back () {
+			ksim_curl -o svc.json "/api/v1/namespaces/$I/services/cockpit-$X" &&
+			jq -S -c "[.spec.ports, .spec.selector]" svc.json >svc.actual &&
+			echo "[[{\"name\":\"http\",\"port\":8080,\"protocol\":\"TCP\",\"targetPort\":8080}],{\"component\":\"cockpit\",\"instance\":\"$X\"}]" >svc.expect &&
+			test_cmp svc.expect svc.actual
+		} &&
+		test_wait_for 30 recreated &&
+		test_wait_for 30 port_back &&
+		test_wait_for 30 status_is Available &&
+		test_wait_for 10 steady_state
+	'
+
+	test_expect_success "$e2e_op: delete: the instance namespace goes, then the finalizer and the IoTService" '
+		k delete iotservice -n $O $X --wait=false >del.out &&
+		iot_gone () { iot_get && jq -e ".code == 404" iot.json; } &&
+		ns_gone () { ksim_curl -o ns.json /api/v1/namespaces/$I && jq -e ".code == 404" ns.json; } &&
+		test_wait_for 30 iot_gone &&
+		test_wait_for 30 ns_gone &&
+		ksim_curl -o opns.json /api/v1/namespaces/$O &&
+		jq -e ".status.phase == \"Active\"" opns.json
+	'
+
+	test_expect_success "$e2e_op: the operator: no 403, no restart, a clean stop" '
+		: a server with the WatchList gate off says sendInitialEvents is Forbidden, no 403 &&
+		! grep -i forbidden $e2e_op.err | grep -v "streaming list of .* refused (422: .*sendInitialEvents: Forbidden: " &&
+		! grep "restarting the pipeline" $e2e_op.err &&
+		e2e_operator_stop $e2e_op
+	'
 }

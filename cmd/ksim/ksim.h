@@ -132,10 +132,12 @@ struct ksim_state {
 	int watches;		/* open watch streams (SIGTERM waits for them to end) */
 	long bookmark_ms;	/* period of watch bookmarks */
 	long event_ttl_ms;	/* --event-ttl: an Event is deleted this long after its last write */
+	int watch_list;		/* --watch-list: KSIM_WL_* (watch.c) */
 	const char *token;	/* --token, or NULL for no authentication */
 	int verbose;
 };
 extern struct ksim_state ksim;
+enum { KSIM_WL_SERVE, KSIM_WL_REFUSE_STORAGE, KSIM_WL_GATE_OFF, KSIM_WL_OLD, KSIM_WL_IGNORE };
 
 void ksim_lock(void);
 void ksim_unlock(void);

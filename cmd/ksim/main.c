@@ -26,7 +26,8 @@
 
 static const char usage[] =
 	"usage: ksim [--port N] [--kubeconfig FILE] [--tls] [--token T] [--history N]\n"
-	"            [--bookmark-interval DUR] [--event-ttl DUR] [-v] [--log-level L]\n"
+	"            [--bookmark-interval DUR] [--event-ttl DUR] [--watch-list MODE] [-v]\n"
+	"            [--log-level L]\n"
 	"            [--log-format json|text]\n"
 	"\n"
 	"A local Kubernetes API server on 127.0.0.1 for tests and demos.\n"
@@ -41,12 +42,21 @@ static const char usage[] =
 	"  --bookmark-interval D  period of watch bookmarks (default 60s)\n"
 	"  --event-ttl D          an Event is deleted D after its last write (default 1h, as\n"
 	"                         kube-apiserver's --event-ttl)\n"
+	"  --watch-list MODE      streaming lists (watch with sendInitialEvents=true): serve\n"
+	"                         (default); refuse-storage: HTTP 200, one ERROR event (500\n"
+	"                         InternalError, storage feature RequestWatchProgress disabled)\n"
+	"                         and the end, as kube-apiserver 1.32+ on an etcd without it;\n"
+	"                         gate-off: 422 Invalid (FieldValueForbidden on sendInitialEvents),\n"
+	"                         as kube-apiserver with the WatchList feature gate off (1.27-1.31);\n"
+	"                         old: 422 Invalid, resourceVersionMatch forbidden for watch, as\n"
+	"                         1.19-1.26; ignore: the parameters ignored (a plain watch: the\n"
+	"                         initial state but no initial-events-end bookmark), as older ones\n"
 	"  -v, --verbose          log every request (method, path, code)\n"
 	"\n"
 	"Admin endpoints (POST, no authentication): /ksim/cut-watches, /ksim/error-watches,\n"
 	"/ksim/compact.\n" KSIM_SIM_USAGE;
 
-enum { OPT_PORT = OPT_TOOL_LAST, OPT_TLS, OPT_TOKEN, OPT_HISTORY, OPT_BOOKMARK, OPT_EVENT_TTL };
+enum { OPT_PORT = OPT_TOOL_LAST, OPT_TLS, OPT_TOKEN, OPT_HISTORY, OPT_BOOKMARK, OPT_EVENT_TTL, OPT_WATCH_LIST };
 
 static const struct option options[] = {
 	TOOL_COMMON_OPTIONS,
@@ -57,6 +67,7 @@ static const struct option options[] = {
 	{ "history", required_argument, NULL, OPT_HISTORY },
 	{ "bookmark-interval", required_argument, NULL, OPT_BOOKMARK },
 	{ "event-ttl", required_argument, NULL, OPT_EVENT_TTL },
+	{ "watch-list", required_argument, NULL, OPT_WATCH_LIST },
 	KSIM_SIM_OPTIONS,
 	{ NULL, 0, NULL, 0 }
 };
@@ -261,6 +272,20 @@ int main(int argc, char **argv)
 			ksim.event_ttl_ms = tool_parse_duration_ms(optarg);
 			if (ksim.event_ttl_ms <= 0)
 				die_usage("invalid duration '%s'", optarg);
+			break;
+		case OPT_WATCH_LIST:
+			if (!strcmp(optarg, "serve"))
+				ksim.watch_list = KSIM_WL_SERVE;
+			else if (!strcmp(optarg, "refuse-storage"))
+				ksim.watch_list = KSIM_WL_REFUSE_STORAGE;
+			else if (!strcmp(optarg, "gate-off"))
+				ksim.watch_list = KSIM_WL_GATE_OFF;
+			else if (!strcmp(optarg, "old"))
+				ksim.watch_list = KSIM_WL_OLD;
+			else if (!strcmp(optarg, "ignore"))
+				ksim.watch_list = KSIM_WL_IGNORE;
+			else
+				die_usage("invalid --watch-list '%s' (serve, refuse-storage, gate-off, old or ignore)", optarg);
 			break;
 		default:
 			if (!ksim_sim_option(c, optarg) && !tool_common_option(c, optarg, usage))

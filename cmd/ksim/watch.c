@@ -5,6 +5,7 @@
  * DELETED), bookmarks, the k8s.io/initial-events-end bookmark, ERROR 410
  * events, a resourceVersion newer than any (the watch cache's 3 s wait, then
  * one ERROR 504 event), timeoutSeconds, and the admin faults (cut, error).
+ * --watch-list makes streaming lists refused as servers without them do.
  *
  * http.c calls ksim_watch_read() from the connection's thread; it blocks on
  * ksim.changed and hands back whole events, one compact JSON line each.
@@ -176,6 +177,39 @@ static void send_initial(struct ksim_watch *w, const struct ksim_type *t)
 	}
 }
 
+/*
+ * kube-apiserver's answer to watch options it finds invalid
+ * (validateWatchOptions): 422, a FieldValueForbidden cause per error,
+ * the message naming them all ("[a, b]" when more than one).
+ */
+static jv invalid_watch_options(const char *const fields[], const char *const details[], int n)
+{
+	struct kop_buf msg = KOP_BUF_INIT;
+	jv causes = jv_array(), st;
+	int i;
+
+	kop_buf_adds(&msg, "ListOptions.meta.k8s.io \"\" is invalid: ");
+	if (n > 1)
+		kop_buf_adds(&msg, "[");
+	for (i = 0; i < n; i++) {
+		struct kop_buf m = KOP_BUF_INIT;
+
+		kop_buf_addf(&m, "Forbidden: %s", details[i]);
+		kop_buf_addf(&msg, "%s%s: %s", i ? ", " : "", fields[i], m.buf);
+		causes = jv_array_append(causes, JV_OBJECT(jv_string("reason"), jv_string("FieldValueForbidden"),
+							   jv_string("message"), jv_string(m.buf), jv_string("field"),
+							   jv_string(fields[i])));
+		kop_buf_release(&m);
+	}
+	if (n > 1)
+		kop_buf_adds(&msg, "]");
+	st = ksim_status(422, "Invalid", msg.buf,
+			 JV_OBJECT(jv_string("group"), jv_string("meta.k8s.io"), jv_string("kind"), jv_string("ListOptions"),
+				   jv_string("causes"), causes));
+	kop_buf_release(&msg);
+	return st;
+}
+
 struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ksim_type *t, const char *ns,
 				  struct ksim_selector *ls, struct ksim_selector *fs, jv *err, int *code)
 {
@@ -187,6 +221,38 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 	uint64_t n = 0;
 	int64_t now = kop_mono_ms();
 
+	if (ksim.watch_list == KSIM_WL_IGNORE) {
+		initial = has_sie = 0;	/* unknown parameters: a plain watch */
+		rvm = NULL;
+	}
+	if (ksim.watch_list == KSIM_WL_OLD && rvm && *rvm) {
+		/* 1.19-1.26's ValidateListOptions: sendInitialEvents unknown, resourceVersionMatch not for watches */
+		const char *fields[2] = { "resourceVersionMatch", "resourceVersionMatch" }, *details[2];
+		int nerr = 0;
+
+		details[nerr++] = "resourceVersionMatch is forbidden for watch";
+		if (!rv || !*rv)
+			details[nerr++] = "resourceVersionMatch is forbidden unless resourceVersion is provided";
+		*err = invalid_watch_options(fields, details, nerr);
+		*code = 422;
+		goto fail;
+	}
+	if (ksim.watch_list == KSIM_WL_OLD)
+		initial = has_sie = 0;	/* (a parameter it does not know) */
+	if (has_sie && ksim.watch_list == KSIM_WL_GATE_OFF) {
+		const char *fields[2], *details[2];
+		int nerr = 0;
+
+		if (!rvm || strcmp(rvm, "NotOlderThan")) {
+			fields[nerr] = "resourceVersionMatch";
+			details[nerr++] = "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
+		}
+		fields[nerr] = "sendInitialEvents";
+		details[nerr++] = "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled";
+		*err = invalid_watch_options(fields, details, nerr);
+		*code = 422;
+		goto fail;
+	}
 	if (has_sie && (!rvm || strcmp(rvm, "NotOlderThan"))) {
 		*err = ksim_status(422, "Invalid",
 				   "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
@@ -238,7 +304,15 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 		w->deadline = now + strtoll(to, NULL, 10) * 1000;
 	else
 		w->deadline = now + (1800 + random() % 1800) * 1000LL;
-	if (initial || !rv || !*rv || !strcmp(rv, "0")) {
+	if (initial && w->bookmarks && ksim.watch_list == KSIM_WL_REFUSE_STORAGE) {
+		/* the watch cache on storage without progress notifications (cacher.go: newErrWatcher) */
+		w->cursor = ksim.rv;
+		emit(w, "ERROR", ksim_status(500, "InternalError",
+					     "a watch stream was requested by the client but the required storage "
+					     "feature RequestWatchProgress is disabled",
+					     jv_null()));
+		w->done = 1;
+	} else if (initial || !rv || !*rv || !strcmp(rv, "0")) {
 		void *d[2] = { w, (void *)t };
 
 		w->cursor = ksim.rv;

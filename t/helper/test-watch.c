@@ -12,7 +12,11 @@
  * then every emitted event ("ADDED ns/name uid rv"), then "= next" (now, backoff,
  * auth, forbidden, fatal: message). At the end "state synced=… rv=… objects=…".
  *
- *   test-tool watch-sim [--no-streaming] [--quiet] NAME PATH KIND APIVERSION [LABELSEL [FIELDSEL]]
+ * After a streaming list's failure, "= next" is followed by "(streaming list failed: fell back)"
+ * or "(streaming list failed: retried)".
+ *
+ *   test-tool watch-sim [--no-streaming] [--watch-list=MODE] [--quiet] NAME PATH KIND APIVERSION
+ *                       [LABELSEL [FIELDSEL]]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +110,8 @@ static void step(struct kw_watch *w, jv s)
 		printf("= %s: %s\n", next_names[next], w->err);
 	else
 		printf("= %s\n", next_names[next]);
+	if (w->stream_failed)
+		printf("(streaming list failed: %s)\n", w->streaming ? "retried" : "fell back");
 }
 
 static int cmd_watch_sim(int argc, char **argv)
@@ -113,20 +119,26 @@ static int cmd_watch_sim(int argc, char **argv)
 	struct kw_watch w;
 	struct kop_jsonl r;
 	char err[KOP_ERRLEN];
-	int streaming = 1, quiet = 0, bad = 0;
+	enum kw_watch_list mode = KW_WL_AUTO;
+	int quiet = 0, bad = 0;
 
 	for (; argc > 1 && !strncmp(argv[1], "--", 2); argc--, argv++) {
 		if (!strcmp(argv[1], "--no-streaming"))
-			streaming = 0;
+			mode = KW_WL_NEVER;
+		else if (!strncmp(argv[1], "--watch-list=", 13) && kw_watch_list_parse(argv[1] + 13, &mode) == 0)
+			;
 		else if (!strcmp(argv[1], "--quiet"))
 			quiet = 1;
+		else
+			argc = 0;	/* an unknown option: the usage below */
 	}
 	if (argc < 5) {
-		fprintf(stderr, "usage: test-tool watch-sim [--no-streaming] [--quiet] NAME PATH KIND APIVERSION [L [F]]\n");
+		fprintf(stderr, "usage: test-tool watch-sim [--no-streaming] [--watch-list=MODE] [--quiet] NAME PATH KIND "
+			"APIVERSION [L [F]]\n");
 		return 2;
 	}
 	kw_watch_init(&w, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : NULL, argc > 6 ? argv[6] : NULL);
-	w.streaming = streaming;
+	kw_watch_set_list(&w, mode);
 	w.quiet = quiet;
 	w.emit = print_event;
 	kop_jsonl_init(&r, 0);
