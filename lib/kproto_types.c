@@ -3803,6 +3803,7 @@ const struct kproto_kind kproto_kinds[] = {
 	{ "coordination.k8s.io/v1", "Lease", m_coordination_v1_Lease },
 	{ "discovery.k8s.io/v1", "EndpointSlice", m_discovery_v1_EndpointSlice },
 	{ "events.k8s.io/v1", "Event", m_events_v1_Event },
+	{ "meta.k8s.io/v1", "DeleteOptions", m_apis_meta_v1_DeleteOptions },
 	{ "networking.k8s.io/v1", "IPAddress", m_networking_v1_IPAddress },
 	{ "networking.k8s.io/v1", "Ingress", m_networking_v1_Ingress },
 	{ "networking.k8s.io/v1", "IngressClass", m_networking_v1_IngressClass },

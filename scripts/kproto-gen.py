@@ -45,6 +45,12 @@ PACKAGES = [
     ("k8s.io.apimachinery.pkg.api.resource", 1, "pkg/api/resource", None),
 ]
 
+# Messages that a request body carries without being a kind of their own:
+# the DeleteOptions of a DELETE, sent in the resource's group version.
+EXTRA_KINDS = [
+    ("meta.k8s.io/v1", "DeleteOptions", "k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"),
+]
+
 # Messages whose JSON is not their fields (their Go types marshal themselves).
 SPECIAL = {
     "k8s.io.apimachinery.pkg.apis.meta.v1.Time": "KP_TIME",
@@ -164,6 +170,8 @@ def main():
                 if fields and fields[0][1] == ".k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta" \
                    and not full.endswith("List"):
                     kinds.append((av, full.split(".")[-1], full))
+
+    kinds += EXTRA_KINDS
 
     def resolve(t, ctx):
         if t in SCALARS:

@@ -341,8 +341,29 @@ test_expect_success 'a protobuf client keeps Secrets as Helm does: create, updat
 	ksim_curl -f -H "Accept: application/vnd.kubernetes.protobuf, application/json" \
 		"/api/v1/namespaces/pj/secrets?labelSelector=owner%3Dhelm" >list.json &&
 	jq -e "[.items[].metadata.name] == [\"sh.helm.release.v1.demo.v1\"]" list.json &&
-	ksim_curl -f -o /dev/null -X DELETE /api/v1/namespaces/pj/secrets/sh.helm.release.v1.demo.v1 &&
+	# helm uninstall: an empty DeleteOptions as protobuf, in the group version of the resource
+	printf "k8s\000\n\023\n\002v1\022\rDeleteOptions\022\000\032\000\"\000" >delopts.pb &&
+	ksim_curl -f -o /dev/null -X DELETE -H "$PB" --data-binary @delopts.pb \
+		/api/v1/namespaces/pj/secrets/sh.helm.release.v1.demo.v1 &&
 	gone /api/v1/namespaces/pj/secrets/sh.helm.release.v1.demo.v1
+'
+
+test_expect_success 'a protobuf DeleteOptions is read: its precondition holds the delete back; another kind is a 400' '
+	ksim_curl -f -o /dev/null -X POST -H "Content-Type: application/json" \
+		-d "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"held\"}}" \
+		/api/v1/namespaces/pj/configmaps &&
+	echo "{\"apiVersion\":\"meta.k8s.io/v1\",\"kind\":\"DeleteOptions\",\"preconditions\":{\"uid\":\"not-its-uid\"}}" |
+	"$KOP_TEST_TOOL" proto-encode >pre.pb &&
+	code=$(ksim_curl -o pre.json -w "%{http_code}" -X DELETE -H "$PB" --data-binary @pre.pb \
+		/api/v1/namespaces/pj/configmaps/held) &&
+	test "$code" = 409 &&
+	jq -e ".reason == \"Conflict\" and (.message | test(\"not-its-uid\"))" pre.json &&
+	"$KOP_TEST_TOOL" proto-encode <"$(example ConfigMap v1)" >cm.pb &&
+	code=$(ksim_curl -o other.json -w "%{http_code}" -X DELETE -H "$PB" --data-binary @cm.pb \
+		/api/v1/namespaces/pj/configmaps/held) &&
+	test "$code" = 400 &&
+	jq -e ".code == 400 and .message == \"the kind in the data (ConfigMap) does not match the expected kind (DeleteOptions)\"" other.json &&
+	ksim_curl -f -o /dev/null /api/v1/namespaces/pj/configmaps/held
 '
 
 test_expect_success 'ksim stops cleanly' '

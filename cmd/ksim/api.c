@@ -2341,13 +2341,21 @@ static void delopts_release(struct delopts *d)
 	free(d->policy);
 }
 
+/* 0, or the HTTP status of the Status *err says what is wrong with. */
 static int parse_delopts(const struct ksim_request *rq, struct delopts *d, jv *err)
 {
+	jv pb = jv_invalid();
+	int rc;
+
 	memset(d, 0, sizeof(*d));
+	if ((rc = ksim_proto_delete_options(rq, &pb, err)) < 0)
+		return 400;
 	if (query(rq, "propagationPolicy"))
 		d->policy = kop_strdup(query(rq, "propagationPolicy"));
-	if (jv_is_valid(rq->body_jv) || (rq->body && rq->body_len)) {
-		jv b = jv_is_valid(rq->body_jv) ? jv_copy(rq->body_jv) : jv_parse_sized(rq->body, (int)rq->body_len);
+	if (rc > 0 || jv_is_valid(rq->body_jv) || (rq->body && rq->body_len)) {
+		jv b = rc > 0		       ? pb
+		       : jv_is_valid(rq->body_jv) ? jv_copy(rq->body_jv)
+						  : jv_parse_sized(rq->body, (int)rq->body_len);
 
 		if (jv_get_kind(b) == JV_KIND_OBJECT) {
 			const char *s;
@@ -2366,8 +2374,9 @@ static int parse_delopts(const struct ksim_request *rq, struct delopts *d, jv *e
 			jv_free(dr);
 		} else if (!jv_is_valid(b) && rq->body_len > 0) {
 			jv_free(b);
+			delopts_release(d);
 			*err = bad_request("json: cannot unmarshal the request body into DeleteOptions");
-			return -1;
+			return 400;
 		}
 		jv_free(b);
 	}
@@ -2379,7 +2388,8 @@ static int parse_delopts(const struct ksim_request *rq, struct delopts *d, jv *e
 			     d->policy);
 		*err = ksim_status(422, "Invalid", b.buf, jv_null());
 		kop_buf_release(&b);
-		return -1;
+		delopts_release(d);
+		return 422;
 	}
 	return 0;
 }
@@ -2546,8 +2556,8 @@ static int do_delete(const struct ksim_request *rq, const struct route *r, int d
 	jv stored;
 	int code;
 
-	if (parse_delopts(rq, &d, out) < 0)
-		return 422;
+	if ((code = parse_delopts(rq, &d, out)))
+		return code;
 	stored = ksim_store_get(r->t->gr, r->ns, r->name);
 	if (!jv_is_valid(stored)) {
 		delopts_release(&d);
@@ -2565,6 +2575,7 @@ static int do_deletecollection(const struct ksim_request *rq, const struct route
 	struct delopts d;
 	jv items = jv_array();
 	char rvbuf[32];
+	int code;
 
 	if (r->t->flags & KT_NO_DELCOL) {
 		jv_free(c.items);
@@ -2576,11 +2587,11 @@ static int do_deletecollection(const struct ksim_request *rq, const struct route
 		jv_free(c.items);
 		return 400;
 	}
-	if (parse_delopts(rq, &d, out) < 0) {
+	if ((code = parse_delopts(rq, &d, out))) {
 		jv_free(c.items);
 		ksim_selector_free(c.ls);
 		ksim_selector_free(c.fs);
-		return 422;
+		return code;
 	}
 	ksim_store_each(r->t->gr, r->ns, NULL, list_fn, &c);
 	jv_array_foreach(c.items, i, o) {

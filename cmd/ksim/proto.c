@@ -101,3 +101,36 @@ int ksim_proto_scale(const struct ksim_request *rq, jv *obj, jv *err)
 	}
 	return rc;
 }
+
+/*
+ * client-go sends a DELETE's DeleteOptions in the resource's group version,
+ * so any apiVersion goes; another kind is a 400 as for a Scale.
+ */
+int ksim_proto_delete_options(const struct ksim_request *rq, jv *obj, jv *err)
+{
+	const unsigned char *raw;
+	char e[KOP_ERRLEN], *av, *kind;
+	size_t raw_len;
+	int mi, rc = 1;
+
+	if (!is_protobuf(rq) || (mi = kproto_kind_msg("meta.k8s.io/v1", "DeleteOptions")) < 0)
+		return 0;
+	if (kproto_envelope(rq->body, rq->body_len, &av, &kind, &raw, &raw_len, e) < 0) {
+		*err = decode_error("DeleteOptions", NULL, NULL, e, rq->body, rq->body_len);
+		return -1;
+	}
+	if (*kind && strcmp(kind, "DeleteOptions")) {
+		struct kop_buf b = KOP_BUF_INIT;
+
+		kop_buf_addf(&b, "the kind in the data (%s) does not match the expected kind (DeleteOptions)", kind);
+		*err = ksim_status(400, "BadRequest", b.buf, jv_null());
+		kop_buf_release(&b);
+		rc = -1;
+	} else if (kproto_decode((unsigned)mi, raw, raw_len, obj, e) < 0) {
+		*err = decode_error("DeleteOptions", "DeleteOptions", *av ? av : "v1", e, rq->body, rq->body_len);
+		rc = -1;
+	}
+	free(av);
+	free(kind);
+	return rc;
+}
