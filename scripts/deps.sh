@@ -1,11 +1,25 @@
 #!/bin/sh
-# Installs the Debian packages that building and testing iot-operator need.
-# Idempotent and fast when everything is there; as a non-root user it prints
-# the exact command to run instead.
+# Installs the Debian packages iot-operator needs. Idempotent and fast when
+# everything is there; as a non-root user it prints the exact command to run
+# instead.
+#
+#   scripts/deps.sh          what the build and the demo need (make deps)
+#   scripts/deps.sh --test   that, and what only the tests need (make check)
 set -eu
 
+# The build: compiler, the libraries' headers. The demo: jq, curl, openssl;
+# perl's prove runs the tests, procps (ps, pgrep, pkill) serves the scripts.
 PKGS="gcc make pkg-config libc6-dev libjq-dev libonig-dev libcurl4-openssl-dev
-libyaml-dev libssl-dev libmicrohttpd-dev zlib1g-dev jq perl curl openssl valgrind clang"
+libyaml-dev libssl-dev libmicrohttpd-dev zlib1g-dev jq curl openssl perl procps"
+# Only the tests: the fuzz targets (clang), the valgrind test, git (the
+# lint tests read the tracked files), python3 (a scripted fake API server).
+TEST_PKGS="clang valgrind git python3"
+
+case "${1:-}" in
+'') ;;
+--test) PKGS="$PKGS $TEST_PKGS" ;;
+*) echo "usage: scripts/deps.sh [--test]" >&2; exit 100 ;;
+esac
 
 missing=""
 for p in $PKGS; do
