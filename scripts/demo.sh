@@ -263,7 +263,7 @@ EOF
 if command -v kubectl >/dev/null; then
 	cat <<EOF
 
-kubectl is optional; it is installed here, so this works too (add --kubeconfig
+kubectl is optional; it is installed here, so with the KUBECONFIG above this works too (add --kubeconfig
 $DEMO_DIR/operator.kubeconfig to act as the operator's ServiceAccount):
 
   kubectl get iotservices -n $O -o wide
