@@ -238,7 +238,7 @@ wait "$WATCH_PID" 2>/dev/null
 rm -f "$DEMO_DIR/progress.new"
 
 api=$SERVER/apis/cp.iot.sap/v1/namespaces/$O/iotservices/$X
-cat <<EOF
+cat <<TEXT
 
 demo: $X is Available after ${elapsed}s.
 
@@ -249,17 +249,19 @@ Look around with the project's tools (as the admin):
   kwatch --once -n $I deployments statefulsets services --project '"\(.kind)/\(.metadata.name)"'
   kwatch -n $O events --project .message      # follows; ^C ends it
 
-Edit the example (two core replicas), then delete it, with curl as the admin:
+Edit the example (two cockpit replicas; server-side apply as another field manager), follow
+it, then delete it (curl with the admin's token):
 
-  d="$DEMO_DIR" api=$api
-  auth="Authorization: Bearer \$(cat "\$d/admin.token")"
-  curl -s --cacert "\$d/ca.crt" -H "\$auth" -X PATCH -H 'Content-Type: application/merge-patch+json' \\
-    -d '{"spec":{"core":{"size":2}}}' "\$api" | jq .metadata.generation
-  curl -s --cacert "\$d/ca.crt" -H "\$auth" -X DELETE "\$api" | jq .metadata.deletionTimestamp
+  echo '{"apiVersion": "cp.iot.sap/v1", "kind": "IoTService", "metadata": {"name": "$X",
+    "namespace": "$O"}, "spec": {"cockpit": {"size": 2}}}' | kapply --field-manager me -f -
+  kwatch -n $O iotservices --project '[.metadata.generation, .status.phase]'    # ^C ends it
+  d="$DEMO_DIR"
+  curl -s --cacert "\$d/ca.crt" -H "Authorization: Bearer \$(cat "\$d/admin.token")" \\
+    -X DELETE $api | jq .metadata.deletionTimestamp
 
 ${METRICS_PORT:+The operator's metrics: curl -s http://127.0.0.1:$METRICS_PORT/metrics
 }Logs: $DEMO_DIR/operator.log (iot-operator and its stages), $DEMO_DIR/ksim.log.
-EOF
+TEXT
 if command -v kubectl >/dev/null; then
 	cat <<EOF
 
