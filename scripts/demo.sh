@@ -1,15 +1,17 @@
 #!/bin/sh
-# make demo: the whole operator on a local simulated cluster.
+# make demo: the whole operator on a local simulated cluster, with the project's own tools only
+# (kubectl is not needed; when it is installed, the closing text shows how to use it too).
 #
-#   scripts/demo.sh          start ksim (RBAC on, --data), install deploy/ with kubectl as the
-#                            admin, run iot-operator under deploy/'s ServiceAccount token, apply
-#                            the example and follow it to Available; ksim and the operator stay
-#                            running in the background (PIDs in $DEMO_DIR/pids)
+#   scripts/demo.sh          start ksim (RBAC on, --data), install deploy/ (kustomization.yaml's
+#                            resources, in order, with its image) with kapply as the admin, run
+#                            iot-operator under deploy/'s ServiceAccount token, apply the example
+#                            and follow its phase with kwatch until Available; ksim and the
+#                            operator stay running in the background (PIDs in $DEMO_DIR/pids)
 #   scripts/demo.sh stop     stop them (make demo-stop)
 #
-# Environment: KOP_BIN (the tools; make sets it), DEMO_DIR (default ./.demo), DEMO_PORT (ksim's
-# port, default 0: a free one), DEMO_TIMEOUT (seconds to wait for Available, default 180),
-# CI=true (no in-place refresh: one line per change).
+# Environment: KOP_BIN (the tools; make sets it), DEMO_DIR (default ./.demo, ignored by git),
+# DEMO_PORT (ksim's port, default 0: a free one), DEMO_TIMEOUT (seconds to wait for Available,
+# default 180).
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,8 +65,9 @@ test $# = 0 || fail "usage: scripts/demo.sh [stop]"
 for t in ksim iot-operator kwatch ireconcile kapply kstatus; do
 	test -x "$KOP_BIN/$t" || fail "'$KOP_BIN/$t' is missing: run 'make' first"
 done
-command -v kubectl >/dev/null || fail "kubectl is not installed: run 'make deps' first"
-command -v jq >/dev/null || fail "jq is not installed: run 'make deps' first"
+for t in jq setsid base64; do
+	command -v $t >/dev/null || fail "$t is not installed: run 'make deps' first"
+done
 PATH=$KOP_BIN:$PATH
 export PATH
 
@@ -73,15 +76,15 @@ if test -f "$DEMO_DIR/pids"; then
 	say "a previous demo is still running: stopping it"
 	demo_stop
 fi
-rm -rf "$DEMO_DIR/data" "$DEMO_DIR/kubecache"
-rm -f "$DEMO_DIR/admin.kubeconfig" "$DEMO_DIR/operator.kubeconfig" "$DEMO_DIR"/*.log
+rm -rf "$DEMO_DIR/data"
+rm -f "$DEMO_DIR/admin.kubeconfig" "$DEMO_DIR/operator.kubeconfig" "$DEMO_DIR/admin.token" \
+	"$DEMO_DIR/ca.crt" "$DEMO_DIR"/*.log "$DEMO_DIR"/*.jsonl "$DEMO_DIR"/*.yaml
 
 # Tokens made here, for this run only.
 ADMIN_TOKEN=admin-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 OP_TOKEN=operator-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 KUBECONFIG=$DEMO_DIR/admin.kubeconfig
-KUBECACHEDIR=$DEMO_DIR/kubecache
-export KUBECONFIG KUBECACHEDIR
+export KUBECONFIG
 
 # Detached (own session): they outlive this script and make's terminal.
 say "starting ksim (simulated cluster, RBAC enforced, data in $DEMO_DIR/data)"
@@ -91,6 +94,7 @@ setsid ksim --port "$DEMO_PORT" --tls --authorization rbac --token "$ADMIN_TOKEN
 	</dev/null >/dev/null 2>"$DEMO_DIR/ksim.log" &
 echo "ksim $!" >"$DEMO_DIR/pids"
 KSIM_PID=$!
+WATCH_PID=
 
 # On failure: say so loudly, show the logs, stop what was started.
 die_with_logs () {
@@ -101,6 +105,7 @@ die_with_logs () {
 	fi
 	printf '%s\n' "demo: ksim's last log lines ($DEMO_DIR/ksim.log):" >&2
 	tail -n 5 "$DEMO_DIR/ksim.log" >&2
+	test -n "$WATCH_PID" && kill "$WATCH_PID" 2>/dev/null
 	demo_stop >&2
 	exit 1
 }
@@ -114,18 +119,53 @@ while ! test -s "$KUBECONFIG"; do
 done
 SERVER=$(jq -r '.clusters[0].cluster.server' "$KUBECONFIG" 2>/dev/null) ||
 	die_with_logs "unreadable kubeconfig '$KUBECONFIG'"
+# For curl: the cluster's CA, and the admin's token readable by this user only.
+(umask 077 && printf '%s\n' "$ADMIN_TOKEN" >"$DEMO_DIR/admin.token") ||
+	die_with_logs "unable to write '$DEMO_DIR/admin.token'"
+jq -r '.clusters[0].cluster["certificate-authority-data"]' "$KUBECONFIG" | base64 -d >"$DEMO_DIR/ca.crt" ||
+	die_with_logs "unable to write '$DEMO_DIR/ca.crt'"
 say "ksim serves $SERVER (pid $KSIM_PID)"
 
-k () {
-	timeout 60 kubectl "$@"
+# deploy/ as kustomize builds it: kustomization.yaml's resources in order, each image it names
+# set to its newName and newTag. Its simple form is read: top-level "resources:" and "images:"
+# lists of plain entries, as deploy/ has them.
+KUSTOMIZATION=$ROOT/deploy/kustomization.yaml
+resources=$(awk '/^[^ #-]/ { in_list = /^resources:/ } in_list && /^- / { print $2 }' "$KUSTOMIZATION")
+test -n "$resources" || die_with_logs "no resources in '$KUSTOMIZATION'"
+awk '
+	function flush() { if (n != "") print n, nn, (nt == "" ? "-" : nt); n = "" }
+	/^[^ #-]/ { flush(); in_list = /^images:/; next }
+	!in_list { next }
+	/^- / { flush(); nn = ""; nt = ""; sub(/^- /, "  ") }
+	$1 == "name:" { n = $2; if (nn == "") nn = $2 }
+	$1 == "newName:" { nn = $2 }
+	$1 == "newTag:" { nt = $2 }
+	END { flush() }' "$KUSTOMIZATION" >"$DEMO_DIR/images.txt" ||
+	die_with_logs "unable to read '$KUSTOMIZATION'"
+: >"$DEMO_DIR/sed-images.txt"
+while read -r name new_name new_tag; do
+	test "$new_tag" = - && new_tag=
+	printf 's#^\\([[:space:]]*image:[[:space:]]*\\)%s\\(:[^[:space:]]*\\)\\{0,1\\}[[:space:]]*$#\\1%s%s#\n' \
+		"$name" "$new_name" "${new_tag:+:$new_tag}" >>"$DEMO_DIR/sed-images.txt"
+done <"$DEMO_DIR/images.txt"
+: >"$DEMO_DIR/deploy.yaml"
+for r in $resources; do
+	{ echo "---"; sed -f "$DEMO_DIR/sed-images.txt" "$ROOT/deploy/$r"; } >>"$DEMO_DIR/deploy.yaml" ||
+		die_with_logs "unable to read 'deploy/$r'"
+done
+rm -f "$DEMO_DIR/images.txt" "$DEMO_DIR/sed-images.txt"
+
+# One line per object: KIND/NAME and the HTTP code (201 created, 200 unchanged or updated).
+show_results () {
+	jq -r '"  \(.ref.kind)/\(.ref.name): \(if .ok then .code else "failed: \(.message // .code)" end)"' "$1"
 }
 
-say "installing the operator: kubectl apply -k deploy/ (as the admin)"
-k apply -k "$ROOT/deploy" >"$DEMO_DIR/apply-deploy.log" 2>&1 ||
-	{ cat "$DEMO_DIR/apply-deploy.log" >&2; die_with_logs "kubectl apply -k deploy/ failed"; }
-sed 's/^/  /' "$DEMO_DIR/apply-deploy.log"
-k wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=30s >/dev/null ||
-	die_with_logs "the CRD did not become Established"
+# kapply waits for the CRD to be Established before it applies anything of its kind.
+say "installing the operator as the admin: kapply -f deploy/{$(echo $resources | tr " " ,)}"
+kapply --field-manager demo -f "$DEMO_DIR/deploy.yaml" >"$DEMO_DIR/apply-deploy.jsonl" 2>"$DEMO_DIR/apply-deploy.log" ||
+	{ show_results "$DEMO_DIR/apply-deploy.jsonl" >&2; cat "$DEMO_DIR/apply-deploy.log" >&2
+	  die_with_logs "kapply -f deploy/ failed"; }
+show_results "$DEMO_DIR/apply-deploy.jsonl"
 
 # The operator's credentials: deploy/'s ServiceAccount, nothing more.
 jq --arg t "$OP_TOKEN" '.users[0].user = {token: $t}' "$KUBECONFIG" >"$DEMO_DIR/operator.kubeconfig" ||
@@ -151,69 +191,92 @@ done
 METRICS_PORT=$(jq -r 'select(.port != null) | .port' "$DEMO_DIR/operator.log" 2>/dev/null | head -n 1)
 say "iot-operator leads (pid $OP_PID${METRICS_PORT:+, metrics on http://127.0.0.1:$METRICS_PORT/metrics})"
 
-say "applying the example: kubectl apply -f deploy/example-iotservice.yaml"
-k apply -f "$ROOT/deploy/example-iotservice.yaml" >"$DEMO_DIR/apply-example.log" 2>&1 ||
-	{ cat "$DEMO_DIR/apply-example.log" >&2; die_with_logs "kubectl apply -f deploy/example-iotservice.yaml failed"; }
-sed 's/^/  /' "$DEMO_DIR/apply-example.log"
+say "applying the example as the admin: kapply -f deploy/example-iotservice.yaml"
+kapply --field-manager demo -f "$ROOT/deploy/example-iotservice.yaml" \
+	>"$DEMO_DIR/apply-example.jsonl" 2>"$DEMO_DIR/apply-example.log" ||
+	{ show_results "$DEMO_DIR/apply-example.jsonl" >&2; cat "$DEMO_DIR/apply-example.log" >&2
+	  die_with_logs "kapply -f deploy/example-iotservice.yaml failed"; }
+show_results "$DEMO_DIR/apply-example.jsonl"
 
-# Progress: the phase and what is not ready yet (the Progressing condition's message).
-# On a terminal one line refreshed in place; otherwise (CI, a pipe) one line per change.
-if test -t 1 && test "${CI:-}" != true; then
-	tty=1
-else
-	tty=
-fi
+# Progress: kwatch follows the example; each change of its phase or of what is not ready yet
+# (the Progressing condition's message) is one line.
+say "following $O/$X with kwatch until Available (at most ${DEMO_TIMEOUT}s)"
+kwatch -n "$O" --field-selector "metadata.name=$X" --log-format json --project '
+	[(.status.phase // "(no status yet)"),
+	 ((.status.conditions // []) | map(select(.type == "Progressing")) | .[0].message // "")]
+	| if .[1] == "" then .[0] else "\(.[0]): \(.[1])" end' iotservices \
+	</dev/null >"$DEMO_DIR/progress.jsonl" 2>"$DEMO_DIR/kwatch.log" &
+WATCH_PID=$!
 start=$(date +%s)
+seen=0
 last=
-phase=
+done_=
 while :; do
-	now=$(date +%s)
-	elapsed=$((now - start))
-	if k get iotservices -n "$O" "$X" -o json >"$DEMO_DIR/iot.json" 2>"$DEMO_DIR/iot.err"; then
-		line=$(jq -r '[(.status.phase // "(no status yet)"),
-			((.status.conditions // []) | map(select(.type == "Progressing")) | .[0].message // "")]
-			| if .[1] == "" then .[0] else "\(.[0]): \(.[1])" end' "$DEMO_DIR/iot.json")
-		phase=$(jq -r '.status.phase // ""' "$DEMO_DIR/iot.json")
-	else
-		line="(not readable: $(head -n 1 "$DEMO_DIR/iot.err"))"
+	elapsed=$(($(date +%s) - start))
+	# Only whole lines: kwatch may be in the middle of writing the next one.
+	total=$(wc -l <"$DEMO_DIR/progress.jsonl")
+	if test "$total" -gt "$seen"; then
+		sed -n "$((seen + 1)),${total}p" "$DEMO_DIR/progress.jsonl" |
+			jq -r 'select(.type != "BOOKMARK") | .object' >"$DEMO_DIR/progress.new"
+		seen=$total
+		while IFS= read -r line; do
+			test "$line" = "$last" && continue
+			printf '[%3ds] %s\n' "$elapsed" "$line"
+			last=$line
+			case "$line" in Available|Available:*) done_=1 ;; esac
+		done <"$DEMO_DIR/progress.new"
 	fi
-	if test -n "$tty"; then
-		cols=$(tput cols 2>/dev/null || echo 100)
-		printf '\r\033[K%s' "$(printf '[%3ds] %s' "$elapsed" "$line" | cut -c "1-$((cols - 1))")"
-	elif test "$line" != "$last"; then
-		printf '[%3ds] %s\n' "$elapsed" "$line"
-	fi
-	last=$line
-	test "$phase" = Available && break
-	kill -0 "$OP_PID" 2>/dev/null || { test -n "$tty" && echo; die_with_logs "iot-operator exited"; }
-	if test "$elapsed" -ge "$DEMO_TIMEOUT"; then
-		test -n "$tty" && echo
-		die_with_logs "$X is not Available after ${DEMO_TIMEOUT}s (last: $line)"
-	fi
-	sleep 1
+	test -n "$done_" && break
+	kill -0 "$OP_PID" 2>/dev/null || die_with_logs "iot-operator exited"
+	kill -0 "$WATCH_PID" 2>/dev/null || { cat "$DEMO_DIR/kwatch.log" >&2; WATCH_PID=; die_with_logs "kwatch exited"; }
+	test "$elapsed" -ge "$DEMO_TIMEOUT" &&
+		die_with_logs "$X is not Available after ${DEMO_TIMEOUT}s (last: ${last:-nothing})"
+	sleep 0.2
 done
-test -n "$tty" && echo
+kill "$WATCH_PID" 2>/dev/null
+wait "$WATCH_PID" 2>/dev/null
+rm -f "$DEMO_DIR/progress.new"
 
-rel=$DEMO_DIR
-case "$DEMO_DIR" in "$PWD"/*) rel=${DEMO_DIR#"$PWD"/} ;; esac
-cat <<EOF
+api=$SERVER/apis/cp.iot.sap/v1/namespaces/$O/iotservices/$X
+cat <<TEXT
 
 demo: $X is Available after ${elapsed}s.
 
-Look around (as the admin; add --kubeconfig $rel/operator.kubeconfig to act as the operator's
-ServiceAccount, which may only do what deploy/clusterrole.yaml grants):
+Look around with the project's tools (as the admin):
 
-  export KUBECONFIG=$rel/admin.kubeconfig
+  export PATH="$KOP_BIN:\$PATH" KUBECONFIG="$KUBECONFIG"
+  kwatch --once -n $O iotservices --project '{name: .metadata.name, phase: .status.phase}'
+  kwatch --once -n $I deployments statefulsets services --project '"\(.kind)/\(.metadata.name)"'
+  kwatch -n $O events --project .message      # follows; ^C ends it
+
+Edit the example (two cockpit replicas; server-side apply as another field manager), follow
+it, then delete it (curl with the admin's token):
+
+  echo '{"apiVersion": "cp.iot.sap/v1", "kind": "IoTService", "metadata": {"name": "$X",
+    "namespace": "$O"}, "spec": {"cockpit": {"size": 2}}}' | kapply --field-manager me -f -
+  kwatch -n $O iotservices --project '[.metadata.generation, .status.phase]'    # ^C ends it
+  d="$DEMO_DIR"
+  curl -s --cacert "\$d/ca.crt" -H "Authorization: Bearer \$(cat "\$d/admin.token")" \\
+    -X DELETE $api | jq .metadata.deletionTimestamp
+
+${METRICS_PORT:+The operator's metrics: curl -s http://127.0.0.1:$METRICS_PORT/metrics
+}Logs: $DEMO_DIR/operator.log (iot-operator and its stages), $DEMO_DIR/ksim.log.
+TEXT
+if command -v kubectl >/dev/null; then
+	cat <<EOF
+
+kubectl is optional; it is installed here, so with the KUBECONFIG above this works too (add --kubeconfig
+$DEMO_DIR/operator.kubeconfig to act as the operator's ServiceAccount):
+
   kubectl get iotservices -n $O -o wide
   kubectl get all -n $I
   kubectl get events -n $O
-  kubectl patch iotservice -n $O $X --type merge -p '{"spec":{"cockpit":{"size":2}}}'
-  kubectl delete iotservice -n $O $X
-  curl -s http://127.0.0.1:${METRICS_PORT:-PORT}/metrics | grep -E 'leader_election|operations_total'
+EOF
+fi
+cat <<EOF
 
-Logs: $rel/operator.log (iot-operator and its stages), $rel/ksim.log.
 ksim (pid $KSIM_PID) and iot-operator (pid $OP_PID) keep running in the background.
 Stop them with:
 
-  make demo-stop        # or: kill $OP_PID $KSIM_PID
+  make demo-stop        # or: scripts/demo.sh stop
 EOF

@@ -1,13 +1,30 @@
 #!/bin/sh
-# Installs the Debian packages that building and testing iot-operator need
-# (mmdebstrap, umoci, skopeo: make image and its test, t5009).
-# Idempotent and fast when everything is there; as a non-root user it prints
-# the exact command to run instead.
+# Installs the Debian packages iot-operator needs. Idempotent and fast when
+# everything is there; as a non-root user it prints the exact command to run
+# instead.
+#
+#   scripts/deps.sh          what the build and the demo need (make deps)
+#   scripts/deps.sh --image  that, and what make image needs
+#   scripts/deps.sh --test   that, and what only the tests need (make check)
 set -eu
 
+# The build: compiler, the libraries' headers. The demo: jq, curl, openssl;
+# perl's prove runs the tests, procps (ps, pgrep, pkill) serves the scripts.
 PKGS="gcc make pkg-config libc6-dev libjq-dev libonig-dev libcurl4-openssl-dev
-libyaml-dev libssl-dev libmicrohttpd-dev zlib1g-dev jq perl curl openssl valgrind clang
-mmdebstrap umoci skopeo"
+libyaml-dev libssl-dev libmicrohttpd-dev zlib1g-dev jq curl openssl perl procps"
+# make image: a root filesystem from Debian's packages, packed as OCI.
+IMAGE_PKGS="mmdebstrap umoci skopeo"
+# Only the tests: the fuzz targets (clang), the valgrind test, git (the
+# lint tests read the tracked files), python3 (a scripted fake API server),
+# the image's test (t5009), unzip (Helm from npm's package, t5010).
+TEST_PKGS="clang valgrind git python3 unzip $IMAGE_PKGS"
+
+case "${1:-}" in
+'') ;;
+--image) PKGS="$PKGS $IMAGE_PKGS" ;;
+--test) PKGS="$PKGS $TEST_PKGS" ;;
+*) echo "usage: scripts/deps.sh [--image|--test]" >&2; exit 100 ;;
+esac
 
 missing=""
 for p in $PKGS; do

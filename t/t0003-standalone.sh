@@ -23,7 +23,7 @@ test_expect_success 'the check finds each kind of reference (a file made here)' 
 	printf "%s\n" "R=\$PROJECT_ROOT/../$ref/recordings" >script.sh &&
 	printf "%s\n" "see [the spec]($ref/spec/iotservice.md)" >doc.md &&
 	printf "%s\n" "# after guides/kube-api.md in the $ref guides/" "cp ../$ref/x ." >other.txt &&
-	printf "%s\n" "a shared/ folder of our own" "unshared/specs" >clean.txt &&
+	printf "%s\n" "a $ref/ folder of our own" "un$ref/specs" >clean.txt &&
 	outside_refs script.sh >found &&
 	test "$(wc -l <found)" = 1 &&
 	outside_refs doc.md >found &&

@@ -2,7 +2,7 @@
 test_description='short fuzzing runs of every libFuzzer target (FUZZ_SECONDS each, default 5)'
 . "${0%/*}/test-lib.sh"
 
-command -v clang >/dev/null || test_skip_all 'clang is not installed (make deps installs it)'
+command -v clang >/dev/null || test_skip_all 'clang is not installed (make check installs it: scripts/deps.sh --test)'
 # The fuzz targets carry their own sanitizers: the SANITIZE=1 pass need not run them twice.
 test -z "$KOP_SANITIZE" || test_skip_all 'fuzz targets run in the normal pass (they are sanitized builds already)'
 : "${FUZZ_SECONDS:=5}"

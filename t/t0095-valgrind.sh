@@ -2,7 +2,7 @@
 test_description='valgrind: the unit-level test-tool commands and ireconcile on recorded files, no error, no definite leak'
 . "${0%/*}/test-lib.sh"
 
-command -v valgrind >/dev/null || test_skip_all 'valgrind is not installed (make deps installs it)'
+command -v valgrind >/dev/null || test_skip_all 'valgrind is not installed (make check installs it: scripts/deps.sh --test)'
 # valgrind and ASan cannot share a process: the normal pass runs this.
 test -z "$KOP_SANITIZE" || test_skip_all 'valgrind runs in the normal pass (the sanitizer build has its own checks)'
 
