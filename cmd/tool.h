@@ -104,7 +104,7 @@ char *tool_exe_dir(void);
 char *tool_find_program(const char *dir);
 
 /*
- * Metrics for the supervisor (README "iot-operator", "Stage metrics").
+ * Metrics for the supervisor (docs/iot-operator.md, "Stage metrics").
  * iot-operator gives each stage a pipe and names it in KOP_STATS_FD; the
  * tool's counters and gauges travel there as JSON lines, values cumulative
  * since the tool started, so a dropped line loses nothing:

@@ -1,6 +1,6 @@
 /*
  * Discovery (/api, /apis, /api/v1, /apis/G/V) and resource names resolved as
- * kubectl resolves them (guides/kube-api.md §5): shortNames expanded first,
+ * kubectl resolves them: shortNames expanded first,
  * then plural, singular or Kind, optionally qualified by group or by
  * version and group; core first, then the groups in the server's order, the
  * preferred version of each group before the others.

@@ -4,7 +4,7 @@
  * What every module of lib/ and every tool shares: the exit-code table, the
  * error-buffer convention, a growable byte buffer and time helpers.
  *
- * Conventions of lib/ (guides/style.md):
+ * Conventions of lib/:
  *  - lib/ never prints and never exits. A function that can fail returns -1
  *    (or NULL) and, when it takes a `char *err`, writes a one-line message of
  *    at most KOP_ERRLEN bytes there: lowercase, no full stop, the subject
@@ -19,7 +19,7 @@
 #include <stdarg.h>
 #include <time.h>
 
-/* One exit-code table for every tool (README, "Exit codes"). */
+/* One exit-code table for every tool (docs/architecture.md, "Exit codes"). */
 enum kop_exit {
 	KOP_EXIT_OK = 0,	/* done */
 	KOP_EXIT_NO = 1,	/* a "no" answer: kapply --diff found changes, ... */

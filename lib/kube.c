@@ -1,8 +1,7 @@
 /*
  * The client: libcurl easy handles set up with the configuration's TLS and
  * credentials, blocking requests, Status decoding and the one place that
- * classifies failures as transient or permanent (guides/kube-api.md §0, §4,
- * §7, §9).
+ * classifies failures as transient or permanent.
  */
 #include <ctype.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 /*
  * The Kubernetes client every tool shares: configuration as kubectl finds it,
  * requests over libcurl with decoded Status errors, one classification of
- * failures, discovery. guides/kube-api.md §0-5 and §7 is the reference.
+ * failures, discovery, as kube-apiserver and client-go speak them.
  *
  * Ownership: structs are owned by the caller and released with their
  * _release or _free function; strings inside them belong to the struct.
@@ -36,8 +36,8 @@ struct kube_config {
 };
 
 /*
- * Loads the configuration the way the operator finds it (iotservice.md §7,
- * controller-runtime's order): the explicit file (kubeconfig != NULL; missing
+ * Loads the configuration the way the operator finds it (controller-runtime's
+ * order): the explicit file (kubeconfig != NULL; missing
  * = error), else $KUBECONFIG (a ':'-separated list merged by kubectl's rules:
  * the first file to define a name wins, the first non-empty current-context
  * wins, missing files skipped), else in-cluster (KUBERNETES_SERVICE_HOST/PORT
@@ -80,7 +80,7 @@ void kube_response_release(struct kube_response *r);
 const char *kube_response_why(const struct kube_response *r, char *buf, size_t size);
 
 /*
- * One classification for every tool (guides/style.md habit 8): transient =
+ * One classification for every tool: transient =
  * no response (connection refused/reset, DNS, timeout), 408, 429, 5xx (and
  * 409 for callers that re-read and retry); permanent = other 4xx. 401 is
  * transient once: the caller calls kube_auth_failed() and retries (so

@@ -1,7 +1,7 @@
 /*
  * Client configuration as kubectl and controller-runtime find it: kubeconfig
  * files (merged by client-go's clientcmd rules), in-cluster service account,
- * and the exec credential plugin (guides/kube-api.md §7).
+ * and the exec credential plugin.
  */
 #include <ctype.h>
 #include <errno.h>

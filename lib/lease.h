@@ -2,7 +2,7 @@
 #define KOP_LEASE_H
 /*
  * Leader election on a coordination.k8s.io/v1 Lease, client-go's algorithm
- * (guides/kube-api.md §8, tools/leaderelection): tryAcquireOrRenew and the
+ * (client-go's tools/leaderelection): tryAcquireOrRenew and the
  * release on shutdown. The caller runs the loops (retry period, renew
  * deadline); this module does one round per call and never sleeps.
  *

@@ -2,7 +2,7 @@
 #define KOP_OPRESULT_H
 /*
  * The "op":"result" lines kapply and kstatus write for every operation
- * (README, "The stage protocol"):
+ * (docs/architecture.md, "The stage protocol"):
  *   {"op":"result","for":"apply","primary":"ns/name","ref":{"apiVersion","kind","namespace","name"},
  *    "ok":true,"code":200,"resourceVersion":"42","uid":"…"}
  *   {"op":"result",…,"ok":false,"code":409,"reason":"Conflict","message":"…","causes":[…]}

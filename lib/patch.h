@@ -1,7 +1,7 @@
 #ifndef KOP_PATCH_H
 #define KOP_PATCH_H
 /*
- * The patch formats of the Kubernetes API (kube-api.md §3 "PATCH"), as pure
+ * The patch formats of the Kubernetes API, as pure
  * functions on jv values: JSON merge patch (RFC 7386), JSON patch (RFC 6902)
  * and strategic merge patch (apimachinery's strategicpatch) with the list
  * merge keys of the built-in kinds we serve.

@@ -1,8 +1,8 @@
 #ifndef KOP_PROGRAM_H
 #define KOP_PROGRAM_H
 /*
- * A reconcile program: pipeline/NAME/program.yml (README, "Writing a
- * program") loaded, its settings read from the environment, its "{setting}"
+ * A reconcile program: pipeline/NAME/program.yml (docs/writing-programs.md)
+ * loaded, its settings read from the environment, its "{setting}"
  * templates filled in and its jq compiled. Nothing here knows any kind.
  */
 #include <jv.h>
@@ -56,7 +56,7 @@ struct kop_program {
 	struct kop_aggregate *aggs;
 	size_t naggs;
 	struct kop_jq *sync;
-	struct kop_jq *render;	/* NULL: no render program (README, "Writing a program") */
+	struct kop_jq *render;	/* NULL: no render program (docs/writing-programs.md) */
 };
 
 /*

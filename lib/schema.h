@@ -2,7 +2,7 @@
 #define KOP_SCHEMA_H
 /*
  * CRD structural schemas (OpenAPI v3 as in a CRD's
- * spec.versions[].schema.openAPIV3Schema; kube-api.md §6): defaulting,
+ * spec.versions[].schema.openAPIV3Schema): defaulting,
  * pruning, validation, and the list semantics server-side apply needs.
  * Supported keywords: type, properties, additionalProperties (schema or
  * bool), items, required, enum, default, nullable, minimum, maximum,

@@ -1,8 +1,8 @@
 #ifndef KOP_SSA_H
 #define KOP_SSA_H
 /*
- * Server-side apply and managedFields bookkeeping (kube-api.md §3
- * "Server-side apply"; sigs.k8s.io/structured-merge-diff semantics).
+ * Server-side apply and managedFields bookkeeping
+ * (sigs.k8s.io/structured-merge-diff semantics).
  *
  * Field sets are kept in the real FieldsV1 encoding:
  *   "f:<name>"            a field of an object

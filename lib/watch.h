@@ -14,7 +14,7 @@
  * objects, MODIFIED for changed ones (another resourceVersion), DELETED for
  * vanished ones (a stub: kind, apiVersion, metadata name/namespace/uid and
  * the relist's resourceVersion), DELETED + ADDED for a name reused by a new
- * uid. guides/kube-api.md §1-2 describe the protocol.
+ * uid.
  *
  * Requests, in order:
  *  - initial state: a streaming list (watch with sendInitialEvents=true,

@@ -47,7 +47,7 @@ test_expect_success 'empty or loose values are usage errors, not a default' '
 	kwatch --idle-timeout 300ms --help >/dev/null
 '
 
-test_expect_success 'text logs: PROG: LEVEL: message, as README "Logs" shows them' '
+test_expect_success 'text logs: PROG: LEVEL: message, as docs/architecture.md "Logs" shows them' '
 	test_expect_code 100 kapply --log-format text -f ./no-such-file >out 2>err &&
 	echo "kapply: error: unable to open '"'"'./no-such-file'"'"': No such file or directory" >expect &&
 	test_cmp expect err

@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='the stages composed by hand in a shell (README "By hand") reach the state the supervisor reaches'
+test_description='the stages composed by hand in a shell (README "Composing the tools by hand") reach the state the supervisor reaches'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 . "$TEST_DIRECTORY/lib-e2e.sh"

@@ -131,7 +131,7 @@ static int render_store(struct prim *p, jv out)
 }
 
 /*
- * The render program's answer for p (README, "Writing a program": render),
+ * The render program's answer for p (docs/writing-programs.md, render),
  * directives resolved, as sync sees it (its desired objects projected):
  * computed again only when its input (the primary without status,
  * resourceVersion and finalizers, .related, .settings) changed since the

@@ -161,7 +161,7 @@ static int rendered_match(jv rdes, jv c)
  * (objkey -> 1). The object applied carries KOP_APPLIED_ANNOTATION, so a
  * live object differs also when it was applied from another desired object
  * (one that set a field this one no longer sets). A child of the answer
- * (README, "Writing a program") is
+ * (docs/writing-programs.md) is
  *  - an observed child given back as the program saw it: kept as it is;
  *  - with a render program, one of .rendered.desired as sync saw it: that
  *    object as rendered, whole; changed, but of the same kind and name:

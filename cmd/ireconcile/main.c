@@ -1,7 +1,7 @@
 /*
  * ireconcile: the generic reconcile engine. Watch events in, a view of the
  * cluster kept, a program's jq run per primary, the operations of the stage
- * protocol out (README, "ireconcile" and "Writing a program").
+ * protocol out (docs/ireconcile.md and docs/writing-programs.md).
  * This file owns the options, the stats line and the main loop (poll on
  * stdin, the feedback and stdout); the rest is in the files beside it.
  */
