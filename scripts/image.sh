@@ -77,7 +77,7 @@ base_tar () {
 		say "packages from the cache ($base)"
 		return 0
 	fi
-	command -v mmdebstrap >/dev/null || fail "mmdebstrap is not installed: run 'make deps'"
+	command -v mmdebstrap >/dev/null || fail "mmdebstrap is not installed: run 'scripts/deps.sh --image'"
 	mkdir -p "$CACHE"
 	say "extracting $PKGS from $IMAGE_SUITE"
 	# chrootless + extract: nothing runs inside the new tree, so no privileges beyond
@@ -180,7 +180,7 @@ if test -n "$rootfs_only"; then
 	exit 0
 fi
 
-command -v umoci >/dev/null || fail "umoci is not installed: run 'make deps'"
+command -v umoci >/dev/null || fail "umoci is not installed: run 'scripts/deps.sh --image'"
 # Not under build/: the Makefile reads every *.d there (etc/*.d are directories).
 work=$(mktemp -d "${TMPDIR:-/tmp}/iot-operator-image.XXXXXX")
 trap 'rm -rf "$work"' EXIT
