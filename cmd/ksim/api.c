@@ -290,6 +290,7 @@ static jv present(const struct ksim_type *t, jv obj)
 			}
 		}
 	}
+	obj = ksim_convert(t, obj);
 	obj = jv_object_set(obj, jv_string("apiVersion"), jv_string(t->api_version));
 	obj = jv_object_set(obj, jv_string("kind"), jv_string(t->kind));
 	/* stored objects are in canonical order already; answer() orders single objects */
@@ -1047,7 +1048,7 @@ static jv prepare_create(const struct ksim_type *t, jv obj, const char *now)
 		/* as kube-apiserver answers: the controller fills it in later */
 		obj = jv_object_set(obj, jv_string("status"), jv_object());
 	}
-	return obj;
+	return ksim_builtin_defaults(t, obj);
 }
 
 /* Checks the namespace of a namespaced create: 0, or -1 with *err (404 or 403). */
@@ -2642,7 +2643,11 @@ static jv scale_of(jv obj)
 	jv smd = jv_object(), spec = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("spec"), jv_string("replicas")));
 	jv st = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("status"), jv_string("replicas")));
 	static const char *const keep[] = { "name", "namespace", "uid", "resourceVersion", "creationTimestamp" };
-	jv status, s = ksim_selector_string(sel);	/* selector.String(), matchExpressions too */
+	jv status, s;
+
+	if (!strcmp(ksim_str(obj, "kind") ? ksim_str(obj, "kind") : "", "ReplicationController"))
+		sel = JV_OBJECT(jv_string("matchLabels"), sel);	/* a ReplicationController's is a map */
+	s = ksim_selector_string(sel);	/* selector.String(), matchExpressions too */
 
 	for (size_t i = 0; i < sizeof(keep) / sizeof(*keep); i++)
 		if (jv_object_has(jv_copy(md), jv_string(keep[i])))

@@ -323,6 +323,14 @@ jv ksim_openapi(const char *path);
 /* The metadata schemas custom kinds' OpenAPI v3 documents refer to (openapi_meta.c), JSON. */
 extern const char ksim_openapi_meta_schemas[];
 
+/* ---- defaults (defaults.c) ---------------------------------------------- */
+
+/* What kube-apiserver's defaulting and admission fill in on create of a built-in object (consumed). */
+jv ksim_builtin_defaults(const struct ksim_type *t, jv obj);
+
+/* An object of a kind stored for several versions as version t shows it (convert.c; consumed). */
+jv ksim_convert(const struct ksim_type *t, jv obj);
+
 /* ---- helpers ------------------------------------------------------------ */
 
 void ksim_uuid(char *buf);	/* 37 bytes */
