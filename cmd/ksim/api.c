@@ -372,7 +372,8 @@ static int route(const char *path, struct route *r)
 		r->sub = kop_strdup(segs[i + 1]);
 		if (!strcmp(r->sub, "status") ? !(r->t->flags & KT_STATUS) :
 		    !strcmp(r->sub, "scale") ? !(r->t->flags & KT_SCALE) :
-		    !strcmp(r->sub, "finalize") ? strcmp(r->t->gr, "namespaces") : 1)
+		    !strcmp(r->sub, "finalize") ? strcmp(r->t->gr, "namespaces") :
+		    ksim_pod_subresource_name(r->sub) ? strcmp(r->t->gr, "pods") : 1)
 			goto out;
 	}
 	ret = 0;
@@ -1249,6 +1250,19 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 	obj = jv_object_set(obj, jv_string("kind"), jv_string(t->kind));
 	obj = prepare_create(t, obj, now);
 	{
+		jv causes = ksim_builtin_causes(t, obj);
+
+		if (jv_array_length(jv_copy(causes)) > 0) {
+			char *nm = kop_strdup(name);
+
+			*out = invalid(t, nm, causes);
+			free(nm);
+			jv_free(obj);
+			return 422;
+		}
+		jv_free(causes);
+	}
+	{
 		jv e;
 		char *nm = kop_strdup(name);
 		int bad = schema_check(t, &obj, nm, o, &e);
@@ -1280,6 +1294,16 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 static int finalizers_empty(jv obj)
 {
 	return !has_items(get_meta(obj, "finalizers"));
+}
+
+/* In a graceful deletion (a pod's, until its kubelet deletes it with grace 0). */
+static int graceful(jv obj)
+{
+	jv g = get_meta(obj, "deletionGracePeriodSeconds");
+	int yes = jv_get_kind(g) == JV_KIND_NUMBER && jv_number_value(g) > 0;
+
+	jv_free(g);
+	return yes;
 }
 
 static int collect_fn(jv obj, const char *key, void *data)
@@ -1451,7 +1475,7 @@ static int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub,
 		*out = present(t, obj);
 		goto out;
 	}
-	if (ksim_str(obj, "metadata.deletionTimestamp") && finalizers_empty(obj) &&
+	if (ksim_str(obj, "metadata.deletionTimestamp") && finalizers_empty(obj) && !graceful(obj) &&
 	    !(!strcmp(t->gr, "namespaces") &&
 	      has_items(jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("spec"), jv_string("finalizers")))))) {
 		/*
@@ -2328,6 +2352,7 @@ static int do_patch(const struct ksim_request *rq, const struct route *r, const 
 struct delopts {
 	char *uid, *rv, *policy;
 	int dry;
+	long grace;		/* gracePeriodSeconds, -1 when not given */
 };
 
 static void delopts_release(struct delopts *d)
@@ -2340,6 +2365,14 @@ static void delopts_release(struct delopts *d)
 static int parse_delopts(const struct ksim_request *rq, struct delopts *d, jv *err)
 {
 	memset(d, 0, sizeof(*d));
+	d->grace = -1;
+	if (query(rq, "gracePeriodSeconds")) {
+		char *end;
+		long g = strtol(query(rq, "gracePeriodSeconds"), &end, 10);
+
+		if (!*end && end != query(rq, "gracePeriodSeconds"))
+			d->grace = g < 0 ? 0 : g;
+	}
 	if (query(rq, "propagationPolicy"))
 		d->policy = kop_strdup(query(rq, "propagationPolicy"));
 	if (jv_is_valid(rq->body_jv) || (rq->body && rq->body_len)) {
@@ -2349,6 +2382,11 @@ static int parse_delopts(const struct ksim_request *rq, struct delopts *d, jv *e
 			const char *s;
 			jv dr = field(b, "dryRun");
 
+			jv g = field(b, "gracePeriodSeconds");
+
+			if (jv_get_kind(g) == JV_KIND_NUMBER)
+				d->grace = jv_number_value(g) < 0 ? 0 : (long)jv_number_value(g);
+			jv_free(g);
 			if ((s = ksim_str(b, "preconditions.uid")))
 				d->uid = kop_strdup(s);
 			if ((s = ksim_str(b, "preconditions.resourceVersion")))
@@ -2489,6 +2527,38 @@ static int delete_one(const struct ksim_type *t, jv stored, const struct delopts
 			free(u);
 		}
 	}
+	if (!strcmp(t->gr, "pods")) {
+		/* graceful deletion: the kubelet deletes the pod once its containers stopped (sim_pods.c) */
+		long g = ksim_pod_grace(stored, d->grace);
+		jv have = get_meta(stored, "deletionGracePeriodSeconds");
+		int shorter = jv_get_kind(have) != JV_KIND_NUMBER || g < jv_number_value(have);
+
+		jv_free(have);
+		if (g == 0 && graceful(stored) && !finalizers_empty(stored)) {
+			/* the kubelet is done with it; its finalizers keep it */
+			jv obj = set_meta(jv_copy(stored), "deletionGracePeriodSeconds", jv_number(0));
+
+			*out = present(t, dry ? obj : ksim_store_commit(t->gr, jv_copy(stored), obj));
+			goto out;
+		}
+		if (g > 0 && !shorter) {
+			*out = present(t, jv_copy(stored));
+			goto out;
+		}
+		if (g > 0) {
+			char at[32];
+			time_t when = time(NULL) + g;
+			struct tm tm;
+			jv obj;
+
+			gmtime_r(&when, &tm);
+			strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+			obj = set_meta(jv_copy(stored), "deletionTimestamp", jv_string(at));
+			obj = set_meta(obj, "deletionGracePeriodSeconds", jv_number((double)g));
+			*out = present(t, dry ? obj : ksim_store_commit(t->gr, jv_copy(stored), obj));
+			goto out;
+		}
+	}
 	if (!finalizers_empty(stored) ||
 	    (ns && has_items(jv_getpath(jv_copy(stored), JV_ARRAY(jv_string("spec"), jv_string("finalizers")))))) {
 		jv obj;
@@ -2517,6 +2587,8 @@ static int delete_one(const struct ksim_type *t, jv stored, const struct delopts
 						  jv_string(ksim_str(stored, "metadata.uid"))));
 		goto out;
 	}
+	if (graceful(stored))	/* the grace-0 delete that ends a graceful one: watchers see 0 */
+		stored = set_meta(stored, "deletionGracePeriodSeconds", jv_number(0));
 	{
 		jv uid = get_meta(stored, "uid");
 		jv gone = remove_now(t, jv_copy(stored));
@@ -2920,6 +2992,18 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 				answer(rs, code, out);
 			else
 				rs->code = 200;
+		}
+	} else if (r.sub && ksim_pod_subresource_name(r.sub)) {
+		char *text;
+
+		code = ksim_pod_subresource(r.t, r.ns, r.name, r.sub, m, &out, &text);
+		if (text) {
+			jv_free(out);
+			rs->code = code;
+			rs->text = text;
+			rs->content_type = code == 204 ? "" : NULL;
+		} else {
+			answer(rs, code, out);
 		}
 	} else if (r.sub && !strcmp(r.sub, "scale")) {
 		code = do_scale(rq, &r, &o, &out);

@@ -445,6 +445,27 @@ static jv resource_list(const char *group, const char *version)
 								      jv_string("update"))));
 			kop_buf_release(&b);
 		}
+		if (!strcmp(t->gr, "pods")) {
+			/* the node subresources pods.c answers */
+			static const char *const subs[][2] = { { "attach", "PodAttachOptions" },
+								 { "exec", "PodExecOptions" },
+								 { "log", "Pod" },
+								 { "portforward", "PodPortForwardOptions" } };
+
+			for (size_t i = 0; i < sizeof(subs) / sizeof(*subs); i++) {
+				struct kop_buf b = KOP_BUF_INIT;
+
+				kop_buf_addf(&b, "pods/%s", subs[i][0]);
+				res = jv_array_append(res, JV_OBJECT(jv_string("name"), jv_string(b.buf),
+								     jv_string("singularName"), jv_string(""),
+								     jv_string("namespaced"), jv_true(), jv_string("kind"),
+								     jv_string(subs[i][1]), jv_string("verbs"),
+								     strcmp(subs[i][0], "log") ?
+									     JV_ARRAY(jv_string("create"), jv_string("get")) :
+									     JV_ARRAY(jv_string("get"))));
+				kop_buf_release(&b);
+			}
+		}
 		if (t->flags & KT_STATUS) {
 			struct kop_buf b = KOP_BUF_INIT;
 
