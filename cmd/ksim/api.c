@@ -780,17 +780,24 @@ static jv drop_nulls(jv obj, jv schema)
 static int schema_check(const struct ksim_type *t, jv *obj, const char *name, const struct wopts *o, jv *err_out)
 {
 	jv causes, orig, unknown = jv_array();
+	int custom = (t->flags & KT_CUSTOM) && jv_get_kind(t->schema) == JV_KIND_OBJECT;
 
-	if (!(t->flags & KT_CUSTOM) || jv_get_kind(t->schema) != JV_KIND_OBJECT) {
+	if (!custom) {
+		/* a built-in kind: its decoder drops the fields it does not know */
 		jv_free(unknown);
-		return 0;
+		*obj = ksim_builtin_unknown_fields(t, *obj, &unknown);
+		if (o->validation == VALIDATE_IGNORE) {
+			jv_free(unknown);
+			unknown = jv_array();
+		}
+	} else {
+		*obj = drop_nulls(*obj, t->schema);
+		orig = jv_copy(*obj);
+		*obj = kop_schema_prune(kop_schema_default(*obj, t->schema), t->schema);
+		if (o->validation != VALIDATE_IGNORE)
+			pruned_paths(orig, *obj, "", &unknown);
+		jv_free(orig);
 	}
-	*obj = drop_nulls(*obj, t->schema);
-	orig = jv_copy(*obj);
-	*obj = kop_schema_prune(kop_schema_default(*obj, t->schema), t->schema);
-	if (o->validation != VALIDATE_IGNORE)
-		pruned_paths(orig, *obj, "", &unknown);
-	jv_free(orig);
 	if (jv_array_length(jv_copy(unknown)) > 0) {
 		struct kop_buf m = KOP_BUF_INIT;
 
@@ -814,6 +821,8 @@ static int schema_check(const struct ksim_type *t, jv *obj, const char *name, co
 		kop_buf_release(&m);
 	}
 	jv_free(unknown);
+	if (!custom)
+		return 0;
 	causes = kop_schema_validate(jv_copy(*obj), t->schema);
 	if (jv_get_kind(causes) == JV_KIND_ARRAY && jv_array_length(jv_copy(causes)) > 0) {
 		*err_out = invalid(t, name, causes);

@@ -351,6 +351,12 @@ long long ksim_cron_next(const struct ksim_cron *c, long long after);
 /* What validation refuses in obj (borrowed) of a built-in kind: the causes (array, maybe empty; validate.c). */
 jv ksim_builtin_causes(const struct ksim_type *t, jv obj);
 
+/*
+ * The fields of obj (consumed) of a built-in kind ksim does not know
+ * (fields.c): returned without them, their dotted paths in *unknown.
+ */
+jv ksim_builtin_unknown_fields(const struct ksim_type *t, jv obj, jv *unknown);
+
 /* ---- defaults (defaults.c) ---------------------------------------------- */
 
 /* What kube-apiserver's defaulting and admission fill in on create of a built-in object (consumed). */
