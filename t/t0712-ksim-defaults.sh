@@ -114,4 +114,37 @@ test_expect_success '--no-simulate: a bare API server makes none of them' '
 	)
 '
 
+test_expect_success '--authorization rbac: the default ClusterRoles and their bindings' '
+	printf "alice-token,alice\n" >tokens.csv &&
+	(
+		ksim_start --authorization rbac --token t0k3n --token-file tokens.csv --no-simulate &&
+		ksim_curl -s -o cr.json /apis/rbac.authorization.k8s.io/v1/clusterroles &&
+		jq -r ".items[].metadata.name" cr.json >names &&
+		for r in cluster-admin admin edit view system:basic-user system:discovery system:public-info-viewer \
+			system:monitoring system:node system:kube-controller-manager system:kube-scheduler; do
+			grep -qx "$r" names || { echo "no ClusterRole $r"; exit 1; }
+		done &&
+		jq -e ".items[] | select(.metadata.name == \"cluster-admin\") | .rules ==
+			[{verbs: [\"*\"], apiGroups: [\"*\"], resources: [\"*\"]}, {verbs: [\"*\"], nonResourceURLs: [\"*\"]}]" cr.json &&
+		jq -e ".items[] | select(.metadata.name == \"system:discovery\") | .rules[0].nonResourceURLs | index(\"/openapi/*\")" cr.json &&
+		jq -e ".items[] | select(.metadata.name == \"view\") | .aggregationRule.clusterRoleSelectors[0].matchLabels ==
+			{\"rbac.authorization.k8s.io/aggregate-to-view\": \"true\"}" cr.json &&
+		ksim_curl -s -o crb.json /apis/rbac.authorization.k8s.io/v1/clusterrolebindings &&
+		jq -e "[.items[] | {(.metadata.name): [.subjects[]?.name]}] | add |
+			.[\"cluster-admin\"] == [\"system:masters\"] and .[\"system:discovery\"] == [\"system:authenticated\"] and
+			.[\"system:public-info-viewer\"] == [\"system:authenticated\", \"system:unauthenticated\"]" crb.json &&
+		# the view role, bound to alice: she reads pods but may not create them nor read secrets
+		ksim_curl -s -o /dev/null -X POST -H "Content-Type: application/json" \
+			-d "{\"metadata\":{\"name\":\"alice-view\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":\"view\"},\"subjects\":[{\"kind\":\"User\",\"name\":\"alice\"}]}" \
+			/apis/rbac.authorization.k8s.io/v1/clusterrolebindings &&
+		as_alice () { curl -sS -m 10 -o /dev/null -w "%{http_code}\n" -H "Authorization: Bearer alice-token" "$@"; } &&
+		test "$(as_alice "$KSIM_URL/api/v1/namespaces/default/pods")" = 200 &&
+		test "$(as_alice "$KSIM_URL/apis/batch/v1/namespaces/default/cronjobs")" = 200 &&
+		test "$(as_alice "$KSIM_URL/api/v1/namespaces/default/secrets")" = 403 &&
+		test "$(as_alice -X POST -H "Content-Type: application/json" -d "{\"metadata\":{\"name\":\"x\"}}" \
+			"$KSIM_URL/api/v1/namespaces/default/configmaps")" = 403 &&
+		ksim_stop
+	)
+'
+
 test_done

@@ -1109,6 +1109,9 @@ static int name_ok(const struct ksim_type *t, const char *s, size_t n, int prefi
 
 	if (memchr(s, 0, n))
 		return 0;
+	if (!strcmp(t->group, "rbac.authorization.k8s.io"))	/* ValidatePathSegmentName: "system:basic-user" */
+		return n && !memchr(s, '/', n) && !memchr(s, '%', n) && !(n == 1 && *s == '.') &&
+		       !(n == 2 && !memcmp(s, "..", 2));
 	kop_buf_add(&b, s, n);
 	if (prefix && n > 1 && s[n - 1] == '-') {
 		b.len = n - 2;

@@ -162,6 +162,11 @@ void persist_close(void);
 /* rbac.c */
 int rbac_option(int c, const char *arg);
 void rbac_init(void);
+int rbac_enabled(void);	/* --authorization rbac */
+/* rbac_defaults.c: creates the default ClusterRoles and bindings that are missing (ksim_call; dies on failure). */
+void rbac_bootstrap(void);
+/* 1 for the default bindings whose rules rbac.c also knows by heart (basic-user, discovery, public-info-viewer). */
+int rbac_default_binding(const char *name);
 void rbac_free(void);
 /*
  * Authentication: the user of a bearer token (NULL header = anonymous).
