@@ -1016,10 +1016,6 @@ static jv prepare_create(const struct ksim_type *t, jv obj, const char *now)
 		obj = jv_setpath(obj, JV_ARRAY(jv_string("spec"), jv_string("finalizers")),
 				 JV_ARRAY(jv_string("kubernetes")));
 		obj = jv_object_set(obj, jv_string("status"), JV_OBJECT(jv_string("phase"), jv_string("Active")));
-	} else if (!strcmp(t->gr, "pods")) {
-		obj = jv_object_set(obj, jv_string("status"),
-				    JV_OBJECT(jv_string("phase"), jv_string("Pending"), jv_string("qosClass"),
-					      jv_string("BestEffort")));
 	} else if (!strcmp(t->gr, "persistentvolumeclaims")) {
 		obj = jv_object_set(obj, jv_string("status"), JV_OBJECT(jv_string("phase"), jv_string("Pending")));
 	} else if (!strcmp(t->gr, "services")) {
@@ -1292,6 +1288,7 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 		obj = kop_ssa_track_update(jv_null(), obj, o->manager, NULL, now, li);
 		jv_free(li);
 	}
+	obj = ksim_builtin_admission(t, obj);
 	if (o->dry_run) {
 		*out = present(t, obj);
 		return 201;

@@ -1,10 +1,11 @@
 /*
  * What kube-apiserver fills in when a built-in object is created: the
- * defaulting functions of k8s.io/api's kinds (SetDefaults_*), the status a
- * new object is stored with (the fields of its Status type that have no
- * omitempty), and what admission adds to a pod (ServiceAccount: the
- * kube-api-access volume; DefaultTolerationSeconds: the not-ready and
- * unreachable tolerations). Only what a client sees; the kinds that
+ * defaulting functions of k8s.io/api's kinds (SetDefaults_*) and the status
+ * a new object is stored with (the fields of its Status type that have no
+ * omitempty), before its creator's managedFields are taken; then what
+ * admission adds to a pod (ServiceAccount: the kube-api-access volume;
+ * DefaultTolerationSeconds: the not-ready and unreachable tolerations;
+ * Priority), which the creator does not own. Only what a client sees; the kinds that
  * api.c's prepare_create() handles itself are left to it.
  */
 #include <stdlib.h>
@@ -94,6 +95,7 @@ static jv pod_spec_defaults(jv spec)
 	spec = set_absent(spec, "dnsPolicy", jv_string("ClusterFirst"));
 	spec = set_absent(spec, "securityContext", jv_object());
 	spec = set_absent(spec, "schedulerName", jv_string("default-scheduler"));
+	spec = set_absent(spec, "enableServiceLinks", jv_true());
 	return spec;
 }
 
@@ -203,11 +205,20 @@ static jv service_account_volume(jv spec, const char *uid)
 
 static jv pod_defaults(jv obj)
 {
+	return jv_object_set(obj, jv_string("spec"), pod_spec_defaults(obj_field(obj, "spec")));
+}
+
+/*
+ * What admission adds to a pod, after its creator's managedFields are
+ * taken (they do not own it): the ServiceAccount and its token volume, the
+ * default tolerations, the priority; and the status a new pod starts with.
+ */
+static jv pod_admission(jv obj)
+{
 	jv spec = obj_field(obj, "spec"), tols;
 	const char *sa;
 	char *uid = kop_strdup(ksim_str(obj, "metadata.uid") ? ksim_str(obj, "metadata.uid") : "");
 
-	spec = pod_spec_defaults(spec);
 	sa = ksim_str(spec, "serviceAccountName");
 	if (!sa || !*sa)
 		sa = ksim_str(spec, "serviceAccount");
@@ -230,10 +241,19 @@ static jv pod_defaults(jv obj)
 		tols = jv_array_append(tols, toleration("node.kubernetes.io/unreachable"));
 	spec = jv_object_set(spec, jv_string("tolerations"), tols);
 	spec = set_absent(spec, "priority", jv_number(0));
-	spec = set_absent(spec, "enableServiceLinks", jv_true());
 	spec = set_absent(spec, "preemptionPolicy", jv_string("PreemptLowerPriority"));
 	free(uid);
-	return jv_object_set(obj, jv_string("spec"), spec);
+	obj = jv_object_set(obj, jv_string("spec"), spec);
+	return jv_object_set(obj, jv_string("status"),
+			     JV_OBJECT(jv_string("phase"), jv_string("Pending"), jv_string("qosClass"),
+				       jv_string("BestEffort")));
+}
+
+jv ksim_builtin_admission(const struct ksim_type *t, jv obj)
+{
+	if (jv_get_kind(obj) == JV_KIND_OBJECT && !strcmp(t->gr, "pods"))
+		return pod_admission(obj);
+	return obj;
 }
 
 /* spec.template.spec of a workload, defaulted as a pod spec is (no admission). */

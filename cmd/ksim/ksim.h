@@ -359,8 +359,10 @@ jv ksim_builtin_unknown_fields(const struct ksim_type *t, jv obj, jv *unknown);
 
 /* ---- defaults (defaults.c) ---------------------------------------------- */
 
-/* What kube-apiserver's defaulting and admission fill in on create of a built-in object (consumed). */
+/* What kube-apiserver's defaulting fills in on create of a built-in object (consumed). */
 jv ksim_builtin_defaults(const struct ksim_type *t, jv obj);
+/* What admission then adds (consumed), after the creator's managedFields are taken. */
+jv ksim_builtin_admission(const struct ksim_type *t, jv obj);
 
 /* An object of a kind stored for several versions as version t shows it (convert.c; consumed). */
 jv ksim_convert(const struct ksim_type *t, jv obj);
