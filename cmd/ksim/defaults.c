@@ -105,7 +105,7 @@ static jv toleration(const char *key)
 			 jv_string("effect"), jv_string("NoExecute"), jv_string("tolerationSeconds"), jv_number(300));
 }
 
-/* 1 when the pod's tolerations (borrowed) already tolerate key with effect NoExecute. */
+/* 1 when the pod's tolerations (consumed) already tolerate key with effect NoExecute. */
 static int tolerates(jv tols, const char *key)
 {
 	int yes = 0;
@@ -119,6 +119,7 @@ static int tolerates(jv tols, const char *key)
 			yes = 1;
 		jv_free(t);
 	}
+	jv_free(tols);
 	return yes;
 }
 
@@ -196,6 +197,7 @@ static jv service_account_volume(jv spec, const char *uid)
 				jv_free(mounts);
 			out = jv_array_append(out, c);
 		}
+		jv_free(containers);
 		spec = jv_object_set(spec, jv_string("containers"), out);
 	} else {
 		jv_free(containers);

@@ -149,12 +149,13 @@ static jv containers(jv spec, const char *prefix, struct walk *w)
 	static const char *const lists[] = { "containers", "initContainers" };
 
 	for (size_t l = 0; l < sizeof(lists) / sizeof(*lists); l++) {
-		jv cs = jv_object_get(jv_copy(spec), jv_string(lists[l])), out = jv_array();
+		jv cs = jv_object_get(jv_copy(spec), jv_string(lists[l])), out;
 
 		if (jv_get_kind(cs) != JV_KIND_ARRAY) {
 			jv_free(cs);
 			continue;
 		}
+		out = jv_array();
 		jv_array_foreach(cs, i, c) {
 			struct kop_buf p = KOP_BUF_INIT;
 

@@ -84,6 +84,7 @@ static jv ports_for(jv sports, jv pod)
 			jv_free(e);
 		jv_free(sp);
 	}
+	jv_free(sports);
 	return out;
 }
 
@@ -128,6 +129,7 @@ static jv slice_of(jv slices, const char *svc, const char *uid)
 		jv_free(v);
 		jv_free(s);
 	}
+	jv_free(slices);
 	return found;
 }
 
