@@ -178,8 +178,12 @@ static void sync_service(const char *ns, jv svc, jv pods, jv slices)
 		jv_free(pod);
 	}
 	jv_free(pods);
-	if (jv_get_kind(ports) == JV_KIND_NULL)
-		ports = ports_for(jv_copy(sports), jv_object());
+	if (jv_get_kind(ports) == JV_KIND_NULL) {
+		jv none = jv_object();
+
+		ports = ports_for(jv_copy(sports), none);
+		jv_free(none);
+	}
 	/* Endpoints */
 	{
 		jv subset = jv_object();
@@ -254,7 +258,9 @@ static void sync_service(const char *ns, jv svc, jv pods, jv slices)
 
 		if (jv_get_kind(ce) == JV_KIND_NULL)
 			ce = (jv_free(ce), jv_array());
-		if (!jv_equal(ce, jv_copy(eps)) || !jv_equal(cp, jv_copy(ports))) {
+		int same_eps = jv_equal(ce, jv_copy(eps)), same_ports = jv_equal(cp, jv_copy(ports));
+
+		if (!same_eps || !same_ports) {
 			char *sn = kop_strdup(ksim_str(slice, "metadata.name"));
 			jv obj = jv_object_set(jv_copy(slice), jv_string("endpoints"), jv_copy(eps));
 

@@ -47,6 +47,7 @@ static void remove_pod(const char *ns, jv pod)
 			    JV_OBJECT(jv_string("uid"), jv_string(uid ? uid : ""))));
 	kop_buf_release(&q);
 	free(n);
+	jv_free(pod);
 }
 
 void sim_pods_sync(const char *ns)
