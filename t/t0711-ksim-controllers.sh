@@ -129,10 +129,16 @@ test_expect_success 'when the Service goes, so do its Endpoints and EndpointSlic
 	wait_json 20 ".items | length == 0" -n $NS endpointslices -l kubernetes.io/service-name=legacy
 '
 
-test_expect_success 'with every kubectl: the workloads read back as written' '
+test_expect_success 'with every kubectl: the workloads read back, DaemonSets and ReplicationControllers in the columns of a real server' '
 	for v in $versions; do
 		"$v" -n $NS get jobs,cronjobs,daemonsets,replicationcontrollers,endpoints,endpointslices >out 2>err ||
 		{ cat err; exit 1; }
+		"$v" -n $NS get ds agent >ds.txt &&
+		grep -E "^NAME +DESIRED +CURRENT +READY +UP-TO-DATE +AVAILABLE +NODE SELECTOR +AGE\$" ds.txt &&
+		grep -E "^agent +1 +1 +1 +1 +1 +<none> +" ds.txt &&
+		"$v" -n $NS get rc legacy -o wide >rc.txt &&
+		grep -E "^NAME +DESIRED +CURRENT +READY +AGE +CONTAINERS +IMAGES +SELECTOR\$" rc.txt &&
+		grep -E "^legacy +1 +1 +1 +[0-9a-z]+ +c +busybox:1.36 +app=legacy\$" rc.txt || { cat ds.txt rc.txt; exit 1; }
 	done
 '
 

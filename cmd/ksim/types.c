@@ -1644,6 +1644,21 @@ static jv builtin_columns(const struct ksim_type *t)
 	if (!strcmp(r, "statefulsets.apps"))
 		return JV_ARRAY(name, col("Ready", "string", "", "Number of the pod with ready state", 0), agec,
 				col("Containers", "string", "", D_CONTAINERS, 1), col("Images", "string", "", D_IMAGES, 1));
+	if (!strcmp(r, "daemonsets.apps"))
+		return jv_array_concat(JV_ARRAY(name, col("Desired", "integer", "", "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod).", 0),
+				col("Current", "integer", "", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod.", 0),
+				col("Ready", "integer", "", "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition.", 0),
+				col("Up-to-date", "integer", "", "The total number of nodes that are running updated daemon pod", 0),
+				col("Available", "integer", "", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)", 0),
+				col("Node Selector", "string", "", "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node.", 0)),
+				JV_ARRAY(agec, col("Containers", "string", "", D_CONTAINERS, 1),
+					 col("Images", "string", "", D_IMAGES, 1), col("Selector", "string", "", D_SELECTOR, 1)));
+	if (!strcmp(r, "replicationcontrollers"))
+		return JV_ARRAY(name, col("Desired", "integer", "", "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1.", 0),
+				col("Current", "integer", "", "Replicas is the most recently observed number of replicas.", 0),
+				col("Ready", "integer", "", "The number of ready replicas for this replication controller.", 0),
+				agec, col("Containers", "string", "", D_CONTAINERS, 1), col("Images", "string", "", D_IMAGES, 1),
+				col("Selector", "string", "", "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match in order to be controlled by this replication controller, if empty defaulted to labels on Pod template.", 1));
 	if (!strcmp(r, "services"))
 		return JV_ARRAY(name, col("Type", "string", "", "type determines how the Service is exposed.", 0),
 				col("Cluster-IP", "string", "", "clusterIP is the IP address of the service and is usually assigned randomly.", 0),
@@ -1735,6 +1750,33 @@ static jv builtin_cells(const struct ksim_type *t, jv o)
 		rest = workload_cells(JV_ARRAY(fmt("%ld/%ld", num(o, "status", "readyReplicas", NULL, 0),
 						    num(o, "spec", "replicas", NULL, 1)), agec),
 				      o, 0);
+	} else if (!strcmp(r, "daemonsets.apps")) {
+		jv ns = jv_getpath(jv_copy(o), JV_ARRAY(jv_string("spec"), jv_string("template"), jv_string("spec"),
+							 jv_string("nodeSelector")));
+		jv ls = JV_OBJECT(jv_string("matchLabels"), jv_copy(ns));
+		jv nsel = jv_get_kind(ns) == JV_KIND_OBJECT && jv_object_length(jv_copy(ns)) ? ksim_selector_string(ls) :
+											      jv_string("<none>");
+
+		jv_free(ls);
+		jv_free(ns);
+		rest = workload_cells(JV_ARRAY(jv_number(num(o, "status", "desiredNumberScheduled", NULL, 0)),
+					       jv_number(num(o, "status", "currentNumberScheduled", NULL, 0)),
+					       jv_number(num(o, "status", "numberReady", NULL, 0)),
+					       jv_number(num(o, "status", "updatedNumberScheduled", NULL, 0)),
+					       jv_number(num(o, "status", "numberAvailable", NULL, 0)),
+					       jv_is_valid(nsel) ? nsel : (jv_free(nsel), jv_string("<none>")), agec),
+				      o, 1);
+	} else if (!strcmp(r, "replicationcontrollers")) {
+		jv sel = JV_OBJECT(jv_string("matchLabels"),
+				   jv_getpath(jv_copy(o), JV_ARRAY(jv_string("spec"), jv_string("selector"))));
+		jv s = ksim_selector_string(sel);	/* a ReplicationController's selector is a map */
+		jv names, images;
+
+		jv_free(sel);
+		container_cells(o, &names, &images);
+		rest = JV_ARRAY(jv_number(num(o, "spec", "replicas", NULL, 1)), jv_number(num(o, "status", "replicas", NULL, 0)),
+				jv_number(num(o, "status", "readyReplicas", NULL, 0)), agec, names, images,
+				jv_is_valid(s) ? s : (jv_free(s), jv_string("<invalid>")));
 	} else if (!strcmp(r, "services")) {
 		jv_free(agec);
 		rest = service_cells(o);
