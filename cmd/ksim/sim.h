@@ -59,13 +59,15 @@ enum {
 
 #define KSIM_SIM_USAGE \
 	"\nSimulated cluster (README \"ksim\"):\n" \
-	"  --no-simulate          no controllers, no kubelet, no Node (a bare API server)\n" \
+	"  --no-simulate          no controllers, no scheduler, no kubelet, no Node, no default ServiceAccounts,\n" \
+	"                         kube-root-ca.crt or default/kubernetes (a bare API server)\n" \
 	"  --pod-start-delay D    Pending to Running and Ready after D (default 1s; 0 = at once)\n" \
 	"  --pod-run-duration D   pods of restartPolicy Never or OnFailure succeed after running D (default 2s)\n" \
 	"  --lb-delay D           LoadBalancer Services get an ingress IP after D (default 1s)\n" \
 	"  --broken-image PAT     images matching PAT (fnmatch) never pull (default '*:broken*')\n" \
 	"  --data DIR             keep every write in DIR/wal.jsonl (fsync'd before the answer), replay at start\n" \
-	"  --authorization MODE   AlwaysAllow (default) or rbac (Roles and bindings enforced)\n" \
+	"  --authorization MODE   AlwaysAllow (default) or rbac (Roles and bindings enforced; the default\n" \
+	"                         ClusterRoles and bindings made at start)\n" \
 	"  --token-file FILE      lines TOKEN,USER[,GROUP...] (kube-apiserver's static token file)\n" \
 	"  --sa-token NS/NAME=T   token T authenticates as ServiceAccount NAME in NS (repeatable)\n" \
 	"  --fault-cut-every D    cut every watch every D\n" \
