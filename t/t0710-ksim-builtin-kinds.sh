@@ -136,7 +136,8 @@ test_expect_success 'create fills in what a real server does: status replicas 0,
 	kubectl -n defaults get job k-job -o json >job.json &&
 	jq -e ".metadata.uid as \$u | .spec.selector.matchLabels == {\"batch.kubernetes.io/controller-uid\": \$u} and
 		.spec.template.metadata.labels[\"job-name\"] == \"k-job\" and .spec.completions == 1 and
-		.spec.backoffLimit == 6 and .status == {}" job.json &&
+		.spec.backoffLimit == 6 and .spec.manualSelector == false and .spec.podReplacementPolicy == \"TerminatingOrFailed\" and
+		.status == {}" job.json &&
 	kubectl -n defaults get pdb k-pdb -o json >pdb.json &&
 	jq -e ".status == {disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0}" pdb.json &&
 	kubectl get pv k-pv -o json >pv.json &&

@@ -308,6 +308,7 @@ static jv job_spec_defaults(jv obj)
 	obj = dflt(obj, "spec", "completionMode", jv_string("NonIndexed"));
 	obj = dflt(obj, "spec", "suspend", jv_false());
 	obj = dflt(obj, "spec", "podReplacementPolicy", jv_string("TerminatingOrFailed"));
+	obj = dflt(obj, "spec", "manualSelector", jv_false());	/* (the selector was generated) */
 	return template_defaults(obj);
 }
 
