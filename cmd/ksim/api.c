@@ -290,6 +290,7 @@ static jv present(const struct ksim_type *t, jv obj)
 			}
 		}
 	}
+	obj = ksim_convert(t, obj);
 	obj = jv_object_set(obj, jv_string("apiVersion"), jv_string(t->api_version));
 	obj = jv_object_set(obj, jv_string("kind"), jv_string(t->kind));
 	/* stored objects are in canonical order already; answer() orders single objects */
@@ -371,7 +372,8 @@ static int route(const char *path, struct route *r)
 		r->sub = kop_strdup(segs[i + 1]);
 		if (!strcmp(r->sub, "status") ? !(r->t->flags & KT_STATUS) :
 		    !strcmp(r->sub, "scale") ? !(r->t->flags & KT_SCALE) :
-		    !strcmp(r->sub, "finalize") ? strcmp(r->t->gr, "namespaces") : 1)
+		    !strcmp(r->sub, "finalize") ? strcmp(r->t->gr, "namespaces") :
+		    ksim_pod_subresource_name(r->sub) ? strcmp(r->t->gr, "pods") : 1)
 			goto out;
 	}
 	ret = 0;
@@ -778,17 +780,24 @@ static jv drop_nulls(jv obj, jv schema)
 static int schema_check(const struct ksim_type *t, jv *obj, const char *name, const struct wopts *o, jv *err_out)
 {
 	jv causes, orig, unknown = jv_array();
+	int custom = (t->flags & KT_CUSTOM) && jv_get_kind(t->schema) == JV_KIND_OBJECT;
 
-	if (!(t->flags & KT_CUSTOM) || jv_get_kind(t->schema) != JV_KIND_OBJECT) {
+	if (!custom) {
+		/* a built-in kind: its decoder drops the fields it does not know */
 		jv_free(unknown);
-		return 0;
+		*obj = ksim_builtin_unknown_fields(t, *obj, &unknown);
+		if (o->validation == VALIDATE_IGNORE) {
+			jv_free(unknown);
+			unknown = jv_array();
+		}
+	} else {
+		*obj = drop_nulls(*obj, t->schema);
+		orig = jv_copy(*obj);
+		*obj = kop_schema_prune(kop_schema_default(*obj, t->schema), t->schema);
+		if (o->validation != VALIDATE_IGNORE)
+			pruned_paths(orig, *obj, "", &unknown);
+		jv_free(orig);
 	}
-	*obj = drop_nulls(*obj, t->schema);
-	orig = jv_copy(*obj);
-	*obj = kop_schema_prune(kop_schema_default(*obj, t->schema), t->schema);
-	if (o->validation != VALIDATE_IGNORE)
-		pruned_paths(orig, *obj, "", &unknown);
-	jv_free(orig);
 	if (jv_array_length(jv_copy(unknown)) > 0) {
 		struct kop_buf m = KOP_BUF_INIT;
 
@@ -812,6 +821,8 @@ static int schema_check(const struct ksim_type *t, jv *obj, const char *name, co
 		kop_buf_release(&m);
 	}
 	jv_free(unknown);
+	if (!custom)
+		return 0;
 	causes = kop_schema_validate(jv_copy(*obj), t->schema);
 	if (jv_get_kind(causes) == JV_KIND_ARRAY && jv_array_length(jv_copy(causes)) > 0) {
 		*err_out = invalid(t, name, causes);
@@ -1008,10 +1019,6 @@ static jv prepare_create(const struct ksim_type *t, jv obj, const char *now)
 		obj = jv_setpath(obj, JV_ARRAY(jv_string("spec"), jv_string("finalizers")),
 				 JV_ARRAY(jv_string("kubernetes")));
 		obj = jv_object_set(obj, jv_string("status"), JV_OBJECT(jv_string("phase"), jv_string("Active")));
-	} else if (!strcmp(t->gr, "pods")) {
-		obj = jv_object_set(obj, jv_string("status"),
-				    JV_OBJECT(jv_string("phase"), jv_string("Pending"), jv_string("qosClass"),
-					      jv_string("BestEffort")));
 	} else if (!strcmp(t->gr, "persistentvolumeclaims")) {
 		obj = jv_object_set(obj, jv_string("status"), JV_OBJECT(jv_string("phase"), jv_string("Pending")));
 	} else if (!strcmp(t->gr, "services")) {
@@ -1050,7 +1057,7 @@ static jv prepare_create(const struct ksim_type *t, jv obj, const char *now)
 		/* as kube-apiserver answers: the controller fills it in later */
 		obj = jv_object_set(obj, jv_string("status"), jv_object());
 	}
-	return obj;
+	return ksim_builtin_defaults(t, obj);
 }
 
 /* Checks the namespace of a namespaced create: 0, or -1 with *err (404 or 403). */
@@ -1101,6 +1108,9 @@ static int name_ok(const struct ksim_type *t, const char *s, size_t n, int prefi
 
 	if (memchr(s, 0, n))
 		return 0;
+	if (!strcmp(t->group, "rbac.authorization.k8s.io"))	/* ValidatePathSegmentName: "system:basic-user" */
+		return n && !memchr(s, '/', n) && !memchr(s, '%', n) && !(n == 1 && *s == '.') &&
+		       !(n == 2 && !memcmp(s, "..", 2));
 	kop_buf_add(&b, s, n);
 	if (prefix && n > 1 && s[n - 1] == '-') {
 		b.len = n - 2;
@@ -1251,6 +1261,19 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 	obj = jv_object_set(obj, jv_string("kind"), jv_string(t->kind));
 	obj = prepare_create(t, obj, now);
 	{
+		jv causes = ksim_builtin_causes(t, obj);
+
+		if (jv_array_length(jv_copy(causes)) > 0) {
+			char *nm = kop_strdup(name);
+
+			*out = invalid(t, nm, causes);
+			free(nm);
+			jv_free(obj);
+			return 422;
+		}
+		jv_free(causes);
+	}
+	{
 		jv e;
 		char *nm = kop_strdup(name);
 		int bad = schema_check(t, &obj, nm, o, &e);
@@ -1268,6 +1291,7 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 		obj = kop_ssa_track_update(jv_null(), obj, o->manager, NULL, now, li);
 		jv_free(li);
 	}
+	obj = ksim_builtin_admission(t, obj);
 	if (o->dry_run) {
 		*out = present(t, obj);
 		return 201;
@@ -1282,6 +1306,16 @@ static int do_create(const struct ksim_type *t, const char *ns, jv obj, const st
 static int finalizers_empty(jv obj)
 {
 	return !has_items(get_meta(obj, "finalizers"));
+}
+
+/* In a graceful deletion (a pod's, until its kubelet deletes it with grace 0). */
+static int graceful(jv obj)
+{
+	jv g = get_meta(obj, "deletionGracePeriodSeconds");
+	int yes = jv_get_kind(g) == JV_KIND_NUMBER && jv_number_value(g) > 0;
+
+	jv_free(g);
+	return yes;
 }
 
 static int collect_fn(jv obj, const char *key, void *data)
@@ -1453,7 +1487,7 @@ static int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub,
 		*out = present(t, obj);
 		goto out;
 	}
-	if (ksim_str(obj, "metadata.deletionTimestamp") && finalizers_empty(obj) &&
+	if (ksim_str(obj, "metadata.deletionTimestamp") && finalizers_empty(obj) && !graceful(obj) &&
 	    !(!strcmp(t->gr, "namespaces") &&
 	      has_items(jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("spec"), jv_string("finalizers")))))) {
 		/*
@@ -2332,6 +2366,7 @@ static int do_patch(const struct ksim_request *rq, const struct route *r, const 
 struct delopts {
 	char *uid, *rv, *policy;
 	int dry;
+	long grace;		/* gracePeriodSeconds, -1 when not given */
 };
 
 static void delopts_release(struct delopts *d)
@@ -2350,6 +2385,14 @@ static int parse_delopts(const struct ksim_request *rq, struct delopts *d, jv *e
 	memset(d, 0, sizeof(*d));
 	if ((rc = ksim_proto_delete_options(rq, &pb, err)) < 0)
 		return 400;
+	d->grace = -1;
+	if (query(rq, "gracePeriodSeconds")) {
+		char *end;
+		long g = strtol(query(rq, "gracePeriodSeconds"), &end, 10);
+
+		if (!*end && end != query(rq, "gracePeriodSeconds"))
+			d->grace = g < 0 ? 0 : g;
+	}
 	if (query(rq, "propagationPolicy"))
 		d->policy = kop_strdup(query(rq, "propagationPolicy"));
 	if (rc > 0 || jv_is_valid(rq->body_jv) || (rq->body && rq->body_len)) {
@@ -2359,8 +2402,11 @@ static int parse_delopts(const struct ksim_request *rq, struct delopts *d, jv *e
 
 		if (jv_get_kind(b) == JV_KIND_OBJECT) {
 			const char *s;
-			jv dr = field(b, "dryRun");
+			jv dr = field(b, "dryRun"), g = field(b, "gracePeriodSeconds");
 
+			if (jv_get_kind(g) == JV_KIND_NUMBER)
+				d->grace = jv_number_value(g) < 0 ? 0 : (long)jv_number_value(g);
+			jv_free(g);
 			if ((s = ksim_str(b, "preconditions.uid")))
 				d->uid = kop_strdup(s);
 			if ((s = ksim_str(b, "preconditions.resourceVersion")))
@@ -2503,6 +2549,38 @@ static int delete_one(const struct ksim_type *t, jv stored, const struct delopts
 			free(u);
 		}
 	}
+	if (!strcmp(t->gr, "pods")) {
+		/* graceful deletion: the kubelet deletes the pod once its containers stopped (sim_pods.c) */
+		long g = ksim_pod_grace(stored, d->grace);
+		jv have = get_meta(stored, "deletionGracePeriodSeconds");
+		int shorter = jv_get_kind(have) != JV_KIND_NUMBER || g < jv_number_value(have);
+
+		jv_free(have);
+		if (g == 0 && graceful(stored) && !finalizers_empty(stored)) {
+			/* the kubelet is done with it; its finalizers keep it */
+			jv obj = set_meta(jv_copy(stored), "deletionGracePeriodSeconds", jv_number(0));
+
+			*out = present(t, dry ? obj : ksim_store_commit(t->gr, jv_copy(stored), obj));
+			goto out;
+		}
+		if (g > 0 && !shorter) {
+			*out = present(t, jv_copy(stored));
+			goto out;
+		}
+		if (g > 0) {
+			char at[32];
+			time_t when = time(NULL) + g;
+			struct tm tm;
+			jv obj;
+
+			gmtime_r(&when, &tm);
+			strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+			obj = set_meta(jv_copy(stored), "deletionTimestamp", jv_string(at));
+			obj = set_meta(obj, "deletionGracePeriodSeconds", jv_number((double)g));
+			*out = present(t, dry ? obj : ksim_store_commit(t->gr, jv_copy(stored), obj));
+			goto out;
+		}
+	}
 	if (!finalizers_empty(stored) ||
 	    (ns && has_items(jv_getpath(jv_copy(stored), JV_ARRAY(jv_string("spec"), jv_string("finalizers")))))) {
 		jv obj;
@@ -2531,6 +2609,8 @@ static int delete_one(const struct ksim_type *t, jv stored, const struct delopts
 						  jv_string(ksim_str(stored, "metadata.uid"))));
 		goto out;
 	}
+	if (graceful(stored))	/* the grace-0 delete that ends a graceful one: watchers see 0 */
+		stored = set_meta(stored, "deletionGracePeriodSeconds", jv_number(0));
 	{
 		jv uid = get_meta(stored, "uid");
 		jv gone = remove_now(t, jv_copy(stored));
@@ -2658,7 +2738,11 @@ static jv scale_of(jv obj)
 	jv smd = jv_object(), spec = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("spec"), jv_string("replicas")));
 	jv st = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("status"), jv_string("replicas")));
 	static const char *const keep[] = { "name", "namespace", "uid", "resourceVersion", "creationTimestamp" };
-	jv status, s = ksim_selector_string(sel);	/* selector.String(), matchExpressions too */
+	jv status, s;
+
+	if (!strcmp(ksim_str(obj, "kind") ? ksim_str(obj, "kind") : "", "ReplicationController"))
+		sel = JV_OBJECT(jv_string("matchLabels"), sel);	/* a ReplicationController's is a map */
+	s = ksim_selector_string(sel);	/* selector.String(), matchExpressions too */
 
 	for (size_t i = 0; i < sizeof(keep) / sizeof(*keep); i++)
 		if (jv_object_has(jv_copy(md), jv_string(keep[i])))
@@ -2935,6 +3019,18 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 				answer(rs, code, out);
 			else
 				rs->code = 200;
+		}
+	} else if (r.sub && ksim_pod_subresource_name(r.sub)) {
+		char *text;
+
+		code = ksim_pod_subresource(r.t, r.ns, r.name, r.sub, m, &out, &text);
+		if (text) {
+			jv_free(out);
+			rs->code = code;
+			rs->text = text;
+			rs->content_type = code == 204 ? "" : NULL;
+		} else {
+			answer(rs, code, out);
 		}
 	} else if (r.sub && !strcmp(r.sub, "scale")) {
 		code = do_scale(rq, &r, &o, &out);

@@ -1,7 +1,8 @@
 /*
  * The options of the simulated cluster, faults, --data and RBAC, and their
  * start and stop in the order main() needs: tokens and the replayed log
- * before the built-in namespaces are created; controllers and fault timers
+ * (then, with RBAC, the default ClusterRoles) before the built-in
+ * namespaces are created; controllers and fault timers
  * once ksim serves; everything stopped before the store is freed.
  */
 #include <stdlib.h>
@@ -49,6 +50,8 @@ void ksim_sim_init(void)
 {
 	rbac_init();
 	persist_load();
+	if (rbac_enabled())
+		rbac_bootstrap();
 }
 
 void ksim_sim_start(void)

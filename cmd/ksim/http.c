@@ -57,7 +57,8 @@ static void add_common_headers(struct MHD_Response *r, const char *ctype)
 	ksim_uuid(uid);
 	MHD_add_response_header(r, "Audit-Id", uid);
 	MHD_add_response_header(r, "Cache-Control", "no-cache, private");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (*ctype)	/* "": no body, no type (a 204) */
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 }
 
 /* Sends JSON bytes (taken: freed by MHD) with the Warning headers (consumed),
@@ -115,7 +116,8 @@ static enum MHD_Result send_bytes(struct MHD_Connection *c, int code, const char
 	enum MHD_Result ret;
 
 	add_common_headers(r, ctype ? ctype : "text/plain; charset=utf-8");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (!ctype || *ctype)
+		MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	ret = MHD_queue_response(c, code, r);
 	MHD_destroy_response(r);
 	return ret;

@@ -336,6 +336,50 @@ jv ksim_openapi(const char *path);
 /* The metadata schemas custom kinds' OpenAPI v3 documents refer to (openapi_meta.c), JSON. */
 extern const char ksim_openapi_meta_schemas[];
 
+/* ---- pods (pods.c) ---------------------------------------------------- */
+
+/* 1 for the pod subresources pods.c answers (log, exec, attach, portforward). */
+int ksim_pod_subresource_name(const char *sub);
+/*
+ * A pod subresource request (lock held): the code, and *out a Status or
+ * jv_null() with *text (heap) the plain-text answer (a 204's is "").
+ */
+int ksim_pod_subresource(const struct ksim_type *t, const char *ns, const char *name, const char *sub,
+			 const char *method, jv *out, char **text);
+/* The grace period (seconds) of the deletion of pod (borrowed); grace: DeleteOptions', -1 when not given. */
+long ksim_pod_grace(jv pod, long grace);
+
+/* ---- CronJob schedules (cron.c) ---------------------------------------- */
+
+struct ksim_cron {
+	uint64_t bits[5];	/* minute, hour, day of month, month, day of week: bit N = value N */
+	int star[5];		/* the field was "*" or "?" (robfig's starBit) */
+	long every;		/* "@every D": seconds, else 0 */
+};
+/* 0, or -1 with err the reason (as robfig/cron words it). */
+int ksim_cron_parse(const char *spec, struct ksim_cron *c, char *err, size_t errlen);
+/* The first time (Unix seconds, UTC) after `after` the schedule runs; -1 never. */
+long long ksim_cron_next(const struct ksim_cron *c, long long after);
+
+/* What validation refuses in obj (borrowed) of a built-in kind: the causes (array, maybe empty; validate.c). */
+jv ksim_builtin_causes(const struct ksim_type *t, jv obj);
+
+/*
+ * The fields of obj (consumed) of a built-in kind ksim does not know
+ * (fields.c): returned without them, their dotted paths in *unknown.
+ */
+jv ksim_builtin_unknown_fields(const struct ksim_type *t, jv obj, jv *unknown);
+
+/* ---- defaults (defaults.c) ---------------------------------------------- */
+
+/* What kube-apiserver's defaulting fills in on create of a built-in object (consumed). */
+jv ksim_builtin_defaults(const struct ksim_type *t, jv obj);
+/* What admission then adds (consumed), after the creator's managedFields are taken. */
+jv ksim_builtin_admission(const struct ksim_type *t, jv obj);
+
+/* An object of a kind stored for several versions as version t shows it (convert.c; consumed). */
+jv ksim_convert(const struct ksim_type *t, jv obj);
+
 /* ---- helpers ------------------------------------------------------------ */
 
 void ksim_uuid(char *buf);	/* 37 bytes */

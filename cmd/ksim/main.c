@@ -309,6 +309,7 @@ int main(int argc, char **argv)
 	bootstrap();
 	if (tls && tls_cert(&cert, &key, err) < 0)
 		die(KOP_EXIT_TEMP, "%s", err);
+	ksim_ca_pem = cert;	/* self-signed: its own CA, published in kube-root-ca.crt */
 	d = ksim_http_start((int)port, cert, key, &bound, err);
 	if (!d)
 		die(KOP_EXIT_TEMP, "%s", err);

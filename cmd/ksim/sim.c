@@ -456,8 +456,8 @@ static void sync_pod(const char *ns, jv pod)
 	char key[128], now[32];
 	long delay = sim_opts.pod_start_ms;
 
-	if (deleting(pod) || !strcmp(stage, "completed"))
-		return;
+	if (deleting(pod) || !strcmp(stage, "completed") || strcmp(str(pod, "spec.nodeName", ""), NODE_NAME))
+		return;	/* (sim_pods.c binds the pods a client makes to this node) */
 	if (!strcmp(stage, "new")) {
 		next = any_broken(pod) ? "ErrImagePull" : "running";
 	} else if (!strcmp(stage, "ErrImagePull")) {
@@ -465,7 +465,7 @@ static void sync_pod(const char *ns, jv pod)
 	} else if (!strcmp(stage, "ImagePullBackOff")) {
 		if (!any_broken(pod))
 			next = "running";	/* the image was fixed in place */
-	} else if (!strcmp(stage, "running") && !strcmp(policy, "Never")) {
+	} else if (!strcmp(stage, "running") && strcmp(policy, "Always")) {	/* Never, OnFailure: they end */
 		next = "completed";
 		delay = sim_opts.pod_run_ms;
 	}
@@ -1329,6 +1329,26 @@ static void sync_svc(const char *ns, jv svc)
 
 /* ---- the Node -------------------------------------------------------------- */
 
+/* The identities a kubelet reports (typed clients require them): made once, from random. */
+static jv node_info_ids(jv st)
+{
+	char boot[40], machine[40], uuid[40];
+
+	ksim_uuid(boot);
+	ksim_uuid(uuid);
+	ksim_uuid(machine);
+	for (char *p = machine, *q = machine; ; q++)	/* a machine-id: 32 hex digits, no dashes */
+		if (*q != '-' && !(*p++ = *q))
+			break;
+	st = jv_setpath(st, JV_ARRAY(jv_string("nodeInfo"), jv_string("machineID")), jv_string(machine));
+	st = jv_setpath(st, JV_ARRAY(jv_string("nodeInfo"), jv_string("systemUUID")), jv_string(uuid));
+	st = jv_setpath(st, JV_ARRAY(jv_string("nodeInfo"), jv_string("bootID")), jv_string(boot));
+	st = jv_setpath(st, JV_ARRAY(jv_string("nodeInfo"), jv_string("kernelVersion")), jv_string("6.1.0-ksim"));
+	st = jv_object_set(st, jv_string("daemonEndpoints"),
+			   JV_OBJECT(jv_string("kubeletEndpoint"), JV_OBJECT(jv_string("Port"), jv_number(10250))));
+	return jv_object_set(st, jv_string("images"), jv_array());
+}
+
 static void ensure_node(void)
 {
 	jv node = jv_null(), st;
@@ -1395,11 +1415,90 @@ static void ensure_node(void)
 					 jv_string("architecture"), jv_string("amd64"), jv_string("containerRuntimeVersion"),
 					 jv_string("containerd://1.7.0")));
 		st = jv_setpath(st, JV_ARRAY(jv_string("nodeInfo"), jv_string("osImage")), jv_string("ksim simulated node"));
+		st = node_info_ids(st);
 	}
 	node = jv_object_set(node, jv_string("status"), st);
 	code = ksim_call(KUBELET, "PUT", "/api/v1/nodes/" NODE_NAME "/status?fieldManager=kubelet", NULL, node, NULL);
 	if (code != 200)
 		log_warn("simulated cluster: unable to set the status of node '%s': code %d", NODE_NAME, code);
+}
+
+/* ---- for the controllers in sim_*.c -------------------------------------------- */
+
+int sim_write(const char *user, const char *method, const char *prefix, const char *ns, const char *resource,
+	      const char *name, const char *sub, const char *manager, jv body)
+{
+	return call(user, method, prefix, ns, resource, name, sub, manager, body);
+}
+
+int sim_put_status(const char *user, const char *prefix, const char *resource, jv obj, jv status)
+{
+	return put_status(user, prefix, resource, obj, status, user && !strcmp(user, KUBELET) ? "kubelet" :
+						  "kube-controller-manager");
+}
+
+int sim_timer_due(const char *ns, const char *key, long delay)
+{
+	return timer_due(ns, key, delay);
+}
+
+jv sim_new_pod(jv owner, const char *api_version, const char *kind, const char *generate_name, jv labels)
+{
+	jv pod = new_pod(owner, kind, "", generate_name, labels);
+
+	pod = jv_setpath(pod, JV_ARRAY(jv_string("metadata"), jv_string("ownerReferences")),
+			 owner_ref(owner, api_version, kind));
+	return jv_object_set(pod, jv_string("metadata"),
+			     jv_object_delete(jv_object_get(jv_copy(pod), jv_string("metadata")), jv_string("name")));
+}
+
+int sim_pod_ready(jv pod)
+{
+	return pod_ready(pod);
+}
+
+int sim_is_controlled_by(jv obj, const char *uid)
+{
+	return is_controlled_by(obj, uid);
+}
+
+jv sim_condition(const char *type, const char *status, const char *reason, const char *message, const char *now)
+{
+	return condition(type, status, reason, message, now);
+}
+
+int sim_selector_matches(jv sel, jv obj)
+{
+	jv s = ksim_selector_string(sel);
+	struct ksim_selector *ls = NULL;
+	char err[KOP_ERRLEN];
+	int yes = 0;
+
+	if (jv_get_kind(s) == JV_KIND_STRING) {
+		ls = ksim_selector_parse(jv_string_value(s), 0, err);
+		if (ls != (struct ksim_selector *)-1) {	/* (-1: a selector that does not parse matches nothing) */
+			yes = ksim_selector_match(ls, obj, ksim_type_find("", "v1", "pods"));
+			ksim_selector_free(ls);
+		}
+	}
+	jv_free(s);
+	jv_free(sel);
+	return yes;
+}
+
+static int append_fn(jv obj, const char *key, void *data)
+{
+	(void)key;
+	*(jv *)data = jv_array_append(*(jv *)data, jv_copy(obj));
+	return 0;
+}
+
+jv sim_list(const char *gr, const char *ns)
+{
+	jv a = jv_array();
+
+	ksim_store_each(gr, ns, NULL, append_fn, &a);
+	return a;
 }
 
 /* ---- the loop --------------------------------------------------------------- */
@@ -1437,6 +1536,15 @@ static void sync_namespace(const char *ns, int terminating, jv *g)
 			jv_free(s);
 		}
 	}
+	if (!terminating) {
+		sim_job_sync(ns);
+		sim_cronjob_sync(ns);
+		sim_daemonset_sync(ns);
+		sim_rc_sync(ns);
+		sim_endpoints_sync(ns);
+	}
+	sim_defaults_sync(ns, terminating);
+	sim_pods_sync(ns);
 	jv_array_foreach(g[G_POD], i, p) {
 		sync_pod(ns, p);
 		jv_free(p);
@@ -1486,11 +1594,11 @@ static void sync_batch(jv batch)
 	jv_free(batch);
 }
 
-static int relevant(const char *gr)
+static int relevant(const char *gr, const char *name, int deleted)
 {
 	return !strcmp(gr, "deployments.apps") || !strcmp(gr, "replicasets.apps") || !strcmp(gr, "statefulsets.apps") ||
 	       !strcmp(gr, "pods") || !strcmp(gr, "persistentvolumeclaims") || !strcmp(gr, "services") ||
-	       !strcmp(gr, "namespaces");
+	       !strcmp(gr, "namespaces") || sim_ext_relevant(gr, name, deleted);
 }
 
 static int all_namespaces(jv obj, const char *key, void *data)
@@ -1584,7 +1692,13 @@ static void *sim_loop(void *arg)
 			}
 			if (r == 0)
 				break;
-			if (relevant(ev.gr)) {
+			if (!strcmp(ev.gr, "nodes")) {
+				/* a node changed (cordoned, added): every namespace's pods and DaemonSets may care */
+				ksim_lock();
+				ksim_store_each("namespaces", NULL, NULL, all_namespaces, &dirty);
+				ksim_unlock();
+				ndirty = jv_object_length(jv_copy(dirty));
+			} else if (relevant(ev.gr, ev.name, ev.type == KSIM_DELETED)) {
 				const char *ns = !strcmp(ev.gr, "namespaces") ? ev.name : ev.ns;
 
 				/* counted as they come: jv_object_length walks the object */

@@ -5,6 +5,9 @@
  *
  *   sim.c      the controllers and the kubelet (Deployments, ReplicaSets,
  *              StatefulSets, PVCs, pods, LoadBalancer Services, the Node)
+ *   sim_*.c    more controllers, one a file, run by sim.c's pass over a
+ *              namespace (defaults, pods, jobs, cronjobs, daemonsets,
+ *              replication controllers, endpoints)
  *   faults.c   fault injection: flags, POST /ksim/faults, request faults
  *   persist.c  --data DIR: an fsync'd log of every committed write, replayed
  *              at start
@@ -56,13 +59,15 @@ enum {
 
 #define KSIM_SIM_USAGE \
 	"\nSimulated cluster (README \"ksim\"):\n" \
-	"  --no-simulate          no controllers, no kubelet, no Node (a bare API server)\n" \
+	"  --no-simulate          no controllers, no scheduler, no kubelet, no Node, no default ServiceAccounts,\n" \
+	"                         kube-root-ca.crt or default/kubernetes (a bare API server)\n" \
 	"  --pod-start-delay D    Pending to Running and Ready after D (default 1s; 0 = at once)\n" \
-	"  --pod-run-duration D   restartPolicy Never pods succeed after running D (default 2s)\n" \
+	"  --pod-run-duration D   pods of restartPolicy Never or OnFailure succeed after running D (default 2s)\n" \
 	"  --lb-delay D           LoadBalancer Services get an ingress IP after D (default 1s)\n" \
 	"  --broken-image PAT     images matching PAT (fnmatch) never pull (default '*:broken*')\n" \
 	"  --data DIR             keep every write in DIR/wal.jsonl (fsync'd before the answer), replay at start\n" \
-	"  --authorization MODE   AlwaysAllow (default) or rbac (Roles and bindings enforced)\n" \
+	"  --authorization MODE   AlwaysAllow (default) or rbac (Roles and bindings enforced; the default\n" \
+	"                         ClusterRoles and bindings made at start)\n" \
 	"  --token-file FILE      lines TOKEN,USER[,GROUP...] (kube-apiserver's static token file)\n" \
 	"  --sa-token NS/NAME=T   token T authenticates as ServiceAccount NAME in NS (repeatable)\n" \
 	"  --fault-cut-every D    cut every watch every D\n" \
@@ -88,6 +93,45 @@ struct sim_opts {
 extern struct sim_opts sim_opts;
 void sim_start(void);
 void sim_stop(void);
+
+/*
+ * sim.c's helpers for the controllers in sim_*.c. They run on the sim
+ * thread with the lock held, as sim.c's own do.
+ */
+#define SIM_KCM "system:kube-controller-manager"
+#define SIM_KUBELET "system:node:ksim-node"
+#define SIM_NODE "ksim-node"
+/* A write to PREFIX[/namespaces/NS]/RESOURCE[/NAME][/SUB] (body consumed); logs what is neither 2xx, 404 nor 409. */
+int sim_write(const char *user, const char *method, const char *prefix, const char *ns, const char *resource,
+	      const char *name, const char *sub, const char *manager, jv body);
+/* PUT of obj (consumed) with status (consumed) to its status subresource, as user (kubelet or KCM). */
+int sim_put_status(const char *user, const char *prefix, const char *resource, jv obj, jv status);
+/* 1 when the timer key (namespace ns) of delay ms is due; the first call starts it. */
+int sim_timer_due(const char *ns, const char *key, long delay);
+/* A pod of owner's spec.template, controlled by owner (apiVersion, kind), on the simulated node. */
+jv sim_new_pod(jv owner, const char *api_version, const char *kind, const char *generate_name, jv labels);
+int sim_pod_ready(jv pod);
+int sim_is_controlled_by(jv obj, const char *uid);
+jv sim_condition(const char *type, const char *status, const char *reason, const char *message, const char *now);
+/* The objects of gr in ns (lock held; plain copies sharing storage with the store). */
+jv sim_list(const char *gr, const char *ns);
+/* 1 when obj's labels match a LabelSelector (sel consumed; matchLabels and matchExpressions; {} all). */
+int sim_selector_matches(jv sel, jv obj);
+
+/* ksim's serving certificate (PEM) with --tls, else NULL: kube-root-ca.crt's ca.crt (sim_defaults.c). */
+extern const char *ksim_ca_pem;
+
+/* The controllers in sim_*.c, each over one namespace (lock held). */
+void sim_defaults_sync(const char *ns, int terminating);	/* sim_defaults.c */
+void sim_pods_sync(const char *ns);			/* sim_pods.c */
+void sim_job_sync(const char *ns);			/* sim_job.c */
+int sim_job_finished(jv job);				/* its Complete or Failed condition is True */
+void sim_cronjob_sync(const char *ns);			/* sim_cronjob.c */
+void sim_daemonset_sync(const char *ns);		/* sim_daemonset.c */
+void sim_rc_sync(const char *ns);			/* sim_rc.c */
+void sim_endpoints_sync(const char *ns);		/* sim_endpoints.c */
+/* Kinds whose events make sim.c's pass visit their namespace (the controllers above). */
+int sim_ext_relevant(const char *gr, const char *name, int deleted);
 
 /* faults.c: http.c hooks. */
 struct MHD_Connection;
@@ -120,6 +164,11 @@ void persist_close(void);
 /* rbac.c */
 int rbac_option(int c, const char *arg);
 void rbac_init(void);
+int rbac_enabled(void);	/* --authorization rbac */
+/* rbac_defaults.c: creates the default ClusterRoles and bindings that are missing (ksim_call; dies on failure). */
+void rbac_bootstrap(void);
+/* 1 for the default bindings whose rules rbac.c also knows by heart (basic-user, discovery, public-info-viewer). */
+int rbac_default_binding(const char *name);
 void rbac_free(void);
 /*
  * Authentication: the user of a bearer token (NULL header = anonymous).

@@ -20,16 +20,25 @@ static const struct builtin {
 	unsigned flags;
 } builtins[] = {
 	{ "", "v1", "configmaps", "ConfigMap", "configmap", "cm", "", NS },
+	{ "", "v1", "endpoints", "Endpoints", "endpoints", "ep", "", NS },
 	{ "", "v1", "events", "Event", "event", "ev", "", NS },
+	{ "", "v1", "limitranges", "LimitRange", "limitrange", "limits", "", NS },
 	{ "", "v1", "namespaces", "Namespace", "namespace", "ns", "", ST | KT_NO_DELCOL },
 	{ "", "v1", "nodes", "Node", "node", "no", "", ST },
 	{ "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", "persistentvolumeclaim", "pvc", "", NS | ST },
+	{ "", "v1", "persistentvolumes", "PersistentVolume", "persistentvolume", "pv", "", ST },
 	{ "", "v1", "pods", "Pod", "pod", "po", "all", NS | ST | KT_RETURN_DELETED },
+	{ "", "v1", "podtemplates", "PodTemplate", "podtemplate", "", "", NS },
+	{ "", "v1", "replicationcontrollers", "ReplicationController", "replicationcontroller", "rc", "all",
+	  NS | ST | GEN | KT_SCALE },
+	{ "", "v1", "resourcequotas", "ResourceQuota", "resourcequota", "quota", "", NS | ST },
 	{ "", "v1", "secrets", "Secret", "secret", "", "", NS },
 	{ "", "v1", "serviceaccounts", "ServiceAccount", "serviceaccount", "sa", "", NS | KT_RETURN_DELETED },
 	{ "", "v1", "services", "Service", "service", "svc", "all", NS | ST },
 	{ "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
 	  "customresourcedefinition", "crd,crds", "api-extensions", ST | GEN },
+	{ "apiregistration.k8s.io", "v1", "apiservices", "APIService", "apiservice", "", "api-extensions", ST },
+	{ "apps", "v1", "daemonsets", "DaemonSet", "daemonset", "ds", "all", NS | ST | GEN },
 	{ "apps", "v1", "deployments", "Deployment", "deployment", "deploy", "all", NS | ST | GEN | KT_SCALE },
 	{ "apps", "v1", "replicasets", "ReplicaSet", "replicaset", "rs", "all", NS | ST | GEN | KT_SCALE },
 	{ "apps", "v1", "statefulsets", "StatefulSet", "statefulset", "sts", "all", NS | ST | GEN | KT_SCALE },
@@ -41,14 +50,27 @@ static const struct builtin {
 	  "selfsubjectaccessreview", "", "", KT_REVIEW },
 	{ "authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", "selfsubjectrulesreview",
 	  "", "", KT_REVIEW },
+	{ "autoscaling", "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "horizontalpodautoscaler",
+	  "hpa", "all", NS | ST },
+	{ "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", "horizontalpodautoscaler",
+	  "hpa", "all", NS | ST },
+	{ "batch", "v1", "cronjobs", "CronJob", "cronjob", "cj", "all", NS | ST | GEN },
+	{ "batch", "v1", "jobs", "Job", "job", "", "all", NS | ST | GEN },
 	{ "coordination.k8s.io", "v1", "leases", "Lease", "lease", "", "", NS | KT_NEEDS_RV | KT_CREATE_ON_UPDATE },
+	{ "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", "endpointslice", "", "", NS },
 	{ "events.k8s.io", "v1", "events", "Event", "event", "ev", "", NS },
+	{ "networking.k8s.io", "v1", "ingressclasses", "IngressClass", "ingressclass", "", "", GEN },
+	{ "networking.k8s.io", "v1", "ingresses", "Ingress", "ingress", "ing", "", NS | ST | GEN },
 	{ "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", "networkpolicy", "netpol", "", NS | GEN },
+	{ "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", "poddisruptionbudget", "pdb", "",
+	  NS | ST | GEN },
 	{ "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", "clusterrolebinding", "", "",
 	  0 },
 	{ "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", "clusterrole", "", "", 0 },
 	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", "rolebinding", "", "", NS },
 	{ "rbac.authorization.k8s.io", "v1", "roles", "Role", "role", "", "", NS },
+	{ "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", "priorityclass", "pc", "", 0 },
+	{ "storage.k8s.io", "v1", "storageclasses", "StorageClass", "storageclass", "sc", "", 0 },
 };
 
 static struct ksim_type *types, *types_tail;
@@ -422,6 +444,27 @@ static jv resource_list(const char *group, const char *version)
 							     JV_ARRAY(jv_string("get"), jv_string("patch"),
 								      jv_string("update"))));
 			kop_buf_release(&b);
+		}
+		if (!strcmp(t->gr, "pods")) {
+			/* the node subresources pods.c answers */
+			static const char *const subs[][2] = { { "attach", "PodAttachOptions" },
+								 { "exec", "PodExecOptions" },
+								 { "log", "Pod" },
+								 { "portforward", "PodPortForwardOptions" } };
+
+			for (size_t i = 0; i < sizeof(subs) / sizeof(*subs); i++) {
+				struct kop_buf b = KOP_BUF_INIT;
+
+				kop_buf_addf(&b, "pods/%s", subs[i][0]);
+				res = jv_array_append(res, JV_OBJECT(jv_string("name"), jv_string(b.buf),
+								     jv_string("singularName"), jv_string(""),
+								     jv_string("namespaced"), jv_true(), jv_string("kind"),
+								     jv_string(subs[i][1]), jv_string("verbs"),
+								     strcmp(subs[i][0], "log") ?
+									     JV_ARRAY(jv_string("create"), jv_string("get")) :
+									     JV_ARRAY(jv_string("get"))));
+				kop_buf_release(&b);
+			}
 		}
 		if (t->flags & KT_STATUS) {
 			struct kop_buf b = KOP_BUF_INIT;
@@ -1601,6 +1644,21 @@ static jv builtin_columns(const struct ksim_type *t)
 	if (!strcmp(r, "statefulsets.apps"))
 		return JV_ARRAY(name, col("Ready", "string", "", "Number of the pod with ready state", 0), agec,
 				col("Containers", "string", "", D_CONTAINERS, 1), col("Images", "string", "", D_IMAGES, 1));
+	if (!strcmp(r, "daemonsets.apps"))
+		return jv_array_concat(JV_ARRAY(name, col("Desired", "integer", "", "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod).", 0),
+				col("Current", "integer", "", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod.", 0),
+				col("Ready", "integer", "", "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition.", 0),
+				col("Up-to-date", "integer", "", "The total number of nodes that are running updated daemon pod", 0),
+				col("Available", "integer", "", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)", 0),
+				col("Node Selector", "string", "", "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node.", 0)),
+				JV_ARRAY(agec, col("Containers", "string", "", D_CONTAINERS, 1),
+					 col("Images", "string", "", D_IMAGES, 1), col("Selector", "string", "", D_SELECTOR, 1)));
+	if (!strcmp(r, "replicationcontrollers"))
+		return JV_ARRAY(name, col("Desired", "integer", "", "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1.", 0),
+				col("Current", "integer", "", "Replicas is the most recently observed number of replicas.", 0),
+				col("Ready", "integer", "", "The number of ready replicas for this replication controller.", 0),
+				agec, col("Containers", "string", "", D_CONTAINERS, 1), col("Images", "string", "", D_IMAGES, 1),
+				col("Selector", "string", "", "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match in order to be controlled by this replication controller, if empty defaulted to labels on Pod template.", 1));
 	if (!strcmp(r, "services"))
 		return JV_ARRAY(name, col("Type", "string", "", "type determines how the Service is exposed.", 0),
 				col("Cluster-IP", "string", "", "clusterIP is the IP address of the service and is usually assigned randomly.", 0),
@@ -1692,6 +1750,33 @@ static jv builtin_cells(const struct ksim_type *t, jv o)
 		rest = workload_cells(JV_ARRAY(fmt("%ld/%ld", num(o, "status", "readyReplicas", NULL, 0),
 						    num(o, "spec", "replicas", NULL, 1)), agec),
 				      o, 0);
+	} else if (!strcmp(r, "daemonsets.apps")) {
+		jv ns = jv_getpath(jv_copy(o), JV_ARRAY(jv_string("spec"), jv_string("template"), jv_string("spec"),
+							 jv_string("nodeSelector")));
+		jv ls = JV_OBJECT(jv_string("matchLabels"), jv_copy(ns));
+		jv nsel = jv_get_kind(ns) == JV_KIND_OBJECT && jv_object_length(jv_copy(ns)) ? ksim_selector_string(ls) :
+											      jv_string("<none>");
+
+		jv_free(ls);
+		jv_free(ns);
+		rest = workload_cells(JV_ARRAY(jv_number(num(o, "status", "desiredNumberScheduled", NULL, 0)),
+					       jv_number(num(o, "status", "currentNumberScheduled", NULL, 0)),
+					       jv_number(num(o, "status", "numberReady", NULL, 0)),
+					       jv_number(num(o, "status", "updatedNumberScheduled", NULL, 0)),
+					       jv_number(num(o, "status", "numberAvailable", NULL, 0)),
+					       jv_is_valid(nsel) ? nsel : (jv_free(nsel), jv_string("<none>")), agec),
+				      o, 1);
+	} else if (!strcmp(r, "replicationcontrollers")) {
+		jv sel = JV_OBJECT(jv_string("matchLabels"),
+				   jv_getpath(jv_copy(o), JV_ARRAY(jv_string("spec"), jv_string("selector"))));
+		jv s = ksim_selector_string(sel);	/* a ReplicationController's selector is a map */
+		jv names, images;
+
+		jv_free(sel);
+		container_cells(o, &names, &images);
+		rest = JV_ARRAY(jv_number(num(o, "spec", "replicas", NULL, 1)), jv_number(num(o, "status", "replicas", NULL, 0)),
+				jv_number(num(o, "status", "readyReplicas", NULL, 0)), agec, names, images,
+				jv_is_valid(s) ? s : (jv_free(s), jv_string("<invalid>")));
 	} else if (!strcmp(r, "services")) {
 		jv_free(agec);
 		rest = service_cells(o);

@@ -72,6 +72,7 @@ static void emit(struct ksim_watch *w, const char *type, jv obj)
 /* The object as this watch's client sees it (lock held). */
 static jv view(struct ksim_watch *w, const struct ksim_type *t, jv obj)
 {
+	obj = ksim_convert(t, obj);
 	obj = jv_object_set(obj, jv_string("apiVersion"), jv_string(t->api_version));
 	obj = jv_object_set(obj, jv_string("kind"), jv_string(t->kind));
 	if (w->table) {
