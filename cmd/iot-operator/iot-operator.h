@@ -1,0 +1,134 @@
+#ifndef IOT_OPERATOR_H
+#define IOT_OPERATOR_H
+/*
+ * The supervisor's own API, shared by its files: the stages of a pipeline,
+ * the supervisor's state (sup) and the leader election's (le). Not for other
+ * tools: what more than one tool needs lives in lib/ or cmd/tool.c.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <microhttpd.h>
+#include "tool.h"
+#include "kube.h"
+#include "lease.h"
+
+#define FEEDBACK_FD 3
+#define STATS_FD 4
+#define MERGE_HIGH (1024 * 1024)	/* stop reading kwatch while this much waits for ireconcile */
+#define LOCK_NAME "iot-operator-lock"
+
+struct stage {
+	const char *name;	/* one of stage_names */
+	pid_t pid;		/* 0 once reaped (or never started) */
+	int status;		/* its wait status once reaped */
+	int stats_fd;		/* our end of its stats socket; -1 closed */
+	struct kop_buf stats;	/* a partial stats line */
+	int out_fd;		/* kwatch: its stdout; -1 closed */
+	struct kop_buf out;	/* kwatch: a partial line */
+	int bookmark;		/* kwatch: its initial-events-end seen */
+};
+
+struct supervisor {
+	/* settings */
+	const char *operator_name, *program, *stage_dir, *metrics_addr;
+	char *identity, *exe_dir, *program_dir;
+	int leader_elect;
+	long lease_ms, renew_ms, retry_ms, drain_ms;
+
+	/* the pipeline of the current generation */
+	struct stage *st;
+	size_t nst;
+	int merged_fd;		/* ireconcile's stdin; -1 closed */
+	struct kop_buf merged;	/* lines waiting for it */
+	size_t merged_off;
+	int running, tearing_down, draining, culprit_seen, lease_killed;
+	int64_t started_ms, next_start_ms, kill_at_ms;
+	size_t suspect;		/* a stage that ended cleanly, unasked: its index + 1 (0: none) */
+	int64_t suspect_until;	/* blamed then, unless another dies meanwhile */
+	struct kop_backoff backoff;
+	int killed_at_bound;
+
+	/* shutdown */
+	int terminating;
+
+	/* what the HTTP thread reads: under mu */
+	pthread_mutex_t mu;
+	jv base;		/* series key -> series: counters of stages gone, the supervisor's own */
+	jv live;		/* "slot" -> jv object of series, the running stages' last values */
+	jv notes;		/* "slot" -> a running stage's note ("stage: why it cannot work"), if any */
+	char last_note[KOP_ERRLEN + 32];	/* the last note of a stage gone, until the initial lists are in */
+	char why[2 * KOP_ERRLEN + 128];		/* ready_locked's answer when it is built */
+	jv restarts;		/* stage name -> count */
+	int initial_sent, pipeline_up, is_leader;
+	pid_t pids[64];		/* running stages, for their RSS; 0-terminated */
+	const char *pid_names[64];
+	int64_t start_wall_ms;
+};
+
+/* The leader-election thread and what it shares with the main loop (under mu). */
+struct leader_election {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t th;
+	int started, stop, leader;
+	int64_t renewed_ms;	/* monotonic start of the last successful round */
+	int64_t answered_ms;	/* ... of the last round the API server answered (0: none yet) */
+	char fail[KOP_ERRLEN];	/* why the last round failed ("" if it did not) */
+	int efd;		/* eventfd: wakes the main loop on a change */
+	struct kube_client *kc;
+	struct lease l;
+	int release_failed;
+};
+
+enum teardown { TEARDOWN_DRAIN, TEARDOWN_TERM, TEARDOWN_KILL };
+
+/* main.c */
+extern const char *const stage_names[4];
+extern struct supervisor sup;
+
+/* spawn.c */
+int fd_high(int fd);
+int pipe_high(int p[2]);
+void set_nonblock(int fd);
+void close_fd(int *fd);
+void argv_add(jv *argv, const char *s);
+void argv_kube(jv *argv);
+pid_t spawn_stage(const char *name, jv args, int in, int out, int fd3, int fd4, char *err);
+
+/* pipeline.c */
+void publish_pids(void);
+void schedule_restart(const char *culprit, const char *why);
+void signal_stages(int sig, int only_kwatch);
+void teardown(enum teardown how);
+void pipeline_finish(void);
+int pipeline_start(void);
+
+/* merger.c */
+void kwatch_read(struct stage *s);
+void merged_write(void);
+
+/* children.c */
+char *describe_status(int status);
+void blame(size_t i);
+int setup_signals(void);
+void on_signal(int sfd);
+
+/* metrics.c */
+void metric_own_add(const char *name, jv labels, double delta);
+void stage_stats_fold(size_t slot);
+char *metrics_render(size_t *len);
+void stage_read_stats(size_t slot);
+
+/* http.c */
+int ready_locked(int can, const char *can_why, const char **why);
+struct MHD_Daemon *http_start(const char *addr);
+
+/* leader.c */
+extern struct leader_election le;
+int standby_can_lead(char *why, size_t n);
+int may_lead(int64_t now);
+void lease_setup(void);
+void lease_stop(void);
+
+#endif

@@ -1,0 +1,343 @@
+/*
+ * The pipeline: kwatch's watches asked of the program, the stages of a
+ * generation started and wired, torn down (drained, terminated or killed)
+ * and restarted after a backoff. Which stage is blamed when one ends is
+ * children.c's; kwatch's lines are merger.c's.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "iot-operator.h"
+#include "banned.h"
+
+/*
+ * `ireconcile --print-watches PROGRAM` as kwatch's arguments: one kwatch
+ * watches them all, each resource with its own namespace and selectors
+ * (RESOURCE@NS:l=SEL:f=SEL; @* = all namespaces). Returns a jv array of
+ * argument arrays (one per kwatch to run), or jv_invalid with a message.
+ */
+static jv kwatch_groups(void)
+{
+	char err[KOP_ERRLEN] = "";
+	struct kop_buf out = KOP_BUF_INIT;
+	jv args = jv_array(), kw = jv_array(), result;
+	int p[2], status = 0, nwatch = 0;
+	pid_t pid;
+	int64_t deadline = kop_mono_ms() + 30000;
+	char *line, *nl;
+
+	if (pipe_high(p) < 0) {
+		jv_free(args);
+		jv_free(kw);
+		return jv_invalid_with_msg(jv_string_fmt("unable to create a pipe: %s", strerror(errno)));
+	}
+	argv_add(&args, "--print-watches");
+	argv_add(&args, sup.program_dir);
+	pid = spawn_stage("ireconcile", args, -1, p[1], -1, -1, err);
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		jv_free(kw);
+		return jv_invalid_with_msg(jv_string(err));
+	}
+	for (;;) {
+		struct pollfd pfd = { p[0], POLLIN, 0 };
+		char buf[4096];
+		ssize_t n;
+		int64_t left = deadline - kop_mono_ms();
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) == 0) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		n = read(p[0], buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		kop_buf_add(&out, buf, (size_t)n);
+	}
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		char *how = describe_status(status);
+
+		kop_buf_release(&out);
+		jv_free(kw);
+		result = jv_invalid_with_msg(jv_string_fmt("'ireconcile --print-watches %s' %s", sup.program_dir, how));
+		free(how);
+		return result;
+	}
+	argv_kube(&kw);
+	argv_add(&kw, "-A");
+	for (line = out.buf; line && *line; line = nl ? nl + 1 : NULL) {
+		jv w, res, ns, ls, fs, spec;
+
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		if (!*line)
+			continue;
+		w = jv_parse(line);
+		res = jv_get_kind(w) == JV_KIND_OBJECT ? jv_object_get(jv_copy(w), jv_string("resource")) : jv_null();
+		if (jv_get_kind(res) != JV_KIND_STRING) {
+			log_warn("ignoring a watch without a resource: %s", line);
+			jv_free(w);
+			jv_free(res);
+			continue;
+		}
+		ns = jv_object_get(jv_copy(w), jv_string("namespace"));
+		ls = jv_object_get(jv_copy(w), jv_string("labelSelector"));
+		fs = jv_object_get(jv_copy(w), jv_string("fieldSelector"));
+		spec = jv_string_fmt("%s@%s:l=%s:f=%s", jv_string_value(res),
+				     jv_get_kind(ns) == JV_KIND_STRING && *jv_string_value(ns) ? jv_string_value(ns) : "*",
+				     jv_get_kind(ls) == JV_KIND_STRING ? jv_string_value(ls) : "",
+				     jv_get_kind(fs) == JV_KIND_STRING ? jv_string_value(fs) : "");
+		kw = jv_array_append(kw, spec);
+		nwatch++;
+		jv_free(res);
+		jv_free(ns);
+		jv_free(ls);
+		jv_free(fs);
+		jv_free(w);
+	}
+	kop_buf_release(&out);
+	if (!nwatch) {
+		jv_free(kw);
+		return jv_invalid_with_msg(jv_string_fmt("'ireconcile --print-watches %s' printed no watch",
+							 sup.program_dir));
+	}
+	return JV_ARRAY(kw);
+}
+
+void publish_pids(void)
+{
+	size_t i, n = 0;
+
+	pthread_mutex_lock(&sup.mu);
+	for (i = 0; i < sup.nst && n < 63; i++)
+		if (sup.st[i].pid > 0) {
+			sup.pids[n] = sup.st[i].pid;
+			sup.pid_names[n++] = sup.st[i].name;
+		}
+	sup.pids[n] = 0;
+	pthread_mutex_unlock(&sup.mu);
+}
+
+static void count_restart(const char *stage)
+{
+	jv c;
+
+	pthread_mutex_lock(&sup.mu);
+	c = jv_object_get(jv_copy(sup.restarts), jv_string(stage));
+	sup.restarts = jv_object_set(sup.restarts, jv_string(stage),
+				     jv_number((jv_get_kind(c) == JV_KIND_NUMBER ? jv_number_value(c) : 0) + 1));
+	jv_free(c);
+	pthread_mutex_unlock(&sup.mu);
+}
+
+void schedule_restart(const char *culprit, const char *why)
+{
+	int64_t now = kop_mono_ms(), at;
+	unsigned delay;
+
+	/* A generation that ran a while starts the backoff over. */
+	if (sup.started_ms && now - sup.started_ms > 60000)
+		kop_backoff_reset(&sup.backoff);
+	delay = kop_backoff_next(&sup.backoff);
+	at = now + delay;
+	if (at < sup.started_ms + 1000)
+		at = sup.started_ms + 1000;
+	sup.next_start_ms = at;
+	count_restart(culprit);
+	tool_logj(LOG_ERROR, JV_OBJECT(jv_string("stage"), jv_string(culprit), jv_string("restartInMs"),
+				       jv_number((double)(at - now))),
+		  "stage '%s' %s; restarting the pipeline", culprit, why);
+}
+
+/* Signals every stage's process group. */
+void signal_stages(int sig, int only_kwatch)
+{
+	size_t i;
+
+	for (i = 0; i < sup.nst; i++)
+		if (sup.st[i].pid > 0 && (!only_kwatch || !strcmp(sup.st[i].name, "kwatch")))
+			kill(-sup.st[i].pid, sig);
+}
+
+void teardown(enum teardown how)
+{
+	int64_t now = kop_mono_ms();
+
+	if (!sup.running)
+		return;
+	switch (how) {
+	case TEARDOWN_DRAIN:
+		/* No new events: the writers finish what is in flight and exit on EOF. */
+		signal_stages(SIGTERM, 1);
+		sup.draining = 1;
+		if (!sup.tearing_down || sup.kill_at_ms > now + sup.drain_ms)
+			sup.kill_at_ms = now + sup.drain_ms;
+		break;
+	case TEARDOWN_TERM:
+		signal_stages(SIGTERM, 0);
+		close_fd(&sup.merged_fd);
+		if (!sup.tearing_down || sup.kill_at_ms > now + 2000)
+			sup.kill_at_ms = now + 2000;
+		break;
+	case TEARDOWN_KILL:
+		signal_stages(SIGKILL, 0);
+		close_fd(&sup.merged_fd);
+		sup.kill_at_ms = now;
+		break;
+	}
+	sup.tearing_down = 1;
+	pthread_mutex_lock(&sup.mu);
+	sup.pipeline_up = 0;
+	pthread_mutex_unlock(&sup.mu);
+}
+
+/* Every stage has been reaped: close what is left, keep the counters. */
+void pipeline_finish(void)
+{
+	size_t i;
+
+	for (i = 0; i < sup.nst; i++) {
+		struct stage *s = &sup.st[i];
+
+		if (s->stats_fd >= 0)
+			stage_read_stats(i);
+		close_fd(&s->stats_fd);
+		close_fd(&s->out_fd);
+		kop_buf_release(&s->stats);
+		kop_buf_release(&s->out);
+	}
+	pthread_mutex_lock(&sup.mu);
+	for (i = 0; i < sup.nst; i++)
+		stage_stats_fold(i);
+	sup.initial_sent = 0;
+	sup.pipeline_up = 0;
+	pthread_mutex_unlock(&sup.mu);
+	close_fd(&sup.merged_fd);
+	kop_buf_release(&sup.merged);
+	sup.merged_off = 0;
+	free(sup.st);
+	sup.st = NULL;
+	sup.nst = 0;
+	sup.running = sup.tearing_down = sup.draining = sup.culprit_seen = sup.lease_killed = 0;
+	sup.suspect = 0;
+	publish_pids();
+	log_info("pipeline stopped");
+}
+
+int pipeline_start(void)
+{
+	char err[KOP_ERRLEN] = "";
+	jv groups = kwatch_groups(), args;
+	int in[2] = { -1, -1 }, fb[2] = { -1, -1 }, ra[2] = { -1, -1 }, as[2] = { -1, -1 };
+	size_t i, nk;
+	int ok = 1;
+
+	sup.started_ms = kop_mono_ms();
+	if (!jv_is_valid(groups)) {
+		jv msg = jv_invalid_get_msg(groups);
+
+		schedule_restart("ireconcile", jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "failed");
+		jv_free(msg);
+		return -1;
+	}
+	nk = (size_t)jv_array_length(jv_copy(groups));
+	pthread_mutex_lock(&sup.mu);
+	sup.nst = nk + 3;
+	sup.st = kop_calloc(sup.nst, sizeof(*sup.st));
+	pthread_mutex_unlock(&sup.mu);
+	for (i = 0; i < sup.nst; i++) {
+		sup.st[i].name = i < nk ? "kwatch" : stage_names[i - nk + 1];
+		sup.st[i].stats_fd = sup.st[i].out_fd = -1;
+		sup.st[i].status = -1;
+	}
+	if (pipe_high(in) < 0 || pipe_high(fb) < 0 || pipe_high(ra) < 0 || pipe_high(as) < 0) {
+		snprintf(err, sizeof(err), "unable to create a pipe: %s", strerror(errno));
+		ok = 0;
+	}
+	for (i = 0; ok && i < sup.nst; i++) {
+		struct stage *s = &sup.st[i];
+		int sp[2], out[2] = { -1, -1 };
+
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 ||
+		    (sp[0] = fd_high(sp[0])) < 0 || (sp[1] = fd_high(sp[1])) < 0) {
+			snprintf(err, sizeof(err), "unable to create a socket pair: %s", strerror(errno));
+			ok = 0;
+			break;
+		}
+		s->stats_fd = sp[0];
+		set_nonblock(s->stats_fd);
+		if (i < nk) {
+			if (pipe_high(out) < 0) {
+				close(sp[1]);
+				snprintf(err, sizeof(err), "unable to create a pipe: %s", strerror(errno));
+				ok = 0;
+				break;
+			}
+			s->pid = spawn_stage("kwatch", jv_array_get(jv_copy(groups), (int)i), -1, out[1], -1, sp[1], err);
+			close(out[1]);
+			s->out_fd = out[0];
+			set_nonblock(s->out_fd);
+		} else if (!strcmp(s->name, "ireconcile")) {
+			char fbpath[32];
+
+			snprintf(fbpath, sizeof(fbpath), "/dev/fd/%d", FEEDBACK_FD);
+			args = jv_array();
+			argv_add(&args, "--feedback");
+			argv_add(&args, fbpath);
+			argv_add(&args, sup.program_dir);
+			s->pid = spawn_stage("ireconcile", args, in[0], ra[1], fb[0], sp[1], err);
+		} else if (!strcmp(s->name, "kapply")) {
+			args = jv_array();
+			argv_kube(&args);
+			s->pid = spawn_stage("kapply", args, ra[0], as[1], -1, sp[1], err);
+		} else {
+			args = jv_array();
+			argv_kube(&args);
+			s->pid = spawn_stage("kstatus", args, as[0], fb[1], -1, sp[1], err);
+		}
+		close(sp[1]);
+		if (s->pid <= 0) {
+			s->pid = 0;
+			ok = 0;
+		}
+	}
+	jv_free(groups);
+	close_fd(&in[0]);
+	close_fd(&fb[0]);
+	close_fd(&fb[1]);
+	close_fd(&ra[0]);
+	close_fd(&ra[1]);
+	close_fd(&as[0]);
+	close_fd(&as[1]);
+	sup.merged_fd = in[1];
+	if (sup.merged_fd >= 0)
+		set_nonblock(sup.merged_fd);
+	sup.running = 1;
+	publish_pids();
+	if (!ok) {
+		schedule_restart(i < sup.nst ? sup.st[i].name : "ireconcile", err);
+		sup.culprit_seen = 1;
+		teardown(TEARDOWN_KILL);
+		return -1;
+	}
+	pthread_mutex_lock(&sup.mu);
+	sup.pipeline_up = 1;
+	pthread_mutex_unlock(&sup.mu);
+	tool_logj(LOG_INFO, JV_OBJECT(jv_string("kwatch"), jv_number((double)nk), jv_string("program"),
+				      jv_string(sup.program_dir)),
+		  "pipeline started");
+	return 0;
+}

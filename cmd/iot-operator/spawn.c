@@ -1,0 +1,227 @@
+/*
+ * Spawning: a stage's executable found and started with its fds in place,
+ * in its own process group, killed if the supervisor dies. Which stages to
+ * start, and how they are wired, is pipeline.c's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "iot-operator.h"
+#include "banned.h"
+
+extern char **environ;
+
+/* Moves fd to 10 or above, close-on-exec, so that the dup2s of a spawn never collide with it. */
+int fd_high(int fd)
+{
+	int n;
+
+	if (fd < 0)
+		return -1;
+	n = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	close(fd);
+	return n;
+}
+
+int pipe_high(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	p[0] = fd_high(p[0]);
+	p[1] = fd_high(p[1]);
+	if (p[0] < 0 || p[1] < 0) {
+		if (p[0] >= 0)
+			close(p[0]);
+		if (p[1] >= 0)
+			close(p[1]);
+		return -1;
+	}
+	return 0;
+}
+
+void set_nonblock(int fd)
+{
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static int is_exec(const char *path)
+{
+	struct stat s;
+
+	return !stat(path, &s) && S_ISREG(s.st_mode) && !access(path, X_OK);
+}
+
+/* A stage's executable: --stage-dir/KOP_STAGE_DIR, beside our own executable, then PATH. Caller frees. */
+static char *find_stage(const char *name)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	const char *path = getenv("PATH"), *p;
+
+	if (sup.stage_dir) {
+		kop_buf_addf(&b, "%s/%s", sup.stage_dir, name);
+		if (is_exec(b.buf))
+			return kop_buf_detach(&b, NULL);
+	}
+	if (sup.exe_dir) {
+		kop_buf_reset(&b);
+		kop_buf_addf(&b, "%s/%s", sup.exe_dir, name);
+		if (is_exec(b.buf))
+			return kop_buf_detach(&b, NULL);
+	}
+	for (p = path; p && *p;) {
+		const char *colon = strchr(p, ':');
+		size_t len = colon ? (size_t)(colon - p) : strlen(p);
+
+		kop_buf_reset(&b);
+		kop_buf_add(&b, len ? p : ".", len ? len : 1);
+		kop_buf_addf(&b, "/%s", name);
+		if (is_exec(b.buf))
+			return kop_buf_detach(&b, NULL);
+		p = colon ? colon + 1 : p + len;
+	}
+	kop_buf_release(&b);
+	return NULL;
+}
+
+/*
+ * Starts path with stdin/stdout/fd 3/fd 4 as given (-1: /dev/null for stdin,
+ * inherited stdout, none). fork+exec rather than posix_spawn for one thing
+ * posix_spawn cannot do: the stage gets SIGKILL when the supervisor dies
+ * (PR_SET_PDEATHSIG), so that a leader killed with -9 leaves no writer behind.
+ * Between fork and exec the child calls only async-signal-safe functions.
+ */
+static pid_t spawn(const char *path, char *const argv[], int in, int out, int fd3, int fd4, char *err)
+{
+	pid_t parent = getpid(), pid;
+	int ep[2], e = 0;
+	ssize_t n;
+
+	if (pipe_high(ep) < 0)
+		return kop_error(err, "unable to start '%s': %s", path, strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		e = errno;
+		close(ep[0]);
+		close(ep[1]);
+		return kop_error(err, "unable to start '%s': %s", path, strerror(e));
+	}
+	if (pid == 0) {
+		static const int dfl[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+		struct sigaction sa;
+		sigset_t none;
+		size_t i;
+
+		/* Its own process group: a terminal's ^C reaches only us, and a teardown reaches its children. */
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(KOP_EXIT_TEMP);
+		if (in >= 0)
+			dup2(in, 0);
+		else if ((in = open("/dev/null", O_RDONLY)) >= 0 && in != 0)
+			dup2(in, 0);
+		if (out >= 0)
+			dup2(out, 1);
+		if (fd3 >= 0)
+			dup2(fd3, FEEDBACK_FD);
+		if (fd4 >= 0)
+			dup2(fd4, STATS_FD);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		for (i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
+			sigaction(dfl[i], &sa, NULL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execve(path, argv, environ);
+		e = errno;
+		(void)!write(ep[1], &e, sizeof(e));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	close(ep[1]);
+	while ((n = read(ep[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(ep[0]);
+	if (n == (ssize_t)sizeof(e)) {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return kop_error(err, "unable to start '%s': %s", path, strerror(e));
+	}
+	return pid;
+}
+
+void argv_add(jv *argv, const char *s)
+{
+	*argv = jv_array_append(*argv, jv_string(s));
+}
+
+void argv_kube(jv *argv)
+{
+	char buf[32];
+
+	if (tool_kube.kubeconfig) {
+		argv_add(argv, "--kubeconfig");
+		argv_add(argv, tool_kube.kubeconfig);
+	}
+	if (tool_kube.context) {
+		argv_add(argv, "--context");
+		argv_add(argv, tool_kube.context);
+	}
+	if (tool_kube.request_timeout_ms > 0) {
+		snprintf(buf, sizeof(buf), "%ldms", tool_kube.request_timeout_ms);
+		argv_add(argv, "--request-timeout");
+		argv_add(argv, buf);
+	}
+}
+
+/* Spawns a stage from a jv array of strings (consumed); the path is looked up here. */
+pid_t spawn_stage(const char *name, jv args, int in, int out, int fd3, int fd4, char *err)
+{
+	char *path = find_stage(name);
+	char **argv;
+	int i, n = jv_array_length(jv_copy(args));
+	pid_t pid;
+
+	if (!path) {
+		jv_free(args);
+		kop_error(err, "unable to find '%s' (in --stage-dir, beside iot-operator, on PATH)", name);
+		return -1;
+	}
+	argv = kop_calloc((size_t)n + 2, sizeof(*argv));
+	argv[0] = path;
+	for (i = 0; i < n; i++) {
+		jv s = jv_array_get(jv_copy(args), i);
+
+		argv[i + 1] = kop_strdup(jv_string_value(s));
+		jv_free(s);
+	}
+	jv_free(args);
+	pid = spawn(path, argv, in, out, fd3, fd4, err);
+	if (pid > 0) {
+		struct kop_buf cmd = KOP_BUF_INIT;
+
+		for (i = 0; argv[i]; i++)
+			kop_buf_addf(&cmd, "%s%s", i ? " " : "", argv[i]);
+		tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("pid"), jv_number(pid), jv_string("cmd"), jv_string(cmd.buf)),
+			  "started stage '%s'", name);
+		kop_buf_release(&cmd);
+	}
+	for (i = 0; argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+	return pid;
+}

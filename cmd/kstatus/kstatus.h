@@ -1,0 +1,66 @@
+#ifndef KSTATUS_H
+#define KSTATUS_H
+/*
+ * kstatus's own API, shared by its files: the options, the client, the
+ * writes of a status and of an event, and the coalescing windows. Not for
+ * other tools: what more than one tool needs lives in lib/.
+ */
+#include <signal.h>
+#include "tool.h"
+#include "kube.h"
+#include "hmap.h"
+#include "jsonl.h"
+#include "opresult.h"
+
+/* The options, as main.c parses them into opt. */
+struct kstatus_options {
+	const char *field_manager;
+	const char *component;
+	unsigned max_retries;
+	long coalesce_ms;
+};
+
+/* The coalescing window of one object (window.c says how windows work). */
+struct window {
+	char *key;
+	int64_t end;		/* kop_mono_ms() */
+	jv status;		/* the newest status line held, or jv_invalid() */
+	jv events;		/* the event lines held, in order */
+	struct window *next;
+};
+
+/* main.c */
+extern struct kstatus_options opt;
+extern struct kube_client *client;
+extern const char *default_ns;
+extern char *instance;		/* reportingInstance: $POD_NAME or the host name */
+extern char *host;
+extern volatile sig_atomic_t stopping;	/* SIGTERM or SIGINT: write what is held, then exit */
+
+/* request.c */
+extern int passing;		/* emit() is passing a line through */
+void emit(jv line);
+int request(const char *method, const char *path, const char *ctype, jv body, struct kube_response *r);
+int retry_after_failure(const struct kube_response *r, struct kop_backoff *b, unsigned *tries,
+			int conflict_retries);
+void report_fail(const char *what, jv primary, jv ref, const struct kube_response *r, const char *who);
+void report_local(const char *what, jv primary, jv ref, long code, const char *reason, const char *msg);
+
+/* status.c */
+void do_status(jv line);
+
+/* event.c */
+extern jv event_cache;		/* key -> {"name","namespace","count","first","last"} */
+jv line_primary(jv line);
+jv event_key(jv line);
+void do_event(jv lines);
+
+/* window.c */
+extern struct kop_hmap windows;
+extern struct window *win_head;
+char *op_key(jv line, int is_status);
+void win_open(const char *key);
+jv superseded(jv line);
+void windows_due(int all);
+
+#endif

@@ -1,0 +1,224 @@
+/*
+ * kstatus: writes "op":"status" lines to the status subresource (a merge
+ * patch, only when the status differs from the stored one) and records
+ * "op":"event" lines as core/v1 Events, counting repeats; per object, the
+ * statuses that follow a status write within --coalesce are held and only
+ * the newest is written. Every other line passes through. One result line
+ * per operation.
+ * This file owns the options, the client's setup, the dispatch of a line and
+ * the main loop; the rest is in the files beside it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <curl/curl.h>
+#include "kstatus.h"
+#include "banned.h"
+
+struct kstatus_options opt = { "iot-operator", "iot-operator", 10, 500 };
+struct kube_client *client;
+const char *default_ns = "default";
+char *instance;
+char *host;
+volatile sig_atomic_t stopping;
+
+static const char usage[] =
+"usage: kstatus [options] < operations\n"
+"\n"
+"Reads JSON lines on stdin. {\"op\":\"status\",\"object\":{...,\"status\":{...}}} is written to\n"
+"the object's status subresource when it differs from the stored status;\n"
+"{\"op\":\"event\",\"event\":{\"involvedObject\":{...},\"type\",\"reason\",\"message\"}} is recorded\n"
+"as a Kubernetes Event (a repeat within 10 minutes raises the count of the first).\n"
+"Every other line is passed through to stdout; each operation adds one\n"
+"{\"op\":\"result\",...} line.\n"
+"\n"
+"Per object, a status is written at once when no --coalesce window is open; one\n"
+"opens then, and the statuses that come within it are held: only the newest is\n"
+"written when it ends (a replaced one's result says \"skipped\":\"superseded\").\n"
+"Events that come while a status is held are written after it, repeats of one\n"
+"Event as one write; other events at once. End of input or SIGTERM writes what is\n"
+"held, then exits.\n"
+"\n"
+"      --field-manager M    field manager of status writes (default iot-operator)\n"
+"      --component C        the events' reporting component (default iot-operator)\n"
+"      --max-retries N      tries after a transient failure or a conflict (default 10)\n"
+"      --coalesce D         the window per object (default 500ms, at most 30s; 0: write\n"
+"                           every line at once)\n"
+"      --kubeconfig F, --context C, --request-timeout D\n"
+"  -v, --log-level L, --log-format json|text, -h, --help\n"
+"\n"
+"Exit: 0 at the end of the input or after SIGTERM/SIGINT (API errors are reported\n"
+"in result lines); 100 bad usage or configuration; 111 stdout or stdin failed.\n";
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static void handle(jv line)
+{
+	jv op = kop_json_member(jv_copy(line), "op");
+	int is_status = jv_get_kind(op) == JV_KIND_STRING && !strcmp(jv_string_value(op), "status");
+	int is_event = jv_get_kind(op) == JV_KIND_STRING && !strcmp(jv_string_value(op), "event");
+	char *key = NULL;
+	struct window *w;
+
+	jv_free(op);
+	if (!is_status && !is_event) {
+		passing = 1;
+		emit(line);
+		passing = 0;
+		return;
+	}
+	if (opt.coalesce_ms > 0)
+		key = op_key(line, is_status);
+	w = key ? kop_hmap_get(&windows, key) : NULL;
+	if (is_status && w) {
+		if (jv_is_valid(w->status))
+			emit(superseded(w->status));
+		w->status = line;
+	} else if (is_status) {
+		do_status(line);
+		if (key)
+			win_open(key);
+	} else if (w && jv_is_valid(w->status)) {
+		w->events = jv_array_append(w->events, line);	/* it comes after that status */
+	} else
+		do_event(JV_ARRAY(line));
+	free(key);
+}
+
+enum { OPT_FIELD_MANAGER = OPT_TOOL_LAST, OPT_COMPONENT, OPT_MAX_RETRIES, OPT_COALESCE };
+
+static const struct option options[] = {
+	{ "field-manager", required_argument, NULL, OPT_FIELD_MANAGER },
+	{ "component", required_argument, NULL, OPT_COMPONENT },
+	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
+	{ "coalesce", required_argument, NULL, OPT_COALESCE },
+	TOOL_COMMON_OPTIONS,
+	TOOL_KUBE_OPTIONS,
+	{ NULL, 0, NULL, 0 }
+};
+
+int main(int argc, char **argv)
+{
+	struct kube_config cfg;
+	struct kop_jsonl reader;
+	struct sigaction sa;
+	char err[KOP_ERRLEN], hostbuf[256];
+	const char *pod;
+	int c;
+
+	tool_init("kstatus", argc, argv, 1);
+	while ((c = getopt_long(argc, argv, TOOL_COMMON_SHORT, options, NULL)) != -1) {
+		if (tool_common_option(c, optarg, usage))
+			continue;
+		switch (c) {
+		case OPT_FIELD_MANAGER:
+			if (!*optarg || strlen(optarg) > 128)
+				die_usage("invalid --field-manager '%s'", optarg);
+			opt.field_manager = optarg;
+			break;
+		case OPT_COMPONENT:
+			if (!*optarg)
+				die_usage("invalid --component ''");
+			opt.component = optarg;
+			break;
+		case OPT_MAX_RETRIES: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (end == optarg || *end || v > 1000)
+				die_usage("invalid --max-retries '%s'", optarg);
+			opt.max_retries = (unsigned)v;
+			break;
+		}
+		case OPT_COALESCE:
+			/* ireconcile sends an unanswered status again after a minute */
+			if ((opt.coalesce_ms = tool_parse_duration_ms(optarg)) < 0 || opt.coalesce_ms > 30000)
+				die_usage("invalid --coalesce '%s' (a duration of at most 30s)", optarg);
+			break;
+		default:
+			tool_bad_option(argv, TOOL_COMMON_SHORT);
+		}
+	}
+	if (optind < argc)
+		die_usage("unexpected argument '%s'", argv[optind]);
+
+	if (gethostname(hostbuf, sizeof(hostbuf)) < 0)
+		hostbuf[0] = '\0';
+	hostbuf[sizeof(hostbuf) - 1] = '\0';
+	host = kop_strdup(hostbuf);
+	pod = getenv("POD_NAME");
+	instance = kop_strdup(pod && *pod ? pod : hostbuf);
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	memset(&cfg, 0, sizeof(cfg));
+	if (kube_config_load(&cfg, tool_kube.kubeconfig, tool_kube.context, err) < 0)
+		die(KOP_EXIT_PERM, "%s", err);
+	if (cfg.namespace && *cfg.namespace)
+		default_ns = kop_strdup(cfg.namespace);
+	if (!(client = kube_client_new(&cfg, tool_kube.request_timeout_ms, err)))
+		die(KOP_EXIT_PERM, "%s", err);
+	kube_client_set_user_agent(client, "iot-operator/kstatus");
+	event_cache = jv_object();
+
+	kop_hmap_init(&windows);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;	/* no SA_RESTART: poll() returns */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
+	kop_jsonl_init(&reader, 0);
+	while (!stopping) {
+		struct pollfd pfd = { 0, POLLIN, 0 };
+		size_t lineno;
+		jv v;
+		int rc = kop_jsonl_next(&reader, &v, &lineno, err), timeout = -1;
+
+		if (rc > 0) {
+			handle(v);
+			windows_due(0);
+			continue;
+		}
+		if (rc < 0) {
+			log_error("stdin: a bad line skipped: %s", err);
+			continue;
+		}
+		if (reader.eof)
+			break;
+		windows_due(0);
+		if (win_head) {
+			int64_t left = win_head->end - kop_mono_ms();
+
+			timeout = left < 0 ? 0 : left > 60000 ? 60000 : (int)left;
+		}
+		tool_metrics_flush(1);	/* about to wait for stdin */
+		rc = poll(&pfd, 1, timeout);
+		if (rc < 0 && errno != EINTR) {
+			log_error("unable to read stdin: %s", strerror(errno));
+			kop_jsonl_eof(&reader);
+		} else if (rc > 0 && kop_jsonl_read_fd(&reader, 0) < 0 && errno != EINTR) {
+			log_error("unable to read stdin: %s", strerror(errno));
+			kop_jsonl_eof(&reader);
+		}
+	}
+	if (stopping && win_head)
+		log_info("stopping on a signal: writing the statuses and events held");
+	windows_due(1);
+	kop_hmap_release(&windows, NULL);
+	kop_jsonl_release(&reader);
+	jv_free(event_cache);
+	kube_client_free(client);
+	curl_global_cleanup();
+	free(host);
+	free(instance);
+	if (default_ns && strcmp(default_ns, "default"))
+		free((char *)default_ns);
+	return tool_finish(KOP_EXIT_OK);
+}

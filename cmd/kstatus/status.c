@@ -1,0 +1,236 @@
+/*
+ * Status writes: the stored status read and, when it differs, merge-patched
+ * under the read's resourceVersion; an object gone (or created again) is
+ * skipped, a conflict read again.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "kstatus.h"
+#include "banned.h"
+
+/* The RFC 7386 merge patch that turns old into new (both consumed): removed keys become null. */
+static jv merge_patch(jv old, jv new)
+{
+	jv patch, keys;
+	int i, n;
+
+	if (jv_get_kind(old) != JV_KIND_OBJECT || jv_get_kind(new) != JV_KIND_OBJECT) {
+		jv_free(old);
+		return new;
+	}
+	patch = jv_object();
+	keys = jv_keys(jv_copy(new));
+	n = jv_array_length(jv_copy(keys));
+	for (i = 0; i < n; i++) {
+		jv k = jv_array_get(jv_copy(keys), i);
+		jv nv = jv_object_get(jv_copy(new), jv_copy(k));
+
+		if (!jv_object_has(jv_copy(old), jv_copy(k)))
+			patch = jv_object_set(patch, k, nv);
+		else {
+			jv ov = jv_object_get(jv_copy(old), jv_copy(k));
+
+			if (jv_equal(jv_copy(ov), jv_copy(nv))) {
+				jv_free(ov);
+				jv_free(nv);
+				jv_free(k);
+			} else
+				patch = jv_object_set(patch, k, merge_patch(ov, nv));
+		}
+	}
+	jv_free(keys);
+	keys = jv_keys(jv_copy(old));
+	n = jv_array_length(jv_copy(keys));
+	for (i = 0; i < n; i++) {
+		jv k = jv_array_get(jv_copy(keys), i);
+
+		if (jv_object_has(jv_copy(new), jv_copy(k)))
+			jv_free(k);
+		else
+			patch = jv_object_set(patch, k, jv_null());
+	}
+	jv_free(keys);
+	jv_free(old);
+	jv_free(new);
+	return patch;
+}
+
+/*
+ * After a 404 from the status subresource: whether the object itself is
+ * gone (or was replaced), rather than the subresource missing (a CRD
+ * without one) or the path unknown.
+ */
+static int object_gone(const char *obj_path, const char *uid)
+{
+	struct kube_response r;
+	int gone;
+
+	if (request("GET", obj_path, NULL, jv_invalid(), &r) < 0)
+		gone = r.code == 404;
+	else {
+		char *live_uid = kop_json_str(r.body, "metadata", "uid");
+
+		gone = uid && *uid && live_uid && strcmp(uid, live_uid);
+		free(live_uid);
+	}
+	kube_response_release(&r);
+	return gone;
+}
+
+static jv skipped(jv primary, jv ref, long code, const char *why)
+{
+	jv r = kop_result_ok("status", primary, ref, code, jv_null());
+
+	r = jv_object_set(r, jv_string("reason"), jv_string(code == 404 ? "NotFound" : "Conflict"));
+	return jv_object_set(r, jv_string("skipped"), jv_string(why));
+}
+
+/*
+ * GET the object; unless it is gone (or another object now has its name),
+ * merge-patch its status with the stored resourceVersion as a precondition;
+ * a 409 (the object changed meanwhile) starts again with a fresh read.
+ */
+void do_status(jv line)
+{
+	jv primary = kop_json_member(jv_copy(line), "primary"), obj = kop_json_member(jv_copy(line), "object"), status;
+	char *api_version = kop_json_str(obj, "apiVersion", NULL), *kind = kop_json_str(obj, "kind", NULL);
+	char *name = kop_json_str(obj, "metadata", "name"), *ns = kop_json_str(obj, "metadata", "namespace");
+	char *uid = kop_json_str(obj, "metadata", "uid"), *obj_path = NULL, *status_path = NULL, *who = NULL;
+	struct kube_resource res;
+	struct kop_backoff b;
+	char err[KOP_ERRLEN];
+	unsigned tries = 0;
+	int resolved = 0, rc;
+	struct kop_buf q = KOP_BUF_INIT;
+	struct kube_response dr;
+
+	if (jv_get_kind(primary) != JV_KIND_STRING) {
+		jv_free(primary);
+		primary = jv_null();
+	}
+	status = kop_json_member(jv_copy(obj), "status");
+	if (!api_version || !kind || !name || !*name || jv_get_kind(status) != JV_KIND_OBJECT) {
+		report_local("status", primary, kop_op_ref(jv_copy(obj)), 400, "BadRequest",
+			     "a status operation needs an object with apiVersion, kind, metadata.name and status");
+		goto out;
+	}
+	kop_buf_addf(&q, "%s/%s/%s", kind, ns ? ns : "", name);
+	who = kop_buf_detach(&q, NULL);
+	kop_backoff_init(&b, 100, 5000, 1.0);
+	while ((rc = kube_resolve_gvk(client, api_version, kind, &res, &dr, err)) < 0) {
+		/* No such kind (permanent), or its group version could not be read (classified as any answer). */
+		if (rc == -1) {
+			report_local("status", primary, kop_op_ref(jv_copy(obj)), 404, "NotFound", err);
+			goto out;
+		}
+		tool_metric_request("GET", dr.code);
+		if (!retry_after_failure(&dr, &b, &tries, 0)) {
+			report_fail("status", primary, kop_op_ref(jv_copy(obj)), &dr, who);
+			kube_response_release(&dr);
+			goto out;
+		}
+		kube_response_release(&dr);
+	}
+	resolved = 1;
+	if (res.namespaced && !ns) {
+		ns = kop_strdup(default_ns);
+		obj = jv_object_set(obj, jv_string("metadata"),
+				    jv_object_set(kop_json_member(jv_copy(obj), "metadata"), jv_string("namespace"),
+						  jv_string(ns)));
+	}
+	obj_path = kube_path(&res, res.namespaced ? ns : NULL, name, NULL);
+	{
+		char *sp = kube_path(&res, res.namespaced ? ns : NULL, name, "status"), *fm = kube_query_escape(opt.field_manager);
+
+		kop_buf_addf(&q, "%s?fieldManager=%s", sp, fm);
+		status_path = kop_buf_detach(&q, NULL);
+		free(sp);
+		free(fm);
+	}
+	for (;;) {
+		struct kube_response r;
+		jv stored, body, meta;
+		char *live_uid, *rv;
+
+		if (request("GET", obj_path, NULL, jv_invalid(), &r) < 0) {
+			if (r.code == 404) {
+				log_debug("'%s' is gone: status not written", who);
+				emit(skipped(jv_copy(primary), kop_op_ref(jv_copy(obj)), 404, "deleted"));
+			} else if (!retry_after_failure(&r, &b, &tries, 0))
+				report_fail("status", jv_copy(primary), kop_op_ref(jv_copy(obj)), &r, who);
+			else {
+				kube_response_release(&r);
+				continue;
+			}
+			kube_response_release(&r);
+			break;
+		}
+		live_uid = kop_json_str(r.body, "metadata", "uid");
+		if (uid && *uid && live_uid && strcmp(uid, live_uid)) {
+			log_debug("'%s' was deleted and created again: status not written", who);
+			emit(skipped(jv_copy(primary), kop_op_ref(jv_copy(obj)), 404, "deleted"));
+			free(live_uid);
+			kube_response_release(&r);
+			break;
+		}
+		free(live_uid);
+		stored = kop_json_member(jv_copy(r.body), "status");
+		if (jv_get_kind(stored) != JV_KIND_OBJECT) {
+			jv_free(stored);
+			stored = jv_object();
+		}
+		if (jv_equal(jv_copy(stored), jv_copy(status))) {
+			jv res_line = kop_result_ok("status", jv_copy(primary), kop_op_ref(jv_copy(obj)), 200,
+						    jv_copy(r.body));
+
+			emit(jv_object_set(res_line, jv_string("unchanged"), jv_true()));
+			jv_free(stored);
+			kube_response_release(&r);
+			break;
+		}
+		rv = kop_json_str(r.body, "metadata", "resourceVersion");
+		meta = jv_object();
+		if (rv)
+			meta = jv_object_set(meta, jv_string("resourceVersion"), jv_string(rv));
+		free(rv);
+		body = jv_object_set(jv_object(), jv_string("metadata"), meta);
+		body = jv_object_set(body, jv_string("status"), merge_patch(stored, jv_copy(status)));
+		kube_response_release(&r);
+		if (request("PATCH", status_path, "application/merge-patch+json", body, &r) == 0) {
+			emit(kop_result_ok("status", jv_copy(primary), kop_op_ref(jv_copy(obj)), r.code,
+					   jv_copy(r.body)));
+			kube_response_release(&r);
+			break;
+		}
+		if (r.code == 404 && object_gone(obj_path, uid)) {
+			emit(skipped(jv_copy(primary), kop_op_ref(jv_copy(obj)), 404, "deleted"));
+			kube_response_release(&r);
+			break;
+		}
+		if (retry_after_failure(&r, &b, &tries, 1)) {
+			if (r.code == 409)
+				log_debug("'%s' changed meanwhile: reading it again", who);
+			kube_response_release(&r);
+			continue;
+		}
+		report_fail("status", jv_copy(primary), kop_op_ref(jv_copy(obj)), &r, who);
+		kube_response_release(&r);
+		break;
+	}
+	jv_free(primary);
+out:
+	if (resolved)
+		kube_resource_release(&res);
+	jv_free(status);
+	jv_free(obj);
+	jv_free(line);
+	free(api_version);
+	free(kind);
+	free(name);
+	free(ns);
+	free(uid);
+	free(obj_path);
+	free(status_path);
+	free(who);
+	kop_buf_release(&q);
+}
