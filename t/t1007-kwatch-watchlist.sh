@@ -116,7 +116,9 @@ lifecycle () {
 
 # ---- a server that serves streaming lists: the reference ------------------------------
 
-ksim_start -v
+# Every ksim here is a bare API server (--no-simulate): the simulated controllers would
+# add objects (a kube-root-ca.crt ConfigMap in every namespace) to the streams compared.
+ksim_start -v --no-simulate
 
 test_expect_success 'serve: initial state, live changes, a cut, a 410; streaming lists only' '
 	lifecycle serve &&
@@ -187,7 +189,7 @@ test_expect_success 'stop ksim' '
 # ---- servers that refuse them, each way ------------------------------------------------
 
 for mode in refuse-storage gate-off; do
-	ksim_start -v --watch-list $mode
+	ksim_start --no-simulate -v --watch-list $mode
 	case $mode in
 	refuse-storage) rec=$REFUSED code=500 msg=$REFUSED_MSG ;;
 	gate-off) rec=$GATE_OFF code=422 msg=$GATE_MSG ;;
@@ -246,7 +248,7 @@ done
 # The server log is the proof: gate-off answers a streaming list 422, and
 # with never there is none to answer.
 test_expect_success 'gate-off: one 422 for the fallback, none with --watch-list=never' '
-	ksim_start -v --watch-list gate-off &&
+	ksim_start --no-simulate -v --watch-list gate-off &&
 	api POST /api/v1/namespaces "{\"metadata\":{\"name\":\"g\"}}" >/dev/null &&
 	cm g c1 &&
 	seen=$(wc -l <"$KSIM_LOG") &&
@@ -267,7 +269,7 @@ test_expect_success 'gate-off: one 422 for the fallback, none with --watch-list=
 # serve a plain watch: the initial state, but never the bookmark ending it.
 
 test_expect_success 'old (1.19-1.26): 422 on resourceVersionMatch, the fallback said with it' '
-	ksim_start --watch-list old &&
+	ksim_start --no-simulate --watch-list old &&
 	api POST /api/v1/namespaces "{\"metadata\":{\"name\":\"o\"}}" >/dev/null &&
 	cm o c1 && cm o c2 &&
 	ksim_curl -o old.body -w "%{http_code}\n" "/api/v1/namespaces/o/configmaps?$STREAM_Q" >old.code &&
@@ -291,7 +293,7 @@ test_expect_success 'old (1.19-1.26): 422 on resourceVersionMatch, the fallback 
 '
 
 test_expect_success 'ignore (older): a plain watch without the bookmark stalls, then falls back; nothing twice' '
-	ksim_start --watch-list ignore &&
+	ksim_start --no-simulate --watch-list ignore &&
 	api POST /api/v1/namespaces "{\"metadata\":{\"name\":\"i\"}}" >/dev/null &&
 	cm i c1 && cm i c2 &&
 	kw_start ignore.out -n i --request-timeout 2s configmaps &&
