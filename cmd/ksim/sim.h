@@ -16,7 +16,7 @@
  *
  * The core calls in through these hooks only: main.c (options, init, start,
  * stop), http.c (admin endpoint, faults, authentication, durability before
- * the answer), store.c (every commit is logged) and api.c (authorization).
+ * the answer), store.c (every commit is logged) and authz.c (authorization).
  */
 #include <stddef.h>
 #include <jv.h>
@@ -58,7 +58,7 @@ enum {
 	{ "fault-path", required_argument, NULL, OPT_FAULT_PATH }
 
 #define KSIM_SIM_USAGE \
-	"\nSimulated cluster (README \"ksim\"):\n" \
+	"\nSimulated cluster (docs/ksim.md):\n" \
 	"  --no-simulate          no controllers, no scheduler, no kubelet, no Node, no default ServiceAccounts,\n" \
 	"                         kube-root-ca.crt or default/kubernetes (a bare API server)\n" \
 	"  --pod-start-delay D    Pending to Running and Ready after D (default 1s; 0 = at once)\n" \

@@ -289,7 +289,7 @@ void ksim_types_crd_changed(jv crd, int deleted)
 			t->served = jv_get_kind(served) == JV_KIND_TRUE;
 			jv_free(t->schema);
 			jv_free(t->listinfo);
-			t->listinfo = jv_null();	/* api.c works it out again from the new schema */
+			t->listinfo = jv_null();	/* write.c works it out again from the new schema */
 			t->schema = jv_getpath(jv_copy(v), JV_ARRAY(jv_string("schema"), jv_string("openAPIV3Schema")));
 			jv_free(t->columns);
 			t->columns = jv_object_get(jv_copy(v), jv_string("additionalPrinterColumns"));
