@@ -318,7 +318,7 @@ int ksim_proto_scale(const struct ksim_request *rq, jv *obj, jv *err);
 /* The DeleteOptions of a protobuf DELETE body as JSON: 1, 0 (not protobuf), -1 (*err). */
 int ksim_proto_delete_options(const struct ksim_request *rq, jv *obj, jv *err);
 
-/* ---- tables, discovery (types.c) -------------------------------------- */
+/* ---- tables (table.c), discovery (discovery.c), OpenAPI (openapi.c) ---- */
 
 /*
  * apimachinery's labels.Selector String() of a metav1.LabelSelector (sel,
