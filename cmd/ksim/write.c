@@ -153,7 +153,6 @@ double generation(jv obj)
 	return d;
 }
 
-/* Schema defaulting, pruning and validation of a custom object: 0, or -1 with *err_out a 422. */
 /* The fields of orig (borrowed) that pruned (borrowed) lacks, as "spec.x" paths appended to *out. */
 static void pruned_paths(jv orig, jv pruned, const char *prefix, jv *out)
 {
