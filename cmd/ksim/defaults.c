@@ -6,7 +6,7 @@
  * admission adds to a pod (ServiceAccount: the kube-api-access volume;
  * DefaultTolerationSeconds: the not-ready and unreachable tolerations;
  * Priority), which the creator does not own. Only what a client sees; the kinds that
- * api.c's prepare_create() handles itself are left to it.
+ * create.c's prepare_create() handles itself are left to it.
  */
 #include <stdlib.h>
 #include <string.h>

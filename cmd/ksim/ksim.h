@@ -12,8 +12,8 @@
  * Locking: one global mutex (ksim.lock) guards the store, the type registry
  * and the event history. ksim_handle() and ksim_call() take it themselves:
  * call them WITHOUT holding it. The ksim_store_* and ksim_type_* functions
- * expect the caller to hold it (they are for api.c and for readers that want
- * a consistent view: ksim_lock(); ...; ksim_unlock();).
+ * expect the caller to hold it (they are for the request path and for
+ * readers that want a consistent view: ksim_lock(); ...; ksim_unlock();).
  *
  * Being told about changes: every committed write appends one event to a
  * ring (size --history) and broadcasts ksim.changed. A reader keeps a cursor
@@ -81,7 +81,7 @@ struct ksim_type {
 	jv schema;		/* custom types: openAPIV3Schema, else null */
 	jv columns;		/* custom types: additionalPrinterColumns, else null */
 	jv selectable;		/* custom types: selectableFields json paths, else null */
-	jv listinfo;		/* api.c's cache of the list shapes for managedFields, null until needed */
+	jv listinfo;		/* write.c's cache of the list shapes for managedFields, null until needed */
 };
 
 /* Caller holds the lock. NULL when not served. */
@@ -155,7 +155,7 @@ void ksim_store_each(const char *gr, const char *ns, const char *after,
 		     int (*fn)(jv obj, const char *key, void *data), void *data);
 /*
  * A stored object's compact JSON as one view of it shows it (`view` says
- * which: api.c's list answers), NULL until someone fills it; the store
+ * which: read.c's list answers), NULL until someone fills it; the store
  * drops it when the object changes or goes.
  */
 struct ksim_json_cache {
@@ -318,7 +318,7 @@ int ksim_proto_scale(const struct ksim_request *rq, jv *obj, jv *err);
 /* The DeleteOptions of a protobuf DELETE body as JSON: 1, 0 (not protobuf), -1 (*err). */
 int ksim_proto_delete_options(const struct ksim_request *rq, jv *obj, jv *err);
 
-/* ---- tables, discovery (types.c) -------------------------------------- */
+/* ---- tables (table.c), discovery (discovery.c), OpenAPI (openapi.c) ---- */
 
 /*
  * apimachinery's labels.Selector String() of a metav1.LabelSelector (sel,

@@ -1,6 +1,6 @@
 /*
  * ksim: a local Kubernetes API server for the demo, the tests and the
- * benchmarks (README "ksim"). main() sets up the store, the built-in
+ * benchmarks (docs/ksim.md). main() sets up the store, the built-in
  * namespaces, TLS and HTTP, writes the kubeconfig once it serves, and
  * waits for SIGTERM/SIGINT.
  */

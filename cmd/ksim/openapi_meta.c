@@ -3,7 +3,7 @@
  * resource's group/version refers to (ObjectMeta, ListMeta and theirs), as
  * kube-apiserver's components.schemas carry them: taken from
  * t/data/recordings/discovery/openapi-v3-test.example.org-v1.json.
- * Compact JSON, parsed by types.c for each document that needs it.
+ * Compact JSON, parsed by openapi.c for each document that needs it.
  */
 #include "ksim.h"
 #include "banned.h"

@@ -1,13 +1,15 @@
 #ifndef KSIM_SIM_H
 #define KSIM_SIM_H
 /*
- * ksim's simulated cluster (issue 4), kept apart from the API server core:
+ * ksim's simulated cluster, kept apart from the API server core:
  *
- *   sim.c      the controllers and the kubelet (Deployments, ReplicaSets,
- *              StatefulSets, PVCs, pods, LoadBalancer Services, the Node)
- *   sim_*.c    more controllers, one a file, run by sim.c's pass over a
- *              namespace (defaults, pods, jobs, cronjobs, daemonsets,
- *              replication controllers, endpoints)
+ *   sim.c      the sim thread, its pass over a namespace, timers, and the
+ *              helpers the controllers share (sim-priv.h, and the sim_
+ *              wrappers below)
+ *   sim_*.c    the controllers, one a file, run by sim.c's pass: the
+ *              kubelet and the Node, ReplicaSets, Deployments, StatefulSets
+ *              and PVCs, LoadBalancer Services, defaults, pods, jobs,
+ *              cronjobs, daemonsets, replication controllers, endpoints
  *   faults.c   fault injection: flags, POST /ksim/faults, request faults
  *   persist.c  --data DIR: an fsync'd log of every committed write, replayed
  *              at start
@@ -16,7 +18,7 @@
  *
  * The core calls in through these hooks only: main.c (options, init, start,
  * stop), http.c (admin endpoint, faults, authentication, durability before
- * the answer), store.c (every commit is logged) and api.c (authorization).
+ * the answer), store.c (every commit is logged) and authz.c (authorization).
  */
 #include <stddef.h>
 #include <jv.h>
@@ -58,7 +60,7 @@ enum {
 	{ "fault-path", required_argument, NULL, OPT_FAULT_PATH }
 
 #define KSIM_SIM_USAGE \
-	"\nSimulated cluster (README \"ksim\"):\n" \
+	"\nSimulated cluster (docs/ksim.md):\n" \
 	"  --no-simulate          no controllers, no scheduler, no kubelet, no Node, no default ServiceAccounts,\n" \
 	"                         kube-root-ca.crt or default/kubernetes (a bare API server)\n" \
 	"  --pod-start-delay D    Pending to Running and Ready after D (default 1s; 0 = at once)\n" \

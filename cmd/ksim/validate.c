@@ -3,7 +3,7 @@
  * simulates, where a simulated controller would otherwise meet it later: a
  * CronJob's schedule (cron.c) and time zone, and the restartPolicy of a
  * Job's pod template. The causes are worded as the real validation words
- * them; api.c makes the 422 of them.
+ * them; create.c makes the 422 of them.
  */
 #include <stdlib.h>
 #include <string.h>

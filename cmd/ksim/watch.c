@@ -1,5 +1,5 @@
 /*
- * Watch streams (guides/kube-api.md §2): the initial state for RV ""/"0" or
+ * Watch streams: the initial state for RV ""/"0" or
  * sendInitialEvents, then every event after the cursor from the history
  * ring, filtered by namespace and selectors (transitions become ADDED and
  * DELETED), bookmarks, the k8s.io/initial-events-end bookmark, ERROR 410
