@@ -138,7 +138,7 @@ jv kop_json_member(jv v, const char *key);
  * jv_string(s) (s not NULL), shared when short: for object keys and other
  * strings made again and again, which libjq would check, allocate and hash
  * each time. Like kop_json_read's short strings, it is one of a table of the
- * calling thread's (jsonl.c): a value holding it stays on that thread.
+ * calling thread's (json_read.c): a value holding it stays on that thread.
  */
 jv kop_json_key(const char *s);
 /*

@@ -1,7 +1,7 @@
 #ifndef KOP_KUBE_PRIV_H
 #define KOP_KUBE_PRIV_H
 /*
- * What lib/kubeconfig.c and lib/kube.c share and nobody else needs: the
+ * What lib/kubeconfig*.c and lib/kube.c share and nobody else needs: the
  * exec credential plugin and base64.
  */
 #include <time.h>

@@ -1,0 +1,179 @@
+/*
+ * Digests of JSON values (kop_json_digest) and the fingerprints that stand in
+ * for long strings in a value (kop_json_fingerprint, kop_json_fp_equal).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/sha.h>
+#include "jsonl.h"
+#include "kop.h"
+#include "banned.h"
+
+/* The tree of v as tagged, length-prefixed bytes: no two values share them. */
+static void digest_walk(struct kop_buf *b, jv v)
+{
+	jv_kind k = jv_get_kind(v);
+	unsigned char tag = (unsigned char)k;
+	uint32_t n;
+
+	kop_buf_add(b, &tag, 1);
+	switch (k) {
+	case JV_KIND_NUMBER: {
+		double d = jv_number_value(v);
+
+		kop_buf_add(b, &d, sizeof(d));
+		break;
+	}
+	case JV_KIND_STRING:
+		n = (uint32_t)jv_string_length_bytes(jv_copy(v));
+		kop_buf_add(b, &n, sizeof(n));
+		kop_buf_add(b, jv_string_value(v), n);
+		break;
+	case JV_KIND_ARRAY:
+		n = (uint32_t)jv_array_length(jv_copy(v));
+		kop_buf_add(b, &n, sizeof(n));
+		jv_array_foreach(v, i, item) {
+			digest_walk(b, item);
+			jv_free(item);
+		}
+		break;
+	case JV_KIND_OBJECT: {
+		int it;
+
+		/* (no jv_object_length: it counts; the closing tag delimits) */
+		for (it = jv_object_iter(v); jv_object_iter_valid(v, it); it = jv_object_iter_next(v, it)) {
+			jv key = jv_object_iter_key(v, it), val = jv_object_iter_value(v, it);
+
+			digest_walk(b, key);
+			digest_walk(b, val);
+			jv_free(key);
+			jv_free(val);
+		}
+		tag = 0xff;
+		kop_buf_add(b, &tag, 1);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN])
+{
+	struct kop_buf b = KOP_BUF_INIT;
+
+	digest_walk(&b, v);
+	SHA256((const unsigned char *)(b.buf ? b.buf : ""), b.len, out);
+	kop_buf_release(&b);
+}
+
+#define FP_PREFIX "\0sha256:"
+#define FP_PREFIX_LEN 8
+#define FP_LEN (FP_PREFIX_LEN + 2 * SHA256_DIGEST_LENGTH)
+
+static int fp_marked(const char *s, int len)
+{
+	return len >= FP_PREFIX_LEN && !memcmp(s, FP_PREFIX, FP_PREFIX_LEN);
+}
+
+/* Whether the string s (borrowed) is replaced by its fingerprint. */
+static int fp_wanted(jv s)
+{
+	int len = jv_string_length_bytes(jv_copy(s));
+
+	return len >= KOP_JSON_FP_MIN || fp_marked(jv_string_value(s), len);
+}
+
+/* The fingerprint of the len bytes at s, in out[FP_LEN]. */
+static void fp_make(const char *s, size_t len, char out[FP_LEN])
+{
+	unsigned char d[SHA256_DIGEST_LENGTH];
+	char hex[2 * SHA256_DIGEST_LENGTH + 1];
+
+	SHA256((const unsigned char *)s, len, d);
+	memcpy(out, FP_PREFIX, FP_PREFIX_LEN);
+	kop_hex(d, sizeof(d), hex);
+	memcpy(out + FP_PREFIX_LEN, hex, 2 * sizeof(d));
+}
+
+jv kop_json_fingerprint(jv v, int *changed)
+{
+	switch (jv_get_kind(v)) {
+	case JV_KIND_STRING: {
+		char fp[FP_LEN];
+
+		if (!fp_wanted(v))
+			return v;
+		fp_make(jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)), fp);
+		jv_free(v);
+		if (changed)
+			*changed = 1;
+		return jv_string_sized(fp, FP_LEN);
+	}
+	case JV_KIND_ARRAY: {
+		int i, n = jv_array_length(jv_copy(v));
+
+		for (i = 0; i < n; i++) {
+			jv item = jv_array_get(jv_copy(v), i);
+			jv_kind k = jv_get_kind(item);
+			int c = 0;
+
+			if (k == JV_KIND_STRING || k == JV_KIND_ARRAY || k == JV_KIND_OBJECT)
+				item = kop_json_fingerprint(item, &c);
+			if (c) {
+				v = jv_array_set(v, i, item);
+				if (changed)
+					*changed = 1;
+			} else {
+				jv_free(item);
+			}
+		}
+		return v;
+	}
+	case JV_KIND_OBJECT: {
+		jv keys = jv_array();
+		int it;
+
+		/* (the keys to change first: setting while iterating could move them) */
+		for (it = jv_object_iter(v); jv_object_iter_valid(v, it); it = jv_object_iter_next(v, it)) {
+			jv val = jv_object_iter_value(v, it);
+			jv_kind k = jv_get_kind(val);
+
+			if (k == JV_KIND_STRING ? fp_wanted(val) : k == JV_KIND_ARRAY || k == JV_KIND_OBJECT)
+				keys = jv_array_append(keys, jv_object_iter_key(v, it));
+			jv_free(val);
+		}
+		jv_array_foreach(keys, i, key) {
+			int c = 0;
+			jv val = kop_json_fingerprint(jv_object_get(jv_copy(v), jv_copy(key)), &c);
+
+			if (c) {
+				v = jv_object_set(v, key, val);
+				if (changed)
+					*changed = 1;
+			} else {
+				jv_free(key);
+				jv_free(val);
+			}
+		}
+		jv_free(keys);
+		return v;
+	}
+	default:
+		return v;
+	}
+}
+
+int kop_json_fp_equal(jv s, jv fp)
+{
+	int slen = jv_string_length_bytes(jv_copy(s)), flen = jv_string_length_bytes(jv_copy(fp));
+	char want[FP_LEN];
+
+	if (flen != FP_LEN || !fp_marked(jv_string_value(fp), flen))
+		return slen == flen && !memcmp(jv_string_value(s), jv_string_value(fp), (size_t)slen);
+	if (!fp_wanted(s))
+		return 0;	/* kept as it is: not this fingerprint's */
+	fp_make(jv_string_value(s), (size_t)slen, want);
+	return !memcmp(want, jv_string_value(fp), FP_LEN);
+}

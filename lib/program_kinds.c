@@ -1,0 +1,255 @@
+/*
+ * A program's kinds (primary, children, observed, related) and their mappings
+ * back to the primary, read and checked, and released. Loading the document
+ * around them is program.c's; matching objects against them program_query.c's.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "program-priv.h"
+#include "jsonl.h"
+#include "banned.h"
+
+void program_mapping_release(struct kop_mapping *m)
+{
+	free(m->label_name);
+	free(m->namespace);
+	free(m->namespace_label);
+	jv_free(m->match);
+	memset(m, 0, sizeof(*m));
+	m->match = jv_null();
+}
+
+int program_load_mapping(jv o, const char *where, struct kop_mapping *m, char *err)
+{
+	jv owner = program_get(o, "ownerReference"), labels = program_get(o, "labels");
+	int rc = 0;
+
+	static const char *const mapping_keys[] = { "ownerReference", "labels", NULL };
+	static const char *const labels_keys[] = { "name", "namespace", "namespaceLabel", "match", NULL };
+	char lwhere[96];
+
+	memset(m, 0, sizeof(*m));
+	m->match = jv_object();
+	m->owner_ref = jv_get_kind(owner) == JV_KIND_TRUE;
+	snprintf(lwhere, sizeof(lwhere), "%s.labels", where);
+	if (program_known_keys(o, where, mapping_keys, err) < 0) {
+		rc = -1;
+	} else if (jv_get_kind(labels) == JV_KIND_OBJECT) {
+		jv match = program_get(labels, "match");
+
+		if (program_known_keys(labels, lwhere, labels_keys, err) < 0 ||
+		    program_req_str(labels, "name", lwhere, &m->label_name, err) < 0 ||
+		    program_opt_str(labels, "namespace", lwhere, &m->namespace, err) < 0 ||
+		    program_opt_str(labels, "namespaceLabel", lwhere, &m->namespace_label, err) < 0)
+			rc = -1;
+		if (!rc && jv_get_kind(match) == JV_KIND_OBJECT) {
+			jv_object_foreach(match, k, v) {
+				if (jv_get_kind(v) != JV_KIND_STRING && !rc)
+					rc = kop_error(err, "'%s.labels.match.%s' must be a string", where,
+						       jv_string_value(k));
+				jv_free(k);
+				jv_free(v);
+			}
+			if (!rc) {
+				jv_free(m->match);
+				m->match = jv_copy(match);
+			}
+		} else if (!rc && jv_get_kind(match) != JV_KIND_NULL) {
+			rc = kop_error(err, "'%s.labels.match' must be an object", where);
+		}
+		jv_free(match);
+	} else if (jv_get_kind(labels) != JV_KIND_NULL) {
+		rc = kop_error(err, "'%s.labels' must be an object", where);
+	}
+	jv_free(owner);
+	jv_free(labels);
+	return rc;
+}
+
+void program_kind_release(struct kop_kind *k)
+{
+	free(k->resource);
+	free(k->api_version);
+	free(k->kind);
+	free(k->group);
+	free(k->key);
+	free(k->namespace);
+	free(k->name);
+	free(k->label_selector);
+	free(k->project_text);
+	kop_jq_free(k->project);
+	jv_free(k->keep);
+	program_mapping_release(&k->own_mapping);
+}
+
+/*
+ * A kind's `project`: jq text (k->project_text), or a list of the fields
+ * kept (k->keep), each "spec.replicas" or a list of keys (a key with a dot,
+ * as label names have: [metadata, labels, app.kubernetes.io/name]).
+ */
+static int load_project(jv o, const char *where, struct kop_kind *k, char *err)
+{
+	jv v = program_get(o, "project"), keep = jv_array();
+	int i, n;
+
+	if (jv_get_kind(v) != JV_KIND_ARRAY) {
+		jv_free(v);
+		jv_free(keep);
+		if (program_opt_str(o, "project", where, &k->project_text, err) < 0)
+			return kop_error(err, "'%s.project' must be jq text or a list of fields", where);
+		return 0;
+	}
+	n = jv_array_length(jv_copy(v));
+	if (!n) {
+		jv_free(v);
+		jv_free(keep);
+		return kop_error(err, "'%s.project' lists no field (leave it out to keep objects whole)", where);
+	}
+	for (i = 0; i < n; i++) {
+		jv f = jv_array_get(jv_copy(v), i), path = jv_array();
+		int ok = 1, j, m;
+
+		if (jv_get_kind(f) == JV_KIND_STRING) {
+			const char *s = jv_string_value(f), *dot;
+
+			for (;; s = dot + 1) {
+				dot = strchr(s, '.');
+				if (dot == s || !*s) {
+					ok = 0;
+					break;
+				}
+				path = jv_array_append(path, jv_string_sized(s, (int)(dot ? (size_t)(dot - s) : strlen(s))));
+				if (!dot)
+					break;
+			}
+		} else if (jv_get_kind(f) == JV_KIND_ARRAY && (m = jv_array_length(jv_copy(f))) > 0) {
+			for (j = 0; j < m && ok; j++) {
+				jv key = jv_array_get(jv_copy(f), j);
+
+				ok = jv_get_kind(key) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(key)) > 0;
+				path = jv_array_append(path, key);
+			}
+		} else {
+			ok = 0;
+		}
+		jv_free(f);
+		if (!ok) {
+			jv_free(path);
+			jv_free(keep);
+			jv_free(v);
+			return kop_error(err, "'%s.project[%d]' must be a field such as spec.replicas, or a list of "
+					 "keys such as [metadata, labels, app.kubernetes.io/name]", where, i);
+		}
+		keep = jv_array_append(keep, path);
+	}
+	jv_free(v);
+	jv_free(k->keep);
+	k->keep = keep;
+	return 0;
+}
+
+int program_load_kind(jv o, const char *where, enum kop_role role, const struct kop_mapping *dflt,
+		      struct kop_kind *k, char *err)
+{
+	jv m;
+	int rc;
+
+	memset(k, 0, sizeof(*k));
+	k->own_mapping.match = jv_null();
+	k->keep = jv_null();
+	k->role = role;
+	k->mapping = dflt;
+	if (jv_get_kind(o) != JV_KIND_OBJECT)
+		return kop_error(err, "'%s' must be an object", where);
+	{
+		static const char *const kind_keys[] = { "resource", "apiVersion", "kind", "namespace", "name",
+							 "labelSelector", "project", "mapping", NULL };
+		static const char *const primary_keys[] = { "resource", "apiVersion", "kind", "namespace", "name",
+							    "labelSelector", "project", "mapping", "finalizer", NULL };
+
+		if (program_known_keys(o, where, role == KOP_ROLE_PRIMARY ? primary_keys : kind_keys, err) < 0)
+			return -1;
+	}
+	if (program_req_str(o, "resource", where, &k->resource, err) < 0 ||
+	    program_req_str(o, "apiVersion", where, &k->api_version, err) < 0 ||
+	    program_req_str(o, "kind", where, &k->kind, err) < 0 || program_opt_str(o, "namespace", where, &k->namespace, err) < 0 ||
+	    program_opt_str(o, "name", where, &k->name, err) < 0 ||
+	    program_opt_str(o, "labelSelector", where, &k->label_selector, err) < 0 ||
+	    load_project(o, where, k, err) < 0)
+		return -1;
+	if (k->namespace && !*k->namespace) {
+		free(k->namespace);
+		k->namespace = NULL;
+	}
+	k->group = kop_api_group(k->api_version);
+	k->key = kop_strdup("");
+	{
+		struct kop_buf b = KOP_BUF_INIT;
+
+		kop_buf_addf(&b, "%s.%s", k->kind, k->api_version);
+		free(k->key);
+		k->key = kop_buf_detach(&b, NULL);
+	}
+	m = program_get(o, "mapping");
+	rc = 0;
+	if (jv_get_kind(m) == JV_KIND_OBJECT) {
+		char mwhere[96];
+
+		snprintf(mwhere, sizeof(mwhere), "%s.mapping", where);
+		jv_free(k->own_mapping.match);
+		rc = program_load_mapping(m, mwhere, &k->own_mapping, err);
+		k->has_own_mapping = 1;	/* k->mapping is set once p->kinds stops moving */
+	} else if (jv_get_kind(m) != JV_KIND_NULL) {
+		rc = kop_error(err, "'%s.mapping' must be an object", where);
+	}
+	jv_free(m);
+	return rc;
+}
+
+int program_load_kinds(struct kop_program *p, jv doc, const char *section, enum kop_role role, char *err)
+{
+	jv list = program_get(doc, section);
+	int i, n;
+
+	if (jv_get_kind(list) == JV_KIND_NULL) {
+		jv_free(list);
+		return 0;
+	}
+	if (jv_get_kind(list) != JV_KIND_ARRAY) {
+		jv_free(list);
+		return kop_error(err, "'%s' must be a list", section);
+	}
+	n = jv_array_length(jv_copy(list));
+	p->kinds = kop_realloc(p->kinds, (p->nkinds + (size_t)n) * sizeof(*p->kinds));
+	for (i = 0; i < n; i++) {
+		char where[64];
+		struct kop_kind *k = &p->kinds[p->nkinds];
+		jv e = jv_array_get(jv_copy(list), i);
+		int rc;
+
+		snprintf(where, sizeof(where), "%s[%d]", section, i);
+		rc = program_load_kind(e, where, role, &p->mapping, k, err);
+		jv_free(e);
+		p->nkinds++;	/* released with the rest, even when half loaded */
+		if (rc < 0) {
+			jv_free(list);
+			return -1;
+		}
+		if (role == KOP_ROLE_RELATED && k->has_own_mapping) {
+			jv_free(list);
+			return kop_error(err, "'%s.mapping': related objects belong to every primary", where);
+		}
+		if (role != KOP_ROLE_RELATED) {
+			/* (related objects are one object each: two Secrets are two entries) */
+			size_t j;
+
+			for (j = p->nkinds - (size_t)i - 1; j < p->nkinds - 1; j++)
+				if (!strcmp(p->kinds[j].kind, k->kind) && !strcmp(p->kinds[j].group, k->group)) {
+					jv_free(list);
+					return kop_error(err, "'%s': %s is listed twice in '%s'", where, k->kind, section);
+				}
+		}
+	}
+	jv_free(list);
+	return 0;
+}
