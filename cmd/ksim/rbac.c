@@ -7,7 +7,8 @@
  * Tokens: --token T (the admin: user system:admin, group system:masters),
  * --token-file FILE (lines TOKEN,USER[,GROUP...]; '#' comments), and
  * --sa-token NS/NAME=TOKEN (user system:serviceaccount:NS:NAME, groups
- * system:serviceaccounts and system:serviceaccounts:NS). Every
+ * system:serviceaccounts and system:serviceaccounts:NS), and the tokens of
+ * POST serviceaccounts/NAME/token (token.c) as their ServiceAccount. Every
  * authenticated user is in system:authenticated. An unknown token is 401.
  * ksim's own controllers and system:masters members are always allowed.
  */
@@ -21,6 +22,7 @@ static const char *token_file;
 static jv sa_tokens;	/* array of "NS/NAME=TOKEN" */
 static jv tokens;	/* token -> user */
 static jv groups;	/* user -> array of groups */
+static jv sa_users;	/* user -> user: the ServiceAccounts of tokens ksim issued (token.c) */
 static pthread_mutex_t tokens_lock = PTHREAD_MUTEX_INITIALIZER;	/* jv refcounts are not atomic */
 
 static const char *const internal_users[] = { "system:apiserver", "system:kube-controller-manager",
@@ -70,6 +72,7 @@ void rbac_init(void)
 {
 	tokens = jv_object();
 	groups = jv_object();
+	sa_users = jv_object();
 	add_user(NULL, "system:admin", JV_ARRAY(jv_string("system:masters")));
 	for (const char *const *u = internal_users; *u; u++)
 		add_user(NULL, *u, JV_ARRAY(jv_string("system:masters")));
@@ -117,6 +120,34 @@ void rbac_init(void)
 	}
 }
 
+const char *ksim_rbac_sa_user(const char *ns, const char *name)
+{
+	struct kop_buf user = KOP_BUF_INIT, g = KOP_BUF_INIT;
+	const char *s;
+	jv u;
+
+	kop_buf_addf(&user, "system:serviceaccount:%s:%s", ns, name);
+	pthread_mutex_lock(&tokens_lock);
+	u = jv_object_get(jv_copy(sa_users), jv_string(user.buf));
+	if (jv_get_kind(u) != JV_KIND_STRING) {
+		jv_free(u);
+		kop_buf_addf(&g, "system:serviceaccounts:%s", ns);
+		sa_users = jv_object_set(sa_users, jv_string(user.buf), jv_string(user.buf));
+		u = jv_object_get(jv_copy(groups), jv_string(user.buf));
+		if (jv_get_kind(u) != JV_KIND_ARRAY)	/* (not also an --sa-token's user) */
+			add_user(NULL, user.buf, JV_ARRAY(jv_string("system:serviceaccounts"), jv_string(g.buf)));
+		jv_free(u);
+		u = jv_object_get(jv_copy(sa_users), jv_string(user.buf));
+	}
+	/* the string lives in `sa_users`, which lives as long as ksim serves */
+	s = jv_string_value(u);
+	jv_free(u);
+	pthread_mutex_unlock(&tokens_lock);
+	kop_buf_release(&user);
+	kop_buf_release(&g);
+	return s;
+}
+
 int rbac_enabled(void)
 {
 	return rbac_on;
@@ -127,7 +158,8 @@ void rbac_free(void)
 	jv_free(tokens);
 	jv_free(groups);
 	jv_free(sa_tokens);
-	tokens = groups = sa_tokens = jv_null();
+	jv_free(sa_users);
+	tokens = groups = sa_tokens = sa_users = jv_null();
 }
 
 int ksim_rbac_authenticate(const char *authorization, const char **user)

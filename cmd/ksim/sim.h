@@ -178,6 +178,10 @@ void rbac_free(void);
  * (no token file, no --sa-token), -1 for an unknown token (401).
  */
 int ksim_rbac_authenticate(const char *authorization, const char **user);
+/* The user system:serviceaccount:NS:NAME with its groups, a string that lives as long as ksim. */
+const char *ksim_rbac_sa_user(const char *ns, const char *name);
+/* token.c: a token ksim issued (1: valid for the ServiceAccount in ns and name, heap strings; -1: no longer; 0: not ksim's). */
+int ksim_token_authenticate(const char *token, char **ns, char **name);
 /*
  * Authorization: 1 allowed, 0 not enabled (the core decides), -1 denied
  * (the core words the 403). reason (may be NULL) gets the RBAC
