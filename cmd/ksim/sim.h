@@ -71,7 +71,9 @@ enum {
 	"  --authorization MODE   AlwaysAllow (default) or rbac (Roles and bindings enforced; the default\n" \
 	"                         ClusterRoles and bindings made at start)\n" \
 	"  --token-file FILE      lines TOKEN,USER[,GROUP...] (kube-apiserver's static token file)\n" \
-	"  --sa-token NS/NAME=T   token T authenticates as ServiceAccount NAME in NS (repeatable)\n" \
+	"  --sa-token NS/NAME=T   token T authenticates as ServiceAccount NAME in NS (repeatable);\n" \
+	"                         so do the tokens of POST serviceaccounts/NAME/token (kubectl create\n" \
+	"                         token), until they expire or the ServiceAccount is deleted\n" \
 	"  --fault-cut-every D    cut every watch every D\n" \
 	"  --fault-rate R         answer a share R (0..1) of API requests with --fault-code\n" \
 	"  --fault-code N         429 (with Retry-After: 1), 500 or 503 (default 429)\n" \
