@@ -119,6 +119,21 @@ test_expect_success 'boundObjectRef: a Secret or Pod that must exist; its claim 
 	suid=$($KC.1.33 -n team get secret s -o jsonpath="{.metadata.uid}") &&
 	claims tokb >c.json &&
 	jq -e --arg u "$suid" ".[\"kubernetes.io\"].secret == {name: \"s\", uid: \$u}" c.json &&
+	code admin POST /api/v1/namespaces/team/pods \
+		"{\"metadata\":{\"name\":\"p\"},\"spec\":{\"serviceAccountName\":\"bot\",\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}" >got &&
+	echo 201 >expect && test_cmp expect got &&
+	code admin POST /api/v1/namespaces/team/pods \
+		"{\"metadata\":{\"name\":\"q\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}" >got &&
+	echo 201 >expect && test_cmp expect got &&
+	$KC.1.33 -n team create token bot --bound-object-kind=Pod --bound-object-name=p >tokp &&
+	puid=$($KC.1.33 -n team get pod p -o jsonpath="{.metadata.uid}") &&
+	claims tokp >c.json &&
+	jq -e --arg u "$puid" ".[\"kubernetes.io\"].pod == {name: \"p\", uid: \$u}" c.json &&
+	test_must_fail $KC.1.33 -n team create token bot --bound-object-kind=Pod --bound-object-name=q 2>err &&
+	grep "cannot bind token for serviceaccount \"bot\" to pod running with different serviceaccount name." err &&
+	test_must_fail $KC.1.33 -n team create token bot --bound-object-kind=Pod --bound-object-name=p \
+		--bound-object-uid=0000 2>err &&
+	grep "the UID in the bound object reference (0000) does not match the UID in record" err &&
 	code admin POST /api/v1/namespaces/team/serviceaccounts/bot/token \
 		"{\"spec\":{\"boundObjectRef\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"c\"}}}" >got &&
 	echo 400 >expect && test_cmp expect got &&
