@@ -206,6 +206,26 @@ static int in_list(jv list, const char *s, const char *also)
 	return found;
 }
 
+/*
+ * The groups of user, a copy that shares nothing with `groups` (which
+ * ksim_rbac_sa_user() adds to while requests are served), or an empty array.
+ */
+static jv user_groups(const char *user)
+{
+	jv g, out = jv_array();
+
+	pthread_mutex_lock(&tokens_lock);
+	g = jv_object_get(jv_copy(groups), jv_string(user));
+	if (jv_get_kind(g) == JV_KIND_ARRAY)
+		jv_array_foreach(g, i, s) {
+			out = jv_array_append(out, jv_string(jv_string_value(s)));
+			jv_free(s);
+		}
+	jv_free(g);
+	pthread_mutex_unlock(&tokens_lock);
+	return out;
+}
+
 /* as: an impersonated user's groups (NULL-terminated), or NULL for the authenticator's of user */
 static int user_in_group(const char *user, const char *const *as, const char *group)
 {
@@ -219,7 +239,7 @@ static int user_in_group(const char *user, const char *const *as, const char *gr
 		return strcmp(user, "system:anonymous") != 0;
 	if (!strcmp(group, "system:unauthenticated"))
 		return !strcmp(user, "system:anonymous");
-	return in_list(jv_object_get(jv_copy(groups), jv_string(user)), group, NULL);
+	return in_list(user_groups(user), group, NULL);
 }
 
 /* The first subject of binding that applies to the requester (a copy), or jv_invalid(): appliesTo's. */
@@ -519,11 +539,7 @@ jv ksim_rbac_groups(const char *user, const char *const *impersonated)
 	}
 	if (!strcmp(user, "system:anonymous"))
 		return JV_ARRAY(jv_string("system:unauthenticated"));
-	g = jv_object_get(jv_copy(groups), jv_string(user));
-	if (jv_get_kind(g) != JV_KIND_ARRAY) {
-		jv_free(g);
-		g = jv_array();
-	}
+	g = user_groups(user);
 	/* the authenticator adds system:authenticated unless it is there */
 	if (!in_list(jv_copy(g), "system:authenticated", NULL))
 		g = jv_array_append(g, jv_string("system:authenticated"));
