@@ -1,7 +1,8 @@
 /*
  * The request path's entry: ksim_handle() and ksim_call() route a request
  * (route.c), authorize it (authz.c) and hand it to its verb (read.c,
- * create.c, update.c, patch.c, delete.c, scale.c, the reviews in review.c),
+ * create.c, update.c, patch.c, delete.c, scale.c, the reviews in review.c,
+ * serviceaccounts/token in token.c),
  * with kube-apiserver's semantics and wording. Every write ends in
  * ksim_store_commit().
  */
@@ -221,6 +222,9 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 		} else {
 			answer(rs, code, out);
 		}
+	} else if (r.sub && !strcmp(r.sub, "token")) {
+		code = ksim_token_request(rq, &r, &out);	/* token.c */
+		answer(rs, code, out);
 	} else if (r.sub && !strcmp(r.sub, "scale")) {
 		code = do_scale(rq, &r, &o, &out);
 		answer(rs, code, out);

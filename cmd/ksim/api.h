@@ -42,6 +42,9 @@ struct list_ctx {
 	size_t ncaches;
 };
 
+/* token.c */
+int ksim_token_request(const struct ksim_request *rq, const struct route *r, jv *out);
+
 /* status.c */
 char *gr_string(const struct ksim_type *t);
 jv details(const struct ksim_type *t, const char *name);

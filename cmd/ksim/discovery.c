@@ -115,6 +115,13 @@ static jv resource_list(const char *group, const char *version)
 							     jv_string("namespaced"), jv_false(), jv_string("kind"),
 							     jv_string("Namespace"), jv_string("verbs"),
 							     JV_ARRAY(jv_string("update"))));
+		if (!strcmp(t->gr, "serviceaccounts"))
+			res = jv_array_append(res, JV_OBJECT(jv_string("name"), jv_string("serviceaccounts/token"),
+							     jv_string("singularName"), jv_string(""),
+							     jv_string("namespaced"), jv_true(), jv_string("group"),
+							     jv_string("authentication.k8s.io"), jv_string("version"),
+							     jv_string("v1"), jv_string("kind"), jv_string("TokenRequest"),
+							     jv_string("verbs"), JV_ARRAY(jv_string("create"))));
 		if (t->flags & KT_SCALE) {
 			struct kop_buf b = KOP_BUF_INIT;
 

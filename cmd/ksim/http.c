@@ -173,8 +173,19 @@ static const char *authenticate(struct MHD_Connection *c)
 {
 	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	const char *u;
-	int known = ksim_rbac_authenticate(h, &u);	/* rbac.c: --token-file, --sa-token */
+	char *ns, *name;
+	int known;
 
+	if (h && !strncasecmp(h, "Bearer ", 7) && (known = ksim_token_authenticate(h + 7, &ns, &name))) {
+		/* token.c: a TokenRequest's token */
+		u = known > 0 ? ksim_rbac_sa_user(ns, name) : NULL;
+		if (known > 0) {
+			free(ns);
+			free(name);
+		}
+		return u;
+	}
+	known = ksim_rbac_authenticate(h, &u);	/* rbac.c: --token-file, --sa-token */
 	if (known)
 		return known > 0 ? u : NULL;
 

@@ -315,6 +315,8 @@ int ksim_review_protobuf(const struct ksim_type *t, const char *body, size_t len
 int ksim_proto_body(const struct ksim_request *rq, const struct ksim_type *t, jv *obj, jv *err);
 /* The same for an autoscaling/v1 Scale (PUT .../scale); another kind is a 400. */
 int ksim_proto_scale(const struct ksim_request *rq, jv *obj, jv *err);
+/* The same for a subresource's body of kind `kind` in `av` (a Scale, a TokenRequest). */
+int ksim_proto_as(const struct ksim_request *rq, const char *av, const char *kind, jv *obj, jv *err);
 /* The DeleteOptions of a protobuf DELETE body as JSON: 1, 0 (not protobuf), -1 (*err). */
 int ksim_proto_delete_options(const struct ksim_request *rq, jv *obj, jv *err);
 

@@ -82,24 +82,30 @@ int ksim_proto_body(const struct ksim_request *rq, const struct ksim_type *t, jv
 	return decode_body(rq, t->api_version, t->kind, mi, obj, err);
 }
 
-int ksim_proto_scale(const struct ksim_request *rq, jv *obj, jv *err)
+int ksim_proto_as(const struct ksim_request *rq, const char *av, const char *want, jv *obj, jv *err)
 {
 	const char *kind;
 	int mi, rc;
 
-	if (!is_protobuf(rq) || (mi = kproto_kind_msg("autoscaling/v1", "Scale")) < 0)
+	if (!is_protobuf(rq) || (mi = kproto_kind_msg(av, want)) < 0)
 		return 0;
-	if ((rc = decode_body(rq, "autoscaling/v1", "Scale", mi, obj, err)) > 0 &&
-	    strcmp((kind = ksim_str(*obj, "kind")) ? kind : "", "Scale")) {
+	if ((rc = decode_body(rq, av, want, mi, obj, err)) > 0 &&
+	    strcmp((kind = ksim_str(*obj, "kind")) ? kind : "", want)) {
 		struct kop_buf b = KOP_BUF_INIT;
 
-		kop_buf_addf(&b, "the kind in the data (%s) does not match the expected kind (Scale)", kind ? kind : "");
+		kop_buf_addf(&b, "the kind in the data (%s) does not match the expected kind (%s)", kind ? kind : "",
+			     want);
 		*err = ksim_status(400, "BadRequest", b.buf, jv_null());
 		kop_buf_release(&b);
 		jv_free(*obj);
 		return -1;
 	}
 	return rc;
+}
+
+int ksim_proto_scale(const struct ksim_request *rq, jv *obj, jv *err)
+{
+	return ksim_proto_as(rq, "autoscaling/v1", "Scale", obj, err);
 }
 
 /*

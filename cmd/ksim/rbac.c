@@ -7,7 +7,8 @@
  * Tokens: --token T (the admin: user system:admin, group system:masters),
  * --token-file FILE (lines TOKEN,USER[,GROUP...]; '#' comments), and
  * --sa-token NS/NAME=TOKEN (user system:serviceaccount:NS:NAME, groups
- * system:serviceaccounts and system:serviceaccounts:NS). Every
+ * system:serviceaccounts and system:serviceaccounts:NS), and the tokens of
+ * POST serviceaccounts/NAME/token (token.c) as their ServiceAccount. Every
  * authenticated user is in system:authenticated. An unknown token is 401.
  * ksim's own controllers and system:masters members are always allowed.
  */
@@ -21,6 +22,7 @@ static const char *token_file;
 static jv sa_tokens;	/* array of "NS/NAME=TOKEN" */
 static jv tokens;	/* token -> user */
 static jv groups;	/* user -> array of groups */
+static jv sa_users;	/* user -> user: the ServiceAccounts of tokens ksim issued (token.c) */
 static pthread_mutex_t tokens_lock = PTHREAD_MUTEX_INITIALIZER;	/* jv refcounts are not atomic */
 
 static const char *const internal_users[] = { "system:apiserver", "system:kube-controller-manager",
@@ -70,6 +72,7 @@ void rbac_init(void)
 {
 	tokens = jv_object();
 	groups = jv_object();
+	sa_users = jv_object();
 	add_user(NULL, "system:admin", JV_ARRAY(jv_string("system:masters")));
 	for (const char *const *u = internal_users; *u; u++)
 		add_user(NULL, *u, JV_ARRAY(jv_string("system:masters")));
@@ -117,6 +120,34 @@ void rbac_init(void)
 	}
 }
 
+const char *ksim_rbac_sa_user(const char *ns, const char *name)
+{
+	struct kop_buf user = KOP_BUF_INIT, g = KOP_BUF_INIT;
+	const char *s;
+	jv u;
+
+	kop_buf_addf(&user, "system:serviceaccount:%s:%s", ns, name);
+	pthread_mutex_lock(&tokens_lock);
+	u = jv_object_get(jv_copy(sa_users), jv_string(user.buf));
+	if (jv_get_kind(u) != JV_KIND_STRING) {
+		jv_free(u);
+		kop_buf_addf(&g, "system:serviceaccounts:%s", ns);
+		sa_users = jv_object_set(sa_users, jv_string(user.buf), jv_string(user.buf));
+		u = jv_object_get(jv_copy(groups), jv_string(user.buf));
+		if (jv_get_kind(u) != JV_KIND_ARRAY)	/* (not also an --sa-token's user) */
+			add_user(NULL, user.buf, JV_ARRAY(jv_string("system:serviceaccounts"), jv_string(g.buf)));
+		jv_free(u);
+		u = jv_object_get(jv_copy(sa_users), jv_string(user.buf));
+	}
+	/* the string lives in `sa_users`, which lives as long as ksim serves */
+	s = jv_string_value(u);
+	jv_free(u);
+	pthread_mutex_unlock(&tokens_lock);
+	kop_buf_release(&user);
+	kop_buf_release(&g);
+	return s;
+}
+
 int rbac_enabled(void)
 {
 	return rbac_on;
@@ -127,7 +158,8 @@ void rbac_free(void)
 	jv_free(tokens);
 	jv_free(groups);
 	jv_free(sa_tokens);
-	tokens = groups = sa_tokens = jv_null();
+	jv_free(sa_users);
+	tokens = groups = sa_tokens = sa_users = jv_null();
 }
 
 int ksim_rbac_authenticate(const char *authorization, const char **user)
@@ -174,6 +206,26 @@ static int in_list(jv list, const char *s, const char *also)
 	return found;
 }
 
+/*
+ * The groups of user, a copy that shares nothing with `groups` (which
+ * ksim_rbac_sa_user() adds to while requests are served), or an empty array.
+ */
+static jv user_groups(const char *user)
+{
+	jv g, out = jv_array();
+
+	pthread_mutex_lock(&tokens_lock);
+	g = jv_object_get(jv_copy(groups), jv_string(user));
+	if (jv_get_kind(g) == JV_KIND_ARRAY)
+		jv_array_foreach(g, i, s) {
+			out = jv_array_append(out, jv_string(jv_string_value(s)));
+			jv_free(s);
+		}
+	jv_free(g);
+	pthread_mutex_unlock(&tokens_lock);
+	return out;
+}
+
 /* as: an impersonated user's groups (NULL-terminated), or NULL for the authenticator's of user */
 static int user_in_group(const char *user, const char *const *as, const char *group)
 {
@@ -187,7 +239,7 @@ static int user_in_group(const char *user, const char *const *as, const char *gr
 		return strcmp(user, "system:anonymous") != 0;
 	if (!strcmp(group, "system:unauthenticated"))
 		return !strcmp(user, "system:anonymous");
-	return in_list(jv_object_get(jv_copy(groups), jv_string(user)), group, NULL);
+	return in_list(user_groups(user), group, NULL);
 }
 
 /* The first subject of binding that applies to the requester (a copy), or jv_invalid(): appliesTo's. */
@@ -487,11 +539,7 @@ jv ksim_rbac_groups(const char *user, const char *const *impersonated)
 	}
 	if (!strcmp(user, "system:anonymous"))
 		return JV_ARRAY(jv_string("system:unauthenticated"));
-	g = jv_object_get(jv_copy(groups), jv_string(user));
-	if (jv_get_kind(g) != JV_KIND_ARRAY) {
-		jv_free(g);
-		g = jv_array();
-	}
+	g = user_groups(user);
 	/* the authenticator adds system:authenticated unless it is there */
 	if (!in_list(jv_copy(g), "system:authenticated", NULL))
 		g = jv_array_append(g, jv_string("system:authenticated"));

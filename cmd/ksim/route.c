@@ -81,6 +81,7 @@ int route(const char *path, struct route *r)
 		if (!strcmp(r->sub, "status") ? !(r->t->flags & KT_STATUS) :
 		    !strcmp(r->sub, "scale") ? !(r->t->flags & KT_SCALE) :
 		    !strcmp(r->sub, "finalize") ? strcmp(r->t->gr, "namespaces") :
+		    !strcmp(r->sub, "token") ? strcmp(r->t->gr, "serviceaccounts") :
 		    ksim_pod_subresource_name(r->sub) ? strcmp(r->t->gr, "pods") : 1)
 			goto out;
 	}

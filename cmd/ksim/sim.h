@@ -71,7 +71,9 @@ enum {
 	"  --authorization MODE   AlwaysAllow (default) or rbac (Roles and bindings enforced; the default\n" \
 	"                         ClusterRoles and bindings made at start)\n" \
 	"  --token-file FILE      lines TOKEN,USER[,GROUP...] (kube-apiserver's static token file)\n" \
-	"  --sa-token NS/NAME=T   token T authenticates as ServiceAccount NAME in NS (repeatable)\n" \
+	"  --sa-token NS/NAME=T   token T authenticates as ServiceAccount NAME in NS (repeatable);\n" \
+	"                         so do the tokens of POST serviceaccounts/NAME/token (kubectl create\n" \
+	"                         token), until they expire or the ServiceAccount is deleted\n" \
 	"  --fault-cut-every D    cut every watch every D\n" \
 	"  --fault-rate R         answer a share R (0..1) of API requests with --fault-code\n" \
 	"  --fault-code N         429 (with Retry-After: 1), 500 or 503 (default 429)\n" \
@@ -178,6 +180,10 @@ void rbac_free(void);
  * (no token file, no --sa-token), -1 for an unknown token (401).
  */
 int ksim_rbac_authenticate(const char *authorization, const char **user);
+/* The user system:serviceaccount:NS:NAME with its groups, a string that lives as long as ksim. */
+const char *ksim_rbac_sa_user(const char *ns, const char *name);
+/* token.c: a token ksim issued (1: valid for the ServiceAccount in ns and name, heap strings; -1: no longer; 0: not ksim's). */
+int ksim_token_authenticate(const char *token, char **ns, char **name);
 /*
  * Authorization: 1 allowed, 0 not enabled (the core decides), -1 denied
  * (the core words the 403). reason (may be NULL) gets the RBAC
