@@ -128,14 +128,15 @@ test_expect_success 'setup: deploy/ as the admin; the pod as deploy/operator.yam
 
 # The container: the image's env, the Deployment's args (metrics on a free
 # loopback port, not :60000, which other runs may hold) and env (fieldRefs
-# resolved).
+# resolved; an entry with neither value nor valueFrom is empty, as a kubelet sets it).
 pod_start () {
 	jq -r ".config.Env[]" config.json >env &&
 	jq -r '.spec.template.spec.containers[0].args[] | sub("^--metrics-addr=:60000$"; "--metrics-addr=127.0.0.1:0")' \
 		deploy.json >args &&
 	jq -r --arg ns "$O" '.spec.template.spec.containers[0].env[] |
-		.name + "=" + (.value // (.valueFrom.fieldRef.fieldPath | if . == "metadata.namespace" then $ns
-			elif . == "metadata.name" then "iot-operator-pod" else error("unknown fieldRef \(.)") end))' \
+		.name + "=" + (if has("value") or (has("valueFrom") | not) then .value // ""
+			else .valueFrom.fieldRef.fieldPath | if . == "metadata.namespace" then $ns
+			elif . == "metadata.name" then "iot-operator-pod" else error("unknown fieldRef \(.)") end end)' \
 		deploy.json >>env &&
 	echo "KUBERNETES_SERVICE_HOST=127.0.0.1" >>env &&
 	echo "KUBERNETES_SERVICE_PORT=$KSIM_PORT" >>env &&
