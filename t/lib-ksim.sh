@@ -15,6 +15,9 @@
 #                                  ksim_admin compact, ksim_admin error-watches
 #   ksim_curl [curl args] PATH     curl against ksim with the token (if any), e.g.
 #                                  ksim_curl -o out.json /api/v1/namespaces
+#   ksim_wait_json SECONDS JQ ARGS...  waits (at most SECONDS) until jq -e JQ holds for
+#                                  "kubectl get ARGS -o json" (left in wait.json); says what it
+#                                  waited for when it times out
 #   ksim_kubectls                  sets $versions to the kubectls to test with (1.27 and 1.33 of
 #                                  the Cloud SDK, then the default one, those installed); skips
 #                                  the script when there is none
@@ -156,4 +159,24 @@ ksim_kubectls () {
 	done
 	command -v kubectl >/dev/null && versions="$versions $(command -v kubectl)"
 	test -n "$versions" || test_skip_all 'no kubectl'
+}
+
+ksim_wait_json () {
+	wj_limit=$(($1 * 10))
+	wj_expr=$2
+	shift 2
+	wj_i=0
+	while :; do
+		if kubectl --request-timeout=20s get "$@" -o json >wait.json 2>wait.err && test -s wait.json &&
+			jq -e "$wj_expr" wait.json >/dev/null 2>&1; then
+			return 0
+		fi
+		wj_i=$((wj_i + 1))
+		if test "$wj_i" -ge "$wj_limit"; then
+			echo "timed out waiting for: $wj_expr on $*"
+			cat wait.json wait.err
+			return 1
+		fi
+		sleep 0.1
+	done
 }

@@ -13,26 +13,6 @@ k () {
 	kubectl --request-timeout=20s "$@"
 }
 
-# Waits up to $1 seconds until jq -e "$2" holds for "kubectl get $3... -o json".
-wait_json () {
-	wj_limit=$(($1 * 10))
-	wj_expr=$2
-	shift 2
-	wj_i=0
-	while :; do
-		if k get "$@" -o json >wait.json 2>wait.err && test -s wait.json && jq -e "$wj_expr" wait.json >/dev/null 2>&1; then
-			return 0
-		fi
-		wj_i=$((wj_i + 1))
-		if test "$wj_i" -ge "$wj_limit"; then
-			echo "timed out waiting for: $wj_expr on $*"
-			cat wait.json wait.err
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
 # Distinct condition states of generation $2 in watch file $1.
 conds () {
 	jq -s -c --argjson gen "$2" -f "$F/conditions.jq" "$1"
@@ -47,7 +27,7 @@ done
 
 test_expect_success 'a Deployment reaches ready: READY 2/2, its ReplicaSet and pods' '
 	k apply --server-side --field-manager iot-operator -f "$F/web.yaml" >out &&
-	wait_json 15 ".status.availableReplicas == 2 and
+	ksim_wait_json 15 ".status.availableReplicas == 2 and
 		(.status.conditions[] | select(.type == \"Progressing\") | .reason) == \"NewReplicaSetAvailable\"" -n $NS deploy web &&
 	k -n $NS get deploy web >table &&
 	grep -E "^web +2/2 +2 +2 " table &&
@@ -79,7 +59,7 @@ test_expect_success 'the create phase goes through the recorded condition states
 
 test_expect_success 'a pod-template change rolls the pods over to a new ReplicaSet' '
 	k -n $NS set image deploy/web web=nginx:1.26 >out &&
-	wait_json 20 ".status.observedGeneration == 2 and .status.updatedReplicas == 2 and
+	ksim_wait_json 20 ".status.observedGeneration == 2 and .status.updatedReplicas == 2 and
 		.status.replicas == 2 and .status.availableReplicas == 2 and
 		(.status.conditions[] | select(.type == \"Progressing\") | .reason) == \"NewReplicaSetAvailable\"" -n $NS deploy web &&
 	k -n $NS get rs -o json >rs.json &&
@@ -87,7 +67,7 @@ test_expect_success 'a pod-template change rolls the pods over to a new ReplicaS
 		img: .spec.template.spec.containers[0].image}] | sort_by(.r) ==
 		[{r: \"1\", n: 0, img: \"nginx:1.25\"}, {r: \"2\", n: 2, img: \"nginx:1.26\"}]" rs.json &&
 	new=$(jq -r ".items[] | select(.spec.replicas == 2) | .metadata.labels[\"pod-template-hash\"]" rs.json) &&
-	wait_json 10 "([.items[] | select(.metadata.labels[\"pod-template-hash\"] == \"$new\" and .status.phase == \"Running\")] | length == 2) and (.items | length == 2)" -n $NS pods &&
+	ksim_wait_json 10 "([.items[] | select(.metadata.labels[\"pod-template-hash\"] == \"$new\" and .status.phase == \"Running\")] | length == 2) and (.items | length == 2)" -n $NS pods &&
 	k -n $NS get deploy web -o json >web.json &&
 	jq -e ".metadata.annotations[\"deployment.kubernetes.io/revision\"] == \"2\"" web.json &&
 	jq -c . "$R/deployments.watch.jsonl" >rec.jsonl &&
@@ -98,7 +78,7 @@ test_expect_success 'a pod-template change rolls the pods over to a new ReplicaS
 
 test_expect_success 'scaling to 3: Available false until the new pod is ready, as recorded' '
 	k -n $NS patch deploy web --type merge -p "{\"spec\":{\"replicas\":3}}" >out &&
-	wait_json 15 ".status.observedGeneration == 3 and .status.availableReplicas == 3 and
+	ksim_wait_json 15 ".status.observedGeneration == 3 and .status.availableReplicas == 3 and
 		(.status.conditions[] | select(.type == \"Available\") | .status) == \"True\"" -n $NS deploy web &&
 	jq -c . "$R/deployments.watch.jsonl" >rec.jsonl &&
 	conds rec.jsonl 3 >expect &&
@@ -142,7 +122,7 @@ test_expect_success 'pods: ADDED Pending, then MODIFIED Running and Ready (kubel
 
 test_expect_success 'an image matching --broken-image stays not ready: ErrImagePull, then ImagePullBackOff' '
 	k apply -f "$F/broken.yaml" >out &&
-	wait_json 10 ".items[0].status.containerStatuses[0].state.waiting.reason == \"ImagePullBackOff\"" -n $NS pods -l app=bad &&
+	ksim_wait_json 10 ".items[0].status.containerStatuses[0].state.waiting.reason == \"ImagePullBackOff\"" -n $NS pods -l app=bad &&
 	curl -sS "$KSIM_URL/api/v1/namespaces/$NS/pods?watch=true&resourceVersion=$RV&timeoutSeconds=3&labelSelector=app%3Dbad" >bad.watch &&
 	jq -r ".object.status.containerStatuses[0].state.waiting.reason // .object.status.phase" bad.watch >actual &&
 	printf "Pending\nErrImagePull\nImagePullBackOff\n" >expect &&
@@ -158,13 +138,13 @@ test_expect_success 'an image matching --broken-image stays not ready: ErrImageP
 		(.status.conditions[] | select(.type == \"Available\") | .reason) == \"MinimumReplicasUnavailable\"" bad.json &&
 	k -n $NS get pods -l app=bad >table &&
 	grep -E "^bad-[a-z0-9]+-[a-z0-9]{5} +0/1 +ImagePullBackOff " table &&
-	wait_json 10 "(.status.conditions[] | select(.type == \"Progressing\")) as \$p | \$p.status == \"False\" and
+	ksim_wait_json 10 "(.status.conditions[] | select(.type == \"Progressing\")) as \$p | \$p.status == \"False\" and
 		\$p.reason == \"ProgressDeadlineExceeded\" and (\$p.message | test(\"^ReplicaSet \\\"bad-[a-z0-9]+\\\" has timed out progressing[.]\$\"))" -n $NS deploy bad
 '
 
 test_expect_success 'a restartPolicy Never pod runs, then Succeeds' '
 	k apply -f "$F/job-pod.yaml" >out &&
-	wait_json 10 ".status.phase == \"Succeeded\"" -n $NS pod once &&
+	ksim_wait_json 10 ".status.phase == \"Succeeded\"" -n $NS pod once &&
 	k -n $NS get pod once -o json >once.json &&
 	jq -e ".status.containerStatuses[0].state.terminated | .exitCode == 0 and .reason == \"Completed\"" once.json &&
 	k -n $NS get pod once >table &&
@@ -180,7 +160,7 @@ test_expect_success 'a Node exists and is Ready' '
 
 test_expect_success 'deleting the Deployment deletes its ReplicaSets and pods' '
 	k -n $NS delete deploy web >out &&
-	wait_json 10 ".items == []" -n $NS rs,pods -l app=web
+	ksim_wait_json 10 ".items == []" -n $NS rs,pods -l app=web
 '
 
 test_expect_success '--no-simulate: a Deployment stays as written' '

@@ -13,26 +13,6 @@ k () {
 	kubectl --request-timeout=20s "$@"
 }
 
-# Waits up to $1 seconds until jq -e "$2" holds for "kubectl get $3... -o json".
-wait_json () {
-	wj_limit=$(($1 * 10))
-	wj_expr=$2
-	shift 2
-	wj_i=0
-	while :; do
-		if k get "$@" -o json >wait.json 2>wait.err && test -s wait.json && jq -e "$wj_expr" wait.json >/dev/null 2>&1; then
-			return 0
-		fi
-		wj_i=$((wj_i + 1))
-		if test "$wj_i" -ge "$wj_limit"; then
-			echo "timed out waiting for: $wj_expr on $*"
-			cat wait.json wait.err
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
 kubectl create namespace $NS >/dev/null
 RV=$(curl -sS "$KSIM_URL/api/v1/namespaces" | jq -r .metadata.resourceVersion)
 for r in apis/apps/v1/statefulsets api/v1/pods api/v1/persistentvolumeclaims api/v1/services; do
@@ -48,7 +28,7 @@ pod_events () {
 
 test_expect_success 'a StatefulSet reaches ready: db-0 first, then db-1, PVCs bound' '
 	k apply -f "$F/db.yaml" >out &&
-	wait_json 15 ".status.readyReplicas == 2 and .status.currentRevision == .status.updateRevision" -n $NS sts db &&
+	ksim_wait_json 15 ".status.readyReplicas == 2 and .status.currentRevision == .status.updateRevision" -n $NS sts db &&
 	k -n $NS get sts db >table &&
 	grep -E "^db +2/2 " table &&
 	jq -c "select(.type == \"ADDED\") | .object.metadata.name" watch.pods >actual &&
@@ -75,7 +55,7 @@ test_expect_success 'a StatefulSet reaches ready: db-0 first, then db-1, PVCs bo
 test_expect_success 'a template change rolls the pods, highest ordinal first, one at a time' '
 	old=$(k -n $NS get sts db -o jsonpath="{.status.currentRevision}") &&
 	k -n $NS patch sts db --type merge -p "{\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"db\",\"image\":\"postgres:16.2\"}]}}}}" >out &&
-	wait_json 20 ".status.observedGeneration == 2 and .status.readyReplicas == 2 and .status.updatedReplicas == 2 and
+	ksim_wait_json 20 ".status.observedGeneration == 2 and .status.readyReplicas == 2 and .status.updatedReplicas == 2 and
 		.status.currentRevision == .status.updateRevision and .status.currentRevision != \"$old\"" -n $NS sts db &&
 	jq -c "select(.type == \"DELETED\") | .object.metadata.name" watch.pods >actual &&
 	printf "\"db-1\"\n\"db-0\"\n" >expect &&
@@ -107,7 +87,7 @@ test_expect_success 'status fields and the final status are the recorded ones' '
 test_expect_success 'a LoadBalancer Service gets an ingress IP after --lb-delay; clusterIP at create' '
 	k -n $NS get svc db-public -o json >svc.json &&
 	jq -e ".spec.clusterIP | test(\"^10\\\\.96\\\\.[0-9]+\\\\.[0-9]+\$\")" svc.json &&
-	wait_json 10 ".status.loadBalancer.ingress[0].ip | test(\"^[0-9.]+\$\")" -n $NS svc db-public &&
+	ksim_wait_json 10 ".status.loadBalancer.ingress[0].ip | test(\"^[0-9.]+\$\")" -n $NS svc db-public &&
 	jq -c "[.type, (.object.status.loadBalancer.ingress | length)]" watch.services >actual &&
 	jq -c "[.type, (.object.status.loadBalancer.ingress | length)]" "$R/services.watch.jsonl" >expect &&
 	test_cmp expect actual &&
@@ -125,8 +105,8 @@ test_expect_success 'kubectl get deploy,sts,pods,svc reads as on a cluster' '
 
 test_expect_success 'scaling down removes the highest ordinal; PVCs stay' '
 	k -n $NS patch sts db --type merge -p "{\"spec\":{\"replicas\":1}}" >out &&
-	wait_json 10 "[.items[].metadata.name] == [\"db-0\"]" -n $NS pods &&
-	wait_json 10 ".status.replicas == 1 and .status.readyReplicas == 1" -n $NS sts db &&
+	ksim_wait_json 10 "[.items[].metadata.name] == [\"db-0\"]" -n $NS pods &&
+	ksim_wait_json 10 ".status.replicas == 1 and .status.readyReplicas == 1" -n $NS sts db &&
 	k -n $NS get pvc -o json >pvc.json &&
 	jq -e "[.items[].metadata.name] == [\"data-db-0\", \"data-db-1\"]" pvc.json
 '

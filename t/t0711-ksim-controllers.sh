@@ -13,33 +13,13 @@ k () {
 	kubectl --request-timeout=20s "$@"
 }
 
-# Waits up to $1 seconds until jq -e "$2" holds for "kubectl get $3... -o json".
-wait_json () {
-	wj_limit=$(($1 * 10))
-	wj_expr=$2
-	shift 2
-	wj_i=0
-	while :; do
-		if k get "$@" -o json >wait.json 2>wait.err && jq -e "$wj_expr" wait.json >/dev/null 2>&1; then
-			return 0
-		fi
-		wj_i=$((wj_i + 1))
-		if test "$wj_i" -ge "$wj_limit"; then
-			echo "timed out waiting for: $wj_expr on $*"
-			cat wait.json wait.err
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
 test_expect_success 'setup' '
 	k create namespace $NS >/dev/null &&
 	k -n $NS apply -f "$F/workloads.yaml" >/dev/null
 '
 
 test_expect_success 'a Job runs its pods to completion: succeeded, completionTime, Complete' '
-	wait_json 20 ".status.succeeded == 3 and (.status.conditions | map(select(.status == \"True\") | .type)) ==
+	ksim_wait_json 20 ".status.succeeded == 3 and (.status.conditions | map(select(.status == \"True\") | .type)) ==
 		[\"SuccessCriteriaMet\", \"Complete\"] and (.status.completionTime | length > 0) and
 		(.status | has(\"active\") | not)" -n $NS job three &&
 	k -n $NS get pods -l job-name=three -o json >pods.json &&
@@ -56,18 +36,18 @@ test_expect_success 'a suspended Job runs nothing until resumed' '
 	k -n $NS get pods -l job-name=held -o name >pods.txt &&
 	! test -s pods.txt &&
 	k -n $NS patch job held --type merge -p "{\"spec\":{\"suspend\":false}}" >/dev/null &&
-	wait_json 20 ".status.succeeded == 1" -n $NS job held
+	ksim_wait_json 20 ".status.succeeded == 1" -n $NS job held
 '
 
 test_expect_success 'a CronJob makes a Job when its schedule comes, owned by it, and keeps its status' '
 	k -n $NS create cronjob tick --image=busybox:1.36 --schedule="@every 1s" >/dev/null &&
 	cj=$(k -n $NS get cronjob tick -o jsonpath={.metadata.uid}) &&
-	wait_json 20 "[.items[] | select(.metadata.ownerReferences[0].uid == \"$cj\")] | length >= 1 and
+	ksim_wait_json 20 "[.items[] | select(.metadata.ownerReferences[0].uid == \"$cj\")] | length >= 1 and
 		(map(.status.succeeded == 1) | all)" -n $NS jobs &&
 	jq -e --arg u "$cj" "[.items[] | select(.metadata.ownerReferences[0].uid == \$u)] |
 		map((.metadata.name | test(\"^tick-[0-9]+\$\")) and .metadata.ownerReferences[0].kind == \"CronJob\" and
 			(.metadata.annotations[\"batch.kubernetes.io/cronjob-scheduled-timestamp\"] | length > 0)) | all" wait.json &&
-	wait_json 20 "(.status.lastScheduleTime | length > 0) and (.status.lastSuccessfulTime | length > 0)" -n $NS cronjob tick
+	ksim_wait_json 20 "(.status.lastScheduleTime | length > 0) and (.status.lastSuccessfulTime | length > 0)" -n $NS cronjob tick
 '
 
 test_expect_success 'a suspended CronJob makes no Job; an invalid schedule is refused' '
@@ -79,35 +59,35 @@ test_expect_success 'a suspended CronJob makes no Job; an invalid schedule is re
 '
 
 test_expect_success 'a DaemonSet runs one pod on the node, and replaces it when its template changes' '
-	wait_json 20 ".status.desiredNumberScheduled == 1 and .status.numberReady == 1 and .status.currentNumberScheduled == 1" \
+	ksim_wait_json 20 ".status.desiredNumberScheduled == 1 and .status.numberReady == 1 and .status.currentNumberScheduled == 1" \
 		-n $NS ds agent &&
 	k -n $NS get pods -l app=agent -o json >pods.json &&
 	jq -e ".items | length == 1 and .[0].spec.nodeName == \"ksim-node\" and
 		.[0].metadata.ownerReferences[0].kind == \"DaemonSet\"" pods.json &&
 	old=$(jq -r ".items[0].metadata.name" pods.json) &&
 	k -n $NS set image ds/agent c=busybox:1.37 >/dev/null &&
-	wait_json 20 ".items | length == 1 and .[0].spec.containers[0].image == \"busybox:1.37\" and
+	ksim_wait_json 20 ".items | length == 1 and .[0].spec.containers[0].image == \"busybox:1.37\" and
 		.[0].status.phase == \"Running\"" -n $NS pods -l app=agent &&
 	! grep -q "\"$old\"" wait.json
 '
 
 test_expect_success 'a ReplicationController keeps its pods: replaces a deleted one, follows a scale' '
-	wait_json 20 ".status.readyReplicas == 2 and .status.replicas == 2" -n $NS rc legacy &&
+	ksim_wait_json 20 ".status.readyReplicas == 2 and .status.replicas == 2" -n $NS rc legacy &&
 	k -n $NS get pods -l app=legacy -o name >before.txt &&
 	test $(wc -l <before.txt) -eq 2 &&
 	k -n $NS delete $(head -1 before.txt) --wait=true >/dev/null &&
-	wait_json 20 "[.items[] | select(.metadata.deletionTimestamp | not) | select(.status.phase == \"Running\")] | length == 2" \
+	ksim_wait_json 20 "[.items[] | select(.metadata.deletionTimestamp | not) | select(.status.phase == \"Running\")] | length == 2" \
 		-n $NS pods -l app=legacy &&
 	k -n $NS scale rc legacy --replicas=1 >/dev/null &&
-	wait_json 20 ".status.replicas == 1" -n $NS rc legacy
+	ksim_wait_json 20 ".status.replicas == 1" -n $NS rc legacy
 '
 
 test_expect_success 'Endpoints and EndpointSlice list the ready pods of the Service, named port resolved' '
-	wait_json 20 ".subsets[0].addresses | length == 1" -n $NS endpoints legacy &&
+	ksim_wait_json 20 ".subsets[0].addresses | length == 1" -n $NS endpoints legacy &&
 	jq -e ".subsets[0].ports == [{name: \"web\", port: 8080, protocol: \"TCP\"}] and
 		.subsets[0].addresses[0].targetRef.kind == \"Pod\"" wait.json &&
 	ip=$(jq -r ".subsets[0].addresses[0].ip" wait.json) &&
-	wait_json 20 ".items | length == 1 and (.[0].endpoints | length == 1) and .[0].endpoints[0].addresses == [\"$ip\"] and
+	ksim_wait_json 20 ".items | length == 1 and (.[0].endpoints | length == 1) and .[0].endpoints[0].addresses == [\"$ip\"] and
 		.[0].endpoints[0].conditions.ready and .[0].ports == [{name: \"web\", port: 8080, protocol: \"TCP\"}] and
 		.[0].metadata.ownerReferences[0].kind == \"Service\"" \
 		-n $NS endpointslices -l kubernetes.io/service-name=legacy
@@ -116,17 +96,17 @@ test_expect_success 'Endpoints and EndpointSlice list the ready pods of the Serv
 test_expect_success 'a pod that is not ready is listed as not ready' '
 	k -n $NS run broken --image=busybox:broken --labels=app=legacy --dry-run=client -o json |
 		jq ".spec.containers[0].ports = [{name: \"http\", containerPort: 8080}]" | k -n $NS create -f - >/dev/null &&
-	wait_json 20 ".status.podIP | length > 0" -n $NS pod broken &&
-	wait_json 20 ".subsets[0].notReadyAddresses | length == 1" -n $NS endpoints legacy &&
+	ksim_wait_json 20 ".status.podIP | length > 0" -n $NS pod broken &&
+	ksim_wait_json 20 ".subsets[0].notReadyAddresses | length == 1" -n $NS endpoints legacy &&
 	jq -e ".subsets[0].notReadyAddresses[0].targetRef.name == \"broken\"" wait.json &&
-	wait_json 20 ".items[0].endpoints | map(select(.conditions.ready == false)) | length == 1" \
+	ksim_wait_json 20 ".items[0].endpoints | map(select(.conditions.ready == false)) | length == 1" \
 		-n $NS endpointslices -l kubernetes.io/service-name=legacy
 '
 
 test_expect_success 'when the Service goes, so do its Endpoints and EndpointSlice' '
 	k -n $NS delete svc legacy >/dev/null &&
-	wait_json 20 ".items | length == 0" -n $NS endpoints --field-selector metadata.name=legacy &&
-	wait_json 20 ".items | length == 0" -n $NS endpointslices -l kubernetes.io/service-name=legacy
+	ksim_wait_json 20 ".items | length == 0" -n $NS endpoints --field-selector metadata.name=legacy &&
+	ksim_wait_json 20 ".items | length == 0" -n $NS endpointslices -l kubernetes.io/service-name=legacy
 '
 
 test_expect_success 'with every kubectl: the workloads read back, DaemonSets and ReplicationControllers in the columns of a real server' '
