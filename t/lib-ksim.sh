@@ -18,6 +18,7 @@
 #   ksim_wait_json SECONDS JQ ARGS...  waits (at most SECONDS) until jq -e JQ holds for
 #                                  "kubectl get ARGS -o json" (left in wait.json); says what it
 #                                  waited for when it times out
+#   ksim_wait_get SECONDS JQ PATH  the same for the JSON ksim answers at PATH (ksim_curl)
 #   ksim_kubectls                  sets $versions to the kubectls to test with (1.27 and 1.33 of
 #                                  the Cloud SDK, then the default one, those installed); skips
 #                                  the script when there is none
@@ -175,6 +176,22 @@ ksim_wait_json () {
 		if test "$wj_i" -ge "$wj_limit"; then
 			echo "timed out waiting for: $wj_expr on $*"
 			cat wait.json wait.err
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+ksim_wait_get () {
+	wg_i=0
+	while :; do
+		if ksim_curl -s -o wait.json "$3" && jq -e "$2" wait.json >/dev/null 2>&1; then
+			return 0
+		fi
+		wg_i=$((wg_i + 1))
+		if test "$wg_i" -ge $(($1 * 10)); then
+			echo "timed out waiting for: $2 on $3"
+			cat wait.json
 			return 1
 		fi
 		sleep 0.1

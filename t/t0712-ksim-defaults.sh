@@ -8,27 +8,10 @@ REC="$TEST_DATA/recordings/pods"
 ksim_start --tls --token t0k3n
 ksim_kubectls
 
-# Waits up to $1 seconds until jq -e "$2" holds for the JSON at path $3.
-wait_get () {
-	wg_i=0
-	while :; do
-		if ksim_curl -s -o wait.json "$3" && jq -e "$2" wait.json >/dev/null 2>&1; then
-			return 0
-		fi
-		wg_i=$((wg_i + 1))
-		if test "$wg_i" -ge $(($1 * 10)); then
-			echo "timed out waiting for: $2 on $3"
-			cat wait.json
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
 test_expect_success 'every namespace there at start has its default ServiceAccount and kube-root-ca.crt' '
 	for ns in default kube-system kube-public kube-node-lease; do
-		wait_get 10 ".metadata.name == \"default\"" /api/v1/namespaces/$ns/serviceaccounts/default &&
-		wait_get 10 ".data[\"ca.crt\"] | startswith(\"-----BEGIN CERTIFICATE-----\")" \
+		ksim_wait_get 10 ".metadata.name == \"default\"" /api/v1/namespaces/$ns/serviceaccounts/default &&
+		ksim_wait_get 10 ".data[\"ca.crt\"] | startswith(\"-----BEGIN CERTIFICATE-----\")" \
 			/api/v1/namespaces/$ns/configmaps/kube-root-ca.crt || return 1
 	done
 '
@@ -46,13 +29,13 @@ test_expect_success 'the ServiceAccount is shaped as the recorded one' '
 
 test_expect_success 'a new namespace gets both; a deleted one comes back' '
 	kubectl create namespace fresh >/dev/null &&
-	wait_get 10 ".metadata.name == \"default\"" /api/v1/namespaces/fresh/serviceaccounts/default &&
-	wait_get 10 ".metadata.name == \"kube-root-ca.crt\"" /api/v1/namespaces/fresh/configmaps/kube-root-ca.crt &&
+	ksim_wait_get 10 ".metadata.name == \"default\"" /api/v1/namespaces/fresh/serviceaccounts/default &&
+	ksim_wait_get 10 ".metadata.name == \"kube-root-ca.crt\"" /api/v1/namespaces/fresh/configmaps/kube-root-ca.crt &&
 	uid=$(jq -r .metadata.uid wait.json) &&
 	kubectl -n fresh delete configmap kube-root-ca.crt >/dev/null &&
 	kubectl -n fresh delete serviceaccount default >/dev/null &&
-	wait_get 10 ".metadata.uid != \"$uid\"" /api/v1/namespaces/fresh/configmaps/kube-root-ca.crt &&
-	wait_get 10 ".metadata.name == \"default\"" /api/v1/namespaces/fresh/serviceaccounts/default
+	ksim_wait_get 10 ".metadata.uid != \"$uid\"" /api/v1/namespaces/fresh/configmaps/kube-root-ca.crt &&
+	ksim_wait_get 10 ".metadata.name == \"default\"" /api/v1/namespaces/fresh/serviceaccounts/default
 '
 
 test_expect_success 'kube-root-ca.crt holds the CA of the kubeconfig (ksim --tls is its own CA)' '
@@ -63,17 +46,17 @@ test_expect_success 'kube-root-ca.crt holds the CA of the kubeconfig (ksim --tls
 '
 
 test_expect_success 'the default/kubernetes Service, its Endpoints and EndpointSlice' '
-	wait_get 10 ".spec.clusterIP == \"10.96.0.1\" and .spec.ports == [{name: \"https\", port: 443, protocol: \"TCP\", targetPort: 6443}] and
+	ksim_wait_get 10 ".spec.clusterIP == \"10.96.0.1\" and .spec.ports == [{name: \"https\", port: 443, protocol: \"TCP\", targetPort: 6443}] and
 		.metadata.labels == {component: \"apiserver\", provider: \"kubernetes\"}" /api/v1/namespaces/default/services/kubernetes &&
-	wait_get 10 ".subsets[0].ports[0].port == 6443" /api/v1/namespaces/default/endpoints/kubernetes &&
-	wait_get 10 ".endpoints[0].conditions.ready" /apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes &&
+	ksim_wait_get 10 ".subsets[0].ports[0].port == 6443" /api/v1/namespaces/default/endpoints/kubernetes &&
+	ksim_wait_get 10 ".endpoints[0].conditions.ready" /apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes &&
 	for v in $versions; do
 		"$v" get svc kubernetes >svc.txt && grep -E "^kubernetes +ClusterIP +10.96.0.1 " svc.txt || return 1
 	done
 '
 
 test_expect_success 'the Node: nodeInfo complete, addresses, capacity, allocatable, conditions' '
-	wait_get 10 ".status.nodeInfo | (.bootID, .kernelVersion, .machineID, .systemUUID, .osImage,
+	ksim_wait_get 10 ".status.nodeInfo | (.bootID, .kernelVersion, .machineID, .systemUUID, .osImage,
 		.containerRuntimeVersion, .kubeletVersion, .kubeProxyVersion, .operatingSystem, .architecture) | length > 0" \
 		/api/v1/nodes/ksim-node &&
 	jq -e ".status | (.addresses | map(.type) == [\"InternalIP\", \"Hostname\"]) and .capacity.pods == \"110\" and
@@ -97,7 +80,7 @@ test_expect_success 'create answers status replicas 0 where a real server does' 
 
 test_expect_success 'pods the controllers make name a ServiceAccount that exists' '
 	kubectl -n w create deployment web --image=nginx:1.25 >/dev/null &&
-	wait_get 10 ".items | length == 1" "/api/v1/namespaces/w/pods?labelSelector=app%3Dweb" &&
+	ksim_wait_get 10 ".items | length == 1" "/api/v1/namespaces/w/pods?labelSelector=app%3Dweb" &&
 	sa=$(jq -r ".items[0].spec.serviceAccountName" wait.json) &&
 	ksim_curl -s -f -o /dev/null /api/v1/namespaces/w/serviceaccounts/$sa
 '

@@ -118,27 +118,10 @@ ksim_stop
 # The simulated cluster: a scheduler binds pods, the kubelet runs and ends them.
 ksim_start --pod-start-delay 200ms
 
-# Waits up to $1 seconds until jq -e "$2" holds for the JSON at path $3.
-wait_get () {
-	wg_i=0
-	while :; do
-		if ksim_curl -s -o wait.json "$3" && jq -e "$2" wait.json >/dev/null 2>&1; then
-			return 0
-		fi
-		wg_i=$((wg_i + 1))
-		if test "$wg_i" -ge $(($1 * 10)); then
-			echo "timed out waiting for: $2 on $3"
-			cat wait.json
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-
 test_expect_success 'a pod a client makes is scheduled to ksim-node and runs' '
 	kubectl create namespace $NS >/dev/null &&
 	kubectl -n $NS run p1 --image=busybox >/dev/null &&
-	wait_get 10 ".spec.nodeName == \"ksim-node\" and .status.phase == \"Running\"" /api/v1/namespaces/$NS/pods/p1
+	ksim_wait_get 10 ".spec.nodeName == \"ksim-node\" and .status.phase == \"Running\"" /api/v1/namespaces/$NS/pods/p1
 '
 
 test_expect_success 'a pod for another scheduler, or on a cordoned node, stays unscheduled' '
@@ -146,12 +129,12 @@ test_expect_success 'a pod for another scheduler, or on a cordoned node, stays u
 	kubectl cordon ksim-node >/dev/null &&
 	kubectl -n $NS run later --image=busybox >/dev/null &&
 	kubectl -n $NS run sync --image=busybox --overrides="{\"spec\":{\"nodeName\":\"ksim-node\"}}" >/dev/null &&
-	wait_get 10 ".status.phase == \"Running\"" /api/v1/namespaces/$NS/pods/sync &&
+	ksim_wait_get 10 ".status.phase == \"Running\"" /api/v1/namespaces/$NS/pods/sync &&
 	ksim_curl -s -o o.json /api/v1/namespaces/$NS/pods/other &&
 	ksim_curl -s -o l.json /api/v1/namespaces/$NS/pods/later &&
 	jq -e "(.spec.nodeName // \"\") == \"\" and .status.phase == \"Pending\"" o.json l.json &&
 	kubectl uncordon ksim-node >/dev/null &&
-	wait_get 10 ".spec.nodeName == \"ksim-node\"" /api/v1/namespaces/$NS/pods/later
+	ksim_wait_get 10 ".spec.nodeName == \"ksim-node\"" /api/v1/namespaces/$NS/pods/later
 '
 
 test_expect_success 'log of a pod on the simulated node: one plain line saying so' '
