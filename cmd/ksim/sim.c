@@ -387,21 +387,87 @@ static int collect_fn(jv obj, const char *key, void *data)
 	return 0;
 }
 
+/* The uid in obj's controller ownerReference (controller: true), or NULL; borrowed from obj. */
+static const char *controller_uid(jv obj)
+{
+	jv md = jv_object_get(jv_copy(obj), jv_string("metadata"));
+	jv refs = jv_get_kind(md) == JV_KIND_OBJECT ? jv_object_get(jv_copy(md), jv_string("ownerReferences")) :
+							jv_null();
+	const char *uid = NULL;
+
+	if (jv_get_kind(refs) == JV_KIND_ARRAY) {
+		jv_array_foreach(refs, i, r) {
+			jv c = jv_object_get(jv_copy(r), jv_string("controller"));
+
+			if (!uid && jv_get_kind(c) == JV_KIND_TRUE)
+				uid = ksim_str(r, "uid");	/* storage shared with obj, which the caller holds */
+			jv_free(c);
+			jv_free(r);
+		}
+	}
+	jv_free(refs);
+	jv_free(md);
+	return uid;
+}
+
+/*
+ * The objects of a namespace by the uid of their controller, as
+ * kube-controller-manager's informers index them: what one controller's sync
+ * reads (its ReplicaSets, its pods) is found at once, so a pass over a
+ * namespace costs in proportion to its objects, not to their square.
+ */
+static jv by_controller(jv objs)
+{
+	jv idx = jv_object();
+
+	jv_array_foreach(objs, i, o) {
+		const char *u = controller_uid(o);
+
+		if (u) {
+			jv k = jv_string(u), kids = jv_object_get(jv_copy(idx), jv_copy(k));
+
+			/* out of the index while it grows, so that the append happens in place */
+			idx = jv_object_delete(idx, jv_copy(k));
+			if (jv_get_kind(kids) != JV_KIND_ARRAY)
+				kids = (jv_free(kids), jv_array());
+			idx = jv_object_set(idx, k, jv_array_append(kids, jv_copy(o)));
+		}
+		jv_free(o);
+	}
+	return idx;
+}
+
+/* The objects owner controls, from an index by_controller() made. */
+static jv controlled(jv idx, jv owner)
+{
+	const char *uid = ksim_str(owner, "metadata.uid");
+	jv kids = uid ? jv_object_get(jv_copy(idx), jv_string(uid)) : jv_null();
+
+	return jv_get_kind(kids) == JV_KIND_ARRAY ? kids : (jv_free(kids), jv_array());
+}
+
 static void sync_namespace(const char *ns, int terminating, jv *g)
 {
 	if (!terminating) {
+		jv rs_of = by_controller(jv_copy(g[G_RS])), pods_of = by_controller(jv_copy(g[G_POD]));
+
 		jv_array_foreach(g[G_DEPLOY], i, d) {
-			sync_deploy(ns, d, g[G_RS]);
+			jv mine = controlled(rs_of, d);
+
+			sync_deploy(ns, d, mine);
+			jv_free(mine);
 			jv_free(d);
 		}
 		jv_array_foreach(g[G_RS], i, r) {
-			sync_rs(ns, r, jv_copy(g[G_POD]));
+			sync_rs(ns, r, controlled(pods_of, r));
 			jv_free(r);
 		}
 		jv_array_foreach(g[G_STS], i, s) {
-			sync_sts(ns, s, jv_copy(g[G_POD]), g[G_PVC]);
+			sync_sts(ns, s, controlled(pods_of, s), g[G_PVC]);
 			jv_free(s);
 		}
+		jv_free(rs_of);
+		jv_free(pods_of);
 		jv_array_foreach(g[G_SVC], i, s) {
 			sync_svc(ns, s);
 			jv_free(s);
