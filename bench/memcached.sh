@@ -1,0 +1,213 @@
+#!/bin/sh
+# The memcached operator side by side (issue 31): `iot-operator --program
+# memcached` and, when BENCH_PEER names one, an operator of the user's own
+# (the operator-sdk tutorial's on controller-runtime, say), one after the
+# other, each on a fresh ksim with instant pods (--pod-start-delay 0). For
+# each N in BENCH_MEMCACHED_N (default "300 1000"):
+#
+#   N Memcacheds of size 3 created at once (curl --parallel); converged when
+#   every Deployment has 3 ready replicas and every status.nodes 3 names;
+#   the operator's requests and writes (ksim's /ksim/stats, by user agent:
+#   iot-operator/* for ours, BENCH_PEER_AGENT, default memcached-peer, for the
+#   peer), CPU (utime+stime of the operator's process tree) and ksim's, peak
+#   RSS and PSS of the operator's processes (sampled every 0.5 s from /proc),
+#   steady PSS after the quiet period, time to converge; then writes and
+#   requests over BENCH_QUIET_S (default 10) seconds of nothing changing.
+#
+#   BENCH_PEER='/path/run-peer'   a command given the kubeconfig path as its
+#                                 one argument; it runs the peer until killed
+#
+# Figures (bench/run): ours_nN_*, peer_nN_*, and with a peer nN_peer_over_ours_*
+# (the peer's figure divided by ours: how many times lighter we are). The
+# peer is never part of this repository: the script runs the command given.
+set -eu
+NS_LIST=${BENCH_MEMCACHED_N:-300 1000}
+QUIET=${BENCH_QUIET_S:-10}
+TIMEOUT=${BENCH_MEMCACHED_TIMEOUT:-1200}
+PEER=${BENCH_PEER:-}
+PEER_AGENT=${BENCH_PEER_AGENT:-memcached-peer}
+root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/lib-run.sh"
+sampler_pid=
+peer_pid=
+stop_all () {
+	test -n "$sampler_pid" && kill "$sampler_pid" 2>/dev/null || :
+	stop_operator
+	if test -n "$peer_pid"; then
+		kill -TERM "$peer_pid" 2>/dev/null || :
+		wait "$peer_pid" 2>/dev/null || :
+	fi
+	test -n "$ksim_pid" && kill "$ksim_pid" 2>/dev/null || :
+	wait 2>/dev/null || :
+	ksim_pid= op_pid= sampler_pid= peer_pid=
+}
+trap 'stop_all; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+log () { echo "bench memcached: $*" >&2; }
+now_ms () { date +%s%3N; }
+figure () { # metric value unit [target]
+	printf '{"bench":"memcached","metric":"%s","value":%s,"unit":"%s"%s}\n' "$1" "$2" "$3" "${4:+,\"target\":\"$4\"}"
+}
+hz=$(getconf CLK_TCK)
+# the operator's process tree: ours (the supervisor and its stages) or the peer's
+procs () {
+	pr_top=${op_pid:-$peer_pid}
+	echo "$pr_top"
+	cat /proc/"$pr_top"/task/*/children 2>/dev/null | tr ' ' '\n' | sed '/^$/d'
+}
+# utime+stime of the tree, and what its top process reaped (cutime+cstime)
+cpu_ticks () {
+	t=0 top=${op_pid:-$peer_pid}
+	for p in $(procs); do
+		v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk -v top="$([ "$p" = "$top" ] && echo 1)" \
+			'{ print $12 + $13 + (top ? $14 + $15 : 0) }') || v=0
+		t=$((t + ${v:-0}))
+	done
+	echo "$t"
+}
+ksim_ticks () { sed 's/.*) //' "/proc/$ksim_pid/stat" 2>/dev/null | awk '{ print $12 + $13 }'; }
+secs () { awk -v t="$1" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }'; }
+sum_kb () { # FILE FIELD: the sum over the tree of a kB field of /proc/PID/FILE
+	t=0
+	for p in $(procs); do
+		v=$(awk -v f="$2:" '$1 == f { print $2 }' "/proc/$p/$1" 2>/dev/null)
+		t=$((t + ${v:-0}))
+	done
+	echo "$t"
+}
+# requests of the agents matching the jq regex $1 in a /ksim/stats answer $2
+agent_requests () {
+	jq -c --arg a "$1" '[.byAgent | to_entries[] | select(.key | test($a)) | .value]
+		| reduce .[] as $x ({}; reduce ($x | to_entries[]) as $e (.; .[$e.key] += $e.value))
+		| .total = ([.[]] | add // 0)
+		| .writes = ((.POST // 0) + (.PUT // 0) + (.PATCH // 0) + (.DELETE // 0))' "$2"
+}
+converged () { # N: every Deployment 3 ready replicas, every status.nodes 3 names
+	curl -sS -f "$url/apis/apps/v1/namespaces/default/deployments" -o "$tmp/deps.json" &&
+	curl -sS -f "$url/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds" -o "$tmp/mcs.json" &&
+	test "$(jq '[.items[] | select(.spec.replicas == 3 and .status.readyReplicas == 3)] | length' "$tmp/deps.json")" -ge "$1" &&
+	test "$(jq '[.items[] | select((.status.nodes // []) | length == 3)] | length' "$tmp/mcs.json")" -ge "$1"
+}
+
+run () { # WHO N
+	who=$1 n=$2
+	d=$tmp/$who.n$n
+	mkdir -p "$d"
+	log "$who, N=$n: starting ksim and the operator"
+	run_ksim "$d/kc" "$d/ksim.log" --port 0 --pod-start-delay 0 --history 100000 ||
+		{ log "ksim did not start"; exit 111; }
+	KUBECONFIG=$d/kc
+	export KUBECONFIG
+	kapply -f "$root/deploy/examples/memcached/crd.yaml" >"$d/setup.out" 2>&1 && ! grep -q '"ok":false' "$d/setup.out" ||
+		{ log "unable to install the Memcached CRD:"; cat "$d/setup.out" >&2; exit 111; }
+	if test "$who" = ours; then
+		agent='^iot-operator'
+		OPERATOR_NAME=default iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 \
+			--program "$root/pipeline/memcached" >/dev/null 2>"$d/operator.log" </dev/null &
+		op_pid=$!
+		i=0
+		until grep -q 'initial lists are in' "$d/operator.log" 2>/dev/null; do
+			i=$((i + 1))
+			if test $i -gt 600 || ! kill -0 "$op_pid" 2>/dev/null; then
+				log "the operator did not start:"; tail -n 5 "$d/operator.log" >&2; exit 111
+			fi
+			sleep 0.05
+		done
+	else
+		agent="^$PEER_AGENT"
+		$PEER "$d/kc" >"$d/operator.log" 2>&1 </dev/null &
+		peer_pid=$!
+		# ready once it watches (its informers' first WATCH), then a moment for the caches
+		i=0
+		until curl -sS -f "$url/ksim/stats" -o "$d/s0.json" &&
+		      test "$(agent_requests "$agent" "$d/s0.json" | jq '.WATCH // 0')" -gt 0; do
+			i=$((i + 1))
+			if test $i -gt 600 || ! kill -0 "$peer_pid" 2>/dev/null; then
+				log "the peer did not start:"; tail -n 5 "$d/operator.log" >&2; exit 111
+			fi
+			sleep 0.1
+		done
+		sleep 2
+	fi
+	( pk=0 rk=0
+	  while :; do
+		p=$(sum_kb smaps_rollup Pss) r=$(sum_kb status VmRSS)
+		test "$p" -gt "$pk" && pk=$p && echo "$pk" >"$d/pss.tmp" && mv "$d/pss.tmp" "$d/peak_pss"
+		test "$r" -gt "$rk" && rk=$r && echo "$rk" >"$d/rss.tmp" && mv "$d/rss.tmp" "$d/peak_rss"
+		sleep 0.5
+	  done ) &
+	sampler_pid=$!
+	i=1
+	while test $i -le "$n"; do
+		printf 'url = "%s/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds"\nrequest = "POST"\n' "$url"
+		printf 'header = "Content-Type: application/json"\noutput = "/dev/null"\n'
+		printf 'data = "{\\"apiVersion\\":\\"cache.example.com/v1alpha1\\",\\"kind\\":\\"Memcached\\",'
+		printf '\\"metadata\\":{\\"name\\":\\"mc-%d\\"},\\"spec\\":{\\"size\\":3}}"\n' "$i"
+		test $i -lt "$n" && echo next
+		i=$((i + 1))
+	done >"$d/create.cfg"
+	curl -sS -f -X POST -d '{"reset":true}' "$url/ksim/stats" >/dev/null
+	cpu0=$(cpu_ticks) kcpu0=$(ksim_ticks)
+	log "$who, N=$n: creating $n Memcacheds"
+	t0=$(now_ms)
+	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$d/create.cfg"
+	ok=0
+	while :; do
+		if converged "$n"; then ok=1; break; fi
+		if test $(( ($(now_ms) - t0) / 1000 )) -ge "$TIMEOUT"; then
+			log "$who, N=$n: not converged after ${TIMEOUT}s"
+			break
+		fi
+		sleep 0.5
+	done
+	t1=$(now_ms)
+	cpu1=$(cpu_ticks) kcpu1=$(ksim_ticks)
+	curl -sS -f "$url/ksim/stats" -o "$d/stats.conv"
+	agent_requests "$agent" "$d/stats.conv" >"$d/req.conv"
+	log "$who, N=$n: converged=$ok after $((t1 - t0)) ms; requests $(cat "$d/req.conv")"
+	p="${who}_n$n"
+	figure "${p}_converged" "$ok" bool 1
+	figure "${p}_time_to_converge_s" "$(awk -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", t / 1000 }')" s
+	figure "${p}_requests_per_instance" "$(jq --argjson n "$n" '.total / $n * 100 | round / 100' "$d/req.conv")" count
+	figure "${p}_writes_per_instance" "$(jq --argjson n "$n" '.writes / $n * 100 | round / 100' "$d/req.conv")" count \
+		"$(test "$who" = ours && echo "<= 2.0")"
+	figure "${p}_writes_total" "$(jq .writes "$d/req.conv")" count
+	figure "${p}_cpu_s" "$(secs $((cpu1 - cpu0)))" s
+	figure "${p}_ksim_cpu_s" "$(secs $((kcpu1 - kcpu0)))" s
+	echo "$(secs $((cpu1 - cpu0)))" >"$tmp/$p.cpu"
+	echo "$(secs $((kcpu1 - kcpu0)))" >"$tmp/$p.kcpu"
+	curl -sS -f -X POST -d '{"reset":true}' "$url/ksim/stats" >/dev/null
+	sleep "$QUIET"
+	curl -sS -f "$url/ksim/stats" -o "$d/stats.quiet"
+	agent_requests "$agent" "$d/stats.quiet" >"$d/req.quiet"
+	figure "${p}_quiet_writes" "$(jq .writes "$d/req.quiet")" count 0
+	figure "${p}_quiet_requests" "$(jq .total "$d/req.quiet")" count
+	kill "$sampler_pid" 2>/dev/null || :
+	wait "$sampler_pid" 2>/dev/null || :
+	sampler_pid=
+	figure "${p}_peak_rss_kb_total" "$(cat "$d/peak_rss" 2>/dev/null || echo 0)" KB
+	figure "${p}_peak_pss_kb_total" "$(cat "$d/peak_pss" 2>/dev/null || echo 0)" KB
+	figure "${p}_steady_pss_kb_total" "$(sum_kb smaps_rollup Pss)" KB
+	cat "$d/peak_pss" >"$tmp/$p.pss" 2>/dev/null || echo 0 >"$tmp/$p.pss"
+	stop_all
+}
+
+last=
+for n in $NS_LIST; do
+	run ours "$n"
+	if test -n "$PEER"; then
+		run peer "$n"
+		for f in cpu pss; do
+			figure "n${n}_peer_over_ours_$f" "$(awk -v a="$(cat "$tmp/peer_n$n.$f")" -v b="$(cat "$tmp/ours_n$n.$f")" \
+				'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')" ratio "$(test "$f" = cpu && echo ">= 3" || echo ">= 5")"
+		done
+	fi
+	last=$n
+done
+# ksim's own growth from the smallest N to the largest (its controllers must not grow with N squared)
+first=$(echo "$NS_LIST" | awk '{ print $1 }')
+if test "$first" != "$last"; then
+	figure "ours_ksim_cpu_growth_n${first}_to_n$last" "$(awk -v a="$(cat "$tmp/ours_n$last.kcpu")" \
+		-v b="$(cat "$tmp/ours_n$first.kcpu")" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')" ratio \
+		"$(test "$first:$last" = 300:1000 && echo "<= 4")"
+fi
