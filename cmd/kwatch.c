@@ -136,6 +136,7 @@ static size_t nres;
 static struct tmpl *tmpl;
 static size_t ntmpl;
 static struct res *ns_res;	/* the namespaces watch the RESOURCE@~ ones follow */
+static size_t nforbidden;	/* RESOURCE@~ watches waiting for their rights (forbidden > 0) */
 static struct kop_jq *projection;
 static int record_fd = -1;
 static int sigpipe_fd[2] = { -1, -1 };
@@ -204,6 +205,7 @@ static void out_event(const char *type, jv obj)
 
 /* lib/watch.c's emit callback: strip, project, print. */
 static void ns_seen(jv ns);
+static void rights_may_have_come(jv obj);
 
 static void emit(void *ctx, const char *type, jv obj)
 {
@@ -216,6 +218,8 @@ static void emit(void *ctx, const char *type, jv obj)
 	}
 	if (r == ns_res && ntmpl)
 		ns_seen(JV_OBJECT(jv_string("type"), jv_string(type), jv_string("object"), jv_copy(obj)));
+	if (nforbidden && !r->dyn)
+		rights_may_have_come(obj);
 
 	if (opt.strip) {
 		jv meta = jv_object_get(jv_copy(obj), jv_string("metadata"));
@@ -474,8 +478,10 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 	next = kw_watch_done(&r->w, code, transport_ok, status, now - r->started);
 	if (r->w.events > 0 && !r->w.stream_failed)
 		kop_backoff_reset(&r->bo);	/* it was healthy: the next failure is a first one */
-	if (next != KW_NEXT_FORBIDDEN)
+	if (next != KW_NEXT_FORBIDDEN && r->forbidden) {
 		r->forbidden = 0;
+		nforbidden--;
+	}
 	if (r->refused_code && code == 200 && transport_ok) {
 		/*
 		 * The LIST after a failed streaming list was answered: a server
@@ -562,7 +568,8 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 			 * again after the backoff; never the end of kwatch.
 			 */
 			schedule_backoff(r, -1, now);
-			r->forbidden++;
+			if (!r->forbidden++)
+				nforbidden++;
 			tool_logj(r->forbidden > 8 ? LOG_WARN : LOG_INFO,
 				  JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("namespace"),
 					    jv_string(r->ns), jv_string("code"), jv_number(403)),
@@ -956,6 +963,27 @@ static void ns_seen(jv ev)
 	jv_free(type);
 }
 
+/*
+ * Another watch wrote an object (borrowed): in its namespace, a
+ * RESOURCE@~ watch waiting for its rights tries again at once, since what
+ * came may be the RoleBinding that grants them (the operator makes it right
+ * after the namespace), rather than after a backoff grown meanwhile.
+ */
+static void rights_may_have_come(jv obj)
+{
+	jv meta = jv_object_get(jv_copy(obj), jv_string("metadata"));
+	const char *ns = kop_json_cstr(meta, "namespace");
+	size_t i;
+
+	for (i = 0; ns && i < nres; i++) {
+		struct res *r = res[i];
+
+		if (r->dyn && r->forbidden && !r->easy && !r->dropped && !strcmp(r->ns, ns))
+			r->next_at = kop_mono_ms();
+	}
+	jv_free(meta);
+}
+
 /* Frees the watches whose namespace went (outside curl's callbacks). */
 static void reap(void)
 {
@@ -963,6 +991,8 @@ static void reap(void)
 
 	for (i = 0; i < nres; i++) {
 		if (res[i]->dropped) {
+			if (res[i]->forbidden)
+				nforbidden--;
 			tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("resource"), jv_string(res[i]->w.name)),
 				  "namespace '%s' went: no longer watching '%s' there", res[i]->ns, res[i]->r.resource);
 			release_res(res[i]);
