@@ -129,6 +129,11 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	KOP_BIN=$(abspath $(BIN)) bench/run
 
+## bench-plot: draw docs/perf-*.svg from bench/results.json (bench/plot, gnuplot)
+bench-plot:
+	@scripts/deps.sh --bench
+	bench/plot
+
 # The operator under faults (scripts/chaos.sh; CHAOS_N, CHAOS_SECONDS, ... there).
 ## chaos: the operator under faults (scripts/chaos.sh)
 chaos: deps
@@ -194,7 +199,7 @@ clean:
 	rm -rf build bin t/trash.* bench/results.json
 
 FORCE:
-.PHONY: all help deps deps-test check test bench chaos soak demo demo-stop install clean pipeline-gen ksim-proto-gen FORCE
+.PHONY: all help deps deps-test check test bench bench-plot chaos soak demo demo-stop install clean pipeline-gen ksim-proto-gen FORCE
 .DELETE_ON_ERROR:
 
 # Fuzzing (clang's libFuzzer). Each t/fuzz/fuzz-NAME.c is a target built

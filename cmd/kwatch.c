@@ -22,12 +22,13 @@
 #include "kop.h"
 #include "kube.h"
 #include "jqrun.h"
+#include "shard.h"
 #include "watch.h"
 #include "tool.h"
 #include "banned.h"
 
 static const char usage[] =
-	"usage: kwatch [options] RESOURCE[@NAMESPACE][:l=SELECTOR][:f=SELECTOR]...\n"
+	"usage: kwatch [options] RESOURCE[@NAMESPACE][:l=SELECTOR][:f=SELECTOR][:s=SELECTOR]...\n"
 	"\n"
 	"Lists and watches resources; writes one JSON line per change\n"
 	"{\"type\":\"ADDED|MODIFIED|DELETED\",\"object\":{...}}, and one BOOKMARK line\n"
@@ -37,6 +38,9 @@ static const char usage[] =
 	"  -A, --all-namespaces       all namespaces\n"
 	"  -l, --selector SEL         label selector\n"
 	"      --field-selector SEL   field selector\n"
+	"      --shard-selector SEL   shard selector (KEP-5866), e.g. shardRange(object.metadata.\n"
+	"                             namespace, '0x0000000000000000', '0x8000000000000000'):\n"
+	"                             asked of the server, and applied here too when it ignores it\n"
 	"      --no-initial           do not write the initial state (the BOOKMARK line still is)\n"
 	"      --once                 write the initial state and the BOOKMARK line, then exit\n"
 	"      --no-strip-managed-fields  keep metadata.managedFields (stripped by default)\n"
@@ -56,12 +60,13 @@ static const char usage[] =
 	"Per resource: RESOURCE@NS watches namespace NS (RESOURCE@* all namespaces;\n"
 	"RESOURCE@~ one watch in each namespace that the namespaces watch writes, until\n"
 	"it is deleted; a 403 there is retried, the rights may come later),\n"
-	":l=SEL and :f=SEL replace the label and field selector for that resource\n"
+	":l=SEL, :f=SEL and :s=SEL replace the label, field and shard selector for that resource\n"
 	"(an empty one clears it). Exit: 0 done (--once, SIGTERM), 100 bad usage, unknown\n"
 	"resource, missing RBAC (403) or a refused selector, 111 setup failed (network).\n";
 
 enum {
 	OPT_FIELD_SELECTOR = OPT_TOOL_LAST,
+	OPT_SHARD_SELECTOR,
 	OPT_NO_INITIAL,
 	OPT_ONCE,
 	OPT_STRIP,
@@ -77,6 +82,7 @@ static const struct option options[] = {
 	{ "all-namespaces", no_argument, NULL, 'A' },
 	{ "selector", required_argument, NULL, 'l' },
 	{ "field-selector", required_argument, NULL, OPT_FIELD_SELECTOR },
+	{ "shard-selector", required_argument, NULL, OPT_SHARD_SELECTOR },
 	{ "no-initial", no_argument, NULL, OPT_NO_INITIAL },
 	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "strip-managed-fields", no_argument, NULL, OPT_STRIP },
@@ -109,6 +115,7 @@ struct res {
 	long refused_code;		/* the streaming list failed and the watch fell back: said after the paged LIST */
 	char refused[KOP_ERRLEN];	/* ... with the server's message */
 	char problem[KOP_ERRLEN + 256];	/* why its initial state cannot be read ("" = none): the stats note */
+	int shard_said;			/* whether the server honours the shard selector was logged */
 	int dyn;			/* one of a RESOURCE@~ watch's, in namespace ns */
 	int dropped;			/* dyn: its namespace went; reaped by run() */
 	unsigned forbidden;		/* dyn: 403s in a row (no rights in ns yet) */
@@ -116,13 +123,13 @@ struct res {
 
 /* A RESOURCE@~ argument: one watch per namespace that the namespaces watch writes. */
 struct tmpl {
-	char *arg, *name, *label, *field;
+	char *arg, *name, *label, *field, *shard;
 };
 
 static struct {
 	const char *ns;
 	int all_ns;
-	const char *label, *field;
+	const char *label, *field, *shard;
 	int no_initial, once, strip;
 	const char *project, *record;
 	long idle_ms;
@@ -460,6 +467,13 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 		} else if (kw_watch_list(&r->w, list, err) < 0) {
 			tool_logj(LOG_WARN, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)), "%s", err);
 			transport_ok = 0;
+		} else if (r->w.shard && !r->shard_said) {
+			r->shard_said = 1;
+			tool_logj(r->w.shard_echoed ? LOG_DEBUG : LOG_INFO,
+				  JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("serverSharding"),
+					    jv_bool(r->w.shard_echoed)),
+				  r->w.shard_echoed ? "the server applies the shard selector"
+				  : "the server ignores the shard selector (no metadata.shardInfo): kwatch applies it");
 		}
 	} else if (code != 200 || !transport_ok) {
 		struct kube_response resp;
@@ -733,11 +747,22 @@ static int run(void)
 
 /* ---- setup ---------------------------------------------------------------------------- */
 
-/* RESOURCE[@NAMESPACE][:l=SELECTOR][:f=SELECTOR]: the parts, as heap strings (NULL = not given). */
+/* RESOURCE[@NAMESPACE][:l=SELECTOR][:f=SELECTOR][:s=SELECTOR]: the parts, as heap strings (NULL = not given). */
 struct spec {
-	char *name, *ns, *label, *field;
+	char *name, *ns, *label, *field, *shard;
 	int ns_given, all_ns, per_ns;
 };
+
+/* A shard selector that does not parse is bad usage, named with where it came from. */
+static void check_shard(const char *sel, const char *where)
+{
+	struct kop_shard_sel s;
+	char err[KOP_ERRLEN];
+
+	if (kop_shard_parse(sel, &s, err) < 0)
+		die_usage("invalid shard selector in '%s': %s", where, err);
+	kop_shard_free(&s);
+}
 
 static void parse_spec(const char *arg, struct spec *s)
 {
@@ -761,23 +786,25 @@ static void parse_spec(const char *arg, struct spec *s)
 	}
 	if (!*s->name)
 		die_usage("no resource name in '%s'", arg);
-	/* Selectors may hold ':' themselves: only ":l=" and ":f=" start a part. */
+	/* Selectors may hold ':' themselves: only ":l=", ":f=" and ":s=" start a part. */
 	while (colon) {
 		const char *p = colon + 1, *next = strchr(p, ':');
 		size_t len;
 
-		while (next && strncmp(next, ":l=", 3) && strncmp(next, ":f=", 3))
+		while (next && strncmp(next, ":l=", 3) && strncmp(next, ":f=", 3) && strncmp(next, ":s=", 3))
 			next = strchr(next + 1, ':');
 		len = next ? (size_t)(next - p) : strlen(p);
-		if (len >= 2 && (p[0] == 'l' || p[0] == 'f') && p[1] == '=') {
-			cur = p[0] == 'l' ? &s->label : &s->field;
+		if (len >= 2 && (p[0] == 'l' || p[0] == 'f' || p[0] == 's') && p[1] == '=') {
+			cur = p[0] == 'l' ? &s->label : p[0] == 'f' ? &s->field : &s->shard;
 			free(*cur);
 			*cur = kop_strndup(p + 2, len - 2);
 		} else {
-			die_usage("unknown part ':%.*s' in '%s' (:l=SELECTOR, :f=SELECTOR)", (int)len, p, arg);
+			die_usage("unknown part ':%.*s' in '%s' (:l=SELECTOR, :f=SELECTOR, :s=SELECTOR)", (int)len, p, arg);
 		}
 		colon = next;
 	}
+	if (s->shard && *s->shard)
+		check_shard(s->shard, arg);
 }
 
 static void free_spec(struct spec *s)
@@ -786,6 +813,7 @@ static void free_spec(struct spec *s)
 	free(s->ns);
 	free(s->label);
 	free(s->field);
+	free(s->shard);
 }
 
 static int has_verb(jv verbs, const char *verb)
@@ -837,6 +865,12 @@ static void setup_resource(struct res *r, const char *arg)
 	kw_watch_init(&r->w, arg, path, r->r.kind, r->r.api_version, s.label ? s.label : opt.label,
 		      s.field ? s.field : opt.field);
 	free(path);
+	{
+		const char *shard = s.shard ? s.shard : opt.shard;
+
+		if (shard && *shard && kw_watch_set_shard(&r->w, shard, err) < 0)
+			die_usage("invalid shard selector in '%s': %s", arg, err);	/* (checked before) */
+	}
 	r->w.watch_timeout_s = 300;	/* timeoutSeconds in [300, 600), as client-go */
 	r->w.quiet = opt.no_initial;
 	kw_watch_set_list(&r->w, opt.watch_list);
@@ -881,6 +915,7 @@ static void setup_template(const char *arg, const struct spec *s)
 	t->name = kop_strdup(s->name);
 	t->label = s->label ? kop_strdup(s->label) : opt.label ? kop_strdup(opt.label) : NULL;
 	t->field = s->field ? kop_strdup(s->field) : opt.field ? kop_strdup(opt.field) : NULL;
+	t->shard = s->shard ? kop_strdup(s->shard) : opt.shard ? kop_strdup(opt.shard) : NULL;
 }
 
 /* The watch of template t in namespace ns, to start at once. */
@@ -903,6 +938,9 @@ static void add_dyn(const struct tmpl *t, const char *ns)
 	path = kube_path(&r->r, r->ns, NULL, NULL);
 	kw_watch_init(&r->w, name.buf, path, r->r.kind, r->r.api_version, t->label, t->field);
 	free(path);
+	if (t->shard && *t->shard && kw_watch_set_shard(&r->w, t->shard, err) < 0)
+		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(t->arg)),
+			  "invalid shard selector in '%s': %s", t->arg, err);	/* (checked at the start) */
 	kop_buf_release(&name);
 	r->w.watch_timeout_s = 300;
 	r->w.quiet = bookmark_written ? 0 : opt.no_initial;	/* (new to downstream once it is live) */
@@ -1017,6 +1055,7 @@ static void cleanup(void)
 		free(tmpl[i].name);
 		free(tmpl[i].label);
 		free(tmpl[i].field);
+		free(tmpl[i].shard);
 	}
 	free(tmpl);
 	free(res);
@@ -1053,6 +1092,11 @@ int main(int argc, char **argv)
 			break;
 		case OPT_FIELD_SELECTOR:
 			opt.field = optarg;
+			break;
+		case OPT_SHARD_SELECTOR:
+			if (*optarg)
+				check_shard(optarg, "--shard-selector");
+			opt.shard = optarg;
 			break;
 		case OPT_NO_INITIAL:
 			opt.no_initial = 1;

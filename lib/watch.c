@@ -237,6 +237,11 @@ static void sync_item(struct kw_watch *w, jv obj)
 	struct ident id;
 	struct kw_entry *e;
 
+	if (w->shard && !kop_shard_match(w->shard, obj)) {
+		jv_free(obj);	/* not ours: the server ignored the selector */
+		w->shard_dropped++;
+		return;
+	}
 	obj = with_type(w, obj);
 	ident_get(&id, obj);
 	e = kw_map_get(&w->map, id.key.buf);
@@ -298,7 +303,10 @@ static void apply_event(struct kw_watch *w, const char *type, jv obj)
 	obj = with_type(w, obj);
 	ident_get(&id, obj);
 	e = kw_map_get(&w->map, id.key.buf);
-	if (!strcmp(type, "DELETED")) {
+	if (w->shard && !kop_shard_match(w->shard, obj)) {
+		jv_free(obj);	/* not ours: the server ignored the selector; its resourceVersion still counts */
+		w->shard_dropped++;
+	} else if (!strcmp(type, "DELETED")) {
 		if (e && (!*id.uid_s || !strcmp(kw_entry_uid(e), id.uid_s))) {
 			map_remove(&w->map, id.key.buf);
 			emit(w, "DELETED", obj);
@@ -414,6 +422,22 @@ int kw_watch_list_parse(const char *s, enum kw_watch_list *mode)
 	return 0;
 }
 
+int kw_watch_set_shard(struct kw_watch *w, const char *selector, char *err)
+{
+	struct kop_shard_sel *sel = kop_malloc(sizeof(*sel));
+
+	if (kop_shard_parse(selector, sel, err) < 0) {
+		free(sel);
+		return -1;
+	}
+	if (w->shard) {
+		kop_shard_free(w->shard);
+		free(w->shard);
+	}
+	w->shard = sel;
+	return 0;
+}
+
 void kw_watch_set_list(struct kw_watch *w, enum kw_watch_list mode)
 {
 	w->watch_list = mode;
@@ -428,6 +452,10 @@ void kw_watch_release(struct kw_watch *w)
 	free(w->api_version);
 	free(w->label_selector);
 	free(w->field_selector);
+	if (w->shard) {
+		kop_shard_free(w->shard);
+		free(w->shard);
+	}
 	free(w->rv);
 	free(w->cont);
 	free(w->sync_rv);
@@ -486,6 +514,8 @@ char *kw_watch_request(struct kw_watch *w)
 		add_param(&b, "labelSelector", w->label_selector);
 	if (w->field_selector)
 		add_param(&b, "fieldSelector", w->field_selector);
+	if (w->shard)
+		add_param(&b, "shardSelector", w->shard->string);
 	return kop_buf_detach(&b, NULL);
 }
 
@@ -547,6 +577,13 @@ int kw_watch_list(struct kw_watch *w, jv list, char *err)
 			jv_free(it);
 	}
 	jv_free(items);
+	if (w->shard) {
+		jv sel = jv_getpath(jv_copy(list), JV_ARRAY(jv_string("metadata"), jv_string("shardInfo"),
+							   jv_string("selector")));
+
+		w->shard_echoed = jv_get_kind(sel) == JV_KIND_STRING && !strcmp(jv_string_value(sel), w->shard->string);
+		jv_free(sel);
+	}
 	rv = meta_str(list, "resourceVersion", &rvh);
 	cont = meta_str(list, "continue", &conth);
 	if (*cont)

@@ -37,6 +37,7 @@
 #include <jv.h>
 #include "kop.h"
 #include "jsonl.h"
+#include "shard.h"
 
 #define KW_PAGE_SIZE 500
 
@@ -92,6 +93,7 @@ struct kw_watch {
 	char *path;		/* collection path, "/api/v1/namespaces/ns/pods" */
 	char *kind, *api_version;
 	char *label_selector, *field_selector;	/* NULL = none */
+	struct kop_shard_sel *shard;	/* the shardSelector (kw_watch_set_shard), or NULL */
 	enum kw_watch_list watch_list;	/* KW_WL_AUTO unless kw_watch_set_list() says otherwise */
 	int streaming;		/* 1: the initial state comes from a streaming list; cleared by a fallback */
 	unsigned watch_timeout_s;	/* timeoutSeconds of a watch (0 = server's default) */
@@ -112,6 +114,8 @@ struct kw_watch {
 	struct kop_jsonl reader;	/* the body of a watch */
 	size_t events;		/* events received by the current request (ERROR events not counted) */
 	size_t bad_lines;	/* malformed lines received (skipped) */
+	size_t shard_dropped;	/* objects outside the shard selector, dropped here (the server ignored it) */
+	int shard_echoed;	/* the last LIST answered with the selector in metadata.shardInfo */
 	jv stream_error;	/* the Status of an ERROR event, or jv_invalid() */
 
 	/* the refusal that kw_watch_done() reports (KW_NEXT_FORBIDDEN, FATAL, BACKOFF) */
@@ -125,6 +129,12 @@ struct kw_watch {
 void kw_watch_init(struct kw_watch *w, const char *name, const char *path, const char *kind,
 		   const char *api_version, const char *label_selector, const char *field_selector);
 void kw_watch_release(struct kw_watch *w);
+/*
+ * Asks the server for the objects selected by a shard selector (lib/shard.h)
+ * and drops here whatever else comes, for servers that ignore the parameter
+ * (before the first request). 0, or -1 with err when it does not parse.
+ */
+int kw_watch_set_shard(struct kw_watch *w, const char *selector, char *err);
 /* Sets the --watch-list mode (before the first request). */
 void kw_watch_set_list(struct kw_watch *w, enum kw_watch_list mode);
 

@@ -6,6 +6,7 @@
 #   scripts/deps.sh          what the build and the demo need (make deps)
 #   scripts/deps.sh --image  that, and what make image needs
 #   scripts/deps.sh --test   that, and what only the tests need (make check)
+#   scripts/deps.sh --bench  that, and gnuplot for the charts (make bench-plot)
 set -eu
 
 # The build: compiler, the libraries' headers. The demo: jq, curl, openssl;
@@ -23,7 +24,8 @@ case "${1:-}" in
 '') ;;
 --image) PKGS="$PKGS $IMAGE_PKGS" ;;
 --test) PKGS="$PKGS $TEST_PKGS" ;;
-*) echo "usage: scripts/deps.sh [--image|--test]" >&2; exit 100 ;;
+--bench) PKGS="$PKGS gnuplot-nox" ;;
+*) echo "usage: scripts/deps.sh [--image|--test|--bench]" >&2; exit 100 ;;
 esac
 
 missing=""

@@ -30,9 +30,11 @@ struct wopts {
 };
 
 /* A list in the making (read.c's list_fn(); deletecollection uses it too). */
+struct kop_shard_sel;
 struct list_ctx {
 	const struct ksim_type *t;
 	struct ksim_selector *ls, *fs;
+	struct kop_shard_sel *shard;	/* shardSelector, or NULL */
 	long limit;
 	jv items;
 	long n;

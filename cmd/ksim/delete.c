@@ -314,10 +314,17 @@ int do_deletecollection(const struct ksim_request *rq, const struct route *r, in
 		jv_free(c.items);
 		return 400;
 	}
+	if (ksim_shard_selector(rq, &c.shard, out) < 0) {
+		jv_free(c.items);
+		ksim_selector_free(c.ls);
+		ksim_selector_free(c.fs);
+		return 500;
+	}
 	if ((code = parse_delopts(rq, &d, out))) {
 		jv_free(c.items);
 		ksim_selector_free(c.ls);
 		ksim_selector_free(c.fs);
+		ksim_shard_selector_free(c.shard);
 		return code;
 	}
 	ksim_store_each(r->t->gr, r->ns, NULL, list_fn, &c);
@@ -340,6 +347,7 @@ int do_deletecollection(const struct ksim_request *rq, const struct route *r, in
 	delopts_release(&d);
 	ksim_selector_free(c.ls);
 	ksim_selector_free(c.fs);
+	ksim_shard_selector_free(c.shard);
 	snprintf(rvbuf, sizeof(rvbuf), "%llu", (unsigned long long)ksim.rv);
 	*out = JV_OBJECT(jv_string("kind"), jv_string(r->t->list_kind), jv_string("apiVersion"),
 			 jv_string(r->t->api_version), jv_string("metadata"),

@@ -133,11 +133,18 @@ struct ksim_state {
 	long bookmark_ms;	/* period of watch bookmarks */
 	long event_ttl_ms;	/* --event-ttl: an Event is deleted this long after its last write */
 	int watch_list;		/* --watch-list: KSIM_WL_* (watch.c) */
+	int sharded_list;	/* --feature-gates ShardedListAndWatch=true (shard.c) */
 	const char *token;	/* --token, or NULL for no authentication */
 	int verbose;
 };
 extern struct ksim_state ksim;
 enum { KSIM_WL_SERVE, KSIM_WL_REFUSE_STORAGE, KSIM_WL_GATE_OFF, KSIM_WL_OLD, KSIM_WL_IGNORE };
+
+/* shardSelector (shard.c): 0 with *out NULL when absent or the gate is off; -1 with *err a 500. */
+struct kop_shard_sel;
+struct ksim_request;
+int ksim_shard_selector(const struct ksim_request *rq, struct kop_shard_sel **out, jv *err);
+void ksim_shard_selector_free(struct kop_shard_sel *sel);
 
 void ksim_lock(void);
 void ksim_unlock(void);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include <microhttpd.h>
@@ -26,7 +27,8 @@
 
 static const char usage[] =
 	"usage: ksim [--port N] [--kubeconfig FILE] [--tls] [--token T] [--history N]\n"
-	"            [--bookmark-interval DUR] [--event-ttl DUR] [--watch-list MODE] [-v]\n"
+	"            [--bookmark-interval DUR] [--event-ttl DUR] [--watch-list MODE]\n"
+	"            [--feature-gates GATES] [-v]\n"
 	"            [--log-level L]\n"
 	"            [--log-format json|text]\n"
 	"\n"
@@ -51,12 +53,16 @@ static const char usage[] =
 	"                         old: 422 Invalid, resourceVersionMatch forbidden for watch, as\n"
 	"                         1.19-1.26; ignore: the parameters ignored (a plain watch: the\n"
 	"                         initial state but no initial-events-end bookmark), as older ones\n"
+	"  --feature-gates G      ShardedListAndWatch=true: lists and watches honour shardSelector\n"
+	"                         and lists echo it in metadata.shardInfo, as kube-apiserver 1.36\n"
+	"                         with that alpha gate on (default false: the parameter ignored)\n"
 	"  -v, --verbose          log every request (method, path, code)\n"
 	"\n"
 	"Admin endpoints (POST, no authentication): /ksim/cut-watches, /ksim/error-watches,\n"
 	"/ksim/compact.\n" KSIM_SIM_USAGE;
 
-enum { OPT_PORT = OPT_TOOL_LAST, OPT_TLS, OPT_TOKEN, OPT_HISTORY, OPT_BOOKMARK, OPT_EVENT_TTL, OPT_WATCH_LIST };
+enum { OPT_PORT = OPT_TOOL_LAST, OPT_TLS, OPT_TOKEN, OPT_HISTORY, OPT_BOOKMARK, OPT_EVENT_TTL, OPT_WATCH_LIST,
+       OPT_FEATURE_GATES };
 
 static const struct option options[] = {
 	TOOL_COMMON_OPTIONS,
@@ -68,9 +74,33 @@ static const struct option options[] = {
 	{ "bookmark-interval", required_argument, NULL, OPT_BOOKMARK },
 	{ "event-ttl", required_argument, NULL, OPT_EVENT_TTL },
 	{ "watch-list", required_argument, NULL, OPT_WATCH_LIST },
+	{ "feature-gates", required_argument, NULL, OPT_FEATURE_GATES },
 	KSIM_SIM_OPTIONS,
 	{ NULL, 0, NULL, 0 }
 };
+
+/* kube-apiserver's --feature-gates: comma-separated NAME=BOOL; ksim knows one. */
+static void feature_gates(const char *arg)
+{
+	char *copy = kop_strdup(arg), *save = NULL;
+
+	for (char *g = strtok_r(copy, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(g, '=');
+
+		if (!v)
+			die_usage("missing bool value for %s in --feature-gates", g);
+		*v++ = 0;
+		if (strcmp(g, "ShardedListAndWatch"))
+			die_usage("unrecognized feature gate: %s (ksim knows ShardedListAndWatch)", g);
+		if (!strcasecmp(v, "true"))
+			ksim.sharded_list = 1;
+		else if (!strcasecmp(v, "false"))
+			ksim.sharded_list = 0;
+		else
+			die_usage("invalid value of %s=%s in --feature-gates, err: invalid syntax", g, v);
+	}
+	free(copy);
+}
 
 static char *bio_string(BIO *b)
 {
@@ -286,6 +316,9 @@ int main(int argc, char **argv)
 				ksim.watch_list = KSIM_WL_IGNORE;
 			else
 				die_usage("invalid --watch-list '%s' (serve, refuse-storage, gate-off, old or ignore)", optarg);
+			break;
+		case OPT_FEATURE_GATES:
+			feature_gates(optarg);
 			break;
 		default:
 			if (!ksim_sim_option(c, optarg) && !tool_common_option(c, optarg, usage))

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <openssl/evp.h>
 #include "api.h"
+#include "shard.h"
 #include "banned.h"
 
 /* base64url without padding (the continue token's encoding). */
@@ -72,7 +73,8 @@ int list_fn(jv obj, const char *key, void *data)
 {
 	struct list_ctx *c = data;
 
-	if (!ksim_selector_match(c->ls, obj, c->t) || !ksim_selector_match(c->fs, obj, c->t))
+	if (!ksim_selector_match(c->ls, obj, c->t) || !ksim_selector_match(c->fs, obj, c->t) ||
+	    (c->shard && !kop_shard_match(c->shard, obj)))
 		return 0;
 	if (c->limit > 0 && c->n >= c->limit) {
 		c->more = 1;
@@ -263,6 +265,11 @@ int do_list(const struct ksim_request *rq, const struct route *r, jv *out, char 
 	}
 	if (selectors(rq, t, &c.ls, &c.fs, out) < 0)
 		return 400;
+	if (ksim_shard_selector(rq, &c.shard, out) < 0) {
+		ksim_selector_free(c.ls);
+		ksim_selector_free(c.fs);
+		return 500;
+	}
 	c.items = jv_array();
 	if (lim && *lim)
 		c.limit = strtol(lim, NULL, 10);
@@ -297,6 +304,7 @@ int do_list(const struct ksim_request *rq, const struct route *r, jv *out, char 
 			free(after);
 			ksim_selector_free(c.ls);
 			ksim_selector_free(c.fs);
+			ksim_shard_selector_free(c.shard);
 			jv_free(c.items);
 			return 410;
 		}
@@ -342,7 +350,7 @@ int do_list(const struct ksim_request *rq, const struct route *r, jv *out, char 
 	if (c.more && c.last_key) {
 		token = continue_token(list_rv, c.last_key);
 		md = jv_object_set(md, jv_string("continue"), jv_string(token));
-		if (!c.ls && !c.fs) {
+		if (!c.ls && !c.fs && !c.shard) {
 			size_t total = ksim_store_count(t->gr, r->ns);
 			long long before = 0;
 			struct list_ctx cnt = { .t = t, .items = jv_array() };
@@ -356,6 +364,9 @@ int do_list(const struct ksim_request *rq, const struct route *r, jv *out, char 
 			free(cnt.last_key);
 		}
 	}
+	if (c.shard)	/* the echo that tells a client the server filtered */
+		md = jv_object_set(md, jv_string("shardInfo"),
+				   JV_OBJECT(jv_string("selector"), jv_string(c.shard->string)));
 	items = jv_array();
 	jv_array_foreach(c.items, i, o) {
 		o = present(t, o);
@@ -399,12 +410,14 @@ int do_list(const struct ksim_request *rq, const struct route *r, jv *out, char 
 	free(c.last_key);
 	ksim_selector_free(c.ls);
 	ksim_selector_free(c.fs);
+	ksim_shard_selector_free(c.shard);
 	return 200;
 bad:
 	free(after);
 	free(c.caches);
 	ksim_selector_free(c.ls);
 	ksim_selector_free(c.fs);
+	ksim_shard_selector_free(c.shard);
 	jv_free(c.items);
 	return fail;
 }

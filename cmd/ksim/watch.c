@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include "ksim.h"
+#include "shard.h"
 #include "banned.h"
 
 /* kube-apiserver's watch cache waits this long for a resourceVersion it has not reached (waitUntilFreshAndBlock). */
@@ -23,6 +24,7 @@ struct ksim_watch {
 	char *group, *version, *resource, *gr;
 	char *ns;
 	struct ksim_selector *ls, *fs;
+	struct kop_shard_sel *shard;	/* shardSelector, or NULL */
 	uint64_t cursor;
 	struct kop_buf out;
 	size_t off;
@@ -145,7 +147,7 @@ static int in_scope(struct ksim_watch *w, jv obj)
 static int matches(struct ksim_watch *w, const struct ksim_type *t, jv obj)
 {
 	return jv_get_kind(obj) == JV_KIND_OBJECT && in_scope(w, obj) && ksim_selector_match(w->ls, obj, t) &&
-	       ksim_selector_match(w->fs, obj, t);
+	       ksim_selector_match(w->fs, obj, t) && (!w->shard || kop_shard_match(w->shard, obj));
 }
 
 static int initial_fn(jv obj, const char *key, void *data)
@@ -221,6 +223,7 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 	int has_sie = q(rq, "sendInitialEvents") != NULL;
 	uint64_t n = 0;
 	int64_t now = kop_mono_ms();
+	struct kop_shard_sel *shard = NULL;
 
 	if (ksim.watch_list == KSIM_WL_IGNORE) {
 		initial = has_sie = 0;	/* unknown parameters: a plain watch */
@@ -282,7 +285,12 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 			goto fail;
 		}
 	}
+	if (ksim_shard_selector(rq, &shard, err) < 0) {
+		*code = 500;
+		goto fail;
+	}
 	w = kop_calloc(1, sizeof(*w));
+	w->shard = shard;
 	w->initial = jv_null();
 	w->group = kop_strdup(t->group);
 	w->version = kop_strdup(t->version);
@@ -348,6 +356,7 @@ void ksim_watch_free(struct ksim_watch *w)
 	free(w->version);
 	free(w->resource);
 	free(w->gr);
+	ksim_shard_selector_free(w->shard);
 	free(w->ns);
 	ksim_selector_free(w->ls);
 	ksim_selector_free(w->fs);

@@ -15,8 +15,8 @@
  * After a streaming list's failure, "= next" is followed by "(streaming list failed: fell back)"
  * or "(streaming list failed: retried)".
  *
- *   test-tool watch-sim [--no-streaming] [--watch-list=MODE] [--quiet] NAME PATH KIND APIVERSION
- *                       [LABELSEL [FIELDSEL]]
+ *   test-tool watch-sim [--no-streaming] [--watch-list=MODE] [--quiet] [--shard=SEL] NAME PATH KIND
+ *                       APIVERSION [LABELSEL [FIELDSEL]]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +121,7 @@ static int cmd_watch_sim(int argc, char **argv)
 	char err[KOP_ERRLEN];
 	enum kw_watch_list mode = KW_WL_AUTO;
 	int quiet = 0, bad = 0;
+	const char *shard = NULL;
 
 	for (; argc > 1 && !strncmp(argv[1], "--", 2); argc--, argv++) {
 		if (!strcmp(argv[1], "--no-streaming"))
@@ -129,16 +130,23 @@ static int cmd_watch_sim(int argc, char **argv)
 			;
 		else if (!strcmp(argv[1], "--quiet"))
 			quiet = 1;
+		else if (!strncmp(argv[1], "--shard=", 8))
+			shard = argv[1] + 8;
 		else
 			argc = 0;	/* an unknown option: the usage below */
 	}
 	if (argc < 5) {
-		fprintf(stderr, "usage: test-tool watch-sim [--no-streaming] [--watch-list=MODE] [--quiet] NAME PATH KIND "
-			"APIVERSION [L [F]]\n");
+		fprintf(stderr, "usage: test-tool watch-sim [--no-streaming] [--watch-list=MODE] [--quiet] [--shard=SEL] "
+			"NAME PATH KIND APIVERSION [L [F]]\n");
 		return 2;
 	}
 	kw_watch_init(&w, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : NULL, argc > 6 ? argv[6] : NULL);
 	kw_watch_set_list(&w, mode);
+	if (shard && kw_watch_set_shard(&w, shard, err) < 0) {
+		fprintf(stderr, "test-tool watch-sim: %s\n", err);
+		kw_watch_release(&w);
+		return 2;
+	}
 	w.quiet = quiet;
 	w.emit = print_event;
 	kop_jsonl_init(&r, 0);
