@@ -57,7 +57,9 @@ static const char usage[] =
 	"                             streaming list's initial state; default 60s)\n"
 	"  -v, --log-level LEVEL, --log-format json|text, -h\n"
 	"\n"
-	"Per resource: RESOURCE@NS watches namespace NS (RESOURCE@* all namespaces),\n"
+	"Per resource: RESOURCE@NS watches namespace NS (RESOURCE@* all namespaces;\n"
+	"RESOURCE@~ one watch in each namespace that the namespaces watch writes, until\n"
+	"it is deleted; a 403 there is retried, the rights may come later),\n"
 	":l=SEL, :f=SEL and :s=SEL replace the label, field and shard selector for that resource\n"
 	"(an empty one clears it). Exit: 0 done (--once, SIGTERM), 100 bad usage, unknown\n"
 	"resource, missing RBAC (403) or a refused selector, 111 setup failed (network).\n";
@@ -114,6 +116,14 @@ struct res {
 	char refused[KOP_ERRLEN];	/* ... with the server's message */
 	char problem[KOP_ERRLEN + 256];	/* why its initial state cannot be read ("" = none): the stats note */
 	int shard_said;			/* whether the server honours the shard selector was logged */
+	int dyn;			/* one of a RESOURCE@~ watch's, in namespace ns */
+	int dropped;			/* dyn: its namespace went; reaped by run() */
+	unsigned forbidden;		/* dyn: 403s in a row (no rights in ns yet) */
+};
+
+/* A RESOURCE@~ argument: one watch per namespace that the namespaces watch writes. */
+struct tmpl {
+	char *arg, *name, *label, *field, *shard;
 };
 
 static struct {
@@ -128,8 +138,12 @@ static struct {
 
 static struct kube_client *client;
 static CURLM *multi;
-static struct res *res;
+static struct res **res;
 static size_t nres;
+static struct tmpl *tmpl;
+static size_t ntmpl;
+static struct res *ns_res;	/* the namespaces watch the RESOURCE@~ ones follow */
+static size_t nforbidden;	/* RESOURCE@~ watches waiting for their rights (forbidden > 0) */
 static struct kop_jq *projection;
 static int record_fd = -1;
 static int sigpipe_fd[2] = { -1, -1 };
@@ -197,10 +211,22 @@ static void out_event(const char *type, jv obj)
 }
 
 /* lib/watch.c's emit callback: strip, project, print. */
+static void ns_seen(jv ns);
+static void rights_may_have_come(jv obj);
+
 static void emit(void *ctx, const char *type, jv obj)
 {
 	struct res *r = ctx;
 	char err[KOP_ERRLEN];
+
+	if (r->dropped) {
+		jv_free(obj);	/* its namespace went: downstream was told already */
+		return;
+	}
+	if (r == ns_res && ntmpl)
+		ns_seen(JV_OBJECT(jv_string("type"), jv_string(type), jv_string("object"), jv_copy(obj)));
+	if (nforbidden && !r->dyn)
+		rights_may_have_come(obj);
 
 	if (opt.strip) {
 		jv meta = jv_object_get(jv_copy(obj), jv_string("metadata"));
@@ -257,14 +283,14 @@ static void out_bookmark(void)
 	size_t i;
 
 	for (i = 0; i < nres; i++) {
-		const char *v = res[i].w.sync_rv ? res[i].w.sync_rv : "";
+		const char *v = res[i]->w.sync_rv ? res[i]->w.sync_rv : "";
 
 		if (kw_rv_cmp(v, rv) > 0)
 			rv = v;
 	}
 	out_event("BOOKMARK",
-		  JV_OBJECT(jv_string("kind"), jv_string(res[0].r.kind), jv_string("apiVersion"),
-			    jv_string(res[0].r.api_version), jv_string("metadata"),
+		  JV_OBJECT(jv_string("kind"), jv_string(res[0]->r.kind), jv_string("apiVersion"),
+			    jv_string(res[0]->r.api_version), jv_string("metadata"),
 			    JV_OBJECT(jv_string("resourceVersion"), jv_string(rv), jv_string("annotations"),
 				      JV_OBJECT(jv_string("k8s.io/initial-events-end"), jv_string("true")))));
 	bookmark_written = 1;
@@ -392,8 +418,8 @@ static void update_note(void)
 	size_t i;
 
 	for (i = 0; i < nres; i++)
-		if (res[i].problem[0] && !res[i].w.synced) {
-			tool_metric_note(res[i].problem);
+		if (res[i]->problem[0] && !res[i]->w.synced) {
+			tool_metric_note(res[i]->problem);
 			return;
 		}
 	tool_metric_note(NULL);
@@ -466,6 +492,10 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 	next = kw_watch_done(&r->w, code, transport_ok, status, now - r->started);
 	if (r->w.events > 0 && !r->w.stream_failed)
 		kop_backoff_reset(&r->bo);	/* it was healthy: the next failure is a first one */
+	if (next != KW_NEXT_FORBIDDEN && r->forbidden) {
+		r->forbidden = 0;
+		nforbidden--;
+	}
 	if (r->refused_code && code == 200 && transport_ok) {
 		/*
 		 * The LIST after a failed streaming list was answered: a server
@@ -543,6 +573,28 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 		return -1;
 	case KW_NEXT_FORBIDDEN: {
 		const char *dot = *r->r.group ? "." : "";
+
+		if (r->dyn) {
+			/*
+			 * A namespace of the operator's own: its rights there come
+			 * from a RoleBinding it makes right after the namespace. Not
+			 * there yet (or deleted by hand: the operator puts it back):
+			 * again after the backoff; never the end of kwatch.
+			 */
+			schedule_backoff(r, -1, now);
+			if (!r->forbidden++)
+				nforbidden++;
+			tool_logj(r->forbidden > 8 ? LOG_WARN : LOG_INFO,
+				  JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("namespace"),
+					    jv_string(r->ns), jv_string("code"), jv_number(403)),
+				  "no right to %s '%s%s%s' in namespace '%s' yet (%u in a row; its RoleBinding may not be "
+				  "there yet); again in %lld ms",
+				  verb, r->r.resource, dot, r->r.group, r->ns, r->forbidden, (long long)(r->next_at - now));
+			snprintf(r->problem, sizeof(r->problem), "no right to %s '%s%s%s' in namespace '%s' yet", verb,
+				 r->r.resource, dot, r->r.group, r->ns);
+			update_note();
+			return -1;
+		}
 		jv fields = JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("verb"), jv_string(verb),
 				      jv_string("code"), jv_number(403));
 
@@ -611,6 +663,8 @@ static void check_stdout(void)
 	}
 }
 
+static void reap(void);
+
 static int run(void)
 {
 	for (;;) {
@@ -622,8 +676,9 @@ static int run(void)
 
 		if (stopping)
 			return KOP_EXIT_OK;
+		reap();
 		for (i = 0; i < nres; i++) {
-			struct res *r = &res[i];
+			struct res *r = res[i];
 
 			if (!r->easy && !r->done && r->next_at >= 0 && now >= r->next_at)
 				start(r);
@@ -655,8 +710,11 @@ static int run(void)
 				return rc;
 		}
 		for (i = 0; i < nres; i++) {
-			all_synced &= res[i].w.synced;
-			all_done &= res[i].done || (res[i].w.synced && !res[i].easy);
+			/* (a namespace of the operator's where it has no rights yet holds nothing up) */
+			int blocked = res[i]->dyn && res[i]->forbidden;
+
+			all_synced &= res[i]->w.synced || blocked;
+			all_done &= res[i]->done || (res[i]->w.synced && !res[i]->easy) || blocked;
 		}
 		if (all_synced && !bookmark_written && !stopping)
 			out_bookmark();
@@ -665,13 +723,13 @@ static int run(void)
 		tool_metrics_flush(0);
 		now = kop_mono_ms();
 		for (i = 0; i < nres; i++) {
-			if (!res[i].easy && !res[i].done && res[i].next_at >= 0 && res[i].next_at < wake)
-				wake = res[i].next_at;
-			if (res[i].easy && res[i].w.req != KW_REQ_LIST && res[i].last_rx + opt.idle_ms < wake)
-				wake = res[i].last_rx + opt.idle_ms;
-			if (res[i].easy && res[i].w.req == KW_REQ_STREAM && res[i].w.need_list &&
-			    res[i].started + stall_ms() < wake)
-				wake = res[i].started + stall_ms();
+			if (!res[i]->easy && !res[i]->done && res[i]->next_at >= 0 && res[i]->next_at < wake)
+				wake = res[i]->next_at;
+			if (res[i]->easy && res[i]->w.req != KW_REQ_LIST && res[i]->last_rx + opt.idle_ms < wake)
+				wake = res[i]->last_rx + opt.idle_ms;
+			if (res[i]->easy && res[i]->w.req == KW_REQ_STREAM && res[i]->w.need_list &&
+			    res[i]->started + stall_ms() < wake)
+				wake = res[i]->started + stall_ms();
 		}
 		extra[0] = (struct curl_waitfd){ .fd = sigpipe_fd[0], .events = CURL_WAIT_POLLIN };
 		extra[1] = (struct curl_waitfd){ .fd = 1, .events = 0 };
@@ -692,7 +750,7 @@ static int run(void)
 /* RESOURCE[@NAMESPACE][:l=SELECTOR][:f=SELECTOR][:s=SELECTOR]: the parts, as heap strings (NULL = not given). */
 struct spec {
 	char *name, *ns, *label, *field, *shard;
-	int ns_given, all_ns;
+	int ns_given, all_ns, per_ns;
 };
 
 /* A shard selector that does not parse is bad usage, named with where it came from. */
@@ -720,8 +778,11 @@ static void parse_spec(const char *arg, struct spec *s)
 		s->ns = kop_strndup(at + 1, head - (size_t)(at + 1 - arg));
 		if (!strcmp(s->ns, "*"))
 			s->all_ns = 1;
+		else if (!strcmp(s->ns, "~"))
+			s->per_ns = 1;
 		else if (!kop_dns1123(s->ns, 1))
-			die_usage("'%s' in '%s' is not a namespace name (RESOURCE@NS, or RESOURCE@* for all)", s->ns, arg);
+			die_usage("'%s' in '%s' is not a namespace name (RESOURCE@NS, RESOURCE@* for all, RESOURCE@~ for each "
+				  "namespace watched)", s->ns, arg);
 	}
 	if (!*s->name)
 		die_usage("no resource name in '%s'", arg);
@@ -822,18 +883,181 @@ static void setup_resource(struct res *r, const char *arg)
 	free_spec(&s);
 }
 
+static void release_res(struct res *r)
+{
+	if (r->easy)
+		drop_transfer(r);
+	kw_watch_release(&r->w);
+	kube_resource_release(&r->r);
+	kop_buf_release(&r->body);
+	free(r->ns);
+	free(r);
+}
+
+/* RESOURCE@~: checked now (known, namespaced, listable), watched per namespace later. */
+static void setup_template(const char *arg, const struct spec *s)
+{
+	struct kube_resource r;
+	char err[KOP_ERRLEN];
+	struct tmpl *t;
+
+	if (kube_resolve(client, s->name, &r, err) < 0)
+		die(strncmp(err, "unable to get", 13) || strstr(err, "Forbidden") ? KOP_EXIT_PERM : KOP_EXIT_TEMP, "%s",
+		    err);
+	if (!r.namespaced)
+		die_usage("'%s': %s are not namespaced, and RESOURCE@~ watches in each namespace", arg, r.resource);
+	if (!has_verb(r.verbs, "list") || !has_verb(r.verbs, "watch"))
+		die(KOP_EXIT_PERM, "resource '%s' cannot be listed and watched", s->name);
+	kube_resource_release(&r);
+	tmpl = kop_realloc(tmpl, (ntmpl + 1) * sizeof(*tmpl));
+	t = &tmpl[ntmpl++];
+	t->arg = kop_strdup(arg);
+	t->name = kop_strdup(s->name);
+	t->label = s->label ? kop_strdup(s->label) : opt.label ? kop_strdup(opt.label) : NULL;
+	t->field = s->field ? kop_strdup(s->field) : opt.field ? kop_strdup(opt.field) : NULL;
+	t->shard = s->shard ? kop_strdup(s->shard) : opt.shard ? kop_strdup(opt.shard) : NULL;
+}
+
+/* The watch of template t in namespace ns, to start at once. */
+static void add_dyn(const struct tmpl *t, const char *ns)
+{
+	struct res *r = kop_calloc(1, sizeof(*r));
+	char err[KOP_ERRLEN], *path;
+	struct kop_buf name = KOP_BUF_INIT;
+
+	if (kube_resolve(client, t->name, &r->r, err) < 0) {
+		/* (resolved once at the start: discovery is cached, so this is rare) */
+		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(t->arg)),
+			  "unable to watch '%s' in namespace '%s': %s", t->name, ns, err);
+		free(r);
+		return;
+	}
+	r->dyn = 1;
+	r->ns = kop_strdup(ns);
+	kop_buf_addf(&name, "%s@%s", t->name, ns);
+	path = kube_path(&r->r, r->ns, NULL, NULL);
+	kw_watch_init(&r->w, name.buf, path, r->r.kind, r->r.api_version, t->label, t->field);
+	free(path);
+	if (t->shard && *t->shard && kw_watch_set_shard(&r->w, t->shard, err) < 0)
+		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(t->arg)),
+			  "invalid shard selector in '%s': %s", t->arg, err);	/* (checked at the start) */
+	kop_buf_release(&name);
+	r->w.watch_timeout_s = 300;
+	r->w.quiet = bookmark_written ? 0 : opt.no_initial;	/* (new to downstream once it is live) */
+	kw_watch_set_list(&r->w, opt.watch_list);
+	r->w.emit = emit;
+	r->w.ctx = r;
+	r->next_at = 0;
+	/* its RoleBinding follows the namespace by a moment: the first retries come soon */
+	kop_backoff_init(&r->bo, 200, 30000, 1.0);
+	res = kop_realloc(res, (nres + 1) * sizeof(*res));
+	res[nres++] = r;
+	tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)), "watching '%s' in %s",
+		  r->r.resource, ns);
+}
+
+/*
+ * An event of the namespaces watch (consumed): a namespace seen alive gets
+ * the RESOURCE@~ watches it lacks; one deleted or being deleted loses them,
+ * and what they had written is said DELETED (stubs) before the namespace
+ * itself. Its objects go with it, and so do the rights to watch them.
+ */
+static void ns_seen(jv ev)
+{
+	jv obj = jv_object_get(jv_copy(ev), jv_string("object"));
+	jv type = jv_object_get(ev, jv_string("type"));
+	jv meta = jv_object_get(obj, jv_string("metadata"));
+	const char *name = kop_json_cstr(meta, "name");
+	jv del = jv_get_kind(meta) == JV_KIND_OBJECT ? jv_object_get(jv_copy(meta), jv_string("deletionTimestamp"))
+						     : jv_invalid();
+	int going = !strcmp(jv_string_value(type), "DELETED") ||
+		    (jv_is_valid(del) && jv_get_kind(del) != JV_KIND_NULL);
+	size_t i, j;
+
+	if (name) {
+		for (j = 0; j < ntmpl; j++) {
+			struct kop_buf want = KOP_BUF_INIT;
+			int have = 0;
+
+			kop_buf_addf(&want, "%s@%s", tmpl[j].name, name);
+			for (i = 0; i < nres; i++) {
+				struct res *r = res[i];
+
+				if (!r->dyn || r->dropped || strcmp(r->w.name, want.buf))
+					continue;
+				have = 1;
+				if (going) {
+					kw_watch_forget(&r->w);
+					r->dropped = 1;
+				}
+			}
+			if (!have && !going)
+				add_dyn(&tmpl[j], name);
+			kop_buf_release(&want);
+		}
+	}
+	jv_free(del);
+	jv_free(meta);
+	jv_free(type);
+}
+
+/*
+ * Another watch wrote an object (borrowed): in its namespace, a
+ * RESOURCE@~ watch waiting for its rights tries again at once, since what
+ * came may be the RoleBinding that grants them (the operator makes it right
+ * after the namespace), rather than after a backoff grown meanwhile.
+ */
+static void rights_may_have_come(jv obj)
+{
+	jv meta = jv_object_get(jv_copy(obj), jv_string("metadata"));
+	const char *ns = kop_json_cstr(meta, "namespace");
+	size_t i;
+
+	for (i = 0; ns && i < nres; i++) {
+		struct res *r = res[i];
+
+		if (r->dyn && r->forbidden && !r->easy && !r->dropped && !strcmp(r->ns, ns))
+			r->next_at = kop_mono_ms();
+	}
+	jv_free(meta);
+}
+
+/* Frees the watches whose namespace went (outside curl's callbacks). */
+static void reap(void)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < nres; i++) {
+		if (res[i]->dropped) {
+			if (res[i]->forbidden)
+				nforbidden--;
+			tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("resource"), jv_string(res[i]->w.name)),
+				  "namespace '%s' went: no longer watching '%s' there", res[i]->ns, res[i]->r.resource);
+			release_res(res[i]);
+		} else {
+			res[n++] = res[i];
+		}
+	}
+	nres = n;
+}
+
 static void cleanup(void)
 {
 	size_t i;
 
 	for (i = 0; i < nres; i++) {
-		if (res[i].easy)
-			drop_transfer(&res[i]);
-		kw_watch_release(&res[i].w);
-		kube_resource_release(&res[i].r);
-		kop_buf_release(&res[i].body);
-		free(res[i].ns);
+		if (res[i]->easy)
+			drop_transfer(res[i]);
+		release_res(res[i]);
 	}
+	for (i = 0; i < ntmpl; i++) {
+		free(tmpl[i].arg);
+		free(tmpl[i].name);
+		free(tmpl[i].label);
+		free(tmpl[i].field);
+		free(tmpl[i].shard);
+	}
+	free(tmpl);
 	free(res);
 	curl_multi_cleanup(multi);
 	kube_client_free(client);
@@ -930,10 +1154,27 @@ int main(int argc, char **argv)
 	if (!(client = kube_client_new(&cfg, tool_kube.request_timeout_ms, err)))
 		die(KOP_EXIT_PERM, "%s", err);
 	kube_client_set_user_agent(client, "iot-operator/kwatch");
-	nres = (size_t)(argc - optind);
-	res = kop_calloc(nres, sizeof(*res));
-	for (i = 0; i < nres; i++)
-		setup_resource(&res[i], argv[optind + (int)i]);
+	res = kop_calloc((size_t)(argc - optind), sizeof(*res));
+	for (i = (size_t)optind; i < (size_t)argc; i++) {
+		struct spec s;
+
+		parse_spec(argv[i], &s);
+		if (s.per_ns) {
+			setup_template(argv[i], &s);
+		} else {
+			res[nres] = kop_calloc(1, sizeof(**res));
+			setup_resource(res[nres], argv[i]);
+			if (!ns_res && !strcmp(res[nres]->r.resource, "namespaces") && !*res[nres]->r.group)
+				ns_res = res[nres];
+			nres++;
+		}
+		free_spec(&s);
+	}
+	if (!nres)
+		die_usage("RESOURCE@~ needs a namespaces watch among the resources (one watch per namespace it writes)");
+	if (ntmpl && !ns_res)
+		die_usage("'%s' needs a namespaces watch among the resources (one watch per namespace it writes)",
+			  tmpl[0].arg);
 	if (!(multi = curl_multi_init()))
 		die(KOP_EXIT_TEMP, "unable to initialise libcurl");
 	setup_signals();

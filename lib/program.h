@@ -28,7 +28,7 @@ struct kop_kind {
 	char *kind;		/* "Deployment" */
 	char *group;		/* "apps", "" for core */
 	char *key;		/* "Deployment.apps/v1": how the program sees the kind */
-	char *namespace;	/* watch (and accept) only there; NULL = all */
+	char *namespace;	/* watch (and accept) only there; NULL = all; "~" = each Namespace child */
 	char *name;		/* related: the one object; NULL = any */
 	char *label_selector;	/* the watch's selector; NULL = from the mapping's match labels */
 	char *project_text;	/* jq applied to each object before it is kept (NULL: none) */

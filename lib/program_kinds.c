@@ -181,6 +181,9 @@ int program_load_kind(jv o, const char *where, enum kop_role role, const struct 
 		free(k->namespace);
 		k->namespace = NULL;
 	}
+	if (k->namespace && !strcmp(k->namespace, "~") && role != KOP_ROLE_CHILD && role != KOP_ROLE_OBSERVED)
+		return kop_error(err, "'%s.namespace': \"~\" (one watch per namespace of the Namespace children) is for "
+				      "children and observed kinds", where);
 	k->group = kop_api_group(k->api_version);
 	k->key = kop_strdup("");
 	{

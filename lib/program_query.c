@@ -37,7 +37,8 @@ const struct kop_kind *kop_program_find_kind(const struct kop_program *p, const 
 
 			if ((k->role == KOP_ROLE_RELATED) != (pass == 0) || !kind_matches(k, group, kind))
 				continue;
-			if (k->namespace && strcmp(k->namespace, ns))
+			/* ("~": one watch per namespace of the Namespace kind; any namespace) */
+			if (k->namespace && strcmp(k->namespace, "~") && strcmp(k->namespace, ns))
 				continue;
 			if (k->name && strcmp(k->name, name))
 				continue;

@@ -722,3 +722,22 @@ void kw_watch_abort(struct kw_watch *w)
 	jv_free(w->stream_error);
 	w->stream_error = jv_invalid();
 }
+
+void kw_watch_forget(struct kw_watch *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->map.nslots; i++) {
+		struct kw_entry *e = w->map.slots[i];
+
+		while (e) {
+			struct kw_entry *next = e->next;
+
+			emit_gone(w, e, NULL);
+			free(e);
+			e = next;
+		}
+		w->map.slots[i] = NULL;
+	}
+	w->map.count = 0;
+}

@@ -171,6 +171,13 @@ enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv s
  */
 void kw_watch_abort(struct kw_watch *w);
 
+/*
+ * Downstream is told that every object it knows of is gone (DELETED stubs,
+ * as after a relist) and the map is emptied: the collection is no longer
+ * watched (kwatch: the namespace of a per-namespace watch went).
+ */
+void kw_watch_forget(struct kw_watch *w);
+
 /* Compares resourceVersions as kube-apiserver's decimal ones: by length, then bytes. */
 int kw_rv_cmp(const char *a, const char *b);
 

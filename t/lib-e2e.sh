@@ -5,7 +5,8 @@
 #
 #   e2e_ksim_start [ksim args]   ksim_start with TLS, RBAC, the admin token and the ServiceAccount
 #                                token, short pod and LoadBalancer delays; writes op.kubeconfig
-#   e2e_install                  kubectl apply -k deploy/ (as the admin), the CRD Established
+#   e2e_install                  kubectl apply -k deploy/ (as the admin), the CRD Established; and
+#                                deploy/policy/ where ksim serves ValidatingAdmissionPolicies
 #   e2e_operator_start NAME [iot-operator args]
 #                                iot-operator in the background under op.kubeconfig: NAME.pid,
 #                                NAME.err (its log and its stages'), NAME.code once it ended
@@ -61,9 +62,14 @@ e2e_ksim_start () {
 	jq '.users[0].user = {token: "operator-token"}' "$KUBECONFIG" >"$TRASH/op.kubeconfig" || exit 1
 }
 
+# deploy/policy/ too where the server serves ValidatingAdmissionPolicies (Kubernetes 1.30 and later)
 e2e_install () {
 	k apply -k "$PROJECT_ROOT/deploy" >"$TRASH/install.out" &&
-	k wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s >/dev/null
+	k wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s >/dev/null &&
+	if ksim_curl -o "$TRASH/arv1.json" /apis/admissionregistration.k8s.io/v1 &&
+	   jq -e 'any(.resources[]?; .name == "validatingadmissionpolicies")' "$TRASH/arv1.json" >/dev/null; then
+		k apply -k "$PROJECT_ROOT/deploy/policy" >>"$TRASH/install.out"
+	fi
 }
 
 # Call at the top level or inside a test body: the wrapper records the exit
@@ -284,6 +290,37 @@ e2e_lifecycle () {
 		} &&
 		test_wait_for 30 recreated &&
 		test_wait_for 30 port_back &&
+		test_wait_for 30 status_is Available &&
+		test_wait_for 10 steady_state
+	'
+
+	# Secrets are watched per instance namespace (README, the operator's rights): a change by hand
+	# is seen as any child's.
+	test_expect_success "$e2e_op: Secrets: a hand-edited one is put back, a deleted one made again, the pull-secret copy follows its template, the RoleBinding too" '
+		ksim_curl -o cfg.json "/api/v1/namespaces/$I/secrets/iotservice-$X" &&
+		jq -e ".data[\"config.yml\"] | length > 100" cfg.json >/dev/null &&
+		k patch secret -n $I iotservice-$X --type merge -p "{\"data\":{\"config.yml\":\"aGFuZA==\"}}" >patch.out &&
+		k delete secret -n $I image-pull-secret --wait=false >del.out &&
+		k delete rolebinding -n $I iot-operator-instance --wait=false >del.out &&
+		cfg_back () {
+			ksim_curl -o cfg2.json "/api/v1/namespaces/$I/secrets/iotservice-$X" &&
+			jq -e --slurpfile a cfg.json ".data == \$a[0].data" cfg2.json >/dev/null
+		} &&
+		pull_is () {
+			ksim_curl -o pull.json "/api/v1/namespaces/$I/secrets/image-pull-secret" &&
+			jq -e --arg v "$1" ".data[\".dockerconfigjson\"] == \$v" pull.json >/dev/null
+		} &&
+		rb_back () {
+			ksim_curl -o rb.json "/apis/rbac.authorization.k8s.io/v1/namespaces/$I/rolebindings/iot-operator-instance" &&
+			jq -e ".roleRef.name == \"iot-operator-instance\"" rb.json >/dev/null
+		} &&
+		ksim_curl -o tmpl.json "/api/v1/namespaces/$O/secrets/image-pull-secret" &&
+		test_wait_for 30 cfg_back &&
+		test_wait_for 30 pull_is "$(jq -r ".data[\".dockerconfigjson\"]" tmpl.json)" &&
+		test_wait_for 30 rb_back &&
+		new=$(printf "{\"auths\":{\"registry.example.com\":{\"auth\":\"bmV3Om5ldw==\"}}}" | base64 -w0) &&
+		k patch secret -n $O image-pull-secret --type merge -p "{\"data\":{\".dockerconfigjson\":\"$new\"}}" >patch.out &&
+		test_wait_for 30 pull_is "$new" &&
 		test_wait_for 30 status_is Available &&
 		test_wait_for 10 steady_state
 	'

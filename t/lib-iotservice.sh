@@ -4,7 +4,7 @@
 
 IOT_PROGRAM="$PROJECT_ROOT/pipeline/iotservice"
 IOT_VECTORS="$TEST_DATA/vectors"
-IOT_KINDS='["Namespace.v1","Secret.v1","Service.v1","Deployment.apps/v1","StatefulSet.apps/v1","NetworkPolicy.networking.k8s.io/v1","Pod.v1"]'
+IOT_KINDS='["Namespace.v1","RoleBinding.rbac.authorization.k8s.io/v1","Secret.v1","Service.v1","Deployment.apps/v1","StatefulSet.apps/v1","NetworkPolicy.networking.k8s.io/v1","Pod.v1"]'
 
 # iot_sync INPUT OUTPUT: one reconcile; OUTPUT holds the program's answer
 # with every {"$fn"} directive resolved.

@@ -28,6 +28,7 @@ test_expect_success 'the example: every object of the inventory, in the instance
 	jq -r ".children[] | \"\(.kind) \(.metadata.namespace // \"-\") \(.metadata.name)\"" base.json >actual &&
 	cat >expect <<-EOT &&
 	Namespace - $I
+	RoleBinding $I iot-operator-instance
 	Secret $I image-pull-secret
 	Secret $I iotservice-$X
 	NetworkPolicy $I deny-not-instance-$X
@@ -240,7 +241,7 @@ test_expect_success 'an instance name too long for its StatefulSets gives nothin
 	test_cmp expect actual &&
 	desired ".metadata.name = \"n23456789-123456789-123456789-123456789\"" long3 &&
 	jq -c "[(.children | length), .status.phase]" long3.json >actual &&
-	echo "[20,\"Processing\"]" >expect &&
+	echo "[21,\"Processing\"]" >expect &&
 	test_cmp expect actual
 '
 

@@ -131,7 +131,7 @@ do
 		jq -c '[.events[] | [.type, .reason]]' bad.json >actual &&
 		echo '[[\"Warning\",\"Failed\"]]' >expect && test_cmp expect actual &&
 		kept_as_given bad &&
-		jq -e '(.children | length) == 20' bad.json
+		jq -e '(.children | length) == 21' bad.json
 	"
 done <<\EOT
 .spec.mms.resources.limits.memory = "lots"|invalid spec.mms.resources.limits.memory "lots": is not a valid quantity
@@ -257,7 +257,7 @@ test_expect_success 'deletion: all but the namespace kept as they are, not final
 	jq -c ".metadata.deletionTimestamp = \"2026-11-22T10:00:00Z\"" parent.available.json >p-del.json &&
 	run p-del.json ready.view "{\"finalizing\": true}" del1 &&
 	jq -c "[(.children | length), (.children | map(select(.kind == \"Namespace\")) | length), .status, .finalized, [.events[].reason]]" del1.json >actual &&
-	echo "[19,0,null,false,[\"Deleting\"]]" >expect && test_cmp expect actual &&
+	echo "[20,0,null,false,[\"Deleting\"]]" >expect && test_cmp expect actual &&
 	jq -c "[.children[] | select(.kind == \"Namespace\")]" del1.json >actual && echo "[]" >expect &&
 	test_cmp expect actual &&
 	jq -c ".children[\"Namespace.v1\"] = {}" del1.in.json >del1.nons.in.json &&
@@ -268,7 +268,7 @@ test_expect_success 'deletion: finalized once the namespace is terminating or go
 	jq -c "map(if .kind == \"Namespace\" then .metadata.deletionTimestamp = \"2026-11-22T10:00:01Z\" | .status.phase = \"Terminating\" else . end)" ready.view >term.view &&
 	run p-del.json term.view "{\"finalizing\": true}" del2 &&
 	jq -c "[(.children | length), .finalized, .events]" del2.json >actual &&
-	echo "[19,true,[]]" >expect && test_cmp expect actual &&
+	echo "[20,true,[]]" >expect && test_cmp expect actual &&
 	run p-del.json /dev/null "{\"finalizing\": true}" del3 &&
 	jq -c "[.children, .finalized]" del3.json >actual &&
 	echo "[[],true]" >expect && test_cmp expect actual

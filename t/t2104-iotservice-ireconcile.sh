@@ -31,16 +31,18 @@ test_expect_success '01-create: the finalizer first, nothing else before it is s
 	test_cmp expect actual
 '
 
-test_expect_success '01-finalized: the finalizer stored, every child once, then Processing' '
+test_expect_success '01-finalized: the finalizer stored, every child once (the namespace, then its RoleBinding, first), then Processing' '
 	ops 01-finalized >actual &&
-	test $(grep -c "^apply " actual) = 20 &&
-	sed -n "21,22p" actual >tail &&
+	test $(grep -c "^apply " actual) = 21 &&
+	sed -n "22,23p" actual >tail &&
 	cat >expect <<-\EOT &&
 	status IoTService example-iotservice
 	event IoTService Processing
 	EOT
 	test_cmp expect tail &&
-	sed -n 1p actual >first && echo "apply Namespace devawsk8s-example-iotservice" >expect && test_cmp expect first
+	sed -n 1,2p actual >first &&
+	printf "apply Namespace devawsk8s-example-iotservice\napply RoleBinding iot-operator-instance\n" >expect &&
+	test_cmp expect first
 '
 
 test_expect_success '03-ready: children ready moves Processing to Available, nothing applied' '

@@ -102,7 +102,8 @@ test_expect_success 'config.yml in the Secret; its MD5 on every pod template but
 snapshot () {
 	kwatch --once "iotservices.cp.iot.sap@devawsk8s" \
 		"namespaces:l=app.kubernetes.io/managed-by=iot-operator" \
-		"secrets@*:l=app.kubernetes.io/managed-by=iot-operator" \
+		"rolebindings.rbac.authorization.k8s.io@*:l=app.kubernetes.io/managed-by=iot-operator" \
+		"secrets@~:l=app.kubernetes.io/managed-by=iot-operator" \
 		"services@*:l=app.kubernetes.io/managed-by=iot-operator" \
 		"deployments.apps@*:l=app.kubernetes.io/managed-by=iot-operator" \
 		"statefulsets.apps@*:l=app.kubernetes.io/managed-by=iot-operator" \

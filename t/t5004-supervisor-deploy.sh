@@ -17,6 +17,7 @@ test_expect_success 'kustomization: the operator and its RBAC, not the example' 
 	grep "^kind:" all.yaml | sort >kinds &&
 	cat >expect <<-\EOT &&
 	kind: ClusterRole
+	kind: ClusterRole
 	kind: ClusterRoleBinding
 	kind: CustomResourceDefinition
 	kind: Deployment
@@ -70,7 +71,7 @@ for KUBECTL in $versions; do
 		grep "customresourcedefinition.apiextensions.k8s.io/iotservices.cp.iot.sap created (server dry run)" out &&
 		grep "deployment.apps/iot-operator created (server dry run)" out &&
 		grep "secret/image-pull-secret created (server dry run)" out &&
-		test "$(grep -c "(server dry run)" out)" = 9 &&
+		test "$(grep -c "(server dry run)" out)" = 10 &&
 		test_must_fail k get crd iotservices.cp.iot.sap &&
 		test_must_fail k get -n devawsk8s deploy iot-operator
 	'
@@ -82,11 +83,12 @@ for KUBECTL in $versions; do
 		k wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s &&
 		k get -n devawsk8s secret image-pull-secret -o json >secret.json &&
 		jq -e ".type == \"kubernetes.io/dockerconfigjson\"" secret.json &&
-		k get -n devawsk8s deploy/iot-operator serviceaccount/iot-operator role/iot-operator-leader-election &&
+		k get -n devawsk8s deploy/iot-operator serviceaccount/iot-operator role/iot-operator rolebinding/iot-operator &&
+		k get clusterrole/iot-operator-instance &&
 		k apply -k "$DEPLOY" >out2 2>err &&
 		! grep -v unchanged out2 &&
 		k apply -k "$DEPLOY" --dry-run=server >out3 2>err &&
-		test "$(grep -c "(server dry run)" out3)" = 9
+		test "$(grep -c "(server dry run)" out3)" = 10
 	'
 
 	test_expect_success "$V: the CRD accepts the example (v1) and fills the defaults" '

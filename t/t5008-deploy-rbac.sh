@@ -23,6 +23,28 @@ test_expect_success 'setup: kubectl apply -k deploy/ as the admin' '
 	jq ".users[0].user = {token: \"operator-token\"}" "$KUBECONFIG" >op.kubeconfig
 '
 
+# What the operator makes first for an instance: its namespace, then the RoleBinding that grants it
+# its rights there (pipeline/iotservice/rbac.jq), as the ServiceAccount itself.
+test_expect_success 'setup: the ServiceAccount makes the instance namespace and binds iot-operator-instance there' '
+	cat >instance.yaml <<-EOF &&
+	apiVersion: v1
+	kind: Namespace
+	metadata:
+	  name: devawsk8s-example-iotservice
+	  labels: {app.kubernetes.io/managed-by: iot-operator, cp.iot.sap/operator: devawsk8s}
+	---
+	apiVersion: rbac.authorization.k8s.io/v1
+	kind: RoleBinding
+	metadata:
+	  name: iot-operator-instance
+	  namespace: devawsk8s-example-iotservice
+	roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: iot-operator-instance}
+	subjects:
+	- {kind: ServiceAccount, name: iot-operator, namespace: devawsk8s}
+	EOF
+	k --kubeconfig op.kubeconfig apply --server-side --field-manager iot-operator -f instance.yaml >out
+'
+
 test_expect_success 'auth can-i --as the ServiceAccount, and with its own token: yes to what the stages do, no to more' '
 	grep -v -e "^#" -e "^\$" "$F/can-i.txt" >checks &&
 	test "$(wc -l <checks)" -gt 50 &&

@@ -136,7 +136,8 @@ pod_start () {
 	jq -r --arg ns "$O" '.spec.template.spec.containers[0].env[] |
 		.name + "=" + (if has("value") or (has("valueFrom") | not) then .value // ""
 			else .valueFrom.fieldRef.fieldPath | if . == "metadata.namespace" then $ns
-			elif . == "metadata.name" then "iot-operator-pod" else error("unknown fieldRef \(.)") end end)' \
+			elif . == "metadata.name" then "iot-operator-pod" elif . == "spec.serviceAccountName" then "iot-operator"
+			else error("unknown fieldRef \(.)") end end)' \
 		deploy.json >>env &&
 	echo "KUBERNETES_SERVICE_HOST=127.0.0.1" >>env &&
 	echo "KUBERNETES_SERVICE_PORT=$KSIM_PORT" >>env &&

@@ -57,6 +57,7 @@ test_expect_success 'helm template with the defaults: the objects of kubectl kus
 	jq -r ".[].kind" helm.json >actual &&
 	cat >expect <<-\EOF &&
 	ClusterRole
+	ClusterRole
 	ClusterRoleBinding
 	CustomResourceDefinition
 	Deployment
@@ -67,6 +68,27 @@ test_expect_success 'helm template with the defaults: the objects of kubectl kus
 	ServiceAccount
 	EOF
 	test_cmp expect actual
+'
+
+# The admission policy: only for a server with admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy
+# (Kubernetes 1.30 and later), then the objects of kubectl kustomize deploy/policy/.
+test_expect_success 'helm template: the admission policy of deploy/policy/ where the server has it, none where not' '
+	helm template iot-operator "$CHART" >none.yaml &&
+	! grep -q ValidatingAdmissionPolicy none.yaml &&
+	helm template iot-operator "$CHART" --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy \
+		--show-only templates/admission-policy.yaml >vap.yaml &&
+	timeout 60 "$TOOLS/kubectl" kustomize "$PROJECT_ROOT/deploy/policy" >kvap.yaml &&
+	objects vap.yaml >vap.json &&
+	objects kvap.yaml >kvap.json &&
+	test_cmp kvap.json vap.json &&
+	jq -r ".[].kind" vap.json >actual &&
+	printf "ValidatingAdmissionPolicy\nValidatingAdmissionPolicyBinding\n" >expect &&
+	test_cmp expect actual &&
+	helm template x "$CHART" --set operatorNamespace=iot-system \
+		--api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy \
+		--show-only templates/admission-policy.yaml >vap2.yaml &&
+	grep -F "request.userInfo.username == '"'"'system:serviceaccount:iot-system:iot-operator'"'"'" vap2.yaml &&
+	! grep devawsk8s vap2.yaml
 '
 
 # Maps given merge into the defaults (Helm's rule); a key set to null is dropped.
@@ -91,7 +113,7 @@ test_expect_success 'helm template: every value reaches its object' '
 	helm template x "$CHART" -f values.yaml --set-file pullSecret.dockerConfigJson=auths.json >set.yaml &&
 	objects set.yaml >set.json &&
 	jq -c "[.[] | [.kind, .metadata.namespace, .metadata.name]]" set.json >actual &&
-	echo "[[\"ClusterRole\",null,\"iot-operator\"],[\"ClusterRoleBinding\",null,\"iot-operator\"],[\"Deployment\",\"iot-system\",\"iot-operator\"],[\"Namespace\",null,\"iot-system\"],[\"Role\",\"iot-system\",\"iot-operator-leader-election\"],[\"RoleBinding\",\"iot-system\",\"iot-operator-leader-election\"],[\"Secret\",\"iot-system\",\"image-pull-secret\"],[\"ServiceAccount\",\"iot-system\",\"iot-operator\"]]" >expect &&
+	echo "[[\"ClusterRole\",null,\"iot-operator\"],[\"ClusterRole\",null,\"iot-operator-instance\"],[\"ClusterRoleBinding\",null,\"iot-operator\"],[\"Deployment\",\"iot-system\",\"iot-operator\"],[\"Namespace\",null,\"iot-system\"],[\"Role\",\"iot-system\",\"iot-operator\"],[\"RoleBinding\",\"iot-system\",\"iot-operator\"],[\"Secret\",\"iot-system\",\"image-pull-secret\"],[\"ServiceAccount\",\"iot-system\",\"iot-operator\"]]" >expect &&
 	test_cmp expect actual &&
 	jq -r ".[] | select(.kind == \"Secret\") | .data[\".dockerconfigjson\"]" set.json | base64 -d >actual &&
 	test_cmp auths.json actual &&
@@ -185,7 +207,7 @@ test_expect_success 'helm template: every value reaches its object' '
 	test_cmp expect actual &&
 	helm template x "$CHART" --set createNamespace=false --set pullSecret.create=false >none.yaml &&
 	objects none.yaml >none.json &&
-	jq -e "map(.kind) | index(\"Namespace\") == null and index(\"Secret\") == null and length == 6" none.json
+	jq -e "map(.kind) | index(\"Namespace\") == null and index(\"Secret\") == null and length == 7" none.json
 '
 
 test_expect_success 'values.schema.json: a misspelt or bad value is refused, naming it' '

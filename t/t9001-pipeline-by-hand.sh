@@ -24,7 +24,8 @@ test_expect_success 'the watches, as kwatch arguments' '
 	jq -r ".resource + \"@\" + (if .namespace == \"\" then \"*\" else .namespace end) + \":l=\" + .labelSelector + \":f=\" + .fieldSelector" \
 		watches.jsonl >watches.args &&
 	test_line_count_ () { test "$(wc -l <"$2")" = "$1"; } &&
-	test_line_count_ 9 watches.args &&
+	test_line_count_ 10 watches.args &&
+	grep "^secrets@~:l=app.kubernetes.io/managed-by=iot-operator,cp.iot.sap/operator=devawsk8s:f=$" watches.args &&
 	grep "^iotservices.cp.iot.sap@devawsk8s:l=:f=$" watches.args &&
 	grep "^secrets@devawsk8s:l=:f=metadata.name=image-pull-secret$" watches.args
 '
@@ -42,7 +43,7 @@ test_expect_success 'kwatch --once | ireconcile | kapply --dry-run: the requests
 	test_cmp expect actual &&
 	jq -s -e "map(select(.op == \"status\")) | length == 0" dry.out &&
 	iot_get && jq -e ".status == null and .metadata.finalizers == null" iot.json &&
-	# the finalizer stored (as the admin here): the namespace, 2 secrets, 8 services,
+	# the finalizer stored (as the admin here): the namespace, its RoleBinding, 2 secrets, 8 services,
 	# 6 deployments, 2 statefulsets, a network policy; the status and its event pass through
 	k patch iotservice -n $O $X --type merge -p "{\"metadata\":{\"finalizers\":[\"com.sap.iotservices/namespace-dropper\"]}}" >patch.out &&
 	{ kwatch --once "$@" 2>kwatch.err; echo $? >kwatch.code; } |
@@ -50,9 +51,9 @@ test_expect_success 'kwatch --once | ireconcile | kapply --dry-run: the requests
 	{ kapply --dry-run >dry2.out 2>kapply.err; echo $? >kapply.code; } &&
 	test "$(cat kwatch.code)" = 0 && test "$(cat ireconcile.code)" = 0 && test "$(cat kapply.code)" = 0 &&
 	jq -s -c "[map(select(.op == \"dry-run\") | .for) | group_by(.) | .[] | [.[0], length]]" dry2.out >actual &&
-	echo "[[\"apply\",20]]" >expect &&
+	echo "[[\"apply\",21]]" >expect &&
 	test_cmp expect actual &&
-	jq -s -e "map(select(.op == \"dry-run\") | .request.body | select(. != null)) | length == 20" dry2.out &&
+	jq -s -e "map(select(.op == \"dry-run\") | .request.body | select(. != null)) | length == 21" dry2.out &&
 	jq -s -e "map(select(.op == \"status\")) | length == 1" dry2.out &&
 	ksim_curl -o ns.json /api/v1/namespaces/$I &&
 	jq -e ".code == 404" ns.json &&

@@ -40,6 +40,7 @@ struct op {
 	int bad_names_line;	/* bad already says which line */
 	char *crd_group, *crd_kind;	/* an applied CRD: what it defines */
 	int is_namespace;	/* an apply of a Namespace: objects in it wait for it */
+	int is_binding;		/* an apply of a RoleBinding: the other objects in its namespace wait for it */
 	char *bad;		/* a malformed operation: reported, never sent */
 	struct kube_resource res;
 	int resolved;

@@ -136,6 +136,8 @@ static void op_parse(struct op *op)
 		return;
 	if (!*op->group && !strcmp(op->kind_name, "Namespace"))
 		op->is_namespace = 1;
+	if (!strcmp(op->group, "rbac.authorization.k8s.io") && !strcmp(op->kind_name, "RoleBinding"))
+		op->is_binding = 1;
 	if (!strcmp(op->group, "apiextensions.k8s.io") && !strcmp(op->kind_name, "CustomResourceDefinition")) {
 		jv spec = kop_json_member(jv_copy(op->obj), "spec");
 

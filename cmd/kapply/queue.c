@@ -1,6 +1,6 @@
 /*
  * The queue: operations on one object kept in order, objects in a Namespace
- * or of a CRD being applied held back until it is there; operations that may
+ * (or beside a RoleBinding) or of a CRD being applied held back until it is there; operations that may
  * pass written as soon as those before them are done.
  */
 #include <string.h>
@@ -23,7 +23,7 @@ int same(const char *a, const char *b)
 
 /*
  * Whether queue[i] must wait for an earlier operation still unfinished: one
- * on the same object, the apply of its namespace, or the apply of the CRD
+ * on the same object, the apply of its namespace or of a RoleBinding in it, or the apply of the CRD
  * that defines its kind (until Established).
  */
 int blocked(size_t i)
@@ -39,6 +39,9 @@ int blocked(size_t i)
 		if (same(e->key, op->key))
 			return 1;
 		if (e->is_namespace && same(e->name, op_ns(op)) && !op->is_namespace)
+			return 1;
+		/* (the rights to write the rest may come from it, as Helm orders RBAC first) */
+		if (e->is_binding && same(e->ns, op_ns(op)) && !op->is_binding)
 			return 1;
 		if (e->crd_kind && same(e->crd_group, op->group) && same(e->crd_kind, op->kind_name))
 			return 1;

@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <curl/curl.h>
 #include "kapply.h"
 #include "banned.h"
@@ -48,11 +49,61 @@ static int established(jv crd)
 	return yes;
 }
 
+/*
+ * The namespaces where a RoleBinding was written in the last few seconds:
+ * kube-apiserver's authorizer reads RoleBindings from a cache, so an object
+ * written there right after may meet a 403 the binding is about to lift.
+ */
+#define BINDING_GRACE_MS 5000
+static struct {
+	char ns[64];
+	int64_t at;
+} bound[16];
+
+static void binding_written(const struct op *op)
+{
+	size_t i, oldest = 0;
+
+	if (!op->is_binding || !op->ns || strlen(op->ns) >= sizeof(bound[0].ns))
+		return;
+	for (i = 0; i < sizeof(bound) / sizeof(bound[0]); i++) {
+		if (!strcmp(bound[i].ns, op->ns)) {
+			oldest = i;
+			break;
+		}
+		if (bound[i].at < bound[oldest].at)
+			oldest = i;
+	}
+	snprintf(bound[oldest].ns, sizeof(bound[oldest].ns), "%s", op->ns);
+	bound[oldest].at = kop_mono_ms();
+}
+
+static int just_bound(const struct op *op)
+{
+	size_t i;
+	const char *ns = op_ns(op);
+
+	for (i = 0; ns && i < sizeof(bound) / sizeof(bound[0]); i++)
+		if (bound[i].at && !strcmp(bound[i].ns, ns) && kop_mono_ms() - bound[i].at < BINDING_GRACE_MS)
+			return 1;
+	return 0;
+}
+
 /* A failed request: retried when transient and tries are left, else reported. */
 void op_failed(struct op *op, const struct kube_response *r)
 {
 	int64_t delay;
 	char why[KOP_ERRLEN];
+
+	if (r->code == 403 && !op->is_binding && op->attempts <= 3 && !stopping && just_bound(op)) {
+		delay = kop_backoff_next(&op->backoff);
+		log_info("retrying %s of '%s' in %lld ms after 403 %s: a RoleBinding written in its namespace a moment "
+			 "ago may not be in force yet", kind_names[op->kind], op->who, (long long)delay,
+			 kube_response_why(r, why, sizeof(why)));
+		op->state = ST_QUEUED;
+		op->not_before = kop_mono_ms() + delay;
+		return;
+	}
 
 	if (r->code == 401 && !op->auth_retried) {
 		op->auth_retried = 1;
@@ -93,8 +144,10 @@ static void op_response(struct op *op, struct kube_response *r)
 			op->deadline = kop_mono_ms() + opt.crd_timeout_ms;
 			op->attempts = 0;
 			kop_backoff_reset(&op->backoff);
-		} else if (ok)
+		} else if (ok) {
+			binding_written(op);
 			op_ok(op, r->code, jv_copy(r->body));
+		}
 		else if (op->kind == OP_DELETE && r->code == 404) {
 			/* Already gone: what a deletion wants. */
 			jv res = kop_result_ok("delete", jv_copy(op->primary), op_ref(op), 404, jv_null());

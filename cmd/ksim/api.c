@@ -151,6 +151,25 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 	a.name = r.name;
 	a.path = NULL;
 	a.groups = rq->groups;
+	{
+		/*
+		 * A list or watch of one name (fieldSelector metadata.name=NAME,
+		 * its only requirement) is authorized for that name, so that
+		 * resourceNames can grant it, as kube-apiserver's RequestInfo does.
+		 */
+		const char *fs = query(rq, "fieldSelector");
+
+		if (!a.name && fs && (!strcmp(a.verb, "list") || !strcmp(a.verb, "watch"))) {
+			if (!strncmp(fs, "metadata.name==", 15))
+				fs += 15;
+			else if (!strncmp(fs, "metadata.name=", 14))
+				fs += 14;
+			else
+				fs = NULL;
+			if (fs && *fs && !strchr(fs, ','))
+				a.name = fs;
+		}
+	}
 	if (ksim_authorize(&a, &st) < 0) {
 		answer(rs, 403, st);
 		route_release(&r);

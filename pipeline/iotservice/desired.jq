@@ -10,6 +10,7 @@ include "spec";
 include "specgen";
 include "config";
 include "children";
+include "rbac";
 
 def iot_render:
   . as $in
@@ -35,6 +36,9 @@ def iot_render:
      desired: (if $invalid == null then
                  $checked.spec as $spec
                  | iot_config($spec; $x; $ns) as $config
-                 | iot_children({o: $o, x: $x, ns: $ns, spec: $spec, config: $config,
-                                 pullSecret: (($in.related["Secret.v1"] // {})["\($o)/image-pull-secret"])})
+                 | {o: $o, x: $x, ns: $ns, spec: $spec, config: $config,
+                    pullSecret: (($in.related["Secret.v1"] // {})["\($o)/image-pull-secret"])} as $ctx
+                 | iot_children($ctx)
+                 # (the namespace, then the RoleBinding that grants the rights to write the rest there)
+                 | .[:1] + [iot_instance_binding($ctx; $in.settings.serviceAccountName // "iot-operator")] + .[1:]
                else [] end)};

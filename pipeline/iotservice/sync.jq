@@ -11,7 +11,7 @@ include "desired";
 
 # Kinds the program owns, as ireconcile keys them (program.yml: children).
 def iot_child_kinds:
-  ["Namespace.v1", "Secret.v1", "Service.v1", "Deployment.apps/v1", "StatefulSet.apps/v1",
+  ["Namespace.v1", "RoleBinding.rbac.authorization.k8s.io/v1", "Secret.v1", "Service.v1", "Deployment.apps/v1", "StatefulSet.apps/v1",
    "NetworkPolicy.networking.k8s.io/v1"];
 
 # The observed children as they were given: desired that way, they are

@@ -1,0 +1,76 @@
+#!/bin/sh
+test_description='kwatch RESOURCE@~: one watch per namespace the namespaces watch writes, started as namespaces come, ended (DELETED stubs first) as they go; usage errors'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+# a bare API server: no simulated controllers adding objects to the streams compared here
+ksim_start --no-simulate || exit 1
+L=cp.iot.sap/operator=o
+
+api () { # METHOD PATH [BODY]
+	if test $# -ge 3; then
+		curl -sS -f -X "$1" -H "Content-Type: application/json" --data-binary "$3" "$KSIM_URL$2"
+	else
+		curl -sS -f -X "$1" "$KSIM_URL$2"
+	fi
+}
+ns () { # NAME [LABELS-JSON]
+	api POST /api/v1/namespaces "{\"metadata\":{\"name\":\"$1\",\"labels\":${2:-{\}}}}" >/dev/null
+}
+secret () { # NAMESPACE NAME
+	api POST "/api/v1/namespaces/$1/secrets" "{\"metadata\":{\"name\":\"$2\"},\"data\":{\"k\":\"dg==\"}}" >/dev/null
+}
+summary () { # FILE: "TYPE Kind namespace/name" per line
+	jq -r '[.type, .object.kind, (.object.metadata.namespace // "") + "/" + (.object.metadata.name // "")] | join(" ")' "$1"
+}
+
+test_expect_success 'usage: RESOURCE@~ needs a namespaces watch, and a namespaced resource' '
+	test_expect_code 100 kwatch --once "secrets@~" 2>err &&
+	grep -F "needs a namespaces watch among the resources" err &&
+	test_expect_code 100 kwatch --once namespaces "nodes@~" 2>err &&
+	grep -F "nodes are not namespaced" err
+'
+
+test_expect_success 'setup: labelled namespaces a and b with Secrets, c unlabelled' '
+	ns a "{\"cp.iot.sap/operator\":\"o\"}" && secret a s1 && secret a s2 &&
+	ns b "{\"cp.iot.sap/operator\":\"o\"}" && secret b s1 &&
+	ns c && secret c s1
+'
+
+test_expect_success '--once: the Secrets of the labelled namespaces only, all before the BOOKMARK' '
+	kwatch --once "namespaces:l=$L" "secrets@~" >once.out 2>once.err &&
+	summary once.out | sed "/^BOOKMARK /,\$d" | grep "^ADDED Secret" | sort >actual &&
+	printf "ADDED Secret a/s1\nADDED Secret a/s2\nADDED Secret b/s1\n" >expect &&
+	test_cmp expect actual &&
+	test "$(grep -c BOOKMARK once.out)" = 1 &&
+	test_no_sanitizer_report once.err
+'
+
+test_expect_success 'live: a namespace that comes is watched, one that goes says DELETED for what it held, before itself, once' '
+	{ timeout 60 kwatch "namespaces:l=$L" "secrets@~" >live.out 2>live.err & echo $! >live.pid; } &&
+	test_when_finished "kill \$(cat live.pid) 2>/dev/null; :" &&
+	test_wait_for 10 grep -q BOOKMARK live.out &&
+	ns d "{\"cp.iot.sap/operator\":\"o\"}" && secret d s9 &&
+	test_wait_for 10 grep -q "\"name\":\"s9\"" live.out &&
+	api DELETE /api/v1/namespaces/a >/dev/null &&
+	a_gone () { summary live.out | grep -qx "DELETED Namespace /a"; } &&
+	test_wait_for 20 a_gone &&
+	sleep 1 &&
+	summary live.out | sed "1,/^BOOKMARK /d" >after &&
+	grep -x "ADDED Secret d/s9" after &&
+	test "$(grep -c "^DELETED Secret a/s1\$" after)" = 1 &&
+	test "$(grep -c "^DELETED Secret a/s2\$" after)" = 1 &&
+	grep -n "" after | grep -E "DELETED (Secret a/s1|Secret a/s2|Namespace /a)\$" | cut -d: -f2 >order &&
+	tail -n 1 order >last && echo "DELETED Namespace /a" >expect && test_cmp expect last &&
+	! grep " c/" after &&
+	api POST /api/v1/namespaces/b/secrets "{\"metadata\":{\"name\":\"s5\"}}" >/dev/null &&
+	test_wait_for 10 grep -q "\"name\":\"s5\"" live.out &&
+	kill -TERM $(cat live.pid) && wait $(cat live.pid);
+	test_no_sanitizer_report live.err
+'
+
+test_expect_success 'ksim stops cleanly' '
+	ksim_stop
+'
+
+test_done

@@ -1,0 +1,173 @@
+#!/bin/sh
+test_description='least privilege (issue 32): the operator ServiceAccount, with deploy/ RBAC (and deploy/policy/ where the server has ValidatingAdmissionPolicies), cannot write outside its namespaces, read other Secrets or bind itself elsewhere; each refusal names its reason as a real server does (kubectl 1.27 and 1.33)'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+ksim_kubectls
+SA=system:serviceaccount:devawsk8s:iot-operator
+I=devawsk8s-example-iotservice
+
+# TLS: kubectl sends a bearer token over HTTPS only.
+ksim_start --tls --authorization rbac --token admin-token --sa-token devawsk8s/iot-operator=operator-token \
+	--no-simulate
+
+k () {
+	timeout 30 kubectl "$@"
+}
+
+# Whether the server serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (1.30 and later).
+has_policies () {
+	ksim_curl -o arv1.json /apis/admissionregistration.k8s.io/v1 &&
+	jq -e 'any(.resources[]?; .name == "validatingadmissionpolicies")' arv1.json >/dev/null
+}
+
+test_expect_success 'setup: deploy/ (and deploy/policy/ where the server has it) as the admin; the instance namespace and its RoleBinding as the ServiceAccount' '
+	k apply -k "$PROJECT_ROOT/deploy" >out &&
+	k wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s >out &&
+	if has_policies; then k apply -k "$PROJECT_ROOT/deploy/policy" >out; fi &&
+	jq ".users[0].user = {token: \"operator-token\"}" "$KUBECONFIG" >op.kubeconfig &&
+	cat >instance.yaml <<-EOF &&
+	apiVersion: v1
+	kind: Namespace
+	metadata:
+	  name: $I
+	  labels: {app.kubernetes.io/managed-by: iot-operator, cp.iot.sap/operator: devawsk8s}
+	---
+	apiVersion: rbac.authorization.k8s.io/v1
+	kind: RoleBinding
+	metadata:
+	  name: iot-operator-instance
+	  namespace: $I
+	roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: iot-operator-instance}
+	subjects:
+	- {kind: ServiceAccount, name: iot-operator, namespace: devawsk8s}
+	EOF
+	k --kubeconfig op.kubeconfig apply --server-side --field-manager iot-operator -f instance.yaml >out &&
+	k create namespace tenant >out &&
+	k create secret generic s -n kube-system --from-literal=token=secret-value >out
+'
+
+# refused OUT ARGS...: kubectl ARGS as the ServiceAccount fails with exactly the line OUT (the server's
+# words), with each kubectl
+refused () {
+	rf_want=$1
+	shift
+	for kc in $versions; do
+		if "$kc" --kubeconfig op.kubeconfig "$@" >rf.out 2>rf.err; then
+			echo "$kc $*: succeeded as the ServiceAccount" && cat rf.out && return 1
+		fi
+		if ! grep -qxF "$rf_want" rf.err; then
+			echo "$kc $*: want \"$rf_want\", got:" && cat rf.err && return 1
+		fi
+	done
+}
+
+pod_yaml () {
+	cat <<-EOF
+	apiVersion: v1
+	kind: Pod
+	metadata: {name: p, namespace: kube-system}
+	spec: {serviceAccountName: default, containers: [{name: c, image: busybox}]}
+	EOF
+}
+
+test_expect_success 'RBAC: a Secret, a Deployment or a Pod in kube-system cannot be created' '
+	refused "error: failed to create secret secrets is forbidden: User \"$SA\" cannot create resource \"secrets\" in API group \"\" in the namespace \"kube-system\"" \
+		create secret generic t -n kube-system --from-literal=a=b &&
+	refused "error: failed to create deployment: deployments.apps is forbidden: User \"$SA\" cannot create resource \"deployments\" in API group \"apps\" in the namespace \"kube-system\"" \
+		create deployment d -n kube-system --image=busybox &&
+	pod_yaml >pod.yaml &&
+	refused "Error from server (Forbidden): error when creating \"pod.yaml\": pods is forbidden: User \"$SA\" cannot create resource \"pods\" in API group \"\" in the namespace \"kube-system\"" \
+		create -f pod.yaml
+'
+
+test_expect_success 'RBAC: a Secret in kube-system cannot be read, nor Secrets listed in all namespaces, nor in O but the template' '
+	refused "Error from server (Forbidden): secrets \"s\" is forbidden: User \"$SA\" cannot get resource \"secrets\" in API group \"\" in the namespace \"kube-system\"" \
+		get secret s -n kube-system &&
+	refused "Error from server (Forbidden): secrets is forbidden: User \"$SA\" cannot list resource \"secrets\" in API group \"\" at the cluster scope" \
+		get secrets -A &&
+	refused "Error from server (Forbidden): secrets is forbidden: User \"$SA\" cannot list resource \"secrets\" in API group \"\" in the namespace \"devawsk8s\"" \
+		get secrets -n devawsk8s &&
+	k --kubeconfig op.kubeconfig get secret image-pull-secret -n devawsk8s -o name >out &&
+	echo secret/image-pull-secret >expect && test_cmp expect out
+'
+
+test_expect_success 'RBAC: in an instance namespace, through its RoleBinding: Secrets written, listed' '
+	k --kubeconfig op.kubeconfig create secret generic mine -n $I --from-literal=a=b >out &&
+	k --kubeconfig op.kubeconfig get secrets -n $I -o name >out &&
+	grep -x secret/mine out
+'
+
+# RBAC's escalation check (a RoleBinding to a role whose rights the creator lacks needs bind on it)
+if ! "$KOP_BIN/ksim" --help 2>&1 | grep -qi escalat; then
+	say "ksim does not enforce RBAC's escalation check yet: the bind test is left out"
+else
+test_expect_success 'RBAC: the ServiceAccount binds only iot-operator-instance' '
+	cat >admin-rb.yaml <<-EOF &&
+	apiVersion: rbac.authorization.k8s.io/v1
+	kind: RoleBinding
+	metadata: {name: mine, namespace: $I}
+	roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: admin}
+	subjects:
+	- {kind: ServiceAccount, name: iot-operator, namespace: devawsk8s}
+	EOF
+	refused "Error from server (Forbidden): error when creating \"admin-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"mine\" is forbidden: user \"$SA\" (groups=[\"system:serviceaccounts\" \"system:serviceaccounts:devawsk8s\" \"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:" \
+		create -f admin-rb.yaml
+'
+fi
+
+ksb_yaml () {
+	cat <<-EOF
+	apiVersion: rbac.authorization.k8s.io/v1
+	kind: RoleBinding
+	metadata: {name: iot-operator-instance, namespace: $1}
+	roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: iot-operator-instance}
+	subjects:
+	- {kind: ServiceAccount, name: iot-operator, namespace: devawsk8s}
+	EOF
+}
+
+if has_policies; then
+	test_expect_success 'the policy: a RoleBinding to iot-operator-instance in kube-system, or in O, is refused' '
+		ksb_yaml kube-system >ks-rb.yaml &&
+		refused "Error from server (Forbidden): error when creating \"ks-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator writes only in its namespace devawsk8s and in namespaces labelled cp.iot.sap/operator=devawsk8s" \
+			create -f ks-rb.yaml &&
+		ksb_yaml devawsk8s >o-rb.yaml &&
+		refused "Error from server (Forbidden): error when creating \"o-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, and only in its instance namespaces" \
+			create -f o-rb.yaml
+	'
+
+	test_expect_success 'the policy: kube-system cannot be labelled an instance namespace, an unlabelled namespace not deleted' '
+		refused "Error from server (Forbidden): namespaces \"kube-system\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
+			label namespace kube-system cp.iot.sap/operator=devawsk8s &&
+		refused "Error from server (Forbidden): namespaces \"tenant\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
+			delete namespace tenant --wait=false &&
+		refused "Error from server (Forbidden): namespaces \"other\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
+			create namespace other &&
+		k get namespace kube-system -o jsonpath="{.metadata.labels}" >labels &&
+		! grep cp.iot.sap labels &&
+		k get namespace tenant -o name >out
+	'
+
+	test_expect_success 'the policy lets the operator do its work: an instance namespace and its children, deleted' '
+		k --kubeconfig op.kubeconfig create secret generic mine2 -n $I --from-literal=a=b >out &&
+		k --kubeconfig op.kubeconfig delete namespace $I --wait=false >out
+	'
+else
+	# What README says remains open without admissionregistration.k8s.io/v1 (1.27 to 1.29): RBAC
+	# cannot limit create on RoleBindings by namespace, so the ServiceAccount can bind itself
+	# iot-operator-instance anywhere; and patch, delete on namespaces are not limited by label.
+	test_expect_success 'without the policy (a server before 1.30), what remains open: iot-operator-instance bound in kube-system' '
+		ksb_yaml kube-system >ks-rb.yaml &&
+		k --kubeconfig op.kubeconfig create -f ks-rb.yaml >out &&
+		k --kubeconfig op.kubeconfig get secrets -n kube-system -o name >out &&
+		grep -x secret/s out &&
+		k delete -f ks-rb.yaml >out
+	'
+fi
+
+test_expect_success 'ksim stops cleanly' '
+	ksim_stop
+'
+
+test_done
