@@ -28,6 +28,8 @@ struct kop_jsonl {
 	jv pending;		/* array of values parsed from the current line, not yet returned */
 	size_t pending_line;
 	int want_inexact;	/* set by a reader that writes what it reads (kapply): then inexact is kept */
+	int fast;		/* set by a single-threaded reader: a line kop_json_read_fast takes is read by it
+				   (its values share short strings, kop_json_key: they stay on the reading thread) */
 	/* the place of that line's first integer a double cannot hold (kop_json_inexact,
 	 * kop_json_place: "line 3, column 40: object.spec.replicas"), never its digits; or "" */
 	char inexact[KOP_ERRLEN];
@@ -114,6 +116,9 @@ int kop_jsonl_write(FILE *f, jv v);
  * (kop_json_key): the value stays on the calling thread.
  */
 jv kop_json_read(const char *s, size_t len);
+/* kop_json_read's own reader alone: 0 and *out (caller owns it) when it took
+ * the text, -1 (nothing made) when the text is one it leaves to libjq. */
+int kop_json_read_fast(const char *s, size_t len, jv *out);
 /* Compact JSON text of v (consumed), heap-allocated: the bytes jv_dump_string(v, 0) would give. */
 char *kop_json_dump(jv v);
 /* The same, its length in *len. */

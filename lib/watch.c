@@ -398,6 +398,7 @@ void kw_watch_init(struct kw_watch *w, const char *name, const char *path, const
 	w->need_list = 1;
 	kw_map_init(&w->map);
 	kop_jsonl_init(&w->reader, 0);
+	w->reader.fast = 1;
 	w->stream_error = jv_invalid();
 }
 
@@ -452,6 +453,7 @@ char *kw_watch_request(struct kw_watch *w)
 
 	kop_jsonl_release(&w->reader);
 	kop_jsonl_init(&w->reader, 0);
+	w->reader.fast = 1;
 	jv_free(w->stream_error);
 	w->stream_error = jv_invalid();
 	w->events = 0;
