@@ -156,6 +156,19 @@ jv kop_json_key(const char *s);
 void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN]);
 
 /*
+ * Fields kept (a program's `project` list, kwatch's --keep): paths is an
+ * array of paths, each an array of keys. kop_json_keep: obj (consumed)
+ * reduced to them, each path whose value is there and not null, in the
+ * order listed, copied whole, objects made on the way (paths borrowed).
+ */
+jv kop_json_keep(jv obj, jv paths);
+/* As one line of text: paths separated by ',', keys by '.', and '.', ',',
+ * ':' and '\' in a key escaped with '\' ("metadata.labels.app\.kubernetes\.io/name"). */
+void kop_fields_format(jv paths, struct kop_buf *b);
+/* The text back into *paths (caller owns it); -1 with err naming it when a key is empty. */
+int kop_fields_parse(const char *s, jv *paths, char *err);
+
+/*
  * Fingerprints: a copy of a value that is only ever compared takes less
  * memory with its long strings (a Secret's data, a ConfigMap's files)
  * replaced by their SHA-256, "\u0000sha256:" and 64 hex digits. Every string
