@@ -58,8 +58,9 @@ static const char usage[] =
 	"\n"
 	"Per resource: RESOURCE@NS watches namespace NS (RESOURCE@* all namespaces),\n"
 	":l=SEL, :f=SEL and :k=FIELDS replace the label and field selector and --keep\n"
-	"for that resource (an empty one clears it). Exit: 0 done (--once, SIGTERM), 100 bad usage, unknown\n"
-	"resource, missing RBAC (403) or a refused selector, 111 setup failed (network).\n";
+	"for that resource (an empty one clears it). Exit: 0 done (--once, SIGTERM),\n"
+	"100 bad usage, unknown resource, missing RBAC (403) or a refused selector,\n"
+	"111 setup failed (network).\n";
 
 enum {
 	OPT_FIELD_SELECTOR = OPT_TOOL_LAST,
