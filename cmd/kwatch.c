@@ -28,7 +28,7 @@
 #include "banned.h"
 
 static const char usage[] =
-	"usage: kwatch [options] RESOURCE[@NAMESPACE][:l=SELECTOR][:f=SELECTOR][:s=SELECTOR]...\n"
+	"usage: kwatch [options] RESOURCE[@NAMESPACE][:l=SELECTOR][:f=SELECTOR][:s=SELECTOR][:k=FIELDS]...\n"
 	"\n"
 	"Lists and watches resources; writes one JSON line per change\n"
 	"{\"type\":\"ADDED|MODIFIED|DELETED\",\"object\":{...}}, and one BOOKMARK line\n"
@@ -44,6 +44,9 @@ static const char usage[] =
 	"      --no-initial           do not write the initial state (the BOOKMARK line still is)\n"
 	"      --once                 write the initial state and the BOOKMARK line, then exit\n"
 	"      --no-strip-managed-fields  keep metadata.managedFields (stripped by default)\n"
+	"      --keep FIELDS          write only these fields of each object (and its apiVersion,\n"
+	"                             kind, name and namespace): metadata.labels,status.phase;\n"
+	"                             a MODIFIED whose kept fields did not change is not written\n"
 	"      --project JQ           jq expression applied to each object (one output each)\n"
 	"      --record FILE          append every line written to stdout to FILE too\n"
 	"      --idle-timeout DUR     restart a watch silent this long (default 5m)\n"
@@ -60,9 +63,10 @@ static const char usage[] =
 	"Per resource: RESOURCE@NS watches namespace NS (RESOURCE@* all namespaces;\n"
 	"RESOURCE@~ one watch in each namespace that the namespaces watch writes, until\n"
 	"it is deleted; a 403 there is retried, the rights may come later),\n"
-	":l=SEL, :f=SEL and :s=SEL replace the label, field and shard selector for that resource\n"
-	"(an empty one clears it). Exit: 0 done (--once, SIGTERM), 100 bad usage, unknown\n"
-	"resource, missing RBAC (403) or a refused selector, 111 setup failed (network).\n";
+	":l=SEL, :f=SEL, :s=SEL and :k=FIELDS replace the label, field and shard selector\n"
+	"and --keep for that resource (an empty one clears it). Exit: 0 done (--once,\n"
+	"SIGTERM), 100 bad usage, unknown resource, missing RBAC (403) or a refused\n"
+	"selector, 111 setup failed (network).\n";
 
 enum {
 	OPT_FIELD_SELECTOR = OPT_TOOL_LAST,
@@ -72,6 +76,7 @@ enum {
 	OPT_STRIP,
 	OPT_NO_STRIP,
 	OPT_PROJECT,
+	OPT_KEEP,
 	OPT_RECORD,
 	OPT_IDLE_TIMEOUT,
 	OPT_WATCH_LIST
@@ -88,6 +93,7 @@ static const struct option options[] = {
 	{ "strip-managed-fields", no_argument, NULL, OPT_STRIP },
 	{ "no-strip-managed-fields", no_argument, NULL, OPT_NO_STRIP },
 	{ "project", required_argument, NULL, OPT_PROJECT },
+	{ "keep", required_argument, NULL, OPT_KEEP },
 	{ "record", required_argument, NULL, OPT_RECORD },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "watch-list", required_argument, NULL, OPT_WATCH_LIST },
@@ -112,6 +118,7 @@ struct res {
 	int64_t next_at;		/* when to send the next request; -1 = nothing planned */
 	int done;			/* --once: this one is complete */
 	struct kop_backoff bo;
+	jv keep;			/* the fields kept (kop_json_keep), or jv_null(): whole objects */
 	long refused_code;		/* the streaming list failed and the watch fell back: said after the paged LIST */
 	char refused[KOP_ERRLEN];	/* ... with the server's message */
 	char problem[KOP_ERRLEN + 256];	/* why its initial state cannot be read ("" = none): the stats note */
@@ -123,7 +130,7 @@ struct res {
 
 /* A RESOURCE@~ argument: one watch per namespace that the namespaces watch writes. */
 struct tmpl {
-	char *arg, *name, *label, *field, *shard;
+	char *arg, *name, *label, *field, *shard, *keep;
 };
 
 static struct {
@@ -131,7 +138,7 @@ static struct {
 	int all_ns;
 	const char *label, *field, *shard;
 	int no_initial, once, strip;
-	const char *project, *record;
+	const char *project, *record, *keep;
 	long idle_ms;
 	enum kw_watch_list watch_list;
 } opt = { .strip = 1, .idle_ms = 300000, .watch_list = KW_WL_AUTO };
@@ -196,28 +203,85 @@ static void out_line(const char *line, size_t len)
 		die(KOP_EXIT_TEMP, "unable to write to '%s': %s", opt.record, strerror(errno));
 }
 
+/* One event line: what jv_dump_string of {"type","object"} writes, by kop_json_dump's faster writer. */
 static void out_event(const char *type, jv obj)
 {
-	jv s;
 	struct kop_buf line = KOP_BUF_INIT;
 
-	s = jv_dump_string(JV_OBJECT(jv_string("type"), jv_string(type), jv_string("object"), obj), 0);
-	kop_buf_grow(&line, (size_t)jv_string_length_bytes(jv_copy(s)) + 1);
-	kop_buf_add(&line, jv_string_value(s), (size_t)jv_string_length_bytes(jv_copy(s)));
-	kop_buf_add(&line, "\n", 1);
-	jv_free(s);
+	kop_buf_adds(&line, "{\"type\":\"");
+	kop_buf_adds(&line, type);
+	kop_buf_adds(&line, "\",\"object\":");
+	kop_json_dump_buf(&line, obj);
+	kop_buf_add(&line, "}\n", 2);
 	out_line(line.buf, line.len);
 	kop_buf_release(&line);
 }
 
-/* lib/watch.c's emit callback: strip, project, print. */
+/* The same with the object's text (len bytes at text) already made. */
+static void out_text(const char *type, const char *text, size_t len)
+{
+	struct kop_buf line = KOP_BUF_INIT;
+
+	kop_buf_grow(&line, len + 40);
+	kop_buf_adds(&line, "{\"type\":\"");
+	kop_buf_adds(&line, type);
+	kop_buf_adds(&line, "\",\"object\":");
+	kop_buf_add(&line, text, len);
+	kop_buf_add(&line, "}\n", 2);
+	out_line(line.buf, line.len);
+	kop_buf_release(&line);
+}
+
+/*
+ * --keep: obj (consumed) reduced to the fields kept and its identity, in
+ * the order ireconcile's projection makes (the kept fields, then
+ * metadata's name and namespace, apiVersion, kind): a program's `project`
+ * list applied here gives the text ireconcile would make of it.
+ */
+static jv keep_fields(jv obj, jv keep)
+{
+	jv meta = kop_json_member(jv_copy(obj), "metadata");
+	jv name = kop_json_member(jv_copy(meta), "name"), ns = kop_json_member(meta, "namespace");
+	jv av = kop_json_member(jv_copy(obj), "apiVersion"), kind = kop_json_member(jv_copy(obj), "kind");
+	jv out = kop_json_keep(obj, keep), m = jv_object_get(jv_copy(out), kop_json_key("metadata"));
+
+	if (jv_get_kind(m) != JV_KIND_OBJECT) {
+		jv_free(m);
+		m = jv_object();
+	}
+	if (jv_get_kind(name) == JV_KIND_STRING)
+		m = jv_object_set(m, kop_json_key("name"), name);
+	else
+		jv_free(name);
+	if (jv_get_kind(ns) == JV_KIND_STRING)
+		m = jv_object_set(m, kop_json_key("namespace"), ns);
+	else
+		jv_free(ns);
+	out = jv_object_set(out, kop_json_key("metadata"), m);
+	out = jv_is_valid(av) && jv_get_kind(av) != JV_KIND_NULL ? jv_object_set(out, kop_json_key("apiVersion"), av)
+								     : (jv_free(av), out);
+	out = jv_is_valid(kind) && jv_get_kind(kind) != JV_KIND_NULL ? jv_object_set(out, kop_json_key("kind"), kind)
+								       : (jv_free(kind), out);
+	return out;
+}
+
+/* 64-bit FNV-1a of the text (lib/shard.c's), never 0 (the memo's "nothing yet"). */
+static uint64_t text_hash(const char *p, size_t n)
+{
+	uint64_t h = kop_fnv1a64(p, n);
+
+	return h ? h : 1;
+}
+
 static void ns_seen(jv ns);
 static void rights_may_have_come(jv obj);
 
-static void emit(void *ctx, const char *type, jv obj)
+/* lib/watch.c's emit callback: strip, keep, project, print. */
+static void emit(void *ctx, const char *type, jv obj, uint64_t *memo)
 {
 	struct res *r = ctx;
 	char err[KOP_ERRLEN];
+	int keeping = jv_get_kind(r->keep) == JV_KIND_ARRAY;
 
 	if (r->dropped) {
 		jv_free(obj);	/* its namespace went: downstream was told already */
@@ -244,6 +308,8 @@ static void emit(void *ctx, const char *type, jv obj)
 			jv_free(meta);
 		}
 	}
+	if (keeping)
+		obj = keep_fields(obj, r->keep);
 	if (projection) {
 		jv out;
 
@@ -267,7 +333,24 @@ static void emit(void *ctx, const char *type, jv obj)
 		}
 		obj = out;
 	}
-	out_event(type, obj);
+	if (keeping && memo) {
+		/* what downstream sees of it: a MODIFIED that changes none of it is no news */
+		struct kop_buf text = KOP_BUF_INIT;
+		uint64_t h;
+
+		kop_json_dump_buf(&text, obj);
+		h = text_hash(text.buf, text.len);
+		if (*memo == h && !strcmp(type, "MODIFIED")) {
+			kop_buf_release(&text);
+			tool_metric_add("kwatch_unchanged_total", NULL, 1);
+			return;
+		}
+		*memo = h;
+		out_text(type, text.buf, text.len);
+		kop_buf_release(&text);
+	} else {
+		out_event(type, obj);
+	}
 	{
 		char labels[64];
 
@@ -749,7 +832,7 @@ static int run(void)
 
 /* RESOURCE[@NAMESPACE][:l=SELECTOR][:f=SELECTOR][:s=SELECTOR]: the parts, as heap strings (NULL = not given). */
 struct spec {
-	char *name, *ns, *label, *field, *shard;
+	char *name, *ns, *label, *field, *shard, *keep;
 	int ns_given, all_ns, per_ns;
 };
 
@@ -786,25 +869,35 @@ static void parse_spec(const char *arg, struct spec *s)
 	}
 	if (!*s->name)
 		die_usage("no resource name in '%s'", arg);
-	/* Selectors may hold ':' themselves: only ":l=", ":f=" and ":s=" start a part. */
+	/* Selectors may hold ':' themselves: only ":l=", ":f=", ":s=" and ":k=" start a part. */
 	while (colon) {
 		const char *p = colon + 1, *next = strchr(p, ':');
 		size_t len;
 
-		while (next && strncmp(next, ":l=", 3) && strncmp(next, ":f=", 3) && strncmp(next, ":s=", 3))
+		while (next && strncmp(next, ":l=", 3) && strncmp(next, ":f=", 3) && strncmp(next, ":s=", 3) &&
+		       strncmp(next, ":k=", 3))
 			next = strchr(next + 1, ':');
 		len = next ? (size_t)(next - p) : strlen(p);
-		if (len >= 2 && (p[0] == 'l' || p[0] == 'f' || p[0] == 's') && p[1] == '=') {
-			cur = p[0] == 'l' ? &s->label : p[0] == 'f' ? &s->field : &s->shard;
+		if (len >= 2 && (p[0] == 'l' || p[0] == 'f' || p[0] == 's' || p[0] == 'k') && p[1] == '=') {
+			cur = p[0] == 'l' ? &s->label : p[0] == 'f' ? &s->field : p[0] == 's' ? &s->shard : &s->keep;
 			free(*cur);
 			*cur = kop_strndup(p + 2, len - 2);
 		} else {
-			die_usage("unknown part ':%.*s' in '%s' (:l=SELECTOR, :f=SELECTOR, :s=SELECTOR)", (int)len, p, arg);
+			die_usage("unknown part ':%.*s' in '%s' (:l=SELECTOR, :f=SELECTOR, :s=SELECTOR, :k=FIELDS)", (int)len,
+				  p, arg);
 		}
 		colon = next;
 	}
 	if (s->shard && *s->shard)
 		check_shard(s->shard, arg);
+	if (s->keep && *s->keep) {
+		char err[KOP_ERRLEN];
+		jv paths;
+
+		if (kop_fields_parse(s->keep, &paths, err) < 0)
+			die_usage("invalid :k= in '%s': %s", arg, err);
+		jv_free(paths);
+	}
 }
 
 static void free_spec(struct spec *s)
@@ -814,6 +907,7 @@ static void free_spec(struct spec *s)
 	free(s->label);
 	free(s->field);
 	free(s->shard);
+	free(s->keep);
 }
 
 static int has_verb(jv verbs, const char *verb)
@@ -876,6 +970,13 @@ static void setup_resource(struct res *r, const char *arg)
 	kw_watch_set_list(&r->w, opt.watch_list);
 	r->w.emit = emit;
 	r->w.ctx = r;
+	r->keep = jv_null();
+	{
+		const char *keep = s.keep ? s.keep : opt.keep;
+
+		if (keep && *keep && kop_fields_parse(keep, &r->keep, err) < 0)
+			die_usage("invalid --keep: %s", err);	/* (checked before: cannot happen) */
+	}
 	r->next_at = 0;
 	kop_backoff_init(&r->bo, 800, 30000, 1.0);
 	tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("resource"), jv_string(arg)), "watching '%s' %s%s", r->r.resource,
@@ -889,6 +990,7 @@ static void release_res(struct res *r)
 		drop_transfer(r);
 	kw_watch_release(&r->w);
 	kube_resource_release(&r->r);
+	jv_free(r->keep);
 	kop_buf_release(&r->body);
 	free(r->ns);
 	free(r);
@@ -916,6 +1018,7 @@ static void setup_template(const char *arg, const struct spec *s)
 	t->label = s->label ? kop_strdup(s->label) : opt.label ? kop_strdup(opt.label) : NULL;
 	t->field = s->field ? kop_strdup(s->field) : opt.field ? kop_strdup(opt.field) : NULL;
 	t->shard = s->shard ? kop_strdup(s->shard) : opt.shard ? kop_strdup(opt.shard) : NULL;
+	t->keep = s->keep ? kop_strdup(s->keep) : opt.keep ? kop_strdup(opt.keep) : NULL;
 }
 
 /* The watch of template t in namespace ns, to start at once. */
@@ -947,6 +1050,10 @@ static void add_dyn(const struct tmpl *t, const char *ns)
 	kw_watch_set_list(&r->w, opt.watch_list);
 	r->w.emit = emit;
 	r->w.ctx = r;
+	r->keep = jv_null();
+	if (t->keep && *t->keep && kop_fields_parse(t->keep, &r->keep, err) < 0)
+		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(t->arg)), "invalid :k= in '%s': %s",
+			  t->arg, err);	/* (checked at the start) */
 	r->next_at = 0;
 	/* its RoleBinding follows the namespace by a moment: the first retries come soon */
 	kop_backoff_init(&r->bo, 200, 30000, 1.0);
@@ -1056,6 +1163,7 @@ static void cleanup(void)
 		free(tmpl[i].label);
 		free(tmpl[i].field);
 		free(tmpl[i].shard);
+		free(tmpl[i].keep);
 	}
 	free(tmpl);
 	free(res);
@@ -1113,6 +1221,9 @@ int main(int argc, char **argv)
 		case OPT_PROJECT:
 			opt.project = optarg;
 			break;
+		case OPT_KEEP:
+			opt.keep = optarg;
+			break;
 		case OPT_RECORD:
 			opt.record = optarg;
 			break;
@@ -1137,6 +1248,13 @@ int main(int argc, char **argv)
 		die_usage("invalid KOP_WATCH_LIST '%s' (auto, always or never)", env);
 	if (opt.ns && opt.all_ns)
 		die_usage("-n and -A exclude each other");
+	if (opt.keep && *opt.keep) {
+		jv paths;
+
+		if (kop_fields_parse(opt.keep, &paths, err) < 0)
+			die_usage("invalid --keep: %s", err);
+		jv_free(paths);
+	}
 	if (opt.project && !(projection = kop_jq_compile(opt.project, "--project", jv_null(), jv_null(), err)))
 		die(KOP_EXIT_PERM, "%s", err);
 	if (opt.record && (record_fd = open(opt.record, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)

@@ -325,16 +325,27 @@ static int read_value(struct reader *r, jv *v, int depth)
 	}
 }
 
-jv kop_json_read(const char *s, size_t len)
+int kop_json_read_fast(const char *s, size_t len, jv *out)
 {
 	struct reader r = { s, s + len, KOP_BUF_INIT };
 	jv v;
 	int rc = read_value(&r, &v, 0);
 
 	kop_buf_release(&r.str);
-	if (rc == 0 && r.p == r.end)
-		return v;
+	if (rc == 0 && r.p == r.end) {
+		*out = v;
+		return 0;
+	}
 	if (rc == 0)
 		jv_free(v);
+	return -1;
+}
+
+jv kop_json_read(const char *s, size_t len)
+{
+	jv v;
+
+	if (kop_json_read_fast(s, len, &v) == 0)
+		return v;
 	return jv_parse_sized(s, (int)len);
 }

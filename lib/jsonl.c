@@ -79,6 +79,22 @@ static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lin
 	if (memchr(p, 0, len))
 		return kop_error(err, "line %zu, column %zu: a NUL byte, which JSON text cannot hold", lineno,
 				 (size_t)((const char *)memchr(p, 0, len) - p) + 1);
+	if (r->fast) {
+		size_t end = len;
+
+		while (end > i && (p[end - 1] == ' ' || p[end - 1] == '\t' || p[end - 1] == '\r'))
+			end--;
+		if (kop_json_read_fast(p + i, end - i, &v) == 0) {
+			/* one value, exactly as jq's parser reads it (json_read.c) */
+			jv_free(r->pending);
+			r->pending = JV_ARRAY(v);
+			r->pending_line = lineno;
+			r->inexact[0] = '\0';
+			if (r->want_inexact && kop_json_inexact(p, len, digits, sizeof(digits), &at))
+				kop_json_place(p, len, at, lineno, r->inexact, sizeof(r->inexact));
+			return 0;
+		}
+	}
 	vals = jv_array();
 	parser = jv_parser_new(0);
 	/* not partial: a value cut short at the end of the line is an error, not "more to come". */

@@ -28,6 +28,8 @@ struct kop_jsonl {
 	jv pending;		/* array of values parsed from the current line, not yet returned */
 	size_t pending_line;
 	int want_inexact;	/* set by a reader that writes what it reads (kapply): then inexact is kept */
+	int fast;		/* set by a single-threaded reader: a line kop_json_read_fast takes is read by it
+				   (its values share short strings, kop_json_key: they stay on the reading thread) */
 	/* the place of that line's first integer a double cannot hold (kop_json_inexact,
 	 * kop_json_place: "line 3, column 40: object.spec.replicas"), never its digits; or "" */
 	char inexact[KOP_ERRLEN];
@@ -114,6 +116,9 @@ int kop_jsonl_write(FILE *f, jv v);
  * (kop_json_key): the value stays on the calling thread.
  */
 jv kop_json_read(const char *s, size_t len);
+/* kop_json_read's own reader alone: 0 and *out (caller owns it) when it took
+ * the text, -1 (nothing made) when the text is one it leaves to libjq. */
+int kop_json_read_fast(const char *s, size_t len, jv *out);
 /* Compact JSON text of v (consumed), heap-allocated: the bytes jv_dump_string(v, 0) would give. */
 char *kop_json_dump(jv v);
 /* The same, its length in *len. */
@@ -149,6 +154,19 @@ jv kop_json_key(const char *s);
  */
 #define KOP_JSON_DIGEST_LEN 32
 void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN]);
+
+/*
+ * Fields kept (a program's `project` list, kwatch's --keep): paths is an
+ * array of paths, each an array of keys. kop_json_keep: obj (consumed)
+ * reduced to them, each path whose value is there and not null, in the
+ * order listed, copied whole, objects made on the way (paths borrowed).
+ */
+jv kop_json_keep(jv obj, jv paths);
+/* As one line of text: paths separated by ',', keys by '.', and '.', ',',
+ * ':' and '\' in a key escaped with '\' ("metadata.labels.app\.kubernetes\.io/name"). */
+void kop_fields_format(jv paths, struct kop_buf *b);
+/* The text back into *paths (caller owns it); -1 with err naming it when a key is empty. */
+int kop_fields_parse(const char *s, jv *paths, char *err);
 
 /*
  * Fingerprints: a copy of a value that is only ever compared takes less

@@ -75,7 +75,8 @@ const struct kop_kind *kop_program_find_kind(const struct kop_program *p, const 
 					     const char *kind, const char *ns, const char *name);
 
 /* The watches the program needs: an array of
- * {"resource","namespace","labelSelector","fieldSelector","role"} (caller owns). */
+ * {"resource","namespace","labelSelector","fieldSelector","role"} (caller owns),
+ * with "keep" when kwatch may keep only some fields (kwatch's :k=FIELDS). */
 jv kop_program_watches(const struct kop_program *p);
 
 /*

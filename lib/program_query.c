@@ -72,7 +72,32 @@ static char *selector_of(jv match)
 	return kop_buf_detach(&b, NULL);
 }
 
-static jv watch_of(const struct kop_kind *k)
+/*
+ * The fields kwatch may keep of k's objects ("" for whole ones): k's
+ * `project` list, when every entry of the program of the same kind keeps
+ * the same list (ireconcile projects each object by the entry it finds for
+ * it), and none is a child (compared whole).
+ */
+static char *keep_of(const struct kop_program *p, const struct kop_kind *k)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	size_t i;
+
+	if (jv_get_kind(k->keep) != JV_KIND_ARRAY)
+		return kop_strdup("");
+	for (i = 0; i <= p->nkinds; i++) {
+		const struct kop_kind *e = i < p->nkinds ? &p->kinds[i] : &p->primary;
+
+		if (strcmp(e->group, k->group) || strcmp(e->kind, k->kind))
+			continue;	/* (an object matches an entry by kind and group) */
+		if (e->role == KOP_ROLE_CHILD || !jv_equal(jv_copy(e->keep), jv_copy(k->keep)))
+			return kop_strdup("");
+	}
+	kop_fields_format(k->keep, &b);
+	return kop_buf_detach(&b, NULL);
+}
+
+static jv watch_of(const struct kop_program *p, const struct kop_kind *k)
 {
 	static const char *const roles[] = { "primary", "child", "observed", "related" };
 	char *sel = k->label_selector ? kop_strdup(k->label_selector)
@@ -89,6 +114,13 @@ static jv watch_of(const struct kop_kind *k)
 	w = jv_object_set(w, kop_json_key("labelSelector"), jv_string(sel));
 	w = jv_object_set(w, kop_json_key("fieldSelector"), jv_string(fs.buf ? fs.buf : ""));
 	w = jv_object_set(w, kop_json_key("role"), jv_string(roles[k->role]));
+	{
+		char *keep = keep_of(p, k);
+
+		if (*keep)
+			w = jv_object_set(w, kop_json_key("keep"), jv_string(keep));
+		free(keep);
+	}
 	free(sel);
 	kop_buf_release(&fs);
 	return w;
@@ -96,11 +128,11 @@ static jv watch_of(const struct kop_kind *k)
 
 jv kop_program_watches(const struct kop_program *p)
 {
-	jv out = jv_array_append(jv_array(), watch_of(&p->primary));
+	jv out = jv_array_append(jv_array(), watch_of(p, &p->primary));
 	size_t i;
 
 	for (i = 0; i < p->nkinds; i++) {
-		jv w = watch_of(&p->kinds[i]);
+		jv w = watch_of(p, &p->kinds[i]);
 		int j, n = jv_array_length(jv_copy(out)), dup = 0;
 
 		/* The same watch twice (a kind both child and observed) is one watch. */
@@ -221,41 +253,9 @@ char *kop_program_map(const struct kop_program *p, const struct kop_mapping *m, 
 	return NULL;
 }
 
-/* v (consumed) with value (consumed) at path[from..] (keys), objects made on the way. */
-static jv keep_set(jv v, jv path, int from, int n, jv value)
-{
-	jv key = jv_array_get(jv_copy(path), from);
-
-	if (from == n - 1)
-		return jv_object_set(v, key, value);
-	{
-		jv sub = jv_object_has(jv_copy(v), jv_copy(key)) ? jv_object_get(jv_copy(v), jv_copy(key)) : jv_object();
-
-		return jv_object_set(v, key, keep_set(sub, path, from + 1, n, value));
-	}
-}
-
 jv kop_program_keep(const struct kop_kind *k, jv obj)
 {
-	jv out = jv_object();
-
-	jv_array_foreach(k->keep, i, path) {
-		int n = jv_array_length(jv_copy(path)), j;
-		jv v = jv_copy(obj);
-
-		for (j = 0; j < n && jv_get_kind(v) == JV_KIND_OBJECT; j++) {
-			jv key = jv_array_get(jv_copy(path), j);
-
-			v = jv_object_has(jv_copy(v), jv_copy(key)) ? jv_object_get(v, key) : (jv_free(v), jv_free(key), jv_null());
-		}
-		if (j == n && jv_get_kind(v) != JV_KIND_NULL)
-			out = keep_set(out, path, 0, n, v);
-		else
-			jv_free(v);
-		jv_free(path);
-	}
-	jv_free(obj);
-	return out;
+	return kop_json_keep(obj, k->keep);
 }
 
 jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, jv child, jv primary)

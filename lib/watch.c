@@ -85,6 +85,7 @@ static struct kw_entry *map_put(struct kw_map *m, const char *key, const char *u
 	size_t kl = strlen(key), ul = strlen(uid), rl = strlen(rv);
 
 	e = kop_malloc(sizeof(*e) + kl + ul + rl + 3);
+	e->memo = *p && !strcmp(kw_entry_uid(*p), uid) ? (*p)->memo : 0;
 	e->hash = h;
 	e->gen = gen;
 	e->klen = (uint32_t)kl;
@@ -201,13 +202,13 @@ static jv with_type(const struct kw_watch *w, jv obj)
 	return obj;
 }
 
-static void emit(struct kw_watch *w, const char *type, jv obj)
+static void emit(struct kw_watch *w, const char *type, jv obj, struct kw_entry *e)
 {
 	if (w->quiet || !w->emit) {
 		jv_free(obj);
 		return;
 	}
-	w->emit(w->ctx, type, obj);
+	w->emit(w->ctx, type, obj, e ? &e->memo : NULL);
 }
 
 /* What downstream gets for an object it knew and that is gone: a stub. */
@@ -226,7 +227,7 @@ static void emit_gone(struct kw_watch *w, const struct kw_entry *e, const char *
 	meta = jv_object_set(meta, jv_string("resourceVersion"), jv_string(rv && *rv ? rv : kw_entry_rv(e)));
 	emit(w, "DELETED",
 	     JV_OBJECT(jv_string("kind"), jv_string(w->kind), jv_string("apiVersion"), jv_string(w->api_version),
-		       jv_string("metadata"), meta));
+		       jv_string("metadata"), meta), NULL);
 }
 
 /* ---- applying what the server says ---------------------------------------- */
@@ -246,15 +247,15 @@ static void sync_item(struct kw_watch *w, jv obj)
 	ident_get(&id, obj);
 	e = kw_map_get(&w->map, id.key.buf);
 	if (!e) {
-		map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
-		emit(w, "ADDED", obj);
+		e = map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
+		emit(w, "ADDED", obj, e);
 	} else if (strcmp(kw_entry_uid(e), id.uid_s)) {
 		emit_gone(w, e, id.rv_s);
-		map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
-		emit(w, "ADDED", obj);
+		e = map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
+		emit(w, "ADDED", obj, e);
 	} else if (strcmp(kw_entry_rv(e), id.rv_s)) {
-		map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
-		emit(w, "MODIFIED", obj);
+		e = map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
+		emit(w, "MODIFIED", obj, e);
 	} else {
 		e->gen = w->gen;
 		jv_free(obj);
@@ -309,7 +310,7 @@ static void apply_event(struct kw_watch *w, const char *type, jv obj)
 	} else if (!strcmp(type, "DELETED")) {
 		if (e && (!*id.uid_s || !strcmp(kw_entry_uid(e), id.uid_s))) {
 			map_remove(&w->map, id.key.buf);
-			emit(w, "DELETED", obj);
+			emit(w, "DELETED", obj, NULL);
 		} else {
 			jv_free(obj);	/* downstream never knew it */
 		}
@@ -317,11 +318,13 @@ static void apply_event(struct kw_watch *w, const char *type, jv obj)
 		jv_free(obj);		/* already told */
 	} else if (e && strcmp(kw_entry_uid(e), id.uid_s)) {
 		emit_gone(w, e, id.rv_s);
-		map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
-		emit(w, "ADDED", obj);
+		e = map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
+		emit(w, "ADDED", obj, e);
 	} else {
-		map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
-		emit(w, e ? "MODIFIED" : "ADDED", obj);
+		const char *type_out = e ? "MODIFIED" : "ADDED";
+
+		e = map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
+		emit(w, type_out, obj, e);
 	}
 	if (*id.rv_s && !w->in_init)
 		set_str(&w->rv, id.rv_s);
@@ -406,6 +409,7 @@ void kw_watch_init(struct kw_watch *w, const char *name, const char *path, const
 	w->need_list = 1;
 	kw_map_init(&w->map);
 	kop_jsonl_init(&w->reader, 0);
+	w->reader.fast = 1;
 	w->stream_error = jv_invalid();
 }
 
@@ -480,6 +484,7 @@ char *kw_watch_request(struct kw_watch *w)
 
 	kop_jsonl_release(&w->reader);
 	kop_jsonl_init(&w->reader, 0);
+	w->reader.fast = 1;
 	jv_free(w->stream_error);
 	w->stream_error = jv_invalid();
 	w->events = 0;

@@ -73,6 +73,7 @@ struct kw_entry {
 	uint32_t hash;
 	unsigned gen;		/* the relist generation that last saw it */
 	uint32_t klen, ulen, rvlen;
+	uint64_t memo;		/* the emit callback's, kept while the uid stays (0: none) */
 	char data[];		/* "ns/name\0uid\0rv\0" */
 };
 
@@ -83,9 +84,12 @@ struct kw_map {
 
 /*
  * emit: one event for downstream. type "ADDED", "MODIFIED" or "DELETED";
- * object consumed.
+ * object consumed. memo: the object's slot for the callback to remember
+ * what it last sent of it (kwatch --keep: a digest, to drop a MODIFIED
+ * whose kept fields did not change); 0 at first and after a new uid, NULL
+ * with DELETED.
  */
-typedef void kw_emit_fn(void *ctx, const char *type, jv object);
+typedef void kw_emit_fn(void *ctx, const char *type, jv object, uint64_t *memo);
 
 struct kw_watch {
 	/* configuration (kw_watch_init; owned) */

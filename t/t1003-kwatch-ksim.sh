@@ -262,6 +262,51 @@ test_expect_success 'backpressure: a stdout nobody reads blocks kwatch; then eve
 	no_duplicates out
 '
 
+test_expect_success '--keep: only the fields kept; a change that leaves them alone is not written, live or after a relist' '
+	api POST /api/v1/namespaces "{\"metadata\":{\"name\":\"k\"}}" >/dev/null &&
+	cm k k1 "{\"app\":\"x\"}" && cm k k2 &&
+	kw_start kout -n k --keep metadata.labels,data configmaps &&
+	test_wait_for 20 has 1 kout ".type == \"BOOKMARK\"" &&
+	has 1 kout ".object == {metadata: {labels: {app: \"x\"}, name: \"k1\", namespace: \"k\"}, data: {v: \"1\"}, apiVersion: \"v1\", kind: \"ConfigMap\"}" &&
+	has 1 kout ".object == {metadata: {labels: {}, name: \"k2\", namespace: \"k\"}, data: {v: \"1\"}, apiVersion: \"v1\", kind: \"ConfigMap\"}" &&
+	cm_patch k k1 "{\"metadata\":{\"annotations\":{\"a\":\"1\"}}}" &&
+	cm_patch k k1 "{\"data\":{\"v\":\"2\"}}" &&
+	cm_patch k k2 "{\"metadata\":{\"annotations\":{\"a\":\"1\"}}}" &&
+	api DELETE /api/v1/namespaces/k/configmaps/k2 >/dev/null &&
+	test_wait_for 20 has 1 kout ".type == \"DELETED\"" &&
+	summary_after kout >after &&
+	printf "MODIFIED ConfigMap k1\nDELETED ConfigMap k2\n" >after.expect &&
+	test_cmp after.expect after &&
+	has 1 kout ".type == \"MODIFIED\" and .object == {metadata: {labels: {app: \"x\"}, name: \"k1\", namespace: \"k\"}, data: {v: \"2\"}, apiVersion: \"v1\", kind: \"ConfigMap\"}" &&
+	has 1 kout ".type == \"DELETED\" and .object == {metadata: {labels: {}, name: \"k2\", namespace: \"k\"}, data: {v: \"1\"}, apiVersion: \"v1\", kind: \"ConfigMap\"}" &&
+	kill -STOP $(cat kout.kwpid) &&
+	ksim_admin cut-watches &&
+	cm_patch k k1 "{\"metadata\":{\"annotations\":{\"a\":\"2\"}}}" &&
+	cm k k3 &&
+	ksim_admin compact &&
+	kill -CONT $(cat kout.kwpid) &&
+	test_wait_for 20 has 1 kout ".object.metadata.name == \"k3\"" &&
+	test_wait_for 20 grep -q expired kout.err &&
+	cm_patch k k1 "{\"data\":{\"v\":\"3\"}}" &&
+	test_wait_for 20 has 1 kout ".object.data.v == \"3\"" &&
+	kw_stop kout &&
+	summary_after kout >after &&
+	printf "MODIFIED ConfigMap k1\nDELETED ConfigMap k2\nADDED ConfigMap k3\nMODIFIED ConfigMap k1\n" >after.expect &&
+	test_cmp after.expect after
+'
+
+test_expect_success 'RESOURCE:k=FIELDS: per resource (empty: whole objects); keys with dots; a bad list is a usage error' '
+	cm k k4 "{\"app.kubernetes.io/name\":\"n\",\"other\":\"o\"}" &&
+	timeout 20 kwatch --once --keep data "configmaps@k:f=metadata.name=k4:k=metadata.labels.app\.kubernetes\.io/name" \
+		"configmaps@k:f=metadata.name=k4:k=" >out 2>err &&
+	has 1 out ".object == {metadata: {labels: {\"app.kubernetes.io/name\": \"n\"}, name: \"k4\", namespace: \"k\"}, apiVersion: \"v1\", kind: \"ConfigMap\"}" &&
+	has 1 out ".object.metadata.uid and .object.data.v == \"1\" and .object.metadata.labels.other == \"o\"" &&
+	test_expect_code 100 kwatch --once --kubeconfig /nonexistent --keep "a..b" configmaps 2>err &&
+	grep -q "invalid --keep: .a..b.: an empty key" err &&
+	test_expect_code 100 kwatch --once --kubeconfig /nonexistent "configmaps:k=a," 2>err &&
+	grep -q "invalid :k= in" err
+'
+
 test_expect_success 'a --project failing on a Secret: logged without what jq quoted of its data' '
 	api POST /api/v1/namespaces/default/secrets \
 		"{\"metadata\":{\"name\":\"s4\"},\"data\":{\"password\":\"UzNjcjN0\"}}" >/dev/null &&

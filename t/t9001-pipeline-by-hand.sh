@@ -21,13 +21,15 @@ test_expect_success 'setup: deploy/ and the example, as the admin' '
 
 test_expect_success 'the watches, as kwatch arguments' '
 	ireconcile --print-watches "$PROGRAM" >watches.jsonl &&
-	jq -r ".resource + \"@\" + (if .namespace == \"\" then \"*\" else .namespace end) + \":l=\" + .labelSelector + \":f=\" + .fieldSelector" \
+	jq -r ".resource + \"@\" + (if .namespace == \"\" then \"*\" else .namespace end) + \":l=\" + .labelSelector + \":f=\" + .fieldSelector
+		+ (if .keep then \":k=\" + .keep else \"\" end)" \
 		watches.jsonl >watches.args &&
 	test_line_count_ () { test "$(wc -l <"$2")" = "$1"; } &&
 	test_line_count_ 10 watches.args &&
 	grep "^secrets@~:l=app.kubernetes.io/managed-by=iot-operator,cp.iot.sap/operator=devawsk8s:f=$" watches.args &&
 	grep "^iotservices.cp.iot.sap@devawsk8s:l=:f=$" watches.args &&
-	grep "^secrets@devawsk8s:l=:f=metadata.name=image-pull-secret$" watches.args
+	grep "^secrets@devawsk8s:l=:f=metadata.name=image-pull-secret$" watches.args &&
+	grep "^pods@\*:l=app.kubernetes.io/managed-by=iot-operator,cp.iot.sap/operator=devawsk8s:f=:k=metadata.labels,status.phase$" watches.args
 '
 
 test_expect_success 'kwatch --once | ireconcile | kapply --dry-run: the requests, nothing written' '

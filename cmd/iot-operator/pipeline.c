@@ -78,7 +78,7 @@ static jv kwatch_groups(void)
 	argv_kube(&kw);
 	argv_add(&kw, "-A");
 	for (line = out.buf; line && *line; line = nl ? nl + 1 : NULL) {
-		jv w, res, ns, ls, fs, spec;
+		jv w, res, ns, ls, fs, keep, spec;
 
 		nl = strchr(line, '\n');
 		if (nl)
@@ -96,10 +96,15 @@ static jv kwatch_groups(void)
 		ns = jv_object_get(jv_copy(w), jv_string("namespace"));
 		ls = jv_object_get(jv_copy(w), jv_string("labelSelector"));
 		fs = jv_object_get(jv_copy(w), jv_string("fieldSelector"));
-		spec = jv_string_fmt("%s@%s:l=%s:f=%s", jv_string_value(res),
+		keep = jv_object_get(jv_copy(w), jv_string("keep"));
+		/* (a kind's fields kept are dropped where the event enters, in kwatch) */
+		spec = jv_string_fmt("%s@%s:l=%s:f=%s%s%s", jv_string_value(res),
 				     jv_get_kind(ns) == JV_KIND_STRING && *jv_string_value(ns) ? jv_string_value(ns) : "*",
 				     jv_get_kind(ls) == JV_KIND_STRING ? jv_string_value(ls) : "",
-				     jv_get_kind(fs) == JV_KIND_STRING ? jv_string_value(fs) : "");
+				     jv_get_kind(fs) == JV_KIND_STRING ? jv_string_value(fs) : "",
+				     jv_get_kind(keep) == JV_KIND_STRING ? ":k=" : "",
+				     jv_get_kind(keep) == JV_KIND_STRING ? jv_string_value(keep) : "");
+		jv_free(keep);
 		kw = jv_array_append(kw, spec);
 		nwatch++;
 		jv_free(res);

@@ -34,6 +34,12 @@ static void parse_values(struct reader *rd, const char *text, size_t len, size_t
 			 (size_t)(nul - text) + 1);
 		return;
 	}
+	/* A line that is one compact value (kwatch's, the supervisor's): read by
+	 * json_read.c's reader, the value jq's parser would give, in 40% of its work. */
+	if (kop_json_read_fast(text, len, &v) == 0) {
+		fn(v, lineno);
+		return;
+	}
 	parser = jv_parser_new(0);
 	jv_parser_set_buf(parser, text, (int)len, 0);
 	while (jv_is_valid(v = jv_parser_next(parser)))

@@ -35,12 +35,13 @@ static const char *str_at(jv obj, const char *a, const char *b, jv *hold)
 	return jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : "-";
 }
 
-static void print_event(void *ctx, const char *type, jv obj)
+static void print_event(void *ctx, const char *type, jv obj, uint64_t *memo)
 {
 	jv a, b, c, d;
 	const char *ns = str_at(obj, "metadata", "namespace", &a);
 
 	(void)ctx;
+	(void)memo;
 	printf("%s %s/%s %s %s\n", type, ns, str_at(obj, "metadata", "name", &b), str_at(obj, "metadata", "uid", &c),
 	       str_at(obj, "metadata", "resourceVersion", &d));
 	jv_free(a);

@@ -1,0 +1,114 @@
+/*
+ * Fields kept of an object: a program's `project` list of fields, kwatch's
+ * --keep. The object reduced to them, and the list as one line of text
+ * ("metadata.labels,status.phase"), written and read.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "jsonl.h"
+#include "kop.h"
+#include "banned.h"
+
+/* v (consumed) with value (consumed) at path[from..] (keys), objects made on the way. */
+static jv keep_set(jv v, jv path, int from, int n, jv value)
+{
+	jv key = jv_array_get(jv_copy(path), from);
+
+	if (from == n - 1)
+		return jv_object_set(v, key, value);
+	{
+		jv sub = jv_object_has(jv_copy(v), jv_copy(key)) ? jv_object_get(jv_copy(v), jv_copy(key)) : jv_object();
+
+		return jv_object_set(v, key, keep_set(sub, path, from + 1, n, value));
+	}
+}
+
+jv kop_json_keep(jv obj, jv paths)
+{
+	jv out = jv_object();
+
+	jv_array_foreach(paths, i, path) {
+		int n = jv_array_length(jv_copy(path)), j;
+		jv v = jv_copy(obj);
+
+		for (j = 0; j < n && jv_get_kind(v) == JV_KIND_OBJECT; j++) {
+			jv key = jv_array_get(jv_copy(path), j);
+
+			v = jv_object_has(jv_copy(v), jv_copy(key)) ? jv_object_get(v, key) : (jv_free(v), jv_free(key), jv_null());
+		}
+		if (j == n && jv_get_kind(v) != JV_KIND_NULL)
+			out = keep_set(out, path, 0, n, v);
+		else
+			jv_free(v);
+		jv_free(path);
+	}
+	jv_free(obj);
+	return out;
+}
+
+/* The characters a key holds escaped in a field list: the separators, the escape, and ':' (kwatch's parts). */
+static int special(char c)
+{
+	return c == '.' || c == ',' || c == '\\' || c == ':';
+}
+
+void kop_fields_format(jv paths, struct kop_buf *b)
+{
+	int first = 1;
+
+	jv_array_foreach(paths, i, path) {
+		if (!first)
+			kop_buf_add(b, ",", 1);
+		first = 0;
+		jv_array_foreach(path, j, key) {
+			const char *s = jv_get_kind(key) == JV_KIND_STRING ? jv_string_value(key) : "";
+
+			if (j)
+				kop_buf_add(b, ".", 1);
+			for (; *s; s++) {
+				if (special(*s))
+					kop_buf_add(b, "\\", 1);
+				kop_buf_add(b, s, 1);
+			}
+			jv_free(key);
+		}
+		jv_free(path);
+	}
+}
+
+int kop_fields_parse(const char *s, jv *paths, char *err)
+{
+	jv out = jv_array(), path = jv_array();
+	struct kop_buf key = KOP_BUF_INIT;
+	const char *p = s;
+
+	for (;; p++) {
+		if (*p == '\\' && p[1] && special(p[1])) {
+			kop_buf_add(&key, ++p, 1);
+			continue;
+		}
+		if (*p && *p != '.' && *p != ',') {
+			kop_buf_add(&key, p, 1);
+			continue;
+		}
+		if (!key.len) {
+			jv_free(out);
+			jv_free(path);
+			kop_buf_release(&key);
+			return kop_error(err, "'%s': an empty key at offset %zu (fields are separated by ',', keys "
+					 "by '.'; write '\\.' for a dot in a key)", s, (size_t)(p - s));
+		}
+		path = jv_array_append(path, jv_string_sized(key.buf, (int)key.len));
+		key.len = 0;
+		if (*p == '.')
+			continue;
+		out = jv_array_append(out, path);
+		path = jv_array();
+		if (!*p)
+			break;
+	}
+	jv_free(path);
+	kop_buf_release(&key);
+	*paths = out;
+	return 0;
+}
