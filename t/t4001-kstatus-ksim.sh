@@ -79,6 +79,41 @@ test_expect_success 'other lines pass through in order; a bad status line is rep
 	jq -e -s ".[1].ok == true and .[2].ok == false and .[2].code == 400 and .[3].for == \"apply\"" out
 '
 
+# known_line NAME UID STATUS-JSON STORED-JSON RV: a status line with what ireconcile saw stored
+known_line () {
+	printf '{"op":"status","primary":"ns/%s","stored":%s,"resourceVersion":"%s","object":{"apiVersion":"test.example.org/v1","kind":"Widget","metadata":{"name":"%s","namespace":"ns","uid":"%s"},"status":%s}}\n' \
+		"$1" "$4" "$5" "$1" "$2" "$3"
+}
+# the GETs kstatus sent since the last reset of ksim's counters: a fresh
+# kstatus reads its kind's API group once (discovery), then the objects it reads
+kstatus_gets () {
+	curl -sS -f -m 10 "$KSIM_URL/ksim/stats" | jq ".byAgent[\"iot-operator/kstatus\"].GET // 0"
+}
+
+test_expect_success 'a line carrying the stored status and its resourceVersion is written without a read' '
+	get_w w1 &&
+	uid=$(jq -r .metadata.uid w1.json) rv=$(jq -r .metadata.resourceVersion w1.json) &&
+	known_line w1 "$uid" "{\"phase\":\"Processing\",\"observedGeneration\":1}" "$(jq -c .status w1.json)" "$rv" >in &&
+	curl -sS -f -m 10 -X POST -d "{\"reset\":true}" "$KSIM_URL/ksim/stats" >/dev/null &&
+	timeout 30 kstatus <in >out 2>err &&
+	test "$(kstatus_gets)" = 1 &&
+	jq -e ".ok == true and .code == 200" out &&
+	get_w w1 &&
+	jq -e ".status == {\"phase\":\"Processing\",\"observedGeneration\":1}" w1.json
+'
+
+test_expect_success 'a stale resourceVersion (the object changed since) is read again: the status written is right' '
+	get_w w1 &&
+	uid=$(jq -r .metadata.uid w1.json) &&
+	known_line w1 "$uid" "{\"phase\":\"Failed\"}" "{\"phase\":\"Available\",\"extra\":1}" 1 >in &&
+	curl -sS -f -m 10 -X POST -d "{\"reset\":true}" "$KSIM_URL/ksim/stats" >/dev/null &&
+	timeout 30 kstatus <in >out 2>err &&
+	test "$(kstatus_gets)" -ge 2 &&
+	jq -e ".ok == true" out &&
+	get_w w1 &&
+	jq -e ".status == {\"phase\":\"Failed\"}" w1.json
+'
+
 test_expect_success 'cleanup' '
 	ksim_stop
 '

@@ -131,6 +131,7 @@ struct engine {
 	} *dicts;			/* [0]: the primary's, [1 + i]: E.prog.kinds[i]'s */
 	const char *now;
 	unsigned backoff_base, backoff_cap;
+	long settle_ms;		/* --settle: an observed object's change reconciles this much later */
 	unsigned long reconciles, errors;
 	int read_failed;		/* stdin could not be read: exit 111, not 0 */
 	long stats_ms;			/* --stats-interval, 0 = off */

@@ -34,6 +34,8 @@ static const char usage[] =
 	"  --backoff-cap D        longest such delay (default 5m)\n"
 	"  --stats-interval D     log a \"stats\" line (reconciles, errors, queue, objects) every D\n"
 	"  --watchdog D           say when one reconcile runs longer than D, then 2D, 4D... (default 10s)\n"
+	"  --settle D             a change of an observed object reconciles D later, once for a\n"
+	"                         burst (default 200ms; 0: at once; --once: at once)\n"
 	"  -v, --verbose          log each reconcile (key, duration, counts); twice for more\n"
 	"  --log-level LEVEL      error, warn, info, debug, trace\n"
 	"  --log-format FORMAT    json or text\n"
@@ -50,7 +52,8 @@ enum {
 	OPT_BACKOFF_BASE,
 	OPT_BACKOFF_CAP,
 	OPT_STATS_INTERVAL,
-	OPT_WATCHDOG
+	OPT_WATCHDOG,
+	OPT_SETTLE
 };
 
 /* The engine: its one instance, shared by every file of ireconcile. */
@@ -209,6 +212,7 @@ int main(int argc, char **argv)
 		{ "backoff-cap", required_argument, NULL, OPT_BACKOFF_CAP },
 		{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
 		{ "watchdog", required_argument, NULL, OPT_WATCHDOG },
+		{ "settle", required_argument, NULL, OPT_SETTLE },
 		TOOL_COMMON_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -221,6 +225,7 @@ int main(int argc, char **argv)
 	tool_init("ireconcile", argc, argv, 1);
 	E.backoff_base = 1000;
 	E.backoff_cap = 300000;
+	E.settle_ms = 200;
 	while ((c = getopt_long(argc, argv, TOOL_COMMON_SHORT, opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_FEEDBACK:
@@ -254,6 +259,11 @@ int main(int argc, char **argv)
 			if ((E.stats_ms = tool_parse_duration_ms(optarg)) <= 0 || E.stats_ms > 86400000)
 				die_usage("invalid --stats-interval '%s'", optarg);
 			break;
+		case OPT_SETTLE:
+			if ((ms = tool_parse_duration_ms(optarg)) < 0 || ms > 60000 || (ms == 0 && strcmp(optarg, "0")))
+				die_usage("invalid --settle '%s' (0 to 1m)", optarg);
+			E.settle_ms = ms;
+			break;
 		case OPT_WATCHDOG:
 			if ((W.first_ms = tool_parse_duration_ms(optarg)) < 100 || W.first_ms > 86400000)
 				die_usage("invalid --watchdog '%s' (100ms to 24h)", optarg);
@@ -265,6 +275,8 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		die_usage("want one PROGRAM");
+	if (once)
+		E.settle_ms = 0;	/* a replay reconciles at the end of its input */
 	if (E.backoff_base > E.backoff_cap)
 		die_usage("--backoff-base (%u ms) is above --backoff-cap (%u ms)", E.backoff_base, E.backoff_cap);
 	program_dir = tool_find_program(argv[optind]);	/* a bare name as iot-operator finds it */

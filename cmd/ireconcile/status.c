@@ -154,8 +154,50 @@ static int status_is_sent(struct prim *p, jv status)
 }
 
 /*
+ * v without what a stored object would not tell from absent: members that
+ * are null, an empty list or an empty object, at every depth of objects
+ * (consumed). A status of {"nodes": []} is what a server stores as no status.
+ */
+static jv sparse(jv v)
+{
+	jv out;
+
+	if (jv_get_kind(v) != JV_KIND_OBJECT)
+		return v;
+	out = jv_object();
+	jv_object_foreach(v, k, x) {
+		x = sparse(x);
+		if (jv_get_kind(x) == JV_KIND_NULL ||
+		    (jv_get_kind(x) == JV_KIND_ARRAY && jv_array_length(jv_copy(x)) == 0) ||
+		    (jv_get_kind(x) == JV_KIND_OBJECT && jv_object_length(jv_copy(x)) == 0)) {
+			jv_free(k);
+			jv_free(x);
+		} else {
+			out = jv_object_set(out, k, x);
+		}
+	}
+	jv_free(v);
+	return out;
+}
+
+/* Whether a status and the stored one (null when none; both borrowed) say the same. */
+static int status_same(jv status, jv live)
+{
+	if (jv_equal(jv_copy(status), jv_copy(live)))
+		return 1;
+	if (jv_get_kind(live) == JV_KIND_NULL)
+		live = jv_object();
+	else
+		live = jv_copy(live);
+	return jv_equal(sparse(jv_copy(status)), sparse(live));
+}
+
+/*
  * Writes the status when it differs from the stored one; 0 when it is not
  * written because the same is on its way. seen: what the program saw.
+ * When the program saw the stored status (no write of ours on its way), the
+ * line carries it and the resourceVersion it was read at, so that kstatus
+ * can write without reading the object first.
  */
 int write_status(struct prim *p, jv parent, jv status, enum seen seen, int64_t now, struct counts *n)
 {
@@ -165,15 +207,20 @@ int write_status(struct prim *p, jv parent, jv status, enum seen seen, int64_t n
 
 	if (jv_get_kind(live) == JV_KIND_INVALID)
 		live = jv_null();
-	if (jv_equal(jv_copy(status), jv_copy(live))) {
+	if (status_same(status, live)) {
 		flight_forget(fkey);
 	} else if (seen == SEEN_CARRIED && status_is_sent(p, status)) {
 		sent = 0;	/* on its way (an older one of ours landed first) */
 	} else if (flight_check(p, fkey, status, p->obj->rv, now)) {
-		jv obj = ref_object(parent, 1);
+		jv obj = ref_object(parent, 1), line;
 
 		obj = jv_object_set(obj, kop_json_key("status"), jv_copy(status));
-		emit(jv_object_set(op_line("status", p->key), kop_json_key("object"), obj));
+		line = jv_object_set(op_line("status", p->key), kop_json_key("object"), obj);
+		if (seen == SEEN_STORED && *p->obj->rv) {
+			line = jv_object_set(line, kop_json_key("stored"), jv_copy(live));
+			line = jv_object_set(line, kop_json_key("resourceVersion"), jv_string(p->obj->rv));
+		}
+		emit(line);
 		n->statuses++;
 		obj = jv_object_set(jv_copy(parent), kop_json_key("status"), jv_copy(status));
 		update_aggs(p, obj);	/* counted from now on (update_aggs_seen) */

@@ -125,6 +125,23 @@ static void forget_flights(const struct obj *o)
 	}
 }
 
+/*
+ * A change of an observed object (what the program reads for the status,
+ * pods say) reconciles its primary --settle later: the pods of a workload
+ * come and change in bursts, and one reconcile after the burst writes one
+ * status where one a pod would write several. Children and primaries are
+ * reconciled at once (drift is corrected without delay).
+ */
+static void settle(struct prim *p)
+{
+	if (!p)
+		return;
+	if (E.settle_ms <= 0 || p->queued)
+		enqueue(p);
+	else
+		schedule(p, kop_mono_ms() + E.settle_ms);
+}
+
 static void remove_obj(struct obj *o)
 {
 	struct prim *p = o->prim;
@@ -296,6 +313,9 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		jv_free(E.related_cache);
 		E.related_cache = jv_invalid();
 		enqueue_all();
+		break;
+	case KOP_ROLE_OBSERVED:
+		settle(o->prim);
 		break;
 	default:
 		enqueue(o->prim);

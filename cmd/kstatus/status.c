@@ -1,7 +1,10 @@
 /*
- * Status writes: the stored status read and, when it differs, merge-patched
- * under the read's resourceVersion; an object gone (or created again) is
- * skipped, a conflict read again.
+ * Status writes: a merge patch of the status subresource under a
+ * resourceVersion precondition. When the line carries the stored status and
+ * the resourceVersion it was seen at (ireconcile's view: every status comes
+ * through its watch), the patch goes at once; otherwise, or after a
+ * conflict, the object is read first and nothing is written when its status
+ * already is the given one. An object gone (or created again) is skipped.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -86,9 +89,49 @@ static jv skipped(jv primary, jv ref, long code, const char *why)
 }
 
 /*
- * GET the object; unless it is gone (or another object now has its name),
- * merge-patch its status with the stored resourceVersion as a precondition;
- * a 409 (the object changed meanwhile) starts again with a fresh read.
+ * The write without a read, from the stored status and resourceVersion the
+ * line carries: 1 when that settled the operation (written, skipped,
+ * reported), 0 to go on with a read (a conflict: the object changed since).
+ */
+static int write_known(jv line, jv primary, jv obj, jv status, const char *obj_path, const char *status_path,
+		       const char *uid, const char *who, struct kop_backoff *b, unsigned *tries)
+{
+	jv stored = kop_json_member(jv_copy(line), "stored");
+	char *rv = kop_json_str(line, "resourceVersion", NULL);
+	struct kube_response r;
+	jv body;
+	int done = 1;
+
+	if (!jv_is_valid(stored) || !rv || !*rv) {
+		jv_free(stored);
+		free(rv);
+		return 0;
+	}
+	if (jv_get_kind(stored) != JV_KIND_OBJECT)
+		stored = (jv_free(stored), jv_object());
+	body = jv_object_set(jv_object(), jv_string("metadata"),
+			     jv_object_set(jv_object(), jv_string("resourceVersion"), jv_string(rv)));
+	body = jv_object_set(body, jv_string("status"), merge_patch(stored, jv_copy(status)));
+	free(rv);
+	if (request("PATCH", status_path, "application/merge-patch+json", body, &r) == 0)
+		emit(kop_result_ok("status", jv_copy(primary), kop_op_ref(jv_copy(obj)), r.code, jv_copy(r.body)));
+	else if (r.code == 404 && object_gone(obj_path, uid))
+		emit(skipped(jv_copy(primary), kop_op_ref(jv_copy(obj)), 404, "deleted"));
+	else if (r.code == 409 || retry_after_failure(&r, b, tries, 0))
+		done = 0;	/* changed since it was seen, or a transient failure: read it and go on */
+	else
+		report_fail("status", jv_copy(primary), kop_op_ref(jv_copy(obj)), &r, who);
+	if (!done && r.code == 409)
+		log_debug("'%s' changed since ireconcile saw it: reading it", who);
+	kube_response_release(&r);
+	return done;
+}
+
+/*
+ * Unless the line says what is stored (write_known), GET the object; unless
+ * it is gone (or another object now has its name), merge-patch its status
+ * with the stored resourceVersion as a precondition; a 409 (the object
+ * changed meanwhile) starts again with a fresh read.
  */
 void do_status(jv line)
 {
@@ -147,6 +190,8 @@ void do_status(jv line)
 		free(sp);
 		free(fm);
 	}
+	if (write_known(line, primary, obj, status, obj_path, status_path, uid, who, &b, &tries))
+		goto written;
 	for (;;) {
 		struct kube_response r;
 		jv stored, body, meta;
@@ -217,6 +262,7 @@ void do_status(jv line)
 		kube_response_release(&r);
 		break;
 	}
+written:
 	jv_free(primary);
 out:
 	if (resolved)
