@@ -10,6 +10,7 @@
 #                                     iot-operator (no leader election, metrics on a free port) with its
 #                                     stderr in DIR/operator.log, until its initial lists are in (30 s at
 #                                     most); sets op_pid and mport; 1 (said on stderr) when it fails
+#   start_operator DIR                run_operator without the CRD and namespace (they are there)
 #   stop_operator                     SIGTERM, SIGKILL after 15 s
 #   op_procs                          the supervisor's pid and its stages', one a line
 #   status_kb PID FIELD               a kB field of /proc/PID/status (VmRSS, VmHWM)
@@ -43,6 +44,10 @@ run_operator () {
 		cat "$1/setup.out" >&2
 		return 1
 	fi
+	start_operator "$1"
+}
+
+start_operator () {
 	OPERATOR_NAME=devawsk8s iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 \
 		--program "$root/pipeline/iotservice" >/dev/null 2>"$1/operator.log" </dev/null &
 	op_pid=$!
