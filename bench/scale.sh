@@ -254,7 +254,11 @@ restart () {
 	curl -sS -X POST -d '{"reset":true}' "$url/ksim/stats" >/dev/null
 	log "N=$last: restarting the operator"
 	t0=$(now_ms)
-	start_operator "$d" || { log "the operator did not start again"; return 0; }
+	if ! START_LIMIT_S=300 start_operator "$d"; then
+		log "restart: the operator did not start again"
+		figure "n${last}_restart_ready_s" null s "< 3"
+		return 0
+	fi
 	i=0
 	while :; do
 		code=$(curl -s -o /dev/null -w '%{http_code}' -m 2 "http://127.0.0.1:$mport/readyz" || echo 0)

@@ -10,7 +10,8 @@
 #                                     iot-operator (no leader election, metrics on a free port) with its
 #                                     stderr in DIR/operator.log, until its initial lists are in (30 s at
 #                                     most); sets op_pid and mport; 1 (said on stderr) when it fails
-#   start_operator DIR                run_operator without the CRD and namespace (they are there)
+#   start_operator DIR                run_operator without the CRD and namespace (they are there);
+#                                     START_LIMIT_S (default 30) bounds the wait for its initial lists
 #   stop_operator                     SIGTERM, SIGKILL after 15 s
 #   op_procs                          the supervisor's pid and its stages', one a line
 #   status_kb PID FIELD               a kB field of /proc/PID/status (VmRSS, VmHWM)
@@ -54,7 +55,7 @@ start_operator () {
 	ro_i=0
 	while ! grep -q 'initial lists are in' "$1/operator.log" 2>/dev/null; do
 		ro_i=$((ro_i + 1))
-		if test $ro_i -gt 600 || ! kill -0 "$op_pid" 2>/dev/null; then
+		if test $ro_i -gt $(( ${START_LIMIT_S:-30} * 20 )) || ! kill -0 "$op_pid" 2>/dev/null; then
 			echo "the operator did not start; its log ends:" >&2
 			tail -n 5 "$1/operator.log" >&2
 			return 1
