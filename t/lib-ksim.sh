@@ -133,7 +133,7 @@ ksim_stop () {
 }
 
 ksim_admin () {
-	curl -sS -f -m 10 -X POST "$KSIM_URL/ksim/${1#/}" >/dev/null
+	curl -sS -k -f -m 10 -X POST "$KSIM_URL/ksim/${1#/}" >/dev/null
 }
 
 # curl with ksim's CA and token; the last argument is the path.

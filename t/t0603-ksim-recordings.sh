@@ -302,11 +302,11 @@ test_expect_success 'ksim stops cleanly' '
 ksim_start --token s3cret
 
 test_expect_success '--token: anonymous requests are 403 as recorded, wrong tokens 401' '
-	curl -sS -o out.json -w "%{http_code}\n" "$KSIM_URL/api/v1/namespaces" >code &&
+	curl -sS -k -o out.json -w "%{http_code}\n" "$KSIM_URL/api/v1/namespaces" >code &&
 	echo 403 >expect && test_cmp expect code &&
 	body_of "$R/errors/401-or-403-anonymous.http.txt" >expect.json &&
 	same_json expect.json out.json &&
-	curl -sS -o out.json -w "%{http_code}\n" -H "Authorization: Bearer wrong" "$KSIM_URL/api/v1/namespaces" >code &&
+	curl -sS -k -o out.json -w "%{http_code}\n" -H "Authorization: Bearer wrong" "$KSIM_URL/api/v1/namespaces" >code &&
 	echo 401 >expect && test_cmp expect code &&
 	jq -e ".reason == \"Unauthorized\" and .code == 401" out.json &&
 	ksim_curl -o ok.json -w "%{http_code}\n" /api/v1/namespaces >code &&
@@ -314,10 +314,22 @@ test_expect_success '--token: anonymous requests are 403 as recorded, wrong toke
 	jq -e ".users[0].user.token == \"s3cret\"" "$KUBECONFIG"
 '
 
+# kubectl sends no bearer token over plain HTTP (every call would be
+# system:anonymous): --token implies --tls, and kubectl 1.27 and 1.33 are
+# the admin with the kubeconfig ksim writes.
+test_expect_success '--token implies --tls: kubectl 1.27 and 1.33 authenticate with the written kubeconfig' '
+	case "$KSIM_URL" in https://127.0.0.1:*) ;; *) false ;; esac &&
+	jq -e ".clusters[0].cluster[\"certificate-authority-data\"] | length > 0" "$KUBECONFIG" &&
+	for k in kubectl.1.27 kubectl.1.33; do
+		timeout 30 "/usr/lib/google-cloud-sdk/bin/$k" get ns default -o name >out || return 1
+		echo namespace/default >expect && test_cmp expect out || return 1
+	done
+'
+
 test_expect_success '--token: anonymous gets /version only, not the OpenAPI documents' '
 	for path in /version /openapi/v2 /openapi/v3 /api
 	do
-		curl -sS -o /dev/null -w "%{http_code} $path\n" "$KSIM_URL$path" || return 1
+		curl -sS -k -o /dev/null -w "%{http_code} $path\n" "$KSIM_URL$path" || return 1
 	done >codes &&
 	printf "200 /version\n403 /openapi/v2\n403 /openapi/v3\n403 /api\n" >expect &&
 	test_cmp expect codes &&

@@ -120,7 +120,7 @@ test_expect_success '--authorization rbac: the default ClusterRoles and their bi
 		ksim_curl -s -o /dev/null -X POST -H "Content-Type: application/json" \
 			-d "{\"metadata\":{\"name\":\"alice-view\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":\"view\"},\"subjects\":[{\"kind\":\"User\",\"name\":\"alice\"}]}" \
 			/apis/rbac.authorization.k8s.io/v1/clusterrolebindings &&
-		as_alice () { curl -sS -m 10 -o /dev/null -w "%{http_code}\n" -H "Authorization: Bearer alice-token" "$@"; } &&
+		as_alice () { curl -sS -k -m 10 -o /dev/null -w "%{http_code}\n" -H "Authorization: Bearer alice-token" "$@"; } &&
 		test "$(as_alice "$KSIM_URL/api/v1/namespaces/default/pods")" = 200 &&
 		test "$(as_alice "$KSIM_URL/apis/batch/v1/namespaces/default/cronjobs")" = 200 &&
 		test "$(as_alice "$KSIM_URL/api/v1/namespaces/default/secrets")" = 403 &&

@@ -3,6 +3,8 @@ test_description='kwatch: refused credentials at setup (ksim --token): 403 is pe
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 ksim_start --token s3cret || exit 1
+# --token implies --tls: the hand-written kubeconfigs trust ksim's CA
+ksim_ca=$(jq -r '.clusters[0].cluster["certificate-authority-data"]' "$KSIM_CONFIG")
 
 # kubeconfig_as USER-STANZA NAME: a kubeconfig for ksim as another user, in $TRASH/kc.NAME
 kubeconfig_as () {
@@ -11,7 +13,7 @@ kubeconfig_as () {
 	kind: Config
 	clusters:
 	- name: c
-	  cluster: {server: "$KSIM_URL"}
+	  cluster: {server: "$KSIM_URL", certificate-authority-data: "$ksim_ca"}
 	users:
 	- name: u
 	  user: $1

@@ -99,6 +99,13 @@ jv secret_string_data(const struct ksim_type *t, jv obj);
 int do_create(const struct ksim_type *t, const char *ns, jv obj, const struct wopts *o, int mf_done,
 	      jv *out);
 
+/*
+ * escalation.c: with --authorization rbac, a Role, ClusterRole or binding
+ * written by user with rights it lacks (and no escalate or bind on the
+ * role): -1, *code and *status (403, or 404 for a missing role). Else 0.
+ */
+int ksim_escalation_check(const struct ksim_type *t, const char *user, jv obj, int *code, jv *status);
+
 /* update.c */
 int finalizers_empty(jv obj);
 int graceful(jv obj);

@@ -279,6 +279,14 @@ int do_create(const struct ksim_type *t, const char *ns, jv obj, const struct wo
 		jv_free(causes);
 	}
 	{
+		int code;
+
+		if (ksim_escalation_check(t, o->user, obj, &code, out) < 0) {	/* escalation.c */
+			jv_free(obj);
+			return code;
+		}
+	}
+	{
 		jv e;
 		char *nm = kop_strdup(name);
 		int bad = schema_check(t, &obj, nm, o, &e);

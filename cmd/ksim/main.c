@@ -39,7 +39,8 @@ static const char usage[] =
 	"  --port N               listen on 127.0.0.1:N (default 0: a free port)\n"
 	"  --kubeconfig FILE      write a kubeconfig for clients once ready to serve\n"
 	"  --tls                  serve HTTPS with a self-signed certificate (CA data in the kubeconfig)\n"
-	"  --token T              require 'Authorization: Bearer T' (missing: anonymous, 403; wrong: 401)\n"
+	"  --token T              require 'Authorization: Bearer T' (missing: anonymous, 403; wrong: 401);\n"
+	"                         implies --tls (kubectl sends no bearer token over plain HTTP)\n"
 	"  --history N            watch events kept for resuming watches (default 10000)\n"
 	"  --bookmark-interval D  period of watch bookmarks (default 60s)\n"
 	"  --event-ttl D          an Event is deleted D after its last write (default 1h, as\n"
@@ -329,6 +330,8 @@ int main(int argc, char **argv)
 		die_usage("unexpected argument '%s'", argv[optind]);
 	ksim.verbose = log_enabled(LOG_DEBUG);
 	ksim.token = token;
+	if (token)
+		tls = 1;	/* kubectl (client-go) sends no bearer token over plain HTTP */
 
 	/* Signals are taken by sigwait below; every thread inherits the mask. */
 	sigemptyset(&set);

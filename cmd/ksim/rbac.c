@@ -424,6 +424,11 @@ static int rule_allows(jv rule, const struct ksim_attrs *a)
 	return 1;
 }
 
+int ksim_rbac_rule_allows(jv rule, const struct ksim_attrs *a)
+{
+	return rule_allows(rule, a);
+}
+
 /* The rules of a roleRef (lock held); cluster-admin is built in when not stored. */
 static jv role_rules(jv ref, const char *ns)
 {

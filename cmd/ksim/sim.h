@@ -198,6 +198,8 @@ int ksim_rbac_authorize(const struct ksim_attrs *a, struct kop_buf *reason);
  */
 jv ksim_rbac_groups(const char *user, const char *const *groups);
 /* The rules a user (groups as above) has in namespace ns (SelfSubjectRulesReview; lock held): two arrays. */
+/* Does the PolicyRule rule (not consumed) allow a, as the RBAC authorizer matches it? (lock held) */
+int ksim_rbac_rule_allows(jv rule, const struct ksim_attrs *a);
 void ksim_rbac_rules(const char *user, const char *const *groups, const char *ns, jv *resource, jv *nonresource);
 
 #endif
