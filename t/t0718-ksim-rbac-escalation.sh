@@ -116,6 +116,20 @@ test_expect_success 'the admin (system:masters) binds anything' '
 	expect_code 201 admin-token POST $RB/namespaces/esc/rolebindings "$(binding b6 ClusterRole cluster-admin)"
 '
 
+test_expect_success 'impersonated: the impersonated user and groups are compared, not the impersonator' '
+	curl -k -sS -m 10 -o body.json -w "%{http_code}\n" -X POST -H "Authorization: Bearer admin-token" \
+		-H "Impersonate-User: frank" -H "Impersonate-Group: ops" -H "Content-Type: application/json" \
+		-d "$(role r7 "[{\"apiGroups\":[\"\"],\"resources\":[\"secrets\"],\"verbs\":[\"get\"]}]")" \
+		"$KSIM_URL$RB/namespaces/esc/roles" >code &&
+	echo 403 >expect && test_cmp expect code &&
+	jq -r .message body.json >msg &&
+	cat >expect <<-\EOT &&
+	roles.rbac.authorization.k8s.io "r7" is forbidden: user "frank" (groups=["ops" "system:authenticated"]) is attempting to grant RBAC permissions not currently held:
+	{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}
+	EOT
+	test_cmp expect msg
+'
+
 test_expect_success 'kubectl 1.27 and 1.33 show the refusal' '
 	jq ".users[0].user = {token: \"dave-token\"}" "$KUBECONFIG" >dave.kubeconfig &&
 	for k in kubectl.1.27 kubectl.1.33; do

@@ -192,6 +192,7 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 	o.dry_run = dry;
 	o.manager = manager_of(rq, mbuf, sizeof(mbuf));
 	o.user = rq->user;
+	o.groups = rq->groups;
 	o.force = query_bool(rq, "force");
 	o.warnings = &rs->warnings;
 	{

@@ -25,6 +25,7 @@ struct wopts {
 	jv *warnings;		/* the response's Warning headers */
 	const char *manager;
 	const char *user;
+	const char *const *groups;	/* an impersonated user's, else NULL (ksim_request) */
 	int put;		/* an update (PUT): an empty resourceVersion is an unconditional update */
 	int force;		/* apply: force conflicts */
 };
@@ -101,10 +102,11 @@ int do_create(const struct ksim_type *t, const char *ns, jv obj, const struct wo
 
 /*
  * escalation.c: with --authorization rbac, a Role, ClusterRole or binding
- * written by user with rights it lacks (and no escalate or bind on the
+ * written by user (in groups when impersonated, else NULL) with rights it lacks (and no escalate or bind on the
  * role): -1, *code and *status (403, or 404 for a missing role). Else 0.
  */
-int ksim_escalation_check(const struct ksim_type *t, const char *user, jv obj, int *code, jv *status);
+int ksim_escalation_check(const struct ksim_type *t, const char *user, const char *const *groups, jv obj, int *code,
+			  jv *status);
 
 /* update.c */
 int finalizers_empty(jv obj);

@@ -281,7 +281,7 @@ int do_create(const struct ksim_type *t, const char *ns, jv obj, const struct wo
 	{
 		int code;
 
-		if (ksim_escalation_check(t, o->user, obj, &code, out) < 0) {	/* escalation.c */
+		if (ksim_escalation_check(t, o->user, o->groups, obj, &code, out) < 0) {	/* escalation.c */
 			jv_free(obj);
 			return code;
 		}

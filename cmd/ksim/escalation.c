@@ -251,13 +251,13 @@ static void describe(struct kop_buf *m, jv missing)
  * ConfirmNoEscalation: 0 when user holds every right of rules (consumed) in
  * ns (NULL: cluster-wide), else -1 and the 403 in *status.
  */
-static int confirm_no_escalation(const char *user, const char *ns, const char *resource, const char *name,
-				 jv rules, jv *status)
+static int confirm_no_escalation(const char *user, const char *const *as, const char *ns, const char *resource,
+				 const char *name, jv rules, jv *status)
 {
 	jv ownres, ownurl, missing, groups;
 	struct kop_buf m = KOP_BUF_INIT;
 
-	ksim_rbac_rules(user, NULL, ns, &ownres, &ownurl);
+	ksim_rbac_rules(user, as, ns, &ownres, &ownurl);
 	missing = uncovered(ownres, ownurl, rules, user);
 	jv_free(ownres);
 	jv_free(ownurl);
@@ -265,7 +265,7 @@ static int confirm_no_escalation(const char *user, const char *ns, const char *r
 		jv_free(missing);
 		return 0;
 	}
-	groups = ksim_rbac_groups(user, NULL);
+	groups = ksim_rbac_groups(user, as);
 	kop_buf_addf(&m, "%s.%s \"%s\" is forbidden: user \"%s\" (groups=", resource, RBAC_GROUP, name, user);
 	add_qlist(&m, groups);
 	kop_buf_adds(&m, ") is attempting to grant RBAC permissions not currently held:");
@@ -278,13 +278,15 @@ static int confirm_no_escalation(const char *user, const char *ns, const char *r
 }
 
 /* May user do verb (escalate, bind) on the role resource/name, as seen from ns? */
-static int may(const char *user, const char *verb, const char *resource, const char *ns, const char *name)
+static int may(const char *user, const char *const *as, const char *verb, const char *resource, const char *ns,
+	       const char *name)
 {
 	struct ksim_attrs a = { 0 };
 	jv st = jv_null();
 	int ok;
 
 	a.user = user;
+	a.groups = as;
 	a.verb = verb;
 	a.group = RBAC_GROUP;
 	a.resource = resource;
@@ -295,7 +297,8 @@ static int may(const char *user, const char *verb, const char *resource, const c
 	return ok;
 }
 
-int ksim_escalation_check(const struct ksim_type *t, const char *user, jv obj, int *code, jv *status)
+int ksim_escalation_check(const struct ksim_type *t, const char *user, const char *const *groups, jv obj, int *code,
+			  jv *status)
 {
 	const char *ns = ksim_str(obj, "metadata.namespace"), *name = ksim_str(obj, "metadata.name");
 	const char *resource = t->gr;
@@ -313,14 +316,14 @@ int ksim_escalation_check(const struct ksim_type *t, const char *user, jv obj, i
 		jv rules;
 
 		/* EscalationAllowed (system:masters) or RoleEscalationAuthorized */
-		if (may(user, "escalate", res, ns, name))
+		if (may(user, groups, "escalate", res, ns, name))
 			return 0;
 		rules = jv_object_get(jv_copy(obj), jv_string("rules"));
 		if (jv_get_kind(rules) != JV_KIND_ARRAY) {
 			jv_free(rules);
 			rules = jv_array();
 		}
-		if (confirm_no_escalation(user, ns, res, name, rules, status) < 0) {
+		if (confirm_no_escalation(user, groups, ns, res, name, rules, status) < 0) {
 			*code = 403;
 			return -1;
 		}
@@ -335,7 +338,7 @@ int ksim_escalation_check(const struct ksim_type *t, const char *user, jv obj, i
 			return 0;	/* validation refuses it */
 		rres = !strcmp(kind, "Role") ? "roles" : "clusterroles";
 		/* BindingAuthorized: bind on the role, in the binding's namespace */
-		if (may(user, "bind", rres, ns, rname))
+		if (may(user, groups, "bind", rres, ns, rname))
 			return 0;
 		/* GetRoleReferenceRules */
 		role = !strcmp(kind, "Role") ? (ns ? ksim_store_get("roles." RBAC_GROUP, ns, rname) : jv_invalid()) :
@@ -356,7 +359,7 @@ int ksim_escalation_check(const struct ksim_type *t, const char *user, jv obj, i
 			jv_free(rules);
 			rules = jv_array();
 		}
-		if (confirm_no_escalation(user, ns, res, name, rules, status) < 0) {
+		if (confirm_no_escalation(user, groups, ns, res, name, rules, status) < 0) {
 			*code = 403;
 			return -1;
 		}
