@@ -85,4 +85,11 @@ test_expect_success 'ksim stops cleanly on SIGTERM' '
 	ksim_stop
 '
 
+test_expect_success '--help names each admin endpoint once' '
+	"$KOP_BIN/ksim" --help >help &&
+	for e in /ksim/faults /ksim/stats /ksim/cut-watches /ksim/error-watches /ksim/compact; do
+		test "$(grep -o "$e" help | wc -l)" = 1 || return 1
+	done
+'
+
 test_done

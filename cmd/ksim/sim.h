@@ -79,8 +79,10 @@ enum {
 	"  --fault-code N         429 (with Retry-After: 1), 500 or 503 (default 429)\n" \
 	"  --fault-latency D      delay every API request by D\n" \
 	"  --fault-path PREFIX    faults only for paths starting with PREFIX\n" \
-	"Admin: POST /ksim/faults (JSON settings; GET shows them), /ksim/cut-watches,\n" \
-	"/ksim/error-watches, /ksim/compact.\n"
+	"\n" \
+	"Admin endpoints (no authentication): POST /ksim/faults (JSON settings; GET shows\n" \
+	"them), /ksim/stats (GET; POST {\"reset\":true}), /ksim/cut-watches, /ksim/error-watches,\n" \
+	"/ksim/compact.\n"
 
 /* ext.c: option parsing (1 = handled), then init (before bootstrap), start (serving), stop. */
 int ksim_sim_option(int c, const char *arg);
