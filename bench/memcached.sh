@@ -48,25 +48,9 @@ now_ms () { date +%s%3N; }
 figure () { # metric value unit [target]
 	printf '{"bench":"memcached","metric":"%s","value":%s,"unit":"%s"%s}\n' "$1" "$2" "$3" "${4:+,\"target\":\"$4\"}"
 }
-hz=$(getconf CLK_TCK)
 # the operator's process tree: ours (the supervisor and its stages) or the peer's
-procs () {
-	pr_top=${op_pid:-$peer_pid}
-	echo "$pr_top"
-	cat /proc/"$pr_top"/task/*/children 2>/dev/null | tr ' ' '\n' | sed '/^$/d'
-}
-# utime+stime of the tree, and what its top process reaped (cutime+cstime)
-cpu_ticks () {
-	t=0 top=${op_pid:-$peer_pid}
-	for p in $(procs); do
-		v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk -v top="$([ "$p" = "$top" ] && echo 1)" \
-			'{ print $12 + $13 + (top ? $14 + $15 : 0) }') || v=0
-		t=$((t + ${v:-0}))
-	done
-	echo "$t"
-}
-ksim_ticks () { sed 's/.*) //' "/proc/$ksim_pid/stat" 2>/dev/null | awk '{ print $12 + $13 }'; }
-secs () { awk -v t="$1" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }'; }
+procs () { tree_procs "${op_pid:-$peer_pid}"; }
+cpu_ticks () { tree_ticks "${op_pid:-$peer_pid}"; }
 sum_kb () { # FILE FIELD: the sum over the tree of a kB field of /proc/PID/FILE
 	t=0
 	for p in $(procs); do
@@ -74,13 +58,6 @@ sum_kb () { # FILE FIELD: the sum over the tree of a kB field of /proc/PID/FILE
 		t=$((t + ${v:-0}))
 	done
 	echo "$t"
-}
-# requests of the agents matching the jq regex $1 in a /ksim/stats answer $2
-agent_requests () {
-	jq -c --arg a "$1" '[.byAgent | to_entries[] | select(.key | test($a)) | .value]
-		| reduce .[] as $x ({}; reduce ($x | to_entries[]) as $e (.; .[$e.key] += $e.value))
-		| .total = ([.[]] | add // 0)
-		| .writes = ((.POST // 0) + (.PUT // 0) + (.PATCH // 0) + (.DELETE // 0))' "$2"
 }
 converged () { # N: every Deployment 3 ready replicas, every status.nodes 3 names
 	curl -sS -f "$url/apis/apps/v1/namespaces/default/deployments" -o "$tmp/deps.json" &&

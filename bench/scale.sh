@@ -54,24 +54,8 @@ now_ms () { date +%s%3N; }
 figure () { # metric value unit [target]
 	printf '{"bench":"scale","metric":"%s","value":%s,"unit":"%s"%s}\n' "$1" "$2" "$3" "${4:+,\"target\":\"$4\"}"
 }
-hz=$(getconf CLK_TCK)
-# cpu_ticks: utime+stime of every operator process, plus what the
-# supervisor collected from stages that ended (cutime+cstime).
-cpu_ticks () {
-	t=0
-	for p in $(op_procs); do
-		# fields after the ")" of comm: state is $1, utime $12, stime $13, cutime $14, cstime $15
-		v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk -v sup="$([ "$p" = "$op_pid" ] && echo 1)" \
-			'{ print $12 + $13 + (sup ? $14 + $15 : 0) }') || v=0
-		t=$((t + ${v:-0}))
-	done
-	echo "$t"
-}
-# ksim_ticks: utime+stime of ksim (its simulated controllers included).
-ksim_ticks () {
-	sed 's/.*) //' "/proc/$ksim_pid/stat" 2>/dev/null | awk '{ print $12 + $13 }'
-}
-secs () { awk -v t="$1" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }'; }
+# the operator's CPU: the supervisor, its stages, and the stages that ended
+cpu_ticks () { tree_ticks "$op_pid"; }
 rss_total () {
 	t=0
 	for p in $(op_procs); do t=$((t + $(status_kb "$p" VmRSS || echo 0))); done
@@ -79,12 +63,7 @@ rss_total () {
 }
 stats () { curl -sS -f "$url/ksim/stats" >"$1"; }
 # operator requests from a /ksim/stats answer: {"GET":n,...,"total":n,"writes":n}
-op_requests () {
-	jq -c '[.byAgent | to_entries[] | select(.key | startswith("iot-operator")) | .value]
-		| reduce .[] as $a ({}; reduce ($a | to_entries[]) as $e (.; .[$e.key] += $e.value))
-		| .total = ([.[]] | add // 0)
-		| .writes = ((.POST // 0) + (.PUT // 0) + (.PATCH // 0) + (.DELETE // 0))' "$1"
-}
+op_requests () { agent_requests '^iot-operator' "$1"; }
 available () { # -> number of IoTServices Available for their current generation
 	curl -sS -f "$url/apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices" -o "$tmp/list.json" &&
 	jq '[.items[] | select(.status.phase == "Available" and

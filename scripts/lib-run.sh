@@ -14,6 +14,13 @@
 #                                     START_LIMIT_S (default 30) bounds the wait for its initial lists
 #   stop_operator                     SIGTERM, SIGKILL after 15 s
 #   op_procs                          the supervisor's pid and its stages', one a line
+#   tree_procs PID                    PID and its children, one a line
+#   tree_ticks PID                    utime+stime of PID and its children, and what PID reaped
+#                                     (cutime+cstime: stages that ended), in clock ticks
+#   ksim_ticks                        utime+stime of ksim (its simulated controllers included)
+#   secs TICKS                        TICKS in seconds, two decimals
+#   agent_requests REGEX STATS        the requests of the user agents matching REGEX (jq) in a
+#                                     /ksim/stats answer (file STATS): {"GET":n,…,"total":n,"writes":n}
 #   status_kb PID FIELD               a kB field of /proc/PID/status (VmRSS, VmHWM)
 #   example_body FILE                 the example IoTService (deploy/) as a JSON body
 
@@ -74,9 +81,32 @@ stop_operator () {
 	op_pid=
 }
 
+tree_procs () {
+	echo "$1"
+	cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | sed '/^$/d'
+}
+
 op_procs () {
-	echo "$op_pid"
-	cat /proc/"$op_pid"/task/*/children 2>/dev/null | tr ' ' '\n' | sed '/^$/d'
+	tree_procs "$op_pid"
+}
+
+tree_ticks () {
+	tt_t=0
+	for tt_p in $(tree_procs "$1"); do
+		# fields after the ")" of comm: state is $1, utime $12, stime $13, cutime $14, cstime $15
+		tt_v=$(sed 's/.*) //' "/proc/$tt_p/stat" 2>/dev/null | awk -v top="$([ "$tt_p" = "$1" ] && echo 1)" \
+			'{ print $12 + $13 + (top ? $14 + $15 : 0) }') || tt_v=0
+		tt_t=$((tt_t + ${tt_v:-0}))
+	done
+	echo "$tt_t"
+}
+
+ksim_ticks () {
+	sed 's/.*) //' "/proc/$ksim_pid/stat" 2>/dev/null | awk '{ print $12 + $13 }'
+}
+
+secs () {
+	awk -v t="$1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }'
 }
 
 status_kb () {
@@ -85,4 +115,11 @@ status_kb () {
 
 example_body () {
 	kapply --dry-run -f "$root/deploy/example-iotservice.yaml" | jq -c '.request.body' >"$1"
+}
+
+agent_requests () {
+	jq -c --arg a "$1" '[.byAgent | to_entries[] | select(.key | test($a)) | .value]
+		| reduce .[] as $x ({}; reduce ($x | to_entries[]) as $e (.; .[$e.key] += $e.value))
+		| .total = ([.[]] | add // 0)
+		| .writes = ((.POST // 0) + (.PUT // 0) + (.PATCH // 0) + (.DELETE // 0))' "$2"
 }
