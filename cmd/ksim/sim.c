@@ -416,7 +416,7 @@ static const char *controller_uid(jv obj)
  * reads (its ReplicaSets, its pods) is found at once, so a pass over a
  * namespace costs in proportion to its objects, not to their square.
  */
-static jv by_controller(jv objs)
+static jv by_controller(jv objs)	/* objs consumed */
 {
 	jv idx = jv_object();
 
@@ -434,6 +434,7 @@ static jv by_controller(jv objs)
 		}
 		jv_free(o);
 	}
+	jv_free(objs);
 	return idx;
 }
 
