@@ -486,6 +486,9 @@ void kube_response_from(struct kube_response *r, long code, const char *body, si
 	jv_free(v);
 	if (code >= 200 && code < 300)
 		return;
+	/* A 409 is a conflict to read again and retry, except a create's AlreadyExists: that stays. */
+	if (code == 409 && r->reason && !strcmp(r->reason, "AlreadyExists"))
+		r->transient = 0;
 	reason = reason_for_code(code, &generic);
 	if (!r->reason)
 		r->reason = kop_strdup(reason);

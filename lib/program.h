@@ -37,6 +37,7 @@ struct kop_kind {
 	const struct kop_mapping *mapping;	/* &own_mapping or the program's */
 	struct kop_mapping own_mapping;
 	int has_own_mapping;
+	int create_only;	/* adopt: false (children): one not yet seen is created, never applied over another's */
 };
 
 struct kop_aggregate {

@@ -163,7 +163,7 @@ int program_load_kind(jv o, const char *where, enum kop_role role, const struct 
 		return kop_error(err, "'%s' must be an object", where);
 	{
 		static const char *const kind_keys[] = { "resource", "apiVersion", "kind", "namespace", "name",
-							 "labelSelector", "project", "mapping", NULL };
+							 "labelSelector", "project", "mapping", "adopt", NULL };
 		static const char *const primary_keys[] = { "resource", "apiVersion", "kind", "namespace", "name",
 							    "labelSelector", "project", "mapping", "finalizer", NULL };
 
@@ -177,6 +177,17 @@ int program_load_kind(jv o, const char *where, enum kop_role role, const struct 
 	    program_opt_str(o, "labelSelector", where, &k->label_selector, err) < 0 ||
 	    load_project(o, where, k, err) < 0)
 		return -1;
+	{
+		jv adopt = program_get(o, "adopt");
+		int ak = jv_get_kind(adopt);
+
+		jv_free(adopt);
+		if (ak != JV_KIND_NULL && ak != JV_KIND_TRUE && ak != JV_KIND_FALSE)
+			return kop_error(err, "'%s.adopt' must be true or false", where);
+		if (ak != JV_KIND_NULL && role != KOP_ROLE_CHILD)
+			return kop_error(err, "'%s.adopt' is for children (what the engine writes)", where);
+		k->create_only = ak == JV_KIND_FALSE;
+	}
 	if (k->namespace && !*k->namespace) {
 		free(k->namespace);
 		k->namespace = NULL;

@@ -62,6 +62,18 @@ iot_live () {
 		   else [] end)' <"$1"
 }
 
+# iot_own_ns PARENT >VIEW: a view holding only the instance namespace of the
+# IoTService in file PARENT, as the operator creates it (labels, and the
+# annotation with the IoTService's uid): the instance namespace is "ours".
+iot_own_ns () {
+	jq -c '[{apiVersion: "v1", kind: "Namespace",
+		 metadata: {name: "devawsk8s-\(.metadata.name)", uid: "uid-ns-\(.metadata.name)",
+			    labels: {"app.kubernetes.io/managed-by": "iot-operator", "cp.iot.sap/operator": "devawsk8s",
+				     "cp.iot.sap/instance": .metadata.name, instance: .metadata.name},
+			    annotations: {"cp.iot.sap/iotservice-uid": .metadata.uid}},
+		 status: {phase: "Active"}}]' "$1"
+}
+
 # iot_parent FILTER >PARENT: the example IoTService (generation 1, in
 # devawsk8s) changed by the jq FILTER.
 iot_parent () {

@@ -291,6 +291,11 @@ test_expect_success 'a key that program.yml does not know is refused, named (100
 	typo "del(.mapping.labels.name)" "'"'"'mapping.labels.name'"'"' is required"
 '
 
+test_expect_success 'adopt: a boolean, and on children only (100)' '
+	typo ".children[1].adopt = \"no\"" "'"'"'children\[1\].adopt'"'"' must be true or false" &&
+	typo ".observed[0].adopt = false" "'"'"'observed\[0\].adopt'"'"' is for children"
+'
+
 test_expect_success 'a kind listed twice among the children is refused (100)' '
 	typo ".children += [.children[1]]" "'"'"'children\[2\]'"'"': ConfigMap is listed twice in '"'"'children'"'"'"
 '

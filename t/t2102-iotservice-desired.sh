@@ -7,8 +7,17 @@ X=example-iotservice
 I=devawsk8s-example-iotservice
 
 # desired PARENT-FILTER NAME: NAME.json is the resolved answer for the
-# example changed by PARENT-FILTER, with nothing in the cluster yet.
+# example changed by PARENT-FILTER, with nothing in the cluster yet but its
+# instance namespace (until that is seen, only the namespace is desired).
 desired () {
+	iot_parent "$1" >"$2.parent.json" &&
+	iot_own_ns "$2.parent.json" >"$2.ns.json" &&
+	iot_input "$2.parent.json" "$2.ns.json" >"$2.in.json" &&
+	iot_sync "$2.in.json" "$2.json"
+}
+
+# bare PARENT-FILTER NAME: as desired, with nothing in the cluster at all.
+bare () {
 	iot_parent "$1" >"$2.parent.json" &&
 	iot_input "$2.parent.json" >"$2.in.json" &&
 	iot_sync "$2.in.json" "$2.json"
@@ -220,7 +229,7 @@ test_expect_success 'a v1alpha1 object renders as the same v1 object (conversion
 '
 
 test_expect_success 'no source pull secret: no copy, the rest as before' '
-	iot_input base.parent.json /dev/null "{\"related\": {\"Secret.v1\": {\"devawsk8s/image-pull-secret\": null}}}" >in.json &&
+	iot_input base.parent.json base.ns.json "{\"related\": {\"Secret.v1\": {\"devawsk8s/image-pull-secret\": null}}}" >in.json &&
 	iot_sync in.json edit.json &&
 	changed base.json edit.json >actual &&
 	echo "Secret image-pull-secret" >expect &&
@@ -228,14 +237,14 @@ test_expect_success 'no source pull secret: no copy, the rest as before' '
 '
 
 test_expect_success 'an instance name too long for O-X gives nothing and Failed' '
-	desired ".metadata.name = \"a-name-that-is-far-too-long-for-a-namespace-once-prefixed-xx\"" long &&
+	bare ".metadata.name = \"a-name-that-is-far-too-long-for-a-namespace-once-prefixed-xx\"" long &&
 	jq -c "[(.children | length), .status.phase, .status.reason]" long.json >actual &&
 	grep "^\[0,\"Failed\",\"invalid metadata.name .*devawsk8s-a-name-that-is-far-too-long-for-a-namespace-once-prefixed-xx.*not a valid namespace name" actual
 '
 
 # (the longest name that works: gateway-mqtt-X is a StatefulSet, at most 52)
 test_expect_success 'an instance name too long for its StatefulSets gives nothing and Failed' '
-	desired ".metadata.name = \"n23456789-123456789-123456789-12345678ab\"" long2 &&
+	bare ".metadata.name = \"n23456789-123456789-123456789-12345678ab\"" long2 &&
 	jq -c "[(.children | length), .status.phase, .status.reason]" long2.json >actual &&
 	echo "[0,\"Failed\",\"invalid metadata.name \\\"n23456789-123456789-123456789-12345678ab\\\": gives the StatefulSet name '"'"'gateway-mqtt-n23456789-123456789-123456789-12345678ab'"'"', longer than 52 characters (its pods could not be created: their controller-revision-hash label would exceed 63)\"]" >expect &&
 	test_cmp expect actual &&

@@ -29,13 +29,26 @@ phase () {
 
 test_expect_success 'setup: the example, created and ready' '
 	iot_parent . >parent.json &&
-	run parent.json /dev/null "{}" created &&
+	run parent.json /dev/null "{}" first &&
+	iot_live first.json ready >ns.view &&
+	run parent.json ns.view "{}" created &&
 	iot_live created.json ready >ready.view &&
 	iot_live created.json created >created.view &&
 	jq -c ".status.phase = \"Processing\" | .status.observedGeneration = 1" parent.json >parent.processing.json
 '
 
-test_expect_success 'nothing there yet: Processing, Progressing True, an event' '
+test_expect_success 'nothing there yet: the namespace alone, with the uid of the IoTService; no status yet' '
+	jq -c "[.children[] | [.kind, .metadata.name, .metadata.annotations]], .status, .events, .finalized" first.json >actual &&
+	cat >expect <<-EOT &&
+	[["Namespace","$I",{"cp.iot.sap/iotservice-uid":"uid-iot"}]]
+	null
+	[]
+	false
+	EOT
+	test_cmp expect actual
+'
+
+test_expect_success 'the namespace seen, nothing else: Processing, Progressing True, an event' '
 	phase created >actual &&
 	echo "Processing|" >expect && test_cmp expect actual &&
 	jq -c "[.status.conditions[] | [.type, .status, .reason]], [.events[] | .reason], .resyncAfterSeconds" created.json >actual &&
@@ -272,6 +285,65 @@ test_expect_success 'deletion: finalized once the namespace is terminating or go
 	run p-del.json /dev/null "{\"finalizing\": true}" del3 &&
 	jq -c "[.children, .finalized]" del3.json >actual &&
 	echo "[[],true]" >expect && test_cmp expect actual
+'
+
+# The instance namespace when it is not ours (docs/iotservice-api.md, the instance namespace).
+test_expect_success 'a namespace of that name made by someone else (its create refused): Failed naming it, its create alone asked again' '
+	run parent.json /dev/null "{\"errors\": [{\"op\": \"create\", \"ref\": {\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"name\": \"$I\"}, \"code\": 409, \"reason\": \"AlreadyExists\", \"message\": \"namespaces \\\"$I\\\" already exists\"}]}" taken &&
+	phase taken >actual &&
+	echo "Failed|namespace $I exists and is not this operator'"'"'s (made by someone else, or its labels were removed): nothing is written into it and it is never deleted; the instance proceeds once it is gone" >expect &&
+	test_cmp expect actual &&
+	jq -c "[.children[] | [.kind, .metadata.name]], [.events[] | [.type, .reason]], .status.conditions[1].reason" taken.json >actual &&
+	cat >expect <<-EOT &&
+	[["Namespace","$I"]]
+	[["Warning","Failed"]]
+	"NamespaceNotOwned"
+	EOT
+	test_cmp expect actual
+'
+
+test_expect_success 'another create error of the namespace: Failed with it, its create asked again' '
+	run parent.json /dev/null "{\"errors\": [{\"op\": \"create\", \"ref\": {\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"name\": \"$I\"}, \"code\": 403, \"reason\": \"Forbidden\", \"message\": \"no\"}]}" cfail &&
+	phase cfail >actual &&
+	echo "Failed|create of Namespace $I failed: 403 Forbidden: no" >expect &&
+	test_cmp expect actual &&
+	jq -c "[.children[] | .kind]" cfail.json >actual &&
+	echo "[\"Namespace\"]" >expect && test_cmp expect actual
+'
+
+test_expect_success 'a namespace with the labels but another IoTService uid: Failed, nothing written or pruned' '
+	jq -c "map(if .kind == \"Namespace\" then .metadata.annotations[\"cp.iot.sap/iotservice-uid\"] = \"uid-other\" else . end)" ready.view >other.view &&
+	run parent.available.json other.view "{}" foreign &&
+	phase foreign >actual &&
+	echo "Failed|namespace $I carries this operator'"'"'s labels but was not created for this IoTService (it lacks the cp.iot.sap/iotservice-uid annotation with its uid uid-iot): nothing is written into it and it is never deleted; the instance proceeds once it is gone" >expect &&
+	test_cmp expect actual &&
+	kept_as_given foreign
+'
+
+test_expect_success 'a namespace with the labels and no uid annotation at all: not ours either' '
+	jq -c "map(if .kind == \"Namespace\" then del(.metadata.annotations) else . end)" ready.view >noann.view &&
+	run parent.available.json noann.view "{}" noann &&
+	phase noann | grep "^Failed|namespace $I carries this operator" &&
+	kept_as_given noann
+'
+
+test_expect_success 'an earlier IoTService'"'"'s namespace still terminating: Processing, waited for, nothing written' '
+	jq -c "map(if .kind == \"Namespace\" then .metadata.annotations[\"cp.iot.sap/iotservice-uid\"] = \"uid-other\" | .metadata.deletionTimestamp = \"2026-11-22T09:59:00Z\" | .status.phase = \"Terminating\" else . end)" ready.view >leaving.view &&
+	run parent.json leaving.view "{}" leaving &&
+	phase leaving >actual &&
+	echo "Processing|" >expect && test_cmp expect actual &&
+	jq -r ".status.conditions[1].message" leaving.json >actual &&
+	echo "waiting for namespace $I, left by an earlier IoTService of this name, to be deleted" >expect &&
+	test_cmp expect actual &&
+	kept_as_given leaving
+'
+
+test_expect_success 'deletion: a namespace not ours is kept, never deleted, and the IoTService finalized at once' '
+	jq -c ".metadata.deletionTimestamp = \"2026-11-22T10:00:00Z\"" parent.available.json >p-del-other.json &&
+	run p-del-other.json other.view "{\"finalizing\": true}" delother &&
+	jq -c "[(.children | map(select(.kind == \"Namespace\")) | length), .finalized]" delother.json >actual &&
+	echo "[1,true]" >expect && test_cmp expect actual &&
+	kept_as_given delother
 '
 
 test_done

@@ -31,17 +31,26 @@ test_expect_success '01-create: the finalizer first, nothing else before it is s
 	test_cmp expect actual
 '
 
-test_expect_success '01-finalized: the finalizer stored, every child once (the namespace, then its RoleBinding, first), then Processing' '
+test_expect_success '01-finalized: the finalizer stored, the instance namespace created (never applied over one), nothing else' '
 	ops 01-finalized >actual &&
-	test $(grep -c "^apply " actual) = 21 &&
-	sed -n "22,23p" actual >tail &&
+	echo "create Namespace devawsk8s-example-iotservice" >expect &&
+	test_cmp expect actual &&
+	jq -c ".object.metadata.annotations[\"cp.iot.sap/iotservice-uid\"]" 01-finalized.out >actual &&
+	echo "\"uid-iot\"" >expect && test_cmp expect actual
+'
+
+test_expect_success '01-namespace: the namespace seen, ours: every other child once (its RoleBinding first), then Processing' '
+	ops 01-namespace >actual &&
+	test $(grep -c "^apply " actual) = 20 &&
+	! grep -v "^apply\|^status\|^event" actual &&
+	sed -n "21,22p" actual >tail &&
 	cat >expect <<-\EOT &&
 	status IoTService example-iotservice
 	event IoTService Processing
 	EOT
 	test_cmp expect tail &&
-	sed -n 1,2p actual >first &&
-	printf "apply Namespace devawsk8s-example-iotservice\napply RoleBinding iot-operator-instance\n" >expect &&
+	sed -n 1p actual >first &&
+	printf "apply RoleBinding iot-operator-instance\n" >expect &&
 	test_cmp expect first
 '
 
@@ -179,7 +188,7 @@ reconcile_fifo () {
 }
 
 # stored OUT N RV [PHASE [INPUT]]: the primary (its last state in INPUT,
-# 01-finalized's by default) as the API server stores it once the Nth
+# 01-namespace's by default) as the API server stores it once the Nth
 # status in OUT landed (at resourceVersion RV); with PHASE, someone else's.
 stored () {
 	jq -c -s --slurpfile st "$1" --argjson n "$2" --arg rv "$3" --arg phase "${4:-}" \
@@ -187,25 +196,25 @@ stored () {
 		| .type = \"MODIFIED\" | .object.metadata.resourceVersion = \$rv
 		| .object.status = ([\$st[] | select(.op == \"status\")][\$n - 1].object.status)
 		| if \$phase != \"\" then .object.status.phase = \$phase else . end" \
-		"${5:-$FIXTURES/01-finalized.in.jsonl}"
+		"${5:-$FIXTURES/01-namespace.in.jsonl}"
 }
 
-# The instance's Namespace as the API server sends it back once applied.
-namespace_added () {
-	jq -c "select(.op == \"apply\" and .object.kind == \"Namespace\")
-		| {type: \"ADDED\", object: (.object | .metadata.uid = \"u-ns\" | .metadata.resourceVersion = \"50\")}" \
-		"$FIXTURES/01-finalized.expect.jsonl"
+# The instance's RoleBinding as the API server sends it back once applied.
+binding_added () {
+	jq -c "select(.op == \"apply\" and .object.kind == \"RoleBinding\")
+		| {type: \"ADDED\", object: (.object | .metadata.uid = \"u-rb\" | .metadata.resourceVersion = \"50\")}" \
+		"$FIXTURES/01-namespace.expect.jsonl"
 }
 
 # A status written and not yet seen back is what the program sees: a
-# reconcile in between (here the Namespace appearing) may write a newer
+# reconcile in between (here the RoleBinding appearing) may write a newer
 # status, but does not announce the phase a second time.
 test_expect_success 'a status in flight: the next reconcile writes no second Processing event' '
 	mkfifo inflight.fifo &&
-	{ ( cat "$FIXTURES/01-finalized.in.jsonl"
-	    # the first reconcile done (its status written) before the Namespace comes
+	{ ( cat "$FIXTURES/01-namespace.in.jsonl"
+	    # the first reconcile done (its status written) before the RoleBinding comes
 	    wait_statuses inflight.out 1
-	    namespace_added
+	    binding_added
 	  ) >inflight.fifo & } &&
 	reconcile_fifo inflight &&
 	test_reconciled inflight.err statuses events >actual &&
@@ -229,6 +238,11 @@ test_expect_success 'instances edited together: at most MAX_PARALLEL_UPDATES sta
 	  do
 		grep "\"kind\":\"IoTService\",\"metadata\":{\"name\"" "$F" |
 		jq -c --arg x $x ".object.metadata.name = \$x | .object.metadata.uid = \"uid-\" + \$x"
+		# (its own instance namespace, made for it)
+		grep "\"kind\":\"Namespace\"" "$F" |
+		jq -c --arg x $x ".object.metadata.name = \"devawsk8s-\" + \$x | .object.metadata.uid = \"uid-ns-\" + \$x
+			| .object.metadata.labels[\"cp.iot.sap/instance\"] = \$x | .object.metadata.labels.instance = \$x
+			| .object.metadata.annotations[\"cp.iot.sap/iotservice-uid\"] = \"uid-\" + \$x"
 	  done
 	  grep "\"type\":\"BOOKMARK\"" "$F"
 	  for x in a b c
@@ -321,9 +335,9 @@ test_expect_success 'a dropped field: an apply is not landed before its annotati
 # transition time would move). Once the second lands, nothing either.
 test_expect_success 'an older status landing while a newer one is on its way writes nothing' '
 	mkfifo older.fifo &&
-	{ ( cat "$FIXTURES/01-finalized.in.jsonl"
+	{ ( cat "$FIXTURES/01-namespace.in.jsonl"
 	    wait_statuses older.out 1
-	    namespace_added
+	    binding_added
 	    wait_statuses older.out 2
 	    stored older.out 1 102
 	    test_wait_for 30 test_has_reconciles older.err 3
@@ -345,9 +359,9 @@ test_expect_success 'an older status landing while a newer one is on its way wri
 # be meanwhile, so what the program derives from it is written again.
 test_expect_success 'a status someone else stored while ours was on its way is written over' '
 	mkfifo foreign.fifo &&
-	{ ( cat "$FIXTURES/01-finalized.in.jsonl"
+	{ ( cat "$FIXTURES/01-namespace.in.jsonl"
 	    wait_statuses foreign.out 1
-	    namespace_added
+	    binding_added
 	    wait_statuses foreign.out 2
 	    { stored foreign.out 1 102; stored foreign.out 1 103 Foreign; } >batch.jsonl
 	    cat batch.jsonl

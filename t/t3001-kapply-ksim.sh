@@ -166,6 +166,23 @@ test_expect_success 'a patch operation (merge) with a finalizer' '
 	get cm ordered && jq -e ".metadata.finalizers == null" ordered.json
 '
 
+# A create (POST) never writes over an object of the same name: ireconcile's
+# children of adopt: false (docs/writing-programs.md).
+test_expect_success 'a create operation: 201 once, then 409 AlreadyExists and the object left as it was' '
+	echo "{\"op\":\"create\",\"primary\":\"p/q\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"made\",\"namespace\":\"ns\"},\"data\":{\"k\":\"first\"}}}" >in &&
+	timeout 30 kapply <in >out 2>err &&
+	jq -e -s "length == 1 and .[0].for == \"create\" and .[0].ok == true and .[0].code == 201 and .[0].primary == \"p/q\"" out &&
+	get cm made &&
+	jq -e ".data.k == \"first\" and (.metadata.managedFields | any(.manager == \"iot-operator\" and .operation == \"Update\"))" made.json &&
+	sed "s/first/second/" in >in2 &&
+	timeout 30 kapply <in2 >out 2>err &&
+	jq -e -s "length == 1 and .[0].for == \"create\" and .[0].ok == false and .[0].code == 409 and .[0].reason == \"AlreadyExists\"
+		and (.[0].transient | not)" out &&
+	grep "unable to create .ConfigMap/ns/made.: configmaps \\\\\"made\\\\\" already exists" err &&
+	get cm made &&
+	jq -e ".data.k == \"first\"" made.json
+'
+
 test_expect_success 'cleanup' '
 	ksim_stop
 '

@@ -192,7 +192,18 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 		}
 		key = obj_key(av, kind, ns, name);
 		live = kop_hmap_get(&E.objs, key);
-		fkey = join2("apply", key);
+		if (k->create_only) {
+			/* (adopt: false) one not seen yet is created, so that a namespace of
+			 * the same name made by anyone else is never taken over */
+			fkey = join2("create", key);
+			if (live) {
+				flight_forget(fkey);
+				free(fkey);
+				fkey = join2("apply", key);
+			}
+		} else {
+			fkey = join2("apply", key);
+		}
 		if (live && live->prim == p && jv_identical(jv_copy(c), jv_copy(view_of(ctx, live)))) {
 			/* Given back as it was seen: kept as it is. */
 			kop_hmap_put(desired, key, &one);
@@ -285,8 +296,12 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 
 			full = jv_invalid();	/* consumed */
 			if (flight_check_text(p, fkey, text, tlen, live ? live->rv : "", now)) {
-				flight_sent_object(p, fkey, d, r, text, tlen);
-				emit_op_text("apply", p->key, text, tlen);
+				if (!live && k->create_only) {
+					emit_op_text("create", p->key, text, tlen);
+				} else {
+					flight_sent_object(p, fkey, d, r, text, tlen);
+					emit_op_text("apply", p->key, text, tlen);
+				}
 				n->applies++;
 			}
 			free(text);
@@ -348,7 +363,7 @@ void tidy_errors(struct prim *p, struct kop_hmap *desired)
 		const char *s = jv_string_value(k), *bar = strchr(s, '|');
 		int keep = 1;
 
-		if (bar && !strncmp(s, "apply|", 6))
+		if (bar && (!strncmp(s, "apply|", 6) || !strncmp(s, "create|", 7)))
 			keep = kop_hmap_get(desired, bar + 1) != NULL;
 		else if (bar && !strncmp(s, "delete|", 7))
 			keep = kop_hmap_get(&E.objs, bar + 1) != NULL;

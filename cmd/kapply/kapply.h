@@ -13,7 +13,7 @@
 #include "manifest.h"
 #include "opresult.h"
 
-enum op_kind { OP_PASS, OP_APPLY, OP_DELETE, OP_PATCH };
+enum op_kind { OP_PASS, OP_APPLY, OP_DELETE, OP_PATCH, OP_CREATE };
 
 enum op_state { ST_QUEUED, ST_RUNNING, ST_DONE };
 
@@ -39,7 +39,7 @@ struct op {
 	size_t lineno;		/* its line on stdin; 0 from a manifest */
 	int bad_names_line;	/* bad already says which line */
 	char *crd_group, *crd_kind;	/* an applied CRD: what it defines */
-	int is_namespace;	/* an apply of a Namespace: objects in it wait for it */
+	int is_namespace;	/* an apply or create of a Namespace: objects in it wait for it */
 	int is_binding;		/* an apply of a RoleBinding: the other objects in its namespace wait for it */
 	char *bad;		/* a malformed operation: reported, never sent */
 	struct kube_resource res;

@@ -43,7 +43,7 @@ static const char usage[] =
 "failed transiently after its retries. On stdin the stream goes on after any API\n"
 "error (reported in its result line) and ends with 0.\n";
 
-const char *const kind_names[] = { "pass", "apply", "delete", "patch" };
+const char *const kind_names[] = { "pass", "apply", "delete", "patch", "create" };
 
 struct kapply_options opt = { NULL, "iot-operator", 1, DRY_NONE, 0, 8, 0, 0, 10, 60000 };
 

@@ -132,7 +132,7 @@ static void op_parse(struct op *op)
 		op->bad = kop_buf_detach(&b, NULL);
 		return;
 	}
-	if (op->kind != OP_APPLY)
+	if (op->kind != OP_APPLY && op->kind != OP_CREATE)
 		return;
 	if (!*op->group && !strcmp(op->kind_name, "Namespace"))
 		op->is_namespace = 1;
@@ -175,6 +175,8 @@ struct op *op_from_line(jv line, size_t lineno)
 			kind = OP_DELETE;
 		else if (!strcmp(s, "patch"))
 			kind = OP_PATCH;
+		else if (!strcmp(s, "create"))
+			kind = OP_CREATE;
 	}
 	jv_free(opname);
 	op = op_alloc(kind, line);

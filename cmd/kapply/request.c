@@ -121,6 +121,14 @@ jv write_request(const struct op *op, const char **method, const char **ctype, s
 		if (dry)
 			add_query(query, "dryRun", "All");
 		return kop_json_member(jv_copy(op->line), "patch");
+	case OP_CREATE:
+		/* Never an existing object: one of the same name is a 409 AlreadyExists. */
+		*method = "POST";
+		*ctype = "application/json";
+		add_query(query, "fieldManager", opt.field_manager);
+		if (dry)
+			add_query(query, "dryRun", "All");
+		return apply_body(op);
 	case OP_PASS:
 		break;
 	}
@@ -169,7 +177,8 @@ static void op_start(struct op *op)
 	if (op->phase == PH_ESTABLISH) {
 		p = kube_path(&op->res, NULL, op->name, NULL);
 	} else {
-		p = kube_path(&op->res, op->res.namespaced ? op_ns(op) : NULL, op->name, NULL);
+		p = kube_path(&op->res, op->res.namespaced ? op_ns(op) : NULL,
+			      op->kind == OP_CREATE && op->phase != PH_DIFF_GET ? NULL : op->name, NULL);
 		if (op->phase == PH_MAIN)
 			body = write_request(op, &method, &ctype, &query, opt.dry_run == DRY_SERVER);
 		else if (op->phase == PH_DIFF_DRY)

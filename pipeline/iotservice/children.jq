@@ -100,7 +100,12 @@ def iot_service($ctx):
        + {selector: $sel,
           ports: [$k.ports[] | ($b[.[1]] | tonumber) as $p | {name: .[0], protocol: "TCP", port: $p, targetPort: $p}]})};
 
-# Every desired child. $ctx: {o, x, ns, spec, config (the config.yml value),
+# The annotation that marks the instance namespace as made by the operator for one IoTService: its
+# uid, which no other object shares (labels are copied with a manifest; this is not). The operator
+# writes into the namespace, and deletes it, only when it carries the uid of the IoTService.
+def iot_owner_annotation: "cp.iot.sap/iotservice-uid";
+
+# Every desired child. $ctx: {o, x, uid (the IoTService's), ns, spec, config (the config.yml value),
 # pullSecret (the source Secret or null)}.
 def iot_children($ctx):
   iot_owner_labels($ctx.o; $ctx.x) as $own
@@ -112,7 +117,8 @@ def iot_children($ctx):
              volumes: {volumes: [{name: "config-volume", secret: {secretName: "iotservice-\($ctx.x)"}}]}}) as $c
   | iot_components($ctx.spec) as $components
   | [
-      {apiVersion: "v1", kind: "Namespace", metadata: {name: $ctx.ns, labels: ($own + {instance: $ctx.x})}},
+      {apiVersion: "v1", kind: "Namespace",
+       metadata: {name: $ctx.ns, labels: ($own + {instance: $ctx.x}), annotations: {(iot_owner_annotation): $ctx.uid}}},
       (if $ctx.pullSecret != null then
          {apiVersion: "v1", kind: "Secret",
           metadata: {name: "image-pull-secret", namespace: $ctx.ns, labels: ($own + {instance: $ctx.x})}}

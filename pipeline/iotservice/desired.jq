@@ -36,7 +36,7 @@ def iot_render:
      desired: (if $invalid == null then
                  $checked.spec as $spec
                  | iot_config($spec; $x; $ns) as $config
-                 | {o: $o, x: $x, ns: $ns, spec: $spec, config: $config,
+                 | {o: $o, x: $x, uid: $in.parent.metadata.uid, ns: $ns, spec: $spec, config: $config,
                     pullSecret: (($in.related["Secret.v1"] // {})["\($o)/image-pull-secret"])} as $ctx
                  | iot_children($ctx)
                  # (the namespace, then the RoleBinding that grants the rights to write the rest there)

@@ -8,6 +8,7 @@
 include "kop";
 include "spec";
 include "desired";
+include "children";
 
 # Kinds the program owns, as ireconcile keys them (program.yml: children).
 def iot_child_kinds:
@@ -96,6 +97,21 @@ def iot_check($children; $pending):
      problems: [$found[].problem],
      notReady: $notReady};
 
+# Whose the instance namespace I is (docs/iotservice-api.md, the instance namespace), from the
+# Namespace child as seen ($nsobj, or null) and the failed creates of .errors:
+#   "ours": it carries this IoTService's uid (iot_owner_annotation): written, and deleted with it;
+#   "absent": not seen: created (program.yml: adopt: false), and nothing else until it is seen;
+#   "taken": its create met one of that name the operator does not see (no labels of its own);
+#   "foreign": it carries the operator's labels but not this IoTService's uid;
+#   "leaving": such a namespace being deleted (an earlier IoTService's of the same name): waited for.
+# Only "ours" is ever written into or deleted.
+def iot_namespace_state($nsobj; $uid; $errors):
+  if $nsobj == null then
+    if any($errors[]; .op == "create" and .ref.kind == "Namespace" and .code == 409) then "taken" else "absent" end
+  elif $uid != null and ($nsobj.metadata.annotations // {})[iot_owner_annotation] == $uid then "ours"
+  elif $nsobj.metadata.deletionTimestamp != null or $nsobj.status.phase == "Terminating" then "leaving"
+  else "foreign" end;
+
 def iot_error_text:
   "\(.op // "apply") of \(.ref.kind // "object") \(if .ref.namespace then "\(.ref.namespace)/" else "" end)\(.ref.name // "") failed: \(if .code then "\(.code) " else "" end)\(.reason // "")\(if .message then ": \(.message)" else "" end)";
 
@@ -107,14 +123,15 @@ def iot_error_text:
 | ($in.parent.metadata.generation // 0) as $gen
 | ($in.parent.status // {}) as $old
 | ($in.now // (now | todate)) as $now
+| ($children["Namespace.v1"][$ns]) as $nsobj
+| iot_namespace_state($nsobj; $in.parent.metadata.uid; $in.errors // []) as $nsState
 | if $in.finalizing then
-    # deletion (docs/iotservice-api.md): the namespace I is deleted (the engine prunes only
-    # what carries our labels, so never a namespace we did not create) and
-    # takes its contents with it; the other children are kept as they are
-    # rather than deleted one by one. Done when I is gone or terminating.
-    (($children["Namespace.v1"] // {})[$ns]) as $nsobj
-    | ($nsobj == null or $nsobj.metadata.deletionTimestamp != null or $nsobj.status.phase == "Terminating") as $gone
-    | {children: [iot_kept($children)[] | select(.kind != "Namespace")], status: null,
+    # deletion (docs/iotservice-api.md): the namespace I is deleted when it is ours (made for
+    # this IoTService: never one someone else made, nor an earlier IoTService's) and takes its
+    # contents with it; the other children are kept as they are rather than deleted one by one.
+    # Done when I is gone or terminating, or is not ours (left as it is).
+    ($nsState != "ours" or $nsobj.metadata.deletionTimestamp != null or $nsobj.status.phase == "Terminating") as $gone
+    | {children: [iot_kept($children)[] | select(.kind != "Namespace" or $nsState != "ours")], status: null,
        events: (if $gone then [] else [{type: "Normal", reason: "Deleting", message: "deleting namespace \($ns)"}] end),
        finalized: $gone}
   else
@@ -137,7 +154,9 @@ def iot_error_text:
     | ($invalid == null and ($queued | not) and ($newGeneration or $wasQueued)) as $fresh
     # --- what is not there or not ready ---
     | $imm.notReady as $notReady
-    | [($in.errors // [])[] | select((.op // "apply") == "apply" or .op == "delete" or .op == "patch") | iot_error_text] as $errors
+    | [($in.errors // [])[] | select((.op // "apply") == "apply" or .op == "delete" or .op == "patch"
+                                     or (.op == "create" and ($nsState != "taken" or .ref.kind != "Namespace")))
+       | iot_error_text] as $errors
     | ($in.settings.progressDeadlineSeconds // 900) as $deadline
     | (if $oldProgressing.status == "True" then ($oldProgressing.lastTransitionTime | kop_epoch) else null end) as $since
     | (($now | kop_epoch) // 0) as $nowEpoch
@@ -145,6 +164,18 @@ def iot_error_text:
     | (if $invalid != null then
          {phase: "Failed", reason: "invalid \($invalid | iot_invalid_text)",
           progressing: ["False", "InvalidSpec"]}
+       elif $nsState == "taken" then
+         {phase: "Failed",
+          reason: "namespace \($ns) exists and is not this operator's (made by someone else, or its labels were removed): nothing is written into it and it is never deleted; the instance proceeds once it is gone",
+          progressing: ["False", "NamespaceNotOwned"]}
+       elif $nsState == "foreign" then
+         {phase: "Failed",
+          reason: "namespace \($ns) carries this operator's labels but was not created for this IoTService (it lacks the \(iot_owner_annotation) annotation with its uid \($in.parent.metadata.uid)): nothing is written into it and it is never deleted; the instance proceeds once it is gone",
+          progressing: ["False", "NamespaceNotOwned"]}
+       elif $nsState == "leaving" then
+         {phase: "Processing",
+          message: "waiting for namespace \($ns), left by an earlier IoTService of this name, to be deleted",
+          progressing: ["True", "Reconciling"]}
        elif ($imm.problems | length) > 0 then
          {phase: "Failed", reason: ($imm.problems | join("; ")), progressing: ["False", "ImmutableField"]}
        elif ($errors | length) > 0 then
@@ -184,7 +215,16 @@ def iot_error_text:
                          ($p.reason // $p.message); $gen; $now),
            kop_condition($old.conditions; "Progressing"; $p.progressing[0]; $p.progressing[1];
                          ($p.reason // $p.message); $gen; $now)]}) as $status
-    | {children: (if $invalid != null or $queued then iot_kept($children) else $imm.children end),
+    | if $nsState == "absent" and $invalid == null and ($errors | length) == 0 then
+        # I not seen: created, and nothing else (no status yet) until it is seen, ours
+        {children: ([$desired0[] | select(.kind == "Namespace")] + iot_kept($children)),
+         status: null, events: [], finalized: false}
+      else
+      {children: (if $nsState == "taken" or $nsState == "absent" then
+                    # (its create tried again, after the engine's backoff)
+                    [$desired0[] | select(.kind == "Namespace")] + iot_kept($children)
+                  elif $invalid != null or $queued or $nsState != "ours" then iot_kept($children)
+                  else $imm.children end),
        status: $status,
        events: ((if $p.phase != ($old.phase // "") then
                    [{type: (if $p.phase == "Failed" then "Warning" else "Normal" end), reason: $p.phase,
@@ -198,4 +238,5 @@ def iot_error_text:
       + (if $queued then {resyncAfterSeconds: 30}
          elif $p.resync then {resyncAfterSeconds: $p.resync}
          else {} end)
+      end
   end

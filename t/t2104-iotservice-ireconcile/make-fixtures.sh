@@ -17,7 +17,9 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 
 iot_parent '.metadata += {resourceVersion: "100", creationTimestamp: "2026-11-22T09:00:00Z"}' >"$W/parent.json"
-iot_input "$W/parent.json" >"$W/in.json"
+# (every child is desired once the instance namespace is seen, and is ours)
+iot_own_ns "$W/parent.json" >"$W/ns.json"
+iot_input "$W/parent.json" "$W/ns.json" >"$W/in.json"
 iot_sync "$W/in.json" "$W/out.json"
 
 # server-side defaults and identity on the live children (of OUTPUT, default
@@ -65,6 +67,11 @@ fin='.metadata.finalizers = ["com.sap.iotservices/namespace-dropper"]'
 # 01-finalized: the same once 01's finalizer patch is stored (children only then)
 { echo "$secret" | ev; jq -c "$fin | .metadata.resourceVersion = \"101\"" "$W/parent.json" | ev; echo "$bookmark"; } \
 	>"$F/01-finalized.in.jsonl"
+
+# 01-namespace: the same with the namespace it created there: every other child once (its
+# RoleBinding first), then Processing
+{ echo "$secret" | ev; jq -c "$fin | .metadata.resourceVersion = \"101\"" "$W/parent.json" | ev
+  jq -c 'select(.kind == "Namespace")' "$W/created.jsonl" | ev; echo "$bookmark"; } >"$F/01-namespace.in.jsonl"
 
 # 02: everything created, nothing ready yet: Processing, no write
 jq -c "$fin | .metadata.resourceVersion = \"101\"" "$W/parent.json" >"$W/p1.json"

@@ -1,0 +1,130 @@
+#!/bin/sh
+test_description='end to end: a namespace the operator did not make for an IoTService is never adopted, written or deleted'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+. "$TEST_DIRECTORY/lib-e2e.sh"
+
+P=precious
+PNS=$O-$P
+PPATH=/apis/cp.iot.sap/v1/namespaces/$O/iotservices/$P
+
+e2e_ksim_start
+
+# precious_is PHASE [TEXT]: the IoTService precious is about its generation, in PHASE, and its
+# Progressing condition's message holds TEXT
+precious_is () {
+	ksim_curl -o precious.json "$PPATH" &&
+	jq -e --arg phase "$1" --arg text "${2:-}" '.status.observedGeneration == .metadata.generation
+		and .status.phase == $phase
+		and ([.status.conditions[]? | select(.type == "Progressing") | .message | contains($text)] == [true])' \
+		precious.json >/dev/null
+}
+
+precious_apply () {
+	sed "s/name: example-iotservice/name: $P/" "$PROJECT_ROOT/deploy/example-iotservice.yaml" | k apply -f - >/dev/null
+}
+
+# ns_meta NAME: the namespace's labels and annotations, or "gone"
+ns_meta () {
+	if ksim_curl -f -o ns.json "/api/v1/namespaces/$1" 2>/dev/null; then
+		jq -c '[.metadata.labels, .metadata.annotations, .status.phase]' ns.json
+	else
+		echo gone
+	fi
+}
+
+gone () {
+	test "$(ns_meta "$1")" = gone
+}
+
+test_expect_success 'setup: deploy/, the operator, a namespace of a user with data in it' '
+	e2e_install &&
+	e2e_operator_start op &&
+	k create namespace $PNS >/dev/null &&
+	k create configmap keepme -n $PNS --from-literal=a=b >/dev/null &&
+	k create namespace unrelated >/dev/null &&
+	ns_meta $PNS >meta.before &&
+	grep kubernetes.io/metadata.name meta.before
+'
+
+test_expect_success 'an IoTService whose instance namespace is the user'"'"'s: Failed, naming it and why' '
+	precious_apply &&
+	test_wait_for 60 precious_is Failed "namespace $PNS exists and is not this operator" &&
+	precious_is Failed "namespace $PNS exists and is not this operator" &&
+	jq -r .status.reason precious.json >reason &&
+	echo "namespace $PNS exists and is not this operator'"'"'s (made by someone else, or its labels were removed): nothing is written into it and it is never deleted; the instance proceeds once it is gone" >expect &&
+	test_cmp expect reason
+'
+
+test_expect_success 'nothing of the operator in the namespace: no label, no annotation, no object; keepme there' '
+	ns_meta $PNS >meta.after &&
+	test_cmp meta.before meta.after &&
+	k get configmap keepme -n $PNS -o json >keepme.json &&
+	jq -r .data.a keepme.json >value &&
+	echo b >expect && test_cmp expect value &&
+	for r in secrets services rolebindings.rbac.authorization.k8s.io deployments.apps statefulsets.apps \
+		networkpolicies.networking.k8s.io
+	do
+		k get $r -n $PNS -o name >objs.$r && test_cmp /dev/null objs.$r || return 1
+	done
+'
+
+test_expect_success 'deleting the IoTService leaves the namespace and its data alone' '
+	k delete iotservice $P -n $O --timeout=30s >/dev/null &&
+	test_must_fail ksim_curl -f -o /dev/null "$PPATH" 2>/dev/null &&
+	ns_meta $PNS >meta.after &&
+	test_cmp meta.before meta.after &&
+	k get configmap keepme -n $PNS -o name >actual &&
+	echo configmap/keepme >expect && test_cmp expect actual
+'
+
+test_expect_success 'created again, then the owner deletes the namespace: Available in a namespace of its own' '
+	precious_apply &&
+	test_wait_for 60 precious_is Failed "namespace $PNS exists" &&
+	precious_is Failed "namespace $PNS exists" &&
+	k delete namespace $PNS --timeout=30s >/dev/null &&
+	test_wait_for 120 precious_is Available &&
+	precious_is Available &&
+	ksim_curl -o ns.json "/api/v1/namespaces/$PNS" &&
+	jq -r ".metadata.annotations[\"cp.iot.sap/iotservice-uid\"]" ns.json >actual &&
+	jq -r .metadata.uid precious.json >expect &&
+	test_cmp expect actual &&
+	test_must_fail k get configmap keepme -n $PNS -o name 2>/dev/null
+'
+
+test_expect_success 'deleting it then removes that namespace only' '
+	k delete iotservice $P -n $O --timeout=30s >/dev/null &&
+	test_wait_for 30 gone $PNS &&
+	gone $PNS &&
+	ns_meta unrelated | grep -v gone
+'
+
+# An earlier IoTService's namespace held Terminating by a finalizer of someone else's: the
+# IoTService of the same name created again waits for it, then gets a namespace of its own.
+test_expect_success 'created again while its old namespace is still terminating: waits, then a namespace of its own' '
+	precious_apply &&
+	test_wait_for 120 precious_is Available &&
+	precious_is Available &&
+	jq -r .metadata.uid precious.json >uid.old &&
+	k patch namespace $PNS --type merge -p "{\"metadata\":{\"finalizers\":[\"example.com/hold\"]}}" >/dev/null &&
+	k delete iotservice $P -n $O --timeout=30s >/dev/null &&
+	ns_meta $PNS | grep Terminating &&
+	precious_apply &&
+	test_wait_for 60 precious_is Processing "waiting for namespace $PNS, left by an earlier IoTService" &&
+	precious_is Processing "waiting for namespace $PNS, left by an earlier IoTService" &&
+	jq -r .metadata.uid precious.json >uid.new &&
+	! test_cmp uid.old uid.new >/dev/null &&
+	k patch namespace $PNS --type merge -p "{\"metadata\":{\"finalizers\":null}}" >/dev/null &&
+	test_wait_for 120 precious_is Available &&
+	precious_is Available &&
+	ksim_curl -o ns.json "/api/v1/namespaces/$PNS" &&
+	jq -r ".metadata.annotations[\"cp.iot.sap/iotservice-uid\"]" ns.json >actual &&
+	test_cmp uid.new actual
+'
+
+test_expect_success 'stop' '
+	e2e_operator_stop op &&
+	ksim_stop
+'
+
+test_done
