@@ -47,6 +47,7 @@ static void cut_watches(void)
 	ksim_lock();
 	ksim.cut_epoch++;
 	pthread_cond_broadcast(&ksim.changed);
+	ksim_watch_wake_all();
 	ksim_unlock();
 }
 
@@ -258,6 +259,7 @@ static const char *apply(jv in)
 		if (compact)
 			ksim.compacted = ksim.rv;
 		pthread_cond_broadcast(&ksim.changed);
+		ksim_watch_wake_all();
 		ksim_unlock();
 	}
 	return err;

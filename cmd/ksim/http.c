@@ -615,6 +615,7 @@ static int admin(const char *method, const char *url, const char **msg)
 		return 404;
 	}
 	pthread_cond_broadcast(&ksim.changed);
+	ksim_watch_wake_all();
 	ksim_unlock();
 	log_info("admin: %s", url);
 	return 200;

@@ -16,7 +16,8 @@
  * readers that want a consistent view: ksim_lock(); ...; ksim_unlock();).
  *
  * Being told about changes: every committed write appends one event to a
- * ring (size --history) and broadcasts ksim.changed. A reader keeps a cursor
+ * ring (size --history), broadcasts ksim.changed and wakes the watch streams
+ * of its resource and namespace (watch.c). A reader keeps a cursor
  * (the last resourceVersion it has seen, starting from ksim_current_rv())
  * and calls ksim_next_event() in a loop:
  *
@@ -301,6 +302,10 @@ jv ksim_too_large_rv(unsigned long long n);
 /* Produces the next bytes of the stream into buf; 0 = end of stream (zero chunk). Blocks. */
 size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max);
 void ksim_watch_free(struct ksim_watch *w);
+/* Wakes the watches a write of resource gr in namespace ns (NULL: cluster-scoped) may concern
+ * (lock held); ksim_watch_wake_all() every watch, for what concerns them all (cuts, stop). */
+void ksim_watch_notify(const char *gr, const char *ns);
+void ksim_watch_wake_all(void);
 
 /* ---- reviews (review.c) ------------------------------------------------ */
 

@@ -366,6 +366,7 @@ int main(int argc, char **argv)
 	ksim_lock();
 	ksim.stopping = 1;
 	pthread_cond_broadcast(&ksim.changed);
+	ksim_watch_wake_all();
 	{
 		struct timespec until;
 

@@ -435,6 +435,7 @@ jv ksim_store_commit(const char *gr, jv old, jv obj)
 	ev->old = old;
 	ksim_persist_record(gr, type, obj);	/* persist.c: --data */
 	pthread_cond_broadcast(&ksim.changed);
+	ksim_watch_notify(gr, ksim_str(ev->obj, "metadata.namespace"));
 	return obj;
 }
 

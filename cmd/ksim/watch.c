@@ -8,7 +8,10 @@
  * --watch-list makes streaming lists refused as servers without them do.
  *
  * http.c calls ksim_watch_read() from the connection's thread; it blocks on
- * ksim.changed and hands back whole events, one compact JSON line each.
+ * the watch's own condition and hands back whole events, one compact JSON
+ * line each. A write wakes only the watches of its resource and namespace
+ * (ksim_watch_notify): with a watch per namespace, waking every watch on
+ * every write cost a thousand context switches an event.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +40,28 @@ struct ksim_watch {
 	jv initial;		/* the initial state still to send (copies: used under the lock only) */
 	int initial_next;
 	int initial_end;	/* send the k8s.io/initial-events-end bookmark after it */
+	pthread_cond_t wake;	/* signalled (with ksim.lock) when there may be something for it */
+	struct ksim_watch *prev, *next;	/* every open watch (watching) */
 };
+
+static struct ksim_watch *watching;
+
+void ksim_watch_notify(const char *gr, const char *ns)
+{
+	struct ksim_watch *w;
+
+	for (w = watching; w; w = w->next)
+		if (w->cursor >= ksim.rv || (!strcmp(w->gr, gr) && (!w->ns || (ns && !strcmp(w->ns, ns)))))
+			pthread_cond_signal(&w->wake);
+}
+
+void ksim_watch_wake_all(void)
+{
+	struct ksim_watch *w;
+
+	for (w = watching; w; w = w->next)
+		pthread_cond_signal(&w->wake);
+}
 
 struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ksim_type *t, const char *ns,
 				  struct ksim_selector *ls, struct ksim_selector *fs, jv *err, int *code);
@@ -335,6 +359,18 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 		w->cursor = n;
 		w->fresh_deadline = now + FRESH_WAIT_MS;
 	}
+	{
+		pthread_condattr_t a;
+
+		pthread_condattr_init(&a);
+		pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+		pthread_cond_init(&w->wake, &a);
+		pthread_condattr_destroy(&a);
+	}
+	w->next = watching;
+	if (watching)
+		watching->prev = w;
+	watching = w;
 	ksim.watches++;
 	return w;
 fail:
@@ -349,6 +385,13 @@ void ksim_watch_free(struct ksim_watch *w)
 		return;
 	ksim_lock();
 	ksim.watches--;
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		watching = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	pthread_cond_destroy(&w->wake);
 	jv_free(w->initial);	/* shares storage with the store: freed under the lock */
 	pthread_cond_broadcast(&ksim.changed);
 	ksim_unlock();
@@ -469,7 +512,7 @@ size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max)
 					until.tv_sec++;
 					until.tv_nsec -= 1000000000;
 				}
-				pthread_cond_timedwait(&ksim.changed, &ksim.lock, &until);
+				pthread_cond_timedwait(&w->wake, &ksim.lock, &until);
 			}
 		}
 		ksim_unlock();
