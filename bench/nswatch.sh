@@ -79,6 +79,7 @@ run () { # NAME kwatch-args...
 	test "$n" -eq $((2 * N)) || { log "$name: $n Secrets, not $((2 * N))"; exit 111; }
 	sleep 1
 	figure "${name}_kwatch_peak_rss_kb" "$(status_kb "$kw_pid" VmHWM)" kB
+	figure "${name}_kwatch_rss_kb" "$(status_kb "$kw_pid" VmRSS)" kB
 	threads=$(sed -n 's/^Threads:[[:space:]]*//p' "/proc/$ksim_pid/status")
 	figure "${name}_ksim_threads_added" $((threads - threads0)) threads
 	# a Secret changed by hand, in the last namespace: until kwatch writes it

@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,8 +121,8 @@ struct res {
 	struct kop_backoff bo;
 	jv keep;			/* the fields kept (kop_json_keep), or jv_null(): whole objects */
 	long refused_code;		/* the streaming list failed and the watch fell back: said after the paged LIST */
-	char refused[KOP_ERRLEN];	/* ... with the server's message */
-	char problem[KOP_ERRLEN + 256];	/* why its initial state cannot be read ("" = none): the stats note */
+	char *refused;			/* ... with the server's message (NULL: none) */
+	char *problem;			/* why its initial state cannot be read (NULL = none): the stats note */
 	int shard_said;			/* whether the server honours the shard selector was logged */
 	int dyn;			/* one of a RESOURCE@~ watch's, in namespace ns */
 	int dropped;			/* dyn: its namespace went; reaped by run() */
@@ -464,6 +465,8 @@ static void start(struct res *r)
 	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPIDLE, 30L);
 	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPINTVL, 15L);
 	curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
+	if (r->dyn)
+		curl_easy_setopt(r->easy, CURLOPT_BUFFERSIZE, 1024L);
 	/* A list is a plain request; a watch lasts as long as the server keeps it. */
 	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS,
 			 r->w.req == KW_REQ_LIST ? (tool_kube.request_timeout_ms ? tool_kube.request_timeout_ms : 60000L)
@@ -495,13 +498,31 @@ static int64_t stall_ms(void)
 	return tool_kube.request_timeout_ms ? tool_kube.request_timeout_ms : 60000;
 }
 
+/* *dst set to the formatted text (fmt NULL: to NULL), what it held freed. (A watch holds these
+ * only while something is wrong: at a thousand watches, fixed buffers were a megabyte.) */
+static void setf(char **dst, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void setf(char **dst, const char *fmt, ...)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	va_list ap;
+
+	free(*dst);
+	*dst = NULL;
+	if (!fmt)
+		return;
+	va_start(ap, fmt);
+	kop_buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	*dst = kop_buf_detach(&b, NULL);
+}
+
 /* The stats note (tool_metric_note): the first watch that cannot read its initial state, and why. */
 static void update_note(void)
 {
 	size_t i;
 
 	for (i = 0; i < nres; i++)
-		if (res[i]->problem[0] && !res[i]->w.synced) {
+		if (res[i]->problem && !res[i]->w.synced) {
 			tool_metric_note(res[i]->problem);
 			return;
 		}
@@ -590,18 +611,19 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("code"),
 						      jv_number(r->refused_code)),
 				  "streaming list of '%s' refused (%ld: %s): read with paged LISTs and watches from now on",
-				  r->w.name, r->refused_code, r->refused);
+				  r->w.name, r->refused_code, r->refused ? r->refused : "");
 		else
 			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
 				  "streaming list of '%s' failed before its initial state was complete (%s): read with "
 				  "paged LISTs and watches from now on",
-				  r->w.name, r->refused);
+				  r->w.name, r->refused ? r->refused : "");
 		r->refused_code = 0;
+		setf(&r->refused, NULL);
 	} else if (next == KW_NEXT_FATAL || next == KW_NEXT_FORBIDDEN) {
 		r->refused_code = 0;
 	}
 	if (next == KW_NEXT_NOW || r->w.synced)
-		r->problem[0] = 0;
+		setf(&r->problem, NULL);
 	switch (next) {
 	case KW_NEXT_NOW:
 		update_note();
@@ -613,7 +635,7 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 				  r->w.events, r->w.rv ? r->w.rv : "");
 		if (r->w.stream_failed) {	/* it fell back: said once the LIST is answered */
 			r->refused_code = r->w.err_code;
-			snprintf(r->refused, sizeof(r->refused), "%s", r->w.err);
+			setf(&r->refused, "%s", r->w.err);
 			tool_metric_add("kwatch_watch_list_fallbacks_total", NULL, 1);
 		}
 		r->next_at = now;
@@ -630,8 +652,7 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 				  "streaming list of '%s' failed before its initial state was complete (%ld: %s) and "
 				  "--watch-list=always does not fall back to paged LISTs; again in %lld ms",
 				  r->w.name, r->w.err_code, r->w.err, (long long)(r->next_at - now));
-			snprintf(r->problem, sizeof(r->problem),
-				 "streaming list of '%s' failed (%ld: %s) and --watch-list=always does not fall back",
+			setf(&r->problem, "streaming list of '%s' failed (%ld: %s) and --watch-list=always does not fall back",
 				 r->w.name, r->w.err_code, r->w.err);
 		} else if (r->w.expired) {
 			tool_metric_add("kwatch_relists_total", NULL, 1);
@@ -646,10 +667,10 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 				  "%s of '%s' ended: %s; again in %lld ms", verb, r->w.name, r->w.err,
 				  (long long)(r->next_at - now));
 			if (!r->w.synced && r->w.err_code)
-				snprintf(r->problem, sizeof(r->problem), "%s of '%s' failed (%ld: %s); retrying", verb,
+				setf(&r->problem, "%s of '%s' failed (%ld: %s); retrying", verb,
 					 r->w.name, r->w.err_code, r->w.err);
 			else if (!r->w.synced)
-				snprintf(r->problem, sizeof(r->problem), "%s of '%s' failed (%s); retrying", verb,
+				setf(&r->problem, "%s of '%s' failed (%s); retrying", verb,
 					 r->w.name, r->w.err);
 		}
 		update_note();
@@ -673,7 +694,7 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 				  "no right to %s '%s%s%s' in namespace '%s' yet (%u in a row; its RoleBinding may not be "
 				  "there yet); again in %lld ms",
 				  verb, r->r.resource, dot, r->r.group, r->ns, r->forbidden, (long long)(r->next_at - now));
-			snprintf(r->problem, sizeof(r->problem), "no right to %s '%s%s%s' in namespace '%s' yet", verb,
+			setf(&r->problem, "no right to %s '%s%s%s' in namespace '%s' yet", verb,
 				 r->r.resource, dot, r->r.group, r->ns);
 			update_note();
 			return -1;
@@ -689,7 +710,7 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 			  r->r.resource, dot, r->r.group,
 			  r->ns ? "in namespace '" : r->r.namespaced ? "in all namespaces" : "at the cluster scope",
 			  r->ns ? r->ns : "", r->ns ? "'" : "", r->w.err, verb, r->r.resource, dot, r->r.group);
-		snprintf(r->problem, sizeof(r->problem), "forbidden: cannot %s '%s%s%s' %s%s%s: %s", verb, r->r.resource,
+		setf(&r->problem, "forbidden: cannot %s '%s%s%s' %s%s%s: %s", verb, r->r.resource,
 			 dot, r->r.group,
 			 r->ns ? "in namespace '" : r->r.namespaced ? "in all namespaces" : "at the cluster scope",
 			 r->ns ? r->ns : "", r->ns ? "'" : "", r->w.err);
@@ -700,7 +721,7 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("verb"),
 					       jv_string(verb), jv_string("code"), jv_number(r->w.err_code)),
 			  "unable to %s '%s': %s", verb, r->w.name, r->w.err);
-		snprintf(r->problem, sizeof(r->problem), "unable to %s '%s': %s", verb, r->w.name, r->w.err);
+		setf(&r->problem, "unable to %s '%s': %s", verb, r->w.name, r->w.err);
 		update_note();
 		return KOP_EXIT_PERM;
 	}
@@ -993,6 +1014,8 @@ static void release_res(struct res *r)
 	jv_free(r->keep);
 	kop_buf_release(&r->body);
 	free(r->ns);
+	free(r->refused);
+	free(r->problem);
 	free(r);
 }
 
