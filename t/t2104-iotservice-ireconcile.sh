@@ -179,12 +179,14 @@ wait_statuses () {
 	test_wait_for 30 test_has_ops "$1" status "$2" || :
 }
 
-# reconcile_fifo NAME: ireconcile -v reads NAME.fifo into NAME.out and NAME.err
+# reconcile_fifo NAME [ARGS]: ireconcile -v ARGS reads NAME.fifo into NAME.out and NAME.err
 # (test bodies run in subshells: the export stays in the test).
 reconcile_fifo () {
 	OPERATOR_NAME=devawsk8s
 	export OPERATOR_NAME
-	test_ireconcile_fifo "$1" --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice"
+	rf_name=$1
+	shift
+	test_ireconcile_fifo "$rf_name" --now 2026-11-22T10:05:00Z "$@" "$PROJECT_ROOT/pipeline/iotservice"
 }
 
 # stored OUT N RV [PHASE [INPUT]]: the primary (its last state in INPUT,
@@ -226,6 +228,42 @@ test_expect_success 'a status in flight: the next reconcile writes no second Pro
 	jq -r "select(.op == \"status\") | .object.status.conditions[] | select(.type == \"Progressing\") | .lastTransitionTime" \
 		inflight.out | sort -u >actual &&
 	test $(wc -l <actual) = 1
+'
+
+# A status that changes nothing of where the instance stands (only a message: the RoleBinding is no
+# longer missing) waits for --status-interval after the last one written; then the latest is written.
+calm_input () {
+	cat "$FIXTURES/01-namespace.in.jsonl"
+	wait_statuses "$1.out" 1
+	stored "$1.out" 1 102
+	test_wait_for 30 test_has_reconciles "$1.err" 2
+	binding_added
+	test_wait_for 30 test_has_reconciles "$1.err" 3
+}
+
+test_expect_success 'a status saying nothing new (a message) waits for --status-interval' '
+	mkfifo calm.fifo &&
+	{ ( calm_input calm; sleep 0.5 ) >calm.fifo & } &&
+	reconcile_fifo calm --status-interval 1h &&
+	test_reconciled calm.err statuses events >actual &&
+	cat >expect <<-\EOT &&
+	[1,1]
+	[0,0]
+	[0,0]
+	EOT
+	test_cmp expect actual
+'
+
+test_expect_success '... and is written once the interval is over, the latest' '
+	mkfifo calm2.fifo &&
+	{ ( calm_input calm2; wait_statuses calm2.out 2; sleep 0.5 ) >calm2.fifo & } &&
+	reconcile_fifo calm2 --status-interval 1s &&
+	jq -c "select(.op == \"status\") | .object.status" calm2.out >statuses &&
+	test "$(wc -l <statuses)" = 2 &&
+	sed -n 1p statuses | grep "RoleBinding iot-operator-instance is missing" &&
+	sed -n 2p statuses >second && ! grep "RoleBinding" second &&
+	test "$(jq -r .phase second)" = Processing &&
+	test "$(grep -c "\"op\":\"event\"" calm2.out)" = 1
 '
 
 # The limit on parallel updates (docs/iotservice-api.md) when instances are edited together (an upgrade of all):

@@ -289,7 +289,7 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 	int pending = 0;
 	jv sent;
 
-	if (!f || f->failed || !f->has_obj || now - f->at >= FLIGHT_TIMEOUT_MS)
+	if (!f || f->failed || !f->has_obj || (!f->acked && now - f->at >= FLIGHT_TIMEOUT_MS))
 		goto out;
 	if (!strcmp(f->live_rv, o->rv)) {
 		pending = 1;	/* not changed since */

@@ -50,6 +50,8 @@ void handle_result(jv r, size_t lineno)
 	}
 	f = kop_hmap_get(&E.flights, fkey);
 	if (jv_get_kind(ok) == JV_KIND_TRUE) {
+		if (f)
+			f->acked = 1;
 		if (jv_object_has(jv_copy(p->errors), kop_json_key(fkey))) {
 			p->errors = jv_object_delete(p->errors, kop_json_key(fkey));
 			enqueue(p);	/* the program may want to clear what it reported */

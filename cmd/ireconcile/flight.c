@@ -41,7 +41,7 @@ int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t
 			schedule(p, f->retry_at);
 			return 0;
 		}
-		if (!f->failed && !strcmp(f->live_rv, live_rv) && now - f->at < FLIGHT_TIMEOUT_MS)
+		if (!f->failed && !strcmp(f->live_rv, live_rv) && (f->acked || now - f->at < FLIGHT_TIMEOUT_MS))
 			return 0;
 	}
 	if (!f) {
@@ -53,6 +53,7 @@ int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t
 	f->live_rv = kop_strdup(live_rv);
 	f->at = now;
 	f->failed = 0;
+	f->acked = 0;
 	f->has_obj = 0;
 	free(f->ztext);
 	f->ztext = NULL;

@@ -68,6 +68,7 @@ struct prim {
 	size_t rendered_zlen, rendered_len;	/* deflated and original sizes */
 	char *rview;			/* its answer as sync sees it, when projected (NULL: as it is) */
 	char *status_sent;		/* the last status written, compact JSON (NULL: none) */
+	int64_t status_at;		/* when a status was last written, monotonic ms; 0 = never */
 	/* While it is on its way (status_flight), the statuses the stored one may
 	 * still be, oldest first: the one stored when the flight began, then ours
 	 * sent before status_sent (parent_seen). */
@@ -87,6 +88,8 @@ struct flight {
 	char *live_rv;			/* the live object's resourceVersion when sent ("" = missing) */
 	int64_t at;
 	int failed;
+	int acked;			/* kapply or kstatus said it was written (--feedback): the watch will show
+					   it, however long the pipeline lags; never sent again on a timeout */
 	int64_t retry_at;
 	/* Applies: the object sent, to tell when the live one holds it
 	 * (apply_pending): the rendered object of index rindex under the
@@ -132,6 +135,7 @@ struct engine {
 	const char *now;
 	unsigned backoff_base, backoff_cap;
 	long settle_ms;		/* --settle: an observed object's change reconciles this much later */
+	long status_interval_ms;	/* --status-interval: a status saying nothing new waits this long */
 	unsigned long reconciles, errors;
 	int read_failed;		/* stdin could not be read: exit 111, not 0 */
 	long stats_ms;			/* --stats-interval, 0 = off */
@@ -247,7 +251,7 @@ jv op_line(const char *op, const char *pkey);
 void add_finalizer(struct prim *p, jv parent, int64_t now, struct counts *n);
 void remove_finalizer(struct prim *p, jv parent, int index, int64_t now, struct counts *n);
 struct flight *status_flight(struct prim *p, int64_t now);
-int write_status(struct prim *p, jv parent, jv status, enum seen seen, int64_t now, struct counts *n);
+int write_status(struct prim *p, jv parent, jv status, enum seen seen, int events, int64_t now, struct counts *n);
 void write_events(struct prim *p, jv parent, jv events, struct counts *n);
 jv parent_seen(struct prim *p, jv parent, enum seen *seen, int64_t now);
 

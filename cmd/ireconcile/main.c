@@ -36,6 +36,9 @@ static const char usage[] =
 	"  --watchdog D           say when one reconcile runs longer than D, then 2D, 4D... (default 10s)\n"
 	"  --settle D             a change of an observed object reconciles D later, once for a\n"
 	"                         burst (default 200ms; 0: at once; --once: at once)\n"
+	"  --status-interval D    a status that changes no phase, reason or condition (a message,\n"
+	"                         a list) is written at most once in D per primary, the latest\n"
+	"                         then (default 5s; 0: at once; --once: at once)\n"
 	"  -v, --verbose          log each reconcile (key, duration, counts); twice for more\n"
 	"  --log-level LEVEL      error, warn, info, debug, trace\n"
 	"  --log-format FORMAT    json or text\n"
@@ -53,7 +56,8 @@ enum {
 	OPT_BACKOFF_CAP,
 	OPT_STATS_INTERVAL,
 	OPT_WATCHDOG,
-	OPT_SETTLE
+	OPT_SETTLE,
+	OPT_STATUS_INTERVAL
 };
 
 /* The engine: its one instance, shared by every file of ireconcile. */
@@ -213,6 +217,7 @@ int main(int argc, char **argv)
 		{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
 		{ "watchdog", required_argument, NULL, OPT_WATCHDOG },
 		{ "settle", required_argument, NULL, OPT_SETTLE },
+		{ "status-interval", required_argument, NULL, OPT_STATUS_INTERVAL },
 		TOOL_COMMON_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -226,6 +231,7 @@ int main(int argc, char **argv)
 	E.backoff_base = 1000;
 	E.backoff_cap = 300000;
 	E.settle_ms = 200;
+	E.status_interval_ms = 5000;
 	while ((c = getopt_long(argc, argv, TOOL_COMMON_SHORT, opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_FEEDBACK:
@@ -264,6 +270,11 @@ int main(int argc, char **argv)
 				die_usage("invalid --settle '%s' (0 to 1m)", optarg);
 			E.settle_ms = ms;
 			break;
+		case OPT_STATUS_INTERVAL:
+			if ((ms = tool_parse_duration_ms(optarg)) < 0 || ms > 3600000 || (ms == 0 && strcmp(optarg, "0")))
+				die_usage("invalid --status-interval '%s' (0 to 1h)", optarg);
+			E.status_interval_ms = ms;
+			break;
 		case OPT_WATCHDOG:
 			if ((W.first_ms = tool_parse_duration_ms(optarg)) < 100 || W.first_ms > 86400000)
 				die_usage("invalid --watchdog '%s' (100ms to 24h)", optarg);
@@ -275,8 +286,10 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		die_usage("want one PROGRAM");
-	if (once)
+	if (once) {
 		E.settle_ms = 0;	/* a replay reconciles at the end of its input */
+		E.status_interval_ms = 0;
+	}
 	if (E.backoff_base > E.backoff_cap)
 		die_usage("--backoff-base (%u ms) is above --backoff-cap (%u ms)", E.backoff_base, E.backoff_cap);
 	program_dir = tool_find_program(argv[optind]);	/* a bare name as iot-operator finds it */

@@ -141,10 +141,15 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	tidy_errors(p, &desired);
 
 	v = jv_object_get(jv_copy(out), kop_json_key("status"));
-	if (jv_get_kind(v) == JV_KIND_OBJECT)
-		status_sent = write_status(p, parent, v, seen, now, &n);
-	else
+	if (jv_get_kind(v) == JV_KIND_OBJECT) {
+		jv ev = jv_object_get(jv_copy(out), kop_json_key("events"));
+		int events = jv_get_kind(ev) == JV_KIND_ARRAY && jv_array_length(jv_copy(ev)) > 0;
+
+		jv_free(ev);
+		status_sent = write_status(p, parent, v, seen, events, now, &n);
+	} else {
 		jv_free(v);
+	}
 
 	/* Events that came with a status still in flight were sent with it already. */
 	v = jv_object_get(jv_copy(out), kop_json_key("events"));

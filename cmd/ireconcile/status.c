@@ -138,7 +138,7 @@ struct flight *status_flight(struct prim *p, int64_t now)
 	struct flight *f = kop_hmap_get(&E.flights, fkey);
 
 	free(fkey);
-	if (!p->status_sent || !f || f->failed || now - f->at >= FLIGHT_TIMEOUT_MS)
+	if (!p->status_sent || !f || f->failed || (!f->acked && now - f->at >= FLIGHT_TIMEOUT_MS))
 		return NULL;
 	return f;
 }
@@ -193,13 +193,80 @@ static int status_same(jv status, jv live)
 }
 
 /*
+ * What of a status says where the primary stands: phase, reason,
+ * observedGeneration and each condition's type, status, reason and
+ * observedGeneration (borrowed; null for none). Messages and other members
+ * (a list of pods) only describe it.
+ */
+static jv status_gist(jv status)
+{
+	static const char *const top[] = { "phase", "reason", "observedGeneration" };
+	static const char *const cond[] = { "type", "status", "reason", "observedGeneration" };
+	jv g = jv_object(), conds;
+	size_t i;
+
+	if (jv_get_kind(status) != JV_KIND_OBJECT)
+		return jv_null();
+	for (i = 0; i < sizeof(top) / sizeof(top[0]); i++) {
+		jv v = jv_object_get(jv_copy(status), kop_json_key(top[i]));
+
+		if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL)
+			g = jv_object_set(g, kop_json_key(top[i]), v);
+		else
+			jv_free(v);
+	}
+	conds = jv_object_get(jv_copy(status), kop_json_key("conditions"));
+	if (jv_get_kind(conds) == JV_KIND_ARRAY) {
+		jv out = jv_array();
+
+		jv_array_foreach(conds, j, c) {
+			jv oc = jv_object();
+
+			for (i = 0; jv_get_kind(c) == JV_KIND_OBJECT && i < sizeof(cond) / sizeof(cond[0]); i++) {
+				jv v = jv_object_get(jv_copy(c), kop_json_key(cond[i]));
+
+				if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL)
+					oc = jv_object_set(oc, kop_json_key(cond[i]), v);
+				else
+					jv_free(v);
+			}
+			out = jv_array_append(out, oc);
+			jv_free(c);
+			(void)j;
+		}
+		g = jv_object_set(g, kop_json_key("conditions"), out);
+	}
+	jv_free(conds);
+	return g;
+}
+
+/*
+ * Whether a status that differs from the stored one (both borrowed) may wait
+ * (--status-interval): it changes nothing of where the primary stands, and
+ * one of ours was written less than the interval ago. Then p is reconciled
+ * again when the interval is over, and the latest is written.
+ */
+static int status_may_wait(struct prim *p, jv status, jv live, int64_t now)
+{
+	int same;
+
+	if (E.status_interval_ms <= 0 || !p->status_at || now - p->status_at >= E.status_interval_ms)
+		return 0;
+	same = jv_equal(status_gist(status), status_gist(live));
+	if (same)
+		schedule(p, p->status_at + E.status_interval_ms);
+	return same;
+}
+
+/*
  * Writes the status when it differs from the stored one; 0 when it is not
- * written because the same is on its way. seen: what the program saw.
+ * written because the same is on its way, or because it says nothing new
+ * and may wait (status_may_wait; never with events, which go with it). seen: what the program saw.
  * When the program saw the stored status (no write of ours on its way), the
  * line carries it and the resourceVersion it was read at, so that kstatus
  * can write without reading the object first.
  */
-int write_status(struct prim *p, jv parent, jv status, enum seen seen, int64_t now, struct counts *n)
+int write_status(struct prim *p, jv parent, jv status, enum seen seen, int events, int64_t now, struct counts *n)
 {
 	jv live = jv_object_get(jv_copy(parent), kop_json_key("status"));
 	char *fkey = join2("status", p->key);
@@ -211,6 +278,8 @@ int write_status(struct prim *p, jv parent, jv status, enum seen seen, int64_t n
 		flight_forget(fkey);
 	} else if (seen == SEEN_CARRIED && status_is_sent(p, status)) {
 		sent = 0;	/* on its way (an older one of ours landed first) */
+	} else if (seen == SEEN_STORED && !events && status_may_wait(p, status, live, now)) {
+		sent = 0;
 	} else if (flight_check(p, fkey, status, p->obj->rv, now)) {
 		jv obj = ref_object(parent, 1), line;
 
@@ -222,6 +291,7 @@ int write_status(struct prim *p, jv parent, jv status, enum seen seen, int64_t n
 		}
 		emit(line);
 		n->statuses++;
+		p->status_at = now;
 		obj = jv_object_set(jv_copy(parent), kop_json_key("status"), jv_copy(status));
 		update_aggs(p, obj);	/* counted from now on (update_aggs_seen) */
 		jv_free(obj);
@@ -342,6 +412,7 @@ jv parent_seen(struct prim *p, jv parent, enum seen *seen, int64_t now)
 	}
 	jv_free(live);
 	*seen = SEEN_CARRIED;
-	schedule(p, f->at + FLIGHT_TIMEOUT_MS);
+	if (!f->acked)	/* (written for sure: its event will come, however late) */
+		schedule(p, f->at + FLIGHT_TIMEOUT_MS);
 	return jv_object_set(jv_copy(parent), kop_json_key("status"), st);
 }
