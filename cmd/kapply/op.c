@@ -246,7 +246,8 @@ void op_fail(struct op *op, const struct kube_response *r)
 {
 	jv fields = jv_object();
 
-	fields = jv_object_set(fields, jv_string("code"), jv_number((double)r->code));
+	if (r->code)	/* 0 is no response, never a status */
+		fields = jv_object_set(fields, jv_string("code"), jv_number((double)r->code));
 	if (r->reason)
 		fields = jv_object_set(fields, jv_string("reason"), jv_string(r->reason));
 	tool_logj(LOG_ERROR, fields, "unable to %s '%s': %s", kind_names[op->kind], op->who,

@@ -118,8 +118,12 @@ void op_failed(struct op *op, const struct kube_response *r)
 		/* Never sooner than Retry-After, but never more than a minute on its word. */
 		if (r->retry_after_s >= 0 && r->retry_after_s * 1000 > delay)
 			delay = r->retry_after_s > 60 ? 60000 : r->retry_after_s * 1000;
-		log_info("retrying %s of '%s' in %lld ms after %ld %s", kind_names[op->kind], op->who,
-			 (long long)delay, r->code, kube_response_why(r, why, sizeof(why)));
+		if (r->code)
+			log_info("retrying %s of '%s' in %lld ms after %ld %s", kind_names[op->kind], op->who,
+				 (long long)delay, r->code, kube_response_why(r, why, sizeof(why)));
+		else	/* no response: no status to name */
+			log_info("retrying %s of '%s' in %lld ms after no response: %s", kind_names[op->kind],
+				 op->who, (long long)delay, kube_response_why(r, why, sizeof(why)));
 		op->state = ST_QUEUED;
 		op->not_before = kop_mono_ms() + delay;
 		return;
@@ -236,7 +240,10 @@ void finished(CURLMsg *m)
 	op->easy = NULL;
 	inflight--;
 	tool_metric_request(op->method, r.code);
-	log_debug("'%s': %ld %s", op->who, r.code, r.reason ? r.reason : "");
+	if (r.code)
+		log_debug("'%s': %ld %s", op->who, r.code, r.reason ? r.reason : "");
+	else
+		log_debug("'%s': no response: %s", op->who, r.reason ? r.reason : "");
 	op_response(op, &r);
 	kube_response_release(&r);
 }
