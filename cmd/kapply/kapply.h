@@ -53,6 +53,8 @@ struct op {
 	/* retries */
 	struct kop_backoff backoff;
 	unsigned attempts;
+	unsigned silent_retries;	/* -f: retries after no response */
+	int64_t first_silent;	/* -f: monotonic ms of the first failure without a response; 0 = none */
 	int auth_retried;
 	int64_t not_before;	/* monotonic ms; 0 = now */
 	int64_t deadline;	/* PH_ESTABLISH gives up here */
@@ -111,6 +113,9 @@ jv write_request(const struct op *op, const char **method, const char **ctype, s
 int64_t schedule(void);
 
 /* result.c */
+extern int server_down;	/* -f: the server could not be reached; nothing more is sent */
+extern struct kube_response down;	/* why (while server_down) */
+void op_not_sent(struct op *op, const struct kube_response *r);
 void note_exit(int code);
 void emit(jv line);
 void op_failed(struct op *op, const struct kube_response *r);

@@ -40,8 +40,9 @@ static const char usage[] =
 "\n"
 "Exit: 0 all done; 1 --diff found changes; with -f, 100 when the input was bad (no\n"
 "objects in it included) or an operation failed permanently, 111 when one still\n"
-"failed transiently after its retries. On stdin the stream goes on after any API\n"
-"error (reported in its result line) and ends with 0.\n";
+"failed transiently after its retries (a server that cannot be reached: after 3\n"
+"retries within 5 s). On stdin the stream goes on after any API error (reported\n"
+"in its result line) and ends with 0.\n";
 
 const char *const kind_names[] = { "pass", "apply", "delete", "patch", "create" };
 
@@ -317,6 +318,8 @@ int main(int argc, char **argv)
 		op_free(queue[i]);
 	free(queue);
 	jv_free(manifest_objs);
+	if (server_down)
+		kube_response_release(&down);
 	if (client)
 		kube_client_free(client);
 	curl_global_cleanup();

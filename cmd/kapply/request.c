@@ -248,6 +248,10 @@ int64_t schedule(void)
 
 		if (op->kind == OP_PASS || op->state != ST_QUEUED)
 			continue;
+		if (server_down && !op->bad) {
+			op_not_sent(op, &down);
+			continue;
+		}
 		if (op->not_before > now) {
 			if (op->not_before - now < wait)
 				wait = op->not_before - now;
