@@ -13,7 +13,8 @@
 #include "manifest.h"
 #include "opresult.h"
 
-enum op_kind { OP_PASS, OP_APPLY, OP_DELETE, OP_PATCH, OP_CREATE };
+/* OP_UNKNOWN: an "op" no stage knows, answered with a failed result (op.c, op_from_line). */
+enum op_kind { OP_PASS, OP_APPLY, OP_DELETE, OP_PATCH, OP_CREATE, OP_UNKNOWN };
 
 enum op_state { ST_QUEUED, ST_RUNNING, ST_DONE };
 
@@ -33,6 +34,7 @@ struct op {
 	jv line;		/* the input line (kept whole for passthrough) */
 	jv obj;			/* the object of an operation */
 	jv primary;		/* string or null */
+	char *op_name;		/* OP_UNKNOWN: its "op" as given (JSON text when not a string) */
 	char *api_version, *kind_name, *group, *ns, *name, *uid;
 	char *key;		/* group/Kind/namespace/name: the order of operations is kept per key */
 	char *who;		/* Kind/namespace/name, for messages (as much of it as the object gives), or NULL */

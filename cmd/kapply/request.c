@@ -130,6 +130,7 @@ jv write_request(const struct op *op, const char **method, const char **ctype, s
 			add_query(query, "dryRun", "All");
 		return apply_body(op);
 	case OP_PASS:
+	case OP_UNKNOWN:
 		break;
 	}
 	*method = "GET";
