@@ -544,7 +544,7 @@ int kube_request(struct kube_client *c, const char *method, const char *path, co
 	char err[KOP_ERRLEN], curl_err[CURL_ERROR_SIZE];
 	struct curl_slist *headers = NULL;
 	struct sink s = { KOP_BUF_INIT, NULL };
-	long code = 0;
+	long code = 0, os_errno = 0;
 	CURLcode cc;
 	CURL *e;
 
@@ -582,9 +582,12 @@ int kube_request(struct kube_client *c, const char *method, const char *path, co
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->timeout_ms);
 	cc = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno);
 	curl_easy_cleanup(e);
 	curl_slist_free_all(headers);
 	kube_response_from(resp, code, s.body.buf, s.body.len, s.retry_after, cc, curl_err);
+	if (!code)
+		resp->os_errno = (int)os_errno;
 	kop_buf_release(&s.body);
 	free(s.retry_after);
 	if (code == 401)

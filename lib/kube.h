@@ -69,6 +69,7 @@ struct kube_response {
 	char *message;		/* Status.message, plain-text body, or curl's error */
 	long retry_after_s;	/* Retry-After header or details.retryAfterSeconds; -1 when absent */
 	int transient;		/* kube_classify() of this outcome */
+	int os_errno;		/* no response: the system's reason (ECONNREFUSED), 0 when none */
 };
 void kube_response_release(struct kube_response *r);
 /*

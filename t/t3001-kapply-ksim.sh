@@ -148,6 +148,37 @@ test_expect_success 'stream: a namespace and its objects in one stream, many in 
 	jq -e "[.items[] | select(.metadata.name | startswith(\"c\"))] | length == 40" list.json
 '
 
+test_expect_success 'stream: an unknown op is answered with a failed result naming it; the stream goes on' '
+	{
+		echo "{\"op\":\"frobnicate\",\"primary\":\"ns/f\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"frob\",\"namespace\":\"ns\"}}}" &&
+		echo "{\"op\":\"apply\",\"primary\":\"ns/f\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"after-frob\",\"namespace\":\"ns\"}}}" &&
+		echo "{\"op\":42,\"primary\":\"ns/f\"}" &&
+		# what other stages act on or write, and lines without an op, pass unchanged
+		echo "{\"op\":\"status\",\"primary\":\"ns/f\",\"n\":1}" &&
+		echo "{\"op\":\"event\",\"primary\":\"ns/f\",\"n\":2}" &&
+		echo "{\"op\":\"result\",\"for\":\"status\",\"primary\":\"ns/f\",\"ok\":true,\"n\":3}" &&
+		echo "{\"op\":\"dry-run\",\"for\":\"apply\",\"n\":4}" &&
+		echo "{\"op\":\"diff\",\"for\":\"apply\",\"n\":5}" &&
+		echo "{\"type\":\"ADDED\",\"n\":6}" &&
+		echo "{\"op\":null,\"n\":7}"
+	} >in &&
+	timeout 60 kapply <in >out 2>err &&
+	jq -e -s "length == 10" out &&
+	result_for frob ".op == \"result\" and .for == \"frobnicate\" and .primary == \"ns/f\" and .ok == false and
+		.code == 400 and .reason == \"BadRequest\" and (.message | startswith(\"unknown op '"'"'frobnicate'"'"'\"))" out &&
+	result_for after-frob ".for == \"apply\" and .ok == true and .code == 201" out &&
+	jq -e -s "[.[] | select(.for == \"42\")] | length == 1 and (.[0] | .op == \"result\" and .ok == false and
+		.code == 400 and (.message | startswith(\"unknown op '"'"'42'"'"'\")))" out &&
+	jq -e -s "[.[] | select(.n)] == [
+		{\"op\":\"status\",\"primary\":\"ns/f\",\"n\":1}, {\"op\":\"event\",\"primary\":\"ns/f\",\"n\":2},
+		{\"op\":\"result\",\"for\":\"status\",\"primary\":\"ns/f\",\"ok\":true,\"n\":3},
+		{\"op\":\"dry-run\",\"for\":\"apply\",\"n\":4}, {\"op\":\"diff\",\"for\":\"apply\",\"n\":5},
+		{\"type\":\"ADDED\",\"n\":6}, {\"op\":null,\"n\":7}]" out &&
+	grep -q "unable to perform line 1 of stdin: unknown op .frobnicate." err &&
+	grep -q "unable to perform line 3 of stdin: unknown op .42." err &&
+	get cm after-frob && ! kubectl get cm frob -n ns >/dev/null 2>&1
+'
+
 test_expect_success 'stream: operations on one object keep their order' '
 	for i in 1 2 3 4 5 6; do
 		echo "{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ordered\",\"namespace\":\"ns\"},\"data\":{\"v\":\"$i\"}}}" || return 1

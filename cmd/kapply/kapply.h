@@ -13,7 +13,8 @@
 #include "manifest.h"
 #include "opresult.h"
 
-enum op_kind { OP_PASS, OP_APPLY, OP_DELETE, OP_PATCH, OP_CREATE };
+/* OP_UNKNOWN: an "op" no stage knows, answered with a failed result (op.c, op_from_line). */
+enum op_kind { OP_PASS, OP_APPLY, OP_DELETE, OP_PATCH, OP_CREATE, OP_UNKNOWN };
 
 enum op_state { ST_QUEUED, ST_RUNNING, ST_DONE };
 
@@ -33,6 +34,7 @@ struct op {
 	jv line;		/* the input line (kept whole for passthrough) */
 	jv obj;			/* the object of an operation */
 	jv primary;		/* string or null */
+	char *op_name;		/* OP_UNKNOWN: its "op" as given (JSON text when not a string) */
 	char *api_version, *kind_name, *group, *ns, *name, *uid;
 	char *key;		/* group/Kind/namespace/name: the order of operations is kept per key */
 	char *who;		/* Kind/namespace/name, for messages (as much of it as the object gives), or NULL */
@@ -53,6 +55,8 @@ struct op {
 	/* retries */
 	struct kop_backoff backoff;
 	unsigned attempts;
+	unsigned silent_retries;	/* -f: retries after no response */
+	int64_t first_silent;	/* -f: monotonic ms of the first failure without a response; 0 = none */
 	int auth_retried;
 	int64_t not_before;	/* monotonic ms; 0 = now */
 	int64_t deadline;	/* PH_ESTABLISH gives up here */
@@ -111,6 +115,9 @@ jv write_request(const struct op *op, const char **method, const char **ctype, s
 int64_t schedule(void);
 
 /* result.c */
+extern int server_down;	/* -f: the server could not be reached; nothing more is sent */
+extern struct kube_response down;	/* why (while server_down) */
+void op_not_sent(struct op *op, const struct kube_response *r);
 void note_exit(int code);
 void emit(jv line);
 void op_failed(struct op *op, const struct kube_response *r);

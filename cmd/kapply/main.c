@@ -19,9 +19,10 @@
 static const char usage[] =
 "usage: kapply [options] [-f FILE|DIR|-]...\n"
 "\n"
-"Without -f, reads JSON lines on stdin: {\"op\":\"apply\"|\"delete\"|\"patch\",...} are\n"
-"performed, every other line is passed through to stdout; one {\"op\":\"result\",...}\n"
-"line is written per operation. With -f, applies the objects of YAML or JSON\n"
+"Without -f, reads JSON lines on stdin: {\"op\":\"apply\"|\"create\"|\"delete\"|\"patch\",...}\n"
+"are performed; lines of other stages' ops (status, event, result, dry-run, diff)\n"
+"and lines without an op are passed through to stdout, an unknown op is refused;\n"
+"one {\"op\":\"result\",...} line is written per operation. With -f, applies the objects of YAML or JSON\n"
 "manifests (as kubectl apply --server-side -f does).\n"
 "\n"
 "  -f, --filename F         a manifest file, a directory of them, or - (stdin); repeatable\n"
@@ -40,10 +41,11 @@ static const char usage[] =
 "\n"
 "Exit: 0 all done; 1 --diff found changes; with -f, 100 when the input was bad (no\n"
 "objects in it included) or an operation failed permanently, 111 when one still\n"
-"failed transiently after its retries. On stdin the stream goes on after any API\n"
-"error (reported in its result line) and ends with 0.\n";
+"failed transiently after its retries (a server that cannot be reached: after 3\n"
+"retries within 5 s). On stdin the stream goes on after any API error (reported\n"
+"in its result line) and ends with 0.\n";
 
-const char *const kind_names[] = { "pass", "apply", "delete", "patch", "create" };
+const char *const kind_names[] = { "pass", "apply", "delete", "patch", "create", "unknown" };
 
 struct kapply_options opt = { NULL, "iot-operator", 1, DRY_NONE, 0, 8, 0, 0, 10, 60000 };
 
@@ -317,6 +319,8 @@ int main(int argc, char **argv)
 		op_free(queue[i]);
 	free(queue);
 	jv_free(manifest_objs);
+	if (server_down)
+		kube_response_release(&down);
 	if (client)
 		kube_client_free(client);
 	curl_global_cleanup();

@@ -24,6 +24,7 @@ void op_free(struct op *op)
 	free(op->who);
 	free(op->crd_group);
 	free(op->crd_kind);
+	free(op->op_name);
 	free(op->bad);
 	if (op->resolved)
 		kube_resource_release(&op->res);
@@ -159,26 +160,61 @@ static void op_parse(struct op *op)
 	jv_free(meta);
 }
 
+/*
+ * The ops other stages act on or write, passed through: kstatus's status and
+ * event, the results (kapply's and kstatus's, for ireconcile), and what
+ * kapply --dry-run and --diff write. A line without "op" passes too.
+ */
+static const char *const passed_ops[] = { "status", "event", "result", "dry-run", "diff" };
+
+/* What kind of line an "op" value makes it. */
+static enum op_kind kind_of(jv opname)
+{
+	static const struct {
+		const char *name;
+		enum op_kind kind;
+	} ours[] = { { "apply", OP_APPLY }, { "delete", OP_DELETE }, { "patch", OP_PATCH }, { "create", OP_CREATE } };
+	size_t i;
+
+	if (!jv_is_valid(opname) || jv_get_kind(opname) == JV_KIND_NULL)
+		return OP_PASS;
+	if (jv_get_kind(opname) != JV_KIND_STRING)
+		return OP_UNKNOWN;
+	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		if (!strcmp(jv_string_value(opname), ours[i].name))
+			return ours[i].kind;
+	for (i = 0; i < sizeof(passed_ops) / sizeof(passed_ops[0]); i++)
+		if (!strcmp(jv_string_value(opname), passed_ops[i]))
+			return OP_PASS;
+	return OP_UNKNOWN;
+}
+
+/* An op no stage knows: refused (a failed result naming it), never passed on to be lost. */
+static void op_unknown(struct op *op, jv opname)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	size_t n;
+
+	op->op_name = jv_get_kind(opname) == JV_KIND_STRING ? kop_strdup(jv_string_value(opname))
+							     : kop_json_dump(jv_copy(opname));
+	n = strlen(op->op_name);
+	kop_buf_addf(&b, "unknown op '%.*s%s' (kapply performs apply, create, delete and patch; ", n > 64 ? 64 : (int)n,
+		     op->op_name, n > 64 ? "..." : "");
+	for (n = 0; n < sizeof(passed_ops) / sizeof(passed_ops[0]); n++)
+		kop_buf_addf(&b, "%s%s", n ? (n + 1 < sizeof(passed_ops) / sizeof(passed_ops[0]) ? ", " : " and ") : "",
+			     passed_ops[n]);
+	kop_buf_adds(&b, " lines, and lines without an op, pass through)");
+	op->bad = kop_buf_detach(&b, NULL);
+	jv_free(opname);
+}
+
 /* An input line (consumed; lineno 0 = from a manifest) as an operation or a passthrough. */
 struct op *op_from_line(jv line, size_t lineno)
 {
 	jv opname = kop_json_member(jv_copy(line), "op");
-	enum op_kind kind = OP_PASS;
+	enum op_kind kind = kind_of(jv_copy(opname));
 	struct op *op;
 
-	if (jv_get_kind(opname) == JV_KIND_STRING) {
-		const char *s = jv_string_value(opname);
-
-		if (!strcmp(s, "apply"))
-			kind = OP_APPLY;
-		else if (!strcmp(s, "delete"))
-			kind = OP_DELETE;
-		else if (!strcmp(s, "patch"))
-			kind = OP_PATCH;
-		else if (!strcmp(s, "create"))
-			kind = OP_CREATE;
-	}
-	jv_free(opname);
 	op = op_alloc(kind, line);
 	op->lineno = lineno;
 	op->primary = kop_json_member(jv_copy(line), "primary");
@@ -186,6 +222,12 @@ struct op *op_from_line(jv line, size_t lineno)
 		jv_free(op->primary);
 		op->primary = jv_null();
 	}
+	if (kind == OP_UNKNOWN) {
+		op->obj = kop_json_member(jv_copy(line), "object");
+		op_unknown(op, opname);
+		return op;
+	}
+	jv_free(opname);
 	if (kind == OP_PASS)
 		return op;
 	op->obj = kop_json_member(jv_copy(line), "object");
@@ -246,7 +288,8 @@ void op_fail(struct op *op, const struct kube_response *r)
 {
 	jv fields = jv_object();
 
-	fields = jv_object_set(fields, jv_string("code"), jv_number((double)r->code));
+	if (r->code)	/* 0 is no response, never a status */
+		fields = jv_object_set(fields, jv_string("code"), jv_number((double)r->code));
 	if (r->reason)
 		fields = jv_object_set(fields, jv_string("reason"), jv_string(r->reason));
 	tool_logj(LOG_ERROR, fields, "unable to %s '%s': %s", kind_names[op->kind], op->who,
@@ -261,6 +304,13 @@ void op_fail(struct op *op, const struct kube_response *r)
 void op_fail_local(struct op *op, long code, const char *reason, const char *msg)
 {
 	const char *verb = kind_names[op->kind];
+
+	if (op->kind == OP_UNKNOWN) {
+		log_error("unable to perform line %zu of stdin: %s", op->lineno, msg);
+		note_exit(KOP_EXIT_PERM);
+		op_done(op, kop_result_local(op->op_name, jv_copy(op->primary), op_ref(op), code, reason, msg));
+		return;
+	}
 
 	if (op->who && op->lineno && !op->bad_names_line)
 		log_error("unable to %s '%s' (line %zu): %s", verb, op->who, op->lineno, msg);

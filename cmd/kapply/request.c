@@ -130,6 +130,7 @@ jv write_request(const struct op *op, const char **method, const char **ctype, s
 			add_query(query, "dryRun", "All");
 		return apply_body(op);
 	case OP_PASS:
+	case OP_UNKNOWN:
 		break;
 	}
 	*method = "GET";
@@ -248,6 +249,10 @@ int64_t schedule(void)
 
 		if (op->kind == OP_PASS || op->state != ST_QUEUED)
 			continue;
+		if (server_down && !op->bad) {
+			op_not_sent(op, &down);
+			continue;
+		}
 		if (op->not_before > now) {
 			if (op->not_before - now < wait)
 				wait = op->not_before - now;

@@ -10,6 +10,18 @@
 #include "kapply.h"
 #include "banned.h"
 
+/*
+ * With -f (a user waiting at a terminal) a failure without a response is
+ * retried a little, then the server is given up for all operations, as
+ * kubectl does (docs/kapply.md, "When the server cannot be reached"); on
+ * stdin (the pipeline) it is retried like any transient failure.
+ */
+#define FILE_SILENT_RETRIES 3
+#define FILE_SILENT_WINDOW_MS 5000
+
+int server_down;
+struct kube_response down;
+
 void note_exit(int code)
 {
 	if (code == KOP_EXIT_PERM || worst == KOP_EXIT_PERM)
@@ -89,11 +101,109 @@ static int just_bound(const struct op *op)
 	return 0;
 }
 
+/* What happened when no response came: the system's reason ("Connection refused"), else curl's. */
+static const char *silent_why(const struct kube_response *r, char *buf, size_t size)
+{
+	if (r->os_errno)
+		snprintf(buf, size, "%s", strerror(r->os_errno));
+	else if (r->message && *r->message)
+		snprintf(buf, size, "%s", r->message);
+	else
+		snprintf(buf, size, "%s", r->reason ? r->reason : "no response");
+	return buf;
+}
+
+static const char *server_url(void)
+{
+	const struct kube_config *cfg = client ? kube_client_config(client) : NULL;
+
+	return cfg && cfg->server ? cfg->server : "the server";
+}
+
+/* No response because nothing could be sent (credentials), not because the server was not there. */
+static int not_sent(const struct kube_response *r)
+{
+	return r->reason && !strcmp(r->reason, "CredentialsUnavailable");
+}
+
+/*
+ * What a retry follows, for "retrying … after <it>": "503 ServiceUnavailable: …",
+ * "no response from 'https://…': Connection refused" (never a status 0).
+ */
+static const char *failure_text(const struct kube_response *r, char *buf, size_t size)
+{
+	char why[KOP_ERRLEN];
+
+	if (r->code)
+		snprintf(buf, size, "%ld %s", r->code, kube_response_why(r, why, sizeof(why)));
+	else if (not_sent(r))
+		snprintf(buf, size, "%s", kube_response_why(r, why, sizeof(why)));
+	else
+		snprintf(buf, size, "no response from '%s': %s", server_url(), silent_why(r, why, sizeof(why)));
+	return buf;
+}
+
+/* op's result once the server was given up (r: its own failure, or the one that gave it up). */
+void op_not_sent(struct op *op, const struct kube_response *r)
+{
+	log_debug("'%s' not %s: the server could not be reached", op->who ? op->who : "?",
+		  op->kind == OP_DELETE ? "deleted" : op->kind == OP_PATCH ? "patched" : "applied");
+	note_exit(kube_exit_code(r));
+	op_done(op, kop_result_fail(kind_names[op->kind], jv_copy(op->primary), op_ref(op), r));
+}
+
+/* -f: a failure without a response, retried a little, then the server given up. */
+static void op_silent(struct op *op, const struct kube_response *r)
+{
+	char why[KOP_ERRLEN];
+	int64_t now = kop_mono_ms(), delay;
+	unsigned most = opt.max_retries < FILE_SILENT_RETRIES ? opt.max_retries : FILE_SILENT_RETRIES;
+
+	if (server_down && !not_sent(r)) {
+		op_not_sent(op, r);
+		return;
+	}
+	if (!op->first_silent)
+		op->first_silent = now;
+	if (r->transient && op->silent_retries < most && now - op->first_silent < FILE_SILENT_WINDOW_MS && !stopping) {
+		op->silent_retries++;
+		delay = kop_backoff_next(&op->backoff);
+		log_info("retrying %s of '%s' in %lld ms after %s", kind_names[op->kind], op->who, (long long)delay,
+			 failure_text(r, why, sizeof(why)));
+		op->state = ST_QUEUED;
+		op->not_before = now + delay;
+		return;
+	}
+	if (not_sent(r)) {
+		op_fail(op, r);
+		return;
+	}
+	/* Every other operation would meet the same: one message, and nothing more is sent. */
+	server_down = 1;
+	memset(&down, 0, sizeof(down));
+	down.code = 0;
+	down.body = jv_null();
+	down.reason = kop_strdup(r->reason ? r->reason : "ConnectionError");
+	down.message = kop_strdup(r->message ? r->message : "");
+	down.retry_after_s = -1;
+	down.transient = r->transient;
+	down.os_errno = r->os_errno;
+	tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("reason"), jv_string(down.reason)),
+		  "unable to reach '%s': %s (tried %u time%s in %.1f s)", server_url(), silent_why(r, why, sizeof(why)),
+		  op->silent_retries + 1, op->silent_retries ? "s" : "", (double)(now - op->first_silent) / 1000.0);
+	op_not_sent(op, r);
+}
+
 /* A failed request: retried when transient and tries are left, else reported. */
 void op_failed(struct op *op, const struct kube_response *r)
 {
 	int64_t delay;
 	char why[KOP_ERRLEN];
+
+	if (!stream_mode && !r->code) {
+		op_silent(op, r);
+		return;
+	}
 
 	if (r->code == 403 && !op->is_binding && op->attempts <= 3 && !stopping && just_bound(op)) {
 		delay = kop_backoff_next(&op->backoff);
@@ -118,8 +228,8 @@ void op_failed(struct op *op, const struct kube_response *r)
 		/* Never sooner than Retry-After, but never more than a minute on its word. */
 		if (r->retry_after_s >= 0 && r->retry_after_s * 1000 > delay)
 			delay = r->retry_after_s > 60 ? 60000 : r->retry_after_s * 1000;
-		log_info("retrying %s of '%s' in %lld ms after %ld %s", kind_names[op->kind], op->who,
-			 (long long)delay, r->code, kube_response_why(r, why, sizeof(why)));
+		log_info("retrying %s of '%s' in %lld ms after %s", kind_names[op->kind], op->who, (long long)delay,
+			 failure_text(r, why, sizeof(why)));
 		op->state = ST_QUEUED;
 		op->not_before = kop_mono_ms() + delay;
 		return;
@@ -229,6 +339,12 @@ void finished(CURLMsg *m)
 	if (curl_easy_header(m->easy_handle, "Retry-After", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h)
 		retry_after = h->value;
 	kube_response_from(&r, code, op->resp.buf, op->resp.len, retry_after, m->data.result, op->errbuf);
+	if (!code) {
+		long os_errno = 0;
+
+		curl_easy_getinfo(m->easy_handle, CURLINFO_OS_ERRNO, &os_errno);
+		r.os_errno = (int)os_errno;
+	}
 	curl_multi_remove_handle(multi, m->easy_handle);
 	curl_easy_cleanup(m->easy_handle);
 	curl_slist_free_all(op->headers);
@@ -236,7 +352,10 @@ void finished(CURLMsg *m)
 	op->easy = NULL;
 	inflight--;
 	tool_metric_request(op->method, r.code);
-	log_debug("'%s': %ld %s", op->who, r.code, r.reason ? r.reason : "");
+	if (r.code)
+		log_debug("'%s': %ld %s", op->who, r.code, r.reason ? r.reason : "");
+	else
+		log_debug("'%s': no response: %s", op->who, r.reason ? r.reason : "");
 	op_response(op, &r);
 	kube_response_release(&r);
 }
