@@ -9,6 +9,13 @@ test_expect_success 'ksim --help' '
 	test_expect_code 100 ksim --bogus 2>err.out
 '
 
+test_expect_success 'an unwritable --kubeconfig is reported by the path the user gave' '
+	test_expect_code 111 ksim --port 0 --kubeconfig "$PWD/nonexistent/dir/kubeconfig" 2>err.out &&
+	grep "unable to write .$PWD/nonexistent/dir/kubeconfig.: No such file or directory" err.out &&
+	! grep "\.tmp\." err.out &&
+	! test -e nonexistent
+'
+
 ksim_start
 
 test_expect_success 'kubeconfig names the server, a context and namespace default' '

@@ -122,6 +122,156 @@ test_expect_success 'a generateName holding a NUL byte is 422, on generateName a
 	req POST $NS/configmaps "{\"metadata\":{\"generateName\":\"ok-\"}}" && code_is 201
 '
 
+# method path file [content-type]: as req, the body read from file (too big for an argument).
+reqf () {
+	ksim_curl -o out.json -w "%{http_code}\n" -X "$1" -H "Content-Type: ${4:-application/json}" \
+		--data-binary "@$3" "$2" >code
+}
+
+# The wording of kube-apiserver 1.30's apimachinery (validation.IsDNS1123Subdomain,
+# IsDNS1123Label, field.TooLong), which ksim's /version names.
+SUBDOMAIN="a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+LABEL="a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+A253=$(printf "%0253d" 0 | tr 0 a)
+
+test_expect_success 'a name of 253 characters is taken; 254 get the length cause alone, as kube-apiserver' '
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"$A253\"}}" && code_is 201 &&
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"${A253}b\"}}" && code_is 422 &&
+	jq -c . out.json >actual &&
+	jq -nc --arg n "${A253}b" "{kind:\"Status\",apiVersion:\"v1\",metadata:{},status:\"Failure\",
+		message:\"ConfigMap \\\"\(\$n)\\\" is invalid: metadata.name: Invalid value: \\\"\(\$n)\\\": must be no more than 253 characters\",
+		reason:\"Invalid\",details:{name:\$n,kind:\"ConfigMap\",causes:[{reason:\"FieldValueInvalid\",
+		message:\"Invalid value: \\\"\(\$n)\\\": must be no more than 253 characters\",field:\"metadata.name\"}]},code:422}" >expect &&
+	test_cmp expect actual &&
+	req GET "$NS/configmaps/${A253}b" && code_is 404
+'
+
+test_expect_success 'a name too long and of bad characters: both causes, length first, in one bracketed message' '
+	n="${A253}B" &&
+	req POST $NS/secrets "{\"metadata\":{\"name\":\"$n\"}}" && code_is 422 &&
+	jq -r .message out.json >actual &&
+	printf "%s\n" "Secret \"$n\" is invalid: [metadata.name: Invalid value: \"$n\": must be no more than 253 characters, metadata.name: Invalid value: \"$n\": $SUBDOMAIN]" >expect &&
+	test_cmp expect actual &&
+	jq -c "[.details.causes[] | [.reason, .field, .message]]" out.json >actual &&
+	jq -nc --arg a "Invalid value: \"$n\": must be no more than 253 characters" --arg b "Invalid value: \"$n\": $SUBDOMAIN" \
+		"[[\"FieldValueInvalid\", \"metadata.name\", \$a], [\"FieldValueInvalid\", \"metadata.name\", \$b]]" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'namespace names: a label (63 characters), "must not contain dots", the label wording' '
+	req POST /api/v1/namespaces "{\"metadata\":{\"name\":\"$(printf "%063d" 0)\"}}" && code_is 201 &&
+	req POST /api/v1/namespaces "{\"metadata\":{\"name\":\"$(printf "%064d" 0)\"}}" && code_is 422 &&
+	jq -r ".details.causes[].message" out.json >actual &&
+	printf "%s\n" "Invalid value: \"$(printf "%064d" 0)\": must be no more than 63 characters" >expect &&
+	test_cmp expect actual &&
+	req POST /api/v1/namespaces "{\"metadata\":{\"name\":\"a.b\"}}" && code_is 422 &&
+	jq -r .message out.json >actual &&
+	echo "Namespace \"a.b\" is invalid: metadata.name: Invalid value: \"a.b\": must not contain dots" >expect &&
+	test_cmp expect actual &&
+	req POST /api/v1/namespaces "{\"metadata\":{\"name\":\"A-b\"}}" && code_is 422 &&
+	jq -r .message out.json >actual &&
+	printf "%s\n" "Namespace \"A-b\" is invalid: metadata.name: Invalid value: \"A-b\": $LABEL" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'a subdomain is labels joined by dots: "a..b", "a.-b", ".a" are refused, "a.b-c.d" taken' '
+	for n in "a..b" "a.-b" "a-.b" ".a" "a."; do
+		req POST $NS/configmaps "{\"metadata\":{\"name\":\"$n\"}}" && code_is 422 || return 1
+	done &&
+	req POST $NS/configmaps "{\"metadata\":{\"name\":\"a.b-c.d\"}}" && code_is 201
+'
+
+# N: N bytes of "x", no newline
+bytes () {
+	head -c "$1" /dev/zero | tr "\0" x
+}
+
+TOOLONG="Too long: must have at most 1048576 bytes"
+
+test_expect_success 'a ConfigMap over 1 MiB (data and binaryData together) is 422 on create, update, patch and apply' '
+	bytes 524288 >half && bytes 524289 >half1 &&
+	base64 -w0 half >half.b64 &&
+	jq -n --rawfile a half --rawfile b half.b64 "{metadata:{name:\"mib\"},data:{a:\$a},binaryData:{b:\$b}}" >mib.json &&
+	reqf POST $NS/configmaps mib.json && code_is 201 &&
+	jq -n --rawfile a half1 --rawfile b half.b64 "{metadata:{name:\"big\"},data:{a:\$a},binaryData:{b:\$b}}" >big.json &&
+	reqf POST $NS/configmaps big.json && code_is 422 &&
+	jq -c . out.json >actual &&
+	jq -nc --arg m "$TOOLONG" "{kind:\"Status\",apiVersion:\"v1\",metadata:{},status:\"Failure\",
+		message:\"ConfigMap \\\"big\\\" is invalid: []: \(\$m)\",reason:\"Invalid\",
+		details:{name:\"big\",kind:\"ConfigMap\",causes:[{reason:\"FieldValueTooLong\",message:\$m,field:\"[]\"}]},
+		code:422}" >expect &&
+	test_cmp expect actual &&
+	req GET $NS/configmaps/big && code_is 404 &&
+	jq -n --rawfile a half1 "{metadata:{name:\"mib\"},data:{c:\$a}}" >grow.json &&
+	reqf PATCH $NS/configmaps/mib grow.json application/merge-patch+json && code_is 422 &&
+	jq -e ".message == \"ConfigMap \\\"mib\\\" is invalid: []: $TOOLONG\"" out.json &&
+	ksim_curl $NS/configmaps/mib | jq "del(.binaryData) | .data.a = \"\"" >put.json &&
+	jq --rawfile a half1 ".binaryData = {b: (\$a | @base64)} | .data.a = \$a" put.json >put2.json &&
+	reqf PUT $NS/configmaps/mib put2.json && code_is 422 &&
+	jq -e ".details.causes == [{reason: \"FieldValueTooLong\", message: \"$TOOLONG\", field: \"[]\"}]" out.json &&
+	jq -n --rawfile a half1 --rawfile b half "{apiVersion:\"v1\",kind:\"ConfigMap\",metadata:{name:\"mib\"},data:{a:\$a,b:\$b}}" >apply.json &&
+	reqf PATCH "$NS/configmaps/mib?fieldManager=t&force=true" apply.json application/apply-patch+yaml && code_is 422 &&
+	jq -e ".message == \"ConfigMap \\\"mib\\\" is invalid: []: $TOOLONG\"" out.json &&
+	ksim_curl $NS/configmaps/mib >now.json &&
+	jq -e "(.data.a | length) == 524288 and (.data | keys) == [\"a\"]" now.json
+'
+
+test_expect_success 'a Secret over 1 MiB of decoded data (stringData counted) is 422 on field data; 1 MiB is taken' '
+	bytes 1048576 | base64 -w0 >mib.b64 && bytes 1048575 | base64 -w0 >mib1.b64 &&
+	jq -n --rawfile a mib.b64 "{metadata:{name:\"mib\"},data:{a:\$a}}" >s.json &&
+	reqf POST $NS/secrets s.json && code_is 201 &&
+	jq -n --rawfile a mib1.b64 "{metadata:{name:\"big\"},data:{a:\$a},stringData:{b:\"xy\"}}" >s.json &&
+	reqf POST $NS/secrets s.json && code_is 422 &&
+	jq -c . out.json >actual &&
+	jq -nc --arg m "$TOOLONG" "{kind:\"Status\",apiVersion:\"v1\",metadata:{},status:\"Failure\",
+		message:\"Secret \\\"big\\\" is invalid: data: \(\$m)\",reason:\"Invalid\",
+		details:{name:\"big\",kind:\"Secret\",causes:[{reason:\"FieldValueTooLong\",message:\$m,field:\"data\"}]},
+		code:422}" >expect &&
+	test_cmp expect actual &&
+	req PATCH $NS/secrets/mib "{\"stringData\":{\"b\":\"x\"}}" application/merge-patch+json && code_is 422 &&
+	jq -e ".message == \"Secret \\\"mib\\\" is invalid: data: $TOOLONG\"" out.json &&
+	req PATCH "$NS/secrets/mib?dryRun=All" "{\"data\":{\"a\":null,\"b\":\"eHk=\"}}" application/merge-patch+json && code_is 200
+'
+
+test_expect_success 'annotations over 256 KiB (keys and values) are 422 on metadata.annotations, before the data cause' '
+	bytes 262143 >v && bytes 262144 >v1 &&
+	jq -n --rawfile a half1 --rawfile v v1 "{metadata:{name:\"ann\",annotations:{k:\$v}},data:{a:\$a,b:\$a}}" >ann.json &&
+	reqf POST $NS/configmaps ann.json && code_is 422 &&
+	jq -r .message out.json >actual &&
+	echo "ConfigMap \"ann\" is invalid: [metadata.annotations: Too long: must have at most 262144 bytes, []: $TOOLONG]" >expect &&
+	test_cmp expect actual &&
+	jq -n --rawfile v v1 "{metadata:{name:\"ann\",annotations:{k:\$v}}}" >ann.json &&
+	reqf POST $NS/configmaps ann.json && code_is 422 &&
+	jq -e ".details.causes == [{reason: \"FieldValueTooLong\", message: \"Too long: must have at most 262144 bytes\", field: \"metadata.annotations\"}]" out.json &&
+	jq -n --rawfile v v "{metadata:{name:\"ann\",annotations:{k:\$v}}}" >ann.json &&
+	reqf POST $NS/configmaps ann.json && code_is 201
+'
+
+# kubectl VERSION VERB...: the error kubectl prints for a Secret and a ConfigMap over 1 MiB
+for v in 27 33; do
+	test_expect_success "kubectl 1.$v: create, apply (client- and server-side), replace of an object over 1 MiB print the server's message" '
+		K=/usr/lib/google-cloud-sdk/bin/kubectl.1.'$v' &&
+		bytes 1048577 >f &&
+		test_must_fail timeout 30 $K create secret generic big'$v' --from-file=f 2>err &&
+		grep -F "Secret \"big'$v'\" is invalid: data: $TOOLONG" err &&
+		test_must_fail timeout 30 $K create configmap big'$v' --from-file=f 2>err &&
+		grep -F "ConfigMap \"big'$v'\" is invalid: []: $TOOLONG" err &&
+		timeout 30 $K create configmap big'$v' --from-file=f --dry-run=client -o json >cm.json &&
+		test_must_fail timeout 30 $K apply --server-side -f cm.json 2>err &&
+		grep -F "ConfigMap \"big'$v'\" is invalid: []: $TOOLONG" err &&
+		test_must_fail timeout 30 $K apply -f cm.json 2>err &&
+		grep -F "ConfigMap \"big'$v'\" is invalid:" err &&
+		grep -Fx "* metadata.annotations: Too long: must have at most 262144 bytes" err &&
+		grep -Fx "* []: $TOOLONG" err &&
+		jq ".data.f = \"small\"" cm.json >small.json &&
+		timeout 30 $K create -f small.json &&
+		test_must_fail timeout 30 $K replace -f cm.json 2>err &&
+		grep -F "ConfigMap \"big'$v'\" is invalid: []: $TOOLONG" err &&
+		timeout 30 $K get configmap big'$v' -o json >now.json &&
+		jq -e ".data.f == \"small\"" now.json
+	'
+done
+
 test_expect_success 'a namespace or a body namespace holding a NUL byte: 422 and 400' '
 	req POST /api/v1/namespaces "{\"metadata\":{\"name\":\"ns\\u0000x\"}}" && code_is 422 &&
 	jq -e ".details.causes[0].message | contains(\"RFC 1123 label\")" out.json &&

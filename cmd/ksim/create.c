@@ -101,48 +101,6 @@ static int namespace_ok(const struct ksim_type *t, const char *ns, const char *n
 }
 
 /*
- * Whether the n bytes at s (a NUL byte possible) make a valid name of a t:
- * an RFC 1123 label for a namespace, a subdomain for the rest. A
- * generateName (prefix) is checked as kube-apiserver's maskTrailingDash
- * does: a trailing '-' and the byte before it become an "a".
- */
-static int name_ok(const struct ksim_type *t, const char *s, size_t n, int prefix)
-{
-	struct kop_buf b = KOP_BUF_INIT;
-	int ok;
-
-	if (memchr(s, 0, n))
-		return 0;
-	if (!strcmp(t->group, "rbac.authorization.k8s.io"))	/* ValidatePathSegmentName: "system:basic-user" */
-		return n && !memchr(s, '/', n) && !memchr(s, '%', n) && !(n == 1 && *s == '.') &&
-		       !(n == 2 && !memcmp(s, "..", 2));
-	kop_buf_add(&b, s, n);
-	if (prefix && n > 1 && s[n - 1] == '-') {
-		b.len = n - 2;
-		kop_buf_adds(&b, "a");
-	}
-	ok = kop_dns1123(b.buf, !strcmp(t->gr, "namespaces"));
-	kop_buf_release(&b);
-	return ok;
-}
-
-/* The FieldValueInvalid cause of a bad name at field (n bytes at s, quoted as Go's %q does). */
-static jv name_cause(const struct ksim_type *t, const char *s, size_t n, const char *field)
-{
-	struct kop_buf m = KOP_BUF_INIT;
-	int label = !strcmp(t->gr, "namespaces");
-	jv c;
-
-	kop_buf_adds(&m, "Invalid value: ");
-	kop_buf_add_quoted(&m, s, n);
-	kop_buf_addf(&m, ": a lowercase RFC 1123 %s must consist of lower case alphanumeric characters, '-'%s and must start and end with an alphanumeric character",
-		     label ? "label" : "subdomain", label ? "" : " or '.',");
-	c = cause("FieldValueInvalid", m.buf, field);
-	kop_buf_release(&m);
-	return c;
-}
-
-/*
  * Create: obj consumed. Returns the HTTP code; *out the object or a Status.
  * mf_done: managedFields already computed (server-side apply).
  */
@@ -190,14 +148,15 @@ int do_create(const struct ksim_type *t, const char *ns, jv obj, const struct wo
 	{
 		jv causes = jv_array();
 
-		if (gen && gen_len && !name_ok(t, gen, gen_len, 1))
-			causes = jv_array_append(causes, name_cause(t, gen, gen_len, "metadata.generateName"));
+		if (gen && gen_len)
+			causes = ksim_name_causes(t, causes, gen, gen_len, 1, "metadata.generateName");
 		if (!name || !name_len)
 			causes = jv_array_append(causes, cause("FieldValueRequired",
 							       "Required value: name or generateName is required",
 							       "metadata.name"));
-		else if (!name_ok(t, name, name_len, 0))
-			causes = jv_array_append(causes, name_cause(t, name, name_len, "metadata.name"));
+		else
+			causes = ksim_name_causes(t, causes, name, name_len, 0, "metadata.name");
+		causes = ksim_size_causes(t, causes, obj);	/* after the metadata's, as kube-apiserver lists them */
 		if (jv_array_length(jv_copy(causes)) > 0) {
 			*out = invalid_jv(t, name ? jv_string_sized(name, (int)name_len) : jv_string(""), causes);
 			jv_free(obj);

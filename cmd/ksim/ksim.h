@@ -377,6 +377,23 @@ long long ksim_cron_next(const struct ksim_cron *c, long long after);
 
 /* What validation refuses in obj (borrowed) of a built-in kind: the causes (array, maybe empty; validate.c). */
 jv ksim_builtin_causes(const struct ksim_type *t, jv obj);
+/*
+ * The causes (appended to causes, returned) that refuse the name or
+ * generateName (prefix) of a t: the n bytes at s, a NUL possible; field
+ * names it ("metadata.name"). An over-long name gets the length cause and,
+ * when its bytes are wrong too, the character-set one, as kube-apiserver.
+ */
+jv ksim_name_causes(const struct ksim_type *t, jv causes, const char *s, size_t n, int prefix, const char *field);
+/* kube-apiserver's MaxSecretSize: the most bytes of data a Secret or ConfigMap holds. */
+#define KSIM_MAX_SECRET_SIZE ((size_t)1024 * 1024)
+/* TotalAnnotationSizeLimitB: the most bytes of an object's annotations, keys and values. */
+#define KSIM_MAX_ANNOTATIONS_SIZE ((size_t)256 * 1024)
+/*
+ * The causes (appended to causes, returned) refusing obj (borrowed) for its
+ * size: annotations over KSIM_MAX_ANNOTATIONS_SIZE, a Secret's or
+ * ConfigMap's data over KSIM_MAX_SECRET_SIZE.
+ */
+jv ksim_size_causes(const struct ksim_type *t, jv causes, jv obj);
 
 /*
  * The fields of obj (consumed) of a built-in kind ksim does not know

@@ -169,7 +169,8 @@ static int write_file(const char *path, const char *text, char *err)
 	kop_buf_addf(&tmp, "%s.tmp.%d", path, (int)getpid());
 	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || kop_write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0) {
-		ret = kop_error(err, "unable to write '%s': %s", tmp.buf, strerror(errno));
+		/* the temporary file is ours: the user named path */
+		ret = kop_error(err, "unable to write '%s': %s", path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		unlink(tmp.buf);

@@ -167,6 +167,16 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 			goto out;
 		}
 	}
+	if (!sub) {
+		jv causes = ksim_size_causes(t, jv_array(), obj);	/* validate.c */
+
+		if (jv_array_length(jv_copy(causes)) > 0) {
+			*out = invalid(t, nm, causes);
+			code = 422;
+			goto fail;
+		}
+		jv_free(causes);
+	}
 	if (!sub && ksim_escalation_check(t, o->user, o->groups, obj, &code, out) < 0)	/* escalation.c */
 		goto fail;
 	if (schema_check(t, &obj, nm, o, out) < 0) {
