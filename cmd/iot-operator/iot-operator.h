@@ -122,7 +122,8 @@ void stage_read_stats(size_t slot);
 
 /* http.c */
 int ready_locked(int can, const char *can_why, const char **why);
-struct MHD_Daemon *http_start(const char *addr);
+int http_bind(const char *addr);
+struct MHD_Daemon *http_start(int fd, const char *addr);
 
 /* leader.c */
 extern struct leader_election le;

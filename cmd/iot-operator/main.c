@@ -235,7 +235,7 @@ int main(int argc, char **argv)
 	struct MHD_Daemon *httpd;
 	const char *env;
 	char buf[32];
-	int c, sfd, code = KOP_EXIT_OK;
+	int c, sfd, hfd, code = KOP_EXIT_OK;
 
 	tool_init("iot-operator", argc, argv, 1);
 	sup.metrics_addr = ":60000";
@@ -330,6 +330,8 @@ int main(int argc, char **argv)
 	snprintf(buf, sizeof(buf), "%d", STATS_FD);
 	setenv("KOP_STATS_FD", buf, 1);
 
+	/* The listening socket before anything else: a bad or busy address ends it here. */
+	hfd = http_bind(sup.metrics_addr);
 	sup.exe_dir = tool_exe_dir();
 	if (!(sup.program_dir = tool_find_program(sup.program)))
 		die(KOP_EXIT_PERM, "unable to find the program '%s' (as given, beside iot-operator, in pipeline/)",
@@ -355,7 +357,7 @@ int main(int argc, char **argv)
 	/* (a kubeconfig that cannot be loaded ends it here, before anything is served) */
 	if (sup.leader_elect)
 		lease_setup();
-	httpd = http_start(sup.metrics_addr);
+	httpd = http_start(hfd, sup.metrics_addr);
 
 	run(sfd);
 
