@@ -36,6 +36,12 @@ static const char *stage_note_locked(void)
 int ready_locked(int can, const char *can_why, const char **why)
 {
 	if (!sup.leader_elect || sup.is_leader) {
+		if (*sup.broken) {
+			snprintf(sup.why, sizeof(sup.why), "the program '%s' cannot work: %s", sup.program_dir,
+				 sup.broken);
+			*why = sup.why;
+			return 0;
+		}
 		if (!sup.pipeline_up || !sup.initial_sent) {
 			const char *note = stage_note_locked();
 
