@@ -63,7 +63,8 @@ struct kop_program {
 /*
  * Loads path (a program directory holding program.yml, program.yaml or
  * program.json, or that file itself). Settings come from getenv(). With
- * compile = 0 the jq is not compiled (--print-watches). -1 with err naming
+ * compile = 0 the jq is not compiled (only the kinds are wanted;
+ * ireconcile compiles it even for --print-watches, to refuse a broken program). -1 with err naming
  * the file and the field.
  */
 int kop_program_load(struct kop_program *p, const char *path, int compile, char *err);

@@ -310,6 +310,28 @@ test_expect_success '--print-watches derives the watches from program.yml' '
 	test_cmp_json "$FIXTURES/print-watches.expect.jsonl" watches
 '
 
+# A copy of the widgets program with one jq text broken by sed: --print-watches
+# refuses it as the engine does, with the same code and message.
+broken () {
+	rm -rf broken && cp -R prog/widgets broken && sed -i "$1" "broken/$2" &&
+	WIDGET_TEAM=blue test_expect_code 100 ireconcile --print-watches broken >watches.out 2>pw.err &&
+	! test -s watches.out &&
+	WIDGET_TEAM=blue test_expect_code 100 ireconcile --once broken </dev/null >engine.out 2>engine.err &&
+	jq -r .msg pw.err >pw.msg && jq -r .msg engine.err >engine.msg &&
+	test_cmp engine.msg pw.msg &&
+	grep -F "$3" pw.msg
+}
+
+test_expect_success '--print-watches compiles the jq as the engine does: a broken program is refused (100)' '
+	mkdir -p lib && cp -R prog/lib/. lib/ &&
+	broken "4s/\$/ )))/" sync.jq "unable to compile '"'"'broken/sync.jq'"'"'" &&
+	grep "syntax error" pw.msg &&
+	broken "2s/def widget_ns/def widget_ns(/" widget.jq "unable to compile '"'"'broken/sync.jq'"'"'" &&
+	grep "broken/widget.jq, line 2" pw.msg &&
+	broken "s/big: .*/big: '"'"'.spec.size >=>= 3'"'"'/" program.yml "aggregates.big" &&
+	broken "s/^sync: sync.jq/sync: nothere.jq/" program.yml "nothere.jq"
+'
+
 test_expect_success 'program.yml can be named directly' '
 	WIDGET_TEAM=blue ireconcile --print-watches prog/widgets/program.yml >watches2 &&
 	test_cmp watches watches2

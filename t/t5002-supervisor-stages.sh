@@ -76,6 +76,31 @@ test_expect_success 'usage: OPERATOR_NAME is required, bad flags, --help' '
 	grep -e "--metrics-addr" out && grep -e "--leader-elect" out && grep OPERATOR_NAME out
 '
 
+test_expect_success 'a bad --metrics-addr is refused at setup, before leader election, naming it' '
+	printf "apiVersion: v1\nkind: Config\n" >empty-kubeconfig &&
+	OPERATOR_NAME=o test_expect_code 100 iot-operator --kubeconfig "$TRASH/empty-kubeconfig" \
+		--metrics-addr nonsense --program prog 2>err &&
+	grep "invalid --metrics-addr .nonsense." err &&
+	! grep -e "waiting for leadership" -e "serving metrics" -e "starting" err &&
+	OPERATOR_NAME=o test_expect_code 100 iot-operator --kubeconfig "$TRASH/empty-kubeconfig" \
+		--metrics-addr 127.0.0.1:99999 --program prog 2>err &&
+	grep "invalid port in --metrics-addr .127.0.0.1:99999." err &&
+	! grep "waiting for leadership" err &&
+	OPERATOR_NAME=o test_expect_code 100 iot-operator --kubeconfig "$TRASH/empty-kubeconfig" \
+		--metrics-addr nohost.example:8080 --program prog 2>err &&
+	grep "invalid host in --metrics-addr .nohost.example:8080." err &&
+	! grep "waiting for leadership" err
+'
+
+test_expect_success 'an address in use is a setup failure (111) naming it, before leader election' '
+	test_when_finished sup_stop &&
+	sup_start &&
+	OPERATOR_NAME=o test_expect_code 111 iot-operator --kubeconfig "$TRASH/empty-kubeconfig" \
+		--metrics-addr "127.0.0.1:$port" --program prog 2>err &&
+	grep "unable to listen on .127.0.0.1:$port.: Address already in use" err &&
+	! grep -e "waiting for leadership" -e "starting" err
+'
+
 test_expect_success 'the stages are wired: kwatch | ireconcile | kapply | kstatus, results back as feedback' '
 	test_when_finished sup_stop &&
 	sup_start --max-parallel-updates 7 --progress-deadline 2m &&

@@ -47,4 +47,58 @@ test_expect_success 'the pipeline runs; ready once the initial lists are in; the
 	test_no_sanitizer_report sup.err
 '
 
+# get PATH: the status code in http.code, the body in http.body
+get () {
+	curl -s -o http.body -w "%{http_code}" "http://127.0.0.1:$port$1" >http.code
+}
+
+test_expect_success 'a program that cannot work: said once, not restarted, /readyz names it, /healthz answers; SIGHUP retries' '
+	test_when_finished stop &&
+	rm -f sup.code sup.pid &&
+	mkdir prog &&
+	cp -R "$PROJECT_ROOT/pipeline/iotservice" "$PROJECT_ROOT/pipeline/lib" prog/ &&
+	sed -i "12s/\$/ )))/" prog/iotservice/sync.jq &&
+	{ (
+		OPERATOR_NAME=devawsk8s iot-operator -v --leader-elect=false --metrics-addr 127.0.0.1:0 \
+			--program "$TRASH/prog/iotservice" 2>sup.err &
+		echo $! >sup.pid
+		wait $!
+		echo $? >sup.code
+	) & } &&
+	test_wait_for 10 grep -q "\"port\":" sup.err &&
+	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1) &&
+	test_wait_for 20 grep -q "cannot work" sup.err &&
+	grep -q "cannot work" sup.err &&
+	# the old backoff restarted it after 1 s, 2 s, 4 s: 5 s sees any restart
+	sleep 5 &&
+	grep -c "started stage .ireconcile." sup.err >starts &&
+	echo 1 >expect && test_cmp expect starts &&
+	! grep -e "; restarting the pipeline" -e "pipeline started" -e "started stage .kwatch." sup.err &&
+	jq -c "select(.level == \"error\")" sup.err >errors &&
+	grep -c . errors >count && echo 2 >expect && test_cmp expect count &&
+	jq -e -s "map(select(.prog == \"ireconcile\")) | length == 1 and
+		(.[0].msg | test(\"prog/iotservice/sync.jq.*syntax error.*line 12\"))" errors &&
+	jq -e -s "map(select(.prog == \"iot-operator\")) | length == 1 and
+		(.[0].error | test(\"^ireconcile: .*prog/iotservice/sync.jq.*syntax error.*line 12\")) and
+		.[0].program == \"$TRASH/prog/iotservice\"" errors &&
+	get /readyz && test "$(cat http.code)" = 503 &&
+	grep "^not ready: the program .$TRASH/prog/iotservice. cannot work: ireconcile: .*prog/iotservice/sync.jq.*syntax error.*line 12" http.body &&
+	get /healthz && test "$(cat http.code)" = 200 &&
+	get /metrics && test "$(cat http.code)" = 200 &&
+	grep "^iot_operator_ready 0" http.body &&
+
+	# SIGHUP checks the program again: fixed, the pipeline starts and goes ready
+	cp "$PROJECT_ROOT/pipeline/iotservice/sync.jq" prog/iotservice/sync.jq &&
+	kill -HUP "$(cat sup.pid)" &&
+	test_wait_for 20 grep -q "initial lists are in" sup.err &&
+	grep -q "initial lists are in" sup.err &&
+	grep "SIGHUP: checking the program again" sup.err &&
+	get /readyz && test "$(cat http.code)" = 200 &&
+	kill -TERM "$(cat sup.pid)" &&
+	test_wait_for 20 test -f sup.code &&
+	test "$(cat sup.code)" = 0 &&
+	grep -c "cannot work" sup.err >count && echo 1 >expect && test_cmp expect count &&
+	test_no_sanitizer_report sup.err
+'
+
 test_done

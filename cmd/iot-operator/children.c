@@ -122,6 +122,8 @@ void on_signal(int sfd)
 			tool_logj(LOG_INFO, JV_OBJECT(jv_string("drainTimeoutMs"), jv_number((double)sup.drain_ms)),
 				  "%s: draining", strsignal((int)si.ssi_signo));
 			teardown(TEARDOWN_DRAIN);
+		} else if (si.ssi_signo == SIGHUP) {
+			program_recheck();
 		} else {
 			log_info("ignoring %s", strsignal((int)si.ssi_signo));
 		}

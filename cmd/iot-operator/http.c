@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include "iot-operator.h"
@@ -34,6 +36,12 @@ static const char *stage_note_locked(void)
 int ready_locked(int can, const char *can_why, const char **why)
 {
 	if (!sup.leader_elect || sup.is_leader) {
+		if (*sup.broken) {
+			snprintf(sup.why, sizeof(sup.why), "the program '%s' cannot work: %s", sup.program_dir,
+				 sup.broken);
+			*why = sup.why;
+			return 0;
+		}
 		if (!sup.pipeline_up || !sup.initial_sent) {
 			const char *note = stage_note_locked();
 
@@ -114,19 +122,24 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *conn, cons
 	return http_answer(conn, 404, "text/plain; charset=utf-8", &b);
 }
 
-/* [HOST]:PORT, HOST empty = every address; "0" = no server. */
-struct MHD_Daemon *http_start(const char *addr)
+/*
+ * [HOST]:PORT, HOST empty = every address; "0" = no server (-1). Setup: an
+ * address that is not one is bad usage (100), one that cannot be bound (in
+ * use, not ours) a setup failure (111), both said before anything else is
+ * started; it is served (and logged) by http_start. Returns the listening
+ * socket.
+ */
+int http_bind(const char *addr)
 {
 	struct sockaddr_in sa;
 	const char *colon = strrchr(addr, ':');
 	char host[64];
 	char *end;
 	long port;
-	struct MHD_Daemon *d;
-	const union MHD_DaemonInfo *info;
+	int fd, on = 1;
 
 	if (!strcmp(addr, "0"))
-		return NULL;
+		return -1;
 	if (!colon || (size_t)(colon - addr) >= sizeof(host))
 		die_usage("invalid --metrics-addr '%s' (want [HOST]:PORT)", addr);
 	memcpy(host, addr, (size_t)(colon - addr));
@@ -143,15 +156,42 @@ struct MHD_Daemon *http_start(const char *addr)
 		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	else if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
 		die_usage("invalid host in --metrics-addr '%s' (an IPv4 address)", addr);
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL, http_handler, NULL,
-			     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		die(KOP_EXIT_TEMP, "unable to listen on '%s': %s", addr, strerror(errno));
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+		int e = errno;
+
+		close(fd);
+		die(KOP_EXIT_TEMP, "unable to listen on '%s': %s", addr, strerror(e));
+	}
+	return fd_high(fd);
+}
+
+/* Serves on fd (http_bind's of addr; -1: no server, NULL). The daemon owns fd from here. */
+struct MHD_Daemon *http_start(int fd, const char *addr)
+{
+	struct sockaddr_in sa;
+	socklen_t salen = sizeof(sa);
+	struct MHD_Daemon *d;
+	const char *colon = strrchr(addr, ':');
+	char host[64] = "";
+	unsigned port = 0;
+
+	if (fd < 0)
+		return NULL;
+	if (colon && (size_t)(colon - addr) < sizeof(host)) {
+		memcpy(host, addr, (size_t)(colon - addr));
+		host[colon - addr] = 0;
+	}
+	if (getsockname(fd, (struct sockaddr *)&sa, &salen) == 0)
+		port = ntohs(sa.sin_port);
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, http_handler, NULL,
+			     MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
 			     MHD_OPTION_END);
 	if (!d)
-		die(KOP_EXIT_TEMP, "unable to listen on '%s': %s", addr, strerror(errno));
-	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	tool_logj(LOG_INFO, JV_OBJECT(jv_string("addr"), jv_string(host), jv_string("port"),
-				      jv_number(info ? info->port : (double)port)),
-		  "serving metrics and probes on '%s:%u'", *host ? host : "0.0.0.0",
-		  info ? info->port : (unsigned)port);
+		die(KOP_EXIT_TEMP, "unable to serve on '%s': %s", addr, strerror(errno));
+	tool_logj(LOG_INFO, JV_OBJECT(jv_string("addr"), jv_string(host), jv_string("port"), jv_number(port)),
+		  "serving metrics and probes on '%s:%u'", *host ? host : "0.0.0.0", port);
 	return d;
 }

@@ -48,6 +48,7 @@ struct supervisor {
 	int64_t suspect_until;	/* blamed then, unless another dies meanwhile */
 	struct kop_backoff backoff;
 	int killed_at_bound;
+	int program_broken;	/* the check exited 100: no pipeline until SIGHUP (sup.broken says why) */
 
 	/* shutdown */
 	int terminating;
@@ -58,7 +59,8 @@ struct supervisor {
 	jv live;		/* "slot" -> jv object of series, the running stages' last values */
 	jv notes;		/* "slot" -> a running stage's note ("stage: why it cannot work"), if any */
 	char last_note[KOP_ERRLEN + 32];	/* the last note of a stage gone, until the initial lists are in */
-	char why[2 * KOP_ERRLEN + 128];		/* ready_locked's answer when it is built */
+	char why[3 * KOP_ERRLEN + 128];		/* ready_locked's answer when it is built */
+	char broken[KOP_ERRLEN + 16];		/* why the program cannot work ("": it can) */
 	jv restarts;		/* stage name -> count */
 	int initial_sent, pipeline_up, is_leader;
 	pid_t pids[64];		/* running stages, for their RSS; 0-terminated */
@@ -94,11 +96,13 @@ void set_nonblock(int fd);
 void close_fd(int *fd);
 void argv_add(jv *argv, const char *s);
 void argv_kube(jv *argv);
-pid_t spawn_stage(const char *name, jv args, int in, int out, int fd3, int fd4, char *err);
+pid_t spawn_stage(const char *name, jv args, int in, int out, int errfd, int fd3, int fd4, char *err);
 
 /* pipeline.c */
 void publish_pids(void);
 void schedule_restart(const char *culprit, const char *why);
+void program_broken(const char *why);
+void program_recheck(void);
 void signal_stages(int sig, int only_kwatch);
 void teardown(enum teardown how);
 void pipeline_finish(void);
@@ -122,7 +126,8 @@ void stage_read_stats(size_t slot);
 
 /* http.c */
 int ready_locked(int can, const char *can_why, const char **why);
-struct MHD_Daemon *http_start(const char *addr);
+int http_bind(const char *addr);
+struct MHD_Daemon *http_start(int fd, const char *addr);
 
 /* leader.c */
 extern struct leader_election le;

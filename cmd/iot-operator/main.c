@@ -65,6 +65,9 @@ static const char usage[] =
 	"                             LIST + WATCH where they fail), always, never (env KOP_WATCH_LIST)\n"
 	"  -v, --log-level L, --log-format F, -h\n"
 	"\n"
+	"signals: SIGTERM, SIGINT drain and stop; SIGHUP checks again a program that could not work\n"
+	"(one that ireconcile refused: it is not restarted until then, and /readyz says why).\n"
+	"\n"
 	"exit codes: 0 drained and stopped; 100 bad usage or setup; 111 temporary setup failure,\n"
 	"or stages had to be killed at the drain bound.\n";
 
@@ -121,7 +124,7 @@ static void run(int sfd)
 		}
 		if (sup.terminating && !sup.running)
 			break;
-		if (!sup.running && lead && !sup.terminating && now >= sup.next_start_ms)
+		if (!sup.running && lead && !sup.terminating && !sup.program_broken && now >= sup.next_start_ms)
 			pipeline_start();
 
 		/* During a drain, ireconcile's input ends once every kwatch is done and all is passed on. */
@@ -150,7 +153,7 @@ static void run(int sfd)
 			wake = sup.kill_at_ms;
 		if (sup.suspect && !sup.culprit_seen && sup.suspect_until < wake)
 			wake = sup.suspect_until;
-		if (!sup.running && lead && sup.next_start_ms < wake)
+		if (!sup.running && lead && !sup.program_broken && sup.next_start_ms < wake)
 			wake = sup.next_start_ms;
 		timeout = wake > now ? (int)(wake - now) : 0;
 		if (poll(pfd, n, timeout) < 0 && errno != EINTR) {
@@ -235,7 +238,7 @@ int main(int argc, char **argv)
 	struct MHD_Daemon *httpd;
 	const char *env;
 	char buf[32];
-	int c, sfd, code = KOP_EXIT_OK;
+	int c, sfd, hfd, code = KOP_EXIT_OK;
 
 	tool_init("iot-operator", argc, argv, 1);
 	sup.metrics_addr = ":60000";
@@ -326,10 +329,15 @@ int main(int argc, char **argv)
 		static const char *const lv[] = { "error", "warn", "info", "debug", "trace" };
 
 		setenv("KOP_LOG_LEVEL", lv[log_level], 1);
+		/* (as tool_init chose ours: a stage whose stderr we read, the check's, would not see our terminal) */
+		if (!(env = getenv("KOP_LOG_FORMAT")) || !*env)
+			setenv("KOP_LOG_FORMAT", isatty(2) ? "text" : "json", 1);
 	}
 	snprintf(buf, sizeof(buf), "%d", STATS_FD);
 	setenv("KOP_STATS_FD", buf, 1);
 
+	/* The listening socket before anything else: a bad or busy address ends it here. */
+	hfd = http_bind(sup.metrics_addr);
 	sup.exe_dir = tool_exe_dir();
 	if (!(sup.program_dir = tool_find_program(sup.program)))
 		die(KOP_EXIT_PERM, "unable to find the program '%s' (as given, beside iot-operator, in pipeline/)",
@@ -355,7 +363,7 @@ int main(int argc, char **argv)
 	/* (a kubeconfig that cannot be loaded ends it here, before anything is served) */
 	if (sup.leader_elect)
 		lease_setup();
-	httpd = http_start(sup.metrics_addr);
+	httpd = http_start(hfd, sup.metrics_addr);
 
 	run(sfd);
 

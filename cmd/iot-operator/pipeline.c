@@ -14,56 +14,119 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "iot-operator.h"
+#include "jsonl.h"
 #include "banned.h"
+
+/*
+ * The check's stderr: each whole line (the last one too, at the end) passed
+ * on to ours as it is, and the last error line kept in last as
+ * "ireconcile: MSG" (its "msg" when JSON, the text after "ireconcile: error: "
+ * when text).
+ */
+static void relay_check_err(struct kop_buf *b, int end, char *last, size_t n)
+{
+	static const char text_prefix[] = "ireconcile: error: ";
+	size_t used = 0;
+
+	for (;;) {
+		char *line = b->buf + used, *nl = b->len > used ? memchr(line, '\n', b->len - used) : NULL;
+		size_t len = nl ? (size_t)(nl - line) : b->len - used;
+
+		if (!nl && (!end || !len))
+			break;
+		(void)kop_write_all(2, line, len);
+		(void)kop_write_all(2, "\n", 1);
+		if (len > sizeof(text_prefix) - 1 && !strncmp(line, text_prefix, sizeof(text_prefix) - 1)) {
+			snprintf(last, n, "ireconcile: %.*s", (int)(len - (sizeof(text_prefix) - 1)),
+				 line + sizeof(text_prefix) - 1);
+		} else if (len && line[0] == '{') {
+			jv o = jv_parse_sized(line, (int)len);
+			const char *level = kop_json_cstr(o, "level"), *msg = kop_json_cstr(o, "msg");
+
+			if (level && msg && !strcmp(level, "error"))
+				snprintf(last, n, "ireconcile: %s", msg);
+			jv_free(o);
+		}
+		used += len + (nl ? 1 : 0);
+	}
+	kop_buf_drop(b, used);
+}
 
 /*
  * `ireconcile --print-watches PROGRAM` as kwatch's arguments: one kwatch
  * watches them all, each resource with its own namespace and selectors
  * (RESOURCE@NS:l=SEL:f=SEL; @* = all namespaces). Returns a jv array of
  * argument arrays (one per kwatch to run), or jv_invalid with a message.
+ * It is also the program's check (it loads and compiles the program as the
+ * engine does): when it exits 100, *permanent is set and the message is its
+ * last error line, for "the program cannot work".
  */
-static jv kwatch_groups(void)
+static jv kwatch_groups(int *permanent)
 {
-	char err[KOP_ERRLEN] = "";
-	struct kop_buf out = KOP_BUF_INIT;
+	char err[KOP_ERRLEN] = "", last[KOP_ERRLEN + 16] = "";
+	struct kop_buf out = KOP_BUF_INIT, ebuf = KOP_BUF_INIT;
 	jv args = jv_array(), kw = jv_array(), result;
-	int p[2], status = 0, nwatch = 0;
+	int p[2], e[2], status = 0, nwatch = 0;
 	pid_t pid;
 	int64_t deadline = kop_mono_ms() + 30000;
 	char *line, *nl;
 
+	*permanent = 0;
 	if (pipe_high(p) < 0) {
+		jv_free(args);
+		jv_free(kw);
+		return jv_invalid_with_msg(jv_string_fmt("unable to create a pipe: %s", strerror(errno)));
+	}
+	if (pipe_high(e) < 0) {
+		close(p[0]);
+		close(p[1]);
 		jv_free(args);
 		jv_free(kw);
 		return jv_invalid_with_msg(jv_string_fmt("unable to create a pipe: %s", strerror(errno)));
 	}
 	argv_add(&args, "--print-watches");
 	argv_add(&args, sup.program_dir);
-	pid = spawn_stage("ireconcile", args, -1, p[1], -1, -1, err);
+	pid = spawn_stage("ireconcile", args, -1, p[1], e[1], -1, -1, err);
 	close(p[1]);
+	close(e[1]);
 	if (pid < 0) {
 		close(p[0]);
+		close(e[0]);
 		jv_free(kw);
 		return jv_invalid_with_msg(jv_string(err));
 	}
-	for (;;) {
-		struct pollfd pfd = { p[0], POLLIN, 0 };
+	while (p[0] >= 0 || e[0] >= 0) {
+		struct pollfd pfd[2] = { { p[0], POLLIN, 0 }, { e[0], POLLIN, 0 } };
 		char buf[4096];
 		ssize_t n;
 		int64_t left = deadline - kop_mono_ms();
+		int i;
 
-		if (left <= 0 || poll(&pfd, 1, (int)left) == 0) {
+		if (left <= 0 || poll(pfd, 2, (int)left) == 0) {
 			kill(pid, SIGKILL);
 			break;
 		}
-		n = read(p[0], buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		kop_buf_add(&out, buf, (size_t)n);
+		for (i = 0; i < 2; i++) {
+			int *fd = i ? &e[0] : &p[0];
+
+			if (*fd < 0 || !pfd[i].revents)
+				continue;
+			n = read(*fd, buf, sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				close_fd(fd);
+				continue;
+			}
+			kop_buf_add(i ? &ebuf : &out, buf, (size_t)n);
+			if (i)
+				relay_check_err(&ebuf, 0, last, sizeof(last));
+		}
 	}
-	close(p[0]);
+	close_fd(&p[0]);
+	close_fd(&e[0]);
+	relay_check_err(&ebuf, 1, last, sizeof(last));
+	kop_buf_release(&ebuf);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
@@ -71,7 +134,15 @@ static jv kwatch_groups(void)
 
 		kop_buf_release(&out);
 		jv_free(kw);
-		result = jv_invalid_with_msg(jv_string_fmt("'ireconcile --print-watches %s' %s", sup.program_dir, how));
+		if (WIFEXITED(status) && WEXITSTATUS(status) == KOP_EXIT_PERM) {
+			*permanent = 1;
+			result = jv_invalid_with_msg(*last ? jv_string(last) :
+						     jv_string_fmt("'ireconcile --print-watches %s' %s",
+								   sup.program_dir, how));
+		} else {
+			result = jv_invalid_with_msg(jv_string_fmt("'ireconcile --print-watches %s' %s%s%s",
+								   sup.program_dir, how, *last ? ": " : "", last));
+		}
 		free(how);
 		return result;
 	}
@@ -167,6 +238,39 @@ void schedule_restart(const char *culprit, const char *why)
 		  "stage '%s' %s; restarting the pipeline", culprit, why);
 }
 
+/*
+ * The program cannot work (the check exited 100: it does not load or
+ * compile, a required setting is missing): no restart could help, so none
+ * is made. Said once here, and by /readyz until cleared (SIGHUP, or a new
+ * process): the HTTP server stays up, /healthz answers.
+ */
+void program_broken(const char *why)
+{
+	pthread_mutex_lock(&sup.mu);
+	snprintf(sup.broken, sizeof(sup.broken), "%s", why);
+	pthread_mutex_unlock(&sup.mu);
+	sup.program_broken = 1;
+	tool_logj(LOG_ERROR, JV_OBJECT(jv_string("stage"), jv_string("ireconcile"), jv_string("program"),
+				       jv_string(sup.program_dir), jv_string("error"), jv_string(why)),
+		  "the program '%s' cannot work: not restarting the pipeline until it is fixed and iot-operator "
+		  "restarted (or sent SIGHUP)", sup.program_dir);
+}
+
+/* SIGHUP: a program found broken is checked again at once (the pipeline starts if it is fixed). */
+void program_recheck(void)
+{
+	if (!sup.program_broken) {
+		log_info("ignoring SIGHUP: the program is not known to be broken");
+		return;
+	}
+	log_info("SIGHUP: checking the program again");
+	sup.program_broken = 0;
+	pthread_mutex_lock(&sup.mu);
+	sup.broken[0] = 0;
+	pthread_mutex_unlock(&sup.mu);
+	sup.next_start_ms = kop_mono_ms();
+}
+
 /* Signals every stage's process group. */
 void signal_stages(int sig, int only_kwatch)
 {
@@ -245,7 +349,8 @@ void pipeline_finish(void)
 int pipeline_start(void)
 {
 	char err[KOP_ERRLEN] = "";
-	jv groups = kwatch_groups(), args;
+	int permanent;
+	jv groups = kwatch_groups(&permanent), args;
 	int in[2] = { -1, -1 }, fb[2] = { -1, -1 }, ra[2] = { -1, -1 }, as[2] = { -1, -1 };
 	size_t i, nk;
 	int ok = 1;
@@ -253,8 +358,12 @@ int pipeline_start(void)
 	sup.started_ms = kop_mono_ms();
 	if (!jv_is_valid(groups)) {
 		jv msg = jv_invalid_get_msg(groups);
+		const char *why = jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "failed";
 
-		schedule_restart("ireconcile", jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "failed");
+		if (permanent)
+			program_broken(why);
+		else
+			schedule_restart("ireconcile", why);
 		jv_free(msg);
 		return -1;
 	}
@@ -291,7 +400,7 @@ int pipeline_start(void)
 				ok = 0;
 				break;
 			}
-			s->pid = spawn_stage("kwatch", jv_array_get(jv_copy(groups), (int)i), -1, out[1], -1, sp[1], err);
+			s->pid = spawn_stage("kwatch", jv_array_get(jv_copy(groups), (int)i), -1, out[1], -1, -1, sp[1], err);
 			close(out[1]);
 			s->out_fd = out[0];
 			set_nonblock(s->out_fd);
@@ -303,15 +412,15 @@ int pipeline_start(void)
 			argv_add(&args, "--feedback");
 			argv_add(&args, fbpath);
 			argv_add(&args, sup.program_dir);
-			s->pid = spawn_stage("ireconcile", args, in[0], ra[1], fb[0], sp[1], err);
+			s->pid = spawn_stage("ireconcile", args, in[0], ra[1], -1, fb[0], sp[1], err);
 		} else if (!strcmp(s->name, "kapply")) {
 			args = jv_array();
 			argv_kube(&args);
-			s->pid = spawn_stage("kapply", args, ra[0], as[1], -1, sp[1], err);
+			s->pid = spawn_stage("kapply", args, ra[0], as[1], -1, -1, sp[1], err);
 		} else {
 			args = jv_array();
 			argv_kube(&args);
-			s->pid = spawn_stage("kstatus", args, as[0], fb[1], -1, sp[1], err);
+			s->pid = spawn_stage("kstatus", args, as[0], fb[1], -1, -1, sp[1], err);
 		}
 		close(sp[1]);
 		if (s->pid <= 0) {

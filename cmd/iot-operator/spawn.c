@@ -98,13 +98,13 @@ static char *find_stage(const char *name)
 }
 
 /*
- * Starts path with stdin/stdout/fd 3/fd 4 as given (-1: /dev/null for stdin,
- * inherited stdout, none). fork+exec rather than posix_spawn for one thing
+ * Starts path with stdin/stdout/stderr/fd 3/fd 4 as given (-1: /dev/null for
+ * stdin, inherited stdout and stderr, none). fork+exec rather than posix_spawn for one thing
  * posix_spawn cannot do: the stage gets SIGKILL when the supervisor dies
  * (PR_SET_PDEATHSIG), so that a leader killed with -9 leaves no writer behind.
  * Between fork and exec the child calls only async-signal-safe functions.
  */
-static pid_t spawn(const char *path, char *const argv[], int in, int out, int fd3, int fd4, char *err)
+static pid_t spawn(const char *path, char *const argv[], int in, int out, int errfd, int fd3, int fd4, char *err)
 {
 	pid_t parent = getpid(), pid;
 	int ep[2], e = 0;
@@ -136,6 +136,8 @@ static pid_t spawn(const char *path, char *const argv[], int in, int out, int fd
 			dup2(in, 0);
 		if (out >= 0)
 			dup2(out, 1);
+		if (errfd >= 0)
+			dup2(errfd, 2);
 		if (fd3 >= 0)
 			dup2(fd3, FEEDBACK_FD);
 		if (fd4 >= 0)
@@ -189,7 +191,7 @@ void argv_kube(jv *argv)
 }
 
 /* Spawns a stage from a jv array of strings (consumed); the path is looked up here. */
-pid_t spawn_stage(const char *name, jv args, int in, int out, int fd3, int fd4, char *err)
+pid_t spawn_stage(const char *name, jv args, int in, int out, int errfd, int fd3, int fd4, char *err)
 {
 	char *path = find_stage(name);
 	char **argv;
@@ -210,7 +212,7 @@ pid_t spawn_stage(const char *name, jv args, int in, int out, int fd3, int fd4, 
 		jv_free(s);
 	}
 	jv_free(args);
-	pid = spawn(path, argv, in, out, fd3, fd4, err);
+	pid = spawn(path, argv, in, out, errfd, fd3, fd4, err);
 	if (pid > 0) {
 		struct kop_buf cmd = KOP_BUF_INIT;
 

@@ -293,7 +293,7 @@ int main(int argc, char **argv)
 	if (E.backoff_base > E.backoff_cap)
 		die_usage("--backoff-base (%u ms) is above --backoff-cap (%u ms)", E.backoff_base, E.backoff_cap);
 	program_dir = tool_find_program(argv[optind]);	/* a bare name as iot-operator finds it */
-	if (kop_program_load(&E.prog, program_dir ? program_dir : argv[optind], !watches, err) < 0) {
+	if (kop_program_load(&E.prog, program_dir ? program_dir : argv[optind], 1, err) < 0) {
 		kop_program_release(&E.prog);
 		die(KOP_EXIT_PERM, "%s", err);
 	}
