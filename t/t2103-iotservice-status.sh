@@ -183,6 +183,46 @@ done <<\EOT
 .spec.mms.container_port_jms = ("1" * 70)|invalid spec.mms.container_port_jms "111111111111111111111111111111111111111111111111111111111111...: is not a port number (1-65535)
 EOT
 
+test_expect_success 'several invalid fields: one Failed status and one event naming them all, in order' '
+	jq -c ".spec.mms.image = \"\" | .spec.core.size = \"1\" | .spec.cockpit.container_port = \"abc\"
+		| .spec.imagePullPolicy = \"Sometimes\" | .spec.core_spring.database.dbadminpassword = 7
+		| .spec.mms.resources.limits = {memory: \"lots\", cpu: \"-1\"}" parent.available.json >p-many.json &&
+	run p-many.json ready.view "{}" many &&
+	jq -r .status.phase many.json >actual && echo Failed >expect && test_cmp expect actual &&
+	cat >expect <<-\EOT &&
+	invalid spec.mms.resources.limits.memory "lots": is not a valid quantity; spec.mms.resources.limits.cpu "-1": is not a valid quantity; spec.core.size "1": must be a 32-bit integer; spec.core_spring.database.dbadminpassword: must be a string; spec.mms.image "": must not be empty; spec.cockpit.container_port "abc": is not a port number (1-65535); spec.imagePullPolicy "Sometimes": must be Always, IfNotPresent or Never
+	EOT
+	jq -r .status.reason many.json >actual && test_cmp expect actual &&
+	jq -r "[.status.conditions[].message] | unique[]" many.json >actual && test_cmp expect actual &&
+	jq -c "[.events[] | [.type, .reason]]" many.json >actual &&
+	echo "[[\"Warning\",\"Failed\"]]" >expect.ev && test_cmp expect.ev actual &&
+	jq -r ".events[0].message" many.json >actual && test_cmp expect actual &&
+	kept_as_given many
+'
+
+test_expect_success 'a field that cannot be decoded is named once, not again by the checks' '
+	jq -c ".spec.mms.image = 5 | .spec.haproxy.container_port_http = 80" parent.available.json >p-once.json &&
+	run p-once.json ready.view "{}" once &&
+	echo "invalid spec.mms.image 5: must be a string; spec.haproxy.container_port_http 80: must be a string" >expect &&
+	jq -r .status.reason once.json >actual && test_cmp expect actual
+'
+
+test_expect_success 'a bad name and a bad field: both named' '
+	jq -c ".metadata.name = \"a-name-that-is-far-too-long-for-a-namespace-once-prefixed-xx\" | .spec.core.size = -1" parent.available.json >p-both.json &&
+	run p-both.json ready.view "{}" both &&
+	jq -r .status.reason both.json >actual &&
+	grep "^invalid metadata.name \"a-name-that-is-far-too-long-for-a-namespace-once-prefixed-xx\": gives the instance namespace .*; spec.core.size -1: must not be negative\$" actual
+'
+
+test_expect_success 'more invalid fields than are listed: the first 25, then how many more' '
+	jq -c ".spec.processing_services = [range(30) | {name: 1}]" parent.available.json >p-lots.json &&
+	run p-lots.json ready.view "{}" lots &&
+	jq -r .status.reason lots.json >reason &&
+	grep -o "spec.processing_services\[[0-9]*\].name 1: must be a string" reason >names &&
+	test "$(wc -l <names)" -eq 25 &&
+	grep "; spec.processing_services\[24\].name 1: must be a string; and 5 more invalid fields\$" reason
+'
+
 test_expect_success 'the spec fixed: Failed is left' '
 	jq -c ".spec.cockpit.container_port = \"abc\"" parent.available.json >p-bad.json &&
 	run p-bad.json ready.view "{}" bad &&

@@ -143,13 +143,33 @@ def iot_fail($path; $value; $message): error({field: iot_field($path), value: $v
 # secret, or an HTTP header's value, is never shown; an object or a list is
 # named by its type (it may hold secrets); a long scalar is cut.
 def iot_secret_field: test("(?i)(password|passwd|pwd|secret|token)$|\\.headers\\[[0-9]+\\]\\.value$");
-def iot_invalid_text:
+# An entry without a value (a problem of the spec as a whole) shows none.
+def _iot_invalid_one:
   .field
-  + (if .field | iot_secret_field then ""
+  + (if (has("value") | not) or (.field | iot_secret_field) then ""
      elif (.value | type) == "object" then " (an object)"
      elif (.value | type) == "array" then " (a list)"
      else .value | tojson | " " + (if length > 64 then .[:61] + "..." else . end) end)
   + ": " + .message;
+# Several invalid fields ({field, value, message} of the first, .more the
+# others, as iot_spec_invalid gives them): each so, "; " between them, at
+# most iot_invalid_listed of them, then how many more there are (a status and
+# an Event stay readable, and small, whatever the spec holds).
+def iot_invalid_listed: 25;
+def iot_invalid_text:
+  ([del(.more)] + (.more // [])) as $all
+  | [$all[:iot_invalid_listed][] | _iot_invalid_one]
+    + (if ($all | length) > iot_invalid_listed then ["and \(($all | length) - iot_invalid_listed) more invalid fields"]
+       else [] end)
+  | join("; ");
+
+# The list of problems [{field, value, message}, ...] (stable order) as the
+# render answer's .invalid: null when empty, else the first with .more, the
+# others (so a reader of .field, .value and .message sees the first).
+def iot_invalid_of($errors):
+  if ($errors | length) == 0 then null
+  elif ($errors | length) == 1 then $errors[0]
+  else $errors[0] + {more: $errors[1:]} end;
 
 # One decoder per schema type, as Go's JSON decoder did: null is the zero
 # value, a type mismatch is an error naming the field (p: its path, only
@@ -219,6 +239,51 @@ def iot_decode($schema; $path):
       else . end
   end;
 
+# As iot_decode, but every bad field is reported: {v: the decoded value, each
+# bad field given its zero value (as if absent), e: [{field, value, message},
+# ...] in the schema's order}, the same wording as iot_decode's first error.
+# (Run only when iot_spec_fast failed: an invalid spec, rare and small.)
+def _iot_catch(f; zero):
+  try {v: f, e: []}
+  catch (if type == "object" and has("field") then {v: zero, e: [.]} else error(.) end);
+def _iot_resources_errors($path):
+  if . == null then []
+  elif type != "object" then [try iot_decode_resources($path) catch .]
+  else
+    . as $r
+    | [["limits", "requests"][] as $k | select($r[$k] != null)
+       | if ($r[$k] | type) != "object" then
+           {field: iot_field($path + [$k]), value: $r[$k], message: "must be a map of quantities"}
+         else
+           $r[$k] | to_entries[]
+           | (.value | if type == "number" then tostring else . end | kop_quantity) as $q
+           | select($q == null or ($q | startswith("-")))
+           | {field: iot_field($path + [$k, .key]), value: .value, message: "is not a valid quantity"}
+         end]
+  end;
+def iot_decode_collect($schema; $path):
+  if ($schema | type) == "object" then
+    _iot_catch(iot_decode_object($path); {}) as $o
+    | reduce ($schema | keys_unsorted[]) as $k ({v: {}, e: $o.e};
+        ($o.v[$k] | iot_decode_collect($schema[$k]; $path + [$k])) as $r
+        | .v[$k] = $r.v | .e += $r.e)
+  elif ($schema | type) == "array" then
+    _iot_catch(iot_decode_list($path); []) as $l
+    | reduce ($l.v | to_entries[]) as $item ({v: [], e: $l.e};
+        ($item.value | iot_decode_collect($schema[0]; $path + [$item.key])) as $r
+        | .v += [$r.v] | .e += $r.e)
+  else
+    ($schema | rtrimstr("-")) as $t
+    | if $t == "s" then _iot_catch(iot_decode_string($path); "")
+      elif $t == "b" then _iot_catch(iot_decode_bool($path); false)
+      elif $t == "i" then _iot_catch(iot_decode_int($path); 0)
+      elif $t == "i32" then _iot_catch(iot_decode_int32($path); 0)
+      elif $t == "r" then
+        _iot_resources_errors($path) as $e
+        | if $e == [] then {v: iot_decode_resources($path), e: []} else {v: {}, e: $e} end
+      else {v: ., e: []} end
+  end;
+
 # What the spec may not choose (docs/iotservice-api.md): tenant_exposed is forced false.
 def iot_spec_forced: .gateway.mqtt.tenant_exposed = false;
 
@@ -249,33 +314,35 @@ def iot_component_paths:
   [["mms"], ["core"], ["core_spring"], ["processing"], ["cockpit"], ["gateway", "mqtt"], ["gateway", "rest"],
    ["haproxy"], ["postgresql"]];
 
-# Checks what the manifests and config.yml need; error({field, value,
-# message}) on the first problem. Sizes, ports and volume sizes are checked
-# in every component (a negative postgresql.size is an error, not "not
-# rendered"; config.yml carries the ports of all); an image only where it is
-# used. $rendered: the spec paths of the components rendered.
-def iot_validate($rendered):
+# What the manifests and config.yml need, checked on a decoded spec: each
+# problem as {field, value, message}, in a stable order (the components in
+# struct order, each its size, image and ports; then imagePullPolicy,
+# imagePullSecrets and the volume sizes). Sizes, ports and volume sizes are
+# checked in every component (a negative postgresql.size is an error, not
+# "not rendered"; config.yml carries the ports of all); an image only where
+# it is used. $rendered: the spec paths of the components rendered.
+def iot_validate_all($rendered):
   . as $s
-  | def port($path):
+  | def bad($path; $v; $message): {field: iot_field($path), value: $v, message: $message};
+    def port($path):
       ($s | getpath($path)) as $v
-      | if $v | iot_port_text then .
-        else iot_fail($path; $v; "is not a port number (1-65535)") end;
+      | if $v | iot_port_text then empty
+        else bad($path; $v; "is not a port number (1-65535)") end;
     (iot_component_paths[] as $path
       | ($s | getpath($path)) as $b
-      | if $b.size < 0 then iot_fail($path + ["size"]; $b.size; "must not be negative") else . end
-      | if $b.image == "" and any($rendered[]; . == $path) then iot_fail($path + ["image"]; ""; "must not be empty")
-        else . end
-      | ($b | keys_unsorted[] | select(startswith("container_port"))) as $k | port($path + [$k]))
+      | (if $b.size < 0 then bad($path + ["size"]; $b.size; "must not be negative") else empty end),
+        (if $b.image == "" and any($rendered[]; . == $path) then bad($path + ["image"]; ""; "must not be empty")
+         else empty end),
+        (($b | keys_unsorted[] | select(startswith("container_port"))) as $k | port($path + [$k])))
     # (no array index(): it leaks in jq 1.6)
-    , (if any(("", "Always", "IfNotPresent", "Never"); . == $s.imagePullPolicy) then .
-       else iot_fail(["imagePullPolicy"]; $s.imagePullPolicy; "must be Always, IfNotPresent or Never") end)
+    , (if any(("", "Always", "IfNotPresent", "Never"); . == $s.imagePullPolicy) then empty
+       else bad(["imagePullPolicy"]; $s.imagePullPolicy; "must be Always, IfNotPresent or Never") end)
     , (if $s.imagePullSecrets == "" or ($s.imagePullSecrets | kop_dns1123_label) or
-          ($s.imagePullSecrets | test("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$") and length <= 253) then .
-       else iot_fail(["imagePullSecrets"]; $s.imagePullSecrets; "is not a valid secret name") end)
+          ($s.imagePullSecrets | test("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$") and length <= 253) then empty
+       else bad(["imagePullSecrets"]; $s.imagePullSecrets; "is not a valid secret name") end)
     , ([["mms", "persistent_volume_claim_size"], ["core_spring", "persistent_volume_claim_size"],
         ["gateway", "mqtt", "persistent_volume_claim_size"]][] as $path
        | ($s | getpath($path)) as $v
        | if ($v | kop_quantity) == null or ($v | kop_quantity | startswith("-")) then
-           iot_fail($path; $v; "is not a valid quantity")
-         else . end)
-  | empty;
+           bad($path; $v; "is not a valid quantity")
+         else empty end);
