@@ -165,6 +165,15 @@ run () { # WHO N
 	figure "${p}_peak_rss_kb_total" "$(cat "$d/peak_rss" 2>/dev/null || echo 0)" KB
 	figure "${p}_peak_pss_kb_total" "$(cat "$d/peak_pss" 2>/dev/null || echo 0)" KB
 	figure "${p}_steady_pss_kb_total" "$(sum_kb smaps_rollup Pss)" KB
+	# where it goes, process by process: its own memory (heap, stacks: Pss_Anon) and its share of
+	# the mapped files (its binary and the libraries: Pss_File, split among the processes mapping them)
+	for pid in $(procs); do
+		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+		for f in Pss_Anon Pss_File; do
+			v=$(awk -v f="$f:" '$1 == f { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null)
+			figure "${p}_steady_$(echo "$f" | tr 'A-Z' 'a-z')_kb_$comm" "${v:-0}" KB
+		done
+	done
 	cat "$d/peak_pss" >"$tmp/$p.pss" 2>/dev/null || echo 0 >"$tmp/$p.pss"
 	stop_all
 }

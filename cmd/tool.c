@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,6 +393,20 @@ void tool_metric_note(const char *text)
 	metrics.note = text ? kop_strdup(text) : NULL;
 	metrics.dirty = 1;
 	tool_metrics_flush(0);
+}
+
+void tool_idle(void)
+{
+	static int64_t last;
+	int64_t now = kop_mono_ms();
+	struct mallinfo2 mi;
+
+	if (now - last < 1000)
+		return;
+	last = now;
+	mi = mallinfo2();
+	if (mi.fordblks >= 256 * 1024)
+		malloc_trim(0);
 }
 
 void tool_metrics_flush(int force)

@@ -126,6 +126,12 @@ void tool_metric_request(const char *method, long code);
  */
 void tool_metrics_flush(int force);
 /*
+ * About to wait for input: the heap a burst of work left free is given back to
+ * the system (glibc keeps it otherwise: kapply held 4 MB after 300 applies),
+ * when there is enough of it, at most once a second.
+ */
+void tool_idle(void);
+/*
  * Why the tool cannot do its work right now, in a sentence ("" or NULL: it
  * can), sent with the metrics as "note" so that the supervisor's /readyz can
  * say it (kwatch: a watch that cannot read its initial state).

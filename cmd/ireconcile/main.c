@@ -158,8 +158,10 @@ static void run(const char *feedback, int once)
 			pfd[nfd].events = POLLOUT;
 			ofd = nfd++;
 		}
-		if (timeout != 0)
+		if (timeout != 0) {
 			tool_metrics_flush(1);	/* about to wait: nothing held back */
+			tool_idle();
+		}
 		r = poll(pfd, (nfds_t)nfd, timeout);
 		if (r < 0) {
 			if (errno != EINTR)
