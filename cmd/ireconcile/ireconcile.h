@@ -132,6 +132,7 @@ struct engine {
 		unsigned char *buf;
 		size_t len;
 	} *dicts;			/* [0]: the primary's, [1 + i]: E.prog.kinds[i]'s */
+	struct zdict render_dict;	/* the render answers': the first one's last 32 KB */
 	const char *now;
 	unsigned backoff_base, backoff_cap;
 	long settle_ms;		/* --settle: an observed object's change reconciles this much later */

@@ -338,6 +338,7 @@ int main(int argc, char **argv)
 	for (i = 0; i <= E.prog.nkinds; i++)
 		free(E.dicts[i].buf);
 	free(E.dicts);
+	free(E.render_dict.buf);
 	kop_program_release(&E.prog);
 	return tool_finish(E.read_failed ? KOP_EXIT_TEMP : KOP_EXIT_OK);
 }

@@ -93,8 +93,8 @@ static void reader_line(struct reader *rd, const char *line, size_t len, void (*
 void reader_drain(struct reader *rd, void (*fn)(jv, size_t))
 {
 	for (;;) {
-		char *base = rd->buf.buf + rd->start, *nl;
 		size_t avail = rd->buf.len - rd->start;
+		char *base = avail ? rd->buf.buf + rd->start : NULL, *nl;
 
 		nl = avail ? memchr(base, '\n', avail) : NULL;
 		if (!nl) {
@@ -123,7 +123,11 @@ void reader_drain(struct reader *rd, void (*fn)(jv, size_t))
 			reader_line(rd, base, (size_t)(nl - base), fn);
 		rd->start += (size_t)(nl - base) + 1;
 	}
-	if (rd->start == rd->buf.len || rd->start > (1u << 20)) {
+	if (rd->start == rd->buf.len && rd->buf.cap > (256u << 10)) {
+		/* all read: a buffer an initial list grew to megabytes is not kept for a trickle of events */
+		kop_buf_release(&rd->buf);
+		rd->start = 0;
+	} else if (rd->start == rd->buf.len || rd->start > (1u << 20)) {
 		kop_buf_drop(&rd->buf, rd->start);
 		rd->start = 0;
 	}
