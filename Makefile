@@ -2,9 +2,12 @@
 # or on the command line: make V=1, make check SANITIZE=1, make DEVELOPER=1.
 -include config.mak
 
-prefix ?= /usr/local
+# prefix, or PREFIX as many projects spell it.
+prefix ?= $(or $(PREFIX),/usr/local)
 bindir ?= $(prefix)/bin
 datadir ?= $(prefix)/share/iot-operator
+mandir ?= $(prefix)/share/man
+man1dir ?= $(mandir)/man1
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -38,6 +41,7 @@ ifndef V
 QUIET_CC   = @echo '   CC  ' $@;
 QUIET_LINK = @echo '   LINK' $@;
 QUIET_AR   = @echo '   AR  ' $@;
+QUIET_MAN  = @echo '   MAN ' $@;
 endif
 
 # A tool is either one file, cmd/NAME.c, or a folder, cmd/NAME/*.c (with
@@ -188,18 +192,45 @@ ksim-proto-gen:
 		>lib/kproto_types.c.tmp
 	mv lib/kproto_types.c.tmp lib/kproto_types.c
 
-## install: install the tools and pipeline/ under prefix (default /usr/local; DESTDIR too)
-install: all
+# The manual pages are made from each tool's --help by help2man (Debian's
+# help2man package, scripts/deps.sh), so that they say what the tool says;
+# man/NAME.h2m adds the NAME line and SEE ALSO, man/help.sh puts the help in
+# the forms help2man parses. A page is remade whenever its tool is relinked.
+HELP2MAN ?= help2man
+MANPAGES := $(patsubst %,$(O)/man/%.1,$(TOOLS))
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+# The date of the last commit, not of the build: the same sources, the same pages.
+MAN_DATE ?= $(shell git log -1 --format=%ct 2>/dev/null)
+## man: make the manual pages (build/man/NAME.1) from each tool's --help with help2man
+man: $(MANPAGES)
+$(O)/man/%.1: $(BIN)/% man/%.h2m man/help.sh
+	@command -v $(HELP2MAN) >/dev/null || { echo "make man: help2man is not installed (scripts/deps.sh installs it)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(QUIET_MAN)tmp=$@.tmp.$$$$ && \
+	{ $(if $(MAN_DATE),SOURCE_DATE_EPOCH=$(MAN_DATE)) $(HELP2MAN) --no-info --section=1 \
+		--version-string='$(VERSION)' --source='iot-operator $(VERSION)' --include=man/$*.h2m \
+		--output=$$tmp 'sh man/help.sh $<' && mv $$tmp $@ || { rm -f $$tmp; exit 1; }; }
+
+## install: install the tools, pipeline/ and the manual pages under prefix (default /usr/local, or PREFIX; DESTDIR too)
+install: install-bin install-man
+
+## install-bin: install the tools and pipeline/ alone (what the image holds)
+install-bin: all
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(datadir)
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(bindir)
 	cp -R pipeline $(DESTDIR)$(datadir)/
+
+## install-man: install the manual pages into mandir/man1 (prefix/share/man/man1)
+install-man: man
+	install -d $(DESTDIR)$(man1dir)
+	install -m 644 $(MANPAGES) $(DESTDIR)$(man1dir)
 
 ## clean: remove what the build and the tests left
 clean:
 	rm -rf build bin t/trash.* bench/results.json
 
 FORCE:
-.PHONY: all help deps deps-test check test bench bench-plot chaos soak demo demo-stop install clean pipeline-gen ksim-proto-gen FORCE
+.PHONY: all help deps deps-test check test bench bench-plot chaos soak demo demo-stop install install-bin install-man man clean pipeline-gen ksim-proto-gen FORCE
 .DELETE_ON_ERROR:
 
 # Fuzzing (clang's libFuzzer). Each t/fuzz/fuzz-NAME.c is a target built

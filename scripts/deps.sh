@@ -9,16 +9,18 @@
 #   scripts/deps.sh --bench  that, and gnuplot for the charts (make bench-plot)
 set -eu
 
-# The build: compiler, the libraries' headers. The demo: jq, curl, openssl;
-# perl's prove runs the tests, procps (ps, pgrep, pkill) serves the scripts.
+# The build: compiler, the libraries' headers; help2man makes the manual
+# pages (make man, make install). The demo: jq, curl, openssl; perl's prove
+# runs the tests, procps (ps, pgrep, pkill) serves the scripts.
 PKGS="gcc make pkg-config libc6-dev libjq-dev libonig-dev libcurl4-openssl-dev
-libyaml-dev libssl-dev libmicrohttpd-dev zlib1g-dev jq curl openssl perl procps"
+libyaml-dev libssl-dev libmicrohttpd-dev zlib1g-dev help2man jq curl openssl perl procps"
 # make image: a root filesystem from Debian's packages, packed as OCI.
 IMAGE_PKGS="mmdebstrap umoci skopeo"
 # Only the tests: the fuzz targets (clang), the valgrind test, git (the
 # lint tests read the tracked files), python3 (a scripted fake API server),
-# the image's test (t5009), unzip (Helm from npm's package, t5010).
-TEST_PKGS="clang valgrind git python3 unzip $IMAGE_PKGS"
+# the image's test (t5009), unzip (Helm from npm's package, t5010), groff
+# (t0011 renders the manual pages).
+TEST_PKGS="clang valgrind git python3 unzip groff-base $IMAGE_PKGS"
 
 case "${1:-}" in
 '') ;;

@@ -11,7 +11,7 @@
 # The root filesystem: the runtime packages below extracted by mmdebstrap (no
 # maintainer scripts, so no dpkg, apt, debconf or perl to run them), cut down
 # to the shared libraries the installed tools load (ld.so --list), the CA
-# bundle, user and group 65532, and `make install prefix=/usr` (ksim left out:
+# bundle, user and group 65532, and `make install-bin prefix=/usr` (ksim left out:
 # it is the test cluster, not the operator). umoci packs it as one layer; the
 # archive also holds docker load's manifest.json beside the OCI index.json.
 #
@@ -166,7 +166,8 @@ make_rootfs () {
 	tar -C "$r" --exclude='./dev/*' -xf "$base"
 	prune "$r"
 	# The tools as built (-o all: never rebuilt here, whatever the flags).
-	make -C "$ROOT" --no-print-directory -s -o all install BIN="$KOP_BIN" DESTDIR="$r" prefix=/usr >&2 ||
+	# The tools and programs; no manual pages in an image without man.
+	make -C "$ROOT" --no-print-directory -s -o all install-bin BIN="$KOP_BIN" DESTDIR="$r" prefix=/usr >&2 ||
 		fail "make install failed"
 	rm -f "$r"/usr/bin/ksim
 	strip --strip-unneeded "$r"/usr/bin/*

@@ -158,6 +158,16 @@ test_expect_success 'a name too long and of bad characters: both causes, length 
 	test_cmp expect actual
 '
 
+test_expect_success 'a long generateName: the name made of its first 58 bytes; over 253 it is refused on generateName alone' '
+	req POST $NS/configmaps "{\"metadata\":{\"generateName\":\"${A253}\"}}" && code_is 201 &&
+	jq -r .metadata.name out.json >name &&
+	grep -Ex "a{58}[a-z0-9]{5}" name &&
+	req POST $NS/configmaps "{\"metadata\":{\"generateName\":\"${A253}bc\"}}" && code_is 422 &&
+	jq -c "[.details.causes[] | [.field, .message]]" out.json >actual &&
+	jq -nc --arg n "${A253}bc" "[[\"metadata.generateName\", \"Invalid value: \\(\$n | tojson): must be no more than 253 characters\"]]" >expect &&
+	test_cmp expect actual
+'
+
 test_expect_success 'namespace names: a label (63 characters), "must not contain dots", the label wording' '
 	req POST /api/v1/namespaces "{\"metadata\":{\"name\":\"$(printf "%063d" 0)\"}}" && code_is 201 &&
 	req POST /api/v1/namespaces "{\"metadata\":{\"name\":\"$(printf "%064d" 0)\"}}" && code_is 422 &&

@@ -131,13 +131,16 @@ int do_create(const struct ksim_type *t, const char *ns, jv obj, const struct wo
 		char suffix[6];
 		struct kop_buf b = KOP_BUF_INIT;
 
-		/* every byte of generateName, a NUL too: the name check below sees them */
+		/*
+		 * every byte of generateName, a NUL too: the name check below sees
+		 * them; at most 58 of them, as SimpleNameGenerator keeps (63 - 5)
+		 */
 		do {
 			for (int i = 0; i < 5; i++)
 				suffix[i] = alnum[random() % (sizeof(alnum) - 1)];
 			suffix[5] = 0;
 			kop_buf_reset(&b);
-			kop_buf_add(&b, gen, gen_len);
+			kop_buf_add(&b, gen, gen_len > 58 ? 58 : gen_len);
 			kop_buf_adds(&b, suffix);
 		} while (jv_is_valid(ksim_store_get(t->gr, ns, b.buf)));
 		obj = set_meta(obj, "name", jv_string_sized(b.buf, (int)b.len));
