@@ -34,7 +34,10 @@ def iot_spec_problems($x; $ns):
   | . as $given
   | (try {spec: iot_spec_fast, e: []}
      catch (if type == "object" and has("field") then
-              $given | iot_decode_collect(iot_spec_schema; []) | {spec: (.v | iot_spec_defaults), e}
+              . as $first
+              # (the two decoders agree, t2106; were they not to, the first error still counts)
+              | $given | iot_decode_collect(iot_spec_schema; [])
+              | {spec: (.v | iot_spec_defaults), e: (if .e == [] then [$first] else .e end)}
             else error(.) end)) as $d
   | $d.spec as $spec
   | [$d.e[].field] as $undecoded
