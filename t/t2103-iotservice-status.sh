@@ -223,6 +223,42 @@ test_expect_success 'more invalid fields than are listed: the first 25, then how
 	grep "; spec.processing_services\[24\].name 1: must be a string; and 5 more invalid fields\$" reason
 '
 
+# A real server refuses a Secret whose data exceeds 1 MiB: a spec that would
+# render one is Failed before anything is applied (the first reconcile of a new
+# IoTService creates nothing, not even its namespace; an existing one is kept).
+test_expect_success 'a 2 MiB domain_name: Failed naming the config Secret, its size and the field; nothing applied' '
+	jq -c ".spec.domain_name = (\"a\" * 2097152)" parent.available.json >p-big.json &&
+	run p-big.json ready.view "{}" big &&
+	jq -r .status.reason big.json >reason &&
+	grep "^invalid spec: renders the Secret $I/iotservice-$X with at least [0-9]* bytes of data, more than the 1048576 bytes (1 MiB) a Secret may hold; its longest field is spec.domain_name (2097152 bytes)\$" reason &&
+	n=$(sed "s/.* with at least \([0-9]*\) bytes.*/\1/" reason) &&
+	test "$n" -gt 2097152 && test "$n" -lt 2200000 &&
+	jq -c "[.status.phase, [.status.conditions[] | [.type, .status, .reason]], [.events[] | [.type, .reason]]]" big.json >actual &&
+	echo "[\"Failed\",[[\"Available\",\"False\",\"Failed\"],[\"Progressing\",\"False\",\"InvalidSpec\"]],[[\"Warning\",\"Failed\"]]]" >expect &&
+	test_cmp expect actual &&
+	kept_as_given big &&
+	jq -c ".spec.domain_name = (\"a\" * 2097152)" parent.json >p-bignew.json &&
+	run p-bignew.json /dev/null "{}" bignew &&
+	jq -c "[.children, .status.phase]" bignew.json >actual &&
+	echo "[[],\"Failed\"]" >expect && test_cmp expect actual &&
+	jq -r .status.reason bignew.json >actual && test_cmp reason actual
+'
+
+test_expect_success 'a spec just under the limit is not refused for its size' '
+	jq -c ".spec.domain_name = (\"a\" * 1000000)" parent.json >p-under.json &&
+	run p-under.json /dev/null "{}" under &&
+	jq -c "[[.children[] | .kind], .status]" under.json >actual &&
+	echo "[[\"Namespace\"],null]" >expect && test_cmp expect actual
+'
+
+test_expect_success 'an image of 2 MiB (not in config.yml): the Deployment that carries it named, over what etcd stores' '
+	jq -c ".spec.cockpit.image = (\"r/\" + \"a\" * 2097152)" parent.available.json >p-bigimg.json &&
+	run p-bigimg.json ready.view "{}" bigimg &&
+	jq -r .status.reason bigimg.json >reason &&
+	grep "^invalid spec: renders the Deployment $I/cockpit-$X with at least [0-9]* bytes of text, more than the 1572864 bytes (1.5 MiB) an object may take in etcd; its longest field is spec.cockpit.image (2097154 bytes)\$" reason &&
+	kept_as_given bigimg
+'
+
 test_expect_success 'the spec fixed: Failed is left' '
 	jq -c ".spec.cockpit.container_port = \"abc\"" parent.available.json >p-bad.json &&
 	run p-bad.json ready.view "{}" bad &&

@@ -60,6 +60,38 @@ test_expect_success 'iot_spec_fast (generated) answers as iot_spec (the schema w
 	test "$(grep -c "^false$" answers)" -gt 100
 '
 
+# The walk that names every bad field (desired.jq runs it when iot_spec_fast
+# fails): the same spec where there is none, the same first error where there
+# is one; with two bad fields, each field's own error.
+test_expect_success 'iot_decode_collect answers as iot_spec, and names every bad field' '
+	iotjq -c "include \"spec\";
+		(try {spec: iot_spec} catch {error: .}) as \$want
+		| iot_decode_collect(iot_spec_schema; []) as \$c
+		| if \$want.error then (\$c.e[0] == \$want.error)
+		  else (\$c.e == [] and (\$c.v | iot_spec_defaults) == \$want.spec) end
+		| if . then . else \$c end" specs >collect &&
+	! grep -v "^true$" collect &&
+	test "$(wc -l <collect)" -gt 2000 &&
+	iotjq -n -c --slurpfile ex "$IOT_VECTORS/example-iotservice.json" "
+		include \"spec\";
+		def leaves(\$p):
+			if type == \"object\" then to_entries[] | .key as \$k | .value | leaves(\$p + [\$k])
+			elif type == \"array\" then .[0] | leaves(\$p + [0])
+			else \$p end;
+		def err: try (iot_spec | null) catch .;
+		\$ex[0].spec as \$s
+		| [iot_spec_schema | leaves([])] as \$all
+		| range(0; \$all | length - 7) as \$i
+		| (\$s | setpath(\$all[\$i + 7]; {})) as \$one
+		| (\$s | setpath(\$all[\$i]; [1])) as \$other
+		| [\$one | err, (\$other | err)] as \$alone
+		| (\$one | setpath(\$all[\$i]; [1]) | iot_decode_collect(iot_spec_schema; []).e) as \$both
+		| if all(\$alone[] | select(. != null); . as \$a | any(\$both[]; . == \$a)) then true
+		  else {path: \$all[\$i], alone: \$alone, both: \$both} end" >pairs &&
+	! grep -v "^true$" pairs &&
+	test "$(wc -l <pairs)" -gt 100
+'
+
 test_expect_success 'iot_config_strip_spec (generated) keeps what iot_config_strip(iot_spec_schema) keeps' '
 	iotjq -c "include \"spec\"; include \"specgen\"; include \"config\";
 		try iot_spec catch empty

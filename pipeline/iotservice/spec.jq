@@ -3,7 +3,9 @@
 #
 # iot_spec: .spec (any JSON) -> the typed, defaulted spec, every field
 # present in the original's struct order; or error({field, value, message})
-# naming the first bad field.
+# naming the first bad field. iot_decode_collect and iot_validate_all name
+# every bad field (desired.jq reports them all); iot_invalid_text is the
+# status reason's text.
 
 include "kop";
 
