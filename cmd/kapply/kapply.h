@@ -57,6 +57,7 @@ struct op {
 	unsigned attempts;
 	unsigned silent_retries;	/* -f: retries after no response */
 	int64_t first_silent;	/* -f: monotonic ms of the first failure without a response; 0 = none */
+	int64_t first_try;	/* monotonic ms when its first request started; 0 = not yet */
 	int auth_retried;
 	int64_t not_before;	/* monotonic ms; 0 = now */
 	int64_t deadline;	/* PH_ESTABLISH gives up here */

@@ -158,7 +158,9 @@ static void setup_client(void)
 		kube_config_release(&cfg);
 		return;
 	}
-	if (!(client = kube_client_new(&cfg, tool_kube.request_timeout_ms, err)))
+	/* Discovery's reads (blocking) get the writes' default limit too: a server that never answers is no answer. */
+	if (!(client = kube_client_new(&cfg, tool_kube.request_timeout_ms > 0 ? tool_kube.request_timeout_ms : 60000,
+				       err)))
 		die(KOP_EXIT_PERM, "%s", err);
 	kube_client_set_user_agent(client, "iot-operator/kapply");
 }

@@ -167,7 +167,7 @@ static void op_parse(struct op *op)
  */
 static const char *const passed_ops[] = { "status", "event", "result", "dry-run", "diff" };
 
-/* What kind of line an "op" value makes it. */
+/* What kind of line an "op" value makes it (opname is only looked at, not consumed). */
 static enum op_kind kind_of(jv opname)
 {
 	static const struct {
@@ -212,7 +212,7 @@ static void op_unknown(struct op *op, jv opname)
 struct op *op_from_line(jv line, size_t lineno)
 {
 	jv opname = kop_json_member(jv_copy(line), "op");
-	enum op_kind kind = kind_of(jv_copy(opname));
+	enum op_kind kind = kind_of(opname);
 	struct op *op;
 
 	op = op_alloc(kind, line);

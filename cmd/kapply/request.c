@@ -162,6 +162,8 @@ static void op_start(struct op *op)
 	struct kube_response dr;
 	int rc;
 
+	if (!op->first_try)
+		op->first_try = kop_mono_ms();
 	if ((rc = resolve(op, &dr, err)) < 0) {
 		/* No such kind (permanent), or its group version could not be
 		 * read: that answer is classified as any other. */

@@ -190,7 +190,7 @@ static void op_silent(struct op *op, const struct kube_response *r)
 	down.os_errno = r->os_errno;
 	tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("reason"), jv_string(down.reason)),
 		  "unable to reach '%s': %s (tried %u time%s in %.1f s)", server_url(), silent_why(r, why, sizeof(why)),
-		  op->silent_retries + 1, op->silent_retries ? "s" : "", (double)(now - op->first_silent) / 1000.0);
+		  op->silent_retries + 1, op->silent_retries ? "s" : "", (double)(now - op->first_try) / 1000.0);
 	op_not_sent(op, r);
 }
 
