@@ -77,12 +77,12 @@ test_expect_success 'a program that cannot work: said once, not restarted, /read
 	jq -c "select(.level == \"error\")" sup.err >errors &&
 	grep -c . errors >count && echo 2 >expect && test_cmp expect count &&
 	jq -e -s "map(select(.prog == \"ireconcile\")) | length == 1 and
-		(.[0].msg | test(\"prog/iotservice/sync.jq.*syntax error.*line 12\"))" errors &&
+		(.[0].msg | test(\"prog/iotservice/sync.jq.*syntax error.* at [^ ]*prog/iotservice/sync.jq, line 12\"))" errors &&
 	jq -e -s "map(select(.prog == \"iot-operator\")) | length == 1 and
-		(.[0].error | test(\"^ireconcile: .*prog/iotservice/sync.jq.*syntax error.*line 12\")) and
+		(.[0].error | test(\"^ireconcile: .*prog/iotservice/sync.jq.*syntax error.* at [^ ]*prog/iotservice/sync.jq, line 12\")) and
 		.[0].program == \"$TRASH/prog/iotservice\"" errors &&
 	get /readyz && test "$(cat http.code)" = 503 &&
-	grep "^not ready: the program .$TRASH/prog/iotservice. cannot work: ireconcile: .*prog/iotservice/sync.jq.*syntax error.*line 12" http.body &&
+	grep "^not ready: the program .$TRASH/prog/iotservice. cannot work: ireconcile: .*prog/iotservice/sync.jq.*syntax error.* at [^ ]*prog/iotservice/sync.jq, line 12" http.body &&
 	get /healthz && test "$(cat http.code)" = 200 &&
 	get /metrics && test "$(cat http.code)" = 200 &&
 	grep "^iot_operator_ready 0" http.body &&
