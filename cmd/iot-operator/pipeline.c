@@ -28,7 +28,7 @@ static void relay_check_err(struct kop_buf *b, int end, char *last, size_t n)
 	static const char text_prefix[] = "ireconcile: error: ";
 	size_t used = 0;
 
-	for (;;) {
+	while (used < b->len) {
 		char *line = b->buf + used, *nl = b->len > used ? memchr(line, '\n', b->len - used) : NULL;
 		size_t len = nl ? (size_t)(nl - line) : b->len - used;
 
