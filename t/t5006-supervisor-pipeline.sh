@@ -101,4 +101,36 @@ test_expect_success 'a program that cannot work: said once, not restarted, /read
 	test_no_sanitizer_report sup.err
 '
 
+test_expect_success 'a standby checks the program too: /readyz names it, it never starts a pipeline' '
+	test_when_finished stop &&
+	rm -f sup.code sup.pid &&
+	sed -i "12s/\$/ )))/" prog/iotservice/sync.jq &&
+	cat >lease.yaml <<-\EOF &&
+	apiVersion: coordination.k8s.io/v1
+	kind: Lease
+	metadata: {name: iot-operator-lock, namespace: devawsk8s}
+	spec: {holderIdentity: another-replica, leaseDurationSeconds: 3600, renewTime: "2026-11-22T10:00:00.000000Z"}
+	EOF
+	timeout 30 "$KUBECTL" apply -f lease.yaml >out &&
+	{ (
+		OPERATOR_NAME=devawsk8s iot-operator -v --metrics-addr 127.0.0.1:0 \
+			--program "$TRASH/prog/iotservice" 2>sup.err &
+		echo $! >sup.pid
+		wait $!
+		echo $? >sup.code
+	) & } &&
+	test_wait_for 10 grep -q "\"port\":" sup.err &&
+	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1) &&
+	test_wait_for 20 grep -q "cannot work" sup.err &&
+	grep -q "cannot work" sup.err &&
+	grep "waiting for leadership" sup.err &&
+	! grep "became leader" sup.err &&
+	get /readyz && test "$(cat http.code)" = 503 &&
+	grep "^not ready: the program .$TRASH/prog/iotservice. cannot work: ireconcile: .*sync.jq, line 12" http.body &&
+	get /healthz && test "$(cat http.code)" = 200 &&
+	grep -c "started stage .ireconcile." sup.err >starts &&
+	echo 1 >expect && test_cmp expect starts &&
+	test_no_sanitizer_report sup.err
+'
+
 test_done
