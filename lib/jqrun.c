@@ -26,17 +26,40 @@ static void on_error(void *data, jv msg)
 	jv_free(s);
 }
 
-/* jq's messages come as "jq: error: ...\n": keep the text, on one line. */
-static const char *tidy(struct kop_buf *b)
+/*
+ * jq's messages come as "jq: error: ...\n": keep the text, on one line. For
+ * a compile error (name given) runs of blanks are one, "<top-level>" is the
+ * text compiled: it is said by its name, as jq names a module's file, and
+ * jq's "(Unix shell quoting issues?)" hint, which no shell is behind here, goes.
+ */
+static const char *tidy(struct kop_buf *b, const char *name)
 {
-	char *p;
+	static const char hint[] = " (Unix shell quoting issues?)";
+	struct kop_buf t = KOP_BUF_INIT;
+	const char *p;
 
-	while (b->len && (b->buf[b->len - 1] == '\n' || b->buf[b->len - 1] == ' '))
-		b->buf[--b->len] = 0;
-	for (p = b->buf; p && *p; p++)
-		if (*p == '\n')
-			*p = ' ';
-	return b->buf ? b->buf : "";
+	kop_buf_adds(&t, "");
+	for (p = b->buf; p && *p; p++) {
+		char c = *p == '\n' || (name && *p == '\t') ? ' ' : *p;
+
+		if (name && !strncmp(p, "<top-level>", 11)) {
+			kop_buf_adds(&t, name);
+			p += 10;
+			continue;
+		}
+		if (name && !strncmp(p, hint, sizeof(hint) - 1)) {
+			p += sizeof(hint) - 2;
+			continue;
+		}
+		if (name && c == ' ' && (!t.len || t.buf[t.len - 1] == ' '))
+			continue;
+		kop_buf_add(&t, &c, 1);
+	}
+	while (t.len && t.buf[t.len - 1] == ' ')
+		t.buf[--t.len] = 0;
+	kop_buf_release(b);
+	*b = t;
+	return b->buf;
 }
 
 struct kop_jq *kop_jq_compile(const char *text, const char *name, jv libdirs, jv vars, char *err)
@@ -61,7 +84,7 @@ struct kop_jq *kop_jq_compile(const char *text, const char *name, jv libdirs, jv
 		vars = jv_object();
 	}
 	if (!jq_compile_args(q->jq, text, vars)) {
-		kop_error(err, "unable to compile '%s': %s", name, tidy(&q->msgs));
+		kop_error(err, "unable to compile '%s': %s", name, tidy(&q->msgs, name));
 		kop_jq_free(q);
 		return NULL;
 	}
@@ -116,7 +139,7 @@ int kop_jq_run1(struct kop_jq *q, jv input, jv *out, char *err)
 		}
 		jv_free(r);
 		if (q->msgs.len)
-			return kop_error(err, "%s", tidy(&q->msgs));
+			return kop_error(err, "%s", tidy(&q->msgs, NULL));
 		return kop_error(err, "no output");
 	}
 	more = jq_next(q->jq);

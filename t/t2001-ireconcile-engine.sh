@@ -325,7 +325,8 @@ broken () {
 test_expect_success '--print-watches compiles the jq as the engine does: a broken program is refused (100)' '
 	mkdir -p lib && cp -R prog/lib/. lib/ &&
 	broken "4s/\$/ )))/" sync.jq "unable to compile '"'"'broken/sync.jq'"'"'" &&
-	grep "syntax error" pw.msg &&
+	grep "syntax error, .* at broken/sync.jq, line 4: " pw.msg &&
+	! grep -e "<top-level>" -e "shell quoting" pw.msg &&
 	broken "2s/def widget_ns/def widget_ns(/" widget.jq "unable to compile '"'"'broken/sync.jq'"'"'" &&
 	grep "broken/widget.jq, line 2" pw.msg &&
 	broken "s/big: .*/big: '"'"'.spec.size >=>= 3'"'"'/" program.yml "aggregates.big" &&

@@ -77,12 +77,12 @@ test_expect_success 'a program that cannot work: said once, not restarted, /read
 	jq -c "select(.level == \"error\")" sup.err >errors &&
 	grep -c . errors >count && echo 2 >expect && test_cmp expect count &&
 	jq -e -s "map(select(.prog == \"ireconcile\")) | length == 1 and
-		(.[0].msg | test(\"prog/iotservice/sync.jq.*syntax error.*line 12\"))" errors &&
+		(.[0].msg | test(\"prog/iotservice/sync.jq.*syntax error.* at [^ ]*prog/iotservice/sync.jq, line 12\"))" errors &&
 	jq -e -s "map(select(.prog == \"iot-operator\")) | length == 1 and
-		(.[0].error | test(\"^ireconcile: .*prog/iotservice/sync.jq.*syntax error.*line 12\")) and
+		(.[0].error | test(\"^ireconcile: .*prog/iotservice/sync.jq.*syntax error.* at [^ ]*prog/iotservice/sync.jq, line 12\")) and
 		.[0].program == \"$TRASH/prog/iotservice\"" errors &&
 	get /readyz && test "$(cat http.code)" = 503 &&
-	grep "^not ready: the program .$TRASH/prog/iotservice. cannot work: ireconcile: .*prog/iotservice/sync.jq.*syntax error.*line 12" http.body &&
+	grep "^not ready: the program .$TRASH/prog/iotservice. cannot work: ireconcile: .*prog/iotservice/sync.jq.*syntax error.* at [^ ]*prog/iotservice/sync.jq, line 12" http.body &&
 	get /healthz && test "$(cat http.code)" = 200 &&
 	get /metrics && test "$(cat http.code)" = 200 &&
 	grep "^iot_operator_ready 0" http.body &&
@@ -98,6 +98,38 @@ test_expect_success 'a program that cannot work: said once, not restarted, /read
 	test_wait_for 20 test -f sup.code &&
 	test "$(cat sup.code)" = 0 &&
 	grep -c "cannot work" sup.err >count && echo 1 >expect && test_cmp expect count &&
+	test_no_sanitizer_report sup.err
+'
+
+test_expect_success 'a standby checks the program too: /readyz names it, it never starts a pipeline' '
+	test_when_finished stop &&
+	rm -f sup.code sup.pid &&
+	sed -i "12s/\$/ )))/" prog/iotservice/sync.jq &&
+	cat >lease.yaml <<-\EOF &&
+	apiVersion: coordination.k8s.io/v1
+	kind: Lease
+	metadata: {name: iot-operator-lock, namespace: devawsk8s}
+	spec: {holderIdentity: another-replica, leaseDurationSeconds: 3600, renewTime: "2026-11-22T10:00:00.000000Z"}
+	EOF
+	timeout 30 "$KUBECTL" apply -f lease.yaml >out &&
+	{ (
+		OPERATOR_NAME=devawsk8s iot-operator -v --metrics-addr 127.0.0.1:0 \
+			--program "$TRASH/prog/iotservice" 2>sup.err &
+		echo $! >sup.pid
+		wait $!
+		echo $? >sup.code
+	) & } &&
+	test_wait_for 10 grep -q "\"port\":" sup.err &&
+	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1) &&
+	test_wait_for 20 grep -q "cannot work" sup.err &&
+	grep -q "cannot work" sup.err &&
+	grep "waiting for leadership" sup.err &&
+	! grep "became leader" sup.err &&
+	get /readyz && test "$(cat http.code)" = 503 &&
+	grep "^not ready: the program .$TRASH/prog/iotservice. cannot work: ireconcile: .*sync.jq, line 12" http.body &&
+	get /healthz && test "$(cat http.code)" = 200 &&
+	grep -c "started stage .ireconcile." sup.err >starts &&
+	echo 1 >expect && test_cmp expect starts &&
 	test_no_sanitizer_report sup.err
 '
 

@@ -35,13 +35,13 @@ static const char *stage_note_locked(void)
  */
 int ready_locked(int can, const char *can_why, const char **why)
 {
+	/* (a standby too: it would take over only to fail the same way) */
+	if (*sup.broken) {
+		snprintf(sup.why, sizeof(sup.why), "the program '%s' cannot work: %s", sup.program_dir, sup.broken);
+		*why = sup.why;
+		return 0;
+	}
 	if (!sup.leader_elect || sup.is_leader) {
-		if (*sup.broken) {
-			snprintf(sup.why, sizeof(sup.why), "the program '%s' cannot work: %s", sup.program_dir,
-				 sup.broken);
-			*why = sup.why;
-			return 0;
-		}
 		if (!sup.pipeline_up || !sup.initial_sent) {
 			const char *note = stage_note_locked();
 

@@ -103,6 +103,7 @@ void publish_pids(void);
 void schedule_restart(const char *culprit, const char *why);
 void program_broken(const char *why);
 void program_recheck(void);
+void program_check(void);
 void signal_stages(int sig, int only_kwatch);
 void teardown(enum teardown how);
 void pipeline_finish(void);

@@ -364,6 +364,8 @@ int main(int argc, char **argv)
 	if (sup.leader_elect)
 		lease_setup();
 	httpd = http_start(hfd, sup.metrics_addr);
+	/* Every replica checks the program once, the standbys too (the leader again at each start). */
+	program_check();
 
 	run(sfd);
 

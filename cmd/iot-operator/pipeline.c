@@ -28,7 +28,7 @@ static void relay_check_err(struct kop_buf *b, int end, char *last, size_t n)
 	static const char text_prefix[] = "ireconcile: error: ";
 	size_t used = 0;
 
-	for (;;) {
+	while (used < b->len) {
 		char *line = b->buf + used, *nl = b->len > used ? memchr(line, '\n', b->len - used) : NULL;
 		size_t len = nl ? (size_t)(nl - line) : b->len - used;
 
@@ -256,6 +256,26 @@ void program_broken(const char *why)
 		  "restarted (or sent SIGHUP)", sup.program_dir);
 }
 
+/*
+ * The check alone, at setup and on SIGHUP, so that a standby too knows (and
+ * its /readyz says) that the program cannot work. Only a permanent failure
+ * counts here: anything else is for the pipeline's start to meet and retry.
+ */
+void program_check(void)
+{
+	int permanent;
+	jv groups = kwatch_groups(&permanent);
+
+	if (!jv_is_valid(groups) && permanent) {
+		jv msg = jv_invalid_get_msg(groups);
+
+		program_broken(jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "failed");
+		jv_free(msg);
+		return;
+	}
+	jv_free(groups);
+}
+
 /* SIGHUP: a program found broken is checked again at once (the pipeline starts if it is fixed). */
 void program_recheck(void)
 {
@@ -268,6 +288,7 @@ void program_recheck(void)
 	pthread_mutex_lock(&sup.mu);
 	sup.broken[0] = 0;
 	pthread_mutex_unlock(&sup.mu);
+	program_check();
 	sup.next_start_ms = kop_mono_ms();
 }
 
