@@ -81,6 +81,18 @@ test_expect_success 'escalate on roles lets its holder write any rules' '
 		"$(role r3 "[{\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"verbs\":[\"*\"]}]")"
 '
 
+test_expect_success 'a ClusterRole with an aggregationRule: only by a writer holding every right (403 as kube-apiserver words it)' '
+	agg="{\"metadata\":{\"name\":\"agg\"},\"aggregationRule\":{\"clusterRoleSelectors\":[{\"matchLabels\":{\"x\":\"y\"}}]},\"rules\":[]}" &&
+	expect_code 403 frank-token POST $RB/clusterroles "$agg" &&
+	jq -e ".reason == \"Forbidden\" and .details == {name: \"agg\", group: \"rbac.authorization.k8s.io\", kind: \"clusterroles\"}" body.json &&
+	jq -r .message body.json >msg &&
+	echo "clusterroles.rbac.authorization.k8s.io \"agg\" is forbidden: must have cluster-admin privileges to use the aggregationRule" >expect &&
+	test_cmp expect msg &&
+	expect_code 201 frank-token POST $RB/clusterroles \
+		"{\"metadata\":{\"name\":\"plain\"},\"rules\":[{\"apiGroups\":[\"\"],\"resources\":[\"pods\"],\"verbs\":[\"get\"]}]}" &&
+	expect_code 201 admin-token POST $RB/clusterroles "$agg"
+'
+
 test_expect_success 'a RoleBinding to a role whose rights its writer holds is created' '
 	expect_code 201 dave-token POST $RB/namespaces/esc/rolebindings "$(binding b1 Role r1)"
 '

@@ -3,7 +3,9 @@
  * (pkg/registry/rbac): a Role or ClusterRole may only be written with rules
  * its writer holds, unless it may `escalate` that role; a RoleBinding or
  * ClusterRoleBinding may only be written to a role whose rules its writer
- * holds, unless it may `bind` that role (resourceNames respected). A refusal
+ * holds, unless it may `bind` that role (resourceNames respected); a
+ * ClusterRole with an aggregationRule (which gathers rules it cannot know)
+ * only by a writer holding every right, unless it may `escalate`. A refusal
  * is the 403 whose message lists the missing rights as
  * ConfirmNoEscalation words them. Lock held throughout.
  */
@@ -277,6 +279,16 @@ static int confirm_no_escalation(const char *user, const char *const *as, const 
 	return -1;
 }
 
+/* Whether a ClusterRole sets an aggregationRule (one with no selector gathers nothing: as absent). */
+static int has_aggregation(jv obj)
+{
+	jv sel = jv_getpath(jv_copy(obj), JV_ARRAY(jv_string("aggregationRule"), jv_string("clusterRoleSelectors")));
+	int yes = jv_get_kind(sel) == JV_KIND_ARRAY && jv_array_length(jv_copy(sel)) > 0;
+
+	jv_free(sel);
+	return yes;
+}
+
 /* May user do verb (escalate, bind) on the role resource/name, as seen from ns? */
 static int may(const char *user, const char *const *as, const char *verb, const char *resource, const char *ns,
 	       const char *name)
@@ -326,6 +338,27 @@ int ksim_escalation_check(const struct ksim_type *t, const char *user, const cha
 		if (confirm_no_escalation(user, groups, ns, res, name, rules, status) < 0) {
 			*code = 403;
 			return -1;
+		}
+		if (!strcmp(res, "clusterroles") && has_aggregation(obj)) {
+			/* fullAuthority: * on *.*, and every non-resource URL */
+			jv full = jv_parse("[{\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"verbs\":[\"*\"]},"
+					   "{\"nonResourceURLs\":[\"*\"],\"verbs\":[\"*\"]}]");
+			jv st = jv_null();
+
+			if (confirm_no_escalation(user, groups, ns, res, name, full, &st) < 0) {
+				struct kop_buf m = KOP_BUF_INIT;
+
+				jv_free(st);
+				kop_buf_addf(&m, "%s.%s \"%s\" is forbidden: must have cluster-admin privileges to use the "
+						 "aggregationRule", res, RBAC_GROUP, name);
+				*status = ksim_status(403, "Forbidden", m.buf,
+						      JV_OBJECT(jv_string("name"), jv_string(name), jv_string("group"),
+								jv_string(RBAC_GROUP), jv_string("kind"), jv_string(res)));
+				kop_buf_release(&m);
+				*code = 403;
+				return -1;
+			}
+			jv_free(st);
 		}
 		return 0;
 	}
