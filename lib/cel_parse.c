@@ -126,6 +126,11 @@ static struct cel_node *parse_call(struct parser *p, struct cel_node *recv, cons
 	size_t want;
 
 	add_kid(n, recv);
+	if (strcmp(name, "size") && (recv || strcmp(name, "has")) &&
+	    (!recv || (strcmp(name, "startsWith") && strcmp(name, "endsWith") && strcmp(name, "contains")))) {
+		cel_lex_error(&p->lx, off, "unsupported function '%s'", name);
+		goto fail;
+	}
 	if (parse_args(p, n, ")") < 0)
 		goto fail;
 	if (!recv && !strcmp(name, "has")) {
@@ -140,14 +145,7 @@ static struct cel_node *parse_call(struct parser *p, struct cel_node *recv, cons
 		h->op = CEL_HAS;
 		return h;
 	}
-	if (!strcmp(name, "size"))
-		want = recv ? 1 : 2;
-	else if (recv && (!strcmp(name, "startsWith") || !strcmp(name, "endsWith") || !strcmp(name, "contains")))
-		want = 2;
-	else {
-		cel_lex_error(&p->lx, off, "unsupported function '%s'", name);
-		goto fail;
-	}
+	want = recv && !strcmp(name, "size") ? 1 : 2;	/* the receiver slot, then the arguments */
 	if (n->n != want) {
 		cel_lex_error(&p->lx, off, "'%s' takes %zu argument%s", name, want - 1, want == 2 ? "" : "s");
 		goto fail;

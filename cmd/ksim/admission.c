@@ -396,7 +396,9 @@ static jv check_expressions(jv causes, jv spec, const char *field)
 		} else if (!(p = kop_cel_parse(x, cel_names, err))) {
 			struct kop_buf b = KOP_BUF_INIT;
 
-			kop_buf_addf(&b, "Invalid value: \"%s\": compilation failed: ksim's CEL subset: %s", x, err);
+			kop_buf_adds(&b, "Invalid value: ");
+			kop_buf_add_quoted(&b, x, strlen(x));
+			kop_buf_addf(&b, ": compilation failed: ksim's CEL subset: %s", err);
 			causes = jv_array_append(causes, cause("FieldValueInvalid", b.buf, f));
 			kop_buf_release(&b);
 		} else {
