@@ -35,6 +35,12 @@ test_expect_success 'jsonl: a recorded watch stream and malformed lines' '
 	vg 1 jsonl-bad "$KOP_TEST_TOOL" jsonl <bad.jsonl
 '
 
+test_expect_success 'cel: every case of t0206 and the deep-nesting refusals' '
+	grep -v "^#" "$T/t0206-cel/cases.txt" | cut -f1 >cel-exprs &&
+	awk "BEGIN { for (i = 0; i < 500; i++) printf \"(\"; print \"1\"; for (i = 0; i < 500; i++) printf \"1 + \"; print \"1\" }" >>cel-exprs &&
+	vg 0 cel "$KOP_TEST_TOOL" cel "$(cat "$T/t0206-cel/vars.json")" <cel-exprs
+'
+
 test_expect_success 'kop_json_read on a thread that then exits: its shared strings go with it' '
 	vg 0 json-read-thread "$KOP_TEST_TOOL" json-read-check --thread <"$T/t2104-iotservice-ireconcile/03-ready.in.jsonl"
 '

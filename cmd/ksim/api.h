@@ -108,6 +108,16 @@ int do_create(const struct ksim_type *t, const char *ns, jv obj, const struct wo
 int ksim_escalation_check(const struct ksim_type *t, const char *user, const char *const *groups, jv obj, int *code,
 			  jv *status);
 
+/*
+ * admission.c: the ValidatingAdmissionPolicies bound in the store, on a write of op ("CREATE", "UPDATE",
+ * "DELETE") to ns/name (sub: the subresource, or NULL) by o->user; object and old are borrowed (null
+ * where the operation has none). 0, or the code of a refusal with *status.
+ */
+int ksim_admit(const struct ksim_type *t, const char *op, const char *ns, const char *name, const char *sub,
+	       jv object, jv old, const struct wopts *o, jv *status);
+/* A ValidatingAdmissionPolicy or binding that ksim cannot enforce fully: 422 and *status, else 0. */
+int ksim_admission_check(const struct ksim_type *t, jv obj, jv *status);
+
 /* update.c */
 int finalizers_empty(jv obj);
 int graceful(jv obj);

@@ -267,6 +267,16 @@ int do_create(const struct ksim_type *t, const char *ns, jv obj, const struct wo
 		jv_free(li);
 	}
 	obj = ksim_builtin_admission(t, obj);
+	{
+		int code = ksim_admission_check(t, obj, out);	/* admission.c */
+
+		if (!code)
+			code = ksim_admit(t, "CREATE", ns, name, NULL, obj, jv_null(), o, out);
+		if (code) {
+			jv_free(obj);
+			return code;
+		}
+	}
 	if (o->dry_run) {
 		*out = present(t, obj);
 		return 201;

@@ -277,6 +277,18 @@ out:
 	return code;
 }
 
+/* The ValidatingAdmissionPolicies on a DELETE of stored (borrowed) by rq's user: 0, or a refusal (admission.c). */
+static int admit_delete(const struct ksim_request *rq, const struct ksim_type *t, jv stored, int dry, jv *out)
+{
+	struct wopts o = { 0 };
+
+	o.dry_run = dry;
+	o.user = rq->user;
+	o.groups = rq->groups;
+	return ksim_admit(t, "DELETE", ksim_str(stored, "metadata.namespace"), ksim_str(stored, "metadata.name"), NULL,
+			  jv_null(), stored, &o, out);
+}
+
 int do_delete(const struct ksim_request *rq, const struct route *r, int dry, jv *out)
 {
 	struct delopts d;
@@ -291,7 +303,9 @@ int do_delete(const struct ksim_request *rq, const struct route *r, int dry, jv 
 		*out = not_found(r->t, r->name);
 		return 404;
 	}
-	code = delete_one(r->t, jv_copy(stored), &d, dry || d.dry, out);
+	code = admit_delete(rq, r->t, stored, dry || d.dry, out);
+	if (!code)
+		code = delete_one(r->t, jv_copy(stored), &d, dry || d.dry, out);
 	delopts_release(&d);
 	return code;
 }
@@ -331,6 +345,15 @@ int do_deletecollection(const struct ksim_request *rq, const struct route *r, in
 	jv_array_foreach(c.items, i, o) {
 		jv res;
 
+		/* kube-apiserver stops at the first item admission refuses */
+		if (!code && (code = admit_delete(rq, r->t, o, dry || d.dry, &res)) != 0) {
+			jv_free(items);
+			items = res;
+		}
+		if (code) {
+			jv_free(o);
+			continue;
+		}
 		if (delete_one(r->t, jv_copy(o), &d, dry || d.dry, &res) == 200) {
 			const char *kind = ksim_str(res, "kind");
 
@@ -348,6 +371,10 @@ int do_deletecollection(const struct ksim_request *rq, const struct route *r, in
 	ksim_selector_free(c.ls);
 	ksim_selector_free(c.fs);
 	ksim_shard_selector_free(c.shard);
+	if (code) {
+		*out = items;
+		return code;
+	}
 	snprintf(rvbuf, sizeof(rvbuf), "%llu", (unsigned long long)ksim.rv);
 	*out = JV_OBJECT(jv_string("kind"), jv_string(r->t->list_kind), jv_string("apiVersion"),
 			 jv_string(r->t->api_version), jv_string("metadata"),

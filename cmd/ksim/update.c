@@ -195,6 +195,16 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 					   now, li);
 		jv_free(li);
 	}
+	{
+		int c = sub ? 0 : ksim_admission_check(t, obj, out);	/* admission.c */
+
+		if (!c)
+			c = ksim_admit(t, "UPDATE", ksim_str(old, "metadata.namespace"), nm, sub, obj, old, o, out);
+		if (c) {
+			code = c;
+			goto fail;
+		}
+	}
 	if (same_object(obj, old)) {
 		jv_free(obj);
 		*out = present(t, jv_copy(old));
