@@ -30,9 +30,14 @@ test_expect_success 'a POST with a body, then the object reads back' '
 	"$KOP_TEST_TOOL" request POST /api/v1/namespaces/default/configmaps cm.json >out &&
 	test "$(jq -c "[.code,.body.data.k]" out)" = "[201,\"v\"]" &&
 	test_expect_code 1 "$KOP_TEST_TOOL" request POST /api/v1/namespaces/default/configmaps cm.json >out &&
-	test "$(jq -c "[.code,.reason,.transient,.exit]" out)" = "[409,\"AlreadyExists\",true,111]" &&
+	# (a create that meets an object of its name stays refused: permanent)
+	test "$(jq -c "[.code,.reason,.transient,.exit]" out)" = "[409,\"AlreadyExists\",false,100]" &&
 	"$KOP_TEST_TOOL" request GET /api/v1/namespaces/default/configmaps/c1 >out &&
-	test "$(jq -r .body.data.k out)" = v
+	test "$(jq -r .body.data.k out)" = v &&
+	# (a write on a resourceVersion gone stale is a conflict to read again and retry: transient)
+	jq -c ".metadata.resourceVersion = \"1\"" cm.json >stale.json &&
+	test_expect_code 1 "$KOP_TEST_TOOL" request PUT /api/v1/namespaces/default/configmaps/c1 stale.json >out &&
+	test "$(jq -c "[.code,.reason,.transient,.exit]" out)" = "[409,\"Conflict\",true,111]"
 '
 
 test_expect_success 'a wrong token gets 401 Unauthorized, permanent' '

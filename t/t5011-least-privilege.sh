@@ -99,9 +99,6 @@ test_expect_success 'RBAC: in an instance namespace, through its RoleBinding: Se
 '
 
 # RBAC's escalation check (a RoleBinding to a role whose rights the creator lacks needs bind on it)
-if ! "$KOP_BIN/ksim" --help 2>&1 | grep -qi escalat; then
-	say "ksim does not enforce RBAC's escalation check yet: the bind test is left out"
-else
 test_expect_success 'RBAC: the ServiceAccount binds only iot-operator-instance' '
 	cat >admin-rb.yaml <<-EOF &&
 	apiVersion: rbac.authorization.k8s.io/v1
@@ -114,7 +111,6 @@ test_expect_success 'RBAC: the ServiceAccount binds only iot-operator-instance' 
 	refused "Error from server (Forbidden): error when creating \"admin-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"mine\" is forbidden: user \"$SA\" (groups=[\"system:serviceaccounts\" \"system:serviceaccounts:devawsk8s\" \"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:" \
 		create -f admin-rb.yaml
 '
-fi
 
 ksb_yaml () {
 	cat <<-EOF
@@ -133,8 +129,15 @@ if has_policies; then
 		refused "Error from server (Forbidden): error when creating \"ks-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator writes only in its namespace devawsk8s and in namespaces labelled cp.iot.sap/operator=devawsk8s" \
 			create -f ks-rb.yaml &&
 		ksb_yaml devawsk8s >o-rb.yaml &&
-		refused "Error from server (Forbidden): error when creating \"o-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, and only in its instance namespaces" \
+		refused "Error from server (Forbidden): error when creating \"o-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its ServiceAccount, and only in its instance namespaces" \
 			create -f o-rb.yaml
+	'
+
+	test_expect_success 'the policy: iot-operator-instance bound to another subject in an instance namespace is refused' '
+		ksb_yaml $I | sed "s/name: iot-operator-instance, namespace/name: other, namespace/; s/name: iot-operator, namespace: devawsk8s/name: default, namespace: $I/" >other-rb.yaml &&
+		grep "name: default" other-rb.yaml &&
+		refused "Error from server (Forbidden): error when creating \"other-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"other\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its ServiceAccount, and only in its instance namespaces" \
+			create -f other-rb.yaml
 	'
 
 	test_expect_success 'the policy: kube-system cannot be labelled an instance namespace, an unlabelled namespace not deleted' '
