@@ -184,6 +184,27 @@ test_expect_success 'a resourceVersion newer than any: 3 s for it, then one ERRO
 	test_cmp expect actual
 '
 
+# ksim's threads: one per connection
+threads () {
+	sed -n "s/^Threads:[[:space:]]*//p" "/proc/$KSIM_PID/status"
+}
+threads_above () {
+	test "$(threads)" -gt "$1"
+}
+threads_at_most () {
+	test "$(threads)" -le "$1"
+}
+
+test_expect_success 'a client that goes away ends its watch at once, with nothing to send (no bookmark, no change)' '
+	t0=$(threads) &&
+	{ curl -sS -k -N -o quiet.out "$KSIM_URL/api/v1/namespaces/default/secrets?watch=true&resourceVersion=0" & } &&
+	cpid=$! &&
+	test_wait_for 5 threads_above "$t0" &&
+	kill $cpid && wait $cpid;
+	test_wait_for 5 threads_at_most "$t0" &&
+	threads_at_most "$t0"
+'
+
 test_expect_success 'SIGTERM ends open watch streams with the zero chunk' '
 	rm -f term.out &&
 	{ ksim_curl --raw -N -o term.out "$CM?watch=true&resourceVersion=0" & } &&

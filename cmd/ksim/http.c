@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <microhttpd.h>
 #include "tool.h"
 #include "ksim.h"
@@ -699,8 +700,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 					       jv_string("watch"), jv_bool(rs.watch != NULL)),
 			  "request");
 	if (rs.watch) {
-		struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, watch_cb,
-									    rs.watch, watch_free_cb);
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct MHD_Response *r;
+
+		if (ci)
+			ksim_watch_set_fd(rs.watch, ci->connect_fd);
+		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, watch_cb, rs.watch, watch_free_cb);
 
 		rs.watch = NULL;
 		add_common_headers(r, "application/json");
@@ -764,8 +769,31 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 	return percent_decode(s);
 }
 
+/*
+ * How many connections to accept at once: as many as the descriptors allow
+ * (the soft limit raised to the hard one), less a margin for ksim's own
+ * files. libmicrohttpd's default, 1020, is below what an operator with a
+ * watch per instance namespace opens at a thousand instances.
+ */
+static unsigned connection_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1020;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || getrlimit(RLIMIT_NOFILE, &rl) < 0)
+			return 1020;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 65536 + 64)
+		return 65536;
+	return rl.rlim_cur > 1100 ? (unsigned)(rl.rlim_cur - 64) : 1020;
+}
+
 struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *key_pem, int *bound, char *err)
 {
+	unsigned limit = connection_limit();
 	struct sockaddr_in sa;
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
 			 MHD_USE_ERROR_LOG | MHD_USE_ITC;
@@ -787,7 +815,7 @@ struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *k
 				     MHD_OPTION_SOCK_ADDR, &sa,
 				     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-				     (unsigned)600,
+				     (unsigned)600, MHD_OPTION_CONNECTION_LIMIT, limit,
 				     MHD_OPTION_HTTPS_MEM_CERT, cert_pem, MHD_OPTION_HTTPS_MEM_KEY, key_pem,
 				     MHD_OPTION_END);
 	} else {
@@ -795,7 +823,7 @@ struct MHD_Daemon *ksim_http_start(int port, const char *cert_pem, const char *k
 				     MHD_OPTION_SOCK_ADDR, &sa,
 				     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-				     (unsigned)600, MHD_OPTION_END);
+				     (unsigned)600, MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_END);
 	}
 	if (!d) {
 		kop_error(err, "unable to listen on '127.0.0.1:%d': %s", port, errno ? strerror(errno) : "refused");

@@ -302,6 +302,8 @@ jv ksim_too_large_rv(unsigned long long n);
 /* Produces the next bytes of the stream into buf; 0 = end of stream (zero chunk). Blocks. */
 size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max);
 void ksim_watch_free(struct ksim_watch *w);
+/* The client's connection (its socket): a stream ends once the client has closed it. */
+void ksim_watch_set_fd(struct ksim_watch *w, int fd);
 /* Wakes the watches a write of resource gr in namespace ns (NULL: cluster-scoped) may concern
  * (lock held); ksim_watch_wake_all() every watch, for what concerns them all (cuts, stop). */
 void ksim_watch_notify(const char *gr, const char *ns);

@@ -13,6 +13,7 @@
  * (ksim_watch_notify): with a watch per namespace, waking every watch on
  * every write cost a thousand context switches an event.
  */
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +42,7 @@ struct ksim_watch {
 	int initial_next;
 	int initial_end;	/* send the k8s.io/initial-events-end bookmark after it */
 	pthread_cond_t wake;	/* signalled (with ksim.lock) when there may be something for it */
+	int fd;			/* the client's connection, to see it go while nothing is sent; -1: unknown */
 	struct ksim_watch *prev, *next;	/* every open watch (watching) */
 };
 
@@ -314,6 +316,7 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 		goto fail;
 	}
 	w = kop_calloc(1, sizeof(*w));
+	w->fd = -1;
 	w->shard = shard;
 	w->initial = jv_null();
 	w->group = kop_strdup(t->group);
@@ -453,6 +456,20 @@ static void drain(struct ksim_watch *w, const struct ksim_type *t)
 	}
 }
 
+void ksim_watch_set_fd(struct ksim_watch *w, int fd)
+{
+	w->fd = fd;
+}
+
+/* Whether the client closed its end (a watch with nothing to send would not learn it until its next
+ * bookmark, a minute later, keeping a thread and a connection of the server's limit meanwhile). */
+static int client_gone(const struct ksim_watch *w)
+{
+	struct pollfd p = { .fd = w->fd, .events = POLLRDHUP };
+
+	return w->fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max)
 {
 	for (;;) {
@@ -476,7 +493,7 @@ size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max)
 			}
 			return n;
 		}
-		if (w->done)
+		if (w->done || client_gone(w))
 			return 0;
 		ksim_lock();
 		t = ksim_type_find(w->group, w->version, w->resource);
