@@ -180,7 +180,9 @@ wait_statuses () {
 }
 
 # reconcile_fifo NAME [ARGS]: ireconcile -v ARGS reads NAME.fifo into NAME.out and NAME.err
-# (test bodies run in subshells: the export stays in the test).
+# (test bodies run in subshells: the export stays in the test). The tests of statuses in flight
+# give --status-interval 0, so that every status the program derives is written at once: what
+# they follow is the bookkeeping of those on their way; the interval has tests of its own.
 reconcile_fifo () {
 	OPERATOR_NAME=devawsk8s
 	export OPERATOR_NAME
@@ -218,7 +220,7 @@ test_expect_success 'a status in flight: the next reconcile writes no second Pro
 	    wait_statuses inflight.out 1
 	    binding_added
 	  ) >inflight.fifo & } &&
-	reconcile_fifo inflight &&
+	reconcile_fifo inflight --status-interval 0 &&
 	test_reconciled inflight.err statuses events >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
@@ -317,7 +319,7 @@ test_expect_success '15: an edited child is "being updated" until the edit is se
 	    wait_statuses landing.out 2
 	    cat "$FIXTURES/15-landing-deployment.jsonl"
 	  ) >landing.fifo & } &&
-	reconcile_fifo landing &&
+	reconcile_fifo landing --status-interval 0 &&
 	jq -r "select(.op == \"status\") | .object.status
 		| [.phase, (.conditions[] | select(.type == \"Progressing\") | .message)] | @tsv" landing.out >actual &&
 	printf "%s\t%s\n" >expect \
@@ -381,7 +383,7 @@ test_expect_success 'an older status landing while a newer one is on its way wri
 	    test_wait_for 30 test_has_reconciles older.err 3
 	    stored older.out 2 103
 	  ) >older.fifo & } &&
-	reconcile_fifo older &&
+	reconcile_fifo older --status-interval 0 &&
 	test_reconciled older.err statuses events >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
@@ -406,7 +408,7 @@ test_expect_success 'a status someone else stored while ours was on its way is w
 	    wait_statuses foreign.out 3
 	    stored foreign.out 3 104
 	  ) >foreign.fifo & } &&
-	reconcile_fifo foreign &&
+	reconcile_fifo foreign --status-interval 0 &&
 	test_reconciled foreign.err statuses events >actual &&
 	cat >expect <<-\EOT &&
 	[1,1]
@@ -435,7 +437,7 @@ test_expect_success 'statuses of ours landing after someone else'"'"'s write not
 	    test_wait_for 30 test_has_reconciles after.err $((n + 1))
 	    stored after.out 2 403 "" "$FIXTURES/05-edit-image.in.jsonl"
 	  ) >after.fifo & } &&
-	reconcile_fifo after &&
+	reconcile_fifo after --status-interval 0 &&
 	# (the bookmark may be read before the edit: a first reconcile of the
 	# state before it writes nothing)
 	test_reconciled after.err statuses events | awk "f || \$0 != \"[0,0]\" { f = 1; print }" >actual &&

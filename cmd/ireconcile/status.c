@@ -241,9 +241,10 @@ static jv status_gist(jv status)
 }
 
 /*
- * Whether a status that differs from the stored one (both borrowed) may wait
- * (--status-interval): it changes nothing of where the primary stands, and
- * one of ours was written less than the interval ago. Then p is reconciled
+ * Whether a status that differs from the one the program saw (the stored
+ * one, or ours on its way; both borrowed) may wait (--status-interval): it
+ * changes nothing of where the primary stands, and one of ours was written
+ * less than the interval ago. Then p is reconciled
  * again when the interval is over, and the latest is written.
  */
 static int status_may_wait(struct prim *p, jv status, jv live, int64_t now)
@@ -278,7 +279,8 @@ int write_status(struct prim *p, jv parent, jv status, enum seen seen, int event
 		flight_forget(fkey);
 	} else if (seen == SEEN_CARRIED && status_is_sent(p, status)) {
 		sent = 0;	/* on its way (an older one of ours landed first) */
-	} else if (seen == SEEN_STORED && !events && status_may_wait(p, status, live, now)) {
+	} else if (seen != SEEN_FOREIGN && !events && status_may_wait(p, status, live, now)) {
+		/* (live: the stored status, or ours on its way when the program saw that) */
 		sent = 0;
 	} else if (flight_check(p, fkey, status, p->obj->rv, now)) {
 		jv obj = ref_object(parent, 1), line;
