@@ -53,17 +53,6 @@ static int is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-static int hexval(char c)
-{
-	if (is_digit(c))
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int lex_int(struct cel_lex *lx)
 {
 	const char *s = lx->src + lx->start, *end;
@@ -72,7 +61,7 @@ static int lex_int(struct cel_lex *lx)
 
 	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
 		base = 16;
-		if (hexval(s[2]) < 0)
+		if (kop_hex_digit((unsigned char)s[2]) < 0)
 			return cel_lex_error(lx, lx->start, "malformed hex literal");
 	}
 	errno = 0;
@@ -141,9 +130,9 @@ static int lex_escape(struct cel_lex *lx, const char **p, struct kop_buf *b)
 		digits = 8;
 	if (digits) {
 		for (i = 1; i <= digits; i++) {
-			if (hexval(s[i]) < 0)
+			if (kop_hex_digit((unsigned char)s[i]) < 0)
 				return -1;
-			c = c << 4 | (uint32_t)hexval(s[i]);
+			c = c << 4 | (uint32_t)kop_hex_digit((unsigned char)s[i]);
 		}
 		s += digits + 1;
 	} else if (*s >= '0' && *s <= '3' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7') {

@@ -197,3 +197,31 @@ ksim_wait_get () {
 		sleep 0.1
 	done
 }
+
+# ksim_code TOKEN METHOD PATH [BODY [CONTENT-TYPE]]: the HTTP code of the request, made with that
+# bearer token; the body in body.json, the headers in headers.txt. A body is JSON, or for a PATCH a
+# merge patch, unless CONTENT-TYPE says otherwise.
+ksim_code () {
+	if test -n "$4"; then
+		kc_type=${5:-application/json}
+		test -z "$5" && test "$2" = PATCH && kc_type=application/merge-patch+json
+		curl -k -sS -m 10 -D headers.txt -o body.json -w "%{http_code}" -X "$2" -H "Authorization: Bearer $1" \
+			-H "Content-Type: $kc_type" -d "$4" "$KSIM_URL$3"
+	else
+		curl -k -sS -m 10 -D headers.txt -o body.json -w "%{http_code}" -X "$2" -H "Authorization: Bearer $1" \
+			"$KSIM_URL$3"
+	fi
+}
+
+# ksim_expect_code WANT TOKEN METHOD PATH [BODY [CONTENT-TYPE]]: ksim_code gives WANT (else says
+# what came, with the body)
+ksim_expect_code () {
+	kec_want=$1
+	shift
+	kec_got=$(ksim_code "$@")
+	if test "$kec_got" != "$kec_want"; then
+		echo "want $kec_want, got $kec_got: $2 $3 (token $1)"
+		cat body.json
+		return 1
+	fi
+}

@@ -9,27 +9,7 @@ REC="$TEST_DATA/recordings/errors"
 ksim_start --tls --authorization rbac --token admin-token --token-file "$F/tokens.csv" \
 	--sa-token devawsk8s/iot-operator=operator-token --no-simulate
 
-# code TOKEN METHOD PATH [BODY [CONTENT-TYPE]]: the HTTP code; the body in body.json
-code () {
-	if test -n "$4"; then
-		curl -k -sS -m 10 -o body.json -w "%{http_code}" -X "$2" -H "Authorization: Bearer $1" \
-			-H "Content-Type: ${5:-application/json}" -d "$4" "$KSIM_URL$3"
-	else
-		curl -k -sS -m 10 -o body.json -w "%{http_code}" -X "$2" -H "Authorization: Bearer $1" "$KSIM_URL$3"
-	fi
-}
 
-# expect_code WANT TOKEN METHOD PATH [BODY [CONTENT-TYPE]]
-expect_code () {
-	ec_want=$1
-	shift
-	ec_got=$(code "$@")
-	if test "$ec_got" != "$ec_want"; then
-		echo "want $ec_want, got $ec_got: $2 $3 (token $1)"
-		cat body.json
-		return 1
-	fi
-}
 
 test_expect_success 'setup as the admin (system:masters): namespaces, roles, bindings, the deploy/ RBAC' '
 	kubectl apply -f "$F/rbac.yaml" >out &&
@@ -43,7 +23,7 @@ test_expect_success 'setup as the admin (system:masters): namespaces, roles, bin
 '
 
 test_expect_success 'an unknown token is 401; no token is system:anonymous, 403' '
-	expect_code 401 nobody-token GET /api/v1/namespaces &&
+	ksim_expect_code 401 nobody-token GET /api/v1/namespaces &&
 	jq -e ".kind == \"Status\" and .code == 401 and .reason == \"Unauthorized\"" body.json &&
 	curl -k -sS -m 10 -o body.json "$KSIM_URL/api/v1/namespaces" &&
 	sed -n "\$p" "$REC/401-or-403-anonymous.http.txt" | jq -S . >expect &&
@@ -52,7 +32,7 @@ test_expect_success 'an unknown token is 401; no token is system:anonymous, 403'
 '
 
 test_expect_success 'the 403 is worded as kube-apiserver words it' '
-	expect_code 403 bob-token GET /api/v1/namespaces/rec-cr/secrets &&
+	ksim_expect_code 403 bob-token GET /api/v1/namespaces/rec-cr/secrets &&
 	sed -n "\$p" "$REC/403-forbidden.http.txt" | jq -S . >expect &&
 	jq -S . body.json >actual &&
 	test_cmp expect actual
@@ -60,81 +40,81 @@ test_expect_success 'the 403 is worded as kube-apiserver words it' '
 
 test_expect_success 'a Role bound to a User: exactly its verbs, in its namespace only' '
 	C=/api/v1/namespaces/team/configmaps &&
-	expect_code 200 alice-token GET $C/c1 &&
-	expect_code 200 alice-token GET $C &&
-	expect_code 200 alice-token GET "$C?watch=true&timeoutSeconds=1" &&
-	expect_code 403 alice-token POST $C "{\"metadata\":{\"name\":\"c2\"}}" &&
+	ksim_expect_code 200 alice-token GET $C/c1 &&
+	ksim_expect_code 200 alice-token GET $C &&
+	ksim_expect_code 200 alice-token GET "$C?watch=true&timeoutSeconds=1" &&
+	ksim_expect_code 403 alice-token POST $C "{\"metadata\":{\"name\":\"c2\"}}" &&
 	jq -e ".message == \"configmaps is forbidden: User \\\"alice\\\" cannot create resource \\\"configmaps\\\" in API group \\\"\\\" in the namespace \\\"team\\\"\"" body.json &&
-	expect_code 403 alice-token PUT $C/c1 "{\"metadata\":{\"name\":\"c1\"}}" &&
-	expect_code 403 alice-token PATCH $C/c1 "{}" application/merge-patch+json &&
-	expect_code 403 alice-token DELETE $C/c1 &&
+	ksim_expect_code 403 alice-token PUT $C/c1 "{\"metadata\":{\"name\":\"c1\"}}" &&
+	ksim_expect_code 403 alice-token PATCH $C/c1 "{}" application/merge-patch+json &&
+	ksim_expect_code 403 alice-token DELETE $C/c1 &&
 	jq -e ".details == {name: \"c1\", kind: \"configmaps\"}" body.json &&
-	expect_code 403 alice-token DELETE $C &&
-	expect_code 403 alice-token GET /api/v1/namespaces/default/configmaps &&
-	expect_code 403 alice-token GET /api/v1/configmaps &&
+	ksim_expect_code 403 alice-token DELETE $C &&
+	ksim_expect_code 403 alice-token GET /api/v1/namespaces/default/configmaps &&
+	ksim_expect_code 403 alice-token GET /api/v1/configmaps &&
 	jq -e ".message | endswith(\"at the cluster scope\")" body.json
 '
 
 test_expect_success 'resourceNames: only the named object, and not for list' '
 	S=/api/v1/namespaces/team/secrets &&
-	expect_code 200 alice-token GET $S/only-this &&
-	expect_code 403 alice-token GET $S/other &&
+	ksim_expect_code 200 alice-token GET $S/only-this &&
+	ksim_expect_code 403 alice-token GET $S/other &&
 	jq -e ".message == \"secrets \\\"other\\\" is forbidden: User \\\"alice\\\" cannot get resource \\\"secrets\\\" in API group \\\"\\\" in the namespace \\\"team\\\"\"" body.json &&
-	expect_code 403 alice-token GET $S &&
-	expect_code 403 alice-token DELETE $S/only-this
+	ksim_expect_code 403 alice-token GET $S &&
+	ksim_expect_code 403 alice-token DELETE $S/only-this
 '
 
 test_expect_success 'a ClusterRoleBinding to a Group with wildcards: every verb on apps, in every namespace' '
 	D=/apis/apps/v1/namespaces/team/deployments &&
 	body="{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"d1\"},\"spec\":{\"selector\":{\"matchLabels\":{\"a\":\"b\"}},\"template\":{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"nginx\"}]}}}}" &&
-	expect_code 201 carol-token POST $D "$body" &&
-	expect_code 200 alice-token GET /apis/apps/v1/deployments &&
-	expect_code 200 alice-token PATCH $D/d1 "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}" application/merge-patch+json &&
-	expect_code 200 alice-token GET $D/d1/status &&
-	expect_code 403 bob-token PATCH $D/d1 "{\"metadata\":{\"labels\":{\"x\":\"z\"}}}" application/merge-patch+json &&
-	expect_code 403 bob-token GET /apis/apps/v1/namespaces/default/deployments
+	ksim_expect_code 201 carol-token POST $D "$body" &&
+	ksim_expect_code 200 alice-token GET /apis/apps/v1/deployments &&
+	ksim_expect_code 200 alice-token PATCH $D/d1 "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}" application/merge-patch+json &&
+	ksim_expect_code 200 alice-token GET $D/d1/status &&
+	ksim_expect_code 403 bob-token PATCH $D/d1 "{\"metadata\":{\"labels\":{\"x\":\"z\"}}}" application/merge-patch+json &&
+	ksim_expect_code 403 bob-token GET /apis/apps/v1/namespaces/default/deployments
 '
 
 test_expect_success 'subresources: deployments/status is not deployments; a "*" resource covers subresources too' '
 	D=/apis/apps/v1/namespaces/team/deployments &&
-	expect_code 200 bob-token PATCH $D/d1/status "{\"status\":{\"replicas\":0}}" application/merge-patch+json &&
-	expect_code 403 bob-token GET $D/d1 &&
+	ksim_expect_code 200 bob-token PATCH $D/d1/status "{\"status\":{\"replicas\":0}}" application/merge-patch+json &&
+	ksim_expect_code 403 bob-token GET $D/d1 &&
 	jq -e ".message == \"deployments.apps \\\"d1\\\" is forbidden: User \\\"iot-op\\\" cannot get resource \\\"deployments\\\" in API group \\\"apps\\\" in the namespace \\\"team\\\"\"" body.json &&
-	expect_code 200 bob-token GET /api/v1/namespaces/team/configmaps/c1 &&
-	expect_code 403 bob-token GET /api/v1/namespaces/team/configmaps &&
-	expect_code 404 bob-token GET /api/v1/namespaces/team/pods/x/status &&
-	expect_code 403 bob-token GET /api/v1/namespaces/rec-cr/configmaps/c1
+	ksim_expect_code 200 bob-token GET /api/v1/namespaces/team/configmaps/c1 &&
+	ksim_expect_code 403 bob-token GET /api/v1/namespaces/team/configmaps &&
+	ksim_expect_code 404 bob-token GET /api/v1/namespaces/team/pods/x/status &&
+	ksim_expect_code 403 bob-token GET /api/v1/namespaces/rec-cr/configmaps/c1
 '
 
 test_expect_success 'the operator ServiceAccount (--sa-token) gets what deploy/ grants (clusterrole.yaml, role.yaml), nothing more' '
 	T=operator-token &&
-	expect_code 200 $T GET /apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices &&
-	expect_code 200 $T GET "/apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices?watch=true&timeoutSeconds=1" &&
-	expect_code 403 $T GET /apis/cp.iot.sap/v1/iotservices &&
-	expect_code 200 $T GET /api/v1/pods &&
-	expect_code 200 $T GET /apis/apps/v1/deployments &&
-	expect_code 403 $T GET /api/v1/namespaces/team/pods/x &&
+	ksim_expect_code 200 $T GET /apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices &&
+	ksim_expect_code 200 $T GET "/apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices?watch=true&timeoutSeconds=1" &&
+	ksim_expect_code 403 $T GET /apis/cp.iot.sap/v1/iotservices &&
+	ksim_expect_code 200 $T GET /api/v1/pods &&
+	ksim_expect_code 200 $T GET /apis/apps/v1/deployments &&
+	ksim_expect_code 403 $T GET /api/v1/namespaces/team/pods/x &&
 	jq -e ".message | startswith(\"pods \\\"x\\\" is forbidden: User \\\"system:serviceaccount:devawsk8s:iot-operator\\\" cannot get resource \\\"pods\\\"\")" body.json &&
-	expect_code 403 $T GET /apis/apps/v1/namespaces/team/deployments/nope &&
-	expect_code 403 $T DELETE /apis/apps/v1/namespaces/team/statefulsets/nope &&
-	expect_code 404 $T DELETE /api/v1/namespaces/nope &&
-	expect_code 403 $T PUT /apis/apps/v1/namespaces/team/deployments/d1 "{}" &&
-	expect_code 403 $T GET /api/v1/namespaces/team/configmaps &&
-	expect_code 403 $T DELETE /api/v1/namespaces/team/secrets &&
-	expect_code 200 $T GET /apis &&
+	ksim_expect_code 403 $T GET /apis/apps/v1/namespaces/team/deployments/nope &&
+	ksim_expect_code 403 $T DELETE /apis/apps/v1/namespaces/team/statefulsets/nope &&
+	ksim_expect_code 404 $T DELETE /api/v1/namespaces/nope &&
+	ksim_expect_code 403 $T PUT /apis/apps/v1/namespaces/team/deployments/d1 "{}" &&
+	ksim_expect_code 403 $T GET /api/v1/namespaces/team/configmaps &&
+	ksim_expect_code 403 $T DELETE /api/v1/namespaces/team/secrets &&
+	ksim_expect_code 200 $T GET /apis &&
 	kubectl --token operator-token get configmaps -n devawsk8s >out 2>err;
 	grep "Error from server (Forbidden): configmaps is forbidden: User \"system:serviceaccount:devawsk8s:iot-operator\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"devawsk8s\"" err &&
 	test_must_fail kubectl --token operator-token get secrets -n team >out 2>err &&
 	grep -x "Error from server (Forbidden): secrets is forbidden: User \"system:serviceaccount:devawsk8s:iot-operator\" cannot list resource \"secrets\" in API group \"\" in the namespace \"team\"" err &&
-	expect_code 200 $T GET "/api/v1/namespaces/devawsk8s/secrets?fieldSelector=metadata.name%3Dimage-pull-secret" &&
-	expect_code 200 $T GET "/api/v1/namespaces/devawsk8s/secrets?watch=true&timeoutSeconds=1&fieldSelector=metadata.name%3Dimage-pull-secret" &&
-	expect_code 403 $T GET "/api/v1/namespaces/devawsk8s/secrets?fieldSelector=metadata.name%3Dother" &&
+	ksim_expect_code 200 $T GET "/api/v1/namespaces/devawsk8s/secrets?fieldSelector=metadata.name%3Dimage-pull-secret" &&
+	ksim_expect_code 200 $T GET "/api/v1/namespaces/devawsk8s/secrets?watch=true&timeoutSeconds=1&fieldSelector=metadata.name%3Dimage-pull-secret" &&
+	ksim_expect_code 403 $T GET "/api/v1/namespaces/devawsk8s/secrets?fieldSelector=metadata.name%3Dother" &&
 	jq -e ".message | startswith(\"secrets \\\"other\\\" is forbidden: User \\\"system:serviceaccount:devawsk8s:iot-operator\\\" cannot list resource \\\"secrets\\\"\")" body.json &&
-	expect_code 403 $T GET "/api/v1/namespaces/devawsk8s/secrets?fieldSelector=metadata.name%3Dimage-pull-secret,type%3Dx"
+	ksim_expect_code 403 $T GET "/api/v1/namespaces/devawsk8s/secrets?fieldSelector=metadata.name%3Dimage-pull-secret,type%3Dx"
 '
 
 test_expect_success 'bindings take effect at once: a new RoleBinding allows, deleting it denies again' '
-	expect_code 403 bob-token GET /api/v1/namespaces/rec-cr/secrets &&
+	ksim_expect_code 403 bob-token GET /api/v1/namespaces/rec-cr/secrets &&
 	cat >tmp.yaml <<-\EOT &&
 	apiVersion: rbac.authorization.k8s.io/v1
 	kind: RoleBinding
@@ -143,9 +123,9 @@ test_expect_success 'bindings take effect at once: a new RoleBinding allows, del
 	subjects: [{kind: User, name: iot-op, apiGroup: rbac.authorization.k8s.io}]
 	EOT
 	kubectl apply -f tmp.yaml >out &&
-	expect_code 200 bob-token GET /api/v1/namespaces/rec-cr/secrets &&
+	ksim_expect_code 200 bob-token GET /api/v1/namespaces/rec-cr/secrets &&
 	kubectl -n rec-cr delete rolebinding tmp >out &&
-	expect_code 403 bob-token GET /api/v1/namespaces/rec-cr/secrets &&
+	ksim_expect_code 403 bob-token GET /api/v1/namespaces/rec-cr/secrets &&
 	ksim_stop
 '
 

@@ -8,27 +8,7 @@ RB=/apis/rbac.authorization.k8s.io/v1
 
 ksim_start --authorization rbac --token admin-token --token-file "$F/tokens.csv" --no-simulate
 
-# code TOKEN METHOD PATH [BODY]: the HTTP code; the body in body.json
-code () {
-	if test -n "$4"; then
-		curl -k -sS -m 10 -o body.json -w "%{http_code}" -X "$2" -H "Authorization: Bearer $1" \
-			-H "Content-Type: application/json" -d "$4" "$KSIM_URL$3"
-	else
-		curl -k -sS -m 10 -o body.json -w "%{http_code}" -X "$2" -H "Authorization: Bearer $1" "$KSIM_URL$3"
-	fi
-}
 
-# expect_code WANT TOKEN METHOD PATH [BODY]
-expect_code () {
-	ec_want=$1
-	shift
-	ec_got=$(code "$@")
-	if test "$ec_got" != "$ec_want"; then
-		echo "want $ec_want, got $ec_got: $2 $3 (token $1)"
-		cat body.json
-		return 1
-	fi
-}
 
 role () {
 	printf '{"metadata":{"name":"%s"},"rules":%s}' "$1" "$2"
@@ -42,12 +22,12 @@ test_expect_success 'setup as the admin (system:masters): the namespace, roles a
 '
 
 test_expect_success 'a Role with rights its writer holds is created' '
-	expect_code 201 dave-token POST $RB/namespaces/esc/roles \
+	ksim_expect_code 201 dave-token POST $RB/namespaces/esc/roles \
 		"$(role r1 "[{\"apiGroups\":[\"\"],\"resources\":[\"pods\"],\"verbs\":[\"get\"]}]")"
 '
 
 test_expect_success 'a Role with rights its writer lacks: 403, the missing rights listed as kube-apiserver lists them' '
-	expect_code 403 dave-token POST $RB/namespaces/esc/roles \
+	ksim_expect_code 403 dave-token POST $RB/namespaces/esc/roles \
 		"$(role r2 "[{\"apiGroups\":[\"\"],\"resources\":[\"secrets\",\"pods\"],\"verbs\":[\"get\",\"list\",\"delete\"]}]")" &&
 	jq -e ".reason == \"Forbidden\" and .code == 403 and
 		.details == {name: \"r2\", group: \"rbac.authorization.k8s.io\", kind: \"roles\"}" body.json &&
@@ -58,47 +38,47 @@ test_expect_success 'a Role with rights its writer lacks: 403, the missing right
 	{APIGroups:[""], Resources:["secrets"], Verbs:["get" "list" "delete"]}
 	EOT
 	test_cmp expect msg &&
-	expect_code 404 admin-token GET $RB/namespaces/esc/roles/r2
+	ksim_expect_code 404 admin-token GET $RB/namespaces/esc/roles/r2
 '
 
 test_expect_success 'an update that adds rights its writer lacks is refused the same way; the Role is unchanged' '
-	expect_code 200 dave-token GET $RB/namespaces/esc/roles/r1 &&
+	ksim_expect_code 200 dave-token GET $RB/namespaces/esc/roles/r1 &&
 	jq -c ".rules = [{apiGroups: [\"\"], resources: [\"pods\"], verbs: [\"get\"], resourceNames: [\"p\"]},
 		{nonResourceURLs: [\"/metrics\"], verbs: [\"get\"]}]" body.json >r1.json &&
-	expect_code 403 dave-token PUT $RB/namespaces/esc/roles/r1 "$(cat r1.json)" &&
+	ksim_expect_code 403 dave-token PUT $RB/namespaces/esc/roles/r1 "$(cat r1.json)" &&
 	jq -r .message body.json >msg &&
 	cat >expect <<-\EOT &&
 	roles.rbac.authorization.k8s.io "r1" is forbidden: user "dave" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:
 	{NonResourceURLs:["/metrics"], Verbs:["get"]}
 	EOT
 	test_cmp expect msg &&
-	expect_code 200 admin-token GET $RB/namespaces/esc/roles/r1 &&
+	ksim_expect_code 200 admin-token GET $RB/namespaces/esc/roles/r1 &&
 	jq -e ".rules == [{apiGroups: [\"\"], resources: [\"pods\"], verbs: [\"get\"]}]" body.json
 '
 
 test_expect_success 'escalate on roles lets its holder write any rules' '
-	expect_code 201 erin-token POST $RB/namespaces/esc/roles \
+	ksim_expect_code 201 erin-token POST $RB/namespaces/esc/roles \
 		"$(role r3 "[{\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"verbs\":[\"*\"]}]")"
 '
 
 test_expect_success 'a ClusterRole with an aggregationRule: only by a writer holding every right (403 as kube-apiserver words it)' '
 	agg="{\"metadata\":{\"name\":\"agg\"},\"aggregationRule\":{\"clusterRoleSelectors\":[{\"matchLabels\":{\"x\":\"y\"}}]},\"rules\":[]}" &&
-	expect_code 403 frank-token POST $RB/clusterroles "$agg" &&
+	ksim_expect_code 403 frank-token POST $RB/clusterroles "$agg" &&
 	jq -e ".reason == \"Forbidden\" and .details == {name: \"agg\", group: \"rbac.authorization.k8s.io\", kind: \"clusterroles\"}" body.json &&
 	jq -r .message body.json >msg &&
 	echo "clusterroles.rbac.authorization.k8s.io \"agg\" is forbidden: must have cluster-admin privileges to use the aggregationRule" >expect &&
 	test_cmp expect msg &&
-	expect_code 201 frank-token POST $RB/clusterroles \
+	ksim_expect_code 201 frank-token POST $RB/clusterroles \
 		"{\"metadata\":{\"name\":\"plain\"},\"rules\":[{\"apiGroups\":[\"\"],\"resources\":[\"pods\"],\"verbs\":[\"get\"]}]}" &&
-	expect_code 201 admin-token POST $RB/clusterroles "$agg"
+	ksim_expect_code 201 admin-token POST $RB/clusterroles "$agg"
 '
 
 test_expect_success 'a RoleBinding to a role whose rights its writer holds is created' '
-	expect_code 201 dave-token POST $RB/namespaces/esc/rolebindings "$(binding b1 Role r1)"
+	ksim_expect_code 201 dave-token POST $RB/namespaces/esc/rolebindings "$(binding b1 Role r1)"
 '
 
 test_expect_success 'a RoleBinding to a role whose rights its writer lacks: 403 without bind' '
-	expect_code 403 dave-token POST $RB/namespaces/esc/rolebindings "$(binding b2 ClusterRole secret-reader)" &&
+	ksim_expect_code 403 dave-token POST $RB/namespaces/esc/rolebindings "$(binding b2 ClusterRole secret-reader)" &&
 	jq -e ".details == {name: \"b2\", group: \"rbac.authorization.k8s.io\", kind: \"rolebindings\"}" body.json &&
 	jq -r .message body.json >msg &&
 	cat >expect <<-\EOT &&
@@ -109,8 +89,8 @@ test_expect_success 'a RoleBinding to a role whose rights its writer lacks: 403 
 '
 
 test_expect_success 'bind on the role by name allows that binding, not one to another role' '
-	expect_code 201 erin-token POST $RB/namespaces/esc/rolebindings "$(binding b3 ClusterRole secret-reader)" &&
-	expect_code 403 erin-token POST $RB/namespaces/esc/rolebindings "$(binding b4 ClusterRole secret-writer)" &&
+	ksim_expect_code 201 erin-token POST $RB/namespaces/esc/rolebindings "$(binding b3 ClusterRole secret-reader)" &&
+	ksim_expect_code 403 erin-token POST $RB/namespaces/esc/rolebindings "$(binding b4 ClusterRole secret-writer)" &&
 	jq -r .message body.json >msg &&
 	cat >expect <<-\EOT &&
 	rolebindings.rbac.authorization.k8s.io "b4" is forbidden: user "erin" (groups=["ops" "system:authenticated"]) is attempting to grant RBAC permissions not currently held:
@@ -120,12 +100,12 @@ test_expect_success 'bind on the role by name allows that binding, not one to an
 '
 
 test_expect_success 'a binding to a role that does not exist (and no bind on it): 404 as GetRoleReferenceRules says' '
-	expect_code 404 dave-token POST $RB/namespaces/esc/rolebindings "$(binding b5 ClusterRole nothing-here)" &&
+	ksim_expect_code 404 dave-token POST $RB/namespaces/esc/rolebindings "$(binding b5 ClusterRole nothing-here)" &&
 	jq -e ".reason == \"NotFound\" and .message == \"clusterroles.rbac.authorization.k8s.io \\\"nothing-here\\\" not found\"" body.json
 '
 
 test_expect_success 'the admin (system:masters) binds anything' '
-	expect_code 201 admin-token POST $RB/namespaces/esc/rolebindings "$(binding b6 ClusterRole cluster-admin)"
+	ksim_expect_code 201 admin-token POST $RB/namespaces/esc/rolebindings "$(binding b6 ClusterRole cluster-admin)"
 '
 
 test_expect_success 'impersonated: the impersonated user and groups are compared, not the impersonator' '

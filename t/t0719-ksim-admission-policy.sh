@@ -9,31 +9,7 @@ ksim_kubectls
 # TLS: kubectl sends a bearer token over HTTPS only.
 ksim_start --tls --authorization rbac --token admin-token --token-file "$F/tokens.csv" --no-simulate
 
-# code TOKEN METHOD PATH [BODY]: the HTTP code; the body in body.json, the headers in headers.txt
-# (PATCH: a merge patch)
-code () {
-	if test -n "$4"; then
-		co_type=application/json
-		test "$2" = PATCH && co_type=application/merge-patch+json
-		curl -k -sS -m 10 -D headers.txt -o body.json -w "%{http_code}" -X "$2" -H "Authorization: Bearer $1" \
-			-H "Content-Type: $co_type" -d "$4" "$KSIM_URL$3"
-	else
-		curl -k -sS -m 10 -D headers.txt -o body.json -w "%{http_code}" -X "$2" -H "Authorization: Bearer $1" \
-			"$KSIM_URL$3"
-	fi
-}
 
-# expect_code WANT TOKEN METHOD PATH [BODY]
-expect_code () {
-	ec_want=$1
-	shift
-	ec_got=$(code "$@")
-	if test "$ec_got" != "$ec_want"; then
-		echo "want $ec_want, got $ec_got: $2 $3 (token $1)"
-		cat body.json
-		return 1
-	fi
-}
 
 cm () {
 	printf '{"metadata":{"name":"%s"}%s}' "$1" "${2:+,\"data\":$2}"
@@ -55,7 +31,7 @@ test_expect_success 'discovery serves both kinds; the admin applies policies and
 '
 
 test_expect_success 'a false validation without message or reason: 422 Invalid, "failed expression: ...", as kube-apiserver answers' '
-	expect_code 422 alice-token POST /api/v1/namespaces/prod/configmaps "$(cm c1)" &&
+	ksim_expect_code 422 alice-token POST /api/v1/namespaces/prod/configmaps "$(cm c1)" &&
 	jq -S "del(.metadata)" body.json >actual &&
 	jq -S . >expect <<-\EOT &&
 	{"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 422, "reason": "Invalid",
@@ -67,38 +43,38 @@ test_expect_success 'a false validation without message or reason: 422 Invalid, 
 '
 
 test_expect_success 'the validation holds, or a matchCondition is false (another user, another namespace): admitted' '
-	expect_code 201 alice-token POST /api/v1/namespaces/prod/configmaps "$(cm c2 "{\"owner\":\"a\"}")" &&
-	expect_code 201 admin-token POST /api/v1/namespaces/prod/configmaps "$(cm c3)" &&
-	expect_code 201 alice-token POST /api/v1/namespaces/dev/configmaps "$(cm c4)"
+	ksim_expect_code 201 alice-token POST /api/v1/namespaces/prod/configmaps "$(cm c2 "{\"owner\":\"a\"}")" &&
+	ksim_expect_code 201 admin-token POST /api/v1/namespaces/prod/configmaps "$(cm c3)" &&
+	ksim_expect_code 201 alice-token POST /api/v1/namespaces/dev/configmaps "$(cm c4)"
 '
 
 test_expect_success 'UPDATE is checked with the new object: a patch dropping the owner is refused' '
-	expect_code 422 alice-token PATCH /api/v1/namespaces/prod/configmaps/c2 "{\"data\":null}" &&
+	ksim_expect_code 422 alice-token PATCH /api/v1/namespaces/prod/configmaps/c2 "{\"data\":null}" &&
 	jq -r .message body.json | grep -F "denied request: failed expression:" &&
-	expect_code 200 alice-token PATCH /api/v1/namespaces/prod/configmaps/c2 "{\"data\":{\"owner\":\"b\"}}"
+	ksim_expect_code 200 alice-token PATCH /api/v1/namespaces/prod/configmaps/c2 "{\"data\":{\"owner\":\"b\"}}"
 '
 
 test_expect_success 'DELETE is checked with oldObject, reason Forbidden gives 403 and the message' '
-	expect_code 200 admin-token PATCH /api/v1/namespaces/dev/configmaps/c4 "{\"metadata\":{\"labels\":{\"keep\":\"y\"}}}" &&
-	expect_code 403 alice-token DELETE /api/v1/namespaces/dev/configmaps/c4 &&
+	ksim_expect_code 200 admin-token PATCH /api/v1/namespaces/dev/configmaps/c4 "{\"metadata\":{\"labels\":{\"keep\":\"y\"}}}" &&
+	ksim_expect_code 403 alice-token DELETE /api/v1/namespaces/dev/configmaps/c4 &&
 	jq -r "[.code, .reason, .message] | join(\" \")" body.json >actual &&
 	echo "403 Forbidden configmaps \"c4\" is forbidden: ValidatingAdmissionPolicy '"'"'keep'"'"' with binding '"'"'keep'"'"' denied request: objects labelled keep are not deleted" >expect &&
 	test_cmp expect actual &&
-	expect_code 403 alice-token DELETE "/api/v1/namespaces/dev/configmaps?labelSelector=keep" &&
-	expect_code 200 admin-token GET /api/v1/namespaces/dev/configmaps/c4 &&
-	expect_code 200 alice-token DELETE /api/v1/namespaces/prod/configmaps/c3
+	ksim_expect_code 403 alice-token DELETE "/api/v1/namespaces/dev/configmaps?labelSelector=keep" &&
+	ksim_expect_code 200 admin-token GET /api/v1/namespaces/dev/configmaps/c4 &&
+	ksim_expect_code 200 alice-token DELETE /api/v1/namespaces/prod/configmaps/c3
 '
 
 test_expect_success 'an evaluation error: failurePolicy Fail refuses (422, the error named), Ignore admits' '
-	expect_code 422 alice-token POST /api/v1/namespaces/prod/secrets "{\"metadata\":{\"name\":\"s1\"}}" &&
+	ksim_expect_code 422 alice-token POST /api/v1/namespaces/prod/secrets "{\"metadata\":{\"name\":\"s1\"}}" &&
 	jq -r .message body.json >actual &&
 	echo "secrets \"s1\" is forbidden: ValidatingAdmissionPolicy '"'"'secret-fail'"'"' with binding '"'"'secret-fail'"'"' denied request: expression '"'"'object.data.kind == \"ok\"'"'"' resulted in error: no such key: data" >expect &&
 	test_cmp expect actual &&
-	expect_code 201 alice-token POST /api/v1/namespaces/dev/secrets "{\"metadata\":{\"name\":\"s1\"}}"
+	ksim_expect_code 201 alice-token POST /api/v1/namespaces/dev/secrets "{\"metadata\":{\"name\":\"s1\"}}"
 '
 
 test_expect_success 'validationActions Warn: admitted, with a Warning header' '
-	expect_code 201 alice-token POST /api/v1/namespaces/dev/serviceaccounts "{\"metadata\":{\"name\":\"bot\"}}" &&
+	ksim_expect_code 201 alice-token POST /api/v1/namespaces/dev/serviceaccounts "{\"metadata\":{\"name\":\"bot\"}}" &&
 	grep -i "^warning: 299 - \"Validation failed for ValidatingAdmissionPolicy '"'"'sa-warn'"'"' with binding '"'"'sa-warn'"'"': service accounts are named sa-\*\"" headers.txt
 '
 
@@ -125,20 +101,20 @@ test_expect_success 'a policy ksim cannot enforce fully is refused when written,
 	   "matchConstraints": {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*"]}]},
 	   "validations": [{"expression": "true"}, {"expression": "object.data.all(k, k != \"\")"}]}}
 	EOT
-	expect_code 422 admin-token POST /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies "$(cat bad.json)" &&
+	ksim_expect_code 422 admin-token POST /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies "$(cat bad.json)" &&
 	jq -r ".details.causes[] | \"\(.field): \(.message)\"" body.json >actual &&
 	cat >expect <<-\EOT &&
 	spec.paramKind: Unsupported value: ksim does not implement paramKind
 	spec.validations[1].expression: Invalid value: "object.data.all(k, k != \"\")": compilation failed: ksim'"'"'s CEL subset: 1:13: unsupported function '"'"'all'"'"'
 	EOT
 	test_cmp expect actual &&
-	expect_code 404 admin-token GET /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/bad
+	ksim_expect_code 404 admin-token GET /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/bad
 '
 
 test_expect_success 'with the bindings deleted, nothing is refused' '
 	kubectl delete validatingadmissionpolicybindings --all >out &&
-	expect_code 201 alice-token POST /api/v1/namespaces/prod/configmaps "$(cm c5)" &&
-	expect_code 200 alice-token DELETE /api/v1/namespaces/dev/configmaps/c4
+	ksim_expect_code 201 alice-token POST /api/v1/namespaces/prod/configmaps "$(cm c5)" &&
+	ksim_expect_code 200 alice-token DELETE /api/v1/namespaces/dev/configmaps/c4
 '
 
 test_expect_success 'ksim stops cleanly' '
