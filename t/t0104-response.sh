@@ -21,9 +21,9 @@ test_expect_success 'a recorded 404 Status: reason and message from the body, pe
 	check 404 b
 '
 
-test_expect_success 'recorded 403, 409, 415, 422: reasons from the body, only 409 transient' '
+test_expect_success 'recorded 403, 409, 415, 422: reasons from the body, only a 409 Conflict transient (AlreadyExists is not)' '
 	for f in 403-forbidden:403:Forbidden:false 403-namespace-terminating:403:Forbidden:false \
-		 409-already-exists:409:AlreadyExists:true 409-conflict-stale:409:Conflict:true \
+		 409-already-exists:409:AlreadyExists:false 409-conflict-stale:409:Conflict:true \
 		 409-apply-conflict:409:Conflict:true 415-or-404-smp-on-cr:415:UnsupportedMediaType:false \
 		 422-invalid:422:Invalid:false; do
 		IFS=: read name code reason tr <<-EOF

@@ -54,7 +54,7 @@ get () {
 
 test_expect_success 'a program that cannot work: said once, not restarted, /readyz names it, /healthz answers; SIGHUP retries' '
 	test_when_finished stop &&
-	rm -f sup.code sup.pid &&
+	rm -f sup.code sup.pid sup.err &&
 	mkdir prog &&
 	cp -R "$PROJECT_ROOT/pipeline/iotservice" "$PROJECT_ROOT/pipeline/lib" prog/ &&
 	sed -i "12s/\$/ )))/" prog/iotservice/sync.jq &&
@@ -103,7 +103,7 @@ test_expect_success 'a program that cannot work: said once, not restarted, /read
 
 test_expect_success 'a standby checks the program too: /readyz names it, it never starts a pipeline' '
 	test_when_finished stop &&
-	rm -f sup.code sup.pid &&
+	rm -f sup.code sup.pid sup.err &&
 	sed -i "12s/\$/ )))/" prog/iotservice/sync.jq &&
 	cat >lease.yaml <<-\EOF &&
 	apiVersion: coordination.k8s.io/v1

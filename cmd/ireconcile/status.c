@@ -202,11 +202,12 @@ static jv status_gist(jv status)
 {
 	static const char *const top[] = { "phase", "reason", "observedGeneration" };
 	static const char *const cond[] = { "type", "status", "reason", "observedGeneration" };
-	jv g = jv_object(), conds;
+	jv g, conds;
 	size_t i;
 
 	if (jv_get_kind(status) != JV_KIND_OBJECT)
 		return jv_null();
+	g = jv_object();
 	for (i = 0; i < sizeof(top) / sizeof(top[0]); i++) {
 		jv v = jv_object_get(jv_copy(status), kop_json_key(top[i]));
 
