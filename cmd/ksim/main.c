@@ -387,8 +387,13 @@ int main(int argc, char **argv)
 	MHD_stop_daemon(d);
 	if (lfd >= 0)
 		close(lfd);
-	ksim_sim_stop();
+	/*
+	 * The controllers (namespace finalizer, garbage collector) still
+	 * delete and so consult RBAC's index and write the --data log: they
+	 * stop before either is freed or closed.
+	 */
 	ksim_controllers_stop();
+	ksim_sim_stop();
 	ksim_store_free();
 	ksim_types_free();
 	free(cert);
