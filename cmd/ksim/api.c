@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api.h"
+#include "jsonl.h"
 #include "banned.h"
 
 /* POST of a review (KT_REVIEW): nothing stored, the answer made from the requester (review.c). */
@@ -382,14 +383,13 @@ int ksim_call(const char *user, const char *method, const char *path_and_query, 
 	struct ksim_request rq;
 	struct ksim_response rs;
 	char *path = call_request(&rq, user, method, path_and_query, content_type);
-	jv dumped = jv_null();
+	char *dumped = NULL;
 	int code;
 
 	rq.want_jv = out != NULL;
 	if (jv_get_kind(body) != JV_KIND_NULL && jv_is_valid(body)) {
-		dumped = jv_dump_string(body, 0);
-		rq.body = jv_string_value(dumped);
-		rq.body_len = strlen(rq.body);
+		dumped = kop_json_dump_len(body, &rq.body_len);
+		rq.body = dumped;
 	} else {
 		jv_free(body);
 	}
@@ -398,7 +398,7 @@ int ksim_call(const char *user, const char *method, const char *path_and_query, 
 	if (out)
 		*out = jv_copy(rs.body);
 	ksim_response_release(&rs);
-	jv_free(dumped);
+	free(dumped);
 	jv_free(rq.query);
 	free(path);
 	return code;
