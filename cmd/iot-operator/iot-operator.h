@@ -49,6 +49,8 @@ struct supervisor {
 	struct kop_backoff backoff;
 	int killed_at_bound;
 	int program_broken;	/* the check exited 100: no pipeline until SIGHUP (sup.broken says why) */
+	jv checked;		/* kwatch's arguments from the last check, for a start soon after (or jv_invalid()) */
+	int64_t checked_ms;	/* when that check was made */
 
 	/* shutdown */
 	int terminating;

@@ -344,6 +344,7 @@ int main(int argc, char **argv)
 		    sup.program);
 	sup.identity = make_identity();
 	sup.base = jv_object();
+	sup.checked = jv_invalid();
 	sup.live = jv_object();
 	sup.notes = jv_object();
 	sup.restarts = jv_object();
@@ -378,6 +379,7 @@ int main(int argc, char **argv)
 	log_info("stopped");
 	close(sfd);
 	jv_free(sup.base);
+	jv_free(sup.checked);
 	jv_free(sup.live);
 	jv_free(sup.notes);
 	jv_free(sup.restarts);

@@ -266,6 +266,8 @@ void program_check(void)
 	int permanent;
 	jv groups = kwatch_groups(&permanent);
 
+	jv_free(sup.checked);
+	sup.checked = jv_invalid();
 	if (!jv_is_valid(groups) && permanent) {
 		jv msg = jv_invalid_get_msg(groups);
 
@@ -273,7 +275,30 @@ void program_check(void)
 		jv_free(msg);
 		return;
 	}
+	if (jv_is_valid(groups)) {
+		sup.checked = groups;
+		sup.checked_ms = kop_mono_ms();
+	}
+}
+
+/*
+ * kwatch's arguments for a pipeline's start: those of a check made less
+ * than CHECK_FRESH_MS before (the start right after setup, or after a
+ * SIGHUP, need not compile the program a second time: that is a second of
+ * jq 1.6 at start-up), else those of a new check.
+ */
+#define CHECK_FRESH_MS 10000
+static jv start_groups(int *permanent)
+{
+	jv groups = sup.checked;
+
+	sup.checked = jv_invalid();
+	if (jv_is_valid(groups) && kop_mono_ms() - sup.checked_ms < CHECK_FRESH_MS) {
+		*permanent = 0;
+		return groups;
+	}
 	jv_free(groups);
+	return kwatch_groups(permanent);
 }
 
 /* SIGHUP: a program found broken is checked again at once (the pipeline starts if it is fixed). */
@@ -371,7 +396,7 @@ int pipeline_start(void)
 {
 	char err[KOP_ERRLEN] = "";
 	int permanent;
-	jv groups = kwatch_groups(&permanent), args;
+	jv groups = start_groups(&permanent), args;
 	int in[2] = { -1, -1 }, fb[2] = { -1, -1 }, ra[2] = { -1, -1 }, as[2] = { -1, -1 };
 	size_t i, nk;
 	int ok = 1;
