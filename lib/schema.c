@@ -65,17 +65,25 @@ jv kop_schema_default(jv obj, jv schema)
 			jv_object_foreach(props, k, ps) {
 				jv cur = jv_object_get(jv_copy(obj), jv_copy(k));
 				jv def = sget(ps, "default");
+				int given = 1;
 
 				if ((!jv_is_valid(cur) || (jv_get_kind(cur) == JV_KIND_NULL && !sflag(ps, "nullable"))) &&
 				    jv_is_valid(def)) {
 					jv_free(cur);
 					cur = jv_copy(def);
+					given = 0;
 				}
 				jv_free(def);
-				if (jv_is_valid(cur))
-					obj = jv_object_set(obj, jv_copy(k), kop_schema_default(cur, ps));
-				else
-					jv_free(cur);
+				if (jv_is_valid(cur)) {
+					jv nv = kop_schema_default(jv_copy(cur), ps);
+
+					/* set only when changed: what is left alone stays shared */
+					if (given && jv_identical(jv_copy(nv), jv_copy(cur)))
+						jv_free(nv);
+					else
+						obj = jv_object_set(obj, jv_copy(k), nv);
+				}
+				jv_free(cur);
 				jv_free(k);
 				jv_free(ps);
 			}
@@ -93,7 +101,14 @@ jv kop_schema_default(jv obj, jv schema)
 					jv_free(v);
 					continue;
 				}
-				obj = jv_object_set(obj, k, kop_schema_default(v, ap));
+				jv nv = kop_schema_default(jv_copy(v), ap);
+
+				if (jv_identical(jv_copy(nv), v)) {
+					jv_free(nv);
+					jv_free(k);
+				} else {
+					obj = jv_object_set(obj, k, nv);
+				}
 			}
 			jv_free(orig);
 			jv_free(props2);
@@ -107,8 +122,14 @@ jv kop_schema_default(jv obj, jv schema)
 		if (jv_get_kind(items) == JV_KIND_OBJECT) {
 			int i, n = jv_array_length(jv_copy(obj));
 
-			for (i = 0; i < n; i++)
-				obj = jv_array_set(obj, i, kop_schema_default(jv_array_get(jv_copy(obj), i), items));
+			for (i = 0; i < n; i++) {
+				jv e = jv_array_get(jv_copy(obj), i), ne = kop_schema_default(jv_copy(e), items);
+
+				if (jv_identical(jv_copy(ne), e))
+					jv_free(ne);
+				else
+					obj = jv_array_set(obj, i, ne);
+			}
 		}
 		jv_free(items);
 	}
@@ -165,7 +186,15 @@ static jv prune(jv obj, jv schema, int resource)
 			}
 			jv ps = prop_schema(schema, jv_copy(k));
 			if (jv_is_valid(ps)) {
-				obj = jv_object_set(obj, k, prune(v, ps, sflag(ps, "x-kubernetes-embedded-resource")));
+				jv pv = prune(jv_copy(v), ps, sflag(ps, "x-kubernetes-embedded-resource"));
+
+				/* set only when changed: what is left alone stays shared (and cheap to compare) */
+				if (jv_identical(jv_copy(pv), v)) {
+					jv_free(pv);
+					jv_free(k);
+				} else {
+					obj = jv_object_set(obj, k, pv);
+				}
 			} else if (preserve || ap_any) {
 				jv_free(k);
 				jv_free(v);
@@ -185,8 +214,14 @@ static jv prune(jv obj, jv schema, int resource)
 			int i, n = jv_array_length(jv_copy(obj));
 			int emb = sflag(items, "x-kubernetes-embedded-resource");
 
-			for (i = 0; i < n; i++)
-				obj = jv_array_set(obj, i, prune(jv_array_get(jv_copy(obj), i), items, emb));
+			for (i = 0; i < n; i++) {
+				jv e = jv_array_get(jv_copy(obj), i), pe = prune(jv_copy(e), items, emb);
+
+				if (jv_identical(jv_copy(pe), e))
+					jv_free(pe);
+				else
+					obj = jv_array_set(obj, i, pe);
+			}
 		}
 		jv_free(items);
 	}

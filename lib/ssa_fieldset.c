@@ -258,6 +258,9 @@ void ssa_fs_diff(struct walk *w, jv old, jv new, jv *changed, jv *removed)
 
 	*changed = jv_invalid();
 	*removed = jv_invalid();
+	/* One value on both sides (an update built from the stored object shares what it left alone). */
+	if (jv_identical(jv_copy(old), jv_copy(new)))
+		return;
 	if (jv_get_kind(old) == JV_KIND_OBJECT && jv_get_kind(new) == JV_KIND_OBJECT) {
 		t = ssa_list_type(w, &entry);
 		jv_free(entry);

@@ -156,6 +156,8 @@ double generation(jv obj)
 /* The fields of orig (borrowed) that pruned (borrowed) lacks, as "spec.x" paths appended to *out. */
 static void pruned_paths(jv orig, jv pruned, const char *prefix, jv *out)
 {
+	if (jv_identical(jv_copy(orig), jv_copy(pruned)))
+		return;	/* left alone by the pruning (lib/schema.c keeps it shared) */
 	if (jv_get_kind(orig) == JV_KIND_OBJECT && jv_get_kind(pruned) == JV_KIND_OBJECT) {
 		jv_object_foreach(orig, k, v) {
 			struct kop_buf p = KOP_BUF_INIT;
