@@ -51,6 +51,17 @@ jv kop_schema_prune(jv obj, jv schema);
  */
 jv kop_schema_validate(jv obj, jv schema);
 
+/*
+ * The same for an update of the stored object old (consumed), with
+ * kube-apiserver's validation ratcheting (1.30, CRDValidationRatcheting): a
+ * value of obj equal to old's at the same object path is not judged again,
+ * so a value stored before the schema was tightened may stay while others
+ * change. Array elements are not matched to old ones: a list that changed
+ * is judged whole. (An update built from the stored object shares what it
+ * leaves alone, which makes the comparison a pointer's.)
+ */
+jv kop_schema_validate_update(jv obj, jv old, jv schema);
+
 /* The list semantics of schema (x-kubernetes-list-type map|set|atomic, with
  * x-kubernetes-list-map-keys) in kop_builtin_listinfo's shape (including
  * the metadata entries for finalizers and ownerReferences). */

@@ -503,6 +503,27 @@ test_expect_success 'status subresource: only .status changes there; the main re
 	req GET $G/g/status && code_is 200 && jq -e ".kind == \"Gadget\" and .status.phase == \"Up\"" out.json
 '
 
+test_expect_success 'validation ratcheting (1.30): a value stored before its schema was tightened stays; a changed one is judged' '
+	G=/apis/example.com/v1/namespaces/default/gadgets &&
+	C=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com &&
+	ksim_curl -o crd.json $C &&
+	jq -c "(.spec.versions[].schema.openAPIV3Schema.properties.spec.properties.n.maximum) = 3" crd.json >tight.json &&
+	req PUT $C "$(cat tight.json)" && code_is 200 &&
+	req PATCH $G/g "{\"metadata\":{\"labels\":{\"r\":\"1\"}}}" application/merge-patch+json && code_is 200 &&
+	jq -e ".spec.n == 5 and .metadata.labels.r == \"1\"" out.json &&
+	jq -c ".metadata.labels.r = \"2\"" out.json >put.json &&
+	req PUT $G/g "$(cat put.json)" && code_is 200 &&
+	jq -c ".status = {phase: \"Steady\"}" out.json >st.json &&
+	req PUT $G/g/status "$(cat st.json)" && code_is 200 &&
+	req PATCH $G/g "{\"spec\":{\"n\":4}}" application/merge-patch+json && code_is 422 &&
+	jq -e ".details.causes | length == 1 and .[0].field == \"spec.n\"" out.json &&
+	req POST $G "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Gadget\",\"metadata\":{\"name\":\"new5\"},\"spec\":{\"n\":5}}" &&
+	code_is 422 &&
+	ksim_curl -o crd.json $C &&
+	jq -c "(.spec.versions[].schema.openAPIV3Schema.properties.spec.properties.n.maximum) = 10" crd.json >loose.json &&
+	req PUT $C "$(cat loose.json)" && code_is 200
+'
+
 test_expect_success 'tables: printer columns of a CRD, columns of built-ins' '
 	T="Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json" &&
 	ksim_curl -o t.json -H "$T" /apis/example.com/v1/namespaces/default/gadgets &&

@@ -90,7 +90,7 @@ const char *manager_of(const struct ksim_request *rq, char *buf, size_t len);
 int same_object(jv a, jv b);
 jv spec_part(const struct ksim_type *t, jv obj);
 double generation(jv obj);
-int schema_check(const struct ksim_type *t, jv *obj, const char *name, const struct wopts *o, jv *err_out);
+int schema_check(const struct ksim_type *t, jv *obj, jv old, const char *name, const struct wopts *o, jv *err_out);
 jv crd_status(jv crd, const char *now);
 jv event_causes(jv obj);
 void next_service_ip(char *ip, size_t len);

@@ -251,7 +251,7 @@ int do_create(const struct ksim_type *t, const char *ns, jv obj, const struct wo
 	{
 		jv e;
 		char *nm = kop_strdup(name);
-		int bad = schema_check(t, &obj, nm, o, &e);
+		int bad = schema_check(t, &obj, jv_invalid(), nm, o, &e);
 
 		free(nm);
 		if (bad) {

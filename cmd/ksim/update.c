@@ -179,7 +179,7 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 	}
 	if (!sub && ksim_escalation_check(t, o->user, o->groups, obj, &code, out) < 0)	/* escalation.c */
 		goto fail;
-	if (schema_check(t, &obj, nm, o, out) < 0) {
+	if (schema_check(t, &obj, old, nm, o, out) < 0) {
 		jv_free(obj);
 		code = status_code(*out);
 		goto out;

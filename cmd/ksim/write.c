@@ -216,10 +216,17 @@ static jv drop_nulls(jv obj, jv schema)
 			if (jv_get_kind(ps) == JV_KIND_OBJECT) {
 				jv nullable = sub_schema(ps, "nullable");
 
-				if (jv_get_kind(v) == JV_KIND_NULL && jv_get_kind(nullable) != JV_KIND_TRUE)
+				if (jv_get_kind(v) == JV_KIND_NULL && jv_get_kind(nullable) != JV_KIND_TRUE) {
 					obj = jv_object_delete(obj, jv_copy(k));
-				else if (jv_get_kind(v) == JV_KIND_OBJECT || jv_get_kind(v) == JV_KIND_ARRAY)
-					obj = jv_object_set(obj, jv_copy(k), drop_nulls(jv_copy(v), ps));
+				} else if (jv_get_kind(v) == JV_KIND_OBJECT || jv_get_kind(v) == JV_KIND_ARRAY) {
+					jv nv = drop_nulls(jv_copy(v), ps);
+
+					/* set only when changed: what is left alone stays shared */
+					if (jv_identical(jv_copy(nv), jv_copy(v)))
+						jv_free(nv);
+					else
+						obj = jv_object_set(obj, jv_copy(k), nv);
+				}
 				jv_free(nullable);
 			}
 			jv_free(ps);
@@ -235,8 +242,14 @@ static jv drop_nulls(jv obj, jv schema)
 		if (jv_get_kind(items) == JV_KIND_OBJECT) {
 			int n = jv_array_length(jv_copy(obj));
 
-			for (int i = 0; i < n; i++)
-				obj = jv_array_set(obj, i, drop_nulls(jv_array_get(jv_copy(obj), i), items));
+			for (int i = 0; i < n; i++) {
+				jv e = jv_array_get(jv_copy(obj), i), ne = drop_nulls(jv_copy(e), items);
+
+				if (jv_identical(jv_copy(ne), e))
+					jv_free(ne);
+				else
+					obj = jv_array_set(obj, i, ne);
+			}
 		}
 		jv_free(items);
 	}
@@ -247,8 +260,10 @@ static jv drop_nulls(jv obj, jv schema)
  * Schema defaulting, pruning and validation of a custom object: 0, or -1
  * with *err_out a 422 (invalid) or 400 (fieldValidation=Strict and unknown
  * fields). With Warn (the default), each pruned field becomes a warning.
+ * old (borrowed): the stored object of an update, whose values the new one
+ * still shares are not validated again (ratcheting); jv_invalid() on a create.
  */
-int schema_check(const struct ksim_type *t, jv *obj, const char *name, const struct wopts *o, jv *err_out)
+int schema_check(const struct ksim_type *t, jv *obj, jv old, const char *name, const struct wopts *o, jv *err_out)
 {
 	jv causes, orig, unknown = jv_array();
 	int custom = (t->flags & KT_CUSTOM) && jv_get_kind(t->schema) == JV_KIND_OBJECT;
@@ -294,7 +309,7 @@ int schema_check(const struct ksim_type *t, jv *obj, const char *name, const str
 	jv_free(unknown);
 	if (!custom)
 		return 0;
-	causes = kop_schema_validate(jv_copy(*obj), t->schema);
+	causes = kop_schema_validate_update(jv_copy(*obj), jv_copy(old), t->schema);
 	if (jv_get_kind(causes) == JV_KIND_ARRAY && jv_array_length(jv_copy(causes)) > 0) {
 		*err_out = invalid(t, name, causes);
 		return -1;
