@@ -50,6 +50,14 @@ figure () { # metric value unit [target]
 }
 # the operator's process tree: ours (the supervisor and its stages) or the peer's
 procs () { tree_procs "${op_pid:-$peer_pid}"; }
+# "PID COMM TICKS" (utime + stime) of each of the operator's processes, sorted by PID for join
+proc_ticks () {
+	for pid in $(procs); do
+		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+		t=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{ print $12 + $13 }') || continue
+		echo "$pid $comm ${t:-0}"
+	done | sort -k1,1
+}
 cpu_ticks () { tree_ticks "${op_pid:-$peer_pid}"; }
 sum_kb () { # FILE FIELD: the sum over the tree of a kB field of /proc/PID/FILE
 	t=0
@@ -125,6 +133,7 @@ run () { # WHO N
 	done >"$d/create.cfg"
 	curl -sS -f -X POST -d '{"reset":true}' "$url/ksim/stats" >/dev/null
 	cpu0=$(cpu_ticks) kcpu0=$(ksim_ticks)
+	proc_ticks >"$d/ticks0"
 	log "$who, N=$n: creating $n Memcacheds"
 	t0=$(now_ms)
 	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$d/create.cfg"
@@ -139,6 +148,7 @@ run () { # WHO N
 	done
 	t1=$(now_ms)
 	cpu1=$(cpu_ticks) kcpu1=$(ksim_ticks)
+	proc_ticks >"$d/ticks1"
 	curl -sS -f "$url/ksim/stats" -o "$d/stats.conv"
 	agent_requests "$agent" "$d/stats.conv" >"$d/req.conv"
 	log "$who, N=$n: converged=$ok after $((t1 - t0)) ms; requests $(cat "$d/req.conv")"
@@ -150,6 +160,10 @@ run () { # WHO N
 		"$(test "$who" = ours && echo "<= 2.0")"
 	figure "${p}_writes_total" "$(jq .writes "$d/req.conv")" count
 	figure "${p}_cpu_s" "$(secs $((cpu1 - cpu0)))" s
+	# and process by process (a process that was not there at both ends is left out)
+	join "$d/ticks0" "$d/ticks1" | while read -r pid comm a _ b; do
+		figure "${p}_cpu_s_$comm" "$(secs $((b - a)))" s
+	done
 	figure "${p}_ksim_cpu_s" "$(secs $((kcpu1 - kcpu0)))" s
 	echo "$(secs $((cpu1 - cpu0)))" >"$tmp/$p.cpu"
 	echo "$(secs $((kcpu1 - kcpu0)))" >"$tmp/$p.kcpu"
