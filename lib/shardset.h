@@ -1,0 +1,137 @@
+#ifndef KOP_SHARDSET_H
+#define KOP_SHARDSET_H
+/*
+ * The shard Leases of one replica: which of the R ranges of the hash space
+ * (lib/shard.h, kop_shard_range_string(key, i, R)) this replica owns, each
+ * through a coordination.k8s.io/v1 Lease of a fixed name, spread evenly over
+ * the live replicas. One round per call, never sleeps; the caller runs the
+ * loop (a retry period apart) as it does for the leader Lease (lib/lease.h).
+ *
+ * Leases, in the namespace ns:
+ *   <prefix>-shard-NN            range NN (two digits, 00 .. R-1), held as a
+ *                                leader Lease (lib/lease.c) by at most one replica
+ *   <prefix>-member-<identity>   one per replica, held and renewed by it every round
+ *
+ * Membership. A replica is live, in the view of any replica, while its member
+ * Lease names it as holder (holderIdentity == <identity>) and is unexpired by
+ * lease.c's rule: the record was last seen to change at local monotonic time
+ * T (its spec, renewTime included, differs from the previous read) and T +
+ * leaseDurationSeconds is still ahead. Clock skew does not matter; a replica
+ * that stops renewing drops out one Lease duration after it was last seen to
+ * renew; one that shuts down releases its member Lease (holder "") and drops
+ * out at the next read. The members are read each round by one GET of the
+ * leases collection of ns, kept by name prefix. The member Lease of a replica
+ * that has been out for two Lease durations is deleted (with its
+ * resourceVersion as precondition) by the first live member, so that the
+ * Leases of replicas gone do not pile up.
+ *
+ * Shares. The live members ordered by identity (strcmp), n of them: member k
+ * targets R / n ranges, one more when k < R % n. Every replica with the same
+ * view computes the same targets; views differ for a round or so while a
+ * member joins or leaves, which costs time, never safety (below).
+ *
+ * One round (shardset_round):
+ *  1. hand over (lease_release: holder "", so another takes it at once) the
+ *     ranges dropped by the previous round (shardset_handover);
+ *  2. renew the member Lease, list the leases, compute the target;
+ *  3. renew the held ranges up to the target, lowest first; drop the others
+ *     (they go to `lost` and to `pending`: released at the next handover,
+ *     not now, since the caller may still be writing for them);
+ *  4. while below the target, try to acquire the ranges that are free in
+ *     this round's list (no Lease yet, holder "", or expired by the observed
+ *     rule), starting from this member's own slice k*R/n, so that replicas
+ *     starting together rarely race for the same one; a range still naming
+ *     us as holder that we do not hold is taken back, or released when we
+ *     are at the target.
+ * When the list fails no range is acquired or dropped; held ones are renewed.
+ *
+ * Safety: a range is never held by two replicas at once.
+ *  - A range enters `held` only by a successful acquire or renew (a write
+ *    that the resourceVersion made conditional), never from a read.
+ *  - renewed_ms[i] is the local monotonic time at the start of the round of
+ *    the last successful acquire/renew of range i: no other replica can see
+ *    that write before, so none can take the range before renewed_ms[i] +
+ *    duration on our clock.
+ *  - The caller works for range i at local monotonic time t only while
+ *    shardset_usable(s, t) has bit i, that is i is in held and t -
+ *    renewed_ms[i] < renew_deadline_ms (< duration): the same rule as the
+ *    leader Lease's renew deadline, checked before each write, between
+ *    rounds too (a round may be late). A round whose renewal gets no
+ *    answer keeps the range in held until that deadline, then drops it
+ *    (lost).
+ *  - A range that leaves held (`lost` of a round) must no longer be worked
+ *    for when the caller next calls shardset_handover or shardset_round:
+ *    only then is its Lease released. At shutdown the caller stops all work,
+ *    then calls shardset_release.
+ *
+ * RBAC: get and update on the shard Leases (by name) and on the member
+ * Leases, create (which cannot be limited by name), list of the leases of
+ * ns, delete of member Leases.
+ */
+#include <stdint.h>
+#include "lease.h"
+
+#define SHARDSET_MAX 64		/* ranges: the bits of a uint64_t */
+
+struct shardset_peer {
+	struct lease l;		/* observed only: lease_observe from the list */
+	char *identity;		/* the name after <prefix>-member- */
+	int seen;		/* in the last list */
+};
+
+struct shardset {
+	char *ns, *prefix, *identity, *member_prefix, *shard_prefix;
+	unsigned n;			/* ranges R */
+	long duration_s;		/* leaseDurationSeconds we write */
+	int64_t renew_deadline_ms;	/* < duration */
+	struct lease *range;		/* n: <prefix>-shard-NN */
+	struct lease member;		/* <prefix>-member-<identity> */
+	int64_t *renewed_ms;		/* n: see above; meaningful for the bits of held */
+	uint64_t held;			/* ranges held, as of the last round */
+	uint64_t gained, lost;		/* what the last round (or release) added to and took from held */
+	uint64_t pending;		/* dropped from held, to release at the next handover */
+	struct shardset_peer *peers;	/* every member Lease of the last list, mine included */
+	size_t npeers, peers_cap;
+	unsigned live;			/* live members in the last list (0 when it failed) */
+	int rank;			/* my index among them, -1 when I am not live in it */
+	unsigned target;		/* my share as computed by the last list */
+	int listed;			/* the last round read the leases */
+};
+
+/*
+ * 0, or -1 with err when the Lease names made of prefix and identity are not
+ * DNS-1123 subdomains, nranges is not in 1 .. SHARDSET_MAX, or the renew
+ * deadline is not positive and below the duration.
+ */
+int shardset_init(struct shardset *s, const char *ns, const char *prefix, const char *identity, unsigned nranges,
+		  long duration_s, int64_t renew_deadline_ms, char *err);
+void shardset_release_mem(struct shardset *s);
+
+/*
+ * One round at local monotonic time now_ms and wall time now_us
+ * (microseconds since the epoch, for the MicroTimes). Sets held, gained,
+ * lost, pending, live, rank, target and listed. 0, or -1 when a request
+ * failed (err says the first); the outputs are valid either way.
+ */
+int shardset_round(struct shardset *s, const struct lease_io *io, int64_t now_ms, int64_t now_us, char *err);
+
+/*
+ * Releases the pending ranges (the caller no longer works for them): 0, or
+ * -1 with err (a range whose release failed is simply left to expire).
+ */
+int shardset_handover(struct shardset *s, const struct lease_io *io, int64_t now_us, char *err);
+
+/*
+ * Shutdown, once the caller has stopped working for every range: releases
+ * every range and the member Lease, so that the others take them at their
+ * next round. held becomes 0 (lost says what it held). 0, or -1 with err.
+ */
+int shardset_release(struct shardset *s, const struct lease_io *io, int64_t now_us, char *err);
+
+/* The ranges the caller may work for at local monotonic time now_ms (see Safety). */
+uint64_t shardset_usable(const struct shardset *s, int64_t now_ms);
+
+/* The name of the Lease of range i, borrowed. */
+const char *shardset_range_lease(const struct shardset *s, unsigned i);
+
+#endif
