@@ -16,6 +16,66 @@ static unsigned count(uint64_t x)
 	return (unsigned)__builtin_popcountll(x);
 }
 
+static int64_t system_mono_ms(void *ctx)
+{
+	(void)ctx;
+	return kop_mono_ms();
+}
+
+static int64_t system_wall_us(void *ctx)
+{
+	(void)ctx;
+	return kop_wall_ms() * 1000;
+}
+
+const struct shardset_clock shardset_system_clock = { system_mono_ms, system_wall_us, NULL };
+
+static int64_t mono(const struct shardset_clock *c)
+{
+	return c->mono_ms(c->ctx);
+}
+
+static int64_t wall(const struct shardset_clock *c)
+{
+	return c->wall_us(c->ctx);
+}
+
+/*
+ * What a lease.c call read is stamped with the time read after it answered,
+ * never earlier: lease_try_acquire_or_renew stamps its reads with the time
+ * it began, and lease_release's re-read after a conflict keeps the time of
+ * the previous read, either of which would make another replica's Lease
+ * expire early in our view. spec_before is the observed spec before the
+ * call (consumed).
+ */
+static void restamp(struct lease *l, jv spec_before, const struct shardset_clock *c)
+{
+	if (!jv_equal(spec_before, jv_copy(l->observed_spec)))
+		l->observed_ms = mono(c);
+}
+
+/* One lease.c round on l, started at *t (read now). */
+static int try_lease(struct lease *l, const struct lease_io *io, const struct shardset_clock *c, int64_t *t,
+		     char *err)
+{
+	jv before = jv_copy(l->observed_spec);
+	int r;
+
+	*t = mono(c);
+	r = lease_try_acquire_or_renew(l, io, *t, wall(c), err);
+	restamp(l, before, c);
+	return r;
+}
+
+static int release_lease(struct lease *l, const struct lease_io *io, const struct shardset_clock *c, char *err)
+{
+	jv before = jv_copy(l->observed_spec);
+	int r = lease_release(l, io, wall(c), err);
+
+	restamp(l, before, c);
+	return r;
+}
+
 /* Keeps the first error of a round in err. */
 static void note(char *err, int *failed, const char *e)
 {
@@ -186,11 +246,13 @@ static int list_error(const struct shardset *s, long code, jv resp, const char *
  * by identity; those gone are forgotten), the range Leases we do not hold
  * into their struct lease. *present gets the ranges that have a Lease.
  */
-static int list_leases(struct shardset *s, const struct lease_io *io, int64_t now_ms, uint64_t *present, char *err)
+static int list_leases(struct shardset *s, const struct lease_io *io, const struct shardset_clock *c,
+		       uint64_t *present, char *err)
 {
 	char rerr[KOP_ERRLEN] = "";
 	jv resp = jv_null(), items;
 	long code = io->request(io->ctx, "GET", s->member.collection, jv_invalid(), &resp, rerr);
+	int64_t now_ms = mono(c);	/* after the answer: see try_lease */
 	size_t mpl = strlen(s->member_prefix), j, k;
 	int i, len;
 
@@ -291,7 +353,7 @@ static int range_free(const struct shardset *s, unsigned i, uint64_t present, in
 	return !(present & BIT(i)) || !*h || !strcmp(h, s->identity) || !lease_observed_valid(l, now_ms);
 }
 
-int shardset_handover(struct shardset *s, const struct lease_io *io, int64_t now_us, char *err)
+int shardset_handover(struct shardset *s, const struct lease_io *io, const struct shardset_clock *c, char *err)
 {
 	char e[KOP_ERRLEN];
 	int failed = 0;
@@ -300,7 +362,7 @@ int shardset_handover(struct shardset *s, const struct lease_io *io, int64_t now
 	for (i = 0; i < s->n; i++) {
 		if (!(s->pending & BIT(i)))
 			continue;
-		if (lease_release(&s->range[i], io, now_us, e) < 0)
+		if (release_lease(&s->range[i], io, c, e) < 0)
 			note(err, &failed, e);
 		else
 			s->pending &= ~BIT(i);
@@ -308,36 +370,38 @@ int shardset_handover(struct shardset *s, const struct lease_io *io, int64_t now
 	return failed ? -1 : 0;
 }
 
-int shardset_round(struct shardset *s, const struct lease_io *io, int64_t now_ms, int64_t now_us, char *err)
+int shardset_round(struct shardset *s, const struct lease_io *io, const struct shardset_clock *c, char *err)
 {
 	char e[KOP_ERRLEN];
 	uint64_t before = s->held, keep = 0, present = 0;
 	int failed = 0, r;
 	unsigned i, j, start;
+	int64_t t;
 	size_t k;
 
 	/* 1. The ranges dropped last round: the caller has stopped working for them. */
-	if (shardset_handover(s, io, now_us, e) < 0)
+	if (shardset_handover(s, io, c, e) < 0)
 		note(err, &failed, e);
 
 	/* 2. Membership and my target. */
-	if (lease_try_acquire_or_renew(&s->member, io, now_ms, now_us, e) < 0)
+	if (try_lease(&s->member, io, c, &t, e) < 0)
 		note(err, &failed, e);
 	s->live = 0;
 	s->rank = -1;
-	s->listed = list_leases(s, io, now_ms, &present, e) == 0;
+	s->listed = list_leases(s, io, c, &present, e) == 0;
 	if (!s->listed) {
 		note(err, &failed, e);
 	} else {
+		t = mono(c);
 		for (k = 0; k < s->npeers; k++) {
-			if (!peer_live(&s->peers[k], now_ms))
+			if (!peer_live(&s->peers[k], t))
 				continue;
 			if (!strcmp(s->peers[k].identity, s->identity))
 				s->rank = (int)s->live;
 			s->live++;
 		}
 		s->target = s->rank < 0 ? 0 : s->n / s->live + ((unsigned)s->rank < s->n % s->live);
-		if (s->rank == 0 && collect_members(s, io, now_ms, e) < 0)
+		if (s->rank == 0 && collect_members(s, io, t, e) < 0)
 			note(err, &failed, e);
 	}
 
@@ -349,13 +413,13 @@ int shardset_round(struct shardset *s, const struct lease_io *io, int64_t now_ms
 			s->pending |= BIT(i);
 			continue;
 		}
-		r = lease_try_acquire_or_renew(&s->range[i], io, now_ms, now_us, e);
+		r = try_lease(&s->range[i], io, c, &t, e);
 		if (r == 1) {
-			s->renewed_ms[i] = now_ms;
+			s->renewed_ms[i] = t;
 			keep |= BIT(i);
 		} else if (r < 0) {
 			note(err, &failed, e);
-			if (now_ms - s->renewed_ms[i] < s->renew_deadline_ms)
+			if (mono(c) - s->renewed_ms[i] < s->renew_deadline_ms)
 				keep |= BIT(i);
 		}
 	}
@@ -365,18 +429,18 @@ int shardset_round(struct shardset *s, const struct lease_io *io, int64_t now_ms
 		start = s->rank < 0 ? 0 : (unsigned)s->rank * s->n / s->live;
 		for (j = 0; j < s->n; j++) {
 			i = (start + j) % s->n;
-			if (((before | keep | s->pending) & BIT(i)) || !range_free(s, i, present, now_ms))
+			if (((before | keep | s->pending) & BIT(i)) || !range_free(s, i, present, mono(c)))
 				continue;
 			if (count(keep) < s->target) {
-				r = lease_try_acquire_or_renew(&s->range[i], io, now_ms, now_us, e);
+				r = try_lease(&s->range[i], io, c, &t, e);
 				if (r == 1) {
-					s->renewed_ms[i] = now_ms;
+					s->renewed_ms[i] = t;
 					keep |= BIT(i);
 				} else if (r < 0) {
 					note(err, &failed, e);
 				}
 			} else if (!strcmp(lease_holder(&s->range[i]), s->identity)) {
-				if (lease_release(&s->range[i], io, now_us, e) < 0)
+				if (release_lease(&s->range[i], io, c, e) < 0)
 					note(err, &failed, e);
 			}
 		}
@@ -388,7 +452,7 @@ int shardset_round(struct shardset *s, const struct lease_io *io, int64_t now_ms
 	return failed ? -1 : 0;
 }
 
-int shardset_release(struct shardset *s, const struct lease_io *io, int64_t now_us, char *err)
+int shardset_release(struct shardset *s, const struct lease_io *io, const struct shardset_clock *c, char *err)
 {
 	char e[KOP_ERRLEN];
 	int failed = 0;
@@ -400,9 +464,9 @@ int shardset_release(struct shardset *s, const struct lease_io *io, int64_t now_
 		if ((s->held & BIT(i)) || s->range[i].leader)
 			s->pending |= BIT(i);
 	s->held = 0;
-	if (shardset_handover(s, io, now_us, e) < 0)
+	if (shardset_handover(s, io, c, e) < 0)
 		note(err, &failed, e);
-	if (lease_release(&s->member, io, now_us, e) < 0)
+	if (release_lease(&s->member, io, c, e) < 0)
 		note(err, &failed, e);
 	return failed ? -1 : 0;
 }

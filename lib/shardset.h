@@ -48,10 +48,14 @@
  * Safety: a range is never held by two replicas at once.
  *  - A range enters `held` only by a successful acquire or renew (a write
  *    that the resourceVersion made conditional), never from a read.
- *  - renewed_ms[i] is the local monotonic time at the start of the round of
- *    the last successful acquire/renew of range i: no other replica can see
- *    that write before, so none can take the range before renewed_ms[i] +
- *    duration on our clock.
+ *  - renewed_ms[i] is the local monotonic time read just before the request
+ *    of the last successful acquire/renew of range i: no other replica can
+ *    see that write before, so none can take the range before renewed_ms[i]
+ *    + duration on our clock.
+ *  - What a request read is stamped with the time read after its answer
+ *    (lease.c stamps its reads with the time the call began; this module
+ *    moves that stamp to the call's end), so a slow answer never makes
+ *    another replica's Lease expire early in our view.
  *  - The caller works for range i at local monotonic time t only while
  *    shardset_usable(s, t) has bit i, that is i is in held and t -
  *    renewed_ms[i] < renew_deadline_ms (< duration): the same rule as the
@@ -73,6 +77,14 @@
 
 #define SHARDSET_MAX 64		/* ranges: the bits of a uint64_t */
 
+/* Where the time comes from: kop_mono_ms and kop_wall_ms (shardset_system_clock), or a test's. */
+struct shardset_clock {
+	int64_t (*mono_ms)(void *ctx);	/* local monotonic time, ms */
+	int64_t (*wall_us)(void *ctx);	/* wall time, microseconds since the epoch (the Leases' MicroTimes) */
+	void *ctx;
+};
+extern const struct shardset_clock shardset_system_clock;
+
 struct shardset_peer {
 	struct lease l;		/* observed only: lease_observe from the list */
 	char *identity;		/* the name after <prefix>-member- */
@@ -86,7 +98,7 @@ struct shardset {
 	int64_t renew_deadline_ms;	/* < duration */
 	struct lease *range;		/* n: <prefix>-shard-NN */
 	struct lease member;		/* <prefix>-member-<identity> */
-	int64_t *renewed_ms;		/* n: see above; meaningful for the bits of held */
+	int64_t *renewed_ms;		/* n: see Safety; meaningful for the bits of held */
 	uint64_t held;			/* ranges held, as of the last round */
 	uint64_t gained, lost;		/* what the last round (or release) added to and took from held */
 	uint64_t pending;		/* dropped from held, to release at the next handover */
@@ -108,25 +120,26 @@ int shardset_init(struct shardset *s, const char *ns, const char *prefix, const 
 void shardset_release_mem(struct shardset *s);
 
 /*
- * One round at local monotonic time now_ms and wall time now_us
- * (microseconds since the epoch, for the MicroTimes). Sets held, gained,
- * lost, pending, live, rank, target and listed. 0, or -1 when a request
- * failed (err says the first); the outputs are valid either way.
+ * One round, reading the time from c as it goes. Sets held, gained, lost,
+ * pending, live, rank, target and listed. 0, or -1 when a request failed
+ * (err, KOP_ERRLEN bytes, says the first); the outputs are valid either way.
+ * Not thread-safe: a caller that reads held and renewed_ms from another
+ * thread copies them under its own lock after each round.
  */
-int shardset_round(struct shardset *s, const struct lease_io *io, int64_t now_ms, int64_t now_us, char *err);
+int shardset_round(struct shardset *s, const struct lease_io *io, const struct shardset_clock *c, char *err);
 
 /*
  * Releases the pending ranges (the caller no longer works for them): 0, or
  * -1 with err (a range whose release failed is simply left to expire).
  */
-int shardset_handover(struct shardset *s, const struct lease_io *io, int64_t now_us, char *err);
+int shardset_handover(struct shardset *s, const struct lease_io *io, const struct shardset_clock *c, char *err);
 
 /*
  * Shutdown, once the caller has stopped working for every range: releases
  * every range and the member Lease, so that the others take them at their
  * next round. held becomes 0 (lost says what it held). 0, or -1 with err.
  */
-int shardset_release(struct shardset *s, const struct lease_io *io, int64_t now_us, char *err);
+int shardset_release(struct shardset *s, const struct lease_io *io, const struct shardset_clock *c, char *err);
 
 /* The ranges the caller may work for at local monotonic time now_ms (see Safety). */
 uint64_t shardset_usable(const struct shardset *s, int64_t now_ms);

@@ -8,10 +8,14 @@
  * the store never saw a range Lease change holder before the previous
  * holder's last write had expired (unless released): it prints
  * "violation: ..." and exits 1 otherwise. Rounds that change something are
- * logged on stderr.
+ * logged on stderr. Requests may take simulated time (latency, timeout):
+ * the clock moves during a round, but the rounds of two replicas never
+ * overlap.
  *
  * Script lines (# comments):
  *   ranges R | duration S | deadline MS | retry MS | seed N   settings, before any start
+ *   latency MS        each request takes MS of simulated time (applied half way), 0 at first
+ *   timeout MS        a request that gets no answer takes MS, 0 at first
  *   start NAME        a replica (identity NAME) starts; its first round is now
  *   stop NAME         it stops working and releases everything (shutdown)
  *   kill NAME         it stops running rounds, frozen (its usable set is still checked)
@@ -70,7 +74,7 @@ struct sim {
 	int64_t t;
 	unsigned ranges;
 	long duration_s;
-	int64_t deadline_ms, retry_ms;
+	int64_t deadline_ms, retry_ms, latency_ms, timeout_ms;
 	unsigned long long rng;
 	int flaky_pct;
 	struct replica rep[MAXREP];
@@ -245,6 +249,14 @@ static long store(struct sim *m, const char *method, const char *path, jv body, 
 	return 200;
 }
 
+/* A request without an answer: it took the timeout. */
+static long no_answer(struct sim *m, char *err, const char *why)
+{
+	m->t += m->timeout_ms;
+	kop_error(err, "%s", why);
+	return 0;
+}
+
 static long replica_request(void *ctx, const char *method, const char *path, jv body, jv *resp, char *err)
 {
 	struct replica *r = ctx;
@@ -258,27 +270,32 @@ static long replica_request(void *ctx, const char *method, const char *path, jv 
 			r->fail_n--;
 		jv_free(body);
 		if (!code)
-			return kop_error(err, "Connection refused"), 0;
+			return no_answer(m, err, "Connection refused");
+		m->t += m->latency_ms;
 		*resp = status(code, "InternalError", "Internal error occurred: injected");
 		return code;
 	}
+	m->t += m->latency_ms / 2;
 	if (m->flaky_pct && (int)rnd(m, 100) < m->flaky_pct) {
 		switch (rnd(m, 3)) {
 		case 0:
 			jv_free(body);
-			return kop_error(err, "Connection refused"), 0;
+			return no_answer(m, err, "Connection refused");
 		case 1:
 			jv_free(body);
+			m->t += m->latency_ms - m->latency_ms / 2;
 			*resp = status(500, "InternalError", "Internal error occurred: injected");
 			return 500;
 		default:	/* applied, the answer lost */
 			code = store(m, method, path, body, resp);
 			jv_free(*resp);
 			*resp = jv_null();
-			return kop_error(err, "Operation timed out after 5000 milliseconds"), 0;
+			return no_answer(m, err, "Operation timed out after 5000 milliseconds");
 		}
 	}
-	return store(m, method, path, body, resp);
+	code = store(m, method, path, body, resp);
+	m->t += m->latency_ms - m->latency_ms / 2;
+	return code;
 }
 
 static struct replica *replica(struct sim *m, const char *name)
@@ -310,17 +327,34 @@ static void print_ranges(FILE *f, uint64_t bits, unsigned n)
 		fputc('-', f);
 }
 
+static int64_t clock_mono(void *ctx)
+{
+	struct replica *r = ctx;
+
+	return mono(r, r->sim->t);
+}
+
+static int64_t clock_wall(void *ctx)
+{
+	struct replica *r = ctx;
+
+	return WALL0_US + (r->sim->t + r->skew_ms) * 1000;
+}
+
 static void round_of(struct sim *m, struct replica *r)
 {
 	struct lease_io io = { replica_request, r };
+	struct shardset_clock c = { clock_mono, clock_wall, r };
 	char err[KOP_ERRLEN] = "";
-	int rc = shardset_round(&r->s, &io, mono(r, m->t), WALL0_US + (m->t + r->skew_ms) * 1000, err);
+	int64_t t0 = m->t;
+	int rc = shardset_round(&r->s, &io, &c, err);
 
 	/* The caller stops working for what it lost, then hands it over at once. */
-	if (r->s.pending && shardset_handover(&r->s, &io, WALL0_US + (m->t + r->skew_ms) * 1000, err) < 0)
+	if (r->s.pending && shardset_handover(&r->s, &io, &c, err) < 0)
 		rc = -1;
 	if (r->s.gained || r->s.lost || rc < 0) {
-		fprintf(stderr, "t=%lld %s: live=%u rank=%d target=%u held=%u gained=", (long long)m->t, r->name,
+		fprintf(stderr, "t=%lld..%lld %s: live=%u rank=%d target=%u held=%u gained=", (long long)t0,
+			(long long)m->t, r->name,
 			r->s.live, r->s.rank, r->s.target, (unsigned)__builtin_popcountll(r->s.held));
 		print_ranges(stderr, r->s.gained, m->ranges);
 		fputs(" lost=", stderr);
@@ -540,6 +574,10 @@ static int cmd_shardset_sim(int argc, char **argv)
 			m.deadline_ms = x;
 		else if (sscanf(line, "retry %lld", &x) == 1)
 			m.retry_ms = x;
+		else if (sscanf(line, "latency %lld", &x) == 1)
+			m.latency_ms = x;
+		else if (sscanf(line, "timeout %lld", &x) == 1)
+			m.timeout_ms = x;
 		else if (sscanf(line, "seed %lld", &x) == 1)
 			m.rng = (unsigned long long)x;
 		else if (sscanf(line, "flaky %lld", &x) == 1)
@@ -557,10 +595,11 @@ static int cmd_shardset_sim(int argc, char **argv)
 				r->state = R_KILLED;
 			} else if (r->state == R_RUNNING) {
 				struct lease_io io = { replica_request, r };
+				struct shardset_clock c = { clock_mono, clock_wall, r };
 				char err[KOP_ERRLEN] = "";
 
 				r->state = R_STOPPED;
-				if (shardset_release(&r->s, &io, WALL0_US + (m.t + r->skew_ms) * 1000, err) < 0)
+				if (shardset_release(&r->s, &io, &c, err) < 0)
 					fprintf(stderr, "t=%lld %s: release: %s\n", (long long)m.t, r->name, err);
 			}
 		} else if (sscanf(line, "steal %31s %lld", a, &x) == 2) {
