@@ -424,8 +424,11 @@ int shardset_round(struct shardset *s, const struct lease_io *io, const struct s
 		}
 	}
 
-	/* 4. Below my target: take free ranges, from my own slice on. At it: release ranges still in my name. */
-	if (s->listed) {
+	/*
+	 * 4. Below my target: take free ranges, from my own slice on. At it: release ranges still in my name.
+	 * Not in the first round that lists me: replicas started together first see each other.
+	 */
+	if (s->listed && s->joined) {
 		start = s->rank < 0 ? 0 : (unsigned)s->rank * s->n / s->live;
 		for (j = 0; j < s->n; j++) {
 			i = (start + j) % s->n;
@@ -446,6 +449,8 @@ int shardset_round(struct shardset *s, const struct lease_io *io, const struct s
 		}
 	}
 
+	if (s->listed && s->rank >= 0)
+		s->joined = 1;
 	s->held = keep;
 	s->gained = keep & ~before;
 	s->lost = before & ~keep;

@@ -37,13 +37,19 @@
  *  3. renew the held ranges up to the target, lowest first; drop the others
  *     (they go to `lost` and to `pending`: released at the next handover,
  *     not now, since the caller may still be writing for them);
- *  4. while below the target, try to acquire the ranges that are free in
+ *  4. from the second round that lists this replica as live (replicas
+ *     started together then see each other before they take anything),
+ *     while below the target, try to acquire the ranges that are free in
  *     this round's list (no Lease yet, holder "", or expired by the observed
  *     rule), starting from this member's own slice k*R/n, so that replicas
  *     starting together rarely race for the same one; a range still naming
  *     us as holder that we do not hold is taken back, or released when we
  *     are at the target.
  * When the list fails no range is acquired or dropped; held ones are renewed.
+ * A steady round makes 2 + (ranges held) requests, one after the other; a
+ * range changing hands costs a GET and a PUT (or a POST) more. A round that
+ * lasts long costs ranges (their renew deadline passes), never safety: the
+ * caller keeps its request timeout well below the renew deadline.
  *
  * Safety: a range is never held by two replicas at once.
  *  - A range enters `held` only by a successful acquire or renew (a write
@@ -108,6 +114,7 @@ struct shardset {
 	int rank;			/* my index among them, -1 when I am not live in it */
 	unsigned target;		/* my share as computed by the last list */
 	int listed;			/* the last round read the leases */
+	int joined;			/* a round listed me as live: the next ones may acquire */
 };
 
 /*

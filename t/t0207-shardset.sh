@@ -22,20 +22,45 @@ after () {
 	test "$af_ms" -ge "${4:-0}" || { echo "$1 #$2 after '$af_ms' ms, want ${4:-0} .. $3"; return 1; }
 }
 
-test_expect_success '3 replicas converge to 11/11/10 of 32 within 3 rounds' '
+test_expect_success '3 replicas started together converge to 11/11/10 of 32 within 3 rounds, each range taken once' '
 	cat >script <<-\EOF &&
 	start r1
 	start r2
 	start r3
 	until even 6600
-	run 20000
-	show
-	max
 	EOF
 	sim script &&
 	grep "^even after [0-9]* ms: r1=11 r2=11 r3=10$" actual &&
+	after even 1 6600 &&
+	! grep "lost=[0-9]" log &&
+	! grep violation actual
+'
+
+test_expect_success 'then each round of a replica makes 2 + (ranges held) requests, and nothing moves' '
+	cat >script <<-\EOF &&
+	start r1
+	start r2
+	start r3
+	until even 6600
+	run 1000
+	requests
+	run 20000
+	show
+	max
+	requests
+	EOF
+	sim script &&
 	grep "^t=[0-9]* r1=11 r2=11 r3=10 free=0$" actual &&
 	grep "^max=11$" actual &&
+	sed -n "/^t=/,\$s/^\(r[0-9]\) rounds=\([0-9]*\) requests=\([0-9]*\)$/\1 \2 \3/p" actual >counts &&
+	test $(wc -l <counts) = 3 &&
+	while read name rounds requests
+	do
+		held=$(sed -n "s/^t=.* $name=\([0-9]*\) .*/\1/p" actual) &&
+		test "$rounds" -ge 9 &&
+		test "$requests" = $((rounds * (2 + held))) || { echo "$name: $rounds rounds, $requests requests"; return 1; }
+	done <counts &&
+	test $(grep -c "lost=[0-9]" log) = 0 &&
 	! grep violation actual
 '
 

@@ -30,6 +30,7 @@
  *   show              "t=MS NAME=COUNT ... free=F": the usable ranges of each replica
  *   max               "max=M": the most ranges any replica holds
  *   leases            the stored Leases, "NAME holder=H duration=S", sorted
+ *   requests          "NAME rounds=N requests=M" per replica since the last "requests"
  *   steal NAME RANGE  another writer puts holder NAME into the Lease of RANGE (what
  *                     the checks must catch)
  */
@@ -63,6 +64,7 @@ struct replica {
 	struct shardset s;
 	int64_t next_round, mono0, skew_ms;
 	int cut, fail_n;
+	long rounds, requests;
 	long fail_code;
 	struct sim *sim;
 };
@@ -264,6 +266,7 @@ static long replica_request(void *ctx, const char *method, const char *path, jv 
 	long code;
 
 	*resp = jv_null();
+	r->requests++;
 	if (r->cut || r->fail_n > 0) {
 		code = r->cut ? 0 : r->fail_code;
 		if (!r->cut)
@@ -349,6 +352,7 @@ static void round_of(struct sim *m, struct replica *r)
 	int64_t t0 = m->t;
 	int rc = shardset_round(&r->s, &io, &c, err);
 
+	r->rounds++;
 	/* The caller stops working for what it lost, then hands it over at once. */
 	if (r->s.pending && shardset_handover(&r->s, &io, &c, err) < 0)
 		rc = -1;
@@ -641,6 +645,11 @@ static int cmd_shardset_sim(int argc, char **argv)
 				most = c > most ? c : most;
 			}
 			printf("max=%u\n", most);
+		} else if (!strcmp(line, "requests")) {
+			for (i = 0; i < m.nrep; i++) {
+				printf("%s rounds=%ld requests=%ld\n", m.rep[i].name, m.rep[i].rounds, m.rep[i].requests);
+				m.rep[i].rounds = m.rep[i].requests = 0;
+			}
 		} else if (!strcmp(line, "leases")) {
 			leases(&m);
 		} else {
