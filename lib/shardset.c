@@ -173,15 +173,32 @@ const char *shardset_range_lease(const struct shardset *s, unsigned i)
 	return i < s->n ? s->range[i].name : NULL;
 }
 
-uint64_t shardset_usable(const struct shardset *s, int64_t now_ms)
+void shardset_view_get(const struct shardset *s, struct shardset_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->held = s->held;
+	if (s->n)
+		memcpy(v->renewed_ms, s->renewed_ms, s->n * sizeof(*s->renewed_ms));
+	v->renew_deadline_ms = s->renew_deadline_ms;
+}
+
+uint64_t shardset_view_usable(const struct shardset_view *v, int64_t now_ms)
 {
 	uint64_t u = 0;
 	unsigned i;
 
-	for (i = 0; i < s->n; i++)
-		if ((s->held & BIT(i)) && now_ms - s->renewed_ms[i] < s->renew_deadline_ms)
+	for (i = 0; i < SHARDSET_MAX; i++)
+		if ((v->held & BIT(i)) && now_ms - v->renewed_ms[i] < v->renew_deadline_ms)
 			u |= BIT(i);
 	return u;
+}
+
+uint64_t shardset_usable(const struct shardset *s, int64_t now_ms)
+{
+	struct shardset_view v;
+
+	shardset_view_get(s, &v);
+	return shardset_view_usable(&v, now_ms);
 }
 
 /* The range a lease name is for: its index, or -1 when it is not exactly one of ours. */

@@ -74,6 +74,15 @@
  *    only then is its Lease released. At shutdown the caller stops all work,
  *    then calls shardset_release.
  *
+ * Use, from a thread of its own as the leader Lease's (retry period apart):
+ *	shardset_init(&s, ns, "iot-operator", pod_name, 32, 15, 10000, err);
+ *	each period: shardset_round(&s, &io, &shardset_system_clock, err);
+ *		publish shardset_view_get(&s, &view) under the caller's lock;
+ *		stop the work for s.lost, start it for s.gained;
+ *		shardset_handover(&s, &io, &shardset_system_clock, err);
+ *	before each write for range i: shardset_view_usable(&view, kop_mono_ms()) has bit i;
+ *	at the end: stop all work, shardset_release(...), shardset_release_mem(&s).
+ *
  * RBAC: get and update on the shard Leases (by name) and on the member
  * Leases, create (which cannot be limited by name), list of the leases of
  * ns, delete of member Leases.
@@ -150,6 +159,15 @@ int shardset_release(struct shardset *s, const struct lease_io *io, const struct
 
 /* The ranges the caller may work for at local monotonic time now_ms (see Safety). */
 uint64_t shardset_usable(const struct shardset *s, int64_t now_ms);
+
+/* What another thread needs to judge the ranges: a copy made after a round. */
+struct shardset_view {
+	uint64_t held;
+	int64_t renewed_ms[SHARDSET_MAX];
+	int64_t renew_deadline_ms;
+};
+void shardset_view_get(const struct shardset *s, struct shardset_view *v);
+uint64_t shardset_view_usable(const struct shardset_view *v, int64_t now_ms);
 
 /* The name of the Lease of range i, borrowed. */
 const char *shardset_range_lease(const struct shardset *s, unsigned i);
