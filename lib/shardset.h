@@ -20,10 +20,12 @@
  * that stops renewing drops out one Lease duration after it was last seen to
  * renew; one that shuts down releases its member Lease (holder "") and drops
  * out at the next read. The members are read each round by one GET of the
- * leases collection of ns, kept by name prefix. The member Lease of a replica
- * that has been out for two Lease durations is deleted (with its
- * resourceVersion as precondition) by the first live member, so that the
- * Leases of replicas gone do not pile up.
+ * leases collection of ns, kept by name prefix. A member Lease seen
+ * unchanged for its own leaseDurationSeconds plus ours (out for a full
+ * Lease duration) is deleted, with its resourceVersion as precondition, by
+ * the first live member, so that the Leases of replicas gone do not pile up.
+ * Identities must be unique among the replicas (the pod's name): two
+ * replicas of one identity would each take the other's Leases for its own.
  *
  * Shares. The live members ordered by identity (strcmp), n of them: member k
  * targets R / n ranges, one more when k < R % n. Every replica with the same
