@@ -27,7 +27,8 @@
  * Identities must be unique among the replicas (the pod's name): two
  * replicas of one identity would each take the other's Leases for its own.
  *
- * Shares. The live members ordered by identity (strcmp), n of them: member k
+ * Shares. R is fixed: every replica uses the same R (the Leases name the
+ * ranges). The live members ordered by identity (strcmp), n of them: member k
  * targets R / n ranges, one more when k < R % n. Every replica with the same
  * view computes the same targets; views differ for a round or so while a
  * member joins or leaves, which costs time, never safety (below).

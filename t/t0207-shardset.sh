@@ -150,6 +150,27 @@ test_expect_success 'a replica that dies: its ranges are taken only after the Le
 	! grep violation actual
 '
 
+test_expect_success 'a replica restarted (same identity) takes its ranges back at its second round' '
+	cat >script <<-\EOF &&
+	start r1
+	start r2
+	start r3
+	until even 6600
+	run 5000
+	restart r2
+	until even 4420
+	EOF
+	sim script &&
+	after even 2 4420 &&
+	grep "^even after [0-9]* ms: r1=11 r2=11 r3=10$" actual &&
+	sed -n "s/^t=[0-9.]* r2: .* gained=\([0-9,]*\) lost=-$/\1/p" log >gained &&
+	test $(wc -l <gained) = 2 &&
+	sed -n 1p gained >first &&
+	sed -n 2p gained >second &&
+	test_cmp first second &&
+	! grep violation actual
+'
+
 test_expect_success 'a replica cut off from the API server stops using its ranges before the others take them' '
 	cat >script <<-\EOF &&
 	start r1

@@ -19,6 +19,8 @@
  *   start NAME        a replica (identity NAME) starts; its first round is now
  *   stop NAME         it stops working and releases everything (shutdown)
  *   kill NAME         it stops running rounds, frozen (its usable set is still checked)
+ *   restart NAME      its process is gone (nothing released) and a new one of the same
+ *                     identity starts
  *   cut NAME | heal NAME  every request of NAME gets no answer / answers again
  *   fail NAME CODE N  the next N requests of NAME fail with CODE (0: no answer), not applied
  *   flaky PCT         each request fails with probability PCT %: no answer, 500, or
@@ -592,11 +594,22 @@ static int cmd_shardset_sim(int argc, char **argv)
 			r->fail_code = (long)x;
 			r->fail_n = (int)y;
 		} else if (sscanf(line, "%31s %31s", b, a) == 2 && (r = replica(&m, a)) &&
-			   (!strcmp(b, "stop") || !strcmp(b, "kill") || !strcmp(b, "cut") || !strcmp(b, "heal"))) {
+			   (!strcmp(b, "stop") || !strcmp(b, "kill") || !strcmp(b, "cut") || !strcmp(b, "heal") ||
+			    !strcmp(b, "restart"))) {
 			if (!strcmp(b, "cut") || !strcmp(b, "heal")) {
 				r->cut = !strcmp(b, "cut");
 			} else if (!strcmp(b, "kill")) {
 				r->state = R_KILLED;
+			} else if (!strcmp(b, "restart")) {
+				char err[KOP_ERRLEN];
+
+				shardset_release_mem(&r->s);
+				if (shardset_init(&r->s, NS, PREFIX, r->name, m.ranges, m.duration_s, m.deadline_ms, err) < 0) {
+					fprintf(stderr, "%s\n", err);
+					rc = 2;
+				}
+				r->state = R_RUNNING;
+				r->next_round = m.t;
 			} else if (r->state == R_RUNNING) {
 				struct lease_io io = { replica_request, r };
 				struct shardset_clock c = { clock_mono, clock_wall, r };
