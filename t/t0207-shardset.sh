@@ -239,6 +239,57 @@ test_expect_success 'more replicas than ranges: one range each, the last ones id
 	! grep violation actual
 '
 
+test_expect_success '64 ranges over 5 replicas: 13/13/13/13/12' '
+	cat >script <<-\EOF &&
+	ranges 64
+	start r1
+	start r2
+	start r3
+	start r4
+	start r5
+	until even 6600
+	leases
+	EOF
+	sim script &&
+	grep "^even after [0-9]* ms: r1=13 r2=13 r3=13 r4=13 r5=12$" actual &&
+	test $(grep -c "^iot-operator-shard-[0-6][0-9] holder=r[1-5] duration=15$" actual) = 64 &&
+	grep "^iot-operator-shard-63 holder=r[1-5] " actual &&
+	! grep violation actual
+'
+
+test_expect_success 'other Leases of the namespace are neither counted nor touched' '
+	cat >script <<-\EOF &&
+	put iot-operator-lock x
+	put iot-operator-shard-32 x
+	put iot-operator-shard-5 x
+	put iot-operator-shard-005 x
+	put other-shard-05 x
+	put other-member-y y
+	start r1
+	start r2
+	start r3
+	until even 6600
+	run 20000
+	put iot-operator-lock x
+	show
+	leases
+	EOF
+	sim script &&
+	grep "^even after [0-9]* ms: r1=11 r2=11 r3=10$" actual &&
+	grep "^t=[0-9]* r1=11 r2=11 r3=10 free=0$" actual &&
+	grep -vE "^iot-operator-shard-([0-2][0-9]|3[01]) |^iot-operator-member-r[123] |after|^t=" actual >others &&
+	cat >expect <<-\EOF &&
+	iot-operator-lock holder=x duration=15
+	iot-operator-shard-005 holder=x duration=15
+	iot-operator-shard-32 holder=x duration=15
+	iot-operator-shard-5 holder=x duration=15
+	other-member-y holder=y duration=15
+	other-shard-05 holder=x duration=15
+	EOF
+	test_cmp expect others &&
+	! grep violation actual
+'
+
 test_expect_success 'requests failing for some rounds (no answer, 500): the invariant holds, the split comes back' '
 	cat >script <<-\EOF &&
 	start r1

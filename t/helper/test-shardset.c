@@ -33,6 +33,8 @@
  *   max               "max=M": the most ranges any replica holds
  *   leases            the stored Leases, "NAME holder=H duration=S", sorted
  *   requests          "NAME rounds=N requests=M" per replica since the last "requests"
+ *   put LEASE HOLDER  another writer creates or updates Lease LEASE: holder HOLDER,
+ *                     15 s, renewed now
  *   steal NAME RANGE  another writer puts holder NAME into the Lease of RANGE (what
  *                     the checks must catch)
  */
@@ -619,6 +621,17 @@ static int cmd_shardset_sim(int argc, char **argv)
 				if (shardset_release(&r->s, &io, &c, err) < 0)
 					fprintf(stderr, "t=%lld %s: release: %s\n", (long long)m.t, r->name, err);
 			}
+		} else if (sscanf(line, "put %31s %31s", a, b) == 2) {
+			char now[40];
+			jv o = JV_OBJECT(jv_string("apiVersion"), jv_string("coordination.k8s.io/v1"), jv_string("kind"),
+					 jv_string("Lease"), jv_string("metadata"),
+					 JV_OBJECT(jv_string("name"), jv_string(a), jv_string("namespace"), jv_string(NS)),
+					 jv_string("spec"),
+					 JV_OBJECT(jv_string("holderIdentity"), jv_string(b),
+						   jv_string("leaseDurationSeconds"), jv_number(15), jv_string("renewTime"),
+						   jv_string(kop_time_micro(now, sizeof(now), WALL0_US + m.t * 1000))));
+
+			jv_free(store_write(&m, find(&m, a), a, o));
 		} else if (sscanf(line, "steal %31s %lld", a, &x) == 2) {
 			char name[64];
 			struct entry *e;
