@@ -418,4 +418,60 @@ test_expect_success 'bad settings are refused with the reason' '
 	grep "^invalid renew deadline 15000 ms: it must be positive and below the lease duration (15 s)$" err
 '
 
+# The same module on an API server: ksim's leases (list, create, update,
+# delete with a resourceVersion precondition), kubectl showing who holds what.
+. "$TEST_DIRECTORY/lib-ksim.sh"
+if command -v ksim >/dev/null
+then
+	ksim_start
+
+	test_expect_success 'on ksim: two replicas split the ranges, one shuts down, the other takes them' '
+		ksim_curl -o ns.json -H "Content-Type: application/json" -X POST \
+			-d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"iot-system\"}}" \
+			/api/v1/namespaces &&
+		printf "a round\nb round\na round\nb round\na round\nb round\na release\nb round\n" >script &&
+		"$KOP_TEST_TOOL" shardset-kube iot-system <script >actual 2>err &&
+		cat >expect <<-\EOF &&
+		a round: OK live=1 rank=0 target=32 held=0 gained=- lost=-
+		b round: OK live=2 rank=1 target=16 held=0 gained=- lost=-
+		a round: OK live=2 rank=0 target=16 held=16 gained=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 lost=-
+		b round: OK live=2 rank=1 target=16 held=16 gained=16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31 lost=-
+		a round: OK live=2 rank=0 target=16 held=16 gained=- lost=-
+		b round: OK live=2 rank=1 target=16 held=16 gained=- lost=-
+		a release: OK live=2 rank=0 target=16 held=0 gained=- lost=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+		b round: OK live=1 rank=0 target=32 held=32 gained=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 lost=-
+		EOF
+		test_cmp expect actual &&
+		for k in /usr/lib/google-cloud-sdk/bin/kubectl.1.27 /usr/lib/google-cloud-sdk/bin/kubectl.1.33
+		do
+			test -x $k || continue
+			$k get leases -n iot-system >leases 2>err &&
+			grep "^iot-operator-shard-00  *b  " leases &&
+			grep "^iot-operator-shard-31  *b  " leases &&
+			grep "^iot-operator-member-b  *b  " leases &&
+			test $(grep -c "^iot-operator-shard-[0-3][0-9]  *b  " leases) = 32 || return 1
+		done &&
+		ksim_curl -o list.json /apis/coordination.k8s.io/v1/namespaces/iot-system/leases &&
+		test "$(jq -r ".items[] | select(.metadata.name == \"iot-operator-member-a\") | .spec.holderIdentity" list.json)" = ""
+	'
+
+	test_expect_success 'on ksim: the member Lease of a replica gone is deleted' '
+		ksim_curl -o ns.json -H "Content-Type: application/json" -X POST \
+			-d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"iot-gc\"}}" \
+			/api/v1/namespaces &&
+		printf "c round\nd round\nc release\nd round\nsleep 3500\nd round\n" >script &&
+		"$KOP_TEST_TOOL" shardset-kube --ranges 4 --duration 2 --deadline 1000 iot-gc <script >actual 2>err &&
+		test $(grep -c ": OK " actual) = 5 &&
+		ksim_curl -o list.json /apis/coordination.k8s.io/v1/namespaces/iot-gc/leases &&
+		jq -r ".items[].metadata.name" list.json | sort >names &&
+		printf "%s\n" iot-operator-member-d iot-operator-shard-00 iot-operator-shard-01 iot-operator-shard-02 \
+			iot-operator-shard-03 >expect &&
+		test_cmp expect names
+	'
+
+	test_expect_success 'ksim stops cleanly' '
+		ksim_stop
+	'
+fi
+
 test_done

@@ -33,6 +33,11 @@
  *   max               "max=M": the most ranges any replica holds
  *   leases            the stored Leases, "NAME holder=H duration=S", sorted
  *   requests          "NAME rounds=N requests=M" per replica since the last "requests"
+ *
+ * test-tool shardset-kube [--ranges R] [--duration S] [--deadline MS] NS < script:
+ * the same on a real API server ($KUBECONFIG), the real clock; lines
+ * "ID round", "ID release" (shutdown), "sleep MS"; each action prints
+ * "ID round: OK|error: ... live=L rank=K target=T held=N gained=.. lost=..".
  *   put LEASE HOLDER  another writer creates or updates Lease LEASE: holder HOLDER,
  *                     15 s, renewed now
  *   steal NAME RANGE  another writer puts holder NAME into the Lease of RANGE (what
@@ -41,7 +46,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "kop.h"
+#include "kube.h"
 #include "lease.h"
 #include "shardset.h"
 #include "test-tool.h"
@@ -697,8 +704,120 @@ static int cmd_shardset_sim(int argc, char **argv)
 	return rc;
 }
 
+static long kube_io_request(void *ctx, const char *method, const char *path, jv body, jv *out, char *err)
+{
+	struct kube_response r;
+	long code;
+
+	kube_request(ctx, method, path, jv_is_valid(body) ? "application/json" : NULL, body, &r);
+	*out = jv_copy(r.body);
+	if (!r.code)
+		kop_error(err, "%s", r.message ? r.message : "no response");
+	code = r.code;
+	kube_response_release(&r);
+	return code;
+}
+
+static int cmd_shardset_kube(int argc, char **argv)
+{
+	struct kube_config cfg;
+	struct kube_client *kc;
+	struct lease_io io;
+	struct shardset *sets = NULL;
+	char **ids = NULL, line[256], err[KOP_ERRLEN];
+	unsigned ranges = 32;
+	long duration_s = 15;
+	long long deadline_ms = 10000;
+	size_t n = 0, i;
+	int a, rc = 0;
+
+	for (a = 1; a + 1 < argc && !strncmp(argv[a], "--", 2); a += 2) {
+		if (!strcmp(argv[a], "--ranges"))
+			ranges = (unsigned)atoi(argv[a + 1]);
+		else if (!strcmp(argv[a], "--duration"))
+			duration_s = atol(argv[a + 1]);
+		else if (!strcmp(argv[a], "--deadline"))
+			deadline_ms = atoll(argv[a + 1]);
+		else
+			break;
+	}
+	if (a + 1 != argc) {
+		fprintf(stderr, "usage: test-tool shardset-kube [--ranges R] [--duration S] [--deadline MS] NS < script\n");
+		return 2;
+	}
+	if (kube_config_load(&cfg, NULL, NULL, err) < 0) {
+		printf("error: %s\n", err);
+		return 1;
+	}
+	kc = kube_client_new(&cfg, 5000, err);
+	kube_config_release(&cfg);
+	if (!kc) {
+		printf("error: %s\n", err);
+		return 1;
+	}
+	io.request = kube_io_request;
+	io.ctx = kc;
+	while (!rc && fgets(line, sizeof(line), stdin)) {
+		char id[64], what[32];
+		long long ms;
+		struct shardset *s = NULL;
+		int r;
+
+		line[strcspn(line, "\n")] = 0;
+		err[0] = 0;
+		if (!*line || *line == '#')
+			continue;
+		if (sscanf(line, "sleep %lld", &ms) == 1) {
+			usleep((useconds_t)(ms * 1000));
+			continue;
+		}
+		if (sscanf(line, "%63s %31s", id, what) != 2 || (strcmp(what, "round") && strcmp(what, "release"))) {
+			fprintf(stderr, "bad line: %s\n", line);
+			rc = 2;
+			break;
+		}
+		for (i = 0; i < n; i++)
+			if (!strcmp(ids[i], id))
+				s = &sets[i];
+		if (!s) {
+			sets = kop_realloc(sets, (n + 1) * sizeof(*sets));
+			ids = kop_realloc(ids, (n + 1) * sizeof(*ids));
+			if (shardset_init(&sets[n], argv[a], "iot-operator", id, ranges, duration_s, deadline_ms, err) < 0) {
+				printf("error: %s\n", err);
+				rc = 1;
+				break;
+			}
+			ids[n] = kop_strdup(id);
+			s = &sets[n++];
+		}
+		if (!strcmp(what, "round")) {
+			r = shardset_round(s, &io, &shardset_system_clock, err);
+			if (r == 0 && s->pending)
+				r = shardset_handover(s, &io, &shardset_system_clock, err);
+		} else {
+			r = shardset_release(s, &io, &shardset_system_clock, err);
+		}
+		printf("%s %s: %s%s live=%u rank=%d target=%u held=%u gained=", id, what, r ? "error: " : "OK", r ? err : "",
+		       s->live, s->rank, s->target, (unsigned)__builtin_popcountll(s->held));
+		print_ranges(stdout, s->gained, s->n);
+		fputs(" lost=", stdout);
+		print_ranges(stdout, s->lost, s->n);
+		putchar('\n');
+		fflush(stdout);
+	}
+	for (i = 0; i < n; i++) {
+		shardset_release_mem(&sets[i]);
+		free(ids[i]);
+	}
+	free(sets);
+	free(ids);
+	kube_client_free(kc);
+	return rc;
+}
+
 static const struct test_cmd shardset_cmds[] = {
 	{ "shardset-sim", cmd_shardset_sim },
+	{ "shardset-kube", cmd_shardset_kube },
 	{ NULL, NULL }
 };
 TEST_TOOL_REGISTER(shardset_cmds)
