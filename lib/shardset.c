@@ -95,7 +95,9 @@ int shardset_init(struct shardset *s, const char *ns, const char *prefix, const 
 		return kop_error(err, "invalid namespace '%s': not a DNS-1123 label", ns);
 	if (nranges < 1 || nranges > SHARDSET_MAX)
 		return kop_error(err, "invalid number of shard ranges %u: from 1 to %d", nranges, SHARDSET_MAX);
-	if (duration_s < 1 || renew_deadline_ms <= 0 || renew_deadline_ms >= (int64_t)duration_s * 1000)
+	if (duration_s < 1)
+		return kop_error(err, "invalid lease duration %ld s: at least 1 s", duration_s);
+	if (renew_deadline_ms <= 0 || renew_deadline_ms >= (int64_t)duration_s * 1000)
 		return kop_error(err, "invalid renew deadline %lld ms: it must be positive and below the lease "
 				 "duration (%ld s)", (long long)renew_deadline_ms, duration_s);
 	kop_buf_addf(&b, "%s-member-%s", prefix, identity);

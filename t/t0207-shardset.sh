@@ -415,7 +415,13 @@ test_expect_success 'bad settings are refused with the reason' '
 	grep "^invalid number of shard ranges 65: from 1 to 64$" err &&
 	printf "deadline 15000\nstart r1\n" >script &&
 	test_expect_code 2 "$KOP_TEST_TOOL" shardset-sim <script 2>err &&
-	grep "^invalid renew deadline 15000 ms: it must be positive and below the lease duration (15 s)$" err
+	grep "^invalid renew deadline 15000 ms: it must be positive and below the lease duration (15 s)$" err &&
+	printf "duration 0\nstart r1\n" >script &&
+	test_expect_code 2 "$KOP_TEST_TOOL" shardset-sim <script 2>err &&
+	grep "^invalid lease duration 0 s: at least 1 s$" err &&
+	printf "start r1\nkill r1\nrestart r1\nbogus\n" >script &&
+	test_expect_code 2 "$KOP_TEST_TOOL" shardset-sim <script 2>err &&
+	grep "^bad line: bogus$" err
 '
 
 # The same module on an API server: ksim's leases (list, create, update,
