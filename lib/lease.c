@@ -89,6 +89,18 @@ static int observed_valid(const struct lease *l, int64_t now_ms)
 	return l->observed_ms + (int64_t)(spec_number(l->observed_spec, "leaseDurationSeconds") * 1000) > now_ms;
 }
 
+void lease_observe(struct lease *l, jv obj, int64_t now_ms)
+{
+	observe(l, obj, now_ms);
+	if (!spec_holder_is(l->observed_spec, l->identity))
+		l->leader = 0;
+}
+
+int lease_observed_valid(const struct lease *l, int64_t now_ms)
+{
+	return observed_valid(l, now_ms);
+}
+
 static jv micro(int64_t now_us)
 {
 	char buf[40];

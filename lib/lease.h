@@ -18,7 +18,7 @@
 
 struct lease_io {
 	/*
-	 * One request: method "GET", "POST" or "PUT"; path with no query; body
+	 * One request: method "GET", "POST", "PUT" or "DELETE"; path with no query; body
 	 * consumed (jv_invalid() for none). Returns the HTTP status, 0 when no
 	 * response arrived (err says why); *resp gets the decoded body (the
 	 * object, a Status, or jv_null()), owned by the caller.
@@ -57,6 +57,18 @@ int lease_try_acquire_or_renew(struct lease *l, const struct lease_io *io, int64
  * -1 with err otherwise.
  */
 int lease_release(struct lease *l, const struct lease_io *io, int64_t now_us, char *err);
+
+/*
+ * A read of the Lease made elsewhere (obj consumed: an item of a list of the
+ * leases), taken as lease_try_acquire_or_renew takes its own GET at local
+ * monotonic time now_ms: a changed spec restarts the validity clock. An
+ * observed holder other than us ends our leadership (the next round reads
+ * before it writes).
+ */
+void lease_observe(struct lease *l, jv obj, int64_t now_ms);
+
+/* Whether the lease as last observed is unexpired at now_ms (observed change + its duration), whoever holds it. */
+int lease_observed_valid(const struct lease *l, int64_t now_ms);
 
 /* The holderIdentity of the lease as last observed ("" when none), borrowed. */
 const char *lease_holder(const struct lease *l);

@@ -102,6 +102,29 @@ test_expect_success 'the watch state machine: live stream, paged fallback, 410' 
 	done
 '
 
+test_expect_success 'shard Leases: replicas joining, leaving, dying and restarting on a flaky API server' '
+	cat >shardset.script <<-\EOF &&
+	seed 3
+	latency 100
+	timeout 2000
+	flaky 15
+	start r1
+	start r2
+	start r3
+	run 30000
+	start r4
+	run 20000
+	stop r1
+	kill r2
+	restart r3
+	run 40000
+	flaky 0
+	until even 30000
+	EOF
+	vg 0 shardset "$KOP_TEST_TOOL" shardset-sim <shardset.script &&
+	grep "^even after [0-9]* ms: r3=16 r4=16$" shardset.out
+'
+
 # pipeline/iotservice's jq costs about 17 s of CPU under valgrind: the
 # recorded Deployment rollout (t/data/recordings) through t2003's program
 # exercises the same engine in 5.
