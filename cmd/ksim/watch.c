@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "hmap.h"
 #include "ksim.h"
 #include "shard.h"
 #include "banned.h"
@@ -44,17 +45,51 @@ struct ksim_watch {
 	pthread_cond_t wake;	/* signalled (with ksim.lock) when there may be something for it */
 	int fd;			/* the client's connection, to see it go while nothing is sent; -1: unknown */
 	struct ksim_watch *prev, *next;	/* every open watch (watching) */
+	char *bkey;			/* its bucket's key: "GR\nNS" ("GR\n": every namespace) */
+	struct ksim_watch *bprev, *bnext;	/* the watches of that bucket */
 };
 
 static struct ksim_watch *watching;
+/* bucket key -> the first watch of that resource and namespace (a thousand
+ * watches, one per namespace, are not scanned on every write) */
+static struct kop_hmap buckets = KOP_HMAP_INIT;
+/* watches waiting for a resourceVersion not reached yet: any write may be it */
+static int ahead;
+
+static char *bucket_key(const char *gr, const char *ns)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+
+	kop_buf_addf(&b, "%s\n%s", gr, ns ? ns : "");
+	return kop_buf_detach(&b, NULL);
+}
+
+static void signal_bucket(const char *gr, const char *ns)
+{
+	char buf[640], *key = buf;
+	struct ksim_watch *w;
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s\n%s", gr, ns ? ns : "") >= sizeof(buf))
+		key = bucket_key(gr, ns);
+	for (w = kop_hmap_get(&buckets, key); w; w = w->bnext)
+		pthread_cond_signal(&w->wake);
+	if (key != buf)
+		free(key);
+}
 
 void ksim_watch_notify(const char *gr, const char *ns)
 {
 	struct ksim_watch *w;
 
-	for (w = watching; w; w = w->next)
-		if (w->cursor >= ksim.rv || (!strcmp(w->gr, gr) && (!w->ns || (ns && !strcmp(w->ns, ns)))))
-			pthread_cond_signal(&w->wake);
+	if (ahead) {
+		for (w = watching; w; w = w->next)
+			if (w->cursor >= ksim.rv || (!strcmp(w->gr, gr) && (!w->ns || (ns && !strcmp(w->ns, ns)))))
+				pthread_cond_signal(&w->wake);
+		return;
+	}
+	signal_bucket(gr, NULL);
+	if (ns)
+		signal_bucket(gr, ns);
 }
 
 void ksim_watch_wake_all(void)
@@ -374,6 +409,11 @@ struct ksim_watch *ksim_watch_new(const struct ksim_request *rq, const struct ks
 	if (watching)
 		watching->prev = w;
 	watching = w;
+	w->bkey = bucket_key(w->gr, w->ns);
+	w->bnext = kop_hmap_get(&buckets, w->bkey);
+	if (w->bnext)
+		w->bnext->bprev = w;
+	kop_hmap_put(&buckets, w->bkey, w);
 	ksim.watches++;
 	return w;
 fail:
@@ -394,6 +434,15 @@ void ksim_watch_free(struct ksim_watch *w)
 		watching = w->next;
 	if (w->next)
 		w->next->prev = w->prev;
+	if (w->bprev)
+		w->bprev->bnext = w->bnext;
+	else if (w->bnext)
+		kop_hmap_put(&buckets, w->bkey, w->bnext);
+	else
+		kop_hmap_remove(&buckets, w->bkey);
+	if (w->bnext)
+		w->bnext->bprev = w->bprev;
+	free(w->bkey);
 	pthread_cond_destroy(&w->wake);
 	jv_free(w->initial);	/* shares storage with the store: freed under the lock */
 	pthread_cond_broadcast(&ksim.changed);
@@ -529,7 +578,13 @@ size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max)
 					until.tv_sec++;
 					until.tv_nsec -= 1000000000;
 				}
-				pthread_cond_timedwait(&w->wake, &ksim.lock, &until);
+				{
+					int is_ahead = w->cursor > ksim.rv;
+
+					ahead += is_ahead;
+					pthread_cond_timedwait(&w->wake, &ksim.lock, &until);
+					ahead -= is_ahead;
+				}
 			}
 		}
 		ksim_unlock();
