@@ -329,7 +329,7 @@ static int collect_members(struct shardset *s, const struct lease_io *io, int64_
 
 	for (j = 0; j < s->npeers; j++) {
 		struct shardset_peer *p = &s->peers[j];
-		char rerr[KOP_ERRLEN] = "", e[KOP_ERRLEN];
+		char rerr[KOP_ERRLEN] = "";
 		jv rv, body, resp = jv_null();
 		long code;
 
@@ -348,15 +348,18 @@ static int collect_members(struct shardset *s, const struct lease_io *io, int64_
 			jv msg = jv_get_kind(resp) == JV_KIND_OBJECT ? jv_object_get(jv_copy(resp), jv_string("message"))
 								      : jv_null();
 
+			struct kop_buf m = KOP_BUF_INIT;
+
+			kop_buf_addf(&m, "unable to delete lease '%s/%s': ", s->ns, p->l.name);
 			if (code == 0)
-				snprintf(e, sizeof(e), "unable to delete lease '%s/%s': %s", s->ns, p->l.name, rerr);
+				kop_buf_adds(&m, rerr);
 			else if (jv_get_kind(msg) == JV_KIND_STRING)
-				snprintf(e, sizeof(e), "unable to delete lease '%s/%s': %ld %s", s->ns, p->l.name, code,
-					 jv_string_value(msg));
+				kop_buf_addf(&m, "%ld %s", code, jv_string_value(msg));
 			else
-				snprintf(e, sizeof(e), "unable to delete lease '%s/%s': HTTP %ld", s->ns, p->l.name, code);
+				kop_buf_addf(&m, "HTTP %ld", code);
 			jv_free(msg);
-			note(err, &failed, e);
+			note(err, &failed, m.buf);
+			kop_buf_release(&m);
 		}
 		jv_free(resp);
 	}
