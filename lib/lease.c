@@ -84,6 +84,12 @@ static void observe(struct lease *l, jv obj, int64_t now_ms)
 	l->observed = obj;
 }
 
+/* When what a request of io just read is observed: now, or given when io has no clock. */
+static int64_t answered(const struct lease_io *io, int64_t given_ms)
+{
+	return io->mono_ms ? io->mono_ms(io->clock_ctx) : given_ms;
+}
+
 static int observed_valid(const struct lease *l, int64_t now_ms)
 {
 	return l->observed_ms + (int64_t)(spec_number(l->observed_spec, "leaseDurationSeconds") * 1000) > now_ms;
@@ -153,7 +159,7 @@ static int put_spec(struct lease *l, const struct lease_io *io, jv spec, int64_t
 	long code = io->request(io->ctx, "PUT", l->path, lease_object(l, spec), &resp, rerr);
 
 	if (code >= 200 && code < 300) {
-		observe(l, resp, now_ms);
+		observe(l, resp, answered(io, now_ms));
 		return 1;
 	}
 	if (code == 409) {
@@ -194,7 +200,7 @@ int lease_try_acquire_or_renew(struct lease *l, const struct lease_io *io, int64
 		l->observed = jv_null();
 		code = io->request(io->ctx, "POST", l->collection, lease_object(l, spec), &resp, rerr);
 		if (code >= 200 && code < 300) {
-			observe(l, resp, now_ms);
+			observe(l, resp, answered(io, now_ms));
 			l->leader = 1;
 			return 1;
 		}
@@ -209,7 +215,7 @@ int lease_try_acquire_or_renew(struct lease *l, const struct lease_io *io, int64
 		return request_error(code, resp, "get", l, err, rerr);
 
 	/* 3. Note when the record changed; a valid lease held by someone else is theirs. */
-	observe(l, resp, now_ms);
+	observe(l, resp, answered(io, now_ms));
 	if (!spec_holder_empty(l->observed_spec) && !spec_holder_is(l->observed_spec, l->identity) &&
 	    observed_valid(l, now_ms)) {
 		l->leader = 0;
@@ -261,7 +267,7 @@ int lease_release(struct lease *l, const struct lease_io *io, int64_t now_us, ch
 		code = io->request(io->ctx, "GET", l->path, jv_invalid(), &resp, rerr);
 		if (code < 200 || code >= 300)
 			return request_error(code, resp, "get", l, err, rerr);
-		observe(l, resp, l->observed_ms);
+		observe(l, resp, answered(io, l->observed_ms));
 	}
 	return kop_error(err, "unable to release lease '%s/%s': conflicting updates", l->ns, l->name);
 }

@@ -25,6 +25,15 @@ struct lease_io {
 	 */
 	long (*request)(void *ctx, const char *method, const char *path, jv body, jv *resp, char *err);
 	void *ctx;
+	/*
+	 * The local monotonic clock (ms), read once a request has answered:
+	 * what it read is stamped with that time, never with an earlier one,
+	 * so a slow answer cannot make another candidate's Lease expire early
+	 * in our view. NULL (a virtual clock that requests do not advance):
+	 * the time the call was given.
+	 */
+	int64_t (*mono_ms)(void *clock_ctx);
+	void *clock_ctx;
 };
 
 struct lease {

@@ -41,39 +41,33 @@ static int64_t wall(const struct shardset_clock *c)
 }
 
 /*
- * What a lease.c call read is stamped with the time read after it answered,
- * never earlier: lease_try_acquire_or_renew stamps its reads with the time
- * it began, and lease_release's re-read after a conflict keeps the time of
- * the previous read, either of which would make another replica's Lease
- * expire early in our view. spec_before is the observed spec before the
- * call (consumed).
+ * lease.c's calls through io, with c as the clock that stamps what they
+ * read (lease_io.mono_ms: the time after the answer, never earlier).
  */
-static void restamp(struct lease *l, jv spec_before, const struct shardset_clock *c)
+static struct lease_io timed(const struct lease_io *io, const struct shardset_clock *c)
 {
-	if (!jv_equal(spec_before, jv_copy(l->observed_spec)))
-		l->observed_ms = mono(c);
+	struct lease_io t = *io;
+
+	t.mono_ms = c->mono_ms;
+	t.clock_ctx = c->ctx;
+	return t;
 }
 
 /* One lease.c round on l, started at *t (read now). */
 static int try_lease(struct lease *l, const struct lease_io *io, const struct shardset_clock *c, int64_t *t,
 		     char *err)
 {
-	jv before = jv_copy(l->observed_spec);
-	int r;
+	struct lease_io tio = timed(io, c);
 
 	*t = mono(c);
-	r = lease_try_acquire_or_renew(l, io, *t, wall(c), err);
-	restamp(l, before, c);
-	return r;
+	return lease_try_acquire_or_renew(l, &tio, *t, wall(c), err);
 }
 
 static int release_lease(struct lease *l, const struct lease_io *io, const struct shardset_clock *c, char *err)
 {
-	jv before = jv_copy(l->observed_spec);
-	int r = lease_release(l, io, wall(c), err);
+	struct lease_io tio = timed(io, c);
 
-	restamp(l, before, c);
-	return r;
+	return lease_release(l, &tio, wall(c), err);
 }
 
 /* Keeps the first error of a round in err. */
@@ -271,7 +265,7 @@ static int list_leases(struct shardset *s, const struct lease_io *io, const stru
 	char rerr[KOP_ERRLEN] = "";
 	jv resp = jv_null(), items;
 	long code = io->request(io->ctx, "GET", s->member.collection, jv_invalid(), &resp, rerr);
-	int64_t now_ms = mono(c);	/* after the answer: see try_lease */
+	int64_t now_ms = mono(c);	/* after the answer, as lease.c stamps its reads (timed) */
 	size_t mpl = strlen(s->member_prefix), j, k;
 	int i, len;
 

@@ -62,9 +62,9 @@
  *    see that write before, so none can take the range before renewed_ms[i]
  *    + duration on our clock.
  *  - What a request read is stamped with the time read after its answer
- *    (lease.c stamps its reads with the time the call began; this module
- *    moves that stamp to the call's end), so a slow answer never makes
- *    another replica's Lease expire early in our view.
+ *    (lease.c does so with the clock this module gives it in lease_io), so
+ *    a slow answer never makes another replica's Lease expire early in our
+ *    view.
  *  - The caller works for range i at local monotonic time t only while
  *    shardset_usable(s, t) has bit i, that is i is in held and t -
  *    renewed_ms[i] < renew_deadline_ms (< duration): the same rule as the

@@ -94,9 +94,16 @@ static int same_failure(const char *a, const char *b)
 	return !*a && !*b;
 }
 
+/* What a lease request read is stamped with: the time after its answer (lib/lease.h). */
+static int64_t lease_clock(void *ctx)
+{
+	(void)ctx;
+	return kop_mono_ms();
+}
+
 static void *lease_thread(void *arg)
 {
-	struct lease_io io = { lease_request, le.kc };
+	struct lease_io io = { lease_request, le.kc, lease_clock, NULL };
 	char last_err[KOP_ERRLEN] = "";	/* the failure last logged ("" none since a success) */
 	int64_t last_err_at = 0;
 	unsigned long failures = 0;

@@ -110,7 +110,7 @@ static struct lease *candidate(struct candidate *c, int *n, const char *name)
 static int cmd_lease_scenario(int argc, char **argv)
 {
 	struct store s = { jv_null(), 0, 0, 0 };
-	struct lease_io io = { store_request, &s };
+	struct lease_io io = { store_request, &s, NULL, NULL };
 	struct candidate cand[8];
 	int ncand = 0, i;
 	char line[256];

@@ -357,7 +357,7 @@ static int64_t clock_wall(void *ctx)
 
 static void round_of(struct sim *m, struct replica *r)
 {
-	struct lease_io io = { replica_request, r };
+	struct lease_io io = { replica_request, r, NULL, NULL };
 	struct shardset_clock c = { clock_mono, clock_wall, r };
 	char err[KOP_ERRLEN] = "";
 	int64_t t0 = m->t;
@@ -620,7 +620,7 @@ static int cmd_shardset_sim(int argc, char **argv)
 				r->state = R_RUNNING;
 				r->next_round = m.t;
 			} else if (r->state == R_RUNNING) {
-				struct lease_io io = { replica_request, r };
+				struct lease_io io = { replica_request, r, NULL, NULL };
 				struct shardset_clock c = { clock_mono, clock_wall, r };
 				char err[KOP_ERRLEN] = "";
 
@@ -757,6 +757,8 @@ static int cmd_shardset_kube(int argc, char **argv)
 	}
 	io.request = kube_io_request;
 	io.ctx = kc;
+	io.mono_ms = NULL;	/* (shardset gives lease.c its clock) */
+	io.clock_ctx = NULL;
 	while (!rc && fgets(line, sizeof(line), stdin)) {
 		char id[64], what[32];
 		long long ms;
