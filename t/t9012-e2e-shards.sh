@@ -36,10 +36,11 @@ all_available () {
 		.status.phase == "Available")] | length == $n' all.json >/dev/null
 }
 
-# create I..J: IoTServices sI..sJ from the example
+# create I..J: IoTServices xI-iot..xJ-iot from the example (FNV-1a mixes a character into the
+# top bits, which pick the range, only when a few follow it: x1-iot, x2-iot ... spread, s1, s2 ... do not)
 create () {
 	for c_i in $(seq "$1" "$2"); do
-		sed "s/^  name: example-iotservice\$/  name: s$c_i/" "$PROJECT_ROOT/deploy/example-iotservice.yaml" || return 1
+		sed "s/^  name: example-iotservice\$/  name: x$c_i-iot/" "$PROJECT_ROOT/deploy/example-iotservice.yaml" || return 1
 		echo ---
 	done >create.yaml &&
 	k apply -f create.yaml >create.out
@@ -107,7 +108,7 @@ run () { # GATE (on or off)
 			p=$(metric $r ireconcile_primaries) && test -n "$p" &&
 			mine=0 &&
 			for i in $(seq 1 $N); do
-				if test "$(holder "$(range s$i)")" = "$r"; then
+				if test "$(holder "$(range x$i-iot)")" = "$r"; then
 					mine=$((mine + 1))
 				fi
 			done &&
@@ -130,8 +131,8 @@ run () { # GATE (on or off)
 	test_expect_success "gate $gate: a killed (-9): the others take its ranges and reconcile its instances, an edit made meanwhile applied" '
 		victim= &&
 		for i in $(seq 1 $N); do
-			if test "$(holder "$(range s$i)")" = a; then
-				victim=s$i
+			if test "$(holder "$(range x$i-iot)")" = a; then
+				victim=x$i-iot
 				break
 			fi
 		done &&
@@ -158,7 +159,7 @@ run () { # GATE (on or off)
 	test_expect_success "gate $gate: scale to 5 (d, e) while instances change, then to 2 (c, d, e stopped)" '
 		e2e_operator_start d $SHARDS &&
 		e2e_operator_start e $SHARDS &&
-		k patch iotservice -n $O s1 --type merge -p "{\"spec\":{\"cockpit\":{\"size\":3}}}" >patch.out &&
+		k patch iotservice -n $O x1-iot --type merge -p "{\"spec\":{\"cockpit\":{\"size\":3}}}" >patch.out &&
 		N=$((N + 2)) && create $((N - 1)) $N &&
 		test_wait_for 20 shares b c d e &&
 		shares b c d e &&
@@ -168,7 +169,7 @@ run () { # GATE (on or off)
 		for r in c d e; do
 			e2e_operator_stop $r || return 1
 		done &&
-		k patch iotservice -n $O s2 --type merge -p "{\"spec\":{\"cockpit\":{\"size\":3}}}" >patch.out &&
+		k patch iotservice -n $O x2-iot --type merge -p "{\"spec\":{\"cockpit\":{\"size\":3}}}" >patch.out &&
 		test_wait_for 10 shares b &&
 		shares b &&
 		test_wait_for 60 all_available &&
