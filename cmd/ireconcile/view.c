@@ -1,6 +1,7 @@
 /*
- * The view of the cluster: watch events applied to the objects kept, each
- * child linked to its primary, aggregates counted. How an object's text is
+ * The view of the cluster: watch events applied to the objects kept (under
+ * --shard, those of the shard's primaries only), each child linked to its
+ * primary, aggregates counted. How an object's text is
  * stored is store.c's; what a reconcile reads of the view is input.c's.
  */
 #include <stdlib.h>
