@@ -332,6 +332,10 @@ int main(int argc, char **argv)
 		kop_program_release(&E.prog);
 		return tool_finish(KOP_EXIT_OK);
 	}
+	/* (from the start: a replica whose shard holds none says 0) */
+	tool_metric_set("ireconcile_primaries", NULL, 0);
+	if (E.shard)
+		tool_metric_add("ireconcile_shard_dropped_events_total", NULL, 0);
 	kop_hmap_init(&E.objs);
 	kop_hmap_init(&E.prims);
 	kop_hmap_init(&E.related);
