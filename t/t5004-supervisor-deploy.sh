@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='deploy/: kustomize output, kubectl apply -k (dry-run=server and for real) on ksim, the CRD schema'
+test_description='deploy/ and deploy-sharded/: kustomize output, kubectl apply -k deploy/ (dry-run=server and for real) on ksim, the CRD schema'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
@@ -41,6 +41,52 @@ test_expect_success 'the Deployment: non-root, read-only root, no escalation, pr
 		.ports[0].containerPort == 60000 and .resources.limits.memory != null and
 		(.env[] | select(.name == \"OPERATOR_NAME\") | .valueFrom.fieldRef.fieldPath) == \"metadata.namespace\" and
 		(.env[] | select(.name == \"POD_NAME\") | .valueFrom.fieldRef.fieldPath) == \"metadata.name\"" dep.json
+'
+
+# The objects of a YAML stream as one sorted JSON array (the project's YAML reader).
+objects () {
+	"$KOP_TEST_TOOL" yaml "$1" >"$1.jsonl" &&
+	jq -S -s 'map(select(. != null)) | sort_by(.kind, .metadata.namespace // "", .metadata.name)' "$1.jsonl"
+}
+
+# deploy-sharded/ (docs/sharding.md) is deploy/ with three things changed: the Deployment's replicas
+# and args, and the Role iot-operator-shards with its RoleBinding. The rest is deploy/'s, object for
+# object; deploy/ itself keeps 2 replicas, leader election, no shards.
+test_expect_success 'deploy-sharded/ with each kubectl: deploy/, 3 replicas, --shards=16, the Role iot-operator-shards' '
+	objects all.yaml >base.json &&
+	jq -e "(.[] | select(.kind == \"Deployment\") | .spec | [.replicas, .template.spec.containers[0].args]) ==
+		[2, [\"--metrics-addr=:60000\", \"--leader-elect\"]] and
+		all(.[]; .metadata.name != \"iot-operator-shards\")" base.json &&
+	cat >shards-role.json <<-\EOT &&
+	[
+	  {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+	  {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+	   "resourceNames": ["iot-operator-shard-00", "iot-operator-shard-01", "iot-operator-shard-02",
+	     "iot-operator-shard-03", "iot-operator-shard-04", "iot-operator-shard-05", "iot-operator-shard-06",
+	     "iot-operator-shard-07", "iot-operator-shard-08", "iot-operator-shard-09", "iot-operator-shard-10",
+	     "iot-operator-shard-11", "iot-operator-shard-12", "iot-operator-shard-13", "iot-operator-shard-14",
+	     "iot-operator-shard-15"],
+	   "verbs": ["get", "update"]},
+	  {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "update", "delete"]}
+	]
+	EOT
+	for kc in $versions; do
+		timeout 30 "$kc" kustomize "$PROJECT_ROOT/deploy-sharded" >sharded.yaml &&
+		objects sharded.yaml >sharded.json &&
+		jq -e "(.[] | select(.kind == \"Deployment\") | .spec | [.replicas, .template.spec.containers[0].args]) ==
+			[3, [\"--metrics-addr=:60000\", \"--leader-elect\", \"--shards=16\"]]" sharded.json &&
+		jq -e --slurpfile rules shards-role.json "[.[] | select(.metadata.name == \"iot-operator-shards\")] |
+			length == 2 and all(.[]; .metadata.namespace == \"devawsk8s\") and
+			(.[] | select(.kind == \"Role\") | .rules) == \$rules[0] and
+			(.[] | select(.kind == \"RoleBinding\") | [.roleRef, .subjects]) ==
+			[{apiGroup: \"rbac.authorization.k8s.io\", kind: \"Role\", name: \"iot-operator-shards\"},
+			 [{kind: \"ServiceAccount\", name: \"iot-operator\", namespace: \"devawsk8s\"}]]" sharded.json &&
+		jq -S "map(select(.metadata.name != \"iot-operator-shards\") |
+			if .kind == \"Deployment\" then .spec.replicas = 2 |
+				.spec.template.spec.containers[0].args -= [\"--shards=16\"] else . end)" sharded.json >rest.json &&
+		test_cmp base.json rest.json ||
+		{ echo "with $kc"; return 1; }
+	done
 '
 
 test_expect_success 'the CRD: both versions, v1 storage, every default of the spec, printer columns' '

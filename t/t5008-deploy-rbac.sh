@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='deploy/ RBAC with kubectl as on a cluster: kubectl auth can-i --as the operator ServiceAccount (ksim --authorization rbac, impersonation) says yes to what the stages do, no to more'
+test_description='deploy/ RBAC with kubectl as on a cluster: kubectl auth can-i --as the operator ServiceAccount (ksim --authorization rbac, impersonation) says yes to what the stages do, no to more; deploy-sharded/ adds the Leases of O only'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
@@ -45,9 +45,10 @@ test_expect_success 'setup: the ServiceAccount makes the instance namespace and 
 	k --kubeconfig op.kubeconfig apply --server-side --field-manager iot-operator -f instance.yaml >out
 '
 
-test_expect_success 'auth can-i --as the ServiceAccount, and with its own token: yes to what the stages do, no to more' '
-	grep -v -e "^#" -e "^\$" "$F/can-i.txt" >checks &&
-	test "$(wc -l <checks)" -gt 50 &&
+# can_i FILE: each line of FILE, WANT VERB RESOURCE [FLAGS], is what kubectl auth can-i answers, --as
+# the ServiceAccount and with its own token
+can_i () {
+	grep -v -e "^#" -e "^\$" "$1" >checks &&
 	while read -r want args; do
 		as=$(k auth can-i $args --as=$SA 2>err) ;
 		own=$(k --kubeconfig op.kubeconfig auth can-i $args 2>>err) ;
@@ -55,6 +56,11 @@ test_expect_success 'auth can-i --as the ServiceAccount, and with its own token:
 			echo "can-i $args: want $want, got $as (--as), $own (its token)" && cat err && return 1
 		fi
 	done <checks
+}
+
+test_expect_success 'auth can-i --as the ServiceAccount, and with its own token: yes to what the stages do, no to more' '
+	can_i "$F/can-i.txt" &&
+	test "$(wc -l <checks)" -gt 50
 '
 
 test_expect_success 'kubectl --as the ServiceAccount: get what it may, Forbidden for the rest, as its token gets' '
@@ -74,6 +80,21 @@ test_expect_success 'kubectl --as the ServiceAccount: get what it may, Forbidden
 test_expect_success 'the ServiceAccount may not impersonate (no way around its role)' '
 	test_must_fail k --kubeconfig op.kubeconfig get secrets -n kube-system --as=system:admin --as-group=system:masters 2>err &&
 	grep -F "Error from server (Forbidden): users \"system:admin\" is forbidden: User \"$SA\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope" err
+'
+
+# Sharded (docs/sharding.md): the Role iot-operator-shards adds the Leases of O, nothing elsewhere.
+test_expect_success 'deploy-sharded/ applied: the Leases of sharding in O, none elsewhere (can-i, can-i --list)' '
+	k apply -k "$PROJECT_ROOT/deploy-sharded" >out &&
+	grep -x "role.rbac.authorization.k8s.io/iot-operator-shards created" out &&
+	can_i "$F/can-i-sharded.txt" &&
+	test "$(wc -l <checks)" -gt 15 &&
+	k auth can-i --list -n devawsk8s --as=$SA >list &&
+	grep -E "^leases\.coordination\.k8s\.io +\[\] +\[\] +\[create get list update delete\]$" list &&
+	sed -n "s/^leases\.coordination\.k8s\.io  *\[\]  *\[\(iot-operator-shard-[0-9]*\)\]  *\[get update\]$/\1/p" list >shard-names &&
+	for i in 00 01 02 03 04 05 06 07 08 09 10 11 12 13 14 15; do echo iot-operator-shard-$i; done >expect &&
+	test_cmp expect shard-names &&
+	k auth can-i --list -n kube-system --as=$SA >list.ks &&
+	! grep "^leases" list.ks
 '
 
 test_expect_success 'ksim stops cleanly' '

@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='the Helm chart deploy/helm/iot-operator with Helm 4: lint, the objects of kubectl kustomize deploy/, install, upgrade, uninstall on ksim'
+test_description='the Helm chart deploy/helm/iot-operator with Helm 4: lint, the objects of kubectl kustomize deploy/ (and of deploy-sharded/ with shards=16), install, upgrade, uninstall on ksim'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 . "$TEST_DIRECTORY/lib-e2e.sh"
@@ -68,6 +68,34 @@ test_expect_success 'helm template with the defaults: the objects of kubectl kus
 	ServiceAccount
 	EOF
 	test_cmp expect actual
+'
+
+# shards > 0 (docs/sharding.md): --shards=N, and the Role iot-operator-shards naming the N ranges'
+# Leases; with replicas=3 and shards=16, deploy-sharded/ object for object. shards=0: neither.
+test_expect_success 'helm template with shards: the objects of kubectl kustomize deploy-sharded/; none of it with shards=0' '
+	helm template iot-operator "$CHART" --include-crds --set replicas=3 --set shards=16 >sharded.yaml &&
+	timeout 60 "$TOOLS/kubectl" kustomize "$PROJECT_ROOT/deploy-sharded" >ksharded.yaml &&
+	objects sharded.yaml >sharded.json &&
+	objects ksharded.yaml >ksharded.json &&
+	test_cmp ksharded.json sharded.json &&
+	jq -e "(.[] | select(.kind == \"Deployment\") | .spec.template.spec.containers[0].args | index(\"--shards=16\")) != null and
+		(.[] | select(.kind == \"Role\" and .metadata.name == \"iot-operator-shards\") | .rules[1].resourceNames) ==
+		[range(16) | \"iot-operator-shard-\" + (if . < 10 then \"0\" else \"\" end) + tostring]" sharded.json &&
+	helm template x "$CHART" --set shards=5 --set operatorNamespace=iot-system >five.yaml &&
+	objects five.yaml >five.json &&
+	jq -c ".[] | select(.metadata.name == \"iot-operator-shards\") | [.kind, .metadata.namespace, .rules[1].resourceNames, .subjects]" five.json >actual &&
+	cat >expect <<-\EOF &&
+	["Role","iot-system",["iot-operator-shard-00","iot-operator-shard-01","iot-operator-shard-02","iot-operator-shard-03","iot-operator-shard-04"],null]
+	["RoleBinding","iot-system",null,[{"kind":"ServiceAccount","name":"iot-operator","namespace":"iot-system"}]]
+	EOF
+	test_cmp expect actual &&
+	jq -c ".[] | select(.kind == \"Deployment\") | .spec.template.spec.containers[0].args" five.json >actual &&
+	echo "[\"--metrics-addr=:60000\",\"--leader-elect\",\"--shards=5\"]" >expect &&
+	test_cmp expect actual &&
+	helm template x "$CHART" --set shards=0 >zero.yaml &&
+	objects zero.yaml >zero.json &&
+	jq -e "all(.[]; .metadata.name != \"iot-operator-shards\") and
+		(.[] | select(.kind == \"Deployment\") | .spec.template.spec.containers[0].args | all(.[]; startswith(\"--shards\") | not))" zero.json
 '
 
 # The admission policy: only for a server with admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy
@@ -218,7 +246,13 @@ test_expect_success 'values.schema.json: a misspelt or bad value is refused, nam
 	test_must_fail helm template x "$CHART" --set progressDeadline=soon >/dev/null 2>err &&
 	grep "/progressDeadline" err &&
 	test_must_fail helm template x "$CHART" --set maxParallelUpdates=0 >/dev/null 2>err &&
-	grep "/maxParallelUpdates" err
+	grep "/maxParallelUpdates" err &&
+	test_must_fail helm template x "$CHART" --set shards=65 >/dev/null 2>err &&
+	grep "/shards.: maximum: got 65, want 64" err &&
+	test_must_fail helm template x "$CHART" --set shards=-1 >/dev/null 2>err &&
+	grep "/shards.: minimum: got -1, want 0" err &&
+	helm template x "$CHART" --set shards=64 >max.yaml &&
+	grep -x "  - \"iot-operator-shard-63\"" max.yaml
 '
 
 e2e_ksim_start
@@ -247,18 +281,25 @@ test_expect_success 'the operator beside it (under the chart ServiceAccount) tak
 	test_wait_for 30 status_is Available
 '
 
-test_expect_success 'helm upgrade with a changed value changes the Deployment' '
+SHARDS_ROLE=/apis/rbac.authorization.k8s.io/v1/namespaces/$O/roles/iot-operator-shards
+
+test_expect_success 'helm upgrade with changed values changes the Deployment; shards=4 adds the Role iot-operator-shards' '
 	ksim_curl -o before.json /apis/apps/v1/namespaces/$O/deployments/iot-operator &&
+	test "$(http_code $SHARDS_ROLE)" = 404 &&
 	helm upgrade iot-operator "$CHART" --kubeconfig "$KSIM_CONFIG" --set image.tag=v2 --set replicas=1 \
-		--wait --timeout 60s >upgrade.out 2>&1 ||
+		--set shards=4 --wait --timeout 60s >upgrade.out 2>&1 ||
 	{ cat upgrade.out; false; } &&
 	ksim_curl -o after.json /apis/apps/v1/namespaces/$O/deployments/iot-operator &&
-	jq -c "[.metadata.generation, .spec.replicas, .spec.template.spec.containers[0].image]" before.json after.json >actual &&
+	jq -c "[.metadata.generation, .spec.replicas, .spec.template.spec.containers[0].image,
+		.spec.template.spec.containers[0].args[-1]]" before.json after.json >actual &&
 	cat >expect <<-\EOF &&
-	[1,2,"iot-operator:latest"]
-	[2,1,"iot-operator:v2"]
+	[1,2,"iot-operator:latest","--leader-elect"]
+	[2,1,"iot-operator:v2","--shards=4"]
 	EOF
 	test_cmp expect actual &&
+	ksim_curl -o shards-role.json $SHARDS_ROLE &&
+	jq -e ".rules[1].resourceNames == [\"iot-operator-shard-00\", \"iot-operator-shard-01\", \"iot-operator-shard-02\", \"iot-operator-shard-03\"]" shards-role.json &&
+	test "$(http_code /apis/rbac.authorization.k8s.io/v1/namespaces/$O/rolebindings/iot-operator-shards)" = 200 &&
 	helm status iot-operator --kubeconfig "$KSIM_CONFIG" -o json >status.json &&
 	jq -e ".info.status == \"deployed\" and .version == 2" status.json
 '
@@ -272,6 +313,7 @@ test_expect_success 'helm uninstall removes what it installed; the CRD stays' '
 	while read -r p; do
 		test "$(http_code "$p")" = 404 || { echo "$p is still there"; return 1; }
 	done <installed.paths &&
+	test "$(http_code $SHARDS_ROLE)" = 404 &&
 	test "$(http_code /apis/apiextensions.k8s.io/v1/customresourcedefinitions/iotservices.cp.iot.sap)" = 200 &&
 	helm list --kubeconfig "$KSIM_CONFIG" --all-namespaces -q >releases &&
 	test_cmp /dev/null releases &&

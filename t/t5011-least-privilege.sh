@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='least privilege (issue 32): the operator ServiceAccount, with deploy/ RBAC (and deploy/policy/ where the server has ValidatingAdmissionPolicies), cannot write outside its namespaces, read other Secrets or bind itself elsewhere; each refusal names its reason as a real server does (kubectl 1.27 and 1.33)'
+test_description='least privilege (issue 32): the operator ServiceAccount, with deploy/ RBAC (and deploy/policy/ where the server has ValidatingAdmissionPolicies), cannot write outside its namespaces, read other Secrets or bind itself elsewhere, nor (deploy-sharded/) touch a Lease outside O; each refusal names its reason as a real server does (kubectl 1.27 and 1.33)'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
@@ -121,6 +121,70 @@ ksb_yaml () {
 	- {kind: ServiceAccount, name: iot-operator, namespace: devawsk8s}
 	EOF
 }
+
+# lease_yaml NAME NAMESPACE HOLDER: a Lease as a replica writes one
+lease_yaml () {
+	cat <<-EOF
+	apiVersion: coordination.k8s.io/v1
+	kind: Lease
+	metadata: {name: $1, namespace: $2}
+	spec: {holderIdentity: "$3", leaseDurationSeconds: 15}
+	EOF
+}
+
+# Sharding's Leases (docs/sharding.md) come with deploy-sharded/'s Role iot-operator-shards only.
+test_expect_success 'RBAC, deploy/ alone: a Lease created in O, but iot-operator-shard-00 not updated, the Leases not listed' '
+	lease_yaml iot-operator-shard-00 devawsk8s a >shard.yaml &&
+	k --kubeconfig op.kubeconfig create -f shard.yaml >out &&
+	lease_yaml iot-operator-shard-00 devawsk8s b >shard-b.yaml &&
+	refused "Error from server (Forbidden): error when replacing \"shard-b.yaml\": leases.coordination.k8s.io \"iot-operator-shard-00\" is forbidden: User \"$SA\" cannot update resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"devawsk8s\"" \
+		replace -f shard-b.yaml &&
+	refused "Error from server (Forbidden): leases.coordination.k8s.io is forbidden: User \"$SA\" cannot list resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"devawsk8s\"" \
+		get leases -n devawsk8s &&
+	k get lease iot-operator-shard-00 -n devawsk8s -o jsonpath="{.spec.holderIdentity}{\"\n\"}" >holder &&
+	echo a >expect && test_cmp expect holder
+'
+
+M=iot-operator-member-iot-operator-7d4b9c-x2x7q
+
+test_expect_success 'RBAC, deploy-sharded/: the Leases of O created, read, updated, listed and deleted' '
+	k apply -k "$PROJECT_ROOT/deploy-sharded" >out &&
+	k --kubeconfig op.kubeconfig replace -f shard-b.yaml >out &&
+	k --kubeconfig op.kubeconfig get lease iot-operator-shard-00 -n devawsk8s -o jsonpath="{.spec.holderIdentity}{\"\n\"}" >holder &&
+	echo b >expect && test_cmp expect holder &&
+	lease_yaml $M devawsk8s iot-operator-7d4b9c-x2x7q >member.yaml &&
+	k --kubeconfig op.kubeconfig create -f member.yaml >out &&
+	lease_yaml $M devawsk8s "" >member-released.yaml &&
+	k --kubeconfig op.kubeconfig replace -f member-released.yaml >out &&
+	k --kubeconfig op.kubeconfig get leases -n devawsk8s -o name >names &&
+	printf "lease.coordination.k8s.io/%s\n" $M iot-operator-shard-00 >expect &&
+	test_cmp expect names &&
+	k --kubeconfig op.kubeconfig delete lease $M -n devawsk8s >out &&
+	k --kubeconfig op.kubeconfig get leases -n devawsk8s -o name >names &&
+	echo lease.coordination.k8s.io/iot-operator-shard-00 >expect &&
+	test_cmp expect names
+'
+
+test_expect_success 'RBAC, deploy-sharded/: no Lease of another namespace created, read, updated, listed or deleted' '
+	lease_yaml kube-controller-manager kube-system master-1 >ks-lease.yaml &&
+	k create -f ks-lease.yaml >out &&
+	refused "Error from server (Forbidden): leases.coordination.k8s.io \"kube-controller-manager\" is forbidden: User \"$SA\" cannot get resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-system\"" \
+		get lease kube-controller-manager -n kube-system &&
+	refused "Error from server (Forbidden): leases.coordination.k8s.io is forbidden: User \"$SA\" cannot list resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-system\"" \
+		get leases -n kube-system &&
+	refused "Error from server (Forbidden): leases.coordination.k8s.io is forbidden: User \"$SA\" cannot list resource \"leases\" in API group \"coordination.k8s.io\" at the cluster scope" \
+		get leases -A &&
+	lease_yaml kube-controller-manager kube-system mine >ks-lease-mine.yaml &&
+	refused "Error from server (Forbidden): error when replacing \"ks-lease-mine.yaml\": leases.coordination.k8s.io \"kube-controller-manager\" is forbidden: User \"$SA\" cannot update resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-system\"" \
+		replace -f ks-lease-mine.yaml &&
+	refused "Error from server (Forbidden): leases.coordination.k8s.io \"kube-controller-manager\" is forbidden: User \"$SA\" cannot delete resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-system\"" \
+		delete lease kube-controller-manager -n kube-system &&
+	lease_yaml iot-operator-shard-00 tenant mine >tenant-lease.yaml &&
+	refused "Error from server (Forbidden): error when creating \"tenant-lease.yaml\": leases.coordination.k8s.io is forbidden: User \"$SA\" cannot create resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"tenant\"" \
+		create -f tenant-lease.yaml &&
+	k get lease kube-controller-manager -n kube-system -o jsonpath="{.spec.holderIdentity}{\"\n\"}" >holder &&
+	echo master-1 >expect && test_cmp expect holder
+'
 
 # What README says remains open without admissionregistration.k8s.io/v1 (1.27 to 1.29): RBAC
 # cannot limit create on RoleBindings by namespace, so the ServiceAccount can bind itself
