@@ -212,7 +212,12 @@ void lease_setup(void)
 	if (!(le.kc = kube_client_new(&cfg, lease_request_timeout_ms(), err)))
 		die(KOP_EXIT_PERM, "%s", err);
 	kube_config_release(&cfg);
-	kube_client_set_user_agent(le.kc, "iot-operator/leader-election");
+	{
+		char *ua = tool_user_agent("leader-election");
+
+		kube_client_set_user_agent(le.kc, ua);
+		free(ua);
+	}
 	lease_init(&le.l, sup.operator_name, LOCK_NAME, sup.identity, (sup.lease_ms + 999) / 1000);
 	if ((le.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		die(KOP_EXIT_TEMP, "unable to create an eventfd: %s", strerror(errno));
