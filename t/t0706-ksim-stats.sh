@@ -26,13 +26,13 @@ test_expect_success 'requests are counted by agent and verb, a watch as WATCH, a
 	test_cmp expect actual
 '
 
-test_expect_success 'the request log (-v) names the user agent, its time to the millisecond' '
-	jq -c "select(.msg == \"request\" and .userAgent == \"t/write\") | [.method, .code]" "$KSIM_LOG" >actual &&
+test_expect_success 'the request log (-v) names the user agent (and a POST the object), its time to the millisecond' '
+	jq -c "select(.msg == \"request\" and .userAgent == \"t/write\") | [.method, .path, .code, .name]" "$KSIM_LOG" >actual &&
 	cat >expect <<-\EOF &&
-	["POST",201]
-	["PATCH",200]
-	["DELETE",200]
-	["DELETE",404]
+	["POST","/api/v1/namespaces/default/configmaps",201,"c"]
+	["PATCH","/api/v1/namespaces/default/configmaps/c",200,null]
+	["DELETE","/api/v1/namespaces/default/configmaps/c",200,null]
+	["DELETE","/api/v1/namespaces/default/configmaps/c",404,null]
 	EOF
 	test_cmp expect actual &&
 	jq -r "select(.msg == \"request\") | .time" "$KSIM_LOG" >times &&

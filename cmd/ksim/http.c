@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
@@ -68,6 +69,30 @@ static const char *user_agent(struct MHD_Connection *c)
 	const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT);
 
 	return ua ? ua : "";
+}
+
+/*
+ * What the -v log line adds for an answered request: whether it became a
+ * watch, and for a POST the name of the object it creates (its path does
+ * not say it), when the body is JSON that names one.
+ */
+static jv request_fields(const struct ksim_request *rq, int watch)
+{
+	jv f = JV_OBJECT(jv_string("watch"), jv_bool(watch));
+
+	if (!strcmp(rq->method, "POST") && rq->body_len && rq->body_len < INT_MAX) {
+		jv b = jv_parse_sized(rq->body, (int)rq->body_len), name = jv_invalid();
+
+		if (jv_get_kind(b) == JV_KIND_OBJECT)
+			name = jv_getpath(b, JV_ARRAY(jv_string("metadata"), jv_string("name")));
+		else
+			jv_free(b);
+		if (jv_get_kind(name) == JV_KIND_STRING)
+			f = jv_object_set(f, jv_string("name"), name);
+		else
+			jv_free(name);
+	}
+	return f;
 }
 
 /* The -v log line of a request: method, path, code, user agent, and more (fields, consumed). */
@@ -718,7 +743,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	ksim_handle(&rq, &rs);
 	ksim_persist_sync();	/* persist.c: --data, durable before the answer */
 	if (ksim.verbose)
-		log_request(c, method, url, rs.code, JV_OBJECT(jv_string("watch"), jv_bool(rs.watch != NULL)));
+		log_request(c, method, url, rs.code, request_fields(&rq, rs.watch != NULL));
 	if (rs.watch) {
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		struct stream *st = kop_calloc(1, sizeof(*st));
