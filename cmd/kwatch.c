@@ -132,6 +132,7 @@ struct res {
 /* A RESOURCE@~ argument: one watch per namespace that the namespaces watch writes. */
 struct tmpl {
 	char *arg, *name, *label, *field, *shard, *keep;
+	struct kop_shard_sel sel;	/* shard parsed; sel.n == 0: none */
 };
 
 static struct {
@@ -1044,6 +1045,18 @@ static void setup_template(const char *arg, const struct spec *s)
 	t->field = s->field ? kop_strdup(s->field) : opt.field ? kop_strdup(opt.field) : NULL;
 	t->shard = s->shard ? kop_strdup(s->shard) : opt.shard ? kop_strdup(opt.shard) : NULL;
 	t->keep = s->keep ? kop_strdup(s->keep) : opt.keep ? kop_strdup(opt.keep) : NULL;
+	memset(&t->sel, 0, sizeof(t->sel));
+	if (t->shard && *t->shard && kop_shard_parse(t->shard, &t->sel, err) < 0)
+		die_usage("invalid shard selector in '%s': %s", arg, err);	/* (checked before) */
+}
+
+/*
+ * Whether template t watches in namespace ns: with a shard selector by
+ * namespace, only where ns hashes into it (a watch elsewhere could send nothing).
+ */
+static int tmpl_wants(const struct tmpl *t, const char *ns)
+{
+	return !t->sel.n || t->sel.key != KOP_SHARD_NAMESPACE || kop_shard_match_value(&t->sel, ns, strlen(ns));
 }
 
 /* The watch of template t in namespace ns, to start at once. */
@@ -1123,7 +1136,7 @@ static void ns_seen(jv ev)
 					r->dropped = 1;
 				}
 			}
-			if (!have && !going)
+			if (!have && !going && tmpl_wants(&tmpl[j], name))
 				add_dyn(&tmpl[j], name);
 			kop_buf_release(&want);
 		}
@@ -1189,6 +1202,7 @@ static void cleanup(void)
 		free(tmpl[i].field);
 		free(tmpl[i].shard);
 		free(tmpl[i].keep);
+		kop_shard_free(&tmpl[i].sel);
 	}
 	free(tmpl);
 	free(res);

@@ -17,6 +17,7 @@ int program_req_str(jv o, const char *key, const char *where, char **out, char *
 /* Settings and templates (program_settings.c). */
 int program_load_setting(jv s, size_t i, jv *settings, char *err);
 jv program_expand(jv settings, jv v, char *err);
+int program_load_shard_key(struct kop_program *p, jv primary, char *err);
 
 /* Kinds and mappings (program_kinds.c). */
 void program_mapping_release(struct kop_mapping *m);

@@ -339,7 +339,8 @@ static int load_doc(struct kop_program *p, jv doc, int compile, char *err)
 	}
 	program_kind_release(&p->primary);
 	if (program_load_kind(sect, "primary", KOP_ROLE_PRIMARY, &p->mapping, &p->primary, err) < 0 ||
-	    program_opt_str(sect, "finalizer", "primary", &p->finalizer, err) < 0) {
+	    program_opt_str(sect, "finalizer", "primary", &p->finalizer, err) < 0 ||
+	    program_load_shard_key(p, sect, err) < 0) {
 		jv_free(sect);
 		jv_free(doc);
 		return -1;
@@ -423,6 +424,10 @@ void kop_program_release(struct kop_program *p)
 	free(p->aggs);
 	kop_jq_free(p->sync);
 	kop_jq_free(p->render);
+	free(p->shard_key);
+	for (i = 0; i < p->nshard_parts; i++)
+		free(p->shard_parts[i].text);
+	free(p->shard_parts);
 	memset(p, 0, sizeof(*p));
 	p->settings = jv_null();
 	p->mapping.match = jv_null();

@@ -38,6 +38,13 @@ struct kop_kind {
 	struct kop_mapping own_mapping;
 	int has_own_mapping;
 	int create_only;	/* adopt: false (children): one not yet seen is created, never applied over another's */
+	int cluster_scoped;	/* `scope: Cluster`, or one of Kubernetes' own cluster-scoped kinds */
+};
+
+/* A piece of primary.shardKey: text (its settings filled in), or the primary's name or namespace. */
+struct kop_shard_part {
+	enum { KOP_SHARD_PART_TEXT, KOP_SHARD_PART_NAME, KOP_SHARD_PART_NAMESPACE } what;
+	char *text;		/* KOP_SHARD_PART_TEXT only */
 };
 
 struct kop_aggregate {
@@ -58,6 +65,9 @@ struct kop_program {
 	size_t naggs;
 	struct kop_jq *sync;
 	struct kop_jq *render;	/* NULL: no render program (docs/writing-programs.md) */
+	char *shard_key;	/* primary.shardKey as written (NULL: none) */
+	struct kop_shard_part *shard_parts;
+	size_t nshard_parts;
 };
 
 /*
@@ -78,8 +88,18 @@ const struct kop_kind *kop_program_find_kind(const struct kop_program *p, const 
 
 /* The watches the program needs: an array of
  * {"resource","namespace","labelSelector","fieldSelector","role"} (caller owns),
- * with "keep" when kwatch may keep only some fields (kwatch's :k=FIELDS). */
+ * with "keep" when kwatch may keep only some fields (kwatch's :k=FIELDS), and
+ * "shard": "namespace" when the program has a shard key and the watch's objects
+ * live in the namespace it names (namespaced children and observed kinds
+ * watched across namespaces or in each, "~"): a shard selector on
+ * object.metadata.namespace picks the objects of a shard's primaries. */
 jv kop_program_watches(const struct kop_program *p);
+
+/*
+ * The shard key of the primary ns/name (ns "" or NULL when cluster-scoped):
+ * primary.shardKey filled in, malloc'd; NULL when the program declares none.
+ */
+char *kop_program_shard_key(const struct kop_program *p, const char *ns, const char *name);
 
 /*
  * The key ("NAMESPACE/NAME", or "NAME" for a cluster-scoped primary) of the

@@ -148,6 +148,39 @@ static int load_project(jv o, const char *where, struct kop_kind *k, char *err)
 	return 0;
 }
 
+/*
+ * Kubernetes' own cluster-scoped kinds (group, kind): their objects have no
+ * namespace for a shard selector to read. A custom kind says `scope: Cluster`.
+ */
+static int builtin_cluster_scoped(const char *group, const char *kind)
+{
+	static const char *const kinds[][2] = {
+		{ "", "Namespace" }, { "", "Node" }, { "", "PersistentVolume" }, { "", "ComponentStatus" },
+		{ "rbac.authorization.k8s.io", "ClusterRole" }, { "rbac.authorization.k8s.io", "ClusterRoleBinding" },
+		{ "storage.k8s.io", "StorageClass" }, { "storage.k8s.io", "CSIDriver" }, { "storage.k8s.io", "CSINode" },
+		{ "storage.k8s.io", "VolumeAttachment" }, { "storage.k8s.io", "VolumeAttributesClass" },
+		{ "apiextensions.k8s.io", "CustomResourceDefinition" }, { "apiregistration.k8s.io", "APIService" },
+		{ "admissionregistration.k8s.io", "MutatingWebhookConfiguration" },
+		{ "admissionregistration.k8s.io", "ValidatingWebhookConfiguration" },
+		{ "admissionregistration.k8s.io", "ValidatingAdmissionPolicy" },
+		{ "admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding" },
+		{ "admissionregistration.k8s.io", "MutatingAdmissionPolicy" },
+		{ "admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding" },
+		{ "scheduling.k8s.io", "PriorityClass" }, { "node.k8s.io", "RuntimeClass" },
+		{ "networking.k8s.io", "IngressClass" }, { "networking.k8s.io", "IPAddress" },
+		{ "networking.k8s.io", "ServiceCIDR" }, { "certificates.k8s.io", "CertificateSigningRequest" },
+		{ "certificates.k8s.io", "ClusterTrustBundle" }, { "flowcontrol.apiserver.k8s.io", "FlowSchema" },
+		{ "flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration" }, { "resource.k8s.io", "DeviceClass" },
+		{ "resource.k8s.io", "ResourceSlice" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(kinds[i][0], group) && !strcmp(kinds[i][1], kind))
+			return 1;
+	return 0;
+}
+
 int program_load_kind(jv o, const char *where, enum kop_role role, const struct kop_mapping *dflt,
 		      struct kop_kind *k, char *err)
 {
@@ -163,9 +196,10 @@ int program_load_kind(jv o, const char *where, enum kop_role role, const struct 
 		return kop_error(err, "'%s' must be an object", where);
 	{
 		static const char *const kind_keys[] = { "resource", "apiVersion", "kind", "namespace", "name",
-							 "labelSelector", "project", "mapping", "adopt", NULL };
+							 "labelSelector", "project", "mapping", "adopt", "scope", NULL };
 		static const char *const primary_keys[] = { "resource", "apiVersion", "kind", "namespace", "name",
-							    "labelSelector", "project", "mapping", "finalizer", NULL };
+							    "labelSelector", "project", "mapping", "finalizer",
+							    "shardKey", NULL };
 
 		if (program_known_keys(o, where, role == KOP_ROLE_PRIMARY ? primary_keys : kind_keys, err) < 0)
 			return -1;
@@ -196,6 +230,19 @@ int program_load_kind(jv o, const char *where, enum kop_role role, const struct 
 		return kop_error(err, "'%s.namespace': \"~\" (one watch per namespace of the Namespace children) is for "
 				      "children and observed kinds", where);
 	k->group = kop_api_group(k->api_version);
+	{
+		char *scope = NULL;
+
+		if (program_opt_str(o, "scope", where, &scope, err) < 0)
+			return -1;
+		if (scope && strcmp(scope, "Cluster") && strcmp(scope, "Namespaced")) {
+			kop_error(err, "'%s.scope' must be Cluster or Namespaced, not '%s'", where, scope);
+			free(scope);
+			return -1;
+		}
+		k->cluster_scoped = scope ? !strcmp(scope, "Cluster") : builtin_cluster_scoped(k->group, k->kind);
+		free(scope);
+	}
 	k->key = kop_strdup("");
 	{
 		struct kop_buf b = KOP_BUF_INIT;

@@ -121,6 +121,11 @@ static jv watch_of(const struct kop_program *p, const struct kop_kind *k)
 			w = jv_object_set(w, kop_json_key("keep"), jv_string(keep));
 		free(keep);
 	}
+	/* (by the program's word: its namespaced children and observed objects live in the namespace its
+	 * shard key names; a kind held to one namespace is not, whatever its objects' primaries) */
+	if (p->shard_key && (k->role == KOP_ROLE_CHILD || k->role == KOP_ROLE_OBSERVED) && !k->cluster_scoped &&
+	    (!k->namespace || !strcmp(k->namespace, "~")))
+		w = jv_object_set(w, kop_json_key("shard"), jv_string("namespace"));
 	free(sel);
 	kop_buf_release(&fs);
 	return w;
@@ -148,6 +153,22 @@ jv kop_program_watches(const struct kop_program *p)
 			out = jv_array_append(out, w);
 	}
 	return out;
+}
+
+char *kop_program_shard_key(const struct kop_program *p, const char *ns, const char *name)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	size_t i;
+
+	if (!p->shard_key)
+		return NULL;
+	for (i = 0; i < p->nshard_parts; i++) {
+		const struct kop_shard_part *sp = &p->shard_parts[i];
+
+		kop_buf_adds(&b, sp->what == KOP_SHARD_PART_TEXT ? sp->text
+				 : sp->what == KOP_SHARD_PART_NAME ? name : ns ? ns : "");
+	}
+	return kop_buf_detach(&b, NULL);
 }
 
 /* A string at obj.metadata.<field>[.<key>] (borrowed from obj), NULL when absent. */

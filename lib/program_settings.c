@@ -1,7 +1,8 @@
 /*
- * A program's settings (read from the environment, typed, defaulted) and the
- * templates that expand them ({{ name }} in strings). Loading the rest of the
- * document is program.c's.
+ * A program's settings (read from the environment, typed, defaulted), the
+ * templates that expand them ("{name}" in strings) and primary.shardKey, a
+ * template of settings and the primary's name and namespace. Loading the rest
+ * of the document is program.c's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -178,6 +179,10 @@ jv program_expand(jv settings, jv v, char *err)
 				jv_free(k);	/* a kind's projection is jq text: its braces are jq's */
 				continue;
 			}
+			if (!strcmp(jv_string_value(k), "shardKey") && jv_object_has(jv_copy(v), kop_json_key("resource"))) {
+				jv_free(k);	/* names the primary's own fields too: program_load_shard_key's */
+				continue;
+			}
 			e = program_expand(settings, jv_object_get(jv_copy(v), jv_copy(k)), err);
 
 			if (!jv_is_valid(e)) {
@@ -194,4 +199,98 @@ jv program_expand(jv settings, jv v, char *err)
 	default:
 		return v;
 	}
+}
+
+static void shard_part_add(struct kop_program *p, int what, const char *text, size_t len)
+{
+	struct kop_shard_part *sp;
+
+	if (what == KOP_SHARD_PART_TEXT && !len)
+		return;
+	if (what == KOP_SHARD_PART_TEXT && p->nshard_parts &&
+	    p->shard_parts[p->nshard_parts - 1].what == KOP_SHARD_PART_TEXT) {
+		struct kop_buf b = KOP_BUF_INIT;
+
+		sp = &p->shard_parts[p->nshard_parts - 1];
+		kop_buf_adds(&b, sp->text);
+		kop_buf_add(&b, text, len);
+		free(sp->text);
+		sp->text = kop_buf_detach(&b, NULL);
+		return;
+	}
+	p->shard_parts = kop_realloc(p->shard_parts, (p->nshard_parts + 1) * sizeof(*p->shard_parts));
+	sp = &p->shard_parts[p->nshard_parts++];
+	sp->what = what;
+	sp->text = what == KOP_SHARD_PART_TEXT ? kop_strndup(text, len) : NULL;
+}
+
+/*
+ * primary.shardKey (in primary, not expanded): "{name}" and "{namespace}" are
+ * the primary's, any other "{x}" the setting x, filled in now; "{{" is a
+ * literal "{". Sets p->shard_key and p->shard_parts; -1 with err naming the
+ * field.
+ */
+int program_load_shard_key(struct kop_program *p, jv primary, char *err)
+{
+	const char *s;
+	int own = 0;
+
+	if (program_opt_str(primary, "shardKey", "primary", &p->shard_key, err) < 0)
+		return -1;
+	if (!p->shard_key)
+		return 0;
+	if (!*p->shard_key)
+		return kop_error(err, "'primary.shardKey' is empty (leave it out when the program is not sharded)");
+	for (s = p->shard_key; *s;) {
+		const char *close;
+		jv v;
+		size_t len;
+
+		if (s[0] == '{' && s[1] == '{') {
+			shard_part_add(p, KOP_SHARD_PART_TEXT, "{", 1);
+			s += 2;
+			continue;
+		}
+		if (*s == '}')
+			return kop_error(err, "'primary.shardKey': a '}' without its '{' (\"{{\" is a literal \"{\")");
+		if (*s != '{') {
+			len = strcspn(s, "{}");
+			shard_part_add(p, KOP_SHARD_PART_TEXT, s, len);
+			s += len;
+			continue;
+		}
+		if (!(close = strchr(s, '}')))
+			return kop_error(err, "'primary.shardKey': a '{' without its '}'");
+		len = (size_t)(close - s - 1);
+		if ((len == 4 && !strncmp(s + 1, "name", 4)) || (len == 9 && !strncmp(s + 1, "namespace", 9))) {
+			if (jv_object_has(jv_copy(p->settings), jv_string_sized(s + 1, (int)len)))
+				return kop_error(err, "'primary.shardKey': '{%.*s}' is the primary's metadata.%.*s, "
+						 "and a setting has that name too (rename the setting)",
+						 (int)len, s + 1, (int)len, s + 1);
+			shard_part_add(p, len == 4 ? KOP_SHARD_PART_NAME : KOP_SHARD_PART_NAMESPACE, NULL, 0);
+			own = 1;
+			s = close + 1;
+			continue;
+		}
+		v = jv_object_get(jv_copy(p->settings), jv_string_sized(s + 1, (int)len));
+		if (jv_get_kind(v) == JV_KIND_STRING) {
+			shard_part_add(p, KOP_SHARD_PART_TEXT, jv_string_value(v), strlen(jv_string_value(v)));
+		} else if (jv_get_kind(v) == JV_KIND_NUMBER || jv_get_kind(v) == JV_KIND_TRUE ||
+			   jv_get_kind(v) == JV_KIND_FALSE) {
+			jv t = jv_dump_string(jv_copy(v), 0);
+
+			shard_part_add(p, KOP_SHARD_PART_TEXT, jv_string_value(t), strlen(jv_string_value(t)));
+			jv_free(t);
+		} else {
+			jv_free(v);
+			return kop_error(err, "'primary.shardKey': unknown or empty setting '%.*s' ({name} and "
+					 "{namespace} are the primary's)", (int)len, s + 1);
+		}
+		jv_free(v);
+		s = close + 1;
+	}
+	if (!own)
+		return kop_error(err, "'primary.shardKey' '%s' names neither {name} nor {namespace}: every primary "
+				 "would have the same key, in one shard", p->shard_key);
+	return 0;
 }

@@ -580,14 +580,29 @@ int kop_shard_match(const struct kop_shard_sel *sel, jv obj)
 
 char *kop_shard_range_string(enum kop_shard_key key, unsigned i, unsigned n)
 {
+	return kop_shard_mask_string(key, (uint64_t)1 << i, n);
+}
+
+char *kop_shard_mask_string(enum kop_shard_key key, uint64_t mask, unsigned n)
+{
 	struct kop_buf b = KOP_BUF_INIT;
 	unsigned __int128 span = (unsigned __int128)1 << 64;
-	uint64_t start = (uint64_t)(span * i / n), end = (uint64_t)(span * (i + 1) / n);
+	unsigned i = 0, j;
 
-	kop_buf_addf(&b, "shardRange(%s, '", key == KOP_SHARD_UID ? "object.metadata.uid" : "object.metadata.namespace");
-	hex_text(&b, start, 0);
-	kop_buf_adds(&b, "', '");
-	hex_text(&b, end, i + 1 == n);
-	kop_buf_adds(&b, "')");
+	while (i < n && i < 64) {
+		if (!(mask >> i & 1)) {
+			i++;
+			continue;
+		}
+		for (j = i; j + 1 < n && j + 1 < 64 && (mask >> (j + 1) & 1); j++)
+			;
+		kop_buf_addf(&b, "%sshardRange(%s, '", b.len ? " || " : "",
+			     key == KOP_SHARD_UID ? "object.metadata.uid" : "object.metadata.namespace");
+		hex_text(&b, (uint64_t)(span * i / n), 0);
+		kop_buf_adds(&b, "', '");
+		hex_text(&b, (uint64_t)(span * (j + 1) / n), j + 1 == n);
+		kop_buf_adds(&b, "')");
+		i = j + 1;
+	}
 	return kop_buf_detach(&b, NULL);
 }

@@ -55,4 +55,10 @@ int kop_shard_match(const struct kop_shard_sel *sel, jv obj);
  */
 char *kop_shard_range_string(enum kop_shard_key key, unsigned i, unsigned n);
 
+/*
+ * The selector for the ranges of n (n <= 64) whose bits are set in mask,
+ * neighbours joined into one shardRange(), or-ed, malloc'd ("" for none).
+ */
+char *kop_shard_mask_string(enum kop_shard_key key, uint64_t mask, unsigned n);
+
 #endif

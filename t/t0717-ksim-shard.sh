@@ -108,6 +108,24 @@ test_expect_success '64-bit FNV-1a, and equal ranges that cover the space' '
 	test_cmp expect actual
 '
 
+test_expect_success 'the selector of a set of ranges: neighbours joined, the rest or-ed, and it parses' '
+	q="'"'"'" &&
+	cat >expect <<-EOF &&
+	shardRange(object.metadata.namespace, ${q}0x0000000000000000${q}, ${q}0x4000000000000000${q}) || shardRange(object.metadata.namespace, ${q}0x8000000000000000${q}, ${q}0x10000000000000000${q})
+	shardRange(object.metadata.namespace, ${q}0x0000000000000000${q}, ${q}0x10000000000000000${q})
+	shardRange(object.metadata.uid, ${q}0x4000000000000000${q}, ${q}0x8000000000000000${q})
+
+	EOF
+	{
+		"$KOP_TEST_TOOL" shard-mask namespace d 4 &&
+		"$KOP_TEST_TOOL" shard-mask namespace f 4 &&
+		"$KOP_TEST_TOOL" shard-mask uid 2 4 &&
+		"$KOP_TEST_TOOL" shard-mask namespace 0 4
+	} >actual &&
+	test_cmp expect actual &&
+	"$KOP_TEST_TOOL" shard-parse "$(sed -n 1p actual)"
+'
+
 test_expect_success 'an object matches by the hash of its field; a missing field hashes as ""' '
 	for i in 0 1 2 3 4 5 6 7 8 9; do
 		echo "{\"metadata\":{\"namespace\":\"ns-$i\",\"uid\":\"u-$i\"}}"

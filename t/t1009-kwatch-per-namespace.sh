@@ -46,6 +46,25 @@ test_expect_success '--once: the Secrets of the labelled namespaces only, all be
 	test_no_sanitizer_report once.err
 '
 
+test_expect_success 'a shard selector by namespace: watches only in the namespaces it selects' '
+	ns e1 "{\"cp.iot.sap/operator\":\"o\"}" && secret e1 s1 &&
+	# (FNV-1a: a and b hash into the upper half, e1 into the lower)
+	hi=$("$KOP_TEST_TOOL" shard-split namespace 1 2) &&
+	lo=$("$KOP_TEST_TOOL" shard-split namespace 0 2) &&
+	kwatch -v --once "namespaces:l=$L" "secrets@~:s=$hi" >hi.out 2>hi.err &&
+	summary hi.out | grep "^ADDED Secret" | sort >actual &&
+	printf "ADDED Secret a/s1\nADDED Secret a/s2\nADDED Secret b/s1\n" >expect &&
+	test_cmp expect actual &&
+	grep -F "watching '"'"'secrets'"'"' in b" hi.err &&
+	! grep -F "watching '"'"'secrets'"'"' in e1" hi.err &&
+	kwatch -v --once "namespaces:l=$L" "secrets@~:s=$lo" >lo.out 2>lo.err &&
+	summary lo.out | grep "^ADDED Secret" >actual &&
+	echo "ADDED Secret e1/s1" >expect &&
+	test_cmp expect actual &&
+	! grep -F "watching '"'"'secrets'"'"' in a" lo.err &&
+	test_no_sanitizer_report hi.err && test_no_sanitizer_report lo.err
+'
+
 test_expect_success 'live: a namespace that comes is watched, one that goes says DELETED for what it held, before itself, once' '
 	{ timeout 60 kwatch "namespaces:l=$L" "secrets@~" >live.out 2>live.err & echo $! >live.pid; } &&
 	test_when_finished "kill \$(cat live.pid) 2>/dev/null; :" &&

@@ -17,6 +17,8 @@
 #define STATS_FD 4
 #define MERGE_HIGH (1024 * 1024)	/* stop reading kwatch while this much waits for ireconcile */
 #define LOCK_NAME "iot-operator-lock"
+#define SHARD_PREFIX "iot-operator"	/* the shard Leases: iot-operator-shard-NN, iot-operator-member-POD */
+#define SHARDS_TEXT (3 * 64 + 8)	/* room for shards_text() */
 
 struct stage {
 	const char *name;	/* one of stage_names */
@@ -34,6 +36,7 @@ struct supervisor {
 	const char *operator_name, *program, *stage_dir, *metrics_addr;
 	char *identity, *exe_dir, *program_dir;
 	int leader_elect;
+	unsigned shards;	/* --shards R: ranges (0: leader election) */
 	long lease_ms, renew_ms, retry_ms, drain_ms;
 
 	/* the pipeline of the current generation */
@@ -43,6 +46,7 @@ struct supervisor {
 	struct kop_buf merged;	/* lines waiting for it */
 	size_t merged_off;
 	int running, tearing_down, draining, culprit_seen, lease_killed;
+	uint64_t shard_mask;	/* --shards: the ranges it works for */
 	int64_t started_ms, next_start_ms, kill_at_ms;
 	size_t suspect;		/* a stage that ended cleanly, unasked: its index + 1 (0: none) */
 	int64_t suspect_until;	/* blamed then, unless another dies meanwhile */
@@ -134,9 +138,24 @@ struct MHD_Daemon *http_start(int fd, const char *addr);
 
 /* leader.c */
 extern struct leader_election le;
+long lease_request_timeout_ms(void);
+long lease_request(void *ctx, const char *method, const char *path, jv body, jv *out, char *err);
+int64_t lease_clock(void *ctx);
+void wake_main(void);
+int same_failure(const char *a, const char *b);
 int standby_can_lead(char *why, size_t n);
 int may_lead(int64_t now);
+void lease_client_setup(const char *component);
 void lease_setup(void);
 void lease_stop(void);
+
+/* shards.c */
+void shards_setup(void);
+void shards_release_mem(void);
+uint64_t shards_usable(int64_t now);
+int shards_settled(int64_t now);
+void shards_working(uint64_t mask);
+void shards_figures(uint64_t *held, unsigned *live, unsigned *target);
+const char *shards_text(uint64_t mask, char buf[SHARDS_TEXT]);
 
 #endif

@@ -2,7 +2,8 @@
  * Leader election: a thread that acquires and renews the Lease (lib/lease.c
  * decides), wakes the main loop on a change and releases the Lease at the
  * end; whether this replica may lead now, and whether a standby could.
- * Stopping the pipeline when leadership is lost is the main loop's.
+ * Stopping the pipeline when leadership is lost is the main loop's. With
+ * --shards the same thread state (le) runs shards.c's rounds instead.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -18,7 +19,7 @@ struct leader_election le = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_CON
 
 /* How long one lease request may take: it never outlives a retry period much
  * (the main loop enforces the renew deadline anyway). */
-static long lease_request_timeout_ms(void)
+long lease_request_timeout_ms(void)
 {
 	return sup.retry_ms * 2 > 5000 ? sup.retry_ms * 2 : 5000;
 }
@@ -45,7 +46,7 @@ int standby_can_lead(char *why, size_t n)
 	return ok;
 }
 
-static long lease_request(void *ctx, const char *method, const char *path, jv body, jv *out, char *err)
+long lease_request(void *ctx, const char *method, const char *path, jv body, jv *out, char *err)
 {
 	struct kube_client *c = ctx;
 	struct kube_response r;
@@ -69,7 +70,7 @@ static long lease_request(void *ctx, const char *method, const char *path, jv bo
 	return ret;
 }
 
-static void wake_main(void)
+void wake_main(void)
 {
 	uint64_t one = 1;
 
@@ -79,7 +80,7 @@ static void wake_main(void)
 
 /* Whether two failure messages say the same but for their numbers (curl's
  * "after 3 ms" varies from one attempt to the next). */
-static int same_failure(const char *a, const char *b)
+int same_failure(const char *a, const char *b)
 {
 	while (*a && *b) {
 		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
@@ -95,7 +96,7 @@ static int same_failure(const char *a, const char *b)
 }
 
 /* What a lease request read is stamped with: the time after its answer (lib/lease.h). */
-static int64_t lease_clock(void *ctx)
+int64_t lease_clock(void *ctx)
 {
 	(void)ctx;
 	return kop_mono_ms();
@@ -188,11 +189,16 @@ static void *lease_thread(void *arg)
 	return NULL;
 }
 
-/* Whether this replica may run the pipeline now: it holds the lease and renewed it within the deadline. */
+/*
+ * Whether this replica may run the pipeline now: it holds the lease (with
+ * --shards: a range) and renewed it within the renew deadline.
+ */
 int may_lead(int64_t now)
 {
 	int r;
 
+	if (sup.shards)
+		return shards_usable(now) != 0;
 	if (!sup.leader_elect)
 		return 1;
 	pthread_mutex_lock(&le.mu);
@@ -201,7 +207,12 @@ int may_lead(int64_t now)
 	return r;
 }
 
-void lease_setup(void)
+/*
+ * Setup of the lease thread, leader election's or sharding's: its client
+ * (user agent iot-operator/COMPONENT, naming the replica: tool_user_agent)
+ * and its eventfd.
+ */
+void lease_client_setup(const char *component)
 {
 	struct kube_config cfg;
 	char err[KOP_ERRLEN];
@@ -213,15 +224,20 @@ void lease_setup(void)
 		die(KOP_EXIT_PERM, "%s", err);
 	kube_config_release(&cfg);
 	{
-		char *ua = tool_user_agent("leader-election");
+		char *ua = tool_user_agent(component);
 
 		kube_client_set_user_agent(le.kc, ua);
 		free(ua);
 	}
-	lease_init(&le.l, sup.operator_name, LOCK_NAME, sup.identity, (sup.lease_ms + 999) / 1000);
 	if ((le.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		die(KOP_EXIT_TEMP, "unable to create an eventfd: %s", strerror(errno));
 	le.efd = fd_high(le.efd);
+}
+
+void lease_setup(void)
+{
+	lease_client_setup("leader-election");
+	lease_init(&le.l, sup.operator_name, LOCK_NAME, sup.identity, (sup.lease_ms + 999) / 1000);
 	if (pthread_create(&le.th, NULL, lease_thread, NULL))
 		die(KOP_EXIT_TEMP, "unable to start the leader-election thread");
 	le.started = 1;
@@ -239,7 +255,10 @@ void lease_stop(void)
 	pthread_cond_signal(&le.cv);
 	pthread_mutex_unlock(&le.mu);
 	pthread_join(le.th, NULL);
-	lease_release_mem(&le.l);
+	if (sup.shards)
+		shards_release_mem();
+	else
+		lease_release_mem(&le.l);
 	kube_client_free(le.kc);
 	close_fd(&le.efd);
 	le.started = 0;

@@ -42,7 +42,8 @@ static const char usage[] =
 	"\n"
 	"environment:\n"
 	"  OPERATOR_NAME              the operator's namespace (required)\n"
-	"  POD_NAME                   leader identity (default: the host name)\n"
+	"  POD_NAME                   leader identity (default: the host name); with --shards it must\n"
+	"                             be unique among the replicas and a DNS-1123 label\n"
 	"  WATCH_NAMESPACE            accepted for compatibility, ignored\n"
 	"  KOP_STAGE_DIR              where to look for the stages first (as --stage-dir)\n"
 	"  KOP_WATCH_LIST             as --watch-list\n"
@@ -58,6 +59,9 @@ static const char usage[] =
 	"  --lease-duration D         (default 15s)\n"
 	"  --renew-deadline D         (default 10s)\n"
 	"  --retry-period D           (default 2s)\n"
+	"  --shards R                 every replica active, each on its share of R ranges of the\n"
+	"                             instances (1..64; Leases " SHARD_PREFIX "-shard-NN; default 0:\n"
+	"                             leader election, one active replica; docs/sharding.md)\n"
 	"  --program DIR              the program (default pipeline/iotservice)\n"
 	"  --stage-dir DIR            look for kwatch, ireconcile, kapply, kstatus here first\n"
 	"  --drain-timeout D          SIGTERM: how long the writers may finish (default 10s)\n"
@@ -82,8 +86,36 @@ enum {
 	OPT_PROGRAM,
 	OPT_STAGE_DIR,
 	OPT_DRAIN_TIMEOUT,
-	OPT_WATCH_LIST
+	OPT_WATCH_LIST,
+	OPT_SHARDS
 };
+
+/*
+ * --shards, the pipeline running: killed at once when it works for a range
+ * this replica may no longer work for (dropped, or not renewed within the
+ * renew deadline), drained and started again for its new ranges when it
+ * gained some and they have settled.
+ */
+static void shards_check(int64_t now)
+{
+	uint64_t usable = shards_usable(now);
+	char was[SHARDS_TEXT], is[SHARDS_TEXT];
+
+	if (sup.lease_killed || usable == sup.shard_mask)
+		return;
+	if (sup.shard_mask & ~usable) {
+		tool_logj(LOG_WARN, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.shard_mask, was)),
+					      jv_string("usable"), jv_string(shards_text(usable, is))),
+			  "ranges %s no longer held: stopping the pipeline before their Leases can expire", was);
+		sup.lease_killed = 1;
+		teardown(TEARDOWN_KILL);
+	} else if (!sup.tearing_down && shards_settled(now)) {
+		tool_logj(LOG_INFO, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.shard_mask, was)),
+					      jv_string("usable"), jv_string(shards_text(usable, is))),
+			  "ranges gained: restarting the pipeline for %s", is);
+		teardown(TEARDOWN_DRAIN);
+	}
+}
 
 static void run(int sfd)
 {
@@ -101,10 +133,13 @@ static void run(int sfd)
 
 		/* Even during a drain: no write may happen once the lease could be another replica's. */
 		if (sup.running && !lead && !sup.lease_killed) {
-			log_error("not the leader any more: stopping the pipeline before the lease can expire");
+			log_error(sup.shards ? "no range held any more: stopping the pipeline before the Leases can expire"
+					     : "not the leader any more: stopping the pipeline before the lease can expire");
 			sup.lease_killed = 1;
 			teardown(TEARDOWN_KILL);
 		}
+		if (sup.shards && sup.running)
+			shards_check(now);
 		if (sup.running && sup.suspect && !sup.culprit_seen && !sup.tearing_down && now >= sup.suspect_until)
 			blame(sup.suspect - 1);
 		if (sup.running && sup.tearing_down) {
@@ -124,7 +159,8 @@ static void run(int sfd)
 		}
 		if (sup.terminating && !sup.running)
 			break;
-		if (!sup.running && lead && !sup.terminating && !sup.program_broken && now >= sup.next_start_ms)
+		if (!sup.running && lead && !sup.terminating && !sup.program_broken && now >= sup.next_start_ms &&
+		    (!sup.shards || shards_settled(now)))
 			pipeline_start();
 
 		/* During a drain, ireconcile's input ends once every kwatch is done and all is passed on. */
@@ -233,6 +269,7 @@ int main(int argc, char **argv)
 		{ "stage-dir", required_argument, NULL, OPT_STAGE_DIR },
 		{ "drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT },
 		{ "watch-list", required_argument, NULL, OPT_WATCH_LIST },
+		{ "shards", required_argument, NULL, OPT_SHARDS },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct MHD_Daemon *httpd;
@@ -307,6 +344,12 @@ int main(int argc, char **argv)
 				die_usage("invalid --watch-list '%s' (auto, always or never)", optarg);
 			setenv("KOP_WATCH_LIST", optarg, 1);
 			break;
+		case OPT_SHARDS:
+			n = strtol(optarg, &end, 10);
+			if (*end || end == optarg || n < 0 || n > 64)
+				die_usage("invalid --shards '%s' (ranges: 1 to 64, or 0 for leader election)", optarg);
+			sup.shards = (unsigned)n;
+			break;
 		default:
 			tool_bad_option(argv, TOOL_COMMON_SHORT);
 		}
@@ -316,6 +359,8 @@ int main(int argc, char **argv)
 	if ((env = getenv("KOP_WATCH_LIST")) && *env && strcmp(env, "auto") && strcmp(env, "always") &&
 	    strcmp(env, "never"))
 		die_usage("invalid KOP_WATCH_LIST '%s' (auto, always or never)", env);
+	if (sup.shards)
+		sup.leader_elect = 1;	/* (every range is elected: a replica without one waits as a standby) */
 	if (!(sup.operator_name = getenv("OPERATOR_NAME")) || !*sup.operator_name)
 		die_usage("OPERATOR_NAME must be set to the operator's namespace");
 	/* client-go's checks: LeaseDuration > RenewDeadline > JitterFactor (1.2) * RetryPeriod, all positive. */
@@ -359,10 +404,13 @@ int main(int argc, char **argv)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	tool_logj(LOG_INFO, JV_OBJECT(jv_string("operatorNamespace"), jv_string(sup.operator_name),
 				      jv_string("program"), jv_string(sup.program_dir),
-				      jv_string("leaderElection"), jv_bool(sup.leader_elect)),
+				      jv_string("leaderElection"), jv_bool(sup.leader_elect && !sup.shards),
+				      jv_string("shards"), jv_number(sup.shards)),
 		  "starting");
 	/* (a kubeconfig that cannot be loaded ends it here, before anything is served) */
-	if (sup.leader_elect)
+	if (sup.shards)
+		shards_setup();
+	else if (sup.leader_elect)
 		lease_setup();
 	httpd = http_start(hfd, sup.metrics_addr);
 	/* Every replica checks the program once, the standbys too (the leader again at each start). */

@@ -199,6 +199,11 @@ static const char *metric_help(const char *name)
 		{ "iot_operator_stage_resident_memory_bytes", "Resident memory size of each running stage in bytes" },
 		{ "iot_operator_stage_cpu_seconds_total", "CPU time of each running stage in seconds" },
 		{ "iot_operator_ready", "1 when /readyz answers 200" },
+		{ "iot_operator_shard_ranges", "Ranges the instances are sharded into (--shards)" },
+		{ "iot_operator_shard_range_held", "1 when this replica holds the Lease of the range" },
+		{ "iot_operator_shard_ranges_held", "Ranges this replica holds" },
+		{ "iot_operator_shard_ranges_target", "This replica's share of the ranges, as its last read of the Leases says" },
+		{ "iot_operator_shard_members", "Replicas seen live by this one's last read of the Leases" },
 	};
 	size_t i;
 
@@ -264,6 +269,11 @@ char *metrics_render(size_t *len)
 	char prev[256] = "", can_why[KOP_ERRLEN + 64] = "";
 	int i, n, can = standby_can_lead(can_why, sizeof(can_why));
 	size_t s;
+	uint64_t held = 0;
+	unsigned live = 0, target = 0, u;
+
+	if (sup.shards)
+		shards_figures(&held, &live, &target);	/* (takes le.mu: before sup.mu) */
 
 	pthread_mutex_lock(&sup.mu);
 	all = jv_copy(sup.base);
@@ -279,9 +289,24 @@ char *metrics_render(size_t *len)
 				 jv_get_kind(c) == JV_KIND_NUMBER ? jv_number_value(c) : 0, 1);
 		jv_free(c);
 	}
-	all = series_put(all, "leader_election_master_status", "gauge",
-			 JV_OBJECT(jv_string("name"), jv_string(LOCK_NAME)),
-			 (!sup.leader_elect || sup.is_leader) ? 1 : 0, 1);
+	if (sup.shards) {
+		char nn[12];
+
+		all = series_put(all, "iot_operator_shard_ranges", "gauge", jv_object(), sup.shards, 1);
+		all = series_put(all, "iot_operator_shard_ranges_held", "gauge", jv_object(),
+				 __builtin_popcountll(held), 1);
+		all = series_put(all, "iot_operator_shard_ranges_target", "gauge", jv_object(), target, 1);
+		all = series_put(all, "iot_operator_shard_members", "gauge", jv_object(), live, 1);
+		for (u = 0; u < sup.shards; u++) {
+			snprintf(nn, sizeof(nn), "%02u", u);
+			all = series_put(all, "iot_operator_shard_range_held", "gauge",
+					 JV_OBJECT(jv_string("range"), jv_string(nn)), (double)(held >> u & 1), 1);
+		}
+	} else {
+		all = series_put(all, "leader_election_master_status", "gauge",
+				 JV_OBJECT(jv_string("name"), jv_string(LOCK_NAME)),
+				 (!sup.leader_elect || sup.is_leader) ? 1 : 0, 1);
+	}
 	all = series_put(all, "iot_operator_ready", "gauge", jv_object(), ready_locked(can, can_why, &why), 1);
 	for (i = 0; sup.pids[i]; i++) {
 		long long rss = statm_rss(sup.pids[i]);

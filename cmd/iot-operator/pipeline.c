@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "iot-operator.h"
 #include "jsonl.h"
+#include "shard.h"
 #include "banned.h"
 
 /*
@@ -149,7 +150,7 @@ static jv kwatch_groups(int *permanent)
 	argv_kube(&kw);
 	argv_add(&kw, "-A");
 	for (line = out.buf; line && *line; line = nl ? nl + 1 : NULL) {
-		jv w, res, ns, ls, fs, keep, spec;
+		jv w, res, ns, ls, fs, keep, shard, spec;
 
 		nl = strchr(line, '\n');
 		if (nl)
@@ -168,14 +169,20 @@ static jv kwatch_groups(int *permanent)
 		ls = jv_object_get(jv_copy(w), jv_string("labelSelector"));
 		fs = jv_object_get(jv_copy(w), jv_string("fieldSelector"));
 		keep = jv_object_get(jv_copy(w), jv_string("keep"));
-		/* (a kind's fields kept are dropped where the event enters, in kwatch) */
-		spec = jv_string_fmt("%s@%s:l=%s:f=%s%s%s", jv_string_value(res),
+		shard = jv_object_get(jv_copy(w), jv_string("shard"));
+		/* (a kind's fields kept are dropped where the event enters, in kwatch; with
+		 * --shards, a watch by the shard's namespace ends in ":s=", its selector
+		 * appended at each start: shard_groups) */
+		spec = jv_string_fmt("%s@%s:l=%s:f=%s%s%s%s", jv_string_value(res),
 				     jv_get_kind(ns) == JV_KIND_STRING && *jv_string_value(ns) ? jv_string_value(ns) : "*",
 				     jv_get_kind(ls) == JV_KIND_STRING ? jv_string_value(ls) : "",
 				     jv_get_kind(fs) == JV_KIND_STRING ? jv_string_value(fs) : "",
 				     jv_get_kind(keep) == JV_KIND_STRING ? ":k=" : "",
-				     jv_get_kind(keep) == JV_KIND_STRING ? jv_string_value(keep) : "");
+				     jv_get_kind(keep) == JV_KIND_STRING ? jv_string_value(keep) : "",
+				     sup.shards && jv_get_kind(shard) == JV_KIND_STRING &&
+				     !strcmp(jv_string_value(shard), "namespace") ? ":s=" : "");
 		jv_free(keep);
+		jv_free(shard);
 		kw = jv_array_append(kw, spec);
 		nwatch++;
 		jv_free(res);
@@ -388,16 +395,49 @@ void pipeline_finish(void)
 	sup.nst = 0;
 	sup.running = sup.tearing_down = sup.draining = sup.culprit_seen = sup.lease_killed = 0;
 	sup.suspect = 0;
+	if (sup.shards) {
+		/* (now the lease thread may hand over what it dropped) */
+		sup.shard_mask = 0;
+		shards_working(0);
+	}
 	publish_pids();
 	log_info("pipeline stopped");
+}
+
+/* kwatch's arguments (groups, consumed) with sel after every ":s=" that ends one (kwatch_groups). */
+static jv shard_groups(jv groups, const char *sel)
+{
+	jv out = jv_array();
+
+	jv_array_foreach(groups, i, g) {
+		jv args = jv_array();
+
+		jv_array_foreach(g, j, a) {
+			const char *t = jv_string_value(a);
+			size_t len = strlen(t);
+
+			(void)j;
+			if (len >= 3 && !strcmp(t + len - 3, ":s="))
+				args = jv_array_append(args, jv_string_fmt("%s%s", t, sel));
+			else
+				args = jv_array_append(args, jv_copy(a));
+			jv_free(a);
+		}
+		(void)i;
+		jv_free(g);
+		out = jv_array_append(out, args);
+	}
+	jv_free(groups);
+	return out;
 }
 
 int pipeline_start(void)
 {
 	char err[KOP_ERRLEN] = "";
 	int permanent;
-	jv groups = start_groups(&permanent), args;
+	jv groups = start_groups(&permanent), args, fields;
 	int in[2] = { -1, -1 }, fb[2] = { -1, -1 }, ra[2] = { -1, -1 }, as[2] = { -1, -1 };
+	char *shard_sel = NULL, ranges[SHARDS_TEXT];
 	size_t i, nk;
 	int ok = 1;
 
@@ -412,6 +452,16 @@ int pipeline_start(void)
 			schedule_restart("ireconcile", why);
 		jv_free(msg);
 		return -1;
+	}
+	if (sup.shards) {
+		/* (lead was true a moment ago; a range lost since waits for the next turn) */
+		if (!(sup.shard_mask = shards_usable(kop_mono_ms()))) {
+			jv_free(groups);
+			return -1;
+		}
+		shard_sel = kop_shard_mask_string(KOP_SHARD_NAMESPACE, sup.shard_mask, sup.shards);
+		groups = shard_groups(groups, shard_sel);
+		shards_working(sup.shard_mask);
 	}
 	nk = (size_t)jv_array_length(jv_copy(groups));
 	pthread_mutex_lock(&sup.mu);
@@ -457,6 +507,10 @@ int pipeline_start(void)
 			args = jv_array();
 			argv_add(&args, "--feedback");
 			argv_add(&args, fbpath);
+			if (shard_sel) {
+				argv_add(&args, "--shard");
+				argv_add(&args, shard_sel);
+			}
 			argv_add(&args, sup.program_dir);
 			s->pid = spawn_stage("ireconcile", args, in[0], ra[1], -1, fb[0], sp[1], err);
 		} else if (!strcmp(s->name, "kapply")) {
@@ -475,6 +529,7 @@ int pipeline_start(void)
 		}
 	}
 	jv_free(groups);
+	free(shard_sel);
 	close_fd(&in[0]);
 	close_fd(&fb[0]);
 	close_fd(&fb[1]);
@@ -496,8 +551,9 @@ int pipeline_start(void)
 	pthread_mutex_lock(&sup.mu);
 	sup.pipeline_up = 1;
 	pthread_mutex_unlock(&sup.mu);
-	tool_logj(LOG_INFO, JV_OBJECT(jv_string("kwatch"), jv_number((double)nk), jv_string("program"),
-				      jv_string(sup.program_dir)),
-		  "pipeline started");
+	fields = JV_OBJECT(jv_string("kwatch"), jv_number((double)nk), jv_string("program"), jv_string(sup.program_dir));
+	if (sup.shards)
+		fields = jv_object_set(fields, jv_string("ranges"), jv_string(shards_text(sup.shard_mask, ranges)));
+	tool_logj(LOG_INFO, fields, "pipeline started");
 	return 0;
 }

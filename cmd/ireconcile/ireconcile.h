@@ -13,6 +13,7 @@
 #include "hmap.h"
 #include "program.h"
 #include "render.h"
+#include "shard.h"
 
 #define MAX_LINE (32u << 20)
 
@@ -141,6 +142,9 @@ struct engine {
 	int read_failed;		/* stdin could not be read: exit 111, not 0 */
 	long stats_ms;			/* --stats-interval, 0 = off */
 	int64_t stats_at;
+	struct kop_shard_sel *shard;	/* --shard: the primaries kept by their shard key (NULL: all) */
+	unsigned long shard_dropped;	/* events of another shard's objects, dropped where they enter */
+	size_t nseen;			/* primaries whose object is in the view */
 };
 
 /* While more than this waits for stdout, no more is reconciled and stdin is not read (output.c). */

@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -29,6 +30,10 @@ static const char usage[] =
 	"  --feedback FILE        result lines (a FIFO): failed writes reach the program as .errors\n"
 	"  --print-watches        check the program as the engine would (100 if it cannot work), print\n"
 	"                         the watches it needs, one JSON line each, and exit\n"
+	"  --shard SEL            keep only the primaries whose shard key (primary.shardKey) SEL\n"
+	"                         selects, and their children and observed objects: SEL is a\n"
+	"                         shard selector, shardRange(object.metadata.namespace, '0x...',\n"
+	"                         '0x...') || ...; other events are dropped where they enter\n"
 	"  --now TIME             the RFC 3339 time the program sees as .now (default: the clock)\n"
 	"  --once                 exit after the first full reconcile\n"
 	"  --backoff-base D       first delay after a program error or a failed write (default 1s)\n"
@@ -58,7 +63,8 @@ enum {
 	OPT_STATS_INTERVAL,
 	OPT_WATCHDOG,
 	OPT_SETTLE,
-	OPT_STATUS_INTERVAL
+	OPT_STATUS_INTERVAL,
+	OPT_SHARD
 };
 
 /* The engine: its one instance, shared by every file of ireconcile. */
@@ -80,6 +86,8 @@ static void log_stats(int level)
 	f = jv_object_set(f, kop_json_key("objects"), jv_number((double)E.objs.len));
 	f = jv_object_set(f, kop_json_key("inFlight"), jv_number((double)E.flights.len));
 	f = jv_object_set(f, kop_json_key("synced"), jv_bool(E.synced));
+	if (E.shard)
+		f = jv_object_set(f, kop_json_key("shardDropped"), jv_number((double)E.shard_dropped));
 	tool_logj(level, f, "stats");
 }
 
@@ -221,6 +229,7 @@ int main(int argc, char **argv)
 		{ "watchdog", required_argument, NULL, OPT_WATCHDOG },
 		{ "settle", required_argument, NULL, OPT_SETTLE },
 		{ "status-interval", required_argument, NULL, OPT_STATUS_INTERVAL },
+		{ "shard", required_argument, NULL, OPT_SHARD },
 		TOOL_COMMON_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -278,6 +287,16 @@ int main(int argc, char **argv)
 				die_usage("invalid --status-interval '%s' (0 to 1h)", optarg);
 			E.status_interval_ms = ms;
 			break;
+		case OPT_SHARD:
+			if (!E.shard)
+				E.shard = kop_calloc(1, sizeof(*E.shard));
+			kop_shard_free(E.shard);
+			if (kop_shard_parse(optarg, E.shard, err) < 0)
+				die_usage("invalid --shard '%s': %s", optarg, err);
+			if (E.shard->key != KOP_SHARD_NAMESPACE)
+				die_usage("invalid --shard '%s': a primary's shard key is a namespace's name "
+					  "(shardRange(object.metadata.namespace, ...))", optarg);
+			break;
 		case OPT_WATCHDOG:
 			if ((W.first_ms = tool_parse_duration_ms(optarg)) < 100 || W.first_ms > 86400000)
 				die_usage("invalid --watchdog '%s' (100ms to 24h)", optarg);
@@ -301,6 +320,13 @@ int main(int argc, char **argv)
 		die(KOP_EXIT_PERM, "%s", err);
 	}
 	free(program_dir);
+	if (E.shard && !E.prog.shard_key) {
+		snprintf(err, sizeof(err), "%s", E.prog.name);
+		kop_program_release(&E.prog);
+		kop_shard_free(E.shard);
+		free(E.shard);
+		die_usage("--shard: program '%s' declares no shard key (primary.shardKey)", err);
+	}
 	if (watches) {
 		print_watches();
 		kop_program_release(&E.prog);
@@ -341,5 +367,9 @@ int main(int argc, char **argv)
 	free(E.dicts);
 	free(E.render_dict.buf);
 	kop_program_release(&E.prog);
+	if (E.shard) {
+		kop_shard_free(E.shard);
+		free(E.shard);
+	}
 	return tool_finish(E.read_failed ? KOP_EXIT_TEMP : KOP_EXIT_OK);
 }

@@ -92,11 +92,26 @@ static int cmd_shard_split(int argc, char **argv)
 	return 0;
 }
 
+/* shard-mask namespace|uid MASK N: the selector of the ranges in MASK (hex) of N */
+static int cmd_shard_mask(int argc, char **argv)
+{
+	char *s;
+
+	if (argc != 4 || (strcmp(argv[1], "uid") && strcmp(argv[1], "namespace")))
+		return 2;
+	s = kop_shard_mask_string(strcmp(argv[1], "uid") ? KOP_SHARD_NAMESPACE : KOP_SHARD_UID,
+				  (uint64_t)strtoull(argv[2], NULL, 16), (unsigned)strtoul(argv[3], NULL, 10));
+	printf("%s\n", s);
+	free(s);
+	return 0;
+}
+
 static const struct test_cmd shard_cmds[] = {
 	{ "shard-parse", cmd_shard_parse },
 	{ "shard-hash", cmd_shard_hash },
 	{ "shard-match", cmd_shard_match },
 	{ "shard-split", cmd_shard_split },
+	{ "shard-mask", cmd_shard_mask },
 	{ NULL, NULL },
 };
 TEST_TOOL_REGISTER(shard_cmds)
