@@ -17,12 +17,12 @@ req () {
 lease () {
 	req "$1" PUT "/apis/coordination.k8s.io/v1/namespaces/$O/leases/iot-operator-shard-$(printf %02d "$3")" "${4:-200}" "$2"
 }
-# writers LOG: the count on stdout (in out), the pairs on stderr (in err)
+# writers [ARGS] LOG: the figure on stdout (in out), the pairs on stderr (in err); 16 ranges
 writers () {
-	"$W" "$@" >out 2>err
+	"$W" --ranges 16 "$@" >out 2>err
 }
 
-test_expect_success 'the range of a key (-k) is the one lib/shard.c gives, for 1, 3, 7, 16 and 64 ranges' '
+test_expect_success 'the range of a key (--keys) is the one lib/shard.c gives, for 1, 3, 7, 16 and 64 ranges' '
 	{ i=1; while test $i -le 200; do echo "$O-bench-$i"; i=$((i + 1)); done; echo; echo a; echo "$O-example-iotservice"; } >keys &&
 	jq -R -c "{metadata: {namespace: .}}" keys >objects &&
 	for n in 1 3 7 16 64; do
@@ -36,13 +36,13 @@ test_expect_success 'the range of a key (-k) is the one lib/shard.c gives, for 1
 			i=$((i + 1)) || return 1
 		done &&
 		paste -d " " keys ranges >expect &&
-		"$W" -k -r $n <keys >actual &&
+		"$W" --keys --ranges $n <keys >actual &&
 		test_cmp expect actual || return 1
 	done
 '
 
 test_expect_success 'setup: the range of the instance of 16' '
-	r=$(echo "$I" | "$W" -k | sed "s/.* //") &&
+	r=$(echo "$I" | "$W" --keys --ranges 16 | sed "s/.* //") &&
 	test -n "$r" &&
 	echo "$r" >range &&
 	other=$(( (r + 1) % 16 )) &&
@@ -58,13 +58,13 @@ test_expect_success 'a write by a second replica while the first holds the range
 		req 03.500000 PATCH "/apis/cp.iot.sap/v1/namespaces/$O/iotservices/bench-1/status" 200 b
 	} >log &&
 	writers log &&
-	echo 1 >expect &&
+	echo "shards_double_writers 1" >expect &&
 	test_cmp expect out &&
 	grep "^double write: $I (range $r): a at [0-9.]*, b at [0-9.]* (PATCH /apis/cp.iot.sap/v1/namespaces/$O/iotservices/bench-1/status)\$" err &&
 	test "$(wc -l <err)" = 1
 '
 
-test_expect_success 'the same with the second replica taking the range between the two writes (a hand-over): 0' '
+test_expect_success 'the same with the second replica taking the range between the two writes (a hand-over): 0, the ranges known from the Leases too' '
 	r=$(cat range) &&
 	{
 		lease 00.000000 a $r &&
@@ -73,10 +73,14 @@ test_expect_success 'the same with the second replica taking the range between t
 		lease 02.500000 b $r 409 &&
 		lease 03.000000 b $r &&
 		req 03.500000 PATCH "/apis/cp.iot.sap/v1/namespaces/$O/iotservices/bench-1/status" 200 b &&
-		lease 05.000000 b $r
+		lease 05.000000 b $r &&
+		lease 05.500000 c 15
 	} >log &&
 	writers log &&
-	echo 0 >expect &&
+	echo "shards_double_writers 0" >expect &&
+	test_cmp expect out &&
+	! test -s err &&
+	"$W" log >out 2>err &&
 	test_cmp expect out &&
 	! test -s err
 '
@@ -90,7 +94,7 @@ test_expect_success 'no hand-over when the second replica held the range before 
 		req 03.000000 POST "/api/v1/namespaces/$I/secrets" 201 b
 	} >log1 &&
 	writers log1 &&
-	echo 1 >expect &&
+	echo "shards_double_writers 1" >expect &&
 	test_cmp expect out &&
 	{
 		lease 00.000000 a $r &&
@@ -117,21 +121,23 @@ test_expect_success 'writes a Lease duration apart, by the same replica, by no r
 		echo "{\"time\":\"2026-11-25T12:00:19.500000Z\",\"level\":\"info\",\"prog\":\"ksim\",\"msg\":\"listening\"}"
 	} >log &&
 	writers log &&
-	echo 0 >expect &&
+	echo "shards_double_writers 0" >expect &&
 	test_cmp expect out &&
 	! test -s err &&
-	writers -d 16 log &&
-	echo 1 >expect &&
+	writers --lease 16 log &&
+	echo "shards_double_writers 1" >expect &&
 	test_cmp expect out
 '
 
 test_expect_success 'bad usage is 100, an unreadable log 111, one that is not JSON lines too' '
 	echo "shards-writers: see ..." >notjson &&
 	test_expect_code 111 "$W" notjson &&
-	test_expect_code 100 "$W" -r 0 log &&
-	test_expect_code 100 "$W" -r 65 log &&
-	test_expect_code 100 "$W" -d x log &&
+	test_expect_code 100 "$W" --ranges 0 log &&
+	test_expect_code 100 "$W" --ranges 65 log &&
+	test_expect_code 100 "$W" --lease x log &&
+	test_expect_code 100 "$W" --lease &&
 	test_expect_code 100 "$W" -x log &&
+	test_expect_code 100 "$W" --keys <log &&
 	test_expect_code 111 "$W" no-such-log
 '
 
