@@ -1310,7 +1310,12 @@ int main(int argc, char **argv)
 		die(KOP_EXIT_PERM, "%s", err);
 	if (!(client = kube_client_new(&cfg, tool_kube.request_timeout_ms, err)))
 		die(KOP_EXIT_PERM, "%s", err);
-	kube_client_set_user_agent(client, "iot-operator/kwatch");
+	{
+		char *ua = tool_user_agent("kwatch");
+
+		kube_client_set_user_agent(client, ua);
+		free(ua);
+	}
 	res = kop_calloc((size_t)(argc - optind), sizeof(*res));
 	for (i = (size_t)optind; i < (size_t)argc; i++) {
 		struct spec s;

@@ -455,6 +455,21 @@ void tool_metrics_flush(int force)
 	kop_buf_release(&line);
 }
 
+char *tool_user_agent(const char *component)
+{
+	const char *pod = getenv("POD_NAME");
+	struct kop_buf b = KOP_BUF_INIT;
+
+	kop_buf_addf(&b, "iot-operator/%s", component);
+	if (pod && *pod) {
+		if (kop_dns1123(pod, 0))
+			kop_buf_addf(&b, " (%s)", pod);
+		else
+			log_warn("POD_NAME '%s' is not a DNS-1123 subdomain: left out of the user agent", pod);
+	}
+	return kop_buf_detach(&b, NULL);
+}
+
 char *tool_exe_dir(void)
 {
 	char buf[PATH_MAX];

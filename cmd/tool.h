@@ -92,6 +92,17 @@ noreturn void tool_stdout_failed(void);
 /* End of main(): flush and close stdout, turning errors into 111 (or quiet EPIPE). */
 int tool_finish(int code);
 
+/*
+ * The User-Agent of the tool's API client: "iot-operator/COMPONENT", and
+ * when the environment has POD_NAME (the supervisor's stages inherit it) a
+ * comment naming the replica, "iot-operator/kapply (op-0)", so that a write
+ * can be traced to the replica that made it. The part before "/" stays
+ * "iot-operator": the API server's default field manager (ksim's too).
+ * A POD_NAME that is not a DNS-1123 subdomain (a pod's name always is) is
+ * left out, with a warning. Caller frees.
+ */
+char *tool_user_agent(const char *component);
+
 /* The directory of the running executable (from /proc/self/exe). Caller frees; NULL when unknown. */
 char *tool_exe_dir(void);
 /*

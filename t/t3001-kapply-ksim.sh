@@ -214,6 +214,27 @@ test_expect_success 'a create operation: 201 once, then 409 AlreadyExists and th
 	jq -e ".data.k == \"first\"" made.json
 '
 
+# Writes are traced to the replica that made them by the user agent
+# (docs/iot-operator.md, POD_NAME); the field manager an API server derives
+# from it (the part before "/", when a request names none) stays the same.
+test_expect_success 'the user agent names the replica (POD_NAME), or none when POD_NAME is not a name' '
+	curl -sS -f -m 10 -X POST -d "{\"reset\":true}" "$KSIM_URL/ksim/stats" >reset.json &&
+	POD_NAME=op-7 timeout 30 kapply -f x.yaml >out 2>err &&
+	jq -e ".ok == true" out &&
+	POD_NAME="op 8" timeout 30 kapply -f x.yaml >out 2>err &&
+	jq -e ".ok == true" out &&
+	grep "POD_NAME .op 8. is not a DNS-1123 subdomain: left out of the user agent" err &&
+	curl -sS -f -m 10 "$KSIM_URL/ksim/stats" >stats.json &&
+	jq -c "[.byAgent | keys[] | select(startswith(\"iot-operator/\"))]" stats.json >actual &&
+	echo "[\"iot-operator/kapply\",\"iot-operator/kapply (op-7)\"]" >expect &&
+	test_cmp expect actual &&
+	ksim_curl -f -A "iot-operator/kapply (op-7)" -o patched.json -X PATCH -H "Content-Type: application/merge-patch+json" \
+		-d "{\"data\":{\"ua\":\"op-7\"}}" /api/v1/namespaces/ns/configmaps/x &&
+	get cm x &&
+	jq -e ".metadata.managedFields | any(.manager == \"iot-operator\" and .operation == \"Update\"
+		and (.fieldsV1[\"f:data\"] | has(\"f:ua\")))" x.json
+'
+
 test_expect_success 'cleanup' '
 	ksim_stop
 '

@@ -145,7 +145,7 @@ void wake_main(void);
 int same_failure(const char *a, const char *b);
 int standby_can_lead(char *why, size_t n);
 int may_lead(int64_t now);
-void lease_client_setup(const char *ua);
+void lease_client_setup(const char *component);
 void lease_setup(void);
 void lease_stop(void);
 

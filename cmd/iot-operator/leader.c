@@ -207,8 +207,12 @@ int may_lead(int64_t now)
 	return r;
 }
 
-/* Setup of the lease thread, leader election's or sharding's: its client (user agent ua) and its eventfd. */
-void lease_client_setup(const char *ua)
+/*
+ * Setup of the lease thread, leader election's or sharding's: its client
+ * (user agent iot-operator/COMPONENT, naming the replica: tool_user_agent)
+ * and its eventfd.
+ */
+void lease_client_setup(const char *component)
 {
 	struct kube_config cfg;
 	char err[KOP_ERRLEN];
@@ -219,7 +223,12 @@ void lease_client_setup(const char *ua)
 	if (!(le.kc = kube_client_new(&cfg, lease_request_timeout_ms(), err)))
 		die(KOP_EXIT_PERM, "%s", err);
 	kube_config_release(&cfg);
-	kube_client_set_user_agent(le.kc, ua);
+	{
+		char *ua = tool_user_agent(component);
+
+		kube_client_set_user_agent(le.kc, ua);
+		free(ua);
+	}
 	if ((le.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		die(KOP_EXIT_TEMP, "unable to create an eventfd: %s", strerror(errno));
 	le.efd = fd_high(le.efd);
@@ -227,7 +236,7 @@ void lease_client_setup(const char *ua)
 
 void lease_setup(void)
 {
-	lease_client_setup("iot-operator/leader-election");
+	lease_client_setup("leader-election");
 	lease_init(&le.l, sup.operator_name, LOCK_NAME, sup.identity, (sup.lease_ms + 999) / 1000);
 	if (pthread_create(&le.th, NULL, lease_thread, NULL))
 		die(KOP_EXIT_TEMP, "unable to start the leader-election thread");

@@ -158,7 +158,7 @@ void shards_setup(void)
 	if (shardset_init(&sh.s, sup.operator_name, SHARD_PREFIX, pod, sup.shards, (sup.lease_ms + 999) / 1000,
 			  sup.renew_ms, err) < 0)
 		die_usage("--shards: %s (the identity is POD_NAME, else the host name)", err);
-	lease_client_setup("iot-operator/shards");
+	lease_client_setup("shards");
 	if (pthread_create(&le.th, NULL, shards_thread, NULL))
 		die(KOP_EXIT_TEMP, "unable to start the sharding thread");
 	le.started = 1;

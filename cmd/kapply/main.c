@@ -162,7 +162,12 @@ static void setup_client(void)
 	if (!(client = kube_client_new(&cfg, tool_kube.request_timeout_ms > 0 ? tool_kube.request_timeout_ms : 60000,
 				       err)))
 		die(KOP_EXIT_PERM, "%s", err);
-	kube_client_set_user_agent(client, "iot-operator/kapply");
+	{
+		char *ua = tool_user_agent("kapply");
+
+		kube_client_set_user_agent(client, ua);
+		free(ua);
+	}
 }
 
 static int stdin_ready(int timeout_ms)

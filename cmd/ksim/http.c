@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
@@ -35,20 +36,72 @@ static int collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, cons
 	return MHD_YES;
 }
 
+/* A watch stream being sent, and to whom (its bytes are counted by user agent: stats.c). */
+struct stream {
+	struct ksim_watch *w;
+	char *agent;
+};
+
 static ssize_t watch_cb(void *cls, uint64_t pos, char *buf, size_t max)
 {
+	struct stream *st = cls;
 	size_t n;
 
 	(void)pos;
 	ksim_faults_watch_wait();	/* faults.c: stalled watches send nothing, */
-	n = ksim_watch_read(cls, buf, max);
+	n = ksim_watch_read(st->w, buf, max);
 	ksim_faults_watch_wait();	/* not even what a read begun before the stall got */
+	ksim_stats_sent_watch(st->agent, n);
 	return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
 }
 
 static void watch_free_cb(void *cls)
 {
-	ksim_watch_free(cls);
+	struct stream *st = cls;
+
+	ksim_watch_free(st->w);
+	free(st->agent);
+	free(st);
+}
+
+static const char *user_agent(struct MHD_Connection *c)
+{
+	const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT);
+
+	return ua ? ua : "";
+}
+
+/*
+ * What the -v log line adds for an answered request: whether it became a
+ * watch, and for a POST the name of the object it creates (its path does
+ * not say it), when the body is JSON that names one.
+ */
+static jv request_fields(const struct ksim_request *rq, int watch)
+{
+	jv f = JV_OBJECT(jv_string("watch"), jv_bool(watch));
+
+	if (!strcmp(rq->method, "POST") && rq->body_len && rq->body_len < INT_MAX) {
+		jv b = jv_parse_sized(rq->body, (int)rq->body_len), name = jv_invalid();
+
+		if (jv_get_kind(b) == JV_KIND_OBJECT)
+			name = jv_getpath(b, JV_ARRAY(jv_string("metadata"), jv_string("name")));
+		else
+			jv_free(b);
+		if (jv_get_kind(name) == JV_KIND_STRING)
+			f = jv_object_set(f, jv_string("name"), name);
+		else
+			jv_free(name);
+	}
+	return f;
+}
+
+/* The -v log line of a request: method, path, code, user agent, and more (fields, consumed). */
+static void log_request(struct MHD_Connection *c, const char *method, const char *url, int code, jv fields)
+{
+	jv o = JV_OBJECT(jv_string("method"), jv_string(method), jv_string("path"), jv_string(url),
+			 jv_string("code"), jv_number(code), jv_string("userAgent"), jv_string(user_agent(c)));
+
+	tool_logj(LOG_DEBUG, jv_object_merge(o, fields), "request");
 }
 
 static void add_common_headers(struct MHD_Response *r, const char *ctype)
@@ -203,9 +256,7 @@ static const char *authenticate(struct MHD_Connection *c)
 static enum MHD_Result unauthorized(struct MHD_Connection *c, const char *method, const char *url)
 {
 	if (ksim.verbose)
-		tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("method"), jv_string(method), jv_string("path"),
-					       jv_string(url), jv_string("code"), jv_number(401)),
-			  "request");
+		log_request(c, method, url, 401, jv_object());
 	return send_json(c, 401, ksim_status(401, "Unauthorized", "Unauthorized", jv_null()), jv_null());
 }
 
@@ -443,10 +494,7 @@ static int identify(struct MHD_Connection *c, struct conn *cn, const char *metho
 	ksim_unlock();
 	if (denied) {
 		if (ksim.verbose)
-			tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("method"), jv_string(method), jv_string("path"),
-						       jv_string(url), jv_string("code"), jv_number(403),
-						       jv_string("impersonate"), jv_string(denied)),
-				  "request");
+			log_request(c, method, url, 403, JV_OBJECT(jv_string("impersonate"), jv_string(denied)));
 		*ret = send_json(c, 403, st, jv_null());
 		return 0;
 	}
@@ -695,25 +743,34 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	ksim_handle(&rq, &rs);
 	ksim_persist_sync();	/* persist.c: --data, durable before the answer */
 	if (ksim.verbose)
-		tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("method"), jv_string(method), jv_string("path"),
-					       jv_string(url), jv_string("code"), jv_number(rs.code),
-					       jv_string("watch"), jv_bool(rs.watch != NULL)),
-			  "request");
+		log_request(c, method, url, rs.code, request_fields(&rq, rs.watch != NULL));
 	if (rs.watch) {
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct stream *st = kop_calloc(1, sizeof(*st));
 		struct MHD_Response *r;
 
 		if (ci)
 			ksim_watch_set_fd(rs.watch, ci->connect_fd);
-		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, watch_cb, rs.watch, watch_free_cb);
+		st->w = rs.watch;
+		st->agent = kop_strdup(user_agent(c));
+		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, watch_cb, st, watch_free_cb);
 
 		rs.watch = NULL;
 		add_common_headers(r, "application/json");
 		ret = MHD_queue_response(c, 200, r);
 		MHD_destroy_response(r);
 	} else if (rs.text) {
-		ret = send_bytes(c, rs.code, rs.text, rs.text_len ? rs.text_len : strlen(rs.text), rs.content_type);
+		size_t n = rs.text_len ? rs.text_len : strlen(rs.text);
+
+		if (strcmp(method, "HEAD"))
+			ksim_stats_sent(c, method, n);
+		ret = send_bytes(c, rs.code, rs.text, n, rs.content_type);
 	} else {
+		/* send_json_bytes ends a body that is not verbatim with a newline */
+		size_t n = rs.json_len + (!rs.json_verbatim && (!rs.json_len || rs.json[rs.json_len - 1] != '\n'));
+
+		if (strcmp(method, "HEAD"))
+			ksim_stats_sent(c, method, n);
 		ret = send_json_bytes(c, rs.code, rs.json, rs.json_len, rs.json_verbatim, jv_copy(rs.warnings));
 		rs.json = NULL;	/* MHD frees it */
 	}

@@ -57,7 +57,7 @@ static const char usage[] =
 	"  --feature-gates G      ShardedListAndWatch=true: lists and watches honour shardSelector\n"
 	"                         and lists echo it in metadata.shardInfo, as kube-apiserver 1.36\n"
 	"                         with that alpha gate on (default false: the parameter ignored)\n"
-	"  -v, --verbose          log every request (method, path, code)\n" KSIM_SIM_USAGE;
+	"  -v, --verbose          log every request (method, path, code, user agent)\n" KSIM_SIM_USAGE;
 
 enum { OPT_PORT = OPT_TOOL_LAST, OPT_TLS, OPT_TOKEN, OPT_HISTORY, OPT_BOOKMARK, OPT_EVENT_TTL, OPT_WATCH_LIST,
        OPT_FEATURE_GATES };

@@ -5,10 +5,16 @@
  * 1) is WATCH.
  *
  *   GET /ksim/stats   {"requests":N,"writes":N,"byVerb":{"GET":N,...},
- *                      "byAgent":{"iot-operator/kapply":{"PATCH":N,...},...}}
+ *                      "byAgent":{"iot-operator/kapply":{"PATCH":N,...},...},
+ *                      "bytesByAgent":{"iot-operator/kwatch":{"GET":N,"WATCH":N},...}}
  *   POST /ksim/stats  {"reset":true} sets every counter to zero
  *
- * Writes are POST, PUT, PATCH and DELETE.
+ * Writes are POST, PUT, PATCH and DELETE. bytesByAgent counts the response
+ * bodies ksim sent (as sent: ksim never compresses), by the verb of the
+ * request; a watch's bytes as its events go out, so a watch still open
+ * keeps adding. Answers that never reach the API (faults, 401, 403 of
+ * impersonation) are counted as requests, not in bytes. Past STATS_AGENTS
+ * user agents, the last slot ("other") takes the rest.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +23,9 @@
 #include "sim.h"
 #include "banned.h"
 
-#define STATS_AGENTS 32
-#define STATS_AGENT_LEN 64
+/* user agents now name the replica ("iot-operator/kapply (op-0)"): room for a few replicas' */
+#define STATS_AGENTS 64
+#define STATS_AGENT_LEN 128
 
 static const char *const verbs[] = { "GET", "WATCH", "POST", "PUT", "PATCH", "DELETE", "OTHER" };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
@@ -29,8 +36,9 @@ static struct {
 	struct {
 		char name[STATS_AGENT_LEN];
 		unsigned long n[NVERBS];
+		unsigned long long bytes[NVERBS];
 	} agent[STATS_AGENTS];
-} S = { PTHREAD_MUTEX_INITIALIZER, 0, { { { 0 }, { 0 } } } };
+} S = { PTHREAD_MUTEX_INITIALIZER, 0, { { { 0 }, { 0 }, { 0 } } } };
 
 static size_t verb_index(struct MHD_Connection *c, const char *method)
 {
@@ -49,54 +57,97 @@ static size_t verb_index(struct MHD_Connection *c, const char *method)
 	return NVERBS - 1;
 }
 
-void ksim_stats_count(struct MHD_Connection *c, const char *method)
+/* The slot of user agent ua, made when new; S.lock held. */
+static int agent_slot(const char *ua)
 {
-	const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT);
-	size_t v = verb_index(c, method);
 	int i;
 
 	if (!ua || !*ua)
 		ua = "-";
-	pthread_mutex_lock(&S.lock);
 	for (i = 0; i < S.nagents; i++)
 		if (!strncmp(S.agent[i].name, ua, STATS_AGENT_LEN - 1))
-			break;
-	if (i == S.nagents) {
-		if (S.nagents == STATS_AGENTS) {
-			i = STATS_AGENTS - 1;	/* the last slot takes every agent beyond */
-			memcpy(S.agent[i].name, "other", 6);
-		} else {
-			size_t n = strlen(ua);
+			return i;
+	if (S.nagents == STATS_AGENTS) {
+		i = STATS_AGENTS - 1;	/* the last slot takes every agent beyond */
+		memcpy(S.agent[i].name, "other", 6);
+	} else {
+		size_t n = strlen(ua);
 
-			if (n > STATS_AGENT_LEN - 1)
-				n = STATS_AGENT_LEN - 1;
-			memcpy(S.agent[i].name, ua, n);
-			S.agent[i].name[n] = 0;
-			S.nagents++;
-		}
+		if (n > STATS_AGENT_LEN - 1)
+			n = STATS_AGENT_LEN - 1;
+		memcpy(S.agent[i].name, ua, n);
+		S.agent[i].name[n] = 0;
+		S.nagents++;
 	}
-	S.agent[i].n[v]++;
+	return i;
+}
+
+static const char *user_agent(struct MHD_Connection *c)
+{
+	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT);
+}
+
+void ksim_stats_count(struct MHD_Connection *c, const char *method)
+{
+	const char *ua = user_agent(c);
+	size_t v = verb_index(c, method);
+
+	pthread_mutex_lock(&S.lock);
+	S.agent[agent_slot(ua)].n[v]++;
 	pthread_mutex_unlock(&S.lock);
+}
+
+static void add_bytes(const char *ua, size_t v, size_t n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&S.lock);
+	S.agent[agent_slot(ua)].bytes[v] += n;
+	pthread_mutex_unlock(&S.lock);
+}
+
+void ksim_stats_sent(struct MHD_Connection *c, const char *method, size_t n)
+{
+	add_bytes(user_agent(c), verb_index(c, method), n);
+}
+
+void ksim_stats_sent_watch(const char *ua, size_t n)
+{
+	add_bytes(ua, 1, n);	/* WATCH */
 }
 
 static jv snapshot(void)
 {
-	jv by_verb = jv_object(), by_agent = jv_object();
+	jv by_verb = jv_object(), by_agent = jv_object(), bytes_by_agent = jv_object();
 	unsigned long total = 0, writes = 0, sum[NVERBS] = { 0 };
 	size_t v;
 	int i;
 
 	pthread_mutex_lock(&S.lock);
 	for (i = 0; i < S.nagents; i++) {
-		jv a = jv_object();
+		jv a = jv_object(), b = jv_object();
+		int requests = 0, sent = 0;
 
 		for (v = 0; v < NVERBS; v++) {
+			if (S.agent[i].bytes[v]) {
+				b = jv_object_set(b, jv_string(verbs[v]), jv_number((double)S.agent[i].bytes[v]));
+				sent = 1;
+			}
 			if (!S.agent[i].n[v])
 				continue;
 			a = jv_object_set(a, jv_string(verbs[v]), jv_number((double)S.agent[i].n[v]));
 			sum[v] += S.agent[i].n[v];
+			requests = 1;
 		}
-		by_agent = jv_object_set(by_agent, jv_string(S.agent[i].name), a);
+		/* an agent only a watch opened before a reset is known by: bytes, no requests */
+		if (requests)
+			by_agent = jv_object_set(by_agent, jv_string(S.agent[i].name), a);
+		else
+			jv_free(a);
+		if (sent)
+			bytes_by_agent = jv_object_set(bytes_by_agent, jv_string(S.agent[i].name), b);
+		else
+			jv_free(b);
 	}
 	pthread_mutex_unlock(&S.lock);
 	for (v = 0; v < NVERBS; v++) {
@@ -106,7 +157,8 @@ static jv snapshot(void)
 			writes += sum[v];
 	}
 	return JV_OBJECT(jv_string("requests"), jv_number((double)total), jv_string("writes"),
-			 jv_number((double)writes), jv_string("byVerb"), by_verb, jv_string("byAgent"), by_agent);
+			 jv_number((double)writes), jv_string("byVerb"), by_verb, jv_string("byAgent"), by_agent,
+			 jv_string("bytesByAgent"), bytes_by_agent);
 }
 
 static int answer(struct MHD_Connection *c, unsigned code, const char *ctype, jv body)

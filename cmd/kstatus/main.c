@@ -165,7 +165,12 @@ int main(int argc, char **argv)
 		default_ns = kop_strdup(cfg.namespace);
 	if (!(client = kube_client_new(&cfg, tool_kube.request_timeout_ms, err)))
 		die(KOP_EXIT_PERM, "%s", err);
-	kube_client_set_user_agent(client, "iot-operator/kstatus");
+	{
+		char *ua = tool_user_agent("kstatus");
+
+		kube_client_set_user_agent(client, ua);
+		free(ua);
+	}
 	event_cache = jv_object();
 
 	kop_hmap_init(&windows);
