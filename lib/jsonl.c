@@ -35,9 +35,20 @@ static void compact(struct kop_jsonl *r)
 
 void kop_jsonl_feed(struct kop_jsonl *r, const char *data, size_t len)
 {
-	if (r->start > 65536 && r->start * 2 > r->in.len)
+	if (r->start && r->start == r->in.len)
+		compact(r);	/* all consumed: nothing to move */
+	else if (r->start > 4096 && r->start * 2 > r->in.len)
 		compact(r);
 	kop_buf_add(&r->in, data, len);
+}
+
+void kop_jsonl_trim(struct kop_jsonl *r)
+{
+	if (r->start == r->in.len && r->in.cap > KOP_JSONL_TRIM_CAP &&
+	    jv_array_length(jv_copy(r->pending)) == 0) {
+		kop_buf_release(&r->in);
+		r->start = 0;
+	}
 }
 
 void kop_jsonl_eof(struct kop_jsonl *r)

@@ -38,6 +38,14 @@ struct kop_jsonl {
 void kop_jsonl_init(struct kop_jsonl *r, size_t max_line);
 void kop_jsonl_release(struct kop_jsonl *r);
 void kop_jsonl_feed(struct kop_jsonl *r, const char *data, size_t len);
+/*
+ * Lets the line buffer go when every byte fed has been read and it has
+ * grown past KOP_JSONL_TRIM_CAP: for a reader fed by many quiet streams
+ * (kwatch's watch per namespace), whose buffers would otherwise each keep
+ * the size of the largest burst they ever held.
+ */
+#define KOP_JSONL_TRIM_CAP 4096
+void kop_jsonl_trim(struct kop_jsonl *r);
 /* No more input: a last line without '\n' is still read. */
 void kop_jsonl_eof(struct kop_jsonl *r);
 /*

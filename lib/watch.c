@@ -549,6 +549,7 @@ int kw_watch_feed(struct kw_watch *w, const char *data, size_t len, char *err)
 			rc = kop_error(err, "bad event from '%s': %s", w->name, lerr);
 		}
 	}
+	kop_jsonl_trim(&w->reader);	/* a thousand quiet watches keep no burst each */
 	return rc;
 }
 

@@ -43,6 +43,30 @@ test_expect_success 'a stream fed in odd-sized pieces reads the same' '
 	test $(wc -l <out) = $(grep -c . "$f")
 '
 
+# kwatch feeds a reader per watch, a thousand of them when it watches per
+# namespace: a reader holds about a line beyond what is unread (lines of
+# 20 KB: under 40 KB), and a quiet one nothing.
+test_expect_success 'a reader fed in pieces holds about a line, and nothing once all it was fed is read' '
+	for i in 1 2 3; do
+		printf "{\"i\":%d,\"data\":\"%s\"}\n" $i "$(head -c 20000 /dev/zero | tr "\\0" x)"
+	done >in &&
+	"$KOP_TEST_TOOL" jsonl-feed 1024 <in >out &&
+	test $(grep -c "^[123] {\"i\":[123]," out) = 3 &&
+	max=$(sed -n "s/^max-cap //p" out) &&
+	test "$max" -gt 20000 && test "$max" -lt 40000 &&
+	grep "^cap 0$" out
+'
+
+test_expect_success 'a reader fed part of a line keeps it, and reads the line once the rest comes' '
+	printf "{\"a\":\"%s\"}\n{\"b\":" "$(head -c 8000 /dev/zero | tr "\\0" y)" >in &&
+	"$KOP_TEST_TOOL" jsonl-feed 1000 <in >out &&
+	test $(grep -c "^1 {\"a\":" out) = 1 &&
+	! grep "^cap 0$" out &&
+	{ cat in; echo "2}"; } | "$KOP_TEST_TOOL" jsonl-feed 1000 >out &&
+	grep "^2 {\"b\":2}$" out &&
+	grep "^cap 0$" out
+'
+
 # libjq 1.6 itself leaks the token on this error (value() in jv_parse.c;
 # t/fuzz/libjq-leak.h): leak checking is off for this one command only.
 test_expect_success 'two values without a separator inside an object are an error' '

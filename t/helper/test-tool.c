@@ -76,6 +76,49 @@ static int cmd_jsonl(int argc, char **argv)
 	return bad;
 }
 
+/*
+ * jsonl-feed CHUNK: stdin fed to the reader CHUNK bytes at a time, as
+ * kwatch's transfers feed it (kop_jsonl_feed, then every value read, then
+ * kop_jsonl_trim); prints each value, then "max-cap N" (the largest the
+ * buffer grew) and "cap N" (what it holds at the end).
+ */
+static int cmd_jsonl_feed(int argc, char **argv)
+{
+	struct kop_jsonl r;
+	char err[KOP_ERRLEN], *chunk;
+	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 1024, max_cap = 0;
+	ssize_t got;
+	int bad = 0;
+
+	if (!n)
+		return 2;
+	chunk = kop_malloc(n);
+	kop_jsonl_init(&r, 0);
+	while ((got = read(0, chunk, n)) > 0) {
+		jv v;
+		size_t line;
+		int rc;
+
+		kop_jsonl_feed(&r, chunk, (size_t)got);
+		if (r.in.cap > max_cap)
+			max_cap = r.in.cap;
+		while ((rc = kop_jsonl_next(&r, &v, &line, err)) != 0) {
+			if (rc < 0) {
+				printf("error: %s\n", err);
+				bad = 1;
+				continue;
+			}
+			printf("%zu ", line);
+			kop_jsonl_write(stdout, v);
+		}
+		kop_jsonl_trim(&r);
+	}
+	printf("max-cap %zu\ncap %zu\n", max_cap, r.in.cap);
+	kop_jsonl_release(&r);
+	free(chunk);
+	return got < 0 ? 2 : bad;
+}
+
 static int cmd_backoff(int argc, char **argv)
 {
 	struct kop_backoff b;
@@ -253,6 +296,7 @@ static int cmd_json_dump_check(int argc, char **argv)
 
 static const struct test_cmd builtin_cmds[] = {
 	{ "jsonl", cmd_jsonl },
+	{ "jsonl-feed", cmd_jsonl_feed },
 	{ "json-dump-check", cmd_json_dump_check },
 	{ "json-read-check", cmd_json_read_check },
 	{ "json-digest", cmd_json_digest },
