@@ -127,6 +127,14 @@ jv kop_json_read(const char *s, size_t len);
 /* kop_json_read's own reader alone: 0 and *out (caller owns it) when it took
  * the text, -1 (nothing made) when the text is one it leaves to libjq. */
 int kop_json_read_fast(const char *s, size_t len, jv *out);
+/*
+ * The string fields names[0..n) of the metadata of the JSON object text
+ * (json_scan.c), read without building the rest: 0 and *out =
+ * {"metadata":{NAME: "...", ...}} (those present as strings), or -1 (nothing
+ * made) when the text is not one well-formed object, holds "metadata" twice,
+ * or a wanted string holds an escape: then read it whole.
+ */
+int kop_json_meta(const char *text, size_t len, const char *const *names, size_t n, jv *out);
 /* Compact JSON text of v (consumed), heap-allocated: the bytes jv_dump_string(v, 0) would give. */
 char *kop_json_dump(jv v);
 /* The same, its length in *len. */

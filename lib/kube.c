@@ -505,6 +505,24 @@ void kube_response_from(struct kube_response *r, long code, const char *body, si
 	}
 }
 
+void kube_response_meta(struct kube_response *r, long code, const char *body, size_t len, const char *retry_after,
+			CURLcode cc, const char *curl_err)
+{
+	static const char *const names[] = { "resourceVersion", "uid" };
+	jv meta;
+
+	if (cc == CURLE_OK && code >= 200 && code < 300 && body && len &&
+	    kop_json_meta(body, len, names, sizeof(names) / sizeof(names[0]), &meta) == 0) {
+		memset(r, 0, sizeof(*r));
+		r->code = code;
+		r->body = meta;
+		r->retry_after_s = parse_retry_after(retry_after);
+		r->transient = kube_is_transient(code, cc);
+		return;
+	}
+	kube_response_from(r, code, body, len, retry_after, cc, curl_err);
+}
+
 /* ---- blocking requests ---------------------------------------------------- */
 
 struct sink {

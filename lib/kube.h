@@ -124,6 +124,13 @@ CURL *kube_easy_new(struct kube_client *c, const char *method, const char *path,
  */
 void kube_response_from(struct kube_response *r, long code, const char *body, size_t len,
 			const char *retry_after, CURLcode cc, const char *curl_err);
+/*
+ * kube_response_from for a caller that wants only the resourceVersion and
+ * uid of a 2xx answer's object: body is then {"metadata":{...}} with those,
+ * read without parsing the rest (kop_json_meta); any other answer whole.
+ */
+void kube_response_meta(struct kube_response *r, long code, const char *body, size_t len, const char *retry_after,
+			CURLcode cc, const char *curl_err);
 /* After a 401: forget the cached credential (exec plugin re-run, token file re-read). */
 void kube_auth_failed(struct kube_client *c);
 

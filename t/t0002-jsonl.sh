@@ -67,6 +67,52 @@ test_expect_success 'a reader fed part of a line keeps it, and reads the line on
 	grep "^cap 0$" out
 '
 
+test_expect_success 'kop_json_meta reads the resourceVersion and uid a whole parse reads: recordings' '
+	for f in "$TEST_DATA"/recordings/*/*.json; do
+		jq -c "select(type == \"object\")" "$f" 2>/dev/null
+	done >objs &&
+	cat "$TEST_DATA"/recordings/*/*.jsonl | jq -c "select(type == \"object\") | .object | objects" >>objs &&
+	test $(wc -l <objs) -gt 100 &&
+	"$KOP_TEST_TOOL" json-meta <objs >got &&
+	jq -c "{metadata: ((.metadata | objects // {}) | with_entries(select(
+		(.key == \"resourceVersion\" or .key == \"uid\") and (.value | type) == \"string\")))}" objs >want &&
+	test_cmp want got &&
+	jq -c . objs | sed "s/,/ , /g; s/:/ : /g" >spaced &&
+	"$KOP_TEST_TOOL" json-meta <spaced >got &&
+	test_cmp want got
+'
+
+test_expect_success 'kop_json_meta leaves to a whole parse what it cannot read right' '
+	cat >in <<-\EOF &&
+	{"metadata":{"uid":"u1","resourceVersion":"7"},"spec":{"a":[1,{"b":"}"}],"c":"\"x"}}
+	{"kind":"X","metadata":{"name":"n","resourceVersion":12,"uid":"u2"},"n":-1.5e3,"t":true}
+	{"a":1}
+	{}
+	{"metadata":{"uid":"u1"},"metadata":{"uid":"u2"}}
+	{"metadata":{"uid":"a\\u0041"}}
+	{"metadata":{"uid":"u1"}
+	{"metadata":{"uid":"u1"}}}
+	{"metadata":{"uid":"u1" "x":1}}
+	["metadata"]
+	{"metadata":{"uid":"u1"}} {"a":1}
+	EOF
+	"$KOP_TEST_TOOL" json-meta <in >got &&
+	cat >want <<-\EOF &&
+	{"metadata":{"uid":"u1","resourceVersion":"7"}}
+	{"metadata":{"uid":"u2"}}
+	{"metadata":{}}
+	{"metadata":{}}
+	-1
+	-1
+	-1
+	-1
+	-1
+	-1
+	-1
+	EOF
+	test_cmp want got
+'
+
 # libjq 1.6 itself leaks the token on this error (value() in jv_parse.c;
 # t/fuzz/libjq-leak.h): leak checking is off for this one command only.
 test_expect_success 'two values without a separator inside an object are an error' '

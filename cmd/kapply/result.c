@@ -338,7 +338,11 @@ void finished(CURLMsg *m)
 	curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &code);
 	if (curl_easy_header(m->easy_handle, "Retry-After", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h)
 		retry_after = h->value;
-	kube_response_from(&r, code, op->resp.buf, op->resp.len, retry_after, m->data.result, op->errbuf);
+	if (op->phase == PH_MAIN && !op->crd_kind)
+		/* (what op_ok reads of it: its resourceVersion and uid) */
+		kube_response_meta(&r, code, op->resp.buf, op->resp.len, retry_after, m->data.result, op->errbuf);
+	else
+		kube_response_from(&r, code, op->resp.buf, op->resp.len, retry_after, m->data.result, op->errbuf);
 	if (!code) {
 		long os_errno = 0;
 

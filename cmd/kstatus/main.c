@@ -180,6 +180,7 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 
 	kop_jsonl_init(&reader, 0);
+	reader.fast = 1;	/* (one thread reads and writes) */
 	while (!stopping) {
 		struct pollfd pfd = { 0, POLLIN, 0 };
 		size_t lineno;

@@ -119,6 +119,30 @@ static int cmd_jsonl_feed(int argc, char **argv)
 	return got < 0 ? 2 : bad;
 }
 
+/* json-meta: each line of stdin through kop_json_meta (resourceVersion, uid): its answer, or "-1". */
+static int cmd_json_meta(int argc, char **argv)
+{
+	static const char *const names[] = { "resourceVersion", "uid" };
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	(void)argc;
+	(void)argv;
+	while ((n = getline(&line, &cap, stdin)) > 0) {
+		jv v;
+
+		if (line[n - 1] == '\n')
+			n--;
+		if (kop_json_meta(line, (size_t)n, names, 2, &v) < 0)
+			printf("-1\n");
+		else
+			kop_jsonl_write(stdout, v);
+	}
+	free(line);
+	return 0;
+}
+
 static int cmd_backoff(int argc, char **argv)
 {
 	struct kop_backoff b;
@@ -297,6 +321,7 @@ static int cmd_json_dump_check(int argc, char **argv)
 static const struct test_cmd builtin_cmds[] = {
 	{ "jsonl", cmd_jsonl },
 	{ "jsonl-feed", cmd_jsonl_feed },
+	{ "json-meta", cmd_json_meta },
 	{ "json-dump-check", cmd_json_dump_check },
 	{ "json-read-check", cmd_json_read_check },
 	{ "json-digest", cmd_json_digest },
