@@ -136,6 +136,9 @@ run () { # N
 	figure "n${n}_writes_per_instance" "$(jq --argjson n "$n" '.writes / $n * 10 | floor / 10' "$d/req.conv")" \
 		count "<= 23"
 	figure "n${n}_cpu_s_converge" "$(secs $((cpu1 - cpu0)))" s
+	figure "n${n}_cpu_ms_per_instance" "$(awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v n="$n" \
+		'BEGIN { printf "%.1f", t / hz * 1000 / n }')" ms "< 15"
+	figure "n${n}_reconciles_per_instance" "$(reconciles | awk -v n="$n" '{ printf "%.1f", $1 / n }')" count
 	figure "n${n}_ksim_cpu_s_converge" "$(secs $((kcpu1 - kcpu0)))" s
 
 	# Quiet: nothing changes, nothing should be written.

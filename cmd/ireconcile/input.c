@@ -44,7 +44,7 @@ jv view_of(struct rctx *c, const struct obj *o)
 		return live_of(c, o);
 	if (!(j = kop_hmap_get(&c->view, o->key))) {
 		j = kop_malloc(sizeof(*j));
-		*j = kop_json_read(o->vtext, o->vlen);
+		*j = parse_view(o);
 		kop_hmap_put(&c->view, o->key, j);
 	}
 	return *j;

@@ -37,7 +37,8 @@ struct obj {
 	int fp;				/* deflated: fingerprinted (kop_json_fingerprint) */
 	unsigned char tdig[SHA256_DIGEST_LENGTH];	/* deflated: SHA-256 of the JSON */
 	char *vtext;			/* child kinds with a `project`: what the program sees (NULL: text) */
-	size_t vlen;
+	size_t vlen;			/* its length as JSON */
+	size_t vzlen;			/* deflated: its length so (0: vtext is the JSON) */
 	unsigned char sdig[KOP_JSON_DIGEST_LEN];	/* digest without status and resourceVersion */
 	char *name, *ns, *uid;		/* ns and uid "" when none */
 	int deleting;			/* metadata.deletionTimestamp is set */
@@ -133,6 +134,7 @@ struct engine {
 		unsigned char *buf;
 		size_t len;
 	} *dicts;			/* [0]: the primary's, [1 + i]: E.prog.kinds[i]'s */
+	struct zdict *vdicts;		/* the same for what the program sees of them (vtext) */
 	struct zdict render_dict;	/* the render answers': the first one's last 32 KB */
 	const char *now;
 	unsigned backoff_base, backoff_cap;
@@ -226,6 +228,8 @@ int projects(const struct kop_kind *k);
 void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN]);
 size_t deflate_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict);
 void store_text(struct obj *o, jv obj, const char *text, size_t len);
+void store_view(struct obj *o, char *text, size_t len);
+jv parse_view(const struct obj *o);
 int same_text(const struct obj *o, const char *text, size_t len);
 jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
 jv parse_obj(const struct obj *o);

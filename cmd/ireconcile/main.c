@@ -343,6 +343,7 @@ int main(int argc, char **argv)
 	E.related_cache = jv_invalid();
 	E.aggs_cache = jv_invalid();
 	E.dicts = kop_calloc(1 + E.prog.nkinds, sizeof(*E.dicts));
+	E.vdicts = kop_calloc(1 + E.prog.nkinds, sizeof(*E.vdicts));
 	E.children_empty = jv_object();
 	for (i = 0; i < E.prog.nkinds; i++)
 		if (E.prog.kinds[i].role != KOP_ROLE_RELATED)
@@ -366,9 +367,12 @@ int main(int argc, char **argv)
 	jv_free(E.related_cache);
 	jv_free(E.aggs_cache);
 	jv_free(E.children_empty);
-	for (i = 0; i <= E.prog.nkinds; i++)
+	for (i = 0; i <= E.prog.nkinds; i++) {
 		free(E.dicts[i].buf);
+		free(E.vdicts[i].buf);
+	}
 	free(E.dicts);
+	free(E.vdicts);
 	free(E.render_dict.buf);
 	kop_program_release(&E.prog);
 	if (E.shard) {

@@ -214,7 +214,7 @@ __attribute__((noinline)) void reconcile(struct prim *p, int64_t now)
 		return;
 	}
 	/* With a render program, sync gets the primary without its spec (vtext). */
-	ctx.parent = p->obj->vtext ? kop_json_read(p->obj->vtext, p->obj->vlen) : parse_obj(p->obj);
+	ctx.parent = p->obj->vtext ? parse_view(p->obj) : parse_obj(p->obj);
 	kop_hmap_init(&ctx.live);
 	kop_hmap_init(&ctx.view);
 	ctx.rfull = jv_invalid();

@@ -2,8 +2,10 @@
  * How the view keeps an object's text: compact JSON, and reading it back. A
  * child the program sees projected is read whole only to compare it again
  * after a change other than its status: it is kept deflated (a third of the
- * memory, with a dictionary per kind), with a digest to tell a new state.
- * Which objects are kept is view.c's.
+ * memory, with a dictionary per kind), with a digest to tell a new state;
+ * what the program sees of it (its view), and an observed object's text, are
+ * kept deflated too, against dictionaries of their own. Which objects are
+ * kept is view.c's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,9 @@
 #include <zlib.h>
 #include "ireconcile.h"
 #include "banned.h"
+
+/* Texts shorter than this are kept as they are: deflate would gain too little to pay for itself. */
+#define VIEW_DEFLATE_MIN 128
 
 /* Whether the kind has a `project` (jq, or the list of fields kept). */
 int projects(const struct kop_kind *k)
@@ -77,10 +82,14 @@ static struct zdict *dict_of(const struct kop_kind *k)
 	return &E.dicts[k == &E.prog.primary ? 0 : 1 + (k - E.prog.kinds)];
 }
 
-static const struct zdict *kind_dict(const struct kop_kind *k, const char *text, size_t len)
+static struct zdict *vdict_of(const struct kop_kind *k)
 {
-	struct zdict *d = dict_of(k);
+	return &E.vdicts[k == &E.prog.primary ? 0 : 1 + (k - E.prog.kinds)];
+}
 
+/* d, made from text (its last 32 KB) if it is not yet. */
+static const struct zdict *dict_made(struct zdict *d, const char *text, size_t len)
+{
 	if (!d->buf) {
 		if (len > 32768) {
 			text += len - 32768;
@@ -91,6 +100,11 @@ static const struct zdict *kind_dict(const struct kop_kind *k, const char *text,
 		d->len = len;
 	}
 	return d;
+}
+
+static const struct zdict *kind_dict(const struct kop_kind *k, const char *text, size_t len)
+{
+	return dict_made(dict_of(k), text, len);
 }
 
 /*
@@ -108,7 +122,7 @@ void store_text(struct obj *o, jv obj, const char *text, size_t len)
 	o->len = len;
 	o->zlen = 0;
 	o->fp = 0;
-	if (o->vtext) {
+	if (o->vtext || (o->kind->role == KOP_ROLE_OBSERVED && len >= VIEW_DEFLATE_MIN)) {
 		unsigned char *z;
 		const char *st = text;
 		char *fptext = NULL;
@@ -177,6 +191,38 @@ jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struc
 out:
 	free(buf);
 	return v;
+}
+
+/*
+ * Keeps what the program sees of o (text, consumed: its JSON, len bytes):
+ * deflated against a dictionary of its kind's views, when long enough to
+ * gain. A Deployment's status, say, ~450 bytes, so takes ~130: the view is
+ * most of what the view keeps (and an observed object's text, store_text).
+ */
+void store_view(struct obj *o, char *text, size_t len)
+{
+	unsigned char *z;
+	size_t zlen;
+
+	free(o->vtext);
+	o->vlen = len;
+	o->vzlen = 0;
+	if (len >= VIEW_DEFLATE_MIN &&
+	    (zlen = deflate_text(text, len, &z, dict_made(vdict_of(o->kind), text, len))) != 0) {
+		o->vtext = (char *)z;
+		o->vzlen = zlen;
+		free(text);
+		return;
+	}
+	o->vtext = text;
+}
+
+/* What the program sees of o (caller owns it); jv_invalid() if it cannot be read back. */
+jv parse_view(const struct obj *o)
+{
+	if (!o->vzlen)
+		return kop_json_read(o->vtext, o->vlen);
+	return inflate_parse((const unsigned char *)o->vtext, o->vzlen, o->vlen, vdict_of(o->kind));
 }
 
 /* The object parsed (caller owns it), fingerprinted if o->fp; jv_invalid() if it cannot be read back. */

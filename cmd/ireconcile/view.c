@@ -266,16 +266,24 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 	o->kind = k;
 	free(o->vtext);
 	o->vtext = NULL;
+	o->vzlen = 0;
 	if (k->role == KOP_ROLE_CHILD) {
 		/* Compared whole, seen by the program as projected. */
 		jv v = projects(k) ? project(jv_copy(obj), lineno) : jv_invalid();
 
-		if (jv_is_valid(v))
-			o->vtext = kop_json_dump_len(v, &o->vlen);
+		if (jv_is_valid(v)) {
+			size_t vlen;
+			char *vt = kop_json_dump_len(v, &vlen);
+
+			store_view(o, vt, vlen);
+		}
 		child_digest(obj, o->sdig);
 	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
 		/* Its spec goes to the render program only (README: render). */
-		o->vtext = kop_json_dump_len(jv_object_delete(jv_copy(obj), kop_json_key("spec")), &o->vlen);
+		size_t vlen;
+		char *vt = kop_json_dump_len(jv_object_delete(jv_copy(obj), kop_json_key("spec")), &vlen);
+
+		store_view(o, vt, vlen);
 	}
 	store_text(o, obj, text, tlen);
 	free(text);
