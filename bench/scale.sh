@@ -20,7 +20,8 @@
 #    converged cluster: time from its start until it is ready (/readyz) and
 #    has reconciled every instance once, and the writes it made meanwhile and
 #    in BENCH_RESTART_QUIET_S (default 5) seconds after (target zero: a
-#    restart finds everything as it should be and says nothing).
+#    restart finds everything as it should be and says nothing); then the
+#    PSS of its processes (the view, without what converging left in the heap).
 #  latency (largest N only): BENCH_LATENCY_EDITS (default 5) spec edits of
 #    one instance, one at a time: time from the PATCH of the IoTService to
 #    the watch event of its cockpit Deployment carrying the new image
@@ -261,6 +262,16 @@ restart () {
 	figure "n${last}_restart_ready_s" "$(awk -v t=$((t1 - t0)) 'BEGIN { printf "%.2f", t / 1000 }')" s "< 3"
 	figure "n${last}_restart_writes" "$(jq .writes "$d/req.restart")" count 0
 	figure "n${last}_restart_requests" "$(jq .total "$d/req.restart")" count
+	# what the view alone costs, beside the steady figure after convergence (which also holds
+	# what the heap kept of the churn on the way)
+	rs_total=0
+	for p in $(op_procs); do
+		s=$(sed -n 's/^Pss:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$p/smaps_rollup" 2>/dev/null)
+		name=$(cat "/proc/$p/comm" 2>/dev/null) || continue
+		figure "n${last}_restart_pss_kb_$name" "${s:-0}" KB
+		rs_total=$((rs_total + ${s:-0}))
+	done
+	figure "n${last}_restart_pss_kb_total" "$rs_total" KB
 }
 
 last=

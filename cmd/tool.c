@@ -395,18 +395,22 @@ void tool_metric_note(const char *text)
 	tool_metrics_flush(0);
 }
 
-void tool_idle(void)
+int tool_idle(void)
 {
 	static int64_t last;
+	static size_t trimmed_at;	/* the heap in use when it was last trimmed */
 	int64_t now = kop_mono_ms();
-	struct mallinfo2 mi;
+	struct mallinfo2 mi = mallinfo2();
 
+	/* (what was free at the last trim stays counted free: not trimmed again while nothing moved) */
+	if (mi.fordblks < 256 * 1024 || mi.uordblks == trimmed_at)
+		return -1;
 	if (now - last < 1000)
-		return;
+		return (int)(1000 - (now - last));
 	last = now;
-	mi = mallinfo2();
-	if (mi.fordblks >= 256 * 1024)
-		malloc_trim(0);
+	malloc_trim(0);
+	trimmed_at = mallinfo2().uordblks;
+	return -1;
 }
 
 void tool_metrics_flush(int force)

@@ -168,8 +168,12 @@ static void run(const char *feedback, int once)
 			ofd = nfd++;
 		}
 		if (timeout != 0) {
+			int idle;
+
 			tool_metrics_flush(1);	/* about to wait: nothing held back */
-			tool_idle();
+			idle = tool_idle();
+			if (idle >= 0 && (timeout < 0 || idle < timeout))
+				timeout = idle;
 		}
 		r = poll(pfd, (nfds_t)nfd, timeout);
 		if (r < 0) {
