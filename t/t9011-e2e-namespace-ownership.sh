@@ -8,7 +8,8 @@ P=precious
 PNS=$O-$P
 PPATH=/apis/cp.iot.sap/v1/namespaces/$O/iotservices/$P
 
-e2e_ksim_start
+# -v: ksim logs every request with its user agent, so that the operator's requests can be told apart
+e2e_ksim_start -v
 
 # precious_is PHASE [TEXT]: the IoTService precious is about its generation, in PHASE, and its
 # Progressing condition's message holds TEXT
@@ -37,6 +38,37 @@ gone () {
 	test "$(ns_meta "$1")" = gone
 }
 
+# log_mark FILE: how many lines ksim's log has now, kept in FILE
+log_mark () {
+	wc -l <"$KSIM_LOG" >"$1"
+}
+
+# no_operator_write_to NS MARK: ksim's log since MARK (log_mark) holds requests of the operator (user agent
+# iot-operator/...), none of them a write to namespace NS or to anything in it, and its every create of a
+# namespace NS refused as AlreadyExists
+no_operator_write_to () {
+	tail -n "+$(($(cat "$2") + 1))" "$KSIM_LOG" |
+		jq -R -c "fromjson? | select(.msg == \"request\" and (.userAgent | startswith(\"iot-operator/\")))" \
+		>op-requests.jsonl &&
+	test -s op-requests.jsonl &&
+	jq -c --arg ns "$1" "select((.method == \"POST\" or .method == \"PUT\" or .method == \"PATCH\" or .method == \"DELETE\")
+		and (.path | test(\"^/api/v1/namespaces/\" + \$ns + \"(/|\$)\")
+				or test(\"^/apis/[^/]+/[^/]+/namespaces/\" + \$ns + \"(/|\$)\")))" op-requests.jsonl >op-writes &&
+	test_cmp /dev/null op-writes &&
+	jq -c --arg ns "$1" "select(.method == \"POST\" and .path == \"/api/v1/namespaces\" and .name == \$ns) | .code" \
+		op-requests.jsonl >op-creates &&
+	test -s op-creates &&
+	sort -u op-creates >codes &&
+	echo 409 >expect &&
+	test_cmp expect codes
+}
+
+# ns_writers NAME: the namespace's resourceVersion and the managers that wrote it (managedFields)
+ns_writers () {
+	ksim_curl -f -o nsw.json "/api/v1/namespaces/$1" &&
+	jq -c "[.metadata.resourceVersion, ([.metadata.managedFields[]?.manager] | sort)]" nsw.json
+}
+
 test_expect_success 'setup: deploy/, the operator, a namespace of a user with data in it' '
 	e2e_install &&
 	e2e_operator_start op &&
@@ -44,7 +76,10 @@ test_expect_success 'setup: deploy/, the operator, a namespace of a user with da
 	k create configmap keepme -n $PNS --from-literal=a=b >/dev/null &&
 	k create namespace unrelated >/dev/null &&
 	ns_meta $PNS >meta.before &&
-	grep kubernetes.io/metadata.name meta.before
+	grep kubernetes.io/metadata.name meta.before &&
+	ns_writers $PNS >writers.before &&
+	! grep iot-operator writers.before &&
+	log_mark mark.setup
 '
 
 test_expect_success 'an IoTService whose instance namespace is the user'"'"'s: Failed, naming it and why' '
@@ -78,10 +113,21 @@ test_expect_success 'deleting the IoTService leaves the namespace and its data a
 	echo configmap/keepme >expect && test_cmp expect actual
 '
 
+test_expect_success 'no write of the operator to that namespace: none in ksim'"'"'s request log; the namespace unchanged' '
+	no_operator_write_to $PNS mark.setup &&
+	ns_writers $PNS >writers.after &&
+	test_cmp writers.before writers.after
+'
+
 test_expect_success 'created again, then the owner deletes the namespace: Available in a namespace of its own' '
+	log_mark mark.again &&
 	precious_apply &&
 	test_wait_for 60 precious_is Failed "namespace $PNS exists" &&
 	precious_is Failed "namespace $PNS exists" &&
+	# (until its owner deletes it, nothing of the operator written to it)
+	no_operator_write_to $PNS mark.again &&
+	ns_writers $PNS >writers.again &&
+	test_cmp writers.before writers.again &&
 	k delete namespace $PNS --timeout=30s >/dev/null &&
 	test_wait_for 120 precious_is Available &&
 	precious_is Available &&
