@@ -168,6 +168,56 @@ test_expect_success 'created again while its old namespace is still terminating:
 	test_cmp uid.new actual
 '
 
+# An instance namespace made by an operator older than the uid annotation: labelled, not marked. The
+# IoTService goes Failed saying how to mark it; the admin runs the command docs/iotservice-api.md gives.
+U=upgraded
+UNS=$O-$U
+UPATH=/apis/cp.iot.sap/v1/namespaces/$O/iotservices/$U
+
+upgraded_is () {
+	ksim_curl -o upgraded.json "$UPATH" &&
+	jq -e --arg phase "$1" '.status.observedGeneration == .metadata.generation and .status.phase == $phase' \
+		upgraded.json >/dev/null
+}
+
+test_expect_success 'upgrade: a namespace the older operator made (labels, no uid): Failed, the reason saying how to mark it' '
+	k create namespace $UNS >/dev/null &&
+	k label namespace $UNS app.kubernetes.io/managed-by=iot-operator cp.iot.sap/operator=$O cp.iot.sap/instance=$U >/dev/null &&
+	k create configmap data -n $UNS --from-literal=a=b >/dev/null &&
+	sed "s/name: example-iotservice/name: $U/" "$PROJECT_ROOT/deploy/example-iotservice.yaml" | k apply -f - >/dev/null &&
+	test_wait_for 60 upgraded_is Failed &&
+	upgraded_is Failed &&
+	uid=$(jq -r .metadata.uid upgraded.json) &&
+	jq -r .status.reason upgraded.json >reason &&
+	echo "namespace $UNS carries this operator'"'"'s labels but no cp.iot.sap/iotservice-uid annotation (made by an operator older than it, or labelled by hand): nothing is written into it and it is never deleted; if it is this IoTService'"'"'s, mark it so: kubectl annotate namespace $UNS cp.iot.sap/iotservice-uid=$uid; else the instance proceeds once it is gone" >expect &&
+	test_cmp expect reason &&
+	ns_writers $UNS >writers.unmarked &&
+	! grep iot-operator writers.unmarked
+'
+
+test_expect_success 'upgrade: the command of docs/iotservice-api.md marks it; Available in it, its data kept; nothing else marked' '
+	awk "/^\*\*Upgrading from an operator older than the annotation/ { sect = 1; next }
+	     sect && /^\`\`\`sh\$/ { inblock = 1; next }
+	     inblock && /^\`\`\`\$/ { exit }
+	     inblock { print }" "$PROJECT_ROOT/docs/iotservice-api.md" >mark.sh &&
+	grep -q "kubectl annotate" mark.sh &&
+	ns_meta unrelated >unrelated.before &&
+	ns_meta $PNS >pns.before &&
+	( PATH="$(dirname "$KUBECTL"):$PATH" && export PATH && sh mark.sh >mark.out 2>mark.err ) &&
+	test_wait_for 120 upgraded_is Available &&
+	upgraded_is Available &&
+	ksim_curl -o ns.json "/api/v1/namespaces/$UNS" &&
+	jq -r ".metadata.annotations[\"cp.iot.sap/iotservice-uid\"]" ns.json >actual &&
+	jq -r .metadata.uid upgraded.json >expect &&
+	test_cmp expect actual &&
+	k get configmap data -n $UNS -o name >actual &&
+	echo configmap/data >expect && test_cmp expect actual &&
+	ns_meta unrelated >unrelated.after &&
+	test_cmp unrelated.before unrelated.after &&
+	ns_meta $PNS >pns.after &&
+	test_cmp pns.before pns.after
+'
+
 test_expect_success 'stop' '
 	e2e_operator_stop op &&
 	ksim_stop
