@@ -129,6 +129,17 @@ test_expect_success '10-delete-terminating: the namespace terminating, only our 
 	test_cmp expect actual
 '
 
+# adopt: false (program.yml): a namespace seen is applied to that very object, its uid in the
+# apply, so that one deleted and made again under its name by someone else is refused (422)
+test_expect_success '16-namespace-applied: the namespace applied again, to the one seen (its uid in the apply), nothing else' '
+	ops 16-namespace-applied >actual &&
+	echo "apply Namespace devawsk8s-example-iotservice" >expect &&
+	test_cmp expect actual &&
+	jq -r ".object.metadata.uid" 16-namespace-applied.out >actual &&
+	echo uid-Namespace-devawsk8s-example-iotservice >expect &&
+	test_cmp expect actual
+'
+
 CONFIG_APPLIES="apply Deployment cockpit-example-iotservice
 apply Deployment core-spring-example-iotservice
 apply Deployment gateway-rest-example-iotservice
