@@ -313,7 +313,9 @@ static int fetch(struct kube_client *c, const char *path, jv *out, char *err)
 	if (kube_request(c, "GET", path, NULL, jv_invalid(), &r)) {
 		char why[KOP_ERRLEN];
 
-		kop_error(err, "unable to get '%s': %s", path, kube_response_why(&r, why, sizeof(why)));
+		/* (no response: the server named, as every tool says it) */
+		kop_error(err, "unable to get '%s': %s", path,
+			  r.code ? kube_response_why(&r, why, sizeof(why)) : kube_failure_text(c, &r, why, sizeof(why)));
 		kube_response_release(&r);
 		return -1;
 	}
@@ -478,7 +480,9 @@ int kube_resolve_gvk(struct kube_client *c, const char *api_version, const char 
 		if (r.code != 404) {
 			char why[KOP_ERRLEN];
 
-			kop_error(err, "unable to get '%s': %s", path, kube_response_why(&r, why, sizeof(why)));
+			kop_error(err, "unable to get '%s': %s", path,
+				  r.code ? kube_response_why(&r, why, sizeof(why)) :
+					   kube_failure_text(c, &r, why, sizeof(why)));
 			if (fail)
 				*fail = r;
 			else

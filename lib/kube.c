@@ -319,6 +319,31 @@ const char *kube_response_why(const struct kube_response *r, char *buf, size_t s
 	return buf;
 }
 
+const char *kube_no_response_why(const struct kube_response *r, char *buf, size_t size)
+{
+	if (r->os_errno)
+		snprintf(buf, size, "%s", strerror(r->os_errno));
+	else if (r->message && *r->message)
+		snprintf(buf, size, "%s", r->message);
+	else
+		snprintf(buf, size, "%s", r->reason && *r->reason ? r->reason : "no response");
+	return buf;
+}
+
+const char *kube_failure_text(const struct kube_client *c, const struct kube_response *r, char *buf, size_t size)
+{
+	char why[KOP_ERRLEN];
+
+	if (r->code)
+		snprintf(buf, size, "%ld %s", r->code, kube_response_why(r, why, sizeof(why)));
+	else if (r->reason && !strcmp(r->reason, "CredentialsUnavailable"))
+		snprintf(buf, size, "%s", kube_response_why(r, why, sizeof(why)));
+	else
+		snprintf(buf, size, "no response from '%s': %s", c && c->cfg.server ? c->cfg.server : "the server",
+			 kube_no_response_why(r, why, sizeof(why)));
+	return buf;
+}
+
 /* apimachinery's NewGenericServerResponse: a reason (and message) for a code without a Status body. */
 static const char *reason_for_code(long code, const char **message)
 {

@@ -79,6 +79,20 @@ void kube_response_release(struct kube_response *r);
  * the other is missing. Returns buf.
  */
 const char *kube_response_why(const struct kube_response *r, char *buf, size_t size);
+/*
+ * Why no response came (code 0), in buf: the system's reason ("Connection
+ * refused"), else curl's message, else its reason. Returns buf.
+ */
+const char *kube_no_response_why(const struct kube_response *r, char *buf, size_t size);
+/*
+ * What a failure was, in buf, for every tool's "retrying … after <it>" and
+ * "unable to …: <it>": with a response, its status and kube_response_why
+ * ("503 ServiceUnavailable: …"); without one, the server named and why,
+ * never a status 0 ("no response from 'https://127.0.0.1:6443': Connection
+ * refused"); when nothing could be sent (no credentials), kube_response_why
+ * alone. c may be NULL ("the server"). Returns buf.
+ */
+const char *kube_failure_text(const struct kube_client *c, const struct kube_response *r, char *buf, size_t size);
 
 /*
  * One classification for every tool: transient =

@@ -379,6 +379,41 @@ test_expect_success 'delete preconditions: a wrong uid or resourceVersion is 409
 	code_is 200 && jq -e ".status == \"Success\" and .details.uid == \"$uid\"" out.json
 '
 
+# kube-apiserver: a patch (server-side apply too) whose object names a uid other than the stored one
+# fails uid immutability (422, nothing written); an apply naming a uid creates nothing (409, "uid
+# mismatch"); the stored uid itself is taken. So a write meant for a namespace deleted and made again
+# under its name by someone else is refused.
+test_expect_success 'a uid in a patched or applied object: another is 422 (immutable), none stored 409; the stored one taken' '
+	req POST /api/v1/namespaces "{\"metadata\":{\"name\":\"uidns\"}}" &&
+	code_is 201 &&
+	uid=$(jq -r .metadata.uid out.json) && rv=$(jq -r .metadata.resourceVersion out.json) &&
+	req PATCH "/api/v1/namespaces/uidns?fieldManager=t&force=true" \
+		"{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"uidns\",\"uid\":\"not-its-uid\",\"labels\":{\"a\":\"b\"}}}" \
+		application/apply-patch+yaml &&
+	code_is 422 &&
+	jq -c "[.reason, .message, .details.causes]" out.json >actual &&
+	echo "[\"Invalid\",\"Namespace \\\"uidns\\\" is invalid: metadata.uid: Invalid value: \\\"not-its-uid\\\": field is immutable\",[{\"reason\":\"FieldValueInvalid\",\"message\":\"Invalid value: \\\"not-its-uid\\\": field is immutable\",\"field\":\"metadata.uid\"}]]" >expect &&
+	test_cmp expect actual &&
+	req PATCH /api/v1/namespaces/uidns "{\"metadata\":{\"uid\":\"not-its-uid\",\"labels\":{\"a\":\"b\"}}}" \
+		application/merge-patch+json &&
+	code_is 422 &&
+	ksim_curl -o ns.json /api/v1/namespaces/uidns &&
+	jq -e --arg rv "$rv" ".metadata.resourceVersion == \$rv and .metadata.labels.a == null" ns.json &&
+	req PATCH "/api/v1/namespaces/uidns?fieldManager=t&force=true" \
+		"{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"uidns\",\"uid\":\"$uid\",\"labels\":{\"a\":\"b\"}}}" \
+		application/apply-patch+yaml &&
+	code_is 200 &&
+	jq -e --arg uid "$uid" ".metadata.uid == \$uid and .metadata.labels.a == \"b\"" out.json &&
+	req PATCH "/api/v1/namespaces/uidgone?fieldManager=t&force=true" \
+		"{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"uidgone\",\"uid\":\"$uid\"}}" \
+		application/apply-patch+yaml &&
+	code_is 409 &&
+	jq -r "[.reason, .message] | join(\"|\")" out.json >actual &&
+	echo "Conflict|Operation cannot be fulfilled on namespaces \"uidgone\": uid mismatch: the provided object specified uid $uid, and no existing object was found" >expect &&
+	test_cmp expect actual &&
+	test_must_fail ksim_curl -f -o /dev/null /api/v1/namespaces/uidgone 2>/dev/null
+'
+
 test_expect_success 'pods and serviceaccounts answer a delete with the object' '
 	req DELETE $NS/pods/p1 &&
 	code_is 200 && jq -e ".kind == \"Pod\" and .metadata.name == \"p1\"" out.json

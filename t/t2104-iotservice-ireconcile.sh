@@ -129,6 +129,17 @@ test_expect_success '10-delete-terminating: the namespace terminating, only our 
 	test_cmp expect actual
 '
 
+# adopt: false (program.yml): a namespace seen is applied to that very object, its uid in the
+# apply, so that one deleted and made again under its name by someone else is refused (422)
+test_expect_success '16-namespace-applied: the namespace applied again, to the one seen (its uid in the apply), nothing else' '
+	ops 16-namespace-applied >actual &&
+	echo "apply Namespace devawsk8s-example-iotservice" >expect &&
+	test_cmp expect actual &&
+	jq -r ".object.metadata.uid" 16-namespace-applied.out >actual &&
+	echo uid-Namespace-devawsk8s-example-iotservice >expect &&
+	test_cmp expect actual
+'
+
 CONFIG_APPLIES="apply Deployment cockpit-example-iotservice
 apply Deployment core-spring-example-iotservice
 apply Deployment gateway-rest-example-iotservice
@@ -448,6 +459,93 @@ test_expect_success 'statuses of ours landing after someone else'"'"'s write not
 	[0,0]
 	[0,0]
 	EOT
+	test_cmp expect actual
+'
+
+# Deleted while the create of its namespace is on its way (sent, not seen): finalized at once, the
+# namespace would be made for an IoTService that is gone, and nobody would delete it. The finalizer
+# waits for the create's outcome: the namespace seen (deleted, then the finalizer goes), or the create
+# failed (nothing made: the finalizer goes).
+#
+# fin_events PREFIX: PREFIX.del (the IoTService deleted), PREFIX.ns (its namespace seen, as created) and
+# PREFIX.term (that namespace terminating), as watch events
+fin_events () {
+	jq -c "select(.object.kind == \"IoTService\" and .type != \"BOOKMARK\") | .type = \"MODIFIED\"
+		| .object.metadata.deletionTimestamp = \"2026-11-22T10:00:00Z\" | .object.metadata.resourceVersion = \"102\"" \
+		"$FIXTURES/01-finalized.in.jsonl" >"$1.del" &&
+	jq -c "select(.object.kind == \"Namespace\")" "$FIXTURES/01-namespace.in.jsonl" >"$1.ns" &&
+	jq -c ".type = \"MODIFIED\" | .object.metadata.deletionTimestamp = \"2026-11-22T10:00:01Z\"
+		| .object.status.phase = \"Terminating\" | .object.metadata.resourceVersion = \"103\"" "$1.ns" >"$1.term" &&
+	test "$(wc -l <"$1.del")" = 1 && test "$(wc -l <"$1.ns")" = 1 && test -s "$1.term"
+}
+
+# fin_ops FILE: "op kind" of each operation in FILE, the primary's patch named by what it does
+fin_ops () {
+	jq -r "\"\\(.op) \\(.object.kind // .event.involvedObject.kind)\" + (if .op == \"patch\" then \" \\(.patch | map(.op) | join(\",\"))\" else \"\" end)" "$1"
+}
+
+test_expect_success 'deleted while its namespace create is on its way: the finalizer waits until it is seen, then deletes it' '
+	mkfifo cl.fifo cl.fb &&
+	fin_events cl &&
+	{ ( cat "$FIXTURES/01-finalized.in.jsonl"
+	    test_wait_for 30 test_has_ops cl.out create 1
+	    n=$(test_reconciles cl.err)
+	    cat cl.del
+	    test_wait_for 30 test_has_reconciles cl.err $((n + 1))
+	    sleep 0.3
+	    cp cl.out cl.before-seen
+	    cat cl.ns
+	    test_wait_for 30 test_has_ops cl.out delete 1
+	    cat cl.term
+	    test_wait_for 30 test_has_ops cl.out patch 1
+	    sleep 0.3
+	  ) >cl.fifo 3>&- 4>&- & } &&
+	OPERATOR_NAME=devawsk8s timeout 60 ireconcile -v --now 2026-11-22T10:05:00Z --feedback cl.fb \
+		"$PROJECT_ROOT/pipeline/iotservice" <cl.fifo >cl.out 2>cl.err &&
+	wait &&
+	test_no_sanitizer_report cl.err &&
+	# until the namespace was seen: its create alone, no finalizer removed
+	fin_ops cl.before-seen >actual &&
+	echo "create Namespace" >expect &&
+	test_cmp expect actual &&
+	grep "finalizer kept while the create of .Namespace/devawsk8s-example-iotservice. is on its way" cl.err &&
+	# then: the namespace deleted (by its uid), and once it terminates, the finalizer removed
+	fin_ops cl.out >actual &&
+	cat >expect <<-\EOT &&
+	create Namespace
+	delete Namespace
+	event IoTService
+	patch IoTService test,remove
+	EOT
+	test_cmp expect actual &&
+	jq -r "select(.op == \"delete\") | .object.metadata.uid" cl.out >actual &&
+	echo uid-Namespace-devawsk8s-example-iotservice >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'deleted while its namespace create is on its way: the create failing (409), the finalizer goes, nothing deleted' '
+	mkfifo cf.fifo cf.fb &&
+	fin_events cf &&
+	{ ( cat "$FIXTURES/01-finalized.in.jsonl"
+	    test_wait_for 30 test_has_ops cf.out create 1
+	    n=$(test_reconciles cf.err)
+	    cat cf.del
+	    test_wait_for 30 test_has_reconciles cf.err $((n + 1))
+	    sleep 0.3
+	    cp cf.out cf.before-result
+	    echo "{\"op\":\"result\",\"for\":\"create\",\"primary\":\"devawsk8s/example-iotservice\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"name\":\"devawsk8s-example-iotservice\"},\"ok\":false,\"code\":409,\"reason\":\"AlreadyExists\",\"message\":\"namespaces \\\"devawsk8s-example-iotservice\\\" already exists\"}" >cf.fb
+	    test_wait_for 30 test_has_ops cf.out patch 1
+	    sleep 0.3
+	  ) >cf.fifo 3>&- 4>&- & } &&
+	OPERATOR_NAME=devawsk8s timeout 60 ireconcile -v --now 2026-11-22T10:05:00Z --feedback cf.fb \
+		"$PROJECT_ROOT/pipeline/iotservice" <cf.fifo >cf.out 2>cf.err &&
+	wait &&
+	test_no_sanitizer_report cf.err &&
+	fin_ops cf.before-result >actual &&
+	echo "create Namespace" >expect &&
+	test_cmp expect actual &&
+	fin_ops cf.out >actual &&
+	printf "create Namespace\npatch IoTService test,remove\n" >expect &&
 	test_cmp expect actual
 '
 

@@ -25,6 +25,11 @@ contexts:
 current-context: c
 EOF
 
+# now_ms: the wall clock in milliseconds
+now_ms () {
+	echo $(($(date +%s%N) / 1000000))
+}
+
 test_expect_success 'setup: nothing listens on the port' '
 	test_expect_code 7 curl -sS -m 10 -o /dev/null "$server/api"
 '
@@ -43,8 +48,27 @@ test_expect_success '-f: a short retry, then exit 111 naming the server and the 
 	kind: ConfigMap
 	metadata: {name: b, namespace: far}
 	EOF
-	# gives up (the bound is a few seconds: docs/kapply.md); 60 s only says it does
+	# docs/kapply.md: at most 3 retries, waits drawn from [200, 400), [400, 800) and [800, 1600) ms
+	# (1.4 to 2.8 s in all), refused connections taking no time of their own: the bound, plus 2 s
+	# for starting and stopping (timeout 60 only keeps a hang from stalling the suite)
+	start=$(now_ms) &&
 	test_expect_code 111 timeout 60 kapply --kubeconfig kc -f three.yaml >out 2>err &&
+	elapsed=$(($(now_ms) - start)) &&
+	echo "elapsed $elapsed ms" &&
+	test $elapsed -ge 1400 &&
+	test $elapsed -lt 4800 &&
+	# the retries: three, each wait from its range
+	sed -n "s/.*\"msg\":\"retrying apply of [^ ]* in \([0-9]*\) ms after .*/\1/p" err >delays &&
+	test "$(wc -l <delays)" = 3 &&
+	{ read d1 && read d2 && read d3; } <delays &&
+	test $d1 -ge 200 && test $d1 -lt 400 &&
+	test $d2 -ge 400 && test $d2 -lt 800 &&
+	test $d3 -ge 800 && test $d3 -lt 1600 &&
+	# the error says how often and how long it tried: 4 times, within the bound (0.1 s rounding)
+	jq -r "select(.level == \"error\") | .msg" err >msg &&
+	sed -n "s/^unable to reach .* (tried 4 times in \([0-9]*\)[.]\([0-9]\) s)\$/\1\2/p" msg >tenths &&
+	test "$(wc -l <tenths)" = 1 &&
+	test $(cat tenths) -ge 14 && test $(cat tenths) -le 29 &&
 	jq -e -s "length == 3 and all(.op == \"result\" and .ok == false and .code == 0 and
 		.reason == \"CouldNotConnect\" and .transient == true) and
 		([.[].ref.name] | sort) == [\"a\", \"b\", \"far\"]" out &&

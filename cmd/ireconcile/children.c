@@ -266,6 +266,11 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 			}
 		}
 		full = kop_program_stamp_applied(kop_program_stamp(&E.prog, k->mapping, full, ctx->parent), d);
+		if (k->create_only && live && *live->uid)
+			/* (adopt: false) applied to the object seen alone: one deleted and
+			 * made again under its name by someone else meanwhile has another
+			 * uid, and the API server refuses the write (422) */
+			full = jv_setpath(full, JV_ARRAY(jv_string("metadata"), jv_string("uid")), jv_string(live->uid));
 		{
 			/* What does not map back could never be seen, compared or pruned. */
 			char *back = kop_program_map(&E.prog, k->mapping, full, NULL);

@@ -13,6 +13,7 @@ void flight_free(void *v)
 	struct flight *f = v;
 
 	free(f->live_rv);
+	free(f->pkey);
 	free(f->ztext);
 	free(f);
 }
@@ -49,6 +50,8 @@ int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t
 		kop_hmap_put(&E.flights, fkey, f);
 	}
 	memcpy(f->sent, d, sizeof(d));
+	free(f->pkey);
+	f->pkey = kop_strdup(p->key);
 	free(f->live_rv);
 	f->live_rv = kop_strdup(live_rv);
 	f->at = now;
@@ -91,4 +94,33 @@ int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv,
 
 	free(s);
 	return r;
+}
+
+/*
+ * A create p sent whose outcome is not known yet (the object key, else
+ * NULL): not failed, and the object not seen since (view.c forgets the
+ * flight when it is); with --feedback for as long as its result takes (once
+ * it says the object was written, until the watch shows it), else for up
+ * to FLIGHT_TIMEOUT_MS, when p is reconciled again. Its finalizer waits for
+ * it: removed now, the object would be made for a primary that is gone,
+ * and nobody would delete it.
+ */
+const char *flight_create_pending(struct prim *p, int64_t now)
+{
+	size_t it = 0;
+	const char *k;
+	void *v;
+
+	while (kop_hmap_next(&E.flights, &it, &k, &v)) {
+		struct flight *f = v;
+
+		if (strncmp(k, "create|", 7) || !f->pkey || strcmp(f->pkey, p->key) || f->failed)
+			continue;
+		if (!E.feedback && !f->acked && now - f->at >= FLIGHT_TIMEOUT_MS)
+			continue;
+		if (!E.feedback && !f->acked)
+			schedule(p, f->at + FLIGHT_TIMEOUT_MS);
+		return k + 7;
+	}
+	return NULL;
 }

@@ -87,6 +87,7 @@ struct prim {
 /* An operation sent and not yet seen back (README: not repeated while in flight). */
 struct flight {
 	unsigned char sent[SHA256_DIGEST_LENGTH];	/* of the compact JSON sent: not the object itself */
+	char *pkey;			/* the primary it was written for */
 	char *live_rv;			/* the live object's resourceVersion when sent ("" = missing) */
 	int64_t at;
 	int failed;
@@ -147,6 +148,7 @@ struct engine {
 	struct kop_shard_sel *shard;	/* --shard: the primaries kept by their shard key (NULL: all) */
 	unsigned long shard_dropped;	/* events of another shard's objects, dropped where they enter */
 	size_t nseen;			/* primaries whose object is in the view */
+	int feedback;			/* --feedback: every write's result comes back */
 };
 
 /* While more than this waits for stdout, no more is reconciled and stdin is not read (output.c). */
@@ -242,6 +244,7 @@ int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t
 void flight_sent_object(struct prim *p, const char *fkey, const unsigned char *memo, int r, const char *text,
 			size_t len);
 int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv, int64_t now);
+const char *flight_create_pending(struct prim *p, int64_t now);
 
 /* input.c */
 void parsed_free(void *v);

@@ -115,6 +115,7 @@ static void run(const char *feedback, int once)
 		out_chunk = (size_t)-1;	/* a file or a terminal: writes do not block for long */
 	reader_init(&in, "", 0);
 	if (feedback) {
+		E.feedback = 1;
 		fbfd = open_feedback(feedback, &keep);
 		reader_init(&fb, "feedback ", fbfd);
 	}

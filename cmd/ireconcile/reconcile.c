@@ -159,8 +159,20 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		jv_free(v);
 
 	v = jv_object_get(jv_copy(out), kop_json_key("finalized"));
-	if (finalizing && jv_get_kind(v) == JV_KIND_TRUE)
-		remove_finalizer(p, parent, index, now, &n);
+	if (finalizing && jv_get_kind(v) == JV_KIND_TRUE) {
+		const char *creating = flight_create_pending(p, now);
+
+		if (creating) {
+			/* Reconciled again once it is seen, or failed (or timed out). The key
+			 * "Kind.group|ns/name" said as "Kind/name" or "Kind/ns/name". */
+			const char *dot = strchr(creating, '.'), *bar = strchr(creating, '|');
+			const char *where = bar ? bar + 1 + (bar[1] == '/') : creating;
+
+			log_debug("primary '%s': finalizer kept while the create of '%.*s/%s' is on its way", p->key,
+				  (int)(dot && bar && dot < bar ? dot - creating : 0), creating, where);
+		} else
+			remove_finalizer(p, parent, index, now, &n);
+	}
 	jv_free(v);
 
 	v = jv_object_get(jv_copy(out), kop_json_key("resyncAfterSeconds"));

@@ -254,6 +254,13 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		free(o->owner_uid);
 		o->owner_uid = owner_uid;
 		free(pkey);
+		if (k->create_only) {
+			/* Its create (adopt: false) landed, or one of its name is there: no longer in flight. */
+			char *fkey = join2("create", o->key);
+
+			flight_forget(fkey);
+			free(fkey);
+		}
 	} else {
 		if (!o) {
 			o = kop_calloc(1, sizeof(*o));

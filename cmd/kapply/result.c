@@ -101,18 +101,6 @@ static int just_bound(const struct op *op)
 	return 0;
 }
 
-/* What happened when no response came: the system's reason ("Connection refused"), else curl's. */
-static const char *silent_why(const struct kube_response *r, char *buf, size_t size)
-{
-	if (r->os_errno)
-		snprintf(buf, size, "%s", strerror(r->os_errno));
-	else if (r->message && *r->message)
-		snprintf(buf, size, "%s", r->message);
-	else
-		snprintf(buf, size, "%s", r->reason ? r->reason : "no response");
-	return buf;
-}
-
 static const char *server_url(void)
 {
 	const struct kube_config *cfg = client ? kube_client_config(client) : NULL;
@@ -124,23 +112,6 @@ static const char *server_url(void)
 static int not_sent(const struct kube_response *r)
 {
 	return r->reason && !strcmp(r->reason, "CredentialsUnavailable");
-}
-
-/*
- * What a retry follows, for "retrying … after <it>": "503 ServiceUnavailable: …",
- * "no response from 'https://…': Connection refused" (never a status 0).
- */
-static const char *failure_text(const struct kube_response *r, char *buf, size_t size)
-{
-	char why[KOP_ERRLEN];
-
-	if (r->code)
-		snprintf(buf, size, "%ld %s", r->code, kube_response_why(r, why, sizeof(why)));
-	else if (not_sent(r))
-		snprintf(buf, size, "%s", kube_response_why(r, why, sizeof(why)));
-	else
-		snprintf(buf, size, "no response from '%s': %s", server_url(), silent_why(r, why, sizeof(why)));
-	return buf;
 }
 
 /* op's result once the server was given up (r: its own failure, or the one that gave it up). */
@@ -169,7 +140,7 @@ static void op_silent(struct op *op, const struct kube_response *r)
 		op->silent_retries++;
 		delay = kop_backoff_next(&op->backoff);
 		log_info("retrying %s of '%s' in %lld ms after %s", kind_names[op->kind], op->who, (long long)delay,
-			 failure_text(r, why, sizeof(why)));
+			 kube_failure_text(client, r, why, sizeof(why)));
 		op->state = ST_QUEUED;
 		op->not_before = now + delay;
 		return;
@@ -189,8 +160,8 @@ static void op_silent(struct op *op, const struct kube_response *r)
 	down.transient = r->transient;
 	down.os_errno = r->os_errno;
 	tool_logj(LOG_ERROR, jv_object_set(jv_object(), jv_string("reason"), jv_string(down.reason)),
-		  "unable to reach '%s': %s (tried %u time%s in %.1f s)", server_url(), silent_why(r, why, sizeof(why)),
-		  op->silent_retries + 1, op->silent_retries ? "s" : "", (double)(now - op->first_try) / 1000.0);
+		  "unable to reach '%s': %s (tried %u time%s in %.1f s)", server_url(),
+		  kube_no_response_why(r, why, sizeof(why)), op->silent_retries + 1, op->silent_retries ? "s" : "", (double)(now - op->first_try) / 1000.0);
 	op_not_sent(op, r);
 }
 
@@ -229,7 +200,7 @@ void op_failed(struct op *op, const struct kube_response *r)
 		if (r->retry_after_s >= 0 && r->retry_after_s * 1000 > delay)
 			delay = r->retry_after_s > 60 ? 60000 : r->retry_after_s * 1000;
 		log_info("retrying %s of '%s' in %lld ms after %s", kind_names[op->kind], op->who, (long long)delay,
-			 failure_text(r, why, sizeof(why)));
+			 kube_failure_text(client, r, why, sizeof(why)));
 		op->state = ST_QUEUED;
 		op->not_before = kop_mono_ms() + delay;
 		return;

@@ -122,6 +122,7 @@ int ksim_admission_check(const struct ksim_type *t, jv obj, jv *status);
 int finalizers_empty(jv obj);
 int graceful(jv obj);
 jv remove_now(const struct ksim_type *t, jv stored);
+int uid_changed(const struct ksim_type *t, jv old, const char *uid, jv *out);
 int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const struct wopts *o,
 	      int mf_done, jv *out);
 int do_put(const struct ksim_request *rq, const struct route *r, const struct wopts *o, jv *out);

@@ -84,7 +84,7 @@ int do_patch(const struct ksim_request *rq, const struct route *r, const struct 
 	}
 	if (apply) {
 		jv conflicts = jv_null(), saved = jv_null();
-		char now[32];
+		char now[32], *applied_uid;
 		const char *av = ksim_str(patch, "apiVersion"), *name;
 		size_t name_len = 0;
 		int rc;
@@ -126,6 +126,19 @@ int do_patch(const struct ksim_request *rq, const struct route *r, const struct 
 			}
 			patch = set_meta(patch, "namespace", jv_string(r->ns));
 		}
+		applied_uid = kop_strdup(ksim_str(patch, "metadata.uid") ? ksim_str(patch, "metadata.uid") : "");
+		if (!jv_is_valid(old) && *applied_uid) {
+			/* kube-apiserver's patcher: an apply naming a uid creates nothing */
+			char *gr = gr_string(r->t);
+
+			*out = err_status(r->t, r->name, 409, "Conflict",
+					  "Operation cannot be fulfilled on %s \"%s\": uid mismatch: the provided object specified uid %s, and no existing object was found",
+					  gr, r->name, applied_uid);
+			free(gr);
+			free(applied_uid);
+			jv_free(patch);
+			return 409;
+		}
 		if (!jv_is_valid(old)) {
 			/* the applied object is its own first version */
 			patch = jv_object_set(patch, jv_string("apiVersion"), jv_string(r->t->api_version));
@@ -140,10 +153,20 @@ int do_patch(const struct ksim_request *rq, const struct route *r, const struct 
 				jv_free(applied_rv);
 				jv_free(li);
 				jv_free(patch);
+				free(applied_uid);
 				*out = conflict(r->t, r->name);
 				return 409;
 			}
 			jv_free(applied_rv);
+			/* The applied uid judged (kube-apiserver judges the merged object, after
+			 * any conflict of fields: the merge here keeps the stored uid). */
+			if (jv_is_valid(old) && (rc = uid_changed(r->t, old, applied_uid, out))) {
+				jv_free(li);
+				jv_free(patch);
+				free(applied_uid);
+				return rc;
+			}
+			free(applied_uid);
 			saved = jv_copy(patch);
 			rc = kop_ssa_apply(jv_is_valid(old) ? jv_copy(old) : jv_null(), patch, query(rq, "fieldManager"),
 					   o->force, r->sub, now, li, &res, &conflicts, err);

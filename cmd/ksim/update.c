@@ -63,6 +63,27 @@ jv remove_now(const struct ksim_type *t, jv stored)
 }
 
 /*
+ * A uid given in a written object must be the stored one (kube-apiserver's
+ * BeforeUpdate: ValidateObjectMetaUpdate, uid immutable), so that a write
+ * meant for an object deleted and made again under its name is refused:
+ * 422 in *out; 0 when uid is absent, empty or the stored one.
+ */
+int uid_changed(const struct ksim_type *t, jv old, const char *uid, jv *out)
+{
+	const char *stored = ksim_str(old, "metadata.uid"), *name = ksim_str(old, "metadata.name");
+	struct kop_buf b = KOP_BUF_INIT;
+
+	if (!uid || !*uid || !strcmp(uid, stored ? stored : ""))
+		return 0;
+	kop_buf_adds(&b, "Invalid value: ");
+	kop_buf_add_quoted(&b, uid, strlen(uid));
+	kop_buf_adds(&b, ": field is immutable");
+	*out = invalid(t, name, JV_ARRAY(cause("FieldValueInvalid", b.buf, "metadata.uid")));
+	kop_buf_release(&b);
+	return 422;
+}
+
+/*
  * The common end of update, patch and apply: `obj` (consumed) is the
  * wanted new state of `old` (borrowed, stored). Applies the subresource
  * rules, immutable fields, generation, schema, managedFields (unless
@@ -91,6 +112,11 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 	} else if (!jv_equal(jv_copy(rv), jv_copy(oldrv))) {
 		*out = conflict(t, nm);
 		code = 409;
+		goto fail;
+	}
+	/* (a PUT's uid is a precondition on kube-apiserver, 409: left as it was here) */
+	if (!o->put && uid_changed(t, old, ksim_str(obj, "metadata.uid"), out)) {
+		code = 422;
 		goto fail;
 	}
 	if (sub && !strcmp(sub, "status")) {

@@ -74,7 +74,7 @@ int retry_after_failure(const struct kube_response *r, struct kop_backoff *b, un
 	delay = kop_backoff_next(b);
 	if (r->retry_after_s >= 0 && (unsigned long)r->retry_after_s * 1000 > delay)
 		delay = (unsigned)(r->retry_after_s > 60 ? 60000 : r->retry_after_s * 1000);
-	log_info("retrying in %u ms after %ld %s", delay, r->code, kube_response_why(r, why, sizeof(why)));
+	log_info("retrying in %u ms after %s", delay, kube_failure_text(client, r, why, sizeof(why)));
 	sleep_ms(delay);
 	return 1;
 }
@@ -82,10 +82,13 @@ int retry_after_failure(const struct kube_response *r, struct kop_backoff *b, un
 void report_fail(const char *what, jv primary, jv ref, const struct kube_response *r, const char *who)
 {
 	jv fields = jv_object_set(jv_object(), jv_string("code"), jv_number((double)r->code));
+	char why[KOP_ERRLEN];
 
 	if (r->reason)
 		fields = jv_object_set(fields, jv_string("reason"), jv_string(r->reason));
-	tool_logj(LOG_ERROR, fields, "unable to write %s of '%s': %s", what, who, r->message ? r->message : "");
+	/* (no response: the server named and why, as in the retries' lines) */
+	tool_logj(LOG_ERROR, fields, "unable to write %s of '%s': %s", what, who,
+		  !r->code ? kube_failure_text(client, r, why, sizeof(why)) : r->message ? r->message : "");
 	emit(kop_result_fail(what, primary, ref, r));
 }
 

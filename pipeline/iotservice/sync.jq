@@ -102,7 +102,9 @@ def iot_check($children; $pending):
 #   "ours": it carries this IoTService's uid (iot_owner_annotation): written, and deleted with it;
 #   "absent": not seen: created (program.yml: adopt: false), and nothing else until it is seen;
 #   "taken": its create met one of that name the operator does not see (no labels of its own);
-#   "foreign": it carries the operator's labels but not this IoTService's uid;
+#   "foreign": it carries the operator's labels and another IoTService's uid;
+#   "unmarked": it carries the operator's labels and no uid at all (made by an operator older than
+#     the annotation: an admin marks it as this IoTService's, docs/iotservice-api.md);
 #   "leaving": such a namespace being deleted (an earlier IoTService's of the same name): waited for.
 # Only "ours" is ever written into or deleted.
 def iot_namespace_state($nsobj; $uid; $errors):
@@ -110,6 +112,7 @@ def iot_namespace_state($nsobj; $uid; $errors):
     if any($errors[]; .op == "create" and .ref.kind == "Namespace" and .code == 409) then "taken" else "absent" end
   elif $uid != null and ($nsobj.metadata.annotations // {})[iot_owner_annotation] == $uid then "ours"
   elif $nsobj.metadata.deletionTimestamp != null or $nsobj.status.phase == "Terminating" then "leaving"
+  elif ($nsobj.metadata.annotations // {})[iot_owner_annotation] == null then "unmarked"
   else "foreign" end;
 
 def iot_error_text:
@@ -171,6 +174,10 @@ def iot_error_text:
        elif $nsState == "foreign" then
          {phase: "Failed",
           reason: "namespace \($ns) carries this operator's labels but was not created for this IoTService (it lacks the \(iot_owner_annotation) annotation with its uid \($in.parent.metadata.uid)): nothing is written into it and it is never deleted; the instance proceeds once it is gone",
+          progressing: ["False", "NamespaceNotOwned"]}
+       elif $nsState == "unmarked" then
+         {phase: "Failed",
+          reason: "namespace \($ns) carries this operator's labels but no \(iot_owner_annotation) annotation (made by an operator older than it, or labelled by hand): nothing is written into it and it is never deleted; if it is this IoTService's, mark it so: kubectl annotate namespace \($ns) \(iot_owner_annotation)=\($in.parent.metadata.uid); else the instance proceeds once it is gone",
           progressing: ["False", "NamespaceNotOwned"]}
        elif $nsState == "leaving" then
          {phase: "Processing",

@@ -134,3 +134,9 @@ live ready "$W/out5.json" | jq -c 'select(.kind == "Deployment" and (.metadata.n
 	| .metadata.generation = 2 | .status.observedGeneration = 2 | .metadata.resourceVersion = "402"' >"$W/cockpit2.json"
 ev MODIFIED <"$W/p15.json" >"$F/15-landing-status.jsonl"
 ev MODIFIED <"$W/cockpit2.json" >"$F/15-landing-deployment.jsonl"
+
+# 16: the namespace, seen and ours, applied from another desired object (its applied annotation
+# another's): applied again, to that very namespace (the uid seen in the apply)
+jq -c 'select(.kind == "Namespace") | .metadata.annotations["iot-operator/applied"] = "00000000000000000000000000000000"
+	| .metadata.resourceVersion = "600"' "$W/ready.jsonl" >"$W/nsother.json"
+{ cat "$F/04-steady.in.jsonl"; ev MODIFIED <"$W/nsother.json"; } >"$F/16-namespace-applied.in.jsonl"
