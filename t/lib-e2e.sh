@@ -69,6 +69,9 @@ e2e_ksim_start () {
 		--sa-token "$O/iot-operator=operator-token" \
 		--pod-start-delay 200ms --lb-delay 200ms "$@" || exit 1
 	trap e2e_exit_trap_ EXIT
+	# A TERM (the watchdog's, at its time limit: to the whole process group) runs
+	# the EXIT trap too: the operators are killed then, not left to drain alone.
+	trap 'exit 143' TERM INT HUP
 	jq '.users[0].user = {token: "operator-token"}' "$KUBECONFIG" >"$TRASH/op.kubeconfig" || exit 1
 }
 
