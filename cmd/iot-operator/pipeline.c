@@ -355,6 +355,15 @@ void teardown(enum teardown how)
 
 	if (!sup.running)
 		return;
+	/*
+	 * Before the initial lists are in, ireconcile has reconciled nothing, and
+	 * at the end of its input it would take what it has read for the whole
+	 * state (a recorded file's rule) and reconcile every instance from that
+	 * part: children not listed yet created again, statuses computed without
+	 * them. Nothing is in flight to finish: everything stops at once.
+	 */
+	if (how == TEARDOWN_DRAIN && !sup.initial_sent)
+		how = TEARDOWN_TERM;
 	switch (how) {
 	case TEARDOWN_DRAIN:
 		/* No new events: the writers finish what is in flight and exit on EOF. */
