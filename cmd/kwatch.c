@@ -123,7 +123,9 @@ struct res {
 	long refused_code;		/* the streaming list failed and the watch fell back: said after the paged LIST */
 	char *refused;			/* ... with the server's message (NULL: none) */
 	char *problem;			/* why its initial state cannot be read (NULL = none): the stats note */
-	int shard_said;			/* whether the server honours the shard selector was logged */
+	int shard_said;			/* what shard_note() said: 0 nothing, 1 none outside in the initial
+					   events of a streaming list, 2 whether the server applies it */
+	size_t shard_counted;		/* w.shard_dropped already added to kwatch_shard_dropped_total */
 	int dyn;			/* one of a RESOURCE@~ watch's, in namespace ns */
 	int dropped;			/* dyn: its namespace went; reaped by run() */
 	unsigned forbidden;		/* dyn: 403s in a row (no rights in ns yet) */
@@ -383,6 +385,52 @@ static void out_bookmark(void)
 
 /* ---- transfers ------------------------------------------------------------------ */
 
+/*
+ * What kwatch knows of the server's use of a watch's shard selector, said
+ * once at info (and the objects outside it that the server sent, counted in
+ * kwatch_shard_dropped_total). A LIST tells (listed: one was just read): the
+ * server echoes the selector in metadata.shardInfo when it applies it. A
+ * streaming list or a watch does not: Kubernetes 1.36 echoes shardInfo only
+ * in a list's metadata, and the initial-events-end bookmark is an object, with
+ * none. There the first object outside the selector says the server ignores
+ * it; until one comes, the end of the initial events says that none was
+ * outside, which is all that is known.
+ */
+static void shard_note(struct res *r, int listed)
+{
+	const char *name = r->w.name;
+
+	if (!r->w.shard)
+		return;
+	if (r->w.shard_dropped > r->shard_counted) {
+		tool_metric_add("kwatch_shard_dropped_total", NULL, (double)(r->w.shard_dropped - r->shard_counted));
+		r->shard_counted = r->w.shard_dropped;
+	}
+	if (r->shard_said == 2)
+		return;
+	if (listed) {
+		r->shard_said = 2;
+		tool_logj(LOG_INFO,
+			  JV_OBJECT(jv_string("resource"), jv_string(name), jv_string("serverSharding"),
+				    jv_bool(r->w.shard_echoed)),
+			  r->w.shard_echoed ? "the server applies the shard selector of '%s' (metadata.shardInfo)"
+			  : "the server ignores the shard selector of '%s' (no metadata.shardInfo): kwatch applies it",
+			  name);
+	} else if (r->w.shard_dropped) {
+		r->shard_said = 2;
+		tool_logj(LOG_INFO,
+			  JV_OBJECT(jv_string("resource"), jv_string(name), jv_string("serverSharding"), jv_false()),
+			  "the server ignores the shard selector of '%s' (it sent objects outside it): kwatch applies it",
+			  name);
+	} else if (!r->shard_said && r->w.synced && r->w.req == KW_REQ_STREAM && !r->dyn) {
+		r->shard_said = 1;
+		tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(name)),
+			  "the server sent nothing outside the shard selector of '%s' in its initial events (a "
+			  "streaming list carries no metadata.shardInfo; kwatch drops and says what comes outside it)",
+			  name);
+	}
+}
+
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
 	struct res *r = ctx;
@@ -395,6 +443,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 	if (r->code == 200 && r->w.req != KW_REQ_LIST) {
 		if (kw_watch_feed(&r->w, p, n, err) < 0)
 			tool_logj(LOG_WARN, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)), "%s", err);
+		shard_note(r, 0);
 		if (stopping)
 			return 0;
 		if (opt.once && r->w.synced) {
@@ -572,13 +621,8 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 		} else if (kw_watch_list(&r->w, list, err) < 0) {
 			tool_logj(LOG_WARN, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)), "%s", err);
 			transport_ok = 0;
-		} else if (r->w.shard && !r->shard_said) {
-			r->shard_said = 1;
-			tool_logj(r->w.shard_echoed ? LOG_DEBUG : LOG_INFO,
-				  JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("serverSharding"),
-					    jv_bool(r->w.shard_echoed)),
-				  r->w.shard_echoed ? "the server applies the shard selector"
-				  : "the server ignores the shard selector (no metadata.shardInfo): kwatch applies it");
+		} else {
+			shard_note(r, 1);
 		}
 	} else if (code != 200 || !transport_ok) {
 		struct kube_response resp;
@@ -1342,6 +1386,17 @@ int main(int argc, char **argv)
 			  tmpl[0].arg);
 	if (!(multi = curl_multi_init()))
 		die(KOP_EXIT_TEMP, "unable to initialise libcurl");
+	for (i = 0; i < nres; i++)
+		if (res[i]->w.shard)
+			break;
+	if (i < nres || opt.shard)
+		tool_metric_add("kwatch_shard_dropped_total", NULL, 0);	/* reported from the start, 0 included */
+	else
+		for (i = 0; i < ntmpl; i++)
+			if (tmpl[i].sel.n) {
+				tool_metric_add("kwatch_shard_dropped_total", NULL, 0);
+				break;
+			}
 	setup_signals();
 	code = run();
 	cleanup();

@@ -12,6 +12,8 @@
 #                                NAME.err (its log and its stages'), NAME.code once it ended
 #   e2e_operator_stop NAME       SIGTERM, at most 20 s, then SIGKILL; fails when it was killed or
 #                                did not exit 0
+#   e2e_teardown                 kill -9 of every operator started and ksim's stop (at the top level,
+#                                before a script starts ksim again: whatever its tests left running)
 #   e2e_stage_pid NAME STAGE     the pid of the running STAGE (kwatch, ireconcile, ...) of NAME
 #   k ARGS                       kubectl as the admin (bounded)
 #   iot_get                      the example IoTService into iot.json
@@ -42,7 +44,9 @@ k () {
 
 # The operators started, one name a line: a file, since e2e_operator_start
 # often runs inside a test body (a subshell), where no variable outlives it;
-# one left running would keep the TAP stream open and prove waiting.
+# one left running would keep the TAP stream open and prove waiting, were
+# it not started without fds 3 and 4 (the TAP stream and the script's
+# stderr, test-lib.sh): it would still be a leftover, killed here.
 e2e_exit_trap_ () {
 	if test -f "$TRASH/e2e.operators"; then
 		while read -r e2e_n; do
@@ -54,11 +58,20 @@ e2e_exit_trap_ () {
 	ksim_exit_trap_
 }
 
+e2e_teardown () {
+	e2e_exit_trap_
+	rm -f "$TRASH/e2e.operators"
+	KSIM_PID=
+}
+
 e2e_ksim_start () {
 	ksim_start --tls --authorization rbac --token admin-token \
 		--sa-token "$O/iot-operator=operator-token" \
 		--pod-start-delay 200ms --lb-delay 200ms "$@" || exit 1
 	trap e2e_exit_trap_ EXIT
+	# A TERM (the watchdog's, at its time limit: to the whole process group) runs
+	# the EXIT trap too: the operators are killed then, not left to drain alone.
+	trap 'exit 143' TERM INT HUP
 	jq '.users[0].user = {token: "operator-token"}' "$KUBECONFIG" >"$TRASH/op.kubeconfig" || exit 1
 }
 
@@ -86,7 +99,7 @@ e2e_operator_start () {
 		echo $! >"$TRASH/$e2e_name.pid.tmp" && mv "$TRASH/$e2e_name.pid.tmp" "$TRASH/$e2e_name.pid"
 		wait $!
 		echo $? >"$TRASH/$e2e_name.code"
-	) >/dev/null 2>&1 &
+	) >/dev/null 2>&1 3>&- 4>&- &
 	test_wait_for 5 test -s "$TRASH/$e2e_name.pid"
 }
 

@@ -65,13 +65,14 @@ ksim_start () {
 	done
 	rm -f "$TRASH/ksim.pid" "$TRASH/ksim.rc"
 	# A wrapper records the exit code, so that ksim_stop can check it from
-	# any subshell (test bodies run in one).
+	# any subshell (test bodies run in one). Without fds 3 and 4 (the TAP
+	# stream and the script's stderr): a ksim left behind never holds prove.
 	(
 		"$KOP_BIN/ksim" --port 0 --kubeconfig "$KSIM_CONFIG" "$@" >/dev/null 2>>"$KSIM_LOG" </dev/null &
 		echo $! >"$TRASH/ksim.pid.tmp" && mv "$TRASH/ksim.pid.tmp" "$TRASH/ksim.pid"
 		wait $!
 		echo $? >"$TRASH/ksim.rc.tmp" && mv "$TRASH/ksim.rc.tmp" "$TRASH/ksim.rc"
-	) >/dev/null 2>&1 &
+	) >/dev/null 2>&1 3>&- 4>&- &
 	ks_i=0
 	while ! test -s "$TRASH/ksim.pid" && test "$ks_i" -lt 100; do
 		sleep 0.05

@@ -52,10 +52,15 @@ test_expect_success 'gate on: the server filters, kwatch says so' '
 	kwatch --once --watch-list never -A --log-level debug --shard-selector "$half" configmaps >out 2>err &&
 	names out >actual &&
 	test_cmp expect actual &&
-	grep "the server applies the shard selector" err &&
-	kwatch --once --watch-list always -A "configmaps:s=$half" >out &&
+	grep "\"msg\":\"the server applies the shard selector of '"'"'configmaps'"'"' (metadata.shardInfo)\"" err &&
+	jq -e "select(.msg | startswith(\"the server applies\")) | .level == \"info\" and .serverSharding == true" err &&
+	KOP_STATS_FD=5 kwatch --once --watch-list always -A "configmaps:s=$half" >out 2>err 5>stats &&
 	names out >actual &&
-	test_cmp expect actual
+	test_cmp expect actual &&
+	: a streaming list says no more than that nothing outside came &&
+	grep "the server sent nothing outside the shard selector of '"'"'configmaps:s=shardRange(.*)'"'"' in its initial events" err &&
+	! grep "the server ignores" err &&
+	tail -n 1 stats | jq -e "[.metrics[] | select(.name == \"kwatch_shard_dropped_total\") | .value] == [0]"
 '
 
 test_expect_success 'gate on: stop' 'ksim_stop'
@@ -69,10 +74,15 @@ test_expect_success 'gate off: kwatch filters what the server sends, and says so
 	kwatch --once --watch-list never -A --shard-selector "$half" configmaps >out 2>err &&
 	names out >actual &&
 	test_cmp expect actual &&
-	grep "the server ignores the shard selector" err &&
-	kwatch --once -A "configmaps:s=$half" >out &&
+	grep "\"msg\":\"the server ignores the shard selector of '"'"'configmaps'"'"' (no metadata.shardInfo): kwatch applies it\"" err &&
+	KOP_STATS_FD=5 kwatch --once -A "configmaps:s=$half" >out 2>err 5>stats &&
 	names out >actual &&
-	test_cmp expect actual
+	test_cmp expect actual &&
+	: a streaming list: the objects outside the selector say it, and are counted &&
+	grep "\"msg\":\"the server ignores the shard selector of '"'"'configmaps:s=shardRange(.*)'"'"' (it sent objects outside it): kwatch applies it\"" err &&
+	! grep "the server sent nothing outside" err &&
+	outside=$(($(made 0 9 | wc -l) - $(wc -l <expect))) &&
+	tail -n 1 stats | jq -e --argjson n "$outside" "[.metrics[] | select(.name == \"kwatch_shard_dropped_total\") | .value] | length == 1 and .[0] >= \$n"
 '
 
 test_expect_success 'gate off: live events outside the ranges are dropped, those inside pass' '

@@ -133,4 +133,41 @@ test_expect_success 'a standby checks the program too: /readyz names it, it neve
 	test_no_sanitizer_report sup.err
 '
 
+faults_off () {
+	curl -sS -m 10 -X POST -d "{\"reset\": true}" "$KSIM_URL/ksim/faults" >/dev/null
+}
+
+# writes: POST, PUT, PATCH and DELETE that ksim answered for the stages since its stats were reset
+writes () {
+	curl -sS -m 10 -o stats.json "$KSIM_URL/ksim/stats" &&
+	jq "[.byAgent | to_entries[] | select(.key | startswith(\"iot-operator/k\")) | .value
+		| (.POST // 0) + (.PUT // 0) + (.PATCH // 0) + (.DELETE // 0)] | add // 0" stats.json
+}
+
+test_expect_success 'SIGTERM before the initial lists are in: the stages stop at once, nothing written from the part of the state read' '
+	test_when_finished "stop; faults_off" &&
+	rm -f sup.code sup.pid sup.err &&
+	: the example is there, Available: its Deployments cannot be read now &&
+	curl -sS -f -X POST -d "{\"rate\": 1, \"code\": 500, \"path\": \"/apis/apps/v1/deployments\"}" "$KSIM_URL/ksim/faults" >/dev/null &&
+	curl -sS -f -X POST -d "{\"reset\": true}" "$KSIM_URL/ksim/stats" >/dev/null &&
+	{ (
+		OPERATOR_NAME=devawsk8s iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 2>sup.err &
+		echo $! >sup.pid
+		wait $!
+		echo $? >sup.code
+	) & } &&
+	test_wait_for 10 grep -q "\"port\":" sup.err &&
+	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1) &&
+	: the IoTService, its Namespace, Services, Secrets and Pods passed on to ireconcile &&
+	test_wait_for 20 eval "curl -s http://127.0.0.1:$port/metrics >metrics && grep -q \"^kwatch_events_total{type=\\\"ADDED\\\"} [1-9][0-9]\" metrics" &&
+	grep -q "^kwatch_events_total{type=\"ADDED\"} [1-9][0-9]" metrics &&
+	kill -TERM "$(cat sup.pid)" &&
+	test_wait_for 5 test -f sup.code &&
+	test "$(cat sup.code)" = 0 &&
+	! grep "initial lists are in" sup.err &&
+	! grep "stages still running" sup.err &&
+	test "$(writes)" = 0 &&
+	test_no_sanitizer_report sup.err
+'
+
 test_done

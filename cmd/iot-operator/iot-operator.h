@@ -55,6 +55,9 @@ struct supervisor {
 	int program_broken;	/* the check exited 100: no pipeline until SIGHUP (sup.broken says why) */
 	jv checked;		/* kwatch's arguments from the last check, for a start soon after (or jv_invalid()) */
 	int64_t checked_ms;	/* when that check was made */
+	jv started;		/* kwatch's arguments (before --shards' selectors) the pipeline last started with */
+	int same_program;	/* --shards: the pipeline was stopped for a change of ranges, nothing failed:
+				   the next start runs it with those arguments again, no new check */
 
 	/* shutdown */
 	int terminating;

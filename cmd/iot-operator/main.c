@@ -103,6 +103,7 @@ static void shards_check(int64_t now)
 
 	if (sup.lease_killed || usable == sup.shard_mask)
 		return;
+	sup.same_program = !sup.culprit_seen;
 	if (sup.shard_mask & ~usable) {
 		tool_logj(LOG_WARN, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.shard_mask, was)),
 					      jv_string("usable"), jv_string(shards_text(usable, is))),
@@ -135,6 +136,7 @@ static void run(int sfd)
 		if (sup.running && !lead && !sup.lease_killed) {
 			log_error(sup.shards ? "no range held any more: stopping the pipeline before the Leases can expire"
 					     : "not the leader any more: stopping the pipeline before the lease can expire");
+			sup.same_program = sup.shards && !sup.culprit_seen;
 			sup.lease_killed = 1;
 			teardown(TEARDOWN_KILL);
 		}
@@ -390,6 +392,7 @@ int main(int argc, char **argv)
 	sup.identity = make_identity();
 	sup.base = jv_object();
 	sup.checked = jv_invalid();
+	sup.started = jv_invalid();
 	sup.live = jv_object();
 	sup.notes = jv_object();
 	sup.restarts = jv_object();
@@ -428,6 +431,7 @@ int main(int argc, char **argv)
 	close(sfd);
 	jv_free(sup.base);
 	jv_free(sup.checked);
+	jv_free(sup.started);
 	jv_free(sup.live);
 	jv_free(sup.notes);
 	jv_free(sup.restarts);

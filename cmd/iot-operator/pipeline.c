@@ -234,6 +234,7 @@ void schedule_restart(const char *culprit, const char *why)
 	/* A generation that ran a while starts the backoff over. */
 	if (sup.started_ms && now - sup.started_ms > 60000)
 		kop_backoff_reset(&sup.backoff);
+	sup.same_program = 0;	/* something failed: the next start checks the program */
 	delay = kop_backoff_next(&sup.backoff);
 	at = now + delay;
 	if (at < sup.started_ms + 1000)
@@ -292,19 +293,33 @@ void program_check(void)
  * kwatch's arguments for a pipeline's start: those of a check made less
  * than CHECK_FRESH_MS before (the start right after setup, or after a
  * SIGHUP, need not compile the program a second time: that is a second of
- * jq 1.6 at start-up), else those of a new check.
+ * jq 1.6 at start-up), else those of a new check. With --shards, a start
+ * that follows a stop for a change of ranges (sup.same_program: nothing
+ * failed) takes those the pipeline before it ran with: its program loaded
+ * and worked, and a new check would only delay the takeover of the ranges
+ * gained by that second (seconds on a busy node). Should the program have
+ * changed on disk since, ireconcile's own start meets it, and its exit makes
+ * the next start check.
  */
 #define CHECK_FRESH_MS 10000
-static jv start_groups(int *permanent)
+static jv start_groups(int *permanent, const char **how)
 {
 	jv groups = sup.checked;
+	int same = sup.same_program;
 
 	sup.checked = jv_invalid();
+	sup.same_program = 0;
+	*permanent = 0;
 	if (jv_is_valid(groups) && kop_mono_ms() - sup.checked_ms < CHECK_FRESH_MS) {
-		*permanent = 0;
+		*how = "checked before";
 		return groups;
 	}
 	jv_free(groups);
+	if (same && jv_is_valid(sup.started)) {
+		*how = "as the pipeline before";
+		return jv_copy(sup.started);
+	}
+	*how = "checked";
 	return kwatch_groups(permanent);
 }
 
@@ -340,6 +355,15 @@ void teardown(enum teardown how)
 
 	if (!sup.running)
 		return;
+	/*
+	 * Before the initial lists are in, ireconcile has reconciled nothing, and
+	 * at the end of its input it would take what it has read for the whole
+	 * state (a recorded file's rule) and reconcile every instance from that
+	 * part: children not listed yet created again, statuses computed without
+	 * them. Nothing is in flight to finish: everything stops at once.
+	 */
+	if (how == TEARDOWN_DRAIN && !sup.initial_sent)
+		how = TEARDOWN_TERM;
 	switch (how) {
 	case TEARDOWN_DRAIN:
 		/* No new events: the writers finish what is in flight and exit on EOF. */
@@ -435,7 +459,8 @@ int pipeline_start(void)
 {
 	char err[KOP_ERRLEN] = "";
 	int permanent;
-	jv groups = start_groups(&permanent), args, fields;
+	const char *how;
+	jv groups = start_groups(&permanent, &how), args, fields;
 	int in[2] = { -1, -1 }, fb[2] = { -1, -1 }, ra[2] = { -1, -1 }, as[2] = { -1, -1 };
 	char *shard_sel = NULL, ranges[SHARDS_TEXT];
 	size_t i, nk;
@@ -453,10 +478,13 @@ int pipeline_start(void)
 		jv_free(msg);
 		return -1;
 	}
+	jv_free(sup.started);
+	sup.started = jv_copy(groups);
 	if (sup.shards) {
 		/* (lead was true a moment ago; a range lost since waits for the next turn) */
 		if (!(sup.shard_mask = shards_usable(kop_mono_ms()))) {
 			jv_free(groups);
+			sup.same_program = 1;	/* (not started: the next start is this one's) */
 			return -1;
 		}
 		shard_sel = kop_shard_mask_string(KOP_SHARD_NAMESPACE, sup.shard_mask, sup.shards);
@@ -551,7 +579,8 @@ int pipeline_start(void)
 	pthread_mutex_lock(&sup.mu);
 	sup.pipeline_up = 1;
 	pthread_mutex_unlock(&sup.mu);
-	fields = JV_OBJECT(jv_string("kwatch"), jv_number((double)nk), jv_string("program"), jv_string(sup.program_dir));
+	fields = JV_OBJECT(jv_string("kwatch"), jv_number((double)nk), jv_string("program"), jv_string(sup.program_dir),
+			   jv_string("watches"), jv_string(how));
 	if (sup.shards)
 		fields = jv_object_set(fields, jv_string("ranges"), jv_string(shards_text(sup.shard_mask, ranges)));
 	tool_logj(LOG_INFO, fields, "pipeline started");
