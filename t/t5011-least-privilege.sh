@@ -123,6 +123,22 @@ ksb_yaml () {
 }
 
 # lease_yaml NAME NAMESPACE HOLDER: a Lease as a replica writes one
+# rb_yaml NAME NAMESPACE SUBJECT...: a RoleBinding to iot-operator-instance for those subjects (flow maps)
+rb_yaml () {
+	rb_name=$1 rb_ns=$2
+	shift 2
+	cat <<-EOF
+	apiVersion: rbac.authorization.k8s.io/v1
+	kind: RoleBinding
+	metadata: {name: $rb_name, namespace: $rb_ns}
+	roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: iot-operator-instance}
+	subjects:
+	EOF
+	for rb_s in "$@"; do
+		echo "- $rb_s"
+	done
+}
+
 lease_yaml () {
 	cat <<-EOF
 	apiVersion: coordination.k8s.io/v1
@@ -197,6 +213,12 @@ test_expect_success 'without the policy (a server before 1.30), what remains ope
 	k delete -f ks-rb.yaml >out
 '
 
+test_expect_success 'without the policy, what remains open: iot-operator-instance bound to a tenant'"'"'s ServiceAccount in an instance namespace' '
+	rb_yaml leak $I "{kind: ServiceAccount, name: iot-operator, namespace: tenant}" >leak-rb.yaml &&
+	k --kubeconfig op.kubeconfig create -f leak-rb.yaml >out &&
+	k delete -f leak-rb.yaml >out
+'
+
 if has_policies; then
 	test_expect_success 'deploy/policy/ installed as the admin' '
 		k apply -k "$PROJECT_ROOT/deploy/policy" >out
@@ -207,15 +229,37 @@ if has_policies; then
 		refused "Error from server (Forbidden): error when creating \"ks-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator writes only in its namespace devawsk8s and in namespaces labelled cp.iot.sap/operator=devawsk8s" \
 			create -f ks-rb.yaml &&
 		ksb_yaml devawsk8s >o-rb.yaml &&
-		refused "Error from server (Forbidden): error when creating \"o-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its ServiceAccount, and only in its instance namespaces" \
+		refused "Error from server (Forbidden): error when creating \"o-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces" \
 			create -f o-rb.yaml
 	'
 
 	test_expect_success 'the policy: iot-operator-instance bound to another subject in an instance namespace is refused' '
 		ksb_yaml $I | sed "s/name: iot-operator-instance, namespace/name: other, namespace/; s/name: iot-operator, namespace: devawsk8s/name: default, namespace: $I/" >other-rb.yaml &&
 		grep "name: default" other-rb.yaml &&
-		refused "Error from server (Forbidden): error when creating \"other-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"other\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its ServiceAccount, and only in its instance namespaces" \
+		refused "Error from server (Forbidden): error when creating \"other-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"other\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces" \
 			create -f other-rb.yaml
+	'
+
+	# RBAC lets the ServiceAccount bind iot-operator-instance to anyone (bind by name); the policy
+	# allows exactly one subject, the ServiceAccount itself, by name and namespace.
+	test_expect_success 'the policy: iot-operator-instance bound to iot-operator of another namespace, a User, a Group or two subjects is refused' '
+		want () {
+			echo "Error from server (Forbidden): error when creating \"$1.yaml\": rolebindings.rbac.authorization.k8s.io \"$1\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces"
+		} &&
+		rb_yaml tenant-sa $I "{kind: ServiceAccount, name: iot-operator, namespace: tenant}" >tenant-sa.yaml &&
+		refused "$(want tenant-sa)" create -f tenant-sa.yaml &&
+		rb_yaml no-ns $I "{kind: ServiceAccount, name: iot-operator}" >no-ns.yaml &&
+		refused "$(want no-ns)" create -f no-ns.yaml &&
+		rb_yaml user $I "{apiGroup: rbac.authorization.k8s.io, kind: User, name: \"$SA\"}" >user.yaml &&
+		refused "$(want user)" create -f user.yaml &&
+		rb_yaml group $I "{apiGroup: rbac.authorization.k8s.io, kind: Group, name: \"system:serviceaccounts:tenant\"}" >group.yaml &&
+		refused "$(want group)" create -f group.yaml &&
+		rb_yaml two $I "{kind: ServiceAccount, name: iot-operator, namespace: devawsk8s}" \
+			"{kind: ServiceAccount, name: iot-operator, namespace: tenant}" >two.yaml &&
+		refused "$(want two)" create -f two.yaml &&
+		k get rolebindings -n $I -o name >names &&
+		echo rolebinding.rbac.authorization.k8s.io/iot-operator-instance >expect &&
+		test_cmp expect names
 	'
 
 	test_expect_success 'the policy: kube-system cannot be labelled an instance namespace, an unlabelled namespace not deleted' '
