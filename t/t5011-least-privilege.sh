@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='least privilege (issue 32): the operator ServiceAccount, with deploy/ RBAC (and deploy/policy/ where the server has ValidatingAdmissionPolicies), cannot write outside its namespaces, read other Secrets or bind itself elsewhere, nor (deploy-sharded/) touch a Lease outside O; each refusal names its reason as a real server does (kubectl 1.27 and 1.33)'
+test_description='least privilege (issue 32): the operator ServiceAccount, with deploy/ RBAC and deploy/policy/, cannot write outside its namespaces, read other Secrets or bind itself elsewhere, nor (deploy-sharded/) touch a Lease outside O; each refusal names its reason as a real server does (kubectl 1.27 and 1.33)'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
@@ -13,12 +13,6 @@ ksim_start --tls --authorization rbac --token admin-token --sa-token devawsk8s/i
 
 k () {
 	timeout 30 kubectl "$@"
-}
-
-# Whether the server serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (1.30 and later).
-has_policies () {
-	ksim_curl -o arv1.json /apis/admissionregistration.k8s.io/v1 &&
-	jq -e 'any(.resources[]?; .name == "validatingadmissionpolicies")' arv1.json >/dev/null
 }
 
 test_expect_success 'setup: deploy/ as the admin (deploy/policy/ comes below); the instance namespace and its RoleBinding as the ServiceAccount' '
@@ -219,68 +213,72 @@ test_expect_success 'without the policy, what remains open: iot-operator-instanc
 	k delete -f leak-rb.yaml >out
 '
 
-if has_policies; then
-	test_expect_success 'deploy/policy/ installed as the admin' '
-		k apply -k "$PROJECT_ROOT/deploy/policy" >out
-	'
+# ksim serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies, as Kubernetes 1.30 and later
+# do: the policy's tests run on it, always.
+test_expect_success 'the server serves ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1)' '
+	ksim_curl -o arv1.json /apis/admissionregistration.k8s.io/v1 &&
+	jq -e "any(.resources[]?; .name == \"validatingadmissionpolicies\") and
+		any(.resources[]?; .name == \"validatingadmissionpolicybindings\")" arv1.json
+'
 
-	test_expect_success 'the policy: a RoleBinding to iot-operator-instance in kube-system, or in O, is refused' '
-		ksb_yaml kube-system >ks-rb.yaml &&
-		refused "Error from server (Forbidden): error when creating \"ks-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator writes only in its namespace devawsk8s and in namespaces labelled cp.iot.sap/operator=devawsk8s" \
-			create -f ks-rb.yaml &&
-		ksb_yaml devawsk8s >o-rb.yaml &&
-		refused "Error from server (Forbidden): error when creating \"o-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces" \
-			create -f o-rb.yaml
-	'
+test_expect_success 'deploy/policy/ installed as the admin' '
+	k apply -k "$PROJECT_ROOT/deploy/policy" >out
+'
 
-	test_expect_success 'the policy: iot-operator-instance bound to another subject in an instance namespace is refused' '
-		ksb_yaml $I | sed "s/name: iot-operator-instance, namespace/name: other, namespace/; s/name: iot-operator, namespace: devawsk8s/name: default, namespace: $I/" >other-rb.yaml &&
-		grep "name: default" other-rb.yaml &&
-		refused "Error from server (Forbidden): error when creating \"other-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"other\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces" \
-			create -f other-rb.yaml
-	'
+test_expect_success 'the policy: a RoleBinding to iot-operator-instance in kube-system, or in O, is refused' '
+	ksb_yaml kube-system >ks-rb.yaml &&
+	refused "Error from server (Forbidden): error when creating \"ks-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator writes only in its namespace devawsk8s and in namespaces labelled cp.iot.sap/operator=devawsk8s" \
+		create -f ks-rb.yaml &&
+	ksb_yaml devawsk8s >o-rb.yaml &&
+	refused "Error from server (Forbidden): error when creating \"o-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces" \
+		create -f o-rb.yaml
+'
 
-	# RBAC lets the ServiceAccount bind iot-operator-instance to anyone (bind by name); the policy
-	# allows exactly one subject, the ServiceAccount itself, by name and namespace.
-	test_expect_success 'the policy: iot-operator-instance bound to iot-operator of another namespace, a User, a Group or two subjects is refused' '
-		want () {
-			echo "Error from server (Forbidden): error when creating \"$1.yaml\": rolebindings.rbac.authorization.k8s.io \"$1\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces"
-		} &&
-		rb_yaml tenant-sa $I "{kind: ServiceAccount, name: iot-operator, namespace: tenant}" >tenant-sa.yaml &&
-		refused "$(want tenant-sa)" create -f tenant-sa.yaml &&
-		rb_yaml no-ns $I "{kind: ServiceAccount, name: iot-operator}" >no-ns.yaml &&
-		refused "$(want no-ns)" create -f no-ns.yaml &&
-		rb_yaml user $I "{apiGroup: rbac.authorization.k8s.io, kind: User, name: \"$SA\"}" >user.yaml &&
-		refused "$(want user)" create -f user.yaml &&
-		rb_yaml group $I "{apiGroup: rbac.authorization.k8s.io, kind: Group, name: \"system:serviceaccounts:tenant\"}" >group.yaml &&
-		refused "$(want group)" create -f group.yaml &&
-		rb_yaml two $I "{kind: ServiceAccount, name: iot-operator, namespace: devawsk8s}" \
-			"{kind: ServiceAccount, name: iot-operator, namespace: tenant}" >two.yaml &&
-		refused "$(want two)" create -f two.yaml &&
-		k get rolebindings -n $I -o name >names &&
-		echo rolebinding.rbac.authorization.k8s.io/iot-operator-instance >expect &&
-		test_cmp expect names
-	'
+test_expect_success 'the policy: iot-operator-instance bound to another subject in an instance namespace is refused' '
+	ksb_yaml $I | sed "s/name: iot-operator-instance, namespace/name: other, namespace/; s/name: iot-operator, namespace: devawsk8s/name: default, namespace: $I/" >other-rb.yaml &&
+	grep "name: default" other-rb.yaml &&
+	refused "Error from server (Forbidden): error when creating \"other-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"other\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces" \
+		create -f other-rb.yaml
+'
 
-	test_expect_success 'the policy: kube-system cannot be labelled an instance namespace, an unlabelled namespace not deleted' '
-		refused "Error from server (Forbidden): namespaces \"kube-system\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
-			label namespace kube-system cp.iot.sap/operator=devawsk8s &&
-		refused "Error from server (Forbidden): namespaces \"tenant\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
-			delete namespace tenant --wait=false &&
-		refused "Error from server (Forbidden): namespaces \"other\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
-			create namespace other &&
-		k get namespace kube-system -o jsonpath="{.metadata.labels}" >labels &&
-		! grep cp.iot.sap labels &&
-		k get namespace tenant -o name >out
-	'
+# RBAC lets the ServiceAccount bind iot-operator-instance to anyone (bind by name); the policy
+# allows exactly one subject, the ServiceAccount itself, by name and namespace.
+test_expect_success 'the policy: iot-operator-instance bound to iot-operator of another namespace, a User, a Group or two subjects is refused' '
+	want () {
+		echo "Error from server (Forbidden): error when creating \"$1.yaml\": rolebindings.rbac.authorization.k8s.io \"$1\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces"
+	} &&
+	rb_yaml tenant-sa $I "{kind: ServiceAccount, name: iot-operator, namespace: tenant}" >tenant-sa.yaml &&
+	refused "$(want tenant-sa)" create -f tenant-sa.yaml &&
+	rb_yaml no-ns $I "{kind: ServiceAccount, name: iot-operator}" >no-ns.yaml &&
+	refused "$(want no-ns)" create -f no-ns.yaml &&
+	rb_yaml user $I "{apiGroup: rbac.authorization.k8s.io, kind: User, name: \"$SA\"}" >user.yaml &&
+	refused "$(want user)" create -f user.yaml &&
+	rb_yaml group $I "{apiGroup: rbac.authorization.k8s.io, kind: Group, name: \"system:serviceaccounts:tenant\"}" >group.yaml &&
+	refused "$(want group)" create -f group.yaml &&
+	rb_yaml two $I "{kind: ServiceAccount, name: iot-operator, namespace: devawsk8s}" \
+		"{kind: ServiceAccount, name: iot-operator, namespace: tenant}" >two.yaml &&
+	refused "$(want two)" create -f two.yaml &&
+	k get rolebindings -n $I -o name >names &&
+	echo rolebinding.rbac.authorization.k8s.io/iot-operator-instance >expect &&
+	test_cmp expect names
+'
 
-	test_expect_success 'the policy lets the operator do its work: an instance namespace and its children, deleted' '
-		k --kubeconfig op.kubeconfig create secret generic mine2 -n $I --from-literal=a=b >out &&
-		k --kubeconfig op.kubeconfig delete namespace $I --wait=false >out
-	'
-else
-	say "the server serves no ValidatingAdmissionPolicies: the policy's tests are left out"
-fi
+test_expect_success 'the policy: kube-system cannot be labelled an instance namespace, an unlabelled namespace not deleted' '
+	refused "Error from server (Forbidden): namespaces \"kube-system\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
+		label namespace kube-system cp.iot.sap/operator=devawsk8s &&
+	refused "Error from server (Forbidden): namespaces \"tenant\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
+		delete namespace tenant --wait=false &&
+	refused "Error from server (Forbidden): namespaces \"other\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
+		create namespace other &&
+	k get namespace kube-system -o jsonpath="{.metadata.labels}" >labels &&
+	! grep cp.iot.sap labels &&
+	k get namespace tenant -o name >out
+'
+
+test_expect_success 'the policy lets the operator do its work: an instance namespace and its children, deleted' '
+	k --kubeconfig op.kubeconfig create secret generic mine2 -n $I --from-literal=a=b >out &&
+	k --kubeconfig op.kubeconfig delete namespace $I --wait=false >out
+'
 
 test_expect_success 'ksim stops cleanly' '
 	ksim_stop
