@@ -99,13 +99,13 @@ test_expect_success 'a policy ksim cannot enforce fully is refused when written,
 	 "metadata": {"name": "bad"},
 	 "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
 	   "matchConstraints": {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*"]}]},
-	   "validations": [{"expression": "true"}, {"expression": "object.data.all(k, k != \"\")"}]}}
+	   "validations": [{"expression": "true"}, {"expression": "object.data.exists(k, k.matches(\"^x\"))"}]}}
 	EOT
 	ksim_expect_code 422 admin-token POST /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies "$(cat bad.json)" &&
 	jq -r ".details.causes[] | \"\(.field): \(.message)\"" body.json >actual &&
 	cat >expect <<-\EOT &&
 	spec.paramKind: Unsupported value: ksim does not implement paramKind
-	spec.validations[1].expression: Invalid value: "object.data.all(k, k != \"\")": compilation failed: ksim'"'"'s CEL subset: 1:13: unsupported function '"'"'all'"'"'
+	spec.validations[1].expression: Invalid value: "object.data.exists(k, k.matches(\"^x\"))": compilation failed: ksim'"'"'s CEL subset: 1:25: unsupported function '"'"'matches'"'"'
 	EOT
 	test_cmp expect actual &&
 	ksim_expect_code 404 admin-token GET /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/bad
