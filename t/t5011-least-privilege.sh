@@ -24,7 +24,7 @@ test_expect_success 'setup: deploy/ as the admin (deploy/policy/ comes below); t
 	kind: Namespace
 	metadata:
 	  name: $I
-	  labels: {app.kubernetes.io/managed-by: iot-operator, cp.iot.sap/operator: devawsk8s}
+	  labels: {app.kubernetes.io/managed-by: iot-operator, cp.iot.sap/operator: devawsk8s, pod-security.kubernetes.io/enforce: baseline}
 	---
 	apiVersion: rbac.authorization.k8s.io/v1
 	kind: RoleBinding
@@ -273,6 +273,96 @@ test_expect_success 'the policy: kube-system cannot be labelled an instance name
 	k get namespace kube-system -o jsonpath="{.metadata.labels}" >labels &&
 	! grep cp.iot.sap labels &&
 	k get namespace tenant -o name >out
+'
+
+PSA="ValidatingAdmissionPolicy 'iot-operator' with binding 'iot-operator' denied request: the operator's namespaces enforce Pod Security baseline or restricted (the label pod-security.kubernetes.io/enforce), from their creation on"
+
+# ns_yaml NAME [ENFORCE]: an instance namespace as the operator writes it, with that Pod Security level
+ns_yaml () {
+	cat <<-EOF
+	apiVersion: v1
+	kind: Namespace
+	metadata:
+	  name: $1
+	  labels: {cp.iot.sap/operator: devawsk8s${2:+, pod-security.kubernetes.io/enforce: $2}}
+	EOF
+}
+
+test_expect_success 'the policy: an instance namespace without Pod Security baseline is not created, its label not removed nor weakened' '
+	ns_yaml psa-none >psa-none.yaml &&
+	refused "Error from server (Forbidden): error when creating \"psa-none.yaml\": namespaces \"psa-none\" is forbidden: $PSA" \
+		create -f psa-none.yaml &&
+	ns_yaml psa-privileged privileged >psa-privileged.yaml &&
+	refused "Error from server (Forbidden): error when creating \"psa-privileged.yaml\": namespaces \"psa-privileged\" is forbidden: $PSA" \
+		create -f psa-privileged.yaml &&
+	refused "Error from server (Forbidden): namespaces \"$I\" is forbidden: $PSA" \
+		label namespace $I pod-security.kubernetes.io/enforce=privileged --overwrite &&
+	refused "Error from server (Forbidden): namespaces \"$I\" is forbidden: $PSA" \
+		label namespace $I pod-security.kubernetes.io/enforce- &&
+	k get namespace $I -o jsonpath="{.metadata.labels.pod-security\.kubernetes\.io/enforce}{\"\n\"}" >level &&
+	echo baseline >expect && test_cmp expect level &&
+	ns_yaml psa-restricted restricted >psa-restricted.yaml &&
+	k --kubeconfig op.kubeconfig create -f psa-restricted.yaml >out &&
+	k --kubeconfig op.kubeconfig label namespace psa-restricted pod-security.kubernetes.io/enforce=baseline --overwrite >out &&
+	k get namespaces -o name >names &&
+	! grep -e psa-none -e psa-privileged names
+'
+
+NODE="ValidatingAdmissionPolicy 'iot-operator' with binding 'iot-operator' denied request: the operator's Deployments and StatefulSets run no pod that reaches its node (host network, PID or IPC, hostPath volumes, privileged containers, added capabilities, host ports)"
+
+# workload_yaml KIND NAME POD-SPEC-LINES...: a Deployment or StatefulSet in the instance namespace
+workload_yaml () {
+	wl_kind=$1 wl_name=$2
+	shift 2
+	cat <<-EOF
+	apiVersion: apps/v1
+	kind: $wl_kind
+	metadata: {name: $wl_name, namespace: $I}
+	spec:
+	  selector: {matchLabels: {app: $wl_name}}
+	  template:
+	    metadata: {labels: {app: $wl_name}}
+	    spec:
+	EOF
+	for wl_l in "$@"; do
+		echo "      $wl_l"
+	done
+}
+
+test_expect_success 'the policy: no Deployment or StatefulSet in an instance namespace reaches its node' '
+	c="containers: [{name: c, image: busybox}]" &&
+	workload_yaml Deployment hostpath "$c" "volumes: [{name: root, hostPath: {path: /}}]" >hostpath.yaml &&
+	workload_yaml Deployment hostnet "$c" "hostNetwork: true" >hostnet.yaml &&
+	workload_yaml StatefulSet hostpid "$c" "hostPID: true" >hostpid.yaml &&
+	workload_yaml Deployment hostipc "$c" "hostIPC: true" >hostipc.yaml &&
+	workload_yaml StatefulSet privileged \
+		"containers: [{name: c, image: busybox, securityContext: {privileged: true}}]" >privileged.yaml &&
+	workload_yaml Deployment caps "$c" \
+		"initContainers: [{name: i, image: busybox, securityContext: {capabilities: {add: [SYS_ADMIN]}}}]" >caps.yaml &&
+	workload_yaml Deployment hostport "containers: [{name: c, image: busybox, ports: [{containerPort: 22, hostPort: 22}]}]" \
+		>hostport.yaml &&
+	for w in hostpath hostnet hostipc caps hostport; do
+		refused "Error from server (Forbidden): error when creating \"$w.yaml\": deployments.apps \"$w\" is forbidden: $NODE" \
+			create -f $w.yaml || return 1
+	done &&
+	for w in hostpid privileged; do
+		refused "Error from server (Forbidden): error when creating \"$w.yaml\": statefulsets.apps \"$w\" is forbidden: $NODE" \
+			create -f $w.yaml || return 1
+	done &&
+	k get deployments,statefulsets -n $I -o name >names &&
+	test_cmp /dev/null names
+'
+
+test_expect_success 'the policy: a workload of the operator'"'"'s kind is written, and not made privileged afterwards' '
+	workload_yaml Deployment plain "containers: [{name: c, image: busybox, securityContext: {capabilities: {drop: [ALL]}}}]" \
+		"volumes: [{name: s, secret: {secretName: mine}}]" "securityContext: {fsGroup: 999}" >plain.yaml &&
+	k --kubeconfig op.kubeconfig apply --server-side --field-manager iot-operator -f plain.yaml >out &&
+	workload_yaml Deployment plain "containers: [{name: c, image: busybox, securityContext: {capabilities: {drop: [ALL]}, privileged: true}}]" \
+		"volumes: [{name: s, secret: {secretName: mine}}]" "securityContext: {fsGroup: 999}" >plain-priv.yaml &&
+	refused "Error from server (Forbidden): deployments.apps \"plain\" is forbidden: $NODE" \
+		apply --server-side --field-manager iot-operator -f plain-priv.yaml &&
+	k get deployment plain -n $I -o jsonpath="{.spec.template.spec.containers[0].securityContext}{\"\n\"}" >sc &&
+	! grep privileged sc
 '
 
 test_expect_success 'the policy lets the operator do its work: an instance namespace and its children, deleted' '
