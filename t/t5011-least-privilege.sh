@@ -198,12 +198,29 @@ test_expect_success 'RBAC, deploy-sharded/: no Lease of another namespace create
 
 # What README says remains open without admissionregistration.k8s.io/v1 (1.27 to 1.29): RBAC
 # cannot limit create on RoleBindings by namespace, so the ServiceAccount can bind itself
-# iot-operator-instance anywhere; and patch, delete on namespaces are not limited by label.
-test_expect_success 'without the policy (a server before 1.30), what remains open: iot-operator-instance bound in kube-system' '
+# iot-operator-instance anywhere, then read that namespace's Secrets and run a Deployment there as
+# any ServiceAccount of it, mounting the node; and patch, delete on namespaces are not limited by label.
+test_expect_success 'without the policy (a server before 1.30), what remains open: iot-operator-instance bound in kube-system, its Secrets read, a Deployment there as its ServiceAccount, on the node'"'"'s root' '
 	ksb_yaml kube-system >ks-rb.yaml &&
 	k --kubeconfig op.kubeconfig create -f ks-rb.yaml >out &&
 	k --kubeconfig op.kubeconfig get secrets -n kube-system -o name >out &&
 	grep -x secret/s out &&
+	cat >ks-deploy.yaml <<-\EOF &&
+	apiVersion: apps/v1
+	kind: Deployment
+	metadata: {name: node-root, namespace: kube-system}
+	spec:
+	  selector: {matchLabels: {app: node-root}}
+	  template:
+	    metadata: {labels: {app: node-root}}
+	    spec:
+	      serviceAccountName: default
+	      hostPID: true
+	      containers: [{name: c, image: busybox, securityContext: {privileged: true}}]
+	      volumes: [{name: root, hostPath: {path: /}}]
+	EOF
+	k --kubeconfig op.kubeconfig create -f ks-deploy.yaml >out &&
+	k delete -f ks-deploy.yaml >out &&
 	k delete -f ks-rb.yaml >out
 '
 
@@ -211,6 +228,32 @@ test_expect_success 'without the policy, what remains open: iot-operator-instanc
 	rb_yaml leak $I "{kind: ServiceAccount, name: iot-operator, namespace: tenant}" >leak-rb.yaml &&
 	k --kubeconfig op.kubeconfig create -f leak-rb.yaml >out &&
 	k delete -f leak-rb.yaml >out
+'
+
+# RBAC's escalation check lets whoever may create RoleBindings bind any role whose rights it holds
+# there, to anyone: bind adds iot-operator-instance to those (README, bind and CIS 4.1.7).
+own_rb_yaml () {
+	cat <<-EOF
+	apiVersion: rbac.authorization.k8s.io/v1
+	kind: RoleBinding
+	metadata: {name: handed-on, namespace: tenant}
+	roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: iot-operator}
+	subjects:
+	- {kind: ServiceAccount, name: default, namespace: tenant}
+	EOF
+}
+
+test_expect_success 'without the policy, what remains open: the ServiceAccount hands its own rights on (its ClusterRole bound to a tenant'"'"'s ServiceAccount)' '
+	own_rb_yaml >handed-on.yaml &&
+	k --kubeconfig op.kubeconfig create -f handed-on.yaml >out &&
+	k delete -f handed-on.yaml >out
+'
+
+test_expect_success 'without the policy, what remains open: the Pod Security level of an instance namespace lowered, a namespace made without it' '
+	k --kubeconfig op.kubeconfig label namespace $I pod-security.kubernetes.io/enforce=privileged --overwrite >out &&
+	k --kubeconfig op.kubeconfig create namespace no-psa >out &&
+	k label namespace $I pod-security.kubernetes.io/enforce=baseline --overwrite >out &&
+	k delete namespace no-psa --wait=false >out
 '
 
 # ksim serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies, as Kubernetes 1.30 and later
@@ -260,7 +303,14 @@ test_expect_success 'the policy: iot-operator-instance bound to iot-operator of 
 	refused "$(want two)" create -f two.yaml &&
 	k get rolebindings -n $I -o name >names &&
 	echo rolebinding.rbac.authorization.k8s.io/iot-operator-instance >expect &&
-	test_cmp expect names
+	test_cmp expect names &&
+	own_rb_yaml >handed-on.yaml &&
+	refused "Error from server (Forbidden): error when creating \"handed-on.yaml\": rolebindings.rbac.authorization.k8s.io \"handed-on\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator writes only in its namespace devawsk8s and in namespaces labelled cp.iot.sap/operator=devawsk8s" \
+		create -f handed-on.yaml &&
+	own_rb_yaml | sed "s/namespace: tenant}\$/namespace: $I}/" >handed-on-i.yaml &&
+	grep "name: handed-on, namespace: $I}" handed-on-i.yaml &&
+	refused "Error from server (Forbidden): error when creating \"handed-on-i.yaml\": rolebindings.rbac.authorization.k8s.io \"handed-on\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces" \
+		create -f handed-on-i.yaml
 '
 
 test_expect_success 'the policy: kube-system cannot be labelled an instance namespace, an unlabelled namespace not deleted' '
