@@ -20,6 +20,10 @@ enum cel_op {
 	CEL_ADD, CEL_SUB, CEL_MUL, CEL_DIV, CEL_MOD,
 	CEL_LIST,		/* kid[]: the items */
 	CEL_MAP,		/* kid[]: key, value, key, value... */
+	/* the macros over a list's items or a map's keys, val: the variable; kid[0]: the range */
+	CEL_ALL, CEL_EXISTS, CEL_EXISTS_ONE,	/* kid[1]: the predicate */
+	CEL_FILTER,		/* kid[1]: the predicate */
+	CEL_MAPLIST,		/* e.map(x, t): kid[1] t; e.map(x, p, t): kid[1] p, kid[2] t */
 };
 
 struct cel_node {

@@ -14,9 +14,13 @@
  *                 order (false && error is false, true || error is true)
  *   functions     size(x), x.size(), s.startsWith(t), s.endsWith(t),
  *                 s.contains(t)
+ *   macros        e.all(x, p), e.exists(x, p), e.exists_one(x, p),
+ *                 e.filter(x, p), e.map(x, t), e.map(x, p, t) over a list's
+ *                 items or a map's keys, x bound in p and t; all and exists
+ *                 absorb errors as && and || do, the others pass them on
  *
- * Anything else (floats, uints, bytes, macros other than has(), other
- * functions) is a parse error naming its position: "1:17: unsupported ...".
+ * Anything else (floats, uints, bytes, other macros, other functions) is a
+ * parse error naming its position: "1:17: unsupported ...".
  * Ints are jv numbers with no fraction, exact to 2^53: a literal beyond is a
  * parse error and a result beyond is "integer overflow" (CEL's int64 goes
  * further; jv cannot). A JSON number with a fraction is a double (compared

@@ -385,6 +385,107 @@ static jv eval_collection(const struct cel_node *n, jv vars)
 	return out;
 }
 
+/*
+ * A macro over the items of a list or the keys of a map (CEL's comprehensions): all and exists
+ * absorb errors as && and || do (all is false when any item gives false, else an error when any
+ * gives one); exists_one, filter and map pass the first error on.
+ */
+static jv eval_macro(const struct cel_node *n, jv vars)
+{
+	static const char *const names[] = { "all", "exists", "exists_one", "filter", "map" };
+	const char *name = names[n->op - CEL_ALL];
+	int all_exists = n->op == CEL_ALL || n->op == CEL_EXISTS, transform = n->op == CEL_MAPLIST && n->n == 2;
+	jv_kind decides = n->op == CEL_ALL ? JV_KIND_FALSE : JV_KIND_TRUE;
+	jv range = eval(n->kid[0], jv_copy(vars)), items, out = jv_array(), err = jv_invalid();
+	int decided = 0, have_err = 0, count = 0, len, i;
+
+	if (!jv_is_valid(range)) {
+		jv_free(vars);
+		jv_free(out);
+		return range;
+	}
+	if (jv_get_kind(range) == JV_KIND_OBJECT) {
+		items = jv_keys(range);
+	} else if (jv_get_kind(range) == JV_KIND_ARRAY) {
+		items = range;
+	} else {
+		jv e = error("no such overload: %s on %s", name, type_name(range));
+
+		jv_free(range);
+		jv_free(vars);
+		jv_free(out);
+		return e;
+	}
+	len = jv_array_length(jv_copy(items));
+	for (i = 0; i < len && !decided && !(have_err && !all_exists); i++) {
+		jv item = jv_array_get(jv_copy(items), i);
+		jv scope = jv_object_set(jv_copy(vars), jv_copy(n->val), jv_copy(item));
+		jv r = eval(n->kid[1], jv_copy(scope));
+
+		if (jv_is_valid(r) && !transform && !is_bool(r))
+			r = no_overload(name, r, jv_invalid());
+		if (!jv_is_valid(r)) {
+			if (!have_err) {
+				err = r;
+				have_err = 1;
+			} else {
+				jv_free(r);
+			}
+		} else if (all_exists) {
+			decided = jv_get_kind(r) == decides;
+			jv_free(r);
+		} else if (n->op == CEL_EXISTS_ONE) {
+			count += jv_get_kind(r) == JV_KIND_TRUE;
+			jv_free(r);
+		} else if (n->op == CEL_FILTER) {
+			if (jv_get_kind(r) == JV_KIND_TRUE)
+				out = jv_array_append(out, jv_copy(item));
+			jv_free(r);
+		} else if (transform) {
+			out = jv_array_append(out, r);
+		} else {
+			/* map(x, p, t): t of the items p holds for */
+			if (jv_get_kind(r) == JV_KIND_TRUE) {
+				jv t = eval(n->kid[2], jv_copy(scope));
+
+				if (jv_is_valid(t)) {
+					out = jv_array_append(out, t);
+				} else {
+					err = t;
+					have_err = 1;
+				}
+			}
+			jv_free(r);
+		}
+		jv_free(scope);
+		jv_free(item);
+	}
+	jv_free(items);
+	jv_free(vars);
+	if (decided) {
+		jv_free(err);
+		jv_free(out);
+		return jv_bool(n->op == CEL_EXISTS);
+	}
+	if (have_err) {
+		jv_free(out);
+		return err;
+	}
+	switch (n->op) {
+	case CEL_ALL:
+		jv_free(out);
+		return jv_true();
+	case CEL_EXISTS:
+		jv_free(out);
+		return jv_false();
+	case CEL_EXISTS_ONE:
+		jv_free(out);
+		return jv_bool(count == 1);
+	default:
+		return out;
+	}
+}
+
 /* Evaluates the first k kids of n into v[]: 0, or -1 with the first error in *err (the rest freed). */
 static int eval_kids(const struct cel_node *n, size_t from, size_t k, jv vars, jv *v, jv *err)
 {
@@ -424,6 +525,12 @@ static jv eval(const struct cel_node *n, jv vars)
 	case CEL_LIST:
 	case CEL_MAP:
 		return eval_collection(n, vars);
+	case CEL_ALL:
+	case CEL_EXISTS:
+	case CEL_EXISTS_ONE:
+	case CEL_FILTER:
+	case CEL_MAPLIST:
+		return eval_macro(n, vars);
 	default:
 		break;
 	}

@@ -9,8 +9,11 @@
  *   member   = primary {'.' IDENT ['(' args ')'] | '[' expr ']'}
  *   primary  = IDENT ['(' args ')'] | '(' expr ')' | '[' list ']' | '{' map '}' | literal
  *
- * Functions and macros outside the subset are refused here, at their
- * position, so that a policy is never half understood.
+ * The macros all, exists, exists_one, filter and map (e.all(x, p)) bind
+ * their first argument, a simple name, in the expressions after it; has()
+ * takes a field selection. Functions and macros outside the subset are
+ * refused here, at their position, so that a policy is never half
+ * understood.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,10 +26,15 @@
 /* Deeper trees are refused: evaluation and freeing recurse. */
 #define CEL_MAX_DEPTH 100
 
+/* The variables of the macros the parser is inside, innermost last. */
+#define CEL_MAX_BOUND 16
+
 struct parser {
 	struct cel_lex lx;
 	const char *const *names;
 	int depth;
+	const char *bound[CEL_MAX_BOUND];
+	size_t nbound;
 };
 
 void cel_node_free(struct cel_node *n)
@@ -119,12 +127,77 @@ static int parse_args(struct parser *p, struct cel_node *n, const char *close)
 	return expect(p, close);
 }
 
+static const struct {
+	const char *name;
+	enum cel_op op;
+} macros[] = {
+	{ "all", CEL_ALL }, { "exists", CEL_EXISTS }, { "exists_one", CEL_EXISTS_ONE },
+	{ "filter", CEL_FILTER }, { "map", CEL_MAPLIST },
+};
+
+/*
+ * A macro recv.name(x, e) (map also recv.map(x, p, e)) at offset off, its '(' current: x, a simple
+ * name, is bound in the expressions that follow it.
+ */
+static struct cel_node *parse_macro(struct parser *p, struct cel_node *recv, enum cel_op op, const char *name,
+				    size_t off)
+{
+	struct cel_node *n = node(op, jv_invalid());
+	size_t want = op == CEL_MAPLIST ? 0 : 2, xoff;
+
+	add_kid(n, recv);
+	if (cel_lex_next(&p->lx) < 0)
+		goto fail;
+	xoff = p->lx.start;
+	if (p->lx.tok != CEL_T_IDENT || is_ident(p, "in") || is_ident(p, "true") || is_ident(p, "false") ||
+	    is_ident(p, "null")) {
+		cel_lex_error(&p->lx, xoff, "argument must be a simple name");
+		goto fail;
+	}
+	n->val = jv_copy(p->lx.val);
+	if (cel_lex_next(&p->lx) < 0)
+		goto fail;
+	if (is_punct(p, "(") || is_punct(p, ".") || is_punct(p, "[")) {
+		cel_lex_error(&p->lx, xoff, "argument must be a simple name");
+		goto fail;
+	}
+	if (p->nbound == CEL_MAX_BOUND) {
+		cel_lex_error(&p->lx, xoff, "macros nested too deeply");
+		goto fail;
+	}
+	p->bound[p->nbound++] = jv_string_value(n->val);
+	while (is_punct(p, ",")) {
+		struct cel_node *a;
+
+		if (cel_lex_next(&p->lx) < 0 || !(a = parse_expr(p))) {
+			p->nbound--;
+			goto fail;
+		}
+		add_kid(n, a);
+	}
+	p->nbound--;
+	if (expect(p, ")") < 0)
+		goto fail;
+	if (want ? n->n != want : n->n != 2 && n->n != 3) {
+		cel_lex_error(&p->lx, off, "'%s' takes %s", name, want ? "2 arguments" : "2 or 3 arguments");
+		goto fail;
+	}
+	return n;
+fail:
+	cel_node_free(n);
+	return NULL;
+}
+
 /* A call of name (receiver recv, or NULL) at offset off, its '(' current. */
 static struct cel_node *parse_call(struct parser *p, struct cel_node *recv, const char *name, size_t off)
 {
-	struct cel_node *n = node(CEL_CALL, jv_string(name));
-	size_t want;
+	struct cel_node *n;
+	size_t want, i;
 
+	for (i = 0; recv && i < sizeof(macros) / sizeof(macros[0]); i++)
+		if (!strcmp(name, macros[i].name))
+			return parse_macro(p, recv, macros[i].op, name, off);
+	n = node(CEL_CALL, jv_string(name));
 	add_kid(n, recv);
 	if (strcmp(name, "size") && (recv || strcmp(name, "has")) &&
 	    (!recv || (strcmp(name, "startsWith") && strcmp(name, "endsWith") && strcmp(name, "contains")))) {
@@ -179,6 +252,9 @@ static struct cel_node *parse_ident(struct parser *p)
 		cel_lex_error(&p->lx, off, "unexpected 'in'");
 		goto fail;
 	}
+	for (i = 0; i < p->nbound; i++)
+		if (!strcmp(p->bound[i], s))
+			return node(CEL_IDENT, name);
 	if (p->names) {
 		for (i = 0; p->names[i] && strcmp(p->names[i], s); i++)
 			;
@@ -426,7 +502,7 @@ static struct cel_node *parse_expr(struct parser *p)
 
 struct kop_cel *kop_cel_parse(const char *src, const char *const *names, char *err)
 {
-	struct parser p = { { src, 0, CEL_T_EOF, 0, "", jv_invalid(), err }, names, 0 };
+	struct parser p = { { src, 0, CEL_T_EOF, 0, "", jv_invalid(), err }, names, 0, { NULL }, 0 };
 	struct cel_node *root = NULL;
 	struct kop_cel *prog;
 

@@ -237,6 +237,10 @@ CURL *kube_easy_new(struct kube_client *c, const char *method, const char *path,
 	curl_easy_setopt(e, CURLOPT_SHARE, c->share);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	/*
+	 * HTTP/2 over TLS where the server agrees: the transfers of one multi handle are then streams of
+	 * one connection (t1010); a new transfer waits to learn whether it can join one.
+	 */
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);

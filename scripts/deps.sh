@@ -19,8 +19,8 @@ IMAGE_PKGS="mmdebstrap umoci skopeo"
 # Only the tests: the fuzz targets (clang), the valgrind test, git (the
 # lint tests read the tracked files), python3 (a scripted fake API server),
 # the image's test (t5009), unzip (Helm from npm's package, t5010), groff
-# (t0011 renders the manual pages).
-TEST_PKGS="clang valgrind git python3 unzip groff-base $IMAGE_PKGS"
+# (t0011 renders the manual pages), nodejs (an HTTP/2 front to ksim, t1011).
+TEST_PKGS="clang valgrind git python3 unzip groff-base nodejs $IMAGE_PKGS"
 
 case "${1:-}" in
 '') ;;

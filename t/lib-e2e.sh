@@ -5,8 +5,10 @@
 #
 #   e2e_ksim_start [ksim args]   ksim_start with TLS, RBAC, the admin token and the ServiceAccount
 #                                token, short pod and LoadBalancer delays; writes op.kubeconfig
-#   e2e_install                  kubectl apply -k deploy/ (as the admin), the CRD Established; and
-#                                deploy/policy/ where ksim serves ValidatingAdmissionPolicies
+#   e2e_install                  kubectl apply -k deploy/ and deploy/policy/ (as the admin), the CRD
+#                                Established, the policy in force (e2e_policy_in_force)
+#   e2e_policy_in_force          the ValidatingAdmissionPolicy iot-operator and its binding are there,
+#                                and refuse the ServiceAccount a write (labelling kube-system)
 #   e2e_operator_start NAME [iot-operator args]
 #                                iot-operator in the background under op.kubeconfig: NAME.pid,
 #                                NAME.err (its log and its stages'), NAME.code once it ended
@@ -75,13 +77,31 @@ e2e_ksim_start () {
 	jq '.users[0].user = {token: "operator-token"}' "$KUBECONFIG" >"$TRASH/op.kubeconfig" || exit 1
 }
 
-# deploy/policy/ too where the server serves ValidatingAdmissionPolicies (Kubernetes 1.30 and later)
+# deploy/policy/ always: ksim serves ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1, as
+# Kubernetes 1.30 and later do), so every end-to-end test runs under the policy; a ksim without them
+# fails here rather than testing less.
 e2e_install () {
 	k apply -k "$PROJECT_ROOT/deploy" >"$TRASH/install.out" &&
 	k wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s >/dev/null &&
-	if ksim_curl -o "$TRASH/arv1.json" /apis/admissionregistration.k8s.io/v1 &&
-	   jq -e 'any(.resources[]?; .name == "validatingadmissionpolicies")' "$TRASH/arv1.json" >/dev/null; then
-		k apply -k "$PROJECT_ROOT/deploy/policy" >>"$TRASH/install.out"
+	k apply -k "$PROJECT_ROOT/deploy/policy" >>"$TRASH/install.out" &&
+	e2e_policy_in_force
+}
+
+e2e_policy_in_force () {
+	ksim_curl -o "$TRASH/vap.json" /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/iot-operator &&
+	jq -e '.kind == "ValidatingAdmissionPolicy" and .spec.failurePolicy == "Fail"' "$TRASH/vap.json" >/dev/null &&
+	ksim_curl -o "$TRASH/vapb.json" \
+		/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/iot-operator &&
+	jq -e '.spec.policyName == "iot-operator" and .spec.validationActions == ["Deny"]' "$TRASH/vapb.json" >/dev/null &&
+	e2e_code=$(curl -k -sS -m 10 -o "$TRASH/refused.json" -w "%{http_code}" -X PATCH \
+		-H "Authorization: Bearer operator-token" -H "Content-Type: application/merge-patch+json" \
+		-d '{"metadata":{"labels":{"cp.iot.sap/operator":"'"$O"'"}}}' "$KSIM_URL/api/v1/namespaces/kube-system") &&
+	if test "$e2e_code" != 403 ||
+	   ! jq -e '.reason == "Forbidden" and (.message | startswith("namespaces \"kube-system\" is forbidden: ValidatingAdmissionPolicy '"'iot-operator'"' with binding '"'iot-operator'"' denied request: "))' \
+		"$TRASH/refused.json" >/dev/null; then
+		echo "e2e_policy_in_force: labelling kube-system as the ServiceAccount gave $e2e_code:"
+		cat "$TRASH/refused.json"
+		return 1
 	fi
 }
 
@@ -212,7 +232,7 @@ e2e_lifecycle () {
 	shift
 	e2e_op_args="$*"
 
-	test_expect_success "$e2e_op: setup: deploy/ as the admin, the operator under its ServiceAccount" '
+	test_expect_success "$e2e_op: setup: deploy/ and deploy/policy/ as the admin, the policy in force, the operator under its ServiceAccount" '
 		e2e_install &&
 		e2e_operator_start $e2e_op $e2e_op_args &&
 		test_wait_for 20 grep -q "initial lists are in" $e2e_op.err
@@ -348,7 +368,8 @@ e2e_lifecycle () {
 		jq -e ".status.phase == \"Active\"" opns.json
 	'
 
-	test_expect_success "$e2e_op: the operator: no 403, no restart, a clean stop" '
+	test_expect_success "$e2e_op: the operator: no 403, no restart, a clean stop; the policy still in force" '
+		e2e_policy_in_force &&
 		: a server with the WatchList gate off says sendInitialEvents is Forbidden, no 403 &&
 		! grep -i forbidden $e2e_op.err | grep -v "streaming list of .* refused (422: .*sendInitialEvents: Forbidden: " &&
 		! grep "restarting the pipeline" $e2e_op.err &&

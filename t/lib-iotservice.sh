@@ -63,13 +63,14 @@ iot_live () {
 }
 
 # iot_own_ns PARENT >VIEW: a view holding only the instance namespace of the
-# IoTService in file PARENT, as the operator creates it (labels, and the
-# annotation with the IoTService's uid): the instance namespace is "ours".
+# IoTService in file PARENT, as the operator creates it (labels, Pod Security's
+# among them, and the annotation with the IoTService's uid): the instance namespace is "ours".
 iot_own_ns () {
 	jq -c '[{apiVersion: "v1", kind: "Namespace",
 		 metadata: {name: "devawsk8s-\(.metadata.name)", uid: "uid-ns-\(.metadata.name)",
 			    labels: {"app.kubernetes.io/managed-by": "iot-operator", "cp.iot.sap/operator": "devawsk8s",
-				     "cp.iot.sap/instance": .metadata.name, instance: .metadata.name},
+				     "cp.iot.sap/instance": .metadata.name, instance: .metadata.name,
+				     "pod-security.kubernetes.io/enforce": "baseline"},
 			    annotations: {"cp.iot.sap/iotservice-uid": .metadata.uid}},
 		 status: {phase: "Active"}}]' "$1"
 }

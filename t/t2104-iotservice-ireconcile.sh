@@ -549,4 +549,19 @@ test_expect_success 'deleted while its namespace create is on its way: the creat
 	test_cmp expect actual
 '
 
+# An instance namespace an older operator made, without the Pod Security label (README, the
+# operator's rights): the namespace alone is applied, with it.
+test_expect_success '04-steady, the namespace without pod-security.kubernetes.io/enforce: applied with baseline, nothing else' '
+	jq -c "if .object.kind == \"Namespace\" then del(.object.metadata.labels[\"pod-security.kubernetes.io/enforce\"]) else . end" \
+		"$FIXTURES/04-steady.in.jsonl" >old-ns.in.jsonl &&
+	! grep -q pod-security old-ns.in.jsonl &&
+	OPERATOR_NAME=devawsk8s ireconcile --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
+		<old-ns.in.jsonl >old-ns.out 2>old-ns.err &&
+	test_no_sanitizer_report old-ns.err &&
+	ops old-ns >actual &&
+	echo "apply Namespace devawsk8s-example-iotservice" >expect &&
+	test_cmp expect actual &&
+	jq -e ".object.metadata.labels[\"pod-security.kubernetes.io/enforce\"] == \"baseline\"" old-ns.out
+'
+
 test_done

@@ -27,7 +27,9 @@ object_paths () {
 		({Namespace: "namespaces", Secret: "secrets", ServiceAccount: "serviceaccounts",
 		  ClusterRole: "clusterroles", ClusterRoleBinding: "clusterrolebindings", Role: "roles",
 		  RoleBinding: "rolebindings", Deployment: "deployments",
-		  CustomResourceDefinition: "customresourcedefinitions"}[.kind] // error("no plural for \(.kind)")) +
+		  CustomResourceDefinition: "customresourcedefinitions",
+		  ValidatingAdmissionPolicy: "validatingadmissionpolicies",
+		  ValidatingAdmissionPolicyBinding: "validatingadmissionpolicybindings"}[.kind] // error("no plural for \(.kind)")) +
 		"/" + .metadata.name' "$1"
 }
 
@@ -257,18 +259,29 @@ test_expect_success 'values.schema.json: a misspelt or bad value is refused, nam
 
 e2e_ksim_start
 
-# What the chart installs besides the CRD (crds/, which Helm never deletes).
-helm template iot-operator "$CHART" >installed.yaml &&
+# What the chart installs besides the CRD (crds/, which Helm never deletes), on a server that serves
+# admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies as ksim does: the admission policy too.
+helm template iot-operator "$CHART" --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy \
+	>installed.yaml &&
 objects installed.yaml >installed.json &&
 object_paths installed.json >installed.paths || exit 1
 
-test_expect_success 'helm install into ksim (release stored as Helm stores it): every object there, the CRD Established' '
+VAP=/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/iot-operator
+VAPB=/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/iot-operator
+
+test_expect_success 'helm install into ksim (release stored as Helm stores it): every object there, the CRD Established, the admission policy in force' '
+	grep -x "$VAP" installed.paths && grep -x "$VAPB" installed.paths &&
 	helm install iot-operator "$CHART" --kubeconfig "$KSIM_CONFIG" --wait --timeout 60s >install.out 2>&1 ||
 	{ cat install.out; false; } &&
 	k wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s >/dev/null &&
 	while read -r p; do
 		test "$(http_code "$p")" = 200 || { echo "$p is missing"; return 1; }
 	done <installed.paths &&
+	: "Helm asked ksim for its API versions: the release holds the policy" &&
+	helm get manifest iot-operator --kubeconfig "$KSIM_CONFIG" >manifest.yaml &&
+	grep -x "kind: ValidatingAdmissionPolicy" manifest.yaml &&
+	grep -x "kind: ValidatingAdmissionPolicyBinding" manifest.yaml &&
+	e2e_policy_in_force &&
 	helm status iot-operator --kubeconfig "$KSIM_CONFIG" -o json >status.json &&
 	jq -e ".info.status == \"deployed\" and .version == 1" status.json
 '
@@ -304,7 +317,7 @@ test_expect_success 'helm upgrade with changed values changes the Deployment; sh
 	jq -e ".info.status == \"deployed\" and .version == 2" status.json
 '
 
-test_expect_success 'helm uninstall removes what it installed; the CRD stays' '
+test_expect_success 'helm uninstall removes what it installed, the admission policy included; the CRD stays' '
 	k delete -n $O iotservice $X --wait=false >delete.out &&
 	test_wait_for 30 iot_gone &&
 	e2e_operator_stop op &&
@@ -314,6 +327,7 @@ test_expect_success 'helm uninstall removes what it installed; the CRD stays' '
 		test "$(http_code "$p")" = 404 || { echo "$p is still there"; return 1; }
 	done <installed.paths &&
 	test "$(http_code $SHARDS_ROLE)" = 404 &&
+	test "$(http_code $VAP)" = 404 && test "$(http_code $VAPB)" = 404 &&
 	test "$(http_code /apis/apiextensions.k8s.io/v1/customresourcedefinitions/iotservices.cp.iot.sap)" = 200 &&
 	helm list --kubeconfig "$KSIM_CONFIG" --all-namespaces -q >releases &&
 	test_cmp /dev/null releases &&

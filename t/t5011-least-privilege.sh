@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='least privilege (issue 32): the operator ServiceAccount, with deploy/ RBAC (and deploy/policy/ where the server has ValidatingAdmissionPolicies), cannot write outside its namespaces, read other Secrets or bind itself elsewhere, nor (deploy-sharded/) touch a Lease outside O; each refusal names its reason as a real server does (kubectl 1.27 and 1.33)'
+test_description='least privilege (issue 32): the operator ServiceAccount, with deploy/ RBAC and deploy/policy/, cannot write outside its namespaces, read other Secrets or bind itself elsewhere, nor (deploy-sharded/) touch a Lease outside O; each refusal names its reason as a real server does (kubectl 1.27 and 1.33)'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
@@ -15,12 +15,6 @@ k () {
 	timeout 30 kubectl "$@"
 }
 
-# Whether the server serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (1.30 and later).
-has_policies () {
-	ksim_curl -o arv1.json /apis/admissionregistration.k8s.io/v1 &&
-	jq -e 'any(.resources[]?; .name == "validatingadmissionpolicies")' arv1.json >/dev/null
-}
-
 test_expect_success 'setup: deploy/ as the admin (deploy/policy/ comes below); the instance namespace and its RoleBinding as the ServiceAccount' '
 	k apply -k "$PROJECT_ROOT/deploy" >out &&
 	k wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s >out &&
@@ -30,7 +24,7 @@ test_expect_success 'setup: deploy/ as the admin (deploy/policy/ comes below); t
 	kind: Namespace
 	metadata:
 	  name: $I
-	  labels: {app.kubernetes.io/managed-by: iot-operator, cp.iot.sap/operator: devawsk8s}
+	  labels: {app.kubernetes.io/managed-by: iot-operator, cp.iot.sap/operator: devawsk8s, pod-security.kubernetes.io/enforce: baseline}
 	---
 	apiVersion: rbac.authorization.k8s.io/v1
 	kind: RoleBinding
@@ -123,6 +117,22 @@ ksb_yaml () {
 }
 
 # lease_yaml NAME NAMESPACE HOLDER: a Lease as a replica writes one
+# rb_yaml NAME NAMESPACE SUBJECT...: a RoleBinding to iot-operator-instance for those subjects (flow maps)
+rb_yaml () {
+	rb_name=$1 rb_ns=$2
+	shift 2
+	cat <<-EOF
+	apiVersion: rbac.authorization.k8s.io/v1
+	kind: RoleBinding
+	metadata: {name: $rb_name, namespace: $rb_ns}
+	roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: iot-operator-instance}
+	subjects:
+	EOF
+	for rb_s in "$@"; do
+		echo "- $rb_s"
+	done
+}
+
 lease_yaml () {
 	cat <<-EOF
 	apiVersion: coordination.k8s.io/v1
@@ -188,55 +198,227 @@ test_expect_success 'RBAC, deploy-sharded/: no Lease of another namespace create
 
 # What README says remains open without admissionregistration.k8s.io/v1 (1.27 to 1.29): RBAC
 # cannot limit create on RoleBindings by namespace, so the ServiceAccount can bind itself
-# iot-operator-instance anywhere; and patch, delete on namespaces are not limited by label.
-test_expect_success 'without the policy (a server before 1.30), what remains open: iot-operator-instance bound in kube-system' '
+# iot-operator-instance anywhere, then read that namespace's Secrets and run a Deployment there as
+# any ServiceAccount of it, mounting the node; and patch, delete on namespaces are not limited by label.
+test_expect_success 'without the policy (a server before 1.30), what remains open: iot-operator-instance bound in kube-system, its Secrets read, a Deployment there as its ServiceAccount, on the node'"'"'s root' '
 	ksb_yaml kube-system >ks-rb.yaml &&
 	k --kubeconfig op.kubeconfig create -f ks-rb.yaml >out &&
 	k --kubeconfig op.kubeconfig get secrets -n kube-system -o name >out &&
 	grep -x secret/s out &&
+	cat >ks-deploy.yaml <<-\EOF &&
+	apiVersion: apps/v1
+	kind: Deployment
+	metadata: {name: node-root, namespace: kube-system}
+	spec:
+	  selector: {matchLabels: {app: node-root}}
+	  template:
+	    metadata: {labels: {app: node-root}}
+	    spec:
+	      serviceAccountName: default
+	      hostPID: true
+	      containers: [{name: c, image: busybox, securityContext: {privileged: true}}]
+	      volumes: [{name: root, hostPath: {path: /}}]
+	EOF
+	k --kubeconfig op.kubeconfig create -f ks-deploy.yaml >out &&
+	k delete -f ks-deploy.yaml >out &&
 	k delete -f ks-rb.yaml >out
 '
 
-if has_policies; then
-	test_expect_success 'deploy/policy/ installed as the admin' '
-		k apply -k "$PROJECT_ROOT/deploy/policy" >out
-	'
+test_expect_success 'without the policy, what remains open: iot-operator-instance bound to a tenant'"'"'s ServiceAccount in an instance namespace' '
+	rb_yaml leak $I "{kind: ServiceAccount, name: iot-operator, namespace: tenant}" >leak-rb.yaml &&
+	k --kubeconfig op.kubeconfig create -f leak-rb.yaml >out &&
+	k delete -f leak-rb.yaml >out
+'
 
-	test_expect_success 'the policy: a RoleBinding to iot-operator-instance in kube-system, or in O, is refused' '
-		ksb_yaml kube-system >ks-rb.yaml &&
-		refused "Error from server (Forbidden): error when creating \"ks-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator writes only in its namespace devawsk8s and in namespaces labelled cp.iot.sap/operator=devawsk8s" \
-			create -f ks-rb.yaml &&
-		ksb_yaml devawsk8s >o-rb.yaml &&
-		refused "Error from server (Forbidden): error when creating \"o-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its ServiceAccount, and only in its instance namespaces" \
-			create -f o-rb.yaml
-	'
+# RBAC's escalation check lets whoever may create RoleBindings bind any role whose rights it holds
+# there, to anyone: bind adds iot-operator-instance to those (README, bind and CIS 4.1.7).
+own_rb_yaml () {
+	cat <<-EOF
+	apiVersion: rbac.authorization.k8s.io/v1
+	kind: RoleBinding
+	metadata: {name: handed-on, namespace: tenant}
+	roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: iot-operator}
+	subjects:
+	- {kind: ServiceAccount, name: default, namespace: tenant}
+	EOF
+}
 
-	test_expect_success 'the policy: iot-operator-instance bound to another subject in an instance namespace is refused' '
-		ksb_yaml $I | sed "s/name: iot-operator-instance, namespace/name: other, namespace/; s/name: iot-operator, namespace: devawsk8s/name: default, namespace: $I/" >other-rb.yaml &&
-		grep "name: default" other-rb.yaml &&
-		refused "Error from server (Forbidden): error when creating \"other-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"other\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its ServiceAccount, and only in its instance namespaces" \
-			create -f other-rb.yaml
-	'
+test_expect_success 'without the policy, what remains open: the ServiceAccount hands its own rights on (its ClusterRole bound to a tenant'"'"'s ServiceAccount)' '
+	own_rb_yaml >handed-on.yaml &&
+	k --kubeconfig op.kubeconfig create -f handed-on.yaml >out &&
+	k delete -f handed-on.yaml >out
+'
 
-	test_expect_success 'the policy: kube-system cannot be labelled an instance namespace, an unlabelled namespace not deleted' '
-		refused "Error from server (Forbidden): namespaces \"kube-system\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
-			label namespace kube-system cp.iot.sap/operator=devawsk8s &&
-		refused "Error from server (Forbidden): namespaces \"tenant\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
-			delete namespace tenant --wait=false &&
-		refused "Error from server (Forbidden): namespaces \"other\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
-			create namespace other &&
-		k get namespace kube-system -o jsonpath="{.metadata.labels}" >labels &&
-		! grep cp.iot.sap labels &&
-		k get namespace tenant -o name >out
-	'
+test_expect_success 'without the policy, what remains open: the Pod Security level of an instance namespace lowered, a namespace made without it' '
+	k --kubeconfig op.kubeconfig label namespace $I pod-security.kubernetes.io/enforce=privileged --overwrite >out &&
+	k --kubeconfig op.kubeconfig create namespace no-psa >out &&
+	k label namespace $I pod-security.kubernetes.io/enforce=baseline --overwrite >out &&
+	k delete namespace no-psa --wait=false >out
+'
 
-	test_expect_success 'the policy lets the operator do its work: an instance namespace and its children, deleted' '
-		k --kubeconfig op.kubeconfig create secret generic mine2 -n $I --from-literal=a=b >out &&
-		k --kubeconfig op.kubeconfig delete namespace $I --wait=false >out
-	'
-else
-	say "the server serves no ValidatingAdmissionPolicies: the policy's tests are left out"
-fi
+# ksim serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicies, as Kubernetes 1.30 and later
+# do: the policy's tests run on it, always.
+test_expect_success 'the server serves ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1)' '
+	ksim_curl -o arv1.json /apis/admissionregistration.k8s.io/v1 &&
+	jq -e "any(.resources[]?; .name == \"validatingadmissionpolicies\") and
+		any(.resources[]?; .name == \"validatingadmissionpolicybindings\")" arv1.json
+'
+
+test_expect_success 'deploy/policy/ installed as the admin' '
+	k apply -k "$PROJECT_ROOT/deploy/policy" >out
+'
+
+test_expect_success 'the policy: a RoleBinding to iot-operator-instance in kube-system, or in O, is refused' '
+	ksb_yaml kube-system >ks-rb.yaml &&
+	refused "Error from server (Forbidden): error when creating \"ks-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator writes only in its namespace devawsk8s and in namespaces labelled cp.iot.sap/operator=devawsk8s" \
+		create -f ks-rb.yaml &&
+	ksb_yaml devawsk8s >o-rb.yaml &&
+	refused "Error from server (Forbidden): error when creating \"o-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"iot-operator-instance\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces" \
+		create -f o-rb.yaml
+'
+
+test_expect_success 'the policy: iot-operator-instance bound to another subject in an instance namespace is refused' '
+	ksb_yaml $I | sed "s/name: iot-operator-instance, namespace/name: other, namespace/; s/name: iot-operator, namespace: devawsk8s/name: default, namespace: $I/" >other-rb.yaml &&
+	grep "name: default" other-rb.yaml &&
+	refused "Error from server (Forbidden): error when creating \"other-rb.yaml\": rolebindings.rbac.authorization.k8s.io \"other\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces" \
+		create -f other-rb.yaml
+'
+
+# RBAC lets the ServiceAccount bind iot-operator-instance to anyone (bind by name); the policy
+# allows exactly one subject, the ServiceAccount itself, by name and namespace.
+test_expect_success 'the policy: iot-operator-instance bound to iot-operator of another namespace, a User, a Group or two subjects is refused' '
+	want () {
+		echo "Error from server (Forbidden): error when creating \"$1.yaml\": rolebindings.rbac.authorization.k8s.io \"$1\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces"
+	} &&
+	rb_yaml tenant-sa $I "{kind: ServiceAccount, name: iot-operator, namespace: tenant}" >tenant-sa.yaml &&
+	refused "$(want tenant-sa)" create -f tenant-sa.yaml &&
+	rb_yaml no-ns $I "{kind: ServiceAccount, name: iot-operator}" >no-ns.yaml &&
+	refused "$(want no-ns)" create -f no-ns.yaml &&
+	rb_yaml user $I "{apiGroup: rbac.authorization.k8s.io, kind: User, name: \"$SA\"}" >user.yaml &&
+	refused "$(want user)" create -f user.yaml &&
+	rb_yaml group $I "{apiGroup: rbac.authorization.k8s.io, kind: Group, name: \"system:serviceaccounts:tenant\"}" >group.yaml &&
+	refused "$(want group)" create -f group.yaml &&
+	rb_yaml two $I "{kind: ServiceAccount, name: iot-operator, namespace: devawsk8s}" \
+		"{kind: ServiceAccount, name: iot-operator, namespace: tenant}" >two.yaml &&
+	refused "$(want two)" create -f two.yaml &&
+	k get rolebindings -n $I -o name >names &&
+	echo rolebinding.rbac.authorization.k8s.io/iot-operator-instance >expect &&
+	test_cmp expect names &&
+	own_rb_yaml >handed-on.yaml &&
+	refused "Error from server (Forbidden): error when creating \"handed-on.yaml\": rolebindings.rbac.authorization.k8s.io \"handed-on\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator writes only in its namespace devawsk8s and in namespaces labelled cp.iot.sap/operator=devawsk8s" \
+		create -f handed-on.yaml &&
+	own_rb_yaml | sed "s/namespace: tenant}\$/namespace: $I}/" >handed-on-i.yaml &&
+	grep "name: handed-on, namespace: $I}" handed-on-i.yaml &&
+	refused "Error from server (Forbidden): error when creating \"handed-on-i.yaml\": rolebindings.rbac.authorization.k8s.io \"handed-on\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator binds only the ClusterRole iot-operator-instance, only to its own ServiceAccount devawsk8s/iot-operator as the one subject, and only in its instance namespaces" \
+		create -f handed-on-i.yaml
+'
+
+test_expect_success 'the policy: kube-system cannot be labelled an instance namespace, an unlabelled namespace not deleted' '
+	refused "Error from server (Forbidden): namespaces \"kube-system\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
+		label namespace kube-system cp.iot.sap/operator=devawsk8s &&
+	refused "Error from server (Forbidden): namespaces \"tenant\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
+		delete namespace tenant --wait=false &&
+	refused "Error from server (Forbidden): namespaces \"other\" is forbidden: ValidatingAdmissionPolicy '"'"'iot-operator'"'"' with binding '"'"'iot-operator'"'"' denied request: the operator may create only namespaces labelled cp.iot.sap/operator=devawsk8s, and change or delete only namespaces that carry that label" \
+		create namespace other &&
+	k get namespace kube-system -o jsonpath="{.metadata.labels}" >labels &&
+	! grep cp.iot.sap labels &&
+	k get namespace tenant -o name >out
+'
+
+PSA="ValidatingAdmissionPolicy 'iot-operator' with binding 'iot-operator' denied request: the operator's namespaces enforce Pod Security baseline or restricted (the label pod-security.kubernetes.io/enforce), from their creation on"
+
+# ns_yaml NAME [ENFORCE]: an instance namespace as the operator writes it, with that Pod Security level
+ns_yaml () {
+	cat <<-EOF
+	apiVersion: v1
+	kind: Namespace
+	metadata:
+	  name: $1
+	  labels: {cp.iot.sap/operator: devawsk8s${2:+, pod-security.kubernetes.io/enforce: $2}}
+	EOF
+}
+
+test_expect_success 'the policy: an instance namespace without Pod Security baseline is not created, its label not removed nor weakened' '
+	ns_yaml psa-none >psa-none.yaml &&
+	refused "Error from server (Forbidden): error when creating \"psa-none.yaml\": namespaces \"psa-none\" is forbidden: $PSA" \
+		create -f psa-none.yaml &&
+	ns_yaml psa-privileged privileged >psa-privileged.yaml &&
+	refused "Error from server (Forbidden): error when creating \"psa-privileged.yaml\": namespaces \"psa-privileged\" is forbidden: $PSA" \
+		create -f psa-privileged.yaml &&
+	refused "Error from server (Forbidden): namespaces \"$I\" is forbidden: $PSA" \
+		label namespace $I pod-security.kubernetes.io/enforce=privileged --overwrite &&
+	refused "Error from server (Forbidden): namespaces \"$I\" is forbidden: $PSA" \
+		label namespace $I pod-security.kubernetes.io/enforce- &&
+	k get namespace $I -o jsonpath="{.metadata.labels.pod-security\.kubernetes\.io/enforce}{\"\n\"}" >level &&
+	echo baseline >expect && test_cmp expect level &&
+	ns_yaml psa-restricted restricted >psa-restricted.yaml &&
+	k --kubeconfig op.kubeconfig create -f psa-restricted.yaml >out &&
+	k --kubeconfig op.kubeconfig label namespace psa-restricted pod-security.kubernetes.io/enforce=baseline --overwrite >out &&
+	k get namespaces -o name >names &&
+	! grep -e psa-none -e psa-privileged names
+'
+
+NODE="ValidatingAdmissionPolicy 'iot-operator' with binding 'iot-operator' denied request: the operator's Deployments and StatefulSets run no pod that reaches its node (host network, PID or IPC, hostPath volumes, privileged containers, added capabilities, host ports)"
+
+# workload_yaml KIND NAME POD-SPEC-LINES...: a Deployment or StatefulSet in the instance namespace
+workload_yaml () {
+	wl_kind=$1 wl_name=$2
+	shift 2
+	cat <<-EOF
+	apiVersion: apps/v1
+	kind: $wl_kind
+	metadata: {name: $wl_name, namespace: $I}
+	spec:
+	  selector: {matchLabels: {app: $wl_name}}
+	  template:
+	    metadata: {labels: {app: $wl_name}}
+	    spec:
+	EOF
+	for wl_l in "$@"; do
+		echo "      $wl_l"
+	done
+}
+
+test_expect_success 'the policy: no Deployment or StatefulSet in an instance namespace reaches its node' '
+	c="containers: [{name: c, image: busybox}]" &&
+	workload_yaml Deployment hostpath "$c" "volumes: [{name: root, hostPath: {path: /}}]" >hostpath.yaml &&
+	workload_yaml Deployment hostnet "$c" "hostNetwork: true" >hostnet.yaml &&
+	workload_yaml StatefulSet hostpid "$c" "hostPID: true" >hostpid.yaml &&
+	workload_yaml Deployment hostipc "$c" "hostIPC: true" >hostipc.yaml &&
+	workload_yaml StatefulSet privileged \
+		"containers: [{name: c, image: busybox, securityContext: {privileged: true}}]" >privileged.yaml &&
+	workload_yaml Deployment caps "$c" \
+		"initContainers: [{name: i, image: busybox, securityContext: {capabilities: {add: [SYS_ADMIN]}}}]" >caps.yaml &&
+	workload_yaml Deployment hostport "containers: [{name: c, image: busybox, ports: [{containerPort: 22, hostPort: 22}]}]" \
+		>hostport.yaml &&
+	for w in hostpath hostnet hostipc caps hostport; do
+		refused "Error from server (Forbidden): error when creating \"$w.yaml\": deployments.apps \"$w\" is forbidden: $NODE" \
+			create -f $w.yaml || return 1
+	done &&
+	for w in hostpid privileged; do
+		refused "Error from server (Forbidden): error when creating \"$w.yaml\": statefulsets.apps \"$w\" is forbidden: $NODE" \
+			create -f $w.yaml || return 1
+	done &&
+	k get deployments,statefulsets -n $I -o name >names &&
+	test_cmp /dev/null names
+'
+
+test_expect_success 'the policy: a workload of the operator'"'"'s kind is written, and not made privileged afterwards' '
+	workload_yaml Deployment plain "containers: [{name: c, image: busybox, securityContext: {capabilities: {drop: [ALL]}}}]" \
+		"volumes: [{name: s, secret: {secretName: mine}}]" "securityContext: {fsGroup: 999}" >plain.yaml &&
+	k --kubeconfig op.kubeconfig apply --server-side --field-manager iot-operator -f plain.yaml >out &&
+	workload_yaml Deployment plain "containers: [{name: c, image: busybox, securityContext: {capabilities: {drop: [ALL]}, privileged: true}}]" \
+		"volumes: [{name: s, secret: {secretName: mine}}]" "securityContext: {fsGroup: 999}" >plain-priv.yaml &&
+	refused "Error from server (Forbidden): deployments.apps \"plain\" is forbidden: $NODE" \
+		apply --server-side --field-manager iot-operator -f plain-priv.yaml &&
+	k get deployment plain -n $I -o jsonpath="{.spec.template.spec.containers[0].securityContext}{\"\n\"}" >sc &&
+	! grep privileged sc
+'
+
+test_expect_success 'the policy lets the operator do its work: an instance namespace and its children, deleted' '
+	k --kubeconfig op.kubeconfig create secret generic mine2 -n $I --from-literal=a=b >out &&
+	k --kubeconfig op.kubeconfig delete namespace $I --wait=false >out
+'
 
 test_expect_success 'ksim stops cleanly' '
 	ksim_stop

@@ -3,16 +3,26 @@
  * kube-apiserver's ValidatingAdmissionPolicy plugin applies them to a write,
  * after RBAC and the object's own validation: each binding (in name order)
  * names a policy; a policy whose matchConstraints.resourceRules match the
- * request and whose matchConditions all hold runs its validations in order,
- * with request, object, oldObject and namespaceObject bound, in the CEL
- * subset of lib/cel.h. The first false one refuses the request (when the
- * binding's validationActions hold Deny) with the Status kube-apiserver
- * answers; an evaluation error refuses it too under failurePolicy Fail.
+ * request (scope included) and whose matchConditions all hold runs its
+ * validations in order, with request, object, oldObject and namespaceObject
+ * bound, in the CEL subset of lib/cel.h. The first false one refuses the
+ * request (when the binding's validationActions hold Deny) with the Status
+ * kube-apiserver answers; an evaluation error refuses it too under
+ * failurePolicy Fail. Writes of the policies and bindings themselves are
+ * exempt, as kube-apiserver exempts them.
+ *
+ * matchPolicy Equivalent (the API's default) matches a request also through
+ * another version of its resource (the same storage): for excludeResourceRules
+ * ksim does so; a resourceRules match only through another version would need
+ * the object converted to it, which ksim does not do: such a policy is refused
+ * when written, and a request it would match that way (a CRD version added
+ * later) is refused as kube-apiserver refuses a policy it cannot configure.
  *
  * A policy or binding that uses what ksim does not implement (params,
  * variables, messageExpression, auditAnnotations, selectors, matchResources,
  * CEL outside the subset) is refused when written, so that no policy is
- * silently half enforced.
+ * silently half enforced; so are the values kube-apiserver refuses (scope,
+ * matchPolicy, reason).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,25 +84,60 @@ struct request {
 	const char *op, *ns, *name, *sub;
 };
 
-static int rule_matches(jv rule, const struct request *rq)
+static int is_namespaces(const struct ksim_type *t)
 {
-	jv res = path(jv_copy(rule), "resources", NULL), names;
+	return !*t->group && !strcmp(t->resource, "namespaces");
+}
+
+/* Whether rule's apiGroups, apiVersions and resources take t's resource (and subresource sub, or NULL). */
+static int rule_takes(jv rule, const struct ksim_type *t, const char *sub)
+{
+	jv res = path(jv_copy(rule), "resources", NULL);
 	int ok = 0;
 
-	if (!list_has(path(jv_copy(rule), "apiGroups", NULL), rq->t->group) ||
-	    !list_has(path(jv_copy(rule), "apiVersions", NULL), rq->t->version) ||
-	    !list_has(path(jv_copy(rule), "operations", NULL), rq->op)) {
+	if (!list_has(path(jv_copy(rule), "apiGroups", NULL), t->group) ||
+	    !list_has(path(jv_copy(rule), "apiVersions", NULL), t->version)) {
 		jv_free(res);
 		return 0;
 	}
 	if (jv_get_kind(res) == JV_KIND_ARRAY) {
 		jv_array_foreach(res, i, e) {
 			if (jv_get_kind(e) == JV_KIND_STRING)
-				ok |= resource_matches(jv_string_value(e), rq->t->resource, rq->sub);
+				ok |= resource_matches(jv_string_value(e), t->resource, sub);
 			jv_free(e);
 		}
 	}
 	jv_free(res);
+	return ok;
+}
+
+/*
+ * A rule's scope, as kube-apiserver's rule matcher reads it: Namespaced, a
+ * request in a namespace (never of a Namespace itself); Cluster, the others;
+ * "*" or none, all.
+ */
+static int scope_matches(jv rule, const struct request *rq)
+{
+	jv scope = path(jv_copy(rule), "scope", NULL);
+	int ok = 1;
+
+	if (str_is(scope, "Namespaced"))
+		ok = !is_namespaces(rq->t) && *rq->ns;
+	else if (str_is(scope, "Cluster"))
+		ok = is_namespaces(rq->t) || !*rq->ns;
+	jv_free(scope);
+	return ok;
+}
+
+/* Whether rule matches the request, taking t for its resource (the request's own, or an equivalent). */
+static int rule_matches(jv rule, const struct request *rq, const struct ksim_type *t)
+{
+	jv names;
+	int ok;
+
+	if (!list_has(path(jv_copy(rule), "operations", NULL), rq->op) || !scope_matches(rule, rq))
+		return 0;
+	ok = rule_takes(rule, t, rq->sub);
 	names = path(jv_copy(rule), "resourceNames", NULL);
 	if (ok && jv_get_kind(names) == JV_KIND_ARRAY && jv_array_length(jv_copy(names)) > 0) {
 		ok = 0;
@@ -105,26 +150,58 @@ static int rule_matches(jv rule, const struct request *rq)
 	return ok;
 }
 
-/* Whether any rule of rules (borrowed) matches. */
-static int rules_match(jv rules, const struct request *rq)
+/* Whether any rule of rules (borrowed) matches, taking t for the request's resource. */
+static int rules_match(jv rules, const struct request *rq, const struct ksim_type *t)
 {
 	int ok = 0;
 
 	if (jv_get_kind(rules) != JV_KIND_ARRAY)
 		return 0;
 	jv_array_foreach(rules, i, r) {
-		ok |= rule_matches(r, rq);
+		ok |= rule_matches(r, rq, t);
 		jv_free(r);
 	}
 	return ok;
 }
 
-static int policy_matches(jv policy, const struct request *rq)
+/* Another served version of t's resource (the same storage) that a rule of rules matches, or NULL. */
+static const struct ksim_type *equivalent_match(jv rules, const struct request *rq)
+{
+	const struct ksim_type *e;
+
+	for (e = ksim_types(); e; e = e->next)
+		if (e != rq->t && e->served && !strcmp(e->gr, rq->t->gr) && rules_match(rules, rq, e))
+			return e;
+	return NULL;
+}
+
+/* Whether matchConstraints (borrowed) asks for matchPolicy Equivalent: its value, or the API's default. */
+static int equivalent_policy(jv mc)
+{
+	jv mp = path(jv_copy(mc), "matchPolicy", NULL);
+	int eq = !str_is(mp, "Exact");
+
+	jv_free(mp);
+	return eq;
+}
+
+/*
+ * 1 when the policy applies to the request, 0 when not, -1 when its resourceRules match only another
+ * version of the resource (matchPolicy Equivalent), *equiv that version: ksim does not convert.
+ */
+static int policy_matches(jv policy, const struct request *rq, const struct ksim_type **equiv)
 {
 	jv mc = path(jv_copy(policy), "spec", "matchConstraints");
-	jv inc = path(jv_copy(mc), "resourceRules", NULL), exc = path(mc, "excludeResourceRules", NULL);
-	int ok = rules_match(inc, rq) && !rules_match(exc, rq);
+	jv inc = path(jv_copy(mc), "resourceRules", NULL), exc = path(jv_copy(mc), "excludeResourceRules", NULL);
+	int eq = equivalent_policy(mc), ok;
 
+	if (rules_match(exc, rq, rq->t) || (eq && equivalent_match(exc, rq)))
+		ok = 0;
+	else if (rules_match(inc, rq, rq->t))
+		ok = 1;
+	else
+		ok = eq && (*equiv = equivalent_match(inc, rq)) ? -1 : 0;
+	jv_free(mc);
 	jv_free(inc);
 	jv_free(exc);
 	return ok;
@@ -162,7 +239,12 @@ static int eval_bool(const char *expr, jv vars, char **msg)
 	return -1;
 }
 
-/* A refusal, as kube-apiserver's plugin words it, into *status; returns its code. */
+/*
+ * A refusal, as kube-apiserver's plugin words it, into *status; returns its code: that of the reason
+ * (kube-apiserver's reasonToCode: Forbidden 403, Unauthorized 401, RequestEntityTooLarge 413, Invalid
+ * and any other 422; a policy's reason is one of Forbidden, Invalid, RequestEntityTooLarge, checked when
+ * written). binding NULL: a policy that cannot be configured, named without one.
+ */
 static int deny(const struct request *rq, const char *policy, const char *binding, const char *msg, const char *reason,
 		jv *status)
 {
@@ -174,8 +256,11 @@ static int deny(const struct request *rq, const char *policy, const char *bindin
 	if (!reason || !*reason)
 		reason = "Invalid";
 	code = !strcmp(reason, "Forbidden") ? 403 : !strcmp(reason, "Unauthorized") ? 401
-	       : !strcmp(reason, "RequestEntityTooLarge") ? 413 : !strcmp(reason, "Invalid") ? 422 : 400;
-	kop_buf_addf(&m, "ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", policy, binding, msg);
+	       : !strcmp(reason, "RequestEntityTooLarge") ? 413 : 422;
+	if (binding)
+		kop_buf_addf(&m, "ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", policy, binding, msg);
+	else
+		kop_buf_addf(&m, "ValidatingAdmissionPolicy '%s' denied request: %s", policy, msg);
 	if (rq->name && *rq->name)
 		kop_buf_addf(&full, "%s \"%s\" is forbidden: %s", gr, rq->name, m.buf);
 	else
@@ -311,21 +396,54 @@ static jv request_var(const struct request *rq, const char *user, const char *co
 			 jv_string("dryRun"), jv_bool(dry));
 }
 
+/*
+ * A policy that matches the request only through another version of its resource: refused under
+ * failurePolicy Fail as kube-apiserver refuses a policy it cannot configure (its object not converted),
+ * admitted under Ignore.
+ */
+static int unconverted(const struct request *rq, jv policy, const struct ksim_type *equiv, jv *status)
+{
+	jv fp = path(jv_copy(policy), "spec", "failurePolicy");
+	struct kop_buf m = KOP_BUF_INIT;
+	int code = 0;
+
+	if (!str_is(fp, "Ignore")) {
+		kop_buf_addf(&m, "failed to configure policy: failed to convert object version: ksim does not convert %s %s "
+			     "to %s, which matchPolicy Equivalent matches it through (use matchPolicy: Exact)",
+			     rq->t->api_version, rq->t->resource, equiv->api_version);
+		code = deny(rq, ksim_str(policy, "metadata.name"), NULL, m.buf, NULL, status);
+		kop_buf_release(&m);
+	}
+	jv_free(fp);
+	return code;
+}
+
 int ksim_admit(const struct ksim_type *t, const char *op, const char *ns, const char *name, const char *sub,
 	       jv object, jv old, const struct wopts *o, jv *status)
 {
-	struct request rq = { t, op, (t->flags & KT_NAMESPACED) && ns ? ns : "", name, sub };
+	/* (a Namespace's own request is in the namespace it names, but for its create: kube-apiserver's attributes) */
+	struct request rq = { t, op, is_namespaces(t) ? (strcmp(op, "CREATE") && name ? name : "")
+					 : (t->flags & KT_NAMESPACED) && ns ? ns : "", name, sub };
 	jv bindings = jv_array(), vars = jv_invalid();
 	int code = 0;
 
+	if (!strcmp(t->gr, VAP_GR) || !strcmp(t->gr, VAPB_GR)) {
+		jv_free(bindings);
+		return 0;
+	}
 	ksim_store_each(VAPB_GR, NULL, NULL, collect, &bindings);
 	jv_array_foreach(bindings, i, b) {
 		const char *pname = ksim_str(b, "spec.policyName");
 		jv policy = pname ? ksim_store_get(VAP_GR, "", pname) : jv_invalid();
+		const struct ksim_type *equiv = NULL;
+		int m = !code && jv_is_valid(policy) ? policy_matches(policy, &rq, &equiv) : 0;
 
-		if (!code && jv_is_valid(policy) && policy_matches(policy, &rq)) {
+		if (m < 0)
+			code = unconverted(&rq, policy, equiv, status);
+		if (m > 0) {
 			if (!jv_is_valid(vars)) {
-				jv nso = *rq.ns ? ksim_store_get("namespaces", "", rq.ns) : jv_invalid();
+				/* (the namespace of a Namespace's request is not its namespaceObject: null) */
+				jv nso = *rq.ns && !is_namespaces(t) ? ksim_store_get("namespaces", "", rq.ns) : jv_invalid();
 
 				vars = JV_OBJECT(jv_string("request"), request_var(&rq, o->user, o->groups, o->dry_run),
 						 jv_string("object"), jv_copy(object), jv_string("oldObject"),
@@ -413,6 +531,127 @@ static jv check_expressions(jv causes, jv spec, const char *field)
 	return causes;
 }
 
+/* A cause for field holding value, which is none of supported (as kube-apiserver lists them, sorted). */
+static jv not_supported(jv causes, const char *field, const char *value, const char *supported)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+
+	kop_buf_adds(&b, "Unsupported value: ");
+	kop_buf_add_quoted(&b, value, strlen(value));
+	kop_buf_addf(&b, ": supported values: %s", supported);
+	causes = jv_array_append(causes, cause("FieldValueNotSupported", b.buf, field));
+	kop_buf_release(&b);
+	return causes;
+}
+
+/* The value of field (a string; consumed) when it is present and none of the NULL-terminated ok. */
+static const char *off_list(jv v, const char *const *ok, char *buf, size_t size)
+{
+	size_t i;
+
+	if (jv_get_kind(v) != JV_KIND_STRING) {
+		int absent = !jv_is_valid(v) || jv_get_kind(v) == JV_KIND_NULL;
+
+		jv_free(v);
+		return absent ? NULL : "(not a string)";
+	}
+	for (i = 0; ok[i] && strcmp(ok[i], jv_string_value(v)); i++)
+		;
+	snprintf(buf, size, "%s", jv_string_value(v));
+	jv_free(v);
+	return ok[i] ? NULL : buf;
+}
+
+/* The scope of each rule of matchConstraints' list field: "*", Cluster or Namespaced. */
+static jv check_scopes(jv causes, jv mc, const char *field)
+{
+	static const char *const scopes[] = { "*", "Cluster", "Namespaced", NULL };
+	jv rules = path(jv_copy(mc), field, NULL);
+
+	if (jv_get_kind(rules) == JV_KIND_ARRAY) {
+		jv_array_foreach(rules, i, r) {
+			char f[128], v[128];
+			const char *bad = off_list(path(jv_copy(r), "scope", NULL), scopes, v, sizeof(v));
+
+			snprintf(f, sizeof(f), "spec.matchConstraints.%s[%d].scope", field, i);
+			if (bad)
+				causes = not_supported(causes, f, bad, "\"*\", \"Cluster\", \"Namespaced\"");
+			jv_free(r);
+		}
+	}
+	jv_free(rules);
+	return causes;
+}
+
+/*
+ * Under matchPolicy Equivalent, a resource (of the types served now) that resourceRules take only
+ * through another version of it: ksim would have to convert the object to that version.
+ */
+static jv check_equivalents(jv causes, jv mc)
+{
+	jv rules = path(jv_copy(mc), "resourceRules", NULL);
+	const struct ksim_type *t, *e;
+	int found = 0;
+
+	for (t = ksim_types(); t && !found && jv_get_kind(rules) == JV_KIND_ARRAY; t = t->next) {
+		static const char *const subs[] = { NULL, "status", "scale" };
+
+		for (size_t k = 0; t->served && !found && k < sizeof(subs) / sizeof(subs[0]); k++) {
+			int takes = 0;
+
+			jv_array_foreach(rules, i, r) {
+				takes |= rule_takes(r, t, subs[k]);
+				jv_free(r);
+			}
+			for (e = ksim_types(); e && !takes && !found; e = e->next) {
+				if (e == t || !e->served || strcmp(e->gr, t->gr))
+					continue;
+				jv_array_foreach(rules, i, r) {
+					found |= rule_takes(r, e, subs[k]);
+					jv_free(r);
+				}
+				if (found) {
+					struct kop_buf b = KOP_BUF_INIT;
+
+					kop_buf_addf(&b, "Unsupported value: ksim does not implement matchPolicy Equivalent "
+						     "where it differs from Exact: resourceRules take %s %s%s%s and, through it, "
+						     "its equivalent %s %s, to which ksim does not convert (set matchPolicy: "
+						     "Exact, and list each version the policy is for)", e->api_version,
+						     e->resource, subs[k] ? "/" : "", subs[k] ? subs[k] : "", t->api_version,
+						     t->resource);
+					causes = jv_array_append(causes, cause("FieldValueNotSupported", b.buf,
+									       "spec.matchConstraints.matchPolicy"));
+					kop_buf_release(&b);
+				}
+			}
+		}
+	}
+	jv_free(rules);
+	return causes;
+}
+
+/* The reason of each validation: Forbidden, Invalid or RequestEntityTooLarge, as kube-apiserver allows. */
+static jv check_reasons(jv causes, jv spec)
+{
+	static const char *const reasons[] = { "Forbidden", "Invalid", "RequestEntityTooLarge", NULL };
+	jv list = path(jv_copy(spec), "validations", NULL);
+
+	if (jv_get_kind(list) == JV_KIND_ARRAY) {
+		jv_array_foreach(list, i, v) {
+			char f[128], val[128];
+			const char *bad = off_list(path(jv_copy(v), "reason", NULL), reasons, val, sizeof(val));
+
+			snprintf(f, sizeof(f), "spec.validations[%d].reason", i);
+			if (bad)
+				causes = not_supported(causes, f, bad,
+						       "\"Forbidden\", \"Invalid\", \"RequestEntityTooLarge\"");
+			jv_free(v);
+		}
+	}
+	jv_free(list);
+	return causes;
+}
+
 int ksim_admission_check(const struct ksim_type *t, jv obj, jv *status)
 {
 	jv spec = path(jv_copy(obj), "spec", NULL), causes = jv_array();
@@ -436,6 +675,20 @@ int ksim_admission_check(const struct ksim_type *t, jv obj, jv *status)
 		if (empty(path(jv_copy(mc), "resourceRules", NULL)))
 			causes = jv_array_append(causes, cause("FieldValueRequired", "Required value",
 							       "spec.matchConstraints.resourceRules"));
+		{
+			static const char *const policies[] = { "Equivalent", "Exact", NULL };
+			char v[128];
+			const char *bad = off_list(path(jv_copy(mc), "matchPolicy", NULL), policies, v, sizeof(v));
+
+			if (bad)
+				causes = not_supported(causes, "spec.matchConstraints.matchPolicy", bad,
+						       "\"Equivalent\", \"Exact\"");
+			else if (equivalent_policy(mc))
+				causes = check_equivalents(causes, mc);
+		}
+		causes = check_scopes(causes, mc, "resourceRules");
+		causes = check_scopes(causes, mc, "excludeResourceRules");
+		causes = check_reasons(causes, spec);
 		jv_free(mc);
 		causes = check_expressions(causes, spec, "matchConditions");
 		causes = check_expressions(causes, spec, "validations");

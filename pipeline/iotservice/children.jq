@@ -100,6 +100,12 @@ def iot_service($ctx):
        + {selector: $sel,
           ports: [$k.ports[] | ($b[.[1]] | tonumber) as $p | {name: .[0], protocol: "TCP", port: $p, targetPort: $p}]})};
 
+# The Pod Security Admission level the instance namespace enforces: baseline, which no IoT workload
+# needs more than (no host namespaces, hostPath, privileged containers or added capabilities), and
+# which keeps a pod out of its node whoever writes its template. The admission policy
+# (deploy/policy/) requires it on every namespace the operator writes.
+def iot_pod_security: {"pod-security.kubernetes.io/enforce": "baseline"};
+
 # The annotation that marks the instance namespace as made by the operator for one IoTService: its
 # uid, which no other object shares (labels are copied with a manifest; this is not). The operator
 # writes into the namespace, and deletes it, only when it carries the uid of the IoTService.
@@ -118,7 +124,8 @@ def iot_children($ctx):
   | iot_components($ctx.spec) as $components
   | [
       {apiVersion: "v1", kind: "Namespace",
-       metadata: {name: $ctx.ns, labels: ($own + {instance: $ctx.x}), annotations: {(iot_owner_annotation): $ctx.uid}}},
+       metadata: {name: $ctx.ns, labels: ($own + {instance: $ctx.x} + iot_pod_security),
+                  annotations: {(iot_owner_annotation): $ctx.uid}}},
       (if $ctx.pullSecret != null then
          {apiVersion: "v1", kind: "Secret",
           metadata: {name: "image-pull-secret", namespace: $ctx.ns, labels: ($own + {instance: $ctx.x})}}

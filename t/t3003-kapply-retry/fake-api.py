@@ -5,9 +5,11 @@ usage: fake-api.py SCRIPT.json PORTFILE LOG.jsonl
 
 SCRIPT maps "METHOD /path" (query left out) to a list of replies, served in
 order; the last one repeats. A reply is {"code":N,"body":<json or string>,
-"headers":{...},"delay":SECONDS}. Minimal discovery (/api, /api/v1, /apis) is built in.
-Every request is logged as one JSON line {"method","path","query",
-"contentType","body"}. The chosen port is written to PORTFILE when ready.
+"headers":{...},"delay":SECONDS}. Minimal discovery (/api, /api/v1, /apis, the
+apiextensions and rbac groups) is built in. Every request is logged as one
+JSON line {"method","path","query","contentType","body","at"} (at: when it
+arrived, in seconds of the monotonic clock). The chosen port is written to
+PORTFILE when ready.
 """
 import json
 import sys
@@ -38,7 +40,14 @@ DISCOVERY = {
     "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
         {"name": "apiextensions.k8s.io",
          "versions": [{"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"}],
-         "preferredVersion": {"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"}}]},
+         "preferredVersion": {"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"}},
+        {"name": "rbac.authorization.k8s.io",
+         "versions": [{"groupVersion": "rbac.authorization.k8s.io/v1", "version": "v1"}],
+         "preferredVersion": {"groupVersion": "rbac.authorization.k8s.io/v1", "version": "v1"}}]},
+    "/apis/rbac.authorization.k8s.io/v1": {"kind": "APIResourceList", "apiVersion": "v1",
+                                           "groupVersion": "rbac.authorization.k8s.io/v1", "resources": [
+        {"name": "rolebindings", "singularName": "rolebinding", "namespaced": True, "kind": "RoleBinding",
+         "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}]},
     "/apis/apiextensions.k8s.io/v1": {"kind": "APIResourceList", "apiVersion": "v1",
                                       "groupVersion": "apiextensions.k8s.io/v1", "resources": [
         {"name": "customresourcedefinitions", "singularName": "customresourcedefinition", "namespaced": False,
@@ -66,7 +75,8 @@ class Handler(BaseHTTPRequestHandler):
         key = self.command + " " + url.path
         with LOCK:
             LOG.write(json.dumps({"method": self.command, "path": url.path, "query": url.query,
-                                  "contentType": self.headers.get("Content-Type"), "body": body}) + "\n")
+                                  "contentType": self.headers.get("Content-Type"), "body": body,
+                                  "at": time.monotonic()}) + "\n")
             LOG.flush()
             replies = SCRIPT.get(key)
             if not replies:
