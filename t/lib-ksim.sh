@@ -19,6 +19,10 @@
 #                                  "kubectl get ARGS -o json" (left in wait.json); says what it
 #                                  waited for when it times out
 #   ksim_wait_get SECONDS JQ PATH  the same for the JSON ksim answers at PATH (ksim_curl)
+#   ksim_unreachable KUBECONFIG    a server that cannot be reached: a port on which nothing listens
+#                                  (one ksim had, stopped) in $server ($port), a kubeconfig naming it at
+#                                  KUBECONFIG (at the top level, as ksim_start)
+#   now_ms                         the wall clock in milliseconds
 #   ksim_kubectls                  sets $versions to the kubectls to test with (1.27 and 1.33 of
 #                                  the Cloud SDK, then the default one, those installed); skips
 #                                  the script when there is none
@@ -225,4 +229,29 @@ ksim_expect_code () {
 		cat body.json
 		return 1
 	fi
+}
+
+ksim_unreachable () {
+	ksim_start
+	port=${KSIM_URL##*:}
+	server=http://127.0.0.1:$port
+	ksim_stop >ksim-stop.out 2>&1 || { cat ksim-stop.out; echo "Bail out! ksim did not stop"; exit 1; }
+	cat >"$1" <<-EOF
+	apiVersion: v1
+	kind: Config
+	clusters:
+	- name: c
+	  cluster: {server: "$server"}
+	users:
+	- name: u
+	  user: {}
+	contexts:
+	- name: c
+	  context: {cluster: c, user: u, namespace: default}
+	current-context: c
+	EOF
+}
+
+now_ms () {
+	echo $(($(date +%s%N) / 1000000))
 }

@@ -4,31 +4,8 @@ with one error naming the path, the server and the reason; once watching, retrie
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
-# A port on which nothing listens: one ksim had, stopped.
-ksim_start
-port=${KSIM_URL##*:}
-ksim_stop >ksim-stop.out 2>&1 || { cat ksim-stop.out; echo "Bail out! ksim did not stop"; exit 1; }
-server=http://127.0.0.1:$port
-
-cat >kc <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "$server"}
-users:
-- name: u
-  user: {}
-contexts:
-- name: c
-  context: {cluster: c, user: u, namespace: default}
-current-context: c
-EOF
-
-# now_ms: the wall clock in milliseconds
-now_ms () {
-	echo $(($(date +%s%N) / 1000000))
-}
+# A server that cannot be reached ($server), and a kubeconfig naming it.
+ksim_unreachable kc
 
 test_expect_success 'setup: nothing listens on the port' '
 	test_expect_code 7 curl -sS -m 10 -o /dev/null "$server/api"
