@@ -5,36 +5,7 @@ Runs against a canned-reply server on loopback (fake-api.py) so that every
 fault arrives exactly when the test wants it.'
 . "${0%/*}/test-lib.sh"
 
-command -v python3 >/dev/null || test_skip_all 'python3 is missing'
-
-start_fake () {
-	rm -f port requests.jsonl &&
-	: >requests.jsonl &&
-	python3 "$FIXTURES/fake-api.py" "$FIXTURES/script.json" port requests.jsonl 2>fake.err &
-	echo $! >fake.pid
-	test_wait_for 10 test -s port &&
-	cat >kubeconfig <<-EOC
-	apiVersion: v1
-	kind: Config
-	clusters:
-	- name: fake
-	  cluster:
-	    server: http://127.0.0.1:$(cat port)
-	users:
-	- name: u
-	  user: {}
-	contexts:
-	- name: fake
-	  context: {cluster: fake, user: u, namespace: ns}
-	current-context: fake
-	EOC
-}
-
-stop_fake () {
-	test -f fake.pid && kill "$(cat fake.pid)" 2>/dev/null
-	rm -f fake.pid
-	return 0
-}
+. "$TEST_DIRECTORY/lib-fake-api.sh"
 
 cm () {
 	printf '{"op":"apply","primary":"ns/owner","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"%s"},"data":{"k":"v"}}}\n' "$1"
@@ -51,7 +22,7 @@ result_for () {
 }
 
 test_expect_success 'setup' '
-	start_fake
+	fake_api_start "$FIXTURES/script.json" ns
 '
 
 test_expect_success '429, 500, 503 and 504 are retried until the apply succeeds; Retry-After is honoured' '
@@ -169,7 +140,7 @@ test_expect_success 'a CRD that never becomes Established: its objects wait, the
 '
 
 test_expect_success 'a server that is not there: connection errors are retried, then reported (exit 111)' '
-	stop_fake &&
+	fake_api_stop &&
 	test_expect_code 111 timeout 60 kapply --kubeconfig kubeconfig --max-retries 1 -f down.yaml >out 2>err &&
 	jq -e ".ok == false and .code == 0" out
 '
@@ -180,5 +151,5 @@ test_expect_success 'in stream mode API errors never end the stream' '
 	jq -e -s "length == 2 and .[0].op == \"result\" and .[0].ok == false and .[1].op == \"status\"" out
 '
 
-stop_fake
+fake_api_stop
 test_done

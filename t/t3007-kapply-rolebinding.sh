@@ -5,36 +5,7 @@ Runs against the canned-reply server of t3003 (fake-api.py), which logs when
 each request arrived: the RoleBinding'"'"'s answer comes a second late.'
 . "${0%/*}/test-lib.sh"
 
-command -v python3 >/dev/null || test_skip_all 'python3 is missing'
-
-start_fake () {
-	rm -f port requests.jsonl &&
-	: >requests.jsonl &&
-	python3 "$TEST_DIRECTORY/t3003-kapply-retry/fake-api.py" "$FIXTURES/script.json" port requests.jsonl 2>fake.err &
-	echo $! >fake.pid
-	test_wait_for 10 test -s port &&
-	cat >kubeconfig <<-EOC
-	apiVersion: v1
-	kind: Config
-	clusters:
-	- name: fake
-	  cluster:
-	    server: http://127.0.0.1:$(cat port)
-	users:
-	- name: u
-	  user: {}
-	contexts:
-	- name: fake
-	  context: {cluster: fake, user: u, namespace: n1}
-	current-context: fake
-	EOC
-}
-
-stop_fake () {
-	test -f fake.pid && kill "$(cat fake.pid)" 2>/dev/null
-	rm -f fake.pid
-	return 0
-}
+. "$TEST_DIRECTORY/lib-fake-api.sh"
 
 # requests PATH-SUFFIX: how many PATCH requests for it reached the server
 requests () {
@@ -52,7 +23,7 @@ result_for () {
 }
 
 test_expect_success 'setup' '
-	start_fake
+	fake_api_start "$FIXTURES/script.json" n1
 '
 
 test_expect_success 'a namespace, its RoleBinding, two ConfigMaps in it and one elsewhere, in one stream' '
@@ -97,5 +68,5 @@ test_expect_success 'a 403 right after the RoleBinding is retried: until it pass
 	echo 3 >expect && test_cmp expect n2
 '
 
-stop_fake
+fake_api_stop
 test_done

@@ -6,7 +6,7 @@ the first status patch with 409, as a real server does when the object
 changed between the read and the write.'
 . "${0%/*}/test-lib.sh"
 
-command -v python3 >/dev/null || test_skip_all 'python3 is missing'
+. "$TEST_DIRECTORY/lib-fake-api.sh"
 
 test_expect_success 'kstatus --help; bad usage exits 100' '
 	kstatus --help >help &&
@@ -17,24 +17,7 @@ test_expect_success 'kstatus --help; bad usage exits 100' '
 '
 
 test_expect_success 'setup' '
-	: >requests.jsonl &&
-	python3 "$TEST_DIRECTORY/t3003-kapply-retry/fake-api.py" "$FIXTURES/script.json" port requests.jsonl 2>fake.err &
-	echo $! >fake.pid &&
-	test_wait_for 10 test -s port &&
-	cat >kubeconfig <<-EOC
-	apiVersion: v1
-	kind: Config
-	clusters:
-	- name: fake
-	  cluster: {server: "http://127.0.0.1:$(cat port)"}
-	users:
-	- name: u
-	  user: {}
-	contexts:
-	- name: fake
-	  context: {cluster: fake, user: u, namespace: ns}
-	current-context: fake
-	EOC
+	fake_api_start "$FIXTURES/script.json" ns
 '
 
 test_expect_success 'a 409 on the status patch reads again and patches with the new resourceVersion' '
@@ -64,7 +47,7 @@ test_expect_success 'conflicts that never end are reported after --max-retries' 
 '
 
 test_expect_success 'cleanup' '
-	kill $(cat fake.pid)
+	fake_api_stop
 '
 
 test_done
