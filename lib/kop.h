@@ -68,6 +68,8 @@ char *kop_strndup(const char *s, size_t n);
 int64_t kop_mono_ms(void);
 int64_t kop_mono_us(void);
 int64_t kop_wall_ms(void);
+/* The time ms milliseconds from now on clock (a condition variable's deadline, pthread_cond_timedwait). */
+struct timespec kop_clock_after(clockid_t clock, int64_t ms);
 /* metav1.Time "2006-01-02T15:04:05Z" (buf >= 32). Returns buf. */
 char *kop_time_rfc3339(char *buf, size_t len, time_t t);
 /* metav1.MicroTime "2006-01-02T15:04:05.000000Z" from microseconds since the epoch (buf >= 32). */

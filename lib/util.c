@@ -163,6 +163,20 @@ char *kop_buf_detach(struct kop_buf *b, size_t *len)
 	return s;
 }
 
+struct timespec kop_clock_after(clockid_t clock, int64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
 int64_t kop_mono_ms(void)
 {
 	return kop_mono_us() / 1000;

@@ -164,13 +164,7 @@ static void *lease_thread(void *arg)
 		wait_ms -= kop_mono_ms() - start;
 		if (wait_ms < 0)
 			wait_ms = 0;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += wait_ms / 1000;
-		ts.tv_nsec += (wait_ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		ts = kop_clock_after(CLOCK_REALTIME, wait_ms);
 		if (!le.stop)
 			pthread_cond_timedwait(&le.cv, &le.mu, &ts);
 	}

@@ -118,13 +118,7 @@ static void *shards_thread(void *arg)
 				handover_free(&io);
 				continue;
 			}
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += wait_ms / 1000;
-			ts.tv_nsec += (wait_ms % 1000) * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
+			ts = kop_clock_after(CLOCK_REALTIME, wait_ms);
 			pthread_cond_timedwait(&le.cv, &le.mu, &ts);
 		}
 	}

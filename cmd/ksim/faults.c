@@ -76,12 +76,7 @@ static void *cut_loop(void *arg)
 		} else {
 			next = 0;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = kop_clock_after(CLOCK_REALTIME, 100);
 		pthread_cond_timedwait(&F.wake, &F.lock, &ts);
 	}
 	pthread_mutex_unlock(&F.lock);
@@ -372,12 +367,7 @@ void ksim_faults_watch_wait(void)
 			F.stalled++;
 			counted = 1;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = kop_clock_after(CLOCK_REALTIME, 100);
 		pthread_cond_timedwait(&F.wake, &F.lock, &ts);
 	}
 	pthread_mutex_unlock(&F.lock);

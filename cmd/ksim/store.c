@@ -445,13 +445,7 @@ static struct ksim_event *next_locked(uint64_t *cursor, long timeout_ms, int *r)
 	struct timespec until;
 
 	*r = 0;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (timeout_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
+	until = kop_clock_after(CLOCK_MONOTONIC, timeout_ms);
 	while (!ksim.stopping && ksim.rv <= *cursor) {
 		if (pthread_cond_timedwait(&ksim.changed, &ksim.lock, &until))
 			break;

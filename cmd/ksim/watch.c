@@ -571,13 +571,7 @@ size_t ksim_watch_read(struct ksim_watch *w, char *buf, size_t max)
 					wake = w->next_bookmark;
 				if (wake > now + 1000)
 					wake = now + 1000;
-				clock_gettime(CLOCK_MONOTONIC, &until);
-				until.tv_sec += (wake - now) / 1000;
-				until.tv_nsec += ((wake - now) % 1000) * 1000000;
-				if (until.tv_nsec >= 1000000000) {
-					until.tv_sec++;
-					until.tv_nsec -= 1000000000;
-				}
+				until = kop_clock_after(CLOCK_MONOTONIC, wake - now);
 				{
 					int is_ahead = w->cursor > ksim.rv;
 
