@@ -882,13 +882,8 @@ static int run(void)
 		}
 		extra[0] = (struct curl_waitfd){ .fd = sigpipe_fd[0], .events = CURL_WAIT_POLLIN };
 		extra[1] = (struct curl_waitfd){ .fd = 1, .events = 0 };
-		if (wake > now) {
-			int idle = tool_idle();
-
-			if (idle >= 0 && now + idle < wake)
-				wake = now + idle;
-			curl_multi_poll(multi, extra, 2, (int)(wake - now), NULL);
-		}
+		if (wake > now)
+			curl_multi_poll(multi, extra, 2, (int)tool_idle(wake - now), NULL);
 		if (extra[0].revents) {
 			char buf[64];
 

@@ -395,7 +395,7 @@ void tool_metric_note(const char *text)
 	tool_metrics_flush(0);
 }
 
-int tool_idle(void)
+int64_t tool_idle(int64_t timeout_ms)
 {
 	static int64_t last;
 	static size_t trimmed_at;	/* the heap in use when it was last trimmed */
@@ -404,13 +404,16 @@ int tool_idle(void)
 
 	/* (what was free at the last trim stays counted free: not trimmed again while nothing moved) */
 	if (mi.fordblks < 256 * 1024 || mi.uordblks == trimmed_at)
-		return -1;
-	if (now - last < 1000)
-		return (int)(1000 - (now - last));
+		return timeout_ms;
+	if (now - last < 1000) {
+		int64_t due = 1000 - (now - last);
+
+		return timeout_ms < 0 || due < timeout_ms ? due : timeout_ms;
+	}
 	last = now;
 	malloc_trim(0);
 	trimmed_at = mallinfo2().uordblks;
-	return -1;
+	return timeout_ms;
 }
 
 void tool_metrics_flush(int force)

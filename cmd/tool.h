@@ -139,12 +139,12 @@ void tool_metrics_flush(int force);
 /*
  * About to wait for input: the heap a burst of work left free is given back to
  * the system (glibc keeps it otherwise: kapply held 4 MB after 300 applies),
- * when there is enough of it, at most once a second. Returns -1, or the
- * milliseconds after which it wants to be called again (it is too soon now):
- * the caller waits no longer than that, or a burst that ended within a
- * second of the last trim would be kept for good.
+ * when there is enough of it, at most once a second. Returns the wait the
+ * caller is about to make (timeout_ms, < 0: none), shortened to when it wants
+ * to be called again if it is too soon now: a burst that ended within a
+ * second of the last trim would be kept for good otherwise.
  */
-int tool_idle(void);
+int64_t tool_idle(int64_t timeout_ms);
 /*
  * Why the tool cannot do its work right now, in a sentence ("" or NULL: it
  * can), sent with the metrics as "note" so that the supervisor's /readyz can

@@ -169,12 +169,8 @@ static void run(const char *feedback, int once)
 			ofd = nfd++;
 		}
 		if (timeout != 0) {
-			int idle;
-
 			tool_metrics_flush(1);	/* about to wait: nothing held back */
-			idle = tool_idle();
-			if (idle >= 0 && (timeout < 0 || idle < timeout))
-				timeout = idle;
+			timeout = (int)tool_idle(timeout);
 		}
 		r = poll(pfd, (nfds_t)nfd, timeout);
 		if (r < 0) {

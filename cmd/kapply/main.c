@@ -225,12 +225,8 @@ static void run(void)
 		if (wait > 200 && stopping)
 			wait = 200;
 		if (!inflight) {
-			int idle;
-
 			tool_metrics_flush(1);	/* going idle: the last counts go out now */
-			idle = tool_idle();
-			if (idle >= 0 && idle < wait)
-				wait = idle;
+			wait = tool_idle(wait);
 		}
 		curl_multi_poll(multi, want_stdin ? &wfd : NULL, want_stdin ? 1 : 0, (int)wait, NULL);
 		/* curl reports POLLIN only; poll again for the end of a pipe (POLLHUP). */

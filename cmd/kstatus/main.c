@@ -205,13 +205,7 @@ int main(int argc, char **argv)
 			timeout = left < 0 ? 0 : left > 60000 ? 60000 : (int)left;
 		}
 		tool_metrics_flush(1);	/* about to wait for stdin */
-		{
-			int idle = tool_idle();
-
-			if (idle >= 0 && (timeout < 0 || idle < timeout))
-				timeout = idle;
-		}
-		rc = poll(&pfd, 1, timeout);
+		rc = poll(&pfd, 1, (int)tool_idle(timeout));
 		if (rc < 0 && errno != EINTR) {
 			log_error("unable to read stdin: %s", strerror(errno));
 			kop_jsonl_eof(&reader);
