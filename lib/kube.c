@@ -542,11 +542,10 @@ void kube_response_meta(struct kube_response *r, long code, const char *body, si
 
 	if (cc == CURLE_OK && code >= 200 && code < 300 && body && len &&
 	    kop_json_meta(body, len, names, sizeof(names) / sizeof(names[0]), &meta) == 0) {
-		memset(r, 0, sizeof(*r));
-		r->code = code;
+		/* (a 2xx without a body is what it is but for the body) */
+		kube_response_from(r, code, NULL, 0, retry_after, cc, curl_err);
+		jv_free(r->body);
 		r->body = meta;
-		r->retry_after_s = parse_retry_after(retry_after);
-		r->transient = kube_is_transient(code, cc);
 		return;
 	}
 	kube_response_from(r, code, body, len, retry_after, cc, curl_err);

@@ -230,7 +230,7 @@ int projects(const struct kop_kind *k);
 void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN]);
 size_t deflate_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict);
 void store_text(struct obj *o, jv obj, const char *text, size_t len);
-void store_view(struct obj *o, char *text, size_t len);
+void store_view(struct obj *o, jv v);
 jv parse_view(const struct obj *o);
 int same_text(const struct obj *o, const char *text, size_t len);
 jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);

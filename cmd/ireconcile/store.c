@@ -194,15 +194,16 @@ out:
 }
 
 /*
- * Keeps what the program sees of o (text, consumed: its JSON, len bytes):
- * deflated against a dictionary of its kind's views, when long enough to
- * gain. A Deployment's status, say, ~450 bytes, so takes ~130: the view is
- * most of what the view keeps (and an observed object's text, store_text).
+ * Keeps what the program sees of o (v, consumed) as compact JSON, deflated
+ * against a dictionary of its kind's views when long enough to gain. A
+ * Deployment's status, say, ~450 bytes, so takes ~130: the view is most of
+ * what the view keeps (and an observed object's text, store_text).
  */
-void store_view(struct obj *o, char *text, size_t len)
+void store_view(struct obj *o, jv v)
 {
 	unsigned char *z;
-	size_t zlen;
+	size_t zlen, len;
+	char *text = kop_json_dump_len(v, &len);
 
 	free(o->vtext);
 	o->vlen = len;

@@ -278,19 +278,12 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 		/* Compared whole, seen by the program as projected. */
 		jv v = projects(k) ? project(jv_copy(obj), lineno) : jv_invalid();
 
-		if (jv_is_valid(v)) {
-			size_t vlen;
-			char *vt = kop_json_dump_len(v, &vlen);
-
-			store_view(o, vt, vlen);
-		}
+		if (jv_is_valid(v))
+			store_view(o, v);
 		child_digest(obj, o->sdig);
 	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
 		/* Its spec goes to the render program only (README: render). */
-		size_t vlen;
-		char *vt = kop_json_dump_len(jv_object_delete(jv_copy(obj), kop_json_key("spec")), &vlen);
-
-		store_view(o, vt, vlen);
+		store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
 	}
 	store_text(o, obj, text, tlen);
 	free(text);
