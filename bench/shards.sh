@@ -158,6 +158,23 @@ secs_ms () { awk -v t="$1" 'BEGIN { printf "%.1f", t / 1000 }'; }
 
 example_body "$tmp/example.json"
 
+# converge RUN PREFIX: N IoTServices created at once; the time until all are Available, logged as
+# RUN and printed as PREFIX_instances_available and PREFIX_time_to_available_s (null when not all are)
+converge () {
+	t0=$(now_ms)
+	log "$1: creating $N IoTServices"
+	create "$N" >/dev/null
+	a=$(wait_available "$N" "$TIMEOUT")
+	t1=$(now_ms)
+	log "$1: $a of $N Available after $((t1 - t0)) ms"
+	figure "$2_instances_available" "$a" count "$N"
+	if test "$a" -ge "$N"; then
+		figure "$2_time_to_available_s" "$(secs_ms $((t1 - t0)))" s
+	else
+		figure "$2_time_to_available_s" null s
+	fi
+}
+
 # ---- sharded ----------------------------------------------------------------
 d=$tmp/sharded
 mkdir -p "$d"
@@ -166,18 +183,7 @@ while test $i -le "$REPLICAS"; do names="$names $(echo abcdefghijklmnopqrstuvwxy
 log "sharded: ksim, $REPLICAS replicas ($names) of --shards $RANGES, $N IoTServices"
 start_ksim "$d"
 for r in $names; do start_replica "$r" || exit 111; done
-t0=$(now_ms)
-log "sharded: creating $N IoTServices"
-create "$N" >/dev/null
-a=$(wait_available "$N" "$TIMEOUT")
-t1=$(now_ms)
-log "sharded: $a of $N Available after $((t1 - t0)) ms"
-figure shards_instances_available "$a" count "$N"
-if test "$a" -ge "$N"; then
-	figure shards_time_to_available_s "$(secs_ms $((t1 - t0)))" s
-else
-	figure shards_time_to_available_s null s
-fi
+converge sharded shards
 sleep "$SETTLE"
 curl -sS -f "$url/ksim/stats" >"$d/stats.json"
 # who holds which instance: the shard Leases' holders, each instance's range (bench/shards-writers --keys)
@@ -286,17 +292,7 @@ mkdir -p "$d"
 log "single: ksim, one replica of --shards $RANGES, $N IoTServices"
 start_ksim "$d"
 start_replica a || exit 111
-t0=$(now_ms)
-create "$N" >/dev/null
-a=$(wait_available "$N" "$TIMEOUT")
-t1=$(now_ms)
-log "single: $a of $N Available after $((t1 - t0)) ms"
-figure shards_single_instances_available "$a" count "$N"
-if test "$a" -ge "$N"; then
-	figure shards_single_time_to_available_s "$(secs_ms $((t1 - t0)))" s
-else
-	figure shards_single_time_to_available_s null s
-fi
+converge single shards_single
 sleep "$SETTLE"
 curl -sS -f "$url/ksim/stats" >"$d/stats.json"
 p=$(pss "$pid_a")

@@ -15,6 +15,19 @@ test_expect_success 'setup: the CRD and the operator namespace' '
 	timeout 30 "$KUBECTL" wait --for=condition=Established crd/iotservices.cp.iot.sap --timeout=10s
 '
 
+# start: the supervisor (no leader election, metrics on a free port) in the background, its pid in
+# sup.pid, its exit code in sup.code once it ends, its log in sup.err; $port its metrics port
+start () {
+	{ (
+		OPERATOR_NAME=devawsk8s iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 2>sup.err &
+		echo $! >sup.pid
+		wait $!
+		echo $? >sup.code
+	) & } &&
+	test_wait_for 10 grep -q "\"port\":" sup.err &&
+	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1)
+}
+
 stop () {
 	test -f sup.code && return 0
 	kill -TERM "$(cat sup.pid)"
@@ -23,14 +36,7 @@ stop () {
 
 test_expect_success 'the pipeline runs; ready once the initial lists are in; the stages report metrics' '
 	test_when_finished stop &&
-	{ (
-		OPERATOR_NAME=devawsk8s iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 2>sup.err &
-		echo $! >sup.pid
-		wait $!
-		echo $? >sup.code
-	) & } &&
-	test_wait_for 10 grep -q "\"port\":" sup.err &&
-	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1) &&
+	start &&
 	test_wait_for 20 grep -q "initial lists are in" sup.err &&
 	curl -s -o ready.body -w "%{http_code}" "http://127.0.0.1:$port/readyz" >ready.code &&
 	test "$(cat ready.code)" = 200 &&
@@ -150,14 +156,7 @@ test_expect_success 'SIGTERM before the initial lists are in: the stages stop at
 	: the example is there, Available: its Deployments cannot be read now &&
 	curl -sS -f -X POST -d "{\"rate\": 1, \"code\": 500, \"path\": \"/apis/apps/v1/deployments\"}" "$KSIM_URL/ksim/faults" >/dev/null &&
 	curl -sS -f -X POST -d "{\"reset\": true}" "$KSIM_URL/ksim/stats" >/dev/null &&
-	{ (
-		OPERATOR_NAME=devawsk8s iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 2>sup.err &
-		echo $! >sup.pid
-		wait $!
-		echo $? >sup.code
-	) & } &&
-	test_wait_for 10 grep -q "\"port\":" sup.err &&
-	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1) &&
+	start &&
 	: the IoTService, its Namespace, Services, Secrets and Pods passed on to ireconcile &&
 	test_wait_for 20 eval "curl -s http://127.0.0.1:$port/metrics >metrics && grep -q \"^kwatch_events_total{type=\\\"ADDED\\\"} [1-9][0-9]\" metrics" &&
 	grep -q "^kwatch_events_total{type=\"ADDED\"} [1-9][0-9]" metrics &&
