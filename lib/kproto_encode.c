@@ -233,12 +233,19 @@ static int encode_value(const struct kproto_field *f, jv v, struct kop_buf *b, c
 		return 0;
 	}
 	case KP_INT32:
-	case KP_INT64:
+	case KP_INT64: {
+		double d;
+
 		if (k != JV_KIND_NUMBER)
 			return enc_fail(err, path, "want a number");
+		d = jv_number_value(v);
+		/* (as a double, int64's range is [-2^63, 2^63): beyond it the conversion is undefined) */
+		if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+			return enc_fail(err, path, "want a number within 64 bits");
 		put_varint(b, (uint64_t)f->num << 3);
-		put_varint(b, (uint64_t)(int64_t)jv_number_value(v));
+		put_varint(b, (uint64_t)(int64_t)d);
 		return 0;
+	}
 	case KP_BOOL:
 		if (k != JV_KIND_TRUE && k != JV_KIND_FALSE)
 			return enc_fail(err, path, "want a boolean");
