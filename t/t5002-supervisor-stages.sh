@@ -66,7 +66,9 @@ test_expect_success 'usage: OPERATOR_NAME is required, bad flags, --help' '
 	grep "invalid --leader-elect" err &&
 	OPERATOR_NAME=o test_expect_code 100 iot-operator --lease-duration 5s --renew-deadline 6s 2>err &&
 	grep "lease-duration > --renew-deadline" err &&
-	OPERATOR_NAME=o test_expect_code 100 iot-operator --leader-elect=false --program no/such/dir 2>err &&
+	: the default metrics address may be in use by another test: an address of its own &&
+	OPERATOR_NAME=o test_expect_code 100 iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 \
+		--program no/such/dir 2>err &&
 	grep "unable to find the program .no/such/dir." err &&
 	OPERATOR_NAME=o test_expect_code 100 iot-operator --kubeconfig "$TRASH/no-such-kubeconfig" \
 		--metrics-addr 127.0.0.1:0 --program prog 2>err &&
