@@ -96,6 +96,13 @@ const struct kop_kind *kop_program_find_kind(const struct kop_program *p, const 
 jv kop_program_watches(const struct kop_program *p);
 
 /*
+ * Whether the objects of kind k live in the namespace the shard key of their
+ * primary names (the watches marked "shard": "namespace" above): a shard
+ * selector on their namespace picks exactly those of a shard's primaries.
+ */
+int kop_program_kind_sharded(const struct kop_program *p, const struct kop_kind *k);
+
+/*
  * The shard key of the primary ns/name (ns "" or NULL when cluster-scoped):
  * primary.shardKey filled in, malloc'd; NULL when the program declares none.
  */

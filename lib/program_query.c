@@ -97,6 +97,15 @@ static char *keep_of(const struct kop_program *p, const struct kop_kind *k)
 	return kop_buf_detach(&b, NULL);
 }
 
+/* By the program's word: its namespaced children and observed objects live in
+ * the namespace its shard key names; a kind held to one namespace does not,
+ * whatever its objects' primaries. */
+int kop_program_kind_sharded(const struct kop_program *p, const struct kop_kind *k)
+{
+	return p->shard_key && (k->role == KOP_ROLE_CHILD || k->role == KOP_ROLE_OBSERVED) && !k->cluster_scoped &&
+	       (!k->namespace || !strcmp(k->namespace, "~"));
+}
+
 static jv watch_of(const struct kop_program *p, const struct kop_kind *k)
 {
 	static const char *const roles[] = { "primary", "child", "observed", "related" };
@@ -121,10 +130,7 @@ static jv watch_of(const struct kop_program *p, const struct kop_kind *k)
 			w = jv_object_set(w, kop_json_key("keep"), jv_string(keep));
 		free(keep);
 	}
-	/* (by the program's word: its namespaced children and observed objects live in the namespace its
-	 * shard key names; a kind held to one namespace is not, whatever its objects' primaries) */
-	if (p->shard_key && (k->role == KOP_ROLE_CHILD || k->role == KOP_ROLE_OBSERVED) && !k->cluster_scoped &&
-	    (!k->namespace || !strcmp(k->namespace, "~")))
+	if (kop_program_kind_sharded(p, k))
 		w = jv_object_set(w, kop_json_key("shard"), jv_string("namespace"));
 	free(sel);
 	kop_buf_release(&fs);

@@ -193,6 +193,100 @@ test_expect_success 'aggregates are the shard'"'"'s: MAX_PARALLEL_UPDATES=1 admi
 	done
 '
 
+# Ranges added while running (a SHARDS line, as the supervisor sends when its replica gains them).
+# shard 0 is fed what its kwatch would pass (the objects in shard 1'"'"'s instance namespaces left out,
+# the unsharded ones kept), then the SHARDS line adding shard 1, then the objects in shard 1'"'"'s
+# namespaces as their list gives them, then the bookmark that ends that list.
+test_expect_success 'setup: what shard 0 is sent, and the list of shard 1'"'"'s namespaces' '
+	jq -r ".object.metadata.namespace // empty" in.jsonl | sort -u | grep -v -x devawsk8s >namespaces.all &&
+	while read -r ns; do
+		case $("$KOP_TEST_TOOL" shard-hash "$ns") in
+		[0-7]*) echo "{\"$ns\": 0}" ;;
+		*) echo "{\"$ns\": 1}" ;;
+		esac
+	done <namespaces.all | jq -s add >ns-shard.json &&
+	jq -e "[.[]] | index(0) and index(1)" ns-shard.json &&
+	sharded="(.object.metadata.namespace // \"devawsk8s\") as \$ns | \$ns != \"devawsk8s\" and \$m[0][\$ns] == 1" &&
+	jq -c --slurpfile m ns-shard.json "select(($sharded) | not)" in.jsonl >g0.jsonl &&
+	test $(wc -l <g0.jsonl) -lt $(wc -l <in.jsonl) &&
+	jq -n -c --arg add "$SHARD1" "{type: \"SHARDS\", add: \$add}" >shards.jsonl &&
+	# the list: the last state of each object of shard 1'"'"'s namespaces still there, ADDED
+	jq -c -n --slurpfile m ns-shard.json "[inputs | select($sharded)]
+		| group_by(.object.kind, .object.metadata.namespace, .object.metadata.name) | .[] | last
+		| select(.type != \"DELETED\") | .type = \"ADDED\"" in.jsonl >list1.jsonl &&
+	test -s list1.jsonl &&
+	grep "\"type\":\"BOOKMARK\"" "$F/04-steady.in.jsonl" >bookmark.jsonl &&
+	# a change of alpha (shard 0) after the list: once its write is out, all before it was read
+	jq -c "select(.object.kind == \"IoTService\" and .object.metadata.name == \"alpha\") | .type = \"MODIFIED\"
+		| .object.metadata.generation += 10 | .object.metadata.resourceVersion = \"9001\"
+		| .object.spec.cockpit.image = \"example.org/cockpit:sentinel\"" alpha.all | tail -n 1 >sentinel.jsonl &&
+	test -s sentinel.jsonl &&
+	# what shard 1 alone writes from the same final state, fresh: the objects no selector picks, and
+	# those in its namespaces
+	jq -c -n "[inputs | select(.type != \"BOOKMARK\") | select((.object.metadata.namespace // \"devawsk8s\") == \"devawsk8s\")]
+		| group_by(.object.kind, .object.metadata.namespace, .object.metadata.name) | .[] | last
+		| select(.type != \"DELETED\") | .type = \"ADDED\"" in.jsonl >unsharded.last &&
+	cat unsharded.last list1.jsonl bookmark.jsonl >fresh1.jsonl &&
+	ireconcile --now $NOW --shard "$SHARD1" "$PROJECT_ROOT/pipeline/iotservice" <fresh1.jsonl >fresh1.out 2>fresh1.err &&
+	test_no_sanitizer_report fresh1.err &&
+	test -s fresh1.out
+'
+
+test_expect_success 'ranges added: their primaries wait for the list, then are worked for as by a fresh run' '
+	mkfifo gain.in &&
+	{ (ireconcile -v --now $NOW --shard "$SHARD0" "$PROJECT_ROOT/pipeline/iotservice" <gain.in >gain.out 2>gain.err;
+	   echo $? >gain.code) & } &&
+	exec 7>gain.in &&
+	cat g0.jsonl shards.jsonl list1.jsonl sentinel.jsonl >&7 &&
+	test_wait_for 30 grep -q "cockpit:sentinel" gain.out &&
+	grep "cockpit:sentinel" gain.out >/dev/null &&
+	# before the bookmark: shard 0'"'"'s own writes only (shard 1'"'"'s primaries were parked, then waited)
+	cp gain.out before.out &&
+	for p in $(primaries before.out); do
+		test $(shard_of ${p#devawsk8s/}) = 0 || { echo "$p written for before its list was in"; return 1; }
+	done &&
+	grep "ranges added: $SHARD1" gain.err >/dev/null &&
+	cat bookmark.jsonl >&7 &&
+	exec 7>&- &&
+	test_wait_for 30 test -s gain.code &&
+	test "$(cat gain.code)" = 0 &&
+	test_no_sanitizer_report gain.err &&
+	n=0 && for x in $(jq -r "select(.object.kind == \"IoTService\") | .object.metadata.name" unsharded.last); do
+		test $(shard_of $x) = 0 || n=$((n + 1))
+	done &&
+	grep "the initial lists of the ranges added are in: reconciling their $n primaries" gain.err >/dev/null &&
+	# after it: for shard 1, what a fresh run of shard 1 writes from the same state
+	jq -c "select(.primary != null)" gain.out >gain.ops &&
+	jq -c --argjson n "$(wc -l <before.out)" -n "[inputs] | .[\$n:][]" gain.out >after.out &&
+	jq -c "select(.primary | IN(\"devawsk8s/alpha\", \"devawsk8s/delta\", \"devawsk8s/echo\") | not)" after.out >after1.out &&
+	canon fresh1.out >expect &&
+	canon after1.out >actual &&
+	test_cmp expect actual &&
+	# and before it, for shard 0, what shard 0 wrote alone (alpha aside: its change may join its last
+	# reconcile before it)
+	jq -c "select(.primary != \"devawsk8s/alpha\")" s0.out >s0-alpha.out &&
+	jq -c "select(.primary != \"devawsk8s/alpha\")" before.out >before0.out &&
+	test -s before0.out &&
+	canon s0-alpha.out >expect &&
+	canon before0.out >actual &&
+	test_cmp expect actual
+'
+
+test_expect_success 'a SHARDS line that cannot be read is skipped, named; without --shard, said and skipped' '
+	{ cat g0.jsonl && echo "{\"type\":\"SHARDS\",\"add\":\"shardRange(object.metadata.uid, '"'"'0x0000000000000000'"'"', '"'"'0x10000000000000000'"'"')\"}" &&
+	  echo "{\"type\":\"SHARDS\"}"; } >bad.jsonl &&
+	ireconcile --now $NOW --shard "$SHARD0" "$PROJECT_ROOT/pipeline/iotservice" <bad.jsonl >bad.out 2>bad.err &&
+	test_no_sanitizer_report bad.err &&
+	jq -r .msg bad.err >msg &&
+	grep -F "is not a shard selector of the same field as --shard" msg &&
+	grep -F "all shard ranges must use the same field" msg &&
+	grep -F "a SHARDS line without \"add\"" msg &&
+	canon s0.out >expect && canon bad.out >actual && test_cmp expect actual &&
+	ireconcile --now $NOW "$PROJECT_ROOT/pipeline/iotservice" <shards.jsonl >none.out 2>none.err &&
+	test_cmp /dev/null none.out &&
+	grep -F "a SHARDS line without --shard" none.err
+'
+
 test_expect_success 'a --shard that does not parse: 100, naming the option and what the parser says' '
 	test_expect_code 100 ireconcile --shard "shardRange(object.metadata.namespace, 0x0" "$PROJECT_ROOT/pipeline/iotservice" \
 		</dev/null >out 2>err &&

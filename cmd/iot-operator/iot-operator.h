@@ -47,6 +47,7 @@ struct supervisor {
 	size_t merged_off;
 	int running, tearing_down, draining, culprit_seen, lease_killed;
 	uint64_t shard_mask;	/* --shards: the ranges it works for */
+	int gain_pending;	/* --shards: ranges added to it whose kwatch have not all sent their lists */
 	int64_t started_ms, next_start_ms, kill_at_ms;
 	size_t suspect;		/* a stage that ended cleanly, unasked: its index + 1 (0: none) */
 	int64_t suspect_until;	/* blamed then, unless another dies meanwhile */
@@ -117,6 +118,7 @@ void signal_stages(int sig, int only_kwatch);
 void teardown(enum teardown how);
 void pipeline_finish(void);
 int pipeline_start(void);
+void pipeline_grow(uint64_t gained);
 
 /* merger.c */
 void kwatch_read(struct stage *s);

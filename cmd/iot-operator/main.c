@@ -93,8 +93,7 @@ enum {
 /*
  * --shards, the pipeline running: killed at once when it works for a range
  * this replica may no longer work for (dropped, or not renewed within the
- * renew deadline), drained and started again for its new ranges when it
- * gained some and they have settled.
+ * renew deadline); ranges it gained are added to it once they have settled.
  */
 static void shards_check(int64_t now)
 {
@@ -111,10 +110,7 @@ static void shards_check(int64_t now)
 		sup.lease_killed = 1;
 		teardown(TEARDOWN_KILL);
 	} else if (!sup.tearing_down && shards_settled(now)) {
-		tool_logj(LOG_INFO, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.shard_mask, was)),
-					      jv_string("usable"), jv_string(shards_text(usable, is))),
-			  "ranges gained: restarting the pipeline for %s", is);
-		teardown(TEARDOWN_DRAIN);
+		pipeline_grow(usable & ~sup.shard_mask);
 	}
 }
 

@@ -1,6 +1,7 @@
 /*
  * The merger: kwatch's lines joined into ireconcile's stdin, the
- * initial-events-end bookmark passed on once every kwatch sent its own,
+ * initial-events-end bookmark passed on once every kwatch sent its own (and
+ * again once those started for ranges gained have: pipeline_grow),
  * kwatch read no faster than ireconcile takes its lines. Stats lines are
  * metrics.c's.
  */
@@ -42,14 +43,21 @@ static void merge_line(struct stage *s, const char *line, size_t len)
 		for (i = 0; i < sup.nst; i++)
 			if (!strcmp(sup.st[i].name, "kwatch") && !sup.st[i].bookmark)
 				all = 0;
-		if (!all || sup.initial_sent)
+		if (!all || (sup.initial_sent && !sup.gain_pending))
 			return;
 		kop_buf_add(&sup.merged, line, len);
 		kop_buf_add(&sup.merged, "\n", 1);
+		if (sup.initial_sent) {
+			/* (the lists of ranges added to the running pipeline: their primaries wait for it) */
+			sup.gain_pending = 0;
+			log_info("the lists of the ranges gained are in");
+			return;
+		}
 		pthread_mutex_lock(&sup.mu);
 		sup.initial_sent = 1;
 		sup.last_note[0] = 0;
 		pthread_mutex_unlock(&sup.mu);
+		sup.gain_pending = 0;
 		log_info("initial lists are in");
 		return;
 	}

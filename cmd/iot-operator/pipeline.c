@@ -362,8 +362,8 @@ void teardown(enum teardown how)
 	 * part: children not listed yet created again, statuses computed without
 	 * them. Nothing is in flight to finish: everything stops at once.
 	 */
-	if (how == TEARDOWN_DRAIN && !sup.initial_sent)
-		how = TEARDOWN_TERM;
+	if (how == TEARDOWN_DRAIN && (!sup.initial_sent || sup.gain_pending))
+		how = TEARDOWN_TERM;	/* (the same for the primaries of ranges gained, their lists not in) */
 	switch (how) {
 	case TEARDOWN_DRAIN:
 		/* No new events: the writers finish what is in flight and exit on EOF. */
@@ -419,6 +419,7 @@ void pipeline_finish(void)
 	sup.nst = 0;
 	sup.running = sup.tearing_down = sup.draining = sup.culprit_seen = sup.lease_killed = 0;
 	sup.suspect = 0;
+	sup.gain_pending = 0;
 	if (sup.shards) {
 		/* (now the lease thread may hand over what it dropped) */
 		sup.shard_mask = 0;
@@ -428,31 +429,87 @@ void pipeline_finish(void)
 	log_info("pipeline stopped");
 }
 
-/* kwatch's arguments (groups, consumed) with sel after every ":s=" that ends one (kwatch_groups). */
-static jv shard_groups(jv groups, const char *sel)
+static int ends_with(const char *t, const char *end)
+{
+	size_t len = strlen(t), n = strlen(end);
+
+	return len >= n && !strcmp(t + len - n, end);
+}
+
+/*
+ * kwatch's arguments (groups, consumed) with sel after every ":s=" that ends
+ * one (kwatch_groups). With only_sharded (ranges gained by a running
+ * pipeline), what the kwatch running already read is left out: the watches
+ * not cut by the selector (those after "-A", the options' end), and the
+ * groups that have none cut by it; a namespaces watch stays beside a
+ * RESOURCE@~ one, which follows it.
+ */
+static jv shard_groups(jv groups, const char *sel, int only_sharded)
 {
 	jv out = jv_array();
 
 	jv_array_foreach(groups, i, g) {
 		jv args = jv_array();
+		int specs = 0, sharded = 0, each_ns = 0;
 
 		jv_array_foreach(g, j, a) {
+			(void)j;
+			each_ns |= ends_with(jv_string_value(a), ":s=") && strstr(jv_string_value(a), "@~:");
+			jv_free(a);
+		}
+		jv_array_foreach(g, j, a) {
 			const char *t = jv_string_value(a);
-			size_t len = strlen(t);
 
 			(void)j;
-			if (len >= 3 && !strcmp(t + len - 3, ":s="))
+			if (ends_with(t, ":s=")) {
 				args = jv_array_append(args, jv_string_fmt("%s%s", t, sel));
-			else
+				sharded = 1;
+			} else if (!only_sharded || !specs || (each_ns && !strncmp(t, "namespaces@", 11))) {
 				args = jv_array_append(args, jv_copy(a));
+			}
+			specs |= !strcmp(t, "-A");
 			jv_free(a);
 		}
 		(void)i;
 		jv_free(g);
-		out = jv_array_append(out, args);
+		if (only_sharded && !sharded)
+			jv_free(args);
+		else
+			out = jv_array_append(out, args);
 	}
 	jv_free(groups);
 	return out;
+}
+
+/* Starts the kwatch of stage s with args (consumed), its output to be merged: 0, or -1 with err. */
+static int kwatch_spawn(struct stage *s, jv args, char *err)
+{
+	int sp[2], out[2] = { -1, -1 };
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 || (sp[0] = fd_high(sp[0])) < 0 ||
+	    (sp[1] = fd_high(sp[1])) < 0) {
+		jv_free(args);
+		snprintf(err, KOP_ERRLEN, "unable to create a socket pair: %s", strerror(errno));
+		return -1;
+	}
+	s->stats_fd = sp[0];
+	set_nonblock(s->stats_fd);
+	if (pipe_high(out) < 0) {
+		close(sp[1]);
+		jv_free(args);
+		snprintf(err, KOP_ERRLEN, "unable to create a pipe: %s", strerror(errno));
+		return -1;
+	}
+	s->pid = spawn_stage("kwatch", args, -1, out[1], -1, -1, sp[1], err);
+	close(out[1]);
+	close(sp[1]);
+	s->out_fd = out[0];
+	set_nonblock(s->out_fd);
+	if (s->pid <= 0) {
+		s->pid = 0;
+		return -1;
+	}
+	return 0;
 }
 
 int pipeline_start(void)
@@ -488,7 +545,7 @@ int pipeline_start(void)
 			return -1;
 		}
 		shard_sel = kop_shard_mask_string(KOP_SHARD_NAMESPACE, sup.shard_mask, sup.shards);
-		groups = shard_groups(groups, shard_sel);
+		groups = shard_groups(groups, shard_sel, 0);
 		shards_working(sup.shard_mask);
 	}
 	nk = (size_t)jv_array_length(jv_copy(groups));
@@ -507,8 +564,15 @@ int pipeline_start(void)
 	}
 	for (i = 0; ok && i < sup.nst; i++) {
 		struct stage *s = &sup.st[i];
-		int sp[2], out[2] = { -1, -1 };
+		int sp[2];
 
+		if (i < nk) {
+			if (kwatch_spawn(s, jv_array_get(jv_copy(groups), (int)i), err) < 0) {
+				ok = 0;
+				break;
+			}
+			continue;
+		}
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 ||
 		    (sp[0] = fd_high(sp[0])) < 0 || (sp[1] = fd_high(sp[1])) < 0) {
 			snprintf(err, sizeof(err), "unable to create a socket pair: %s", strerror(errno));
@@ -517,18 +581,7 @@ int pipeline_start(void)
 		}
 		s->stats_fd = sp[0];
 		set_nonblock(s->stats_fd);
-		if (i < nk) {
-			if (pipe_high(out) < 0) {
-				close(sp[1]);
-				snprintf(err, sizeof(err), "unable to create a pipe: %s", strerror(errno));
-				ok = 0;
-				break;
-			}
-			s->pid = spawn_stage("kwatch", jv_array_get(jv_copy(groups), (int)i), -1, out[1], -1, -1, sp[1], err);
-			close(out[1]);
-			s->out_fd = out[0];
-			set_nonblock(s->out_fd);
-		} else if (!strcmp(s->name, "ireconcile")) {
+		if (!strcmp(s->name, "ireconcile")) {
 			char fbpath[32];
 
 			snprintf(fbpath, sizeof(fbpath), "/dev/fd/%d", FEEDBACK_FD);
@@ -585,4 +638,60 @@ int pipeline_start(void)
 		fields = jv_object_set(fields, jv_string("ranges"), jv_string(shards_text(sup.shard_mask, ranges)));
 	tool_logj(LOG_INFO, fields, "pipeline started");
 	return 0;
+}
+
+/*
+ * --shards: ranges gained while the pipeline runs are added to it, not
+ * restarted for: it works for them from now on (shards_working, before any
+ * line of theirs can reach ireconcile), ireconcile is told (a SHARDS line,
+ * in order with the events), and a kwatch is started for each group with
+ * watches cut by the selector, for the gained ranges alone. Their primaries
+ * wait in ireconcile until those kwatch have sent their lists (the merger
+ * passes the bookmark on then). What the running kwatch read stays.
+ */
+void pipeline_grow(uint64_t gained)
+{
+	char err[KOP_ERRLEN] = "", all[SHARDS_TEXT], got[SHARDS_TEXT];
+	char *sel = kop_shard_mask_string(KOP_SHARD_NAMESPACE, gained, sup.shards);
+	jv groups = shard_groups(jv_copy(sup.started), sel, 1), line;
+	size_t n = (size_t)jv_array_length(jv_copy(groups)), first = sup.nst, i;
+
+	sup.shard_mask |= gained;
+	shards_working(sup.shard_mask);
+	line = JV_OBJECT(jv_string("type"), jv_string("SHARDS"), jv_string("add"), jv_string(sel));
+	kop_json_dump_buf(&sup.merged, line);
+	kop_buf_add(&sup.merged, "\n", 1);
+	free(sel);
+	if (!n) {
+		/* (no watch to start: the program's objects are all read already) */
+		kop_buf_adds(&sup.merged, "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"annotations\":"
+					  "{\"k8s.io/initial-events-end\":\"true\"}}}}\n");
+	} else {
+		sup.gain_pending = 1;
+	}
+	pthread_mutex_lock(&sup.mu);
+	sup.st = kop_realloc(sup.st, (sup.nst + n) * sizeof(*sup.st));
+	memset(sup.st + sup.nst, 0, n * sizeof(*sup.st));
+	for (i = first; i < first + n; i++) {
+		sup.st[i].name = "kwatch";
+		sup.st[i].stats_fd = sup.st[i].out_fd = -1;
+		sup.st[i].status = -1;
+	}
+	sup.nst += n;
+	pthread_mutex_unlock(&sup.mu);
+	for (i = first; i < first + n; i++)
+		if (kwatch_spawn(&sup.st[i], jv_array_get(jv_copy(groups), (int)(i - first)), err) < 0)
+			break;
+	jv_free(groups);
+	publish_pids();
+	if (i < first + n) {
+		schedule_restart("kwatch", err);
+		sup.culprit_seen = 1;
+		teardown(TEARDOWN_KILL);
+		return;
+	}
+	tool_logj(LOG_INFO, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.shard_mask, all)),
+				      jv_string("gained"), jv_string(shards_text(gained, got)), jv_string("kwatch"),
+				      jv_number((double)n)),
+		  "ranges gained: %s added to the running pipeline (%zu kwatch for their objects)", got, n);
 }

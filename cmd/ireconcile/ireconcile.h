@@ -146,6 +146,7 @@ struct engine {
 	long stats_ms;			/* --stats-interval, 0 = off */
 	int64_t stats_at;
 	struct kop_shard_sel *shard;	/* --shard: the primaries kept by their shard key (NULL: all) */
+	struct kop_shard_sel *shard_wait;	/* ranges added (SHARDS), their lists not in yet (NULL: none) */
 	unsigned long shard_dropped;	/* events of another shard's objects, dropped where they enter */
 	size_t nseen;			/* primaries whose object is in the view */
 	int feedback;			/* --feedback: every write's result comes back */
@@ -224,6 +225,15 @@ void obj_free(void *v);
 void update_aggs(struct prim *p, jv obj);
 jv project_kind(jv obj, size_t lineno, int whole);
 void handle_event(jv ev, size_t lineno);
+void handle_object(const char *type, jv obj, size_t lineno);
+void remove_obj(struct obj *o);
+
+/* shard.c */
+int other_shard(const char *type, jv obj);
+int shard_waits(const struct prim *p);
+void shard_added(jv ev, size_t lineno);
+void shard_synced(size_t lineno);
+void shard_release(void);
 
 /* store.c */
 int projects(const struct kop_kind *k);

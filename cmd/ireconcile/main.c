@@ -33,7 +33,9 @@ static const char usage[] =
 	"  --shard SEL            keep only the primaries whose shard key (primary.shardKey) SEL\n"
 	"                         selects, and their children and observed objects: SEL is a\n"
 	"                         shard selector, shardRange(object.metadata.namespace, '0x...',\n"
-	"                         '0x...') || ...; other events are dropped where they enter\n"
+	"                         '0x...') || ...; other events are dropped where they enter;\n"
+	"                         a line {\"type\":\"SHARDS\",\"add\":SEL} adds SEL's ranges, their\n"
+	"                         primaries reconciled after the next initial-events-end bookmark\n"
 	"  --now TIME             the RFC 3339 time the program sees as .now (default: the clock)\n"
 	"  --once                 exit after the first full reconcile\n"
 	"  --backoff-base D       first delay after a program error or a failed write (default 1s)\n"
@@ -128,9 +130,12 @@ static void run(const char *feedback, int once)
 
 		if (!ending)
 			fire_timers(now);
-		if (in.eof && !E.synced) {
-			E.synced = 1;	/* a recorded file: its end ends the initial state */
-			enqueue_all();
+		if (in.eof && (!E.synced || E.shard_wait)) {
+			/* a recorded file: its end ends the initial state (and the lists of ranges added) */
+			if (!E.synced)
+				enqueue_all();
+			E.synced = 1;
+			shard_synced(in.lineno);
 		}
 		if (E.synced)
 			drain_queue();
@@ -380,5 +385,6 @@ int main(int argc, char **argv)
 		kop_shard_free(E.shard);
 		free(E.shard);
 	}
+	shard_release();
 	return tool_finish(E.read_failed ? KOP_EXIT_TEMP : KOP_EXIT_OK);
 }

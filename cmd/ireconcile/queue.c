@@ -150,6 +150,8 @@ void drain_queue(void)
 			E.qtail = NULL;
 		p->queued = 0;
 		p->qnext = NULL;
+		if (shard_waits(p))
+			continue;	/* (shard_synced queues it again) */
 		reconcile(p, kop_mono_ms());
 	}
 	for (queued = 0, q = E.qhead; q; q = q->qnext)

@@ -1,6 +1,6 @@
 /*
  * The view of the cluster: watch events applied to the objects kept (under
- * --shard, those of the shard's primaries only), each child linked to its
+ * --shard, those of the shard's primaries only: shard.c), each child linked to its
  * primary, aggregates counted. How an object's text is
  * stored is store.c's; what a reconcile reads of the view is input.c's.
  */
@@ -143,7 +143,7 @@ static void settle(struct prim *p)
 		schedule(p, kop_mono_ms() + E.settle_ms);
 }
 
-static void remove_obj(struct obj *o)
+void remove_obj(struct obj *o)
 {
 	struct prim *p = o->prim;
 
@@ -169,7 +169,7 @@ static void remove_obj(struct obj *o)
 	obj_free(o);
 }
 
-static void handle_object(const char *type, jv obj, size_t lineno)
+void handle_object(const char *type, jv obj, size_t lineno)
 {
 	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
 	const char *kind = kop_json_cstr(obj, "kind"), *av = kop_json_cstr(obj, "apiVersion"), *bad;
@@ -338,74 +338,6 @@ static void handle_object(const char *type, jv obj, size_t lineno)
 	jv_free(obj);
 }
 
-/* Whether the shard key of the primary ns/name is in --shard's ranges. */
-static int shard_holds(const char *ns, const char *name)
-{
-	char *key = kop_program_shard_key(&E.prog, ns, name);
-	int in = kop_shard_match_value(E.shard, key, strlen(key));
-
-	free(key);
-	return in;
-}
-
-/* The same for the primary of key pkey ("ns/name", or "name" when cluster-scoped). */
-static int shard_holds_key(const char *pkey)
-{
-	const char *slash = strchr(pkey, '/');
-	char *ns = slash ? kop_strndup(pkey, (size_t)(slash - pkey)) : NULL;
-	int in = shard_holds(ns, slash ? slash + 1 : pkey);
-
-	free(ns);
-	return in;
-}
-
-/*
- * --shard: whether obj (borrowed) is another shard's, to be dropped before
- * it costs anything: a primary whose shard key is out of the ranges, or a
- * child or observed object that maps to such a primary (the key from the
- * primary's name and namespace, whether it was seen or not). Related objects
- * are every primary's; objects that map to no primary go on, to be left out
- * as they are unsharded. A copy in the view (it mapped into the shard
- * before, its labels changed since) leaves it, as one that stops mapping
- * does: never pruned, since only the shard's own primaries' children are.
- */
-static int other_shard(jv obj)
-{
-	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
-	const char *kind = kop_json_cstr(obj, "kind"), *av = kop_json_cstr(obj, "apiVersion");
-	const struct kop_kind *k;
-	char *pkey, *key;
-	struct obj *o;
-
-	if (!E.shard || !name || !*name || !kind || !av || !(k = kop_program_find_kind(&E.prog, av, kind, ns, name)))
-		return 0;	/* (handle_object says what is wrong with it) */
-	switch (k->role) {
-	case KOP_ROLE_PRIMARY:
-		if ((k->namespace && strcmp(k->namespace, ns ? ns : "")) || shard_holds(ns, name))
-			return 0;	/* (one outside its namespace is ignored there) */
-		break;
-	case KOP_ROLE_CHILD:
-	case KOP_ROLE_OBSERVED:
-		if (!(pkey = kop_program_map(&E.prog, k->mapping, obj, NULL)))
-			return 0;
-		if (shard_holds_key(pkey)) {
-			free(pkey);
-			return 0;
-		}
-		free(pkey);
-		break;
-	default:
-		return 0;
-	}
-	E.shard_dropped++;
-	tool_metric_add("ireconcile_shard_dropped_events_total", NULL, 1);
-	key = obj_key(av, kind, ns, name);
-	if ((o = kop_hmap_get(&E.objs, key)))
-		remove_obj(o);
-	free(key);
-	return 1;
-}
-
 /*
  * Applies the kind's `project` (program.yml) to obj (consumed): the object as
  * it will be kept. apiVersion, kind, name and namespace always stay.
@@ -461,13 +393,19 @@ void handle_event(jv ev, size_t lineno)
 		jv mark = jv_getpath(jv_copy(obj), jv_array_append(path2("metadata", "annotations"),
 								   jv_string("k8s.io/initial-events-end")));
 
-		if (jv_get_kind(mark) == JV_KIND_STRING && !strcmp(jv_string_value(mark), "true") && !E.synced) {
-			log_debug("line %zu: initial events end: reconciling every primary", lineno);
-			E.synced = 1;
-			enqueue_all();
+		if (jv_get_kind(mark) == JV_KIND_STRING && !strcmp(jv_string_value(mark), "true")) {
+			if (!E.synced) {
+				log_debug("line %zu: initial events end: reconciling every primary", lineno);
+				E.synced = 1;
+				enqueue_all();
+			}
+			shard_synced(lineno);
 		}
 		jv_free(mark);
 		jv_free(obj);
+	} else if (!strcmp(type, "SHARDS")) {
+		jv_free(obj);
+		shard_added(ev, lineno);
 	} else if (!strcmp(type, "ERROR")) {
 		const char *msg = kop_json_cstr(obj, "message");
 
@@ -479,7 +417,7 @@ void handle_event(jv ev, size_t lineno)
 	} else if (jv_get_kind(obj) != JV_KIND_OBJECT || !has_meta(obj, "name")) {
 		log_warn("line %zu: %s event with an object without metadata; skipped", lineno, type);
 		jv_free(obj);
-	} else if (other_shard(obj)) {
+	} else if (other_shard(type, obj)) {
 		jv_free(obj);
 	} else {
 		handle_object(type, project_kind(obj, lineno, 0), lineno);
