@@ -134,6 +134,30 @@ test_expect_success 'ireconcile: a recorded Deployment rollout' '
 	test -s ireconcile-rollout.out
 '
 
+# --shard with ranges added while running: the Deployment of the other half
+# parked, its children dropped; a SHARDS line adds its half (out of the park,
+# waiting), its children listed again, the bookmark: one reconcile, which
+# writes what the unsharded run writes.
+test_expect_success 'ireconcile --shard: ranges added, a primary parked, then waiting for its list' '
+	F="$T/t2003-ireconcile-recorded/02-mid-rollout.in.jsonl" &&
+	mkdir -p sharded && cp -R "$T/t2003-ireconcile-recorded/rollout" sharded/ &&
+	sed -i "s|namespace: rec-deploy}|namespace: rec-deploy, shardKey: \"{name}\"}|" sharded/rollout/program.yml &&
+	grep -F "shardKey" sharded/rollout/program.yml &&
+	h0=$("$KOP_TEST_TOOL" shard-split namespace 0 2) && h1=$("$KOP_TEST_TOOL" shard-split namespace 1 2) &&
+	case $("$KOP_TEST_TOOL" shard-hash web) in [0-7]*) ;; *) false ;; esac &&
+	{
+		cat "$F" &&
+		jq -n -c --arg a "$h0" "{type: \"SHARDS\", add: \$a}" &&
+		grep -v "\"kind\":\"Deployment\",\"apiVersion\":\"apps/v1\",\"metadata\":{\"name\":\"web\"" "$F" | grep -v BOOKMARK &&
+		grep BOOKMARK "$F"
+	} >gain.in &&
+	vg 0 ireconcile-gain ireconcile --shard "$h1" sharded/rollout <gain.in &&
+	grep "the initial lists of the ranges added are in: reconciling their 1 primaries" ireconcile-gain.err &&
+	ireconcile "$T/t2003-ireconcile-recorded/rollout" <"$F" >plain.out &&
+	test -s plain.out &&
+	sort plain.out >expect && sort ireconcile-gain.out >actual && test_cmp expect actual
+'
+
 # A render program with projected children: fingerprinted, deflated
 # children (a dictionary per kind), the render answer dropped once every
 # child is held, then computed again when one changes (t2004's third test,
