@@ -606,3 +606,44 @@ char *kop_shard_mask_string(enum kop_shard_key key, uint64_t mask, unsigned n)
 	}
 	return kop_buf_detach(&b, NULL);
 }
+
+char *kop_shard_minus(const struct kop_shard_sel *a, const struct kop_shard_sel *b)
+{
+	struct kop_buf out = KOP_BUF_INIT;
+	unsigned __int128 top = (unsigned __int128)1 << 64;
+
+	for (size_t i = 0; i < a->n; i++) {
+		/* a's range cut by each of b's in turn: at most one piece each side of a cut */
+		unsigned __int128 ps[64], pe[64], s, e;
+		size_t np = 1, j, k;
+
+		ps[0] = a->ranges[i].start;
+		pe[0] = a->ranges[i].end_max ? top : a->ranges[i].end;
+		for (j = 0; j < b->n && np; j++) {
+			unsigned __int128 bs = b->ranges[j].start, be = b->ranges[j].end_max ? top : b->ranges[j].end;
+			size_t n = 0;
+
+			for (k = 0; k < np; k++) {
+				if (be <= ps[k] || pe[k] <= bs) {
+					ps[n] = ps[k], pe[n] = pe[k], n++;
+					continue;
+				}
+				s = ps[k], e = pe[k];
+				if (s < bs && n < 64)
+					ps[n] = s, pe[n] = bs, n++;
+				if (be < e && n < 64)
+					ps[n] = be, pe[n] = e, n++;
+			}
+			np = n;
+		}
+		for (k = 0; k < np; k++) {
+			kop_buf_addf(&out, "%sshardRange(%s, '", out.len ? " || " : "",
+				     a->key == KOP_SHARD_UID ? "object.metadata.uid" : "object.metadata.namespace");
+			hex_text(&out, (uint64_t)ps[k], 0);
+			kop_buf_adds(&out, "', '");
+			hex_text(&out, (uint64_t)pe[k], pe[k] == top);
+			kop_buf_adds(&out, "')");
+		}
+	}
+	return kop_buf_detach(&out, NULL);
+}

@@ -61,4 +61,10 @@ char *kop_shard_range_string(enum kop_shard_key key, unsigned i, unsigned n);
  */
 char *kop_shard_mask_string(enum kop_shard_key key, uint64_t mask, unsigned n);
 
+/*
+ * The selector of a's ranges less b's (b read as on a's field), malloc'd:
+ * what is left of a, "" when nothing is.
+ */
+char *kop_shard_minus(const struct kop_shard_sel *a, const struct kop_shard_sel *b);
+
 #endif

@@ -173,6 +173,7 @@ void shardset_view_get(const struct shardset *s, struct shardset_view *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->held = s->held;
+	v->pending = s->pending;
 	if (s->n)
 		memcpy(v->renewed_ms, s->renewed_ms, s->n * sizeof(*s->renewed_ms));
 	v->renew_deadline_ms = s->renew_deadline_ms;
@@ -185,6 +186,17 @@ uint64_t shardset_view_usable(const struct shardset_view *v, int64_t now_ms)
 
 	for (i = 0; i < SHARDSET_MAX; i++)
 		if ((v->held & BIT(i)) && now_ms - v->renewed_ms[i] < v->renew_deadline_ms)
+			u |= BIT(i);
+	return u;
+}
+
+uint64_t shardset_view_winding(const struct shardset_view *v, int64_t now_ms)
+{
+	uint64_t u = 0;
+	unsigned i;
+
+	for (i = 0; i < SHARDSET_MAX; i++)
+		if ((v->pending & BIT(i)) && now_ms - v->renewed_ms[i] < v->renew_deadline_ms)
 			u |= BIT(i);
 	return u;
 }

@@ -166,11 +166,18 @@ uint64_t shardset_usable(const struct shardset *s, int64_t now_ms);
 /* What another thread needs to judge the ranges: a copy made after a round. */
 struct shardset_view {
 	uint64_t held;
+	uint64_t pending;	/* dropped, not yet handed over (shardset_view_winding) */
 	int64_t renewed_ms[SHARDSET_MAX];
 	int64_t renew_deadline_ms;
 };
 void shardset_view_get(const struct shardset *s, struct shardset_view *v);
 uint64_t shardset_view_usable(const struct shardset_view *v, int64_t now_ms);
+/*
+ * The ranges dropped but not yet handed over whose Leases are still ours by
+ * the same rule (renewed within the renew deadline): the caller may finish
+ * its work for them, and must have stopped it once a range leaves this set.
+ */
+uint64_t shardset_view_winding(const struct shardset_view *v, int64_t now_ms);
 
 /* The name of the Lease of range i, borrowed. */
 const char *shardset_range_lease(const struct shardset *s, unsigned i);

@@ -126,6 +126,28 @@ test_expect_success 'the selector of a set of ranges: neighbours joined, the res
 	"$KOP_TEST_TOOL" shard-parse "$(sed -n 1p actual)"
 '
 
+test_expect_success 'the ranges of one selector less another'"'"'s: what is left, cut where they overlap' '
+	T="$KOP_TEST_TOOL" &&
+	ns="object.metadata.namespace" &&
+	{
+		"$T" shard-minus "$("$T" shard-mask namespace ff 16)" "$("$T" shard-mask namespace 0c 16)" &&
+		"$T" shard-minus "$("$T" shard-mask namespace 3 2)" "$("$T" shard-mask namespace 3 2)" &&
+		"$T" shard-minus "$("$T" shard-mask namespace 1 2)" "$("$T" shard-mask namespace 2 2)" &&
+		"$T" shard-minus "shardRange($ns, $lo, $top)" \
+			"shardRange($ns, '"'"'0x0000000000000010'"'"', '"'"'0x0000000000000020'"'"') || shardRange($ns, $mid, $top)" &&
+		"$T" shard-minus "shardRange($ns, $lo, $mid) || shardRange($ns, $mid, $top)" \
+			"shardRange($ns, '"'"'0x7000000000000000'"'"', '"'"'0x9000000000000000'"'"')"
+	} >actual &&
+	cat >expect <<-EOF &&
+	shardRange($ns, $lo, '"'"'0x2000000000000000'"'"') || shardRange($ns, '"'"'0x4000000000000000'"'"', $mid)
+
+	shardRange($ns, $lo, $mid)
+	shardRange($ns, $lo, '"'"'0x0000000000000010'"'"') || shardRange($ns, '"'"'0x0000000000000020'"'"', $mid)
+	shardRange($ns, $lo, '"'"'0x7000000000000000'"'"') || shardRange($ns, '"'"'0x9000000000000000'"'"', $top)
+	EOF
+	test_cmp expect actual
+'
+
 test_expect_success 'an object matches by the hash of its field; a missing field hashes as ""' '
 	for i in 0 1 2 3 4 5 6 7 8 9; do
 		echo "{\"metadata\":{\"namespace\":\"ns-$i\",\"uid\":\"u-$i\"}}"

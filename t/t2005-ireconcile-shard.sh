@@ -12,6 +12,7 @@ export OPERATOR_NAME
 # The two halves of the hash space, as the supervisor would give them to two replicas.
 SHARD0=$("$KOP_TEST_TOOL" shard-split namespace 0 2)
 SHARD1=$("$KOP_TEST_TOOL" shard-split namespace 1 2)
+WHOLE=$("$KOP_TEST_TOOL" shard-mask namespace 3 2)
 
 # shard_of NAME: 0 or 1, the half that instance NAME's namespace devawsk8s-NAME hashes into
 shard_of () {
@@ -270,6 +271,71 @@ test_expect_success 'ranges added: their primaries wait for the list, then are w
 	canon s0-alpha.out >expect &&
 	canon before0.out >actual &&
 	test_cmp expect actual
+'
+
+test_expect_success 'ranges removed: their primaries leave unreconciled, a barrier after their writes, nothing of theirs after' '
+	ireconcile --now $NOW --shard "$WHOLE" "$PROJECT_ROOT/pipeline/iotservice" <in.jsonl >whole.out 2>whole.err &&
+	canon all.out >expect && canon whole.out >actual && test_cmp expect actual &&
+	jq -c "select(.object.kind == \"IoTService\" and (.object.metadata.name | IN(\"alpha\", \"bravo\"))) | .type = \"MODIFIED\"
+		| .object.metadata.generation += 20 | .object.metadata.resourceVersion = \"9100\"
+		| .object.spec.cockpit.image = \"example.org/cockpit:after-remove\"" alpha.all bravo.all |
+		jq -s -c "group_by(.object.metadata.name) | .[] | last" >edits.jsonl &&
+	test $(wc -l <edits.jsonl) = 2 &&
+	{
+		cat in.jsonl &&
+		jq -n -c --arg r "$SHARD1" "{type: \"SHARDS\", remove: \$r, barrier: 7}" &&
+		cat edits.jsonl
+	} >remove.jsonl &&
+	ireconcile -v --now $NOW --shard "$WHOLE" "$PROJECT_ROOT/pipeline/iotservice" <remove.jsonl >remove.out 2>remove.err &&
+	test_no_sanitizer_report remove.err &&
+	grep -c "^{\"barrier\":7}\$" remove.out >n && echo 1 >expect && test_cmp expect n &&
+	sed -n "/^{\"barrier\":7}\$/,\$p" remove.out | sed 1d >after.out &&
+	grep "cockpit:after-remove" after.out >/dev/null &&
+	for p in $(primaries after.out); do
+		test $(shard_of ${p#devawsk8s/}) = 0 || { echo "$p written for after its range was removed"; return 1; }
+	done &&
+	: every instance of shard 1 known, by its IoTService or by its children alone &&
+	n=0 && for x in $(jq -r "select(.type != \"BOOKMARK\") | if .object.kind == \"IoTService\" then .object.metadata.name
+			else .object.metadata.labels[\"cp.iot.sap/instance\"] // empty end" in.jsonl | sort -u); do
+		test $(shard_of $x) = 0 || n=$((n + 1))
+	done &&
+	jq -r .msg remove.err | grep -F "ranges removed: $SHARD1; $n primaries left the view, unreconciled"
+'
+
+test_expect_success 'ranges removed, then added again: their primaries come back from the park, wait, then are worked for' '
+	{
+		cat remove.jsonl &&
+		jq -n -c --arg a "$SHARD1" "{type: \"SHARDS\", add: \$a}" &&
+		cat list1.jsonl bookmark.jsonl
+	} >readd.jsonl &&
+	ireconcile -v --now $NOW --shard "$WHOLE" "$PROJECT_ROOT/pipeline/iotservice" <readd.jsonl >readd.out 2>readd.err &&
+	test_no_sanitizer_report readd.err &&
+	sed -n "/^{\"barrier\":7}\$/,\$p" readd.out | sed 1d >after.out &&
+	primaries after.out >ps &&
+	grep -x "devawsk8s/bravo" ps &&
+	n=0 && for x in $(jq -r "select(.object.kind == \"IoTService\") | .object.metadata.name" unsharded.last); do
+		test $(shard_of $x) = 0 || n=$((n + 1))
+	done &&
+	jq -r .msg readd.err | grep -F "the initial lists of the ranges added are in: reconciling their $n primaries"
+'
+
+test_expect_success 'a SHARDS remove that cannot be read is skipped, named; everything removed leaves none held' '
+	{
+		cat g0.jsonl &&
+		echo "{\"type\":\"SHARDS\",\"remove\":\"shardRange(object.metadata.uid, '"'"'0x0000000000000000'"'"', '"'"'0x10000000000000000'"'"')\"}" &&
+		echo "{\"type\":\"SHARDS\",\"remove\":\"shardRange(\"}" &&
+		jq -n -c --arg r "$SHARD0" "{type: \"SHARDS\", remove: \$r, barrier: 1}" &&
+		cat edits.jsonl
+	} >rm-bad.jsonl &&
+	KOP_STATS_FD=5 ireconcile --now $NOW --shard "$SHARD0" "$PROJECT_ROOT/pipeline/iotservice" <rm-bad.jsonl \
+		>rm-bad.out 2>rm-bad.err 5>rm-bad.metrics &&
+	test_no_sanitizer_report rm-bad.err &&
+	jq -r .msg rm-bad.err >msg &&
+	test $(grep -c "a SHARDS line whose \"remove\" .* is not a shard selector of the same field as --shard" msg) = 2 &&
+	sed -n "/^{\"barrier\":1}\$/,\$p" rm-bad.out | sed 1d >after.out &&
+	test_cmp /dev/null after.out &&
+	jq -r ".metrics[] | select(.name == \"ireconcile_primaries\") | .value" rm-bad.metrics | tail -n 1 >actual &&
+	echo 0 >expect && test_cmp expect actual
 '
 
 test_expect_success 'a SHARDS line that cannot be read is skipped, named; without --shard, said and skipped' '

@@ -225,6 +225,32 @@ test_expect_success 'an event with no status held is written at once, as before'
 	jq -e "[.items[] | select(.reason == \"Polled\")] | length == 1 and .[0].count == 3" events.json
 '
 
+test_expect_success 'a barrier line: what is held is written first, then it passes, the input still open' '
+	rm -f fifo && mkfifo fifo &&
+	# braces: "mkfifo && (...) &" would send mkfifo to the background too
+	{ (
+		status_line w1 "$uid1" E1 &&
+		status_line w1 "$uid1" E2 &&
+		event_line w1 "$uid1" Held "behind E2" &&
+		echo "{\"barrier\":3}" &&
+		exec sleep 30
+	) >fifo & } &&
+	echo $! >writer.pid &&
+	test_when_finished "kill \$(cat writer.pid) 2>/dev/null; wait \$(cat kstatus.pid) 2>/dev/null; :" &&
+	{ timeout 60 kstatus --coalesce 30s <fifo >out 2>err & } &&
+	echo $! >kstatus.pid &&
+	test_wait_for 10 grep -q "^{\"barrier\":3}\$" out &&
+	grep "^{\"barrier\":3}\$" out >/dev/null &&
+	# before it: both statuses and the event written, their results out
+	sed "/^{\"barrier\":3}\$/,\$d" out >before &&
+	test "$(jq -c -s "[.[] | select(.for == \"status\") | .ok]" before)" = "[true,true]" &&
+	test "$(jq -c -s "[.[] | select(.for == \"event\") | .ok]" before)" = "[true]" &&
+	test "$(phase_of w1)" = E2 &&
+	kill -0 "$(cat writer.pid)" &&
+	kill "$(cat writer.pid)" &&
+	wait "$(cat kstatus.pid)"
+'
+
 test_expect_success 'cleanup' '
 	ksim_stop
 '

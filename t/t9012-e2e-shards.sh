@@ -296,6 +296,9 @@ run () { # GATE (on or off)
 	'
 
 	test_expect_success "gate $gate: scale to 5 (d and e join) while instances are created, edited and deleted" '
+		for r in a2 b c; do
+			grep -c "\"msg\":\"pipeline started\"" $r.err >$r.starts || return 1
+		done &&
 		e2e_operator_start d $SHARDS &&
 		e2e_operator_start e $SHARDS &&
 		create 15 16 &&
@@ -304,7 +307,15 @@ run () { # GATE (on or off)
 		delete x4-iot &&
 		settle 60 steady a2 b c d e &&
 		what_kwatch_said d e &&
-		writers
+		writers &&
+		: the ranges the three dropped left their running pipelines, handed over once written for &&
+		for r in a2 b c; do
+			grep -c "\"msg\":\"pipeline started\"" $r.err >$r.starts2 &&
+			test_cmp $r.starts $r.starts2 &&
+			grep "\"msg\":\"ranges dropped: [0-9,]* leave the running pipeline" $r.err >/dev/null &&
+			grep "\"msg\":\"ranges [0-9,]*: what was written for them is done; handing them over\"" $r.err >/dev/null &&
+			grep "\"msg\":\"handed over ranges" $r.err >/dev/null || return 1
+		done
 	'
 
 	test_expect_success "gate $gate: scale to 2 (c, d and e stopped) while instances are created, edited and deleted" '

@@ -48,6 +48,9 @@ struct supervisor {
 	int running, tearing_down, draining, culprit_seen, lease_killed;
 	uint64_t shard_mask;	/* --shards: the ranges it works for */
 	int gain_pending;	/* --shards: ranges added to it whose kwatch have not all sent their lists */
+	uint64_t streamed;	/* --shards: the ranges its kwatch read (dropped ones too) */
+	uint64_t removing;	/* --shards: ranges dropped, until what was written for them is done */
+	double barrier_sent, barrier_seen;	/* ... the barrier that says so, and the last one back */
 	int64_t started_ms, next_start_ms, kill_at_ms;
 	size_t suspect;		/* a stage that ended cleanly, unasked: its index + 1 (0: none) */
 	int64_t suspect_until;	/* blamed then, unless another dies meanwhile */
@@ -119,6 +122,7 @@ void teardown(enum teardown how);
 void pipeline_finish(void);
 int pipeline_start(void);
 void pipeline_grow(uint64_t gained);
+void pipeline_shrink(uint64_t dropped);
 
 /* merger.c */
 void kwatch_read(struct stage *s);
@@ -158,6 +162,7 @@ void lease_stop(void);
 void shards_setup(void);
 void shards_release_mem(void);
 uint64_t shards_usable(int64_t now);
+uint64_t shards_winding(int64_t now);
 int shards_settled(int64_t now);
 void shards_working(uint64_t mask);
 void shards_figures(uint64_t *held, unsigned *live, unsigned *target);

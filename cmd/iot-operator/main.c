@@ -92,25 +92,51 @@ enum {
 
 /*
  * --shards, the pipeline running: killed at once when it works for a range
- * this replica may no longer work for (dropped, or not renewed within the
- * renew deadline); ranges it gained are added to it once they have settled.
+ * this replica may no longer work for (not renewed within the renew
+ * deadline, or dropped and its wind-down not over in that time); ranges
+ * dropped leave it once what was written for them is done (pipeline_shrink),
+ * ranges gained are added to it once they have settled (pipeline_grow), or
+ * restart it when its kwatch still read them (dropped before: their objects
+ * would come twice).
  */
 static void shards_check(int64_t now)
 {
-	uint64_t usable = shards_usable(now);
+	uint64_t usable, winding, gone, gained;
 	char was[SHARDS_TEXT], is[SHARDS_TEXT];
 
-	if (sup.lease_killed || usable == sup.shard_mask)
+	if (sup.lease_killed)
 		return;
+	if (sup.removing && sup.barrier_seen >= sup.barrier_sent) {
+		tool_logj(LOG_INFO, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.removing, was))),
+			  "ranges %s: what was written for them is done; handing them over", was);
+		sup.shard_mask &= ~sup.removing;
+		sup.removing = 0;
+		shards_working(sup.shard_mask);
+	}
+	usable = shards_usable(now);
+	winding = shards_winding(now);
+	gone = sup.shard_mask & ~usable;
+	gained = usable & ~sup.shard_mask;
 	sup.same_program = !sup.culprit_seen;
-	if (sup.shard_mask & ~usable) {
+	if (gone & ~winding) {
 		tool_logj(LOG_WARN, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.shard_mask, was)),
 					      jv_string("usable"), jv_string(shards_text(usable, is))),
 			  "ranges %s no longer held: stopping the pipeline before their Leases can expire", was);
 		sup.lease_killed = 1;
 		teardown(TEARDOWN_KILL);
-	} else if (!sup.tearing_down && shards_settled(now)) {
-		pipeline_grow(usable & ~sup.shard_mask);
+	} else if (sup.tearing_down || sup.removing) {
+		return;
+	} else if (gone) {
+		pipeline_shrink(gone);
+	} else if (gained && shards_settled(now)) {
+		if (gained & sup.streamed) {
+			tool_logj(LOG_INFO, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.shard_mask, was)),
+						      jv_string("usable"), jv_string(shards_text(usable, is))),
+				  "ranges gained that the pipeline read before: restarting it for %s", is);
+			teardown(TEARDOWN_DRAIN);
+		} else {
+			pipeline_grow(gained);
+		}
 	}
 }
 

@@ -122,6 +122,11 @@ static void stage_stats_line(size_t slot, const char *line, size_t len)
 		jv val = jv_get_kind(m) == JV_KIND_OBJECT ? jv_object_get(jv_copy(m), jv_string("value")) : jv_null();
 		jv labels = jv_get_kind(m) == JV_KIND_OBJECT ? jv_object_get(jv_copy(m), jv_string("labels")) : jv_null();
 
+		/* (ireconcile's last barrier back: pipeline_shrink) */
+		if (jv_get_kind(name) == JV_KIND_STRING && jv_get_kind(val) == JV_KIND_NUMBER &&
+		    !strcmp(jv_string_value(name), "ireconcile_barrier") && slot < sup.nst &&
+		    !strcmp(sup.st[slot].name, "ireconcile"))
+			sup.barrier_seen = jv_number_value(val);
 		if (jv_get_kind(name) == JV_KIND_STRING && jv_get_kind(val) == JV_KIND_NUMBER)
 			series = series_put(series, jv_string_value(name),
 					    jv_get_kind(type) == JV_KIND_STRING &&

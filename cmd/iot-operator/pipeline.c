@@ -420,6 +420,7 @@ void pipeline_finish(void)
 	sup.running = sup.tearing_down = sup.draining = sup.culprit_seen = sup.lease_killed = 0;
 	sup.suspect = 0;
 	sup.gain_pending = 0;
+	sup.removing = 0;
 	if (sup.shards) {
 		/* (now the lease thread may hand over what it dropped) */
 		sup.shard_mask = 0;
@@ -547,6 +548,8 @@ int pipeline_start(void)
 		shard_sel = kop_shard_mask_string(KOP_SHARD_NAMESPACE, sup.shard_mask, sup.shards);
 		groups = shard_groups(groups, shard_sel, 0);
 		shards_working(sup.shard_mask);
+		sup.streamed = sup.shard_mask;
+		sup.removing = 0;
 	}
 	nk = (size_t)jv_array_length(jv_copy(groups));
 	pthread_mutex_lock(&sup.mu);
@@ -657,6 +660,7 @@ void pipeline_grow(uint64_t gained)
 	size_t n = (size_t)jv_array_length(jv_copy(groups)), first = sup.nst, i;
 
 	sup.shard_mask |= gained;
+	sup.streamed |= gained;
 	shards_working(sup.shard_mask);
 	line = JV_OBJECT(jv_string("type"), jv_string("SHARDS"), jv_string("add"), jv_string(sel));
 	kop_json_dump_buf(&sup.merged, line);
@@ -694,4 +698,33 @@ void pipeline_grow(uint64_t gained)
 				      jv_string("gained"), jv_string(shards_text(gained, got)), jv_string("kwatch"),
 				      jv_number((double)n)),
 		  "ranges gained: %s added to the running pipeline (%zu kwatch for their objects)", got, n);
+}
+
+/*
+ * --shards: ranges dropped (handed over to a replica that joins) leave the
+ * running pipeline, nothing restarted: ireconcile is told (a SHARDS line
+ * naming a barrier), forgets their instances at once and writes the barrier
+ * after everything it wrote for them; kapply and kstatus pass it on once that
+ * is done, and it comes back in ireconcile's metrics (metrics.c). Only then
+ * does the pipeline stop working for them (shards_check), and their Leases
+ * are handed over. The kwatch running go on reading them: ireconcile drops
+ * what they send of them.
+ */
+void pipeline_shrink(uint64_t dropped)
+{
+	char txt[SHARDS_TEXT];
+	char *sel = kop_shard_mask_string(KOP_SHARD_NAMESPACE, dropped, sup.shards);
+	jv line;
+
+	sup.barrier_sent += 1;
+	sup.removing = dropped;
+	line = JV_OBJECT(jv_string("type"), jv_string("SHARDS"), jv_string("remove"), jv_string(sel),
+			 jv_string("barrier"), jv_number(sup.barrier_sent));
+	kop_json_dump_buf(&sup.merged, line);
+	kop_buf_add(&sup.merged, "\n", 1);
+	free(sel);
+	tool_logj(LOG_INFO, JV_OBJECT(jv_string("dropped"), jv_string(shards_text(dropped, txt)), jv_string("barrier"),
+				      jv_number(sup.barrier_sent)),
+		  "ranges dropped: %s leave the running pipeline; handed over once what was written for them is done",
+		  txt);
 }

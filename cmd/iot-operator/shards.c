@@ -176,6 +176,17 @@ uint64_t shards_usable(int64_t now)
 	return r;
 }
 
+/* The ranges dropped whose work may still finish (shardset_view_winding). */
+uint64_t shards_winding(int64_t now)
+{
+	uint64_t r;
+
+	pthread_mutex_lock(&le.mu);
+	r = sh.ready ? shardset_view_winding(&sh.view, now) : 0;
+	pthread_mutex_unlock(&le.mu);
+	return r;
+}
+
 /*
  * Whether the ranges have settled for a (re)start: this replica holds its
  * share, or they have not changed for two retry periods (a share it cannot

@@ -15,6 +15,10 @@ void handle_result(jv r, size_t lineno)
 	char *okey = NULL, *fkey;
 	struct flight *f;
 
+	if (!op && jv_object_has(jv_copy(r), kop_json_key("barrier"))) {
+		shard_barrier(r, lineno);
+		return;
+	}
 	if (!op || strcmp(op, "result")) {
 		jv_free(r);
 		return;	/* anything else passes by */

@@ -227,11 +227,15 @@ jv project_kind(jv obj, size_t lineno, int whole);
 void handle_event(jv ev, size_t lineno);
 void handle_object(const char *type, jv obj, size_t lineno);
 void remove_obj(struct obj *o);
+void drop_prim(struct prim *p);
 
 /* shard.c */
 int other_shard(const char *type, jv obj);
 int shard_waits(const struct prim *p);
 void shard_added(jv ev, size_t lineno);
+void shard_removed(jv ev, size_t lineno);
+void shard_park(const char *key, const char *pkey, jv obj);
+void shard_barrier(jv line, size_t lineno);
 void shard_synced(size_t lineno);
 void shard_release(void);
 

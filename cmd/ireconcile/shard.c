@@ -67,21 +67,28 @@ int shard_waits(const struct prim *p)
 	return E.shard_wait && sel_holds_key(E.shard_wait, p->key);
 }
 
-/* obj (borrowed), of primary pkey, parked under key; or, on DELETED, forgotten. */
-static void park(const char *type, const char *key, const char *pkey, jv obj)
+/* obj (borrowed), of primary pkey, parked under key. */
+void shard_park(const char *key, const char *pkey, jv obj)
 {
-	struct parked *pk;
+	struct parked *pk = kop_calloc(1, sizeof(*pk));
 
-	if (!strcmp(type, "DELETED")) {
-		if ((pk = kop_hmap_remove(&parked, key)))
-			parked_free(pk);
-		return;
-	}
-	pk = kop_calloc(1, sizeof(*pk));
+
 	pk->pkey = kop_strdup(pkey);
 	pk->text = kop_json_dump_len(jv_copy(obj), NULL);
 	if ((pk = kop_hmap_put(&parked, key, pk)))
 		parked_free(pk);
+}
+
+/* The same from an event of type: parked, or, on DELETED, forgotten. */
+static void park(const char *type, const char *key, const char *pkey, jv obj)
+{
+	struct parked *pk;
+
+	if (strcmp(type, "DELETED")) {
+		shard_park(key, pkey, obj);
+	} else if ((pk = kop_hmap_remove(&parked, key))) {
+		parked_free(pk);
+	}
 }
 
 /*
@@ -158,7 +165,7 @@ static int or_parse(const char *a, const char *b, struct kop_shard_sel *sel, cha
 	struct kop_buf t = KOP_BUF_INIT;
 	int r;
 
-	if (a)
+	if (a && *a)
 		kop_buf_addf(&t, "%s || ", a);
 	kop_buf_adds(&t, b);
 	r = kop_shard_parse(t.buf, sel, err);
@@ -187,7 +194,8 @@ void shard_added(jv ev, size_t lineno)
 		return;
 	}
 	if (!add || !*add) {
-		log_warn("line %zu: a SHARDS line without \"add\" (the shard selector of the ranges added); skipped",
+		log_warn("line %zu: a SHARDS line without \"add\" or \"remove\" (the shard selector of the ranges "
+			 "added or removed); skipped",
 			 lineno);
 		return;
 	}
@@ -249,4 +257,100 @@ void shard_synced(size_t lineno)
 	kop_shard_free(E.shard_wait);
 	free(E.shard_wait);
 	E.shard_wait = NULL;
+}
+
+/* sel less rem, parsed into a new selector (NULL when nothing is left). */
+static struct kop_shard_sel *minus(const struct kop_shard_sel *sel, const struct kop_shard_sel *rem)
+{
+	struct kop_shard_sel *out;
+	char err[KOP_ERRLEN], *left = kop_shard_minus(sel, rem);
+
+	if (!*left) {
+		free(left);
+		return NULL;
+	}
+	out = kop_calloc(1, sizeof(*out));
+	if (kop_shard_parse(left, out, err) < 0) {	/* cannot happen: kop_shard_minus writes what parses */
+		free(out);
+		out = NULL;
+	}
+	free(left);
+	return out;
+}
+
+/*
+ * A SHARDS line {"type": "SHARDS", "remove": SELECTOR, "barrier": N} takes
+ * SELECTOR's ranges from --shard's: their primaries and objects leave the
+ * view without a reconcile (those of kinds no selector picks to the park),
+ * and {"barrier": N} is written after every operation written for them
+ * before: kapply and kstatus pass it on once all that came before it is
+ * done, and it comes back as feedback (shard_barrier).
+ */
+void shard_removed(jv ev, size_t lineno)
+{
+	const char *rem = kop_json_cstr(ev, "remove");
+	jv barrier = jv_object_get(jv_copy(ev), kop_json_key("barrier"));
+	struct kop_shard_sel sel, *left;
+	char err[KOP_ERRLEN] = "";
+	struct prim **drop;
+	size_t it = 0, n = 0, i;
+	void *v;
+
+	if (!E.shard) {
+		log_warn("line %zu: a SHARDS line without --shard (every primary is worked for); skipped", lineno);
+		jv_free(barrier);
+		return;
+	}
+	if (!rem || kop_shard_parse(rem, &sel, err) < 0 || sel.key != E.shard->key) {
+		log_warn("line %zu: a SHARDS line whose \"remove\" '%s' is not a shard selector of the same field as "
+			 "--shard's%s%s; skipped", lineno, rem ? rem : "", *err ? ": " : "", err);
+		if (rem && !*err)
+			kop_shard_free(&sel);
+		jv_free(barrier);
+		return;
+	}
+	left = minus(E.shard, &sel);
+	kop_shard_free(E.shard);
+	free(E.shard);
+	if (!left) {
+		/* (nothing held: a selector no hash matches) */
+		left = kop_calloc(1, sizeof(*left));
+		left->key = sel.key;
+		left->string = kop_strdup("");
+	}
+	E.shard = left;
+	if (E.shard_wait) {
+		struct kop_shard_sel *w = minus(E.shard_wait, &sel);
+
+		kop_shard_free(E.shard_wait);
+		free(E.shard_wait);
+		E.shard_wait = w;
+	}
+	kop_shard_free(&sel);
+	drop = kop_calloc(E.prims.len + 1, sizeof(*drop));
+	while (kop_hmap_next(&E.prims, &it, NULL, &v))
+		if (!sel_holds_key(E.shard, ((struct prim *)v)->key))
+			drop[n++] = v;
+	for (i = 0; i < n; i++)
+		drop_prim(drop[i]);
+	free(drop);
+	log_info("line %zu: ranges removed: %s; %zu primaries left the view, unreconciled", lineno, rem, n);
+	if (jv_get_kind(barrier) == JV_KIND_NUMBER)
+		emit(JV_OBJECT(kop_json_key("barrier"), barrier));
+	else
+		jv_free(barrier);
+}
+
+/* Feedback: a barrier came back, so every operation written before it is done: said in the metrics. */
+void shard_barrier(jv line, size_t lineno)
+{
+	jv b = jv_object_get(line, kop_json_key("barrier"));
+
+	if (jv_get_kind(b) == JV_KIND_NUMBER) {
+		log_debug("feedback line %zu: barrier %.0f: what was written before it is done", lineno,
+			  jv_number_value(b));
+		tool_metric_set("ireconcile_barrier", NULL, jv_number_value(b));
+		tool_metrics_flush(1);
+	}
+	jv_free(b);
 }

@@ -126,6 +126,70 @@ static void forget_flights(const struct obj *o)
 	}
 }
 
+/* o leaves the view, unreconciled: its flights forgotten, parked when no selector picks its kind. */
+static void drop_obj(struct obj *o, const char *pkey)
+{
+	kop_hmap_remove(&E.objs, o->key);
+	forget_flights(o);
+	if (!kop_program_kind_sharded(&E.prog, o->kind)) {
+		jv v = parse_obj(o);
+
+		if (jv_get_kind(v) == JV_KIND_OBJECT)
+			shard_park(o->key, pkey, v);
+		jv_free(v);
+	}
+}
+
+/*
+ * --shard, ranges removed: p and its objects leave the view without a
+ * reconcile (another replica works for them from now on), so nothing of
+ * theirs is written again; what aggregates count of p goes with it.
+ */
+void drop_prim(struct prim *p)
+{
+	struct prim *q, **pp;
+
+	while (p->children) {
+		struct obj *o = p->children;
+
+		unlink_child(o);
+		drop_obj(o, p->key);
+		obj_free(o);
+	}
+	if (p->obj) {
+		struct obj *o = p->obj;
+
+		o->prim = p;	/* (forget_flights reads the status flight's key from it) */
+		drop_obj(o, p->key);
+		obj_free(o);
+		p->obj = NULL;
+		E.nseen--;
+		tool_metric_set("ireconcile_primaries", NULL, (double)E.nseen);
+		update_aggs(p, jv_null());
+	}
+	{
+		/* (and its writes in flight for objects not in the view: creates) */
+		size_t it = 0;
+		const char *k;
+		void *v;
+
+		while (kop_hmap_next(&E.flights, &it, &k, &v))
+			if (((struct flight *)v)->pkey && !strcmp(((struct flight *)v)->pkey, p->key))
+				flight_free(kop_hmap_remove(&E.flights, k));
+	}
+	if (p->queued) {
+		for (pp = &E.qhead, q = NULL; *pp && *pp != p; q = *pp, pp = &(*pp)->qnext)
+			;
+		if (*pp) {
+			*pp = p->qnext;
+			if (E.qtail == p)
+				E.qtail = q;
+		}
+	}
+	kop_hmap_remove(&E.prims, p->key);
+	prim_free(p);
+}
+
 /*
  * A change of an observed object (what the program reads for the status,
  * pods say) reconciles its primary --settle later: the pods of a workload
@@ -405,7 +469,10 @@ void handle_event(jv ev, size_t lineno)
 		jv_free(obj);
 	} else if (!strcmp(type, "SHARDS")) {
 		jv_free(obj);
-		shard_added(ev, lineno);
+		if (kop_json_cstr(ev, "remove"))
+			shard_removed(ev, lineno);
+		else
+			shard_added(ev, lineno);
 	} else if (!strcmp(type, "ERROR")) {
 		const char *msg = kop_json_cstr(obj, "message");
 

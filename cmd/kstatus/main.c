@@ -34,7 +34,8 @@ static const char usage[] =
 "{\"op\":\"event\",\"event\":{\"involvedObject\":{...},\"type\",\"reason\",\"message\"}} is recorded\n"
 "as a Kubernetes Event (a repeat within 10 minutes raises the count of the first).\n"
 "Every other line is passed through to stdout; each operation adds one\n"
-"{\"op\":\"result\",...} line.\n"
+"{\"op\":\"result\",...} line. A line with \"barrier\" (and no op) is passed on once all\n"
+"before it is written, what is held included.\n"
 "\n"
 "Per object, a status is written at once when no --coalesce window is open; one\n"
 "opens then, and the statuses that come within it are held: only the newest is\n"
@@ -70,6 +71,9 @@ static void handle(jv line)
 
 	jv_free(op);
 	if (!is_status && !is_event) {
+		/* a barrier goes on once everything before it is written: what is held, first */
+		if (jv_get_kind(line) == JV_KIND_OBJECT && jv_object_has(jv_copy(line), jv_string("barrier")))
+			windows_due(1);
 		passing = 1;
 		emit(line);
 		passing = 0;

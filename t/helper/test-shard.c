@@ -106,12 +106,38 @@ static int cmd_shard_mask(int argc, char **argv)
 	return 0;
 }
 
+/* shard-minus A B: the selector of A's ranges less B's ("" printed as an empty line) */
+static int cmd_shard_minus(int argc, char **argv)
+{
+	struct kop_shard_sel a, b;
+	char err[KOP_ERRLEN], *s;
+
+	if (argc != 3)
+		return 2;
+	if (kop_shard_parse(argv[1], &a, err) < 0) {
+		printf("error: %s\n", err);
+		return 1;
+	}
+	if (kop_shard_parse(argv[2], &b, err) < 0) {
+		kop_shard_free(&a);
+		printf("error: %s\n", err);
+		return 1;
+	}
+	s = kop_shard_minus(&a, &b);
+	printf("%s\n", s);
+	free(s);
+	kop_shard_free(&a);
+	kop_shard_free(&b);
+	return 0;
+}
+
 static const struct test_cmd shard_cmds[] = {
 	{ "shard-parse", cmd_shard_parse },
 	{ "shard-hash", cmd_shard_hash },
 	{ "shard-match", cmd_shard_match },
 	{ "shard-split", cmd_shard_split },
 	{ "shard-mask", cmd_shard_mask },
+	{ "shard-minus", cmd_shard_minus },
 	{ NULL, NULL },
 };
 TEST_TOOL_REGISTER(shard_cmds)
