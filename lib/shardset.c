@@ -179,26 +179,26 @@ void shardset_view_get(const struct shardset *s, struct shardset_view *v)
 	v->renew_deadline_ms = s->renew_deadline_ms;
 }
 
-uint64_t shardset_view_usable(const struct shardset_view *v, int64_t now_ms)
+/* The ranges of mask renewed within the renew deadline at now_ms. */
+static uint64_t renewed_within(const struct shardset_view *v, uint64_t mask, int64_t now_ms)
 {
 	uint64_t u = 0;
 	unsigned i;
 
 	for (i = 0; i < SHARDSET_MAX; i++)
-		if ((v->held & BIT(i)) && now_ms - v->renewed_ms[i] < v->renew_deadline_ms)
+		if ((mask & BIT(i)) && now_ms - v->renewed_ms[i] < v->renew_deadline_ms)
 			u |= BIT(i);
 	return u;
 }
 
+uint64_t shardset_view_usable(const struct shardset_view *v, int64_t now_ms)
+{
+	return renewed_within(v, v->held, now_ms);
+}
+
 uint64_t shardset_view_winding(const struct shardset_view *v, int64_t now_ms)
 {
-	uint64_t u = 0;
-	unsigned i;
-
-	for (i = 0; i < SHARDSET_MAX; i++)
-		if ((v->pending & BIT(i)) && now_ms - v->renewed_ms[i] < v->renew_deadline_ms)
-			u |= BIT(i);
-	return u;
+	return renewed_within(v, v->pending, now_ms);
 }
 
 uint64_t shardset_usable(const struct shardset *s, int64_t now_ms)

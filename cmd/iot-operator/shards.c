@@ -166,25 +166,26 @@ void shards_release_mem(void)
 	shardset_release_mem(&sh.s);
 }
 
-uint64_t shards_usable(int64_t now)
+/* What f says of the view after the last round (0 before the first). */
+static uint64_t of_view(uint64_t (*f)(const struct shardset_view *, int64_t), int64_t now)
 {
 	uint64_t r;
 
 	pthread_mutex_lock(&le.mu);
-	r = sh.ready ? shardset_view_usable(&sh.view, now) : 0;
+	r = sh.ready ? f(&sh.view, now) : 0;
 	pthread_mutex_unlock(&le.mu);
 	return r;
+}
+
+uint64_t shards_usable(int64_t now)
+{
+	return of_view(shardset_view_usable, now);
 }
 
 /* The ranges dropped whose work may still finish (shardset_view_winding). */
 uint64_t shards_winding(int64_t now)
 {
-	uint64_t r;
-
-	pthread_mutex_lock(&le.mu);
-	r = sh.ready ? shardset_view_winding(&sh.view, now) : 0;
-	pthread_mutex_unlock(&le.mu);
-	return r;
+	return of_view(shardset_view_winding, now);
 }
 
 /*
