@@ -7,6 +7,8 @@
  * primaries and such children at once. The primaries of ranges added wait,
  * not reconciled, until the next initial-events-end bookmark: that of the
  * lists of the objects in their namespaces, which come after the SHARDS line.
+ * Ranges removed take their primaries out of the view unreconciled, and a
+ * barrier after their writes says, once back as feedback, that all is done.
  */
 #include <stdlib.h>
 #include <string.h>
