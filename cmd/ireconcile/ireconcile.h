@@ -234,7 +234,7 @@ int other_shard(const char *type, jv obj);
 int shard_waits(const struct prim *p);
 void shard_added(jv ev, size_t lineno);
 void shard_removed(jv ev, size_t lineno);
-void shard_park(const char *key, const char *pkey, jv obj);
+void shard_park(const char *key, const char *pkey, const struct kop_kind *k, jv obj);
 void shard_barrier(jv line, size_t lineno);
 void shard_synced(size_t lineno);
 void shard_release(void);
@@ -249,6 +249,8 @@ jv parse_view(const struct obj *o);
 int same_text(const struct obj *o, const char *text, size_t len);
 jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
 jv parse_obj(const struct obj *o);
+char *kind_deflate(const struct kop_kind *k, const char *text, size_t len, size_t *zlen);
+jv kind_parse(const struct kop_kind *k, const char *text, size_t zlen, size_t len);
 
 /* flight.c */
 void flight_free(void *v);

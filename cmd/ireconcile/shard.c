@@ -15,10 +15,12 @@
 #include "ireconcile.h"
 #include "banned.h"
 
-/* A parked object: the primary it maps to, and its compact JSON. */
+/* A parked object: the primary it maps to, and its compact JSON (deflated when zlen: kind_deflate). */
 struct parked {
 	char *pkey;
+	const struct kop_kind *kind;
 	char *text;
+	size_t len, zlen;
 };
 
 static struct kop_hmap parked;	/* objkey -> struct parked */
@@ -69,25 +71,27 @@ int shard_waits(const struct prim *p)
 	return E.shard_wait && sel_holds_key(E.shard_wait, p->key);
 }
 
-/* obj (borrowed), of primary pkey, parked under key. */
-void shard_park(const char *key, const char *pkey, jv obj)
+/* obj (borrowed), of kind k and primary pkey, parked under key. */
+void shard_park(const char *key, const char *pkey, const struct kop_kind *k, jv obj)
 {
 	struct parked *pk = kop_calloc(1, sizeof(*pk));
-
+	char *text = kop_json_dump_len(jv_copy(obj), &pk->len);
 
 	pk->pkey = kop_strdup(pkey);
-	pk->text = kop_json_dump_len(jv_copy(obj), NULL);
+	pk->kind = k;
+	pk->text = kind_deflate(k, text, pk->len, &pk->zlen);
+	free(text);
 	if ((pk = kop_hmap_put(&parked, key, pk)))
 		parked_free(pk);
 }
 
 /* The same from an event of type: parked, or, on DELETED, forgotten. */
-static void park(const char *type, const char *key, const char *pkey, jv obj)
+static void park(const char *type, const char *key, const char *pkey, const struct kop_kind *k, jv obj)
 {
 	struct parked *pk;
 
 	if (strcmp(type, "DELETED")) {
-		shard_park(key, pkey, obj);
+		shard_park(key, pkey, k, obj);
 	} else if ((pk = kop_hmap_remove(&parked, key))) {
 		parked_free(pk);
 	}
@@ -155,7 +159,7 @@ int other_shard(const char *type, jv obj)
 	if ((o = kop_hmap_get(&E.objs, key)))
 		remove_obj(o);
 	if (!kop_program_kind_sharded(&E.prog, k))
-		park(type, key, pkey, obj);
+		park(type, key, pkey, k, obj);
 	free(key);
 	free(pkey);
 	return 1;
@@ -230,11 +234,17 @@ void shard_added(jv ev, size_t lineno)
 			keys[n++] = kop_strdup(k);
 	for (i = 0; i < n; i++) {
 		struct parked *pk = kop_hmap_remove(&parked, keys[i]);
-		jv obj = jv_parse(pk->text);
+		jv obj = kind_parse(pk->kind, pk->text, pk->zlen, pk->len);
 
-		parked_free(pk);
 		free((char *)keys[i]);
-		handle_object("ADDED", project_kind(obj, lineno, 0), lineno);
+		if (jv_get_kind(obj) != JV_KIND_OBJECT) {	/* cannot happen: we wrote it */
+			log_warn("line %zu: a parked object of '%s' could not be read back; it enters with its next event", lineno,
+				 pk->pkey);
+			jv_free(obj);
+		} else {
+			handle_object("ADDED", project_kind(obj, lineno, 0), lineno);
+		}
+		parked_free(pk);
 	}
 	free(keys);
 }

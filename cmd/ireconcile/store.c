@@ -226,6 +226,26 @@ jv parse_view(const struct obj *o)
 	return inflate_parse((const unsigned char *)o->vtext, o->vzlen, o->vlen, vdict_of(o->kind));
 }
 
+/*
+ * Text of an object of kind k kept outside the view (shard.c's park),
+ * malloc'd: deflated against k's dictionary when that pays (*zlen its size),
+ * else as it is (*zlen 0). kind_parse reads it back.
+ */
+char *kind_deflate(const struct kop_kind *k, const char *text, size_t len, size_t *zlen)
+{
+	unsigned char *z;
+
+	*zlen = len >= VIEW_DEFLATE_MIN ? deflate_text(text, len, &z, kind_dict(k, text, len)) : 0;
+	return *zlen ? (char *)z : kop_strndup(text, len);
+}
+
+jv kind_parse(const struct kop_kind *k, const char *text, size_t zlen, size_t len)
+{
+	if (!zlen)
+		return kop_json_read(text, len);
+	return inflate_parse((const unsigned char *)text, zlen, len, dict_of(k));
+}
+
 /* The object parsed (caller owns it), fingerprinted if o->fp; jv_invalid() if it cannot be read back. */
 jv parse_obj(const struct obj *o)
 {

@@ -135,7 +135,7 @@ static void drop_obj(struct obj *o, const char *pkey)
 		jv v = parse_obj(o);
 
 		if (jv_get_kind(v) == JV_KIND_OBJECT)
-			shard_park(o->key, pkey, v);
+			shard_park(o->key, pkey, o->kind, v);
 		jv_free(v);
 	}
 }
