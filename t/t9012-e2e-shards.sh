@@ -2,7 +2,9 @@
 test_description='end to end, sharded (--shards): replicas share the instances and each sees only its
 share, none written for by two replicas at once; a replica killed (-9), its instances reconciled by the
 others within a Lease duration and 5 s (10 s in the sanitizer build); scale 3 -> 5 -> 2 while instances are created, edited and
-deleted, the same checks at every step; with the server applying the shard selector and without'
+deleted, the same checks at every step (ranges gained and dropped change the running pipelines; one
+whose barrier never comes back is stopped at the renew deadline); with the server applying the shard
+selector and without'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 . "$TEST_DIRECTORY/lib-e2e.sh"
@@ -328,6 +330,30 @@ run () { # GATE (on or off)
 		e2e_operator_stop e &&
 		settle 60 steady a2 b &&
 		writers
+	'
+
+	test "$gate" = on &&
+	test_expect_success "gate $gate: a replica whose barrier never comes back is stopped at the renew deadline, then starts again for what it keeps" '
+		: a3 runs a kapply that never passes a barrier on, so ranges it drops never finish winding down;
+		: by its name, the second of three, it holds 3 of the 8 ranges, and 2 once g joins &&
+		mkdir -p swallow &&
+		printf "%s\n" "#!/bin/sh" "grep --line-buffered -v \"^{\\\"barrier\\\"\" | exec \"\$KOP_BIN/kapply\" \"\$@\"" >swallow/kapply &&
+		chmod +x swallow/kapply &&
+		e2e_operator_start a3 $SHARDS --stage-dir "$TRASH/swallow" &&
+		settle 60 steady a2 a3 b &&
+		grep -c "\"msg\":\"pipeline started\"" a3.err >a3.starts &&
+		: g joins: a3 drops a range, its barrier never comes back &&
+		e2e_operator_start g $SHARDS &&
+		create 18 18 &&
+		settle 60 steady a2 a3 b g &&
+		grep "\"msg\":\"ranges dropped: [0-9,]* leave the running pipeline" a3.err >/dev/null &&
+		grep "\"msg\":\"ranges [0-9,]* no longer held: stopping the pipeline before their Leases can expire\"" a3.err >/dev/null &&
+		! grep "what was written for them is done; handing them over" a3.err &&
+		test $(grep -c "\"msg\":\"pipeline started\"" a3.err) -gt $(cat a3.starts) &&
+		writers &&
+		e2e_operator_stop a3 &&
+		e2e_operator_stop g &&
+		settle 60 steady a2 b
 	'
 
 	test_expect_success "gate $gate: the last two stop cleanly, every Lease released; nothing forbidden" '
