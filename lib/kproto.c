@@ -409,8 +409,12 @@ static int decode_special(struct dec *d, const struct kproto_msg *m, struct rd r
 			*out = jv_null();
 			break;
 		}
-		if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
+		if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999) {
+			jv_free(s1);
+			jv_free(s3);
+			jv_free(items);
 			return dec_fail(d, start, "time outside of the years 0 to 9999");
+		}
 		if (m->special == KP_TIME)
 			strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 		else
@@ -442,6 +446,7 @@ static int decode_special(struct dec *d, const struct kproto_msg *m, struct rd r
 			jv_free(*out);
 			jv_free(s1);
 			jv_free(s3);
+			jv_free(items);
 			return dec_fail(d, start, "raw bytes that are not JSON");
 		}
 		break;
