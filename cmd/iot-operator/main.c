@@ -117,8 +117,8 @@ static void shards_check(int64_t now)
 	winding = shards_winding(now);
 	gone = sup.shard_mask & ~usable;
 	gained = usable & ~sup.shard_mask;
-	sup.same_program = !sup.culprit_seen;
 	if (gone & ~winding) {
+		sup.same_program = !sup.culprit_seen;
 		tool_logj(LOG_WARN, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.shard_mask, was)),
 					      jv_string("usable"), jv_string(shards_text(usable, is))),
 			  "ranges %s no longer held: stopping the pipeline before their Leases can expire", was);
@@ -133,6 +133,7 @@ static void shards_check(int64_t now)
 			tool_logj(LOG_INFO, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.shard_mask, was)),
 						      jv_string("usable"), jv_string(shards_text(usable, is))),
 				  "ranges gained that the pipeline read before: restarting it for %s", is);
+			sup.same_program = !sup.culprit_seen;
 			teardown(TEARDOWN_DRAIN);
 		} else {
 			pipeline_grow(gained);

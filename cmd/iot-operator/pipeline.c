@@ -482,28 +482,39 @@ static jv shard_groups(jv groups, const char *sel, int only_sharded)
 	return out;
 }
 
-/* Starts the kwatch of stage s with args (consumed), its output to be merged: 0, or -1 with err. */
-static int kwatch_spawn(struct stage *s, jv args, char *err)
+/* Stage s's stats socket: our end in s->stats_fd, the stage's end returned (-1 with err). */
+static int stats_socket(struct stage *s, char *err)
 {
-	int sp[2], out[2] = { -1, -1 };
+	int sp[2];
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 || (sp[0] = fd_high(sp[0])) < 0 ||
 	    (sp[1] = fd_high(sp[1])) < 0) {
-		jv_free(args);
 		snprintf(err, KOP_ERRLEN, "unable to create a socket pair: %s", strerror(errno));
 		return -1;
 	}
 	s->stats_fd = sp[0];
 	set_nonblock(s->stats_fd);
+	return sp[1];
+}
+
+/* Starts the kwatch of stage s with args (consumed), its output to be merged: 0, or -1 with err. */
+static int kwatch_spawn(struct stage *s, jv args, char *err)
+{
+	int stats, out[2] = { -1, -1 };
+
+	if ((stats = stats_socket(s, err)) < 0) {
+		jv_free(args);
+		return -1;
+	}
 	if (pipe_high(out) < 0) {
-		close(sp[1]);
+		close(stats);
 		jv_free(args);
 		snprintf(err, KOP_ERRLEN, "unable to create a pipe: %s", strerror(errno));
 		return -1;
 	}
-	s->pid = spawn_stage("kwatch", args, -1, out[1], -1, -1, sp[1], err);
+	s->pid = spawn_stage("kwatch", args, -1, out[1], -1, -1, stats, err);
 	close(out[1]);
-	close(sp[1]);
+	close(stats);
 	s->out_fd = out[0];
 	set_nonblock(s->out_fd);
 	if (s->pid <= 0) {
@@ -567,7 +578,7 @@ int pipeline_start(void)
 	}
 	for (i = 0; ok && i < sup.nst; i++) {
 		struct stage *s = &sup.st[i];
-		int sp[2];
+		int stats;
 
 		if (i < nk) {
 			if (kwatch_spawn(s, jv_array_get(jv_copy(groups), (int)i), err) < 0) {
@@ -576,14 +587,10 @@ int pipeline_start(void)
 			}
 			continue;
 		}
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 ||
-		    (sp[0] = fd_high(sp[0])) < 0 || (sp[1] = fd_high(sp[1])) < 0) {
-			snprintf(err, sizeof(err), "unable to create a socket pair: %s", strerror(errno));
+		if ((stats = stats_socket(s, err)) < 0) {
 			ok = 0;
 			break;
 		}
-		s->stats_fd = sp[0];
-		set_nonblock(s->stats_fd);
 		if (!strcmp(s->name, "ireconcile")) {
 			char fbpath[32];
 
@@ -596,17 +603,17 @@ int pipeline_start(void)
 				argv_add(&args, shard_sel);
 			}
 			argv_add(&args, sup.program_dir);
-			s->pid = spawn_stage("ireconcile", args, in[0], ra[1], -1, fb[0], sp[1], err);
+			s->pid = spawn_stage("ireconcile", args, in[0], ra[1], -1, fb[0], stats, err);
 		} else if (!strcmp(s->name, "kapply")) {
 			args = jv_array();
 			argv_kube(&args);
-			s->pid = spawn_stage("kapply", args, ra[0], as[1], -1, -1, sp[1], err);
+			s->pid = spawn_stage("kapply", args, ra[0], as[1], -1, -1, stats, err);
 		} else {
 			args = jv_array();
 			argv_kube(&args);
-			s->pid = spawn_stage("kstatus", args, as[0], fb[1], -1, -1, sp[1], err);
+			s->pid = spawn_stage("kstatus", args, as[0], fb[1], -1, -1, stats, err);
 		}
-		close(sp[1]);
+		close(stats);
 		if (s->pid <= 0) {
 			s->pid = 0;
 			ok = 0;
