@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='ksim: request counters by user agent and verb (GET/POST /ksim/stats), bytes sent, the -v request log'
+test_description='ksim: request counters by user agent and verb (GET/POST /ksim/stats), bytes sent by verb and by resource, the -v request log'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
@@ -45,20 +45,38 @@ test_expect_success 'the bytes of the answers are counted by agent and verb, a w
 	ksim_curl -A "t/get (a)" -o list.json /api/v1/namespaces/default/configmaps &&
 	ksim_curl -A "t/get (a)" -o ns.json /api/v1/namespaces/default &&
 	ksim_curl -A "t/get (a)" -o none.json /api/v1/namespaces/default/configmaps/none &&
+	ksim_curl -A "t/get (a)" -o api.json /api &&
+	ksim_curl -A "t/get (a)" -o apps.json /apis/apps/v1 &&
 	ksim_curl -A "t/write (a)" -o made.json -X POST -H "Content-Type: application/json" \
 		-d "{\"metadata\":{\"name\":\"d\"}}" /api/v1/namespaces/default/configmaps &&
 	ksim_curl -A "t/watch (b)" -o watch.out "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1" &&
 	grep -q "\"name\":\"d\"" watch.out &&
 	curl -sS -f -m 10 "$KSIM_URL/ksim/stats" >stats.json &&
 	jq -c .bytesByAgent stats.json >actual &&
-	echo "{\"t/get (a)\":{\"GET\":$(cat list.json ns.json none.json | wc -c)},\"t/write (a)\":{\"POST\":$(wc -c <made.json)},\"t/watch (b)\":{\"WATCH\":$(wc -c <watch.out)}}" >expect &&
+	echo "{\"t/get (a)\":{\"GET\":$(cat list.json ns.json none.json api.json apps.json | wc -c)},\"t/write (a)\":{\"POST\":$(wc -c <made.json)},\"t/watch (b)\":{\"WATCH\":$(wc -c <watch.out)}}" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'and by agent and resource, as kubectl names it: discovery under (discovery)' '
+	jq -S -c .bytesByAgentResource stats.json >actual &&
+	echo "{\"t/get (a)\":{\"configmaps\":$(cat list.json none.json | wc -c),\"namespaces\":$(wc -c <ns.json),\"(discovery)\":$(cat api.json apps.json | wc -c)},\"t/write (a)\":{\"configmaps\":$(wc -c <made.json)},\"t/watch (b)\":{\"configmaps\":$(wc -c <watch.out)}}" |
+	jq -S -c . >expect &&
+	test_cmp expect actual &&
+	curl -sS -f -m 10 -X POST -d "{\"reset\":true}" "$KSIM_URL/ksim/stats" >reset.json &&
+	ksim_curl -A "t/get (c)" -o deploys.json /apis/apps/v1/namespaces/default/deployments &&
+	ksim_curl -A "t/get (c)" -o nothing.json /apis/apps/v1/namespaces/default/nothings &&
+	ksim_curl -A "t/get (c)" -o version.json /version &&
+	curl -sS -f -m 10 "$KSIM_URL/ksim/stats" >stats.json &&
+	jq -S -c .bytesByAgentResource stats.json >actual &&
+	echo "{\"t/get (c)\":{\"deployments.apps\":$(wc -c <deploys.json),\"(discovery)\":$(cat nothing.json version.json | wc -c)}}" |
+	jq -S -c . >expect &&
 	test_cmp expect actual
 '
 
 test_expect_success 'a reset sets every counter to zero; a bad body is refused' '
 	curl -sS -f -m 10 -X POST -d "{\"reset\":true}" "$KSIM_URL/ksim/stats" >reset.json &&
-	jq -c "[.requests, .writes, .byAgent, .bytesByAgent]" reset.json >actual &&
-	echo "[0,0,{},{}]" >expect &&
+	jq -c "[.requests, .writes, .byAgent, .bytesByAgent, .bytesByAgentResource]" reset.json >actual &&
+	echo "[0,0,{},{},{}]" >expect &&
 	test_cmp expect actual &&
 	curl -sS -m 10 -o bad.json -w "%{http_code}\n" -X POST -d "[1]" "$KSIM_URL/ksim/stats" >code &&
 	echo 400 >expect &&

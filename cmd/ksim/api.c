@@ -6,6 +6,7 @@
  * with kube-apiserver's semantics and wording. Every write ends in
  * ksim_store_commit().
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "api.h"
@@ -143,6 +144,10 @@ static void handle_locked(const struct ksim_request *rq, struct ksim_response *r
 		rs->content_type = "text/plain; charset=utf-8";
 		goto done;
 	}
+	if (*r.t->group)	/* (formatted under the lock: a CRD's change frees the type's strings) */
+		snprintf(rs->resource, sizeof(rs->resource), "%s.%s", r.t->resource, r.t->group);
+	else
+		snprintf(rs->resource, sizeof(rs->resource), "%s", r.t->resource);
 	a.user = rq->user;
 	a.verb = verb_of(rq, &r);
 	a.group = r.t->group;

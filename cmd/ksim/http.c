@@ -36,10 +36,11 @@ static int collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, cons
 	return MHD_YES;
 }
 
-/* A watch stream being sent, and to whom (its bytes are counted by user agent: stats.c). */
+/* A watch stream being sent, and to whom (its bytes are counted by user agent and resource: stats.c). */
 struct stream {
 	struct ksim_watch *w;
 	char *agent;
+	char *resource;
 };
 
 static ssize_t watch_cb(void *cls, uint64_t pos, char *buf, size_t max)
@@ -51,7 +52,7 @@ static ssize_t watch_cb(void *cls, uint64_t pos, char *buf, size_t max)
 	ksim_faults_watch_wait();	/* faults.c: stalled watches send nothing, */
 	n = ksim_watch_read(st->w, buf, max);
 	ksim_faults_watch_wait();	/* not even what a read begun before the stall got */
-	ksim_stats_sent_watch(st->agent, n);
+	ksim_stats_sent_watch(st->agent, st->resource, n);
 	return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
 }
 
@@ -61,6 +62,7 @@ static void watch_free_cb(void *cls)
 
 	ksim_watch_free(st->w);
 	free(st->agent);
+	free(st->resource);
 	free(st);
 }
 
@@ -753,6 +755,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			ksim_watch_set_fd(rs.watch, ci->connect_fd);
 		st->w = rs.watch;
 		st->agent = kop_strdup(user_agent(c));
+		st->resource = kop_strdup(rs.resource);
 		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, watch_cb, st, watch_free_cb);
 
 		rs.watch = NULL;
@@ -763,14 +766,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		size_t n = rs.text_len ? rs.text_len : strlen(rs.text);
 
 		if (strcmp(method, "HEAD"))
-			ksim_stats_sent(c, method, n);
+			ksim_stats_sent(c, method, rs.resource, n);
 		ret = send_bytes(c, rs.code, rs.text, n, rs.content_type);
 	} else {
 		/* send_json_bytes ends a body that is not verbatim with a newline */
 		size_t n = rs.json_len + (!rs.json_verbatim && (!rs.json_len || rs.json[rs.json_len - 1] != '\n'));
 
 		if (strcmp(method, "HEAD"))
-			ksim_stats_sent(c, method, n);
+			ksim_stats_sent(c, method, rs.resource, n);
 		ret = send_json_bytes(c, rs.code, rs.json, rs.json_len, rs.json_verbatim, jv_copy(rs.warnings));
 		rs.json = NULL;	/* MHD frees it */
 	}

@@ -242,6 +242,9 @@ struct ksim_response {
 	const char *content_type;	/* NULL = application/json */
 	struct ksim_watch *watch;	/* non-NULL: stream this watch (http.c) */
 	jv warnings;		/* array of strings for Warning: headers */
+	/* the resource routed to, as kubectl names it ("deployments.apps", "pods"; a plural of at most
+	 * 63 and a group of at most 253 characters), "" when the request is on none (discovery) */
+	char resource[320];
 	int discard;		/* internal request without an answer wanted: rs->body is not made */
 };
 

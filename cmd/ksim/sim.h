@@ -157,10 +157,11 @@ int ksim_stats_admin(struct MHD_Connection *c, const char *method, const char *u
 		     int *ret);
 /* Every API request, before faults and authentication. */
 void ksim_stats_count(struct MHD_Connection *c, const char *method);
-/* n bytes of the body of the answer to the request, under its verb and user agent. */
-void ksim_stats_sent(struct MHD_Connection *c, const char *method, size_t n);
-/* n bytes of a watch stream's events sent to user agent ua. */
-void ksim_stats_sent_watch(const char *ua, size_t n);
+/* n bytes of the body of the answer to the request, under its verb, user agent and resource
+ * (ksim_response's: "" for none). */
+void ksim_stats_sent(struct MHD_Connection *c, const char *method, const char *resource, size_t n);
+/* n bytes of a watch stream's events on resource sent to user agent ua. */
+void ksim_stats_sent_watch(const char *ua, const char *resource, size_t n);
 
 /* persist.c */
 extern const char *persist_dir;

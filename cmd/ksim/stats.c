@@ -6,15 +6,23 @@
  *
  *   GET /ksim/stats   {"requests":N,"writes":N,"byVerb":{"GET":N,...},
  *                      "byAgent":{"iot-operator/kapply":{"PATCH":N,...},...},
- *                      "bytesByAgent":{"iot-operator/kwatch":{"GET":N,"WATCH":N},...}}
+ *                      "bytesByAgent":{"iot-operator/kwatch":{"GET":N,"WATCH":N},...},
+ *                      "bytesByAgentResource":{"iot-operator/kwatch":{"pods":N,
+ *                                              "deployments.apps":N,"(discovery)":N,...},...}}
  *   POST /ksim/stats  {"reset":true} sets every counter to zero
  *
  * Writes are POST, PUT, PATCH and DELETE. bytesByAgent counts the response
  * bodies ksim sent (as sent: ksim never compresses), by the verb of the
  * request; a watch's bytes as its events go out, so a watch still open
- * keeps adding. Answers that never reach the API (faults, 401, 403 of
- * impersonation) are counted as requests, not in bytes. Past STATS_AGENTS
- * user agents, the last slot ("other") takes the rest.
+ * keeps adding. bytesByAgentResource counts the same bytes by the resource
+ * the request is on, as kubectl names it (plural.group, the plural alone
+ * in the core group; a subresource's under its resource), and under
+ * "(discovery)" those of requests on none: /api, /apis/..., /openapi/...,
+ * /version, and the 404 of a path that names no served resource. Answers
+ * that never reach the API (faults, 401, 403 of impersonation) are counted
+ * as requests, not in bytes. Past STATS_AGENTS user agents, the last slot
+ * ("other") takes the rest; past STATS_RESOURCES resources, so does the
+ * last resource slot ("other").
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +35,11 @@
 #define STATS_AGENTS 64
 #define STATS_AGENT_LEN 128
 
+/* every resource an agent's bytes went to: the built-in ones (44 types), a few CRDs', discovery */
+#define STATS_RESOURCES 128
+#define STATS_RESOURCE_LEN 320	/* a plural of 63 characters, a dot, a group of 253 */
+#define DISCOVERY "(discovery)"
+
 static const char *const verbs[] = { "GET", "WATCH", "POST", "PUT", "PATCH", "DELETE", "OTHER" };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
 
@@ -37,8 +50,11 @@ static struct {
 		char name[STATS_AGENT_LEN];
 		unsigned long n[NVERBS];
 		unsigned long long bytes[NVERBS];
+		unsigned long long rbytes[STATS_RESOURCES];	/* by resource[] */
 	} agent[STATS_AGENTS];
-} S = { PTHREAD_MUTEX_INITIALIZER, 0, { { { 0 }, { 0 }, { 0 } } } };
+	int nresources;	/* the names of the resources bytes went to, for every agent */
+	char resource[STATS_RESOURCES][STATS_RESOURCE_LEN];
+} S = { PTHREAD_MUTEX_INITIALIZER, 0, { { { 0 }, { 0 }, { 0 }, { 0 } } }, 0, { { 0 } } };
 
 static size_t verb_index(struct MHD_Connection *c, const char *method)
 {
@@ -82,6 +98,31 @@ static int agent_slot(const char *ua)
 	return i;
 }
 
+/* The slot of resource name r ("" or NULL: DISCOVERY), made when new; S.lock held. */
+static int resource_slot(const char *r)
+{
+	int i;
+
+	if (!r || !*r)
+		r = DISCOVERY;
+	for (i = 0; i < S.nresources; i++)
+		if (!strncmp(S.resource[i], r, STATS_RESOURCE_LEN - 1))
+			return i;
+	if (S.nresources == STATS_RESOURCES) {
+		i = STATS_RESOURCES - 1;	/* the last slot takes every resource beyond */
+		memcpy(S.resource[i], "other", 6);
+	} else {
+		size_t n = strlen(r);
+
+		if (n > STATS_RESOURCE_LEN - 1)
+			n = STATS_RESOURCE_LEN - 1;
+		memcpy(S.resource[i], r, n);
+		S.resource[i][n] = 0;
+		S.nresources++;
+	}
+	return i;
+}
+
 static const char *user_agent(struct MHD_Connection *c)
 {
 	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT);
@@ -97,36 +138,41 @@ void ksim_stats_count(struct MHD_Connection *c, const char *method)
 	pthread_mutex_unlock(&S.lock);
 }
 
-static void add_bytes(const char *ua, size_t v, size_t n)
+static void add_bytes(const char *ua, size_t v, const char *resource, size_t n)
 {
+	int a;
+
 	if (!n)
 		return;
 	pthread_mutex_lock(&S.lock);
-	S.agent[agent_slot(ua)].bytes[v] += n;
+	a = agent_slot(ua);
+	S.agent[a].bytes[v] += n;
+	S.agent[a].rbytes[resource_slot(resource)] += n;
 	pthread_mutex_unlock(&S.lock);
 }
 
-void ksim_stats_sent(struct MHD_Connection *c, const char *method, size_t n)
+void ksim_stats_sent(struct MHD_Connection *c, const char *method, const char *resource, size_t n)
 {
-	add_bytes(user_agent(c), verb_index(c, method), n);
+	add_bytes(user_agent(c), verb_index(c, method), resource, n);
 }
 
-void ksim_stats_sent_watch(const char *ua, size_t n)
+void ksim_stats_sent_watch(const char *ua, const char *resource, size_t n)
 {
-	add_bytes(ua, 1, n);	/* WATCH */
+	add_bytes(ua, 1, resource, n);	/* WATCH */
 }
 
 static jv snapshot(void)
 {
-	jv by_verb = jv_object(), by_agent = jv_object(), bytes_by_agent = jv_object();
+	jv by_verb = jv_object(), by_agent = jv_object(), bytes_by_agent = jv_object(), by_resource = jv_object();
 	unsigned long total = 0, writes = 0, sum[NVERBS] = { 0 };
 	size_t v;
 	int i;
 
 	pthread_mutex_lock(&S.lock);
 	for (i = 0; i < S.nagents; i++) {
-		jv a = jv_object(), b = jv_object();
+		jv a = jv_object(), b = jv_object(), r = jv_object();
 		int requests = 0, sent = 0;
+		int k;
 
 		for (v = 0; v < NVERBS; v++) {
 			if (S.agent[i].bytes[v]) {
@@ -144,10 +190,16 @@ static jv snapshot(void)
 			by_agent = jv_object_set(by_agent, jv_string(S.agent[i].name), a);
 		else
 			jv_free(a);
-		if (sent)
+		for (k = 0; k < S.nresources; k++)
+			if (S.agent[i].rbytes[k])
+				r = jv_object_set(r, jv_string(S.resource[k]), jv_number((double)S.agent[i].rbytes[k]));
+		if (sent) {
 			bytes_by_agent = jv_object_set(bytes_by_agent, jv_string(S.agent[i].name), b);
-		else
+			by_resource = jv_object_set(by_resource, jv_string(S.agent[i].name), r);
+		} else {
 			jv_free(b);
+			jv_free(r);
+		}
 	}
 	pthread_mutex_unlock(&S.lock);
 	for (v = 0; v < NVERBS; v++) {
@@ -158,7 +210,7 @@ static jv snapshot(void)
 	}
 	return JV_OBJECT(jv_string("requests"), jv_number((double)total), jv_string("writes"),
 			 jv_number((double)writes), jv_string("byVerb"), by_verb, jv_string("byAgent"), by_agent,
-			 jv_string("bytesByAgent"), bytes_by_agent);
+			 jv_string("bytesByAgent"), bytes_by_agent, jv_string("bytesByAgentResource"), by_resource);
 }
 
 static int answer(struct MHD_Connection *c, unsigned code, const char *ctype, jv body)
@@ -199,6 +251,8 @@ int ksim_stats_admin(struct MHD_Connection *c, const char *method, const char *u
 			pthread_mutex_lock(&S.lock);
 			memset(S.agent, 0, sizeof(S.agent));
 			S.nagents = 0;
+			memset(S.resource, 0, sizeof(S.resource));
+			S.nresources = 0;
 			pthread_mutex_unlock(&S.lock);
 		}
 		jv_free(r);
