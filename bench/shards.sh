@@ -12,9 +12,14 @@
 #    after BENCH_SHARDS_SETTLE_S seconds (default 5): each replica's PSS
 #    (smaps_rollup of the supervisor and its stages, summed), the bytes its
 #    kwatch received since it started (ksim's /ksim/stats, bytesByAgent of
-#    "iot-operator/kwatch (POD)": lists and watches), the instances it
-#    holds (those whose range its shard Leases hold; its ireconcile's
-#    count, /metrics ireconcile_primaries, logged beside).
+#    "iot-operator/kwatch (POD)": lists and watches), split by resource
+#    (bytesByAgentResource) into the kinds the shard selector cuts (every
+#    resource but iotservices.cp.iot.sap and namespaces: the instance
+#    namespaces' Deployments, Pods, Secrets ...) and the shared ones every
+#    replica lists and watches whole (IoTServices in namespace O, and
+#    Namespaces), discovery apart, each resource's bytes logged; the
+#    instances it holds (those whose range its shard Leases hold; its
+#    ireconcile's count, /metrics ireconcile_primaries, logged beside).
 #  takeover: the ranges replica a holds (the shard Leases naming it) and so
 #    its instances (bench/shards-writers --keys); kill -9 of a, and at once
 #    an edit of each of those instances (the cockpit image); the time from
@@ -25,7 +30,7 @@
 #    written for by two replicas less than a Lease duration (15 s) apart but
 #    across a hand-over (target 0).
 #  single: one replica (--shards R, POD_NAME a) holding every range, the
-#    same N: its PSS and kwatch's bytes, as above.
+#    same N: its PSS and kwatch's bytes, split, as above.
 #
 # Figures go to stdout as JSON lines (bench/run), progress to stderr. What
 # does not happen within BENCH_SHARDS_TIMEOUT seconds (default 1200; the
@@ -106,6 +111,19 @@ pss () {
 # watch_bytes POD STATS: the bytes ksim sent kwatch of replica POD (lists and watches)
 watch_bytes () {
 	jq --arg a "iot-operator/kwatch ($1)" '[.bytesByAgent[$a] // {} | .[]] | add // 0' "$2"
+}
+# watch_split POD STATS: "SHARDED SHARED DISCOVERY", the bytes of watch_bytes by resource: the kinds
+# the shard selector cuts, the IoTServices and Namespaces every replica receives whole, discovery
+watch_split () {
+	jq -r --arg a "iot-operator/kwatch ($1)" '.bytesByAgentResource[$a] // {} | to_entries
+		| def sum(f): [.[] | select(.key | f) | .value] | add // 0;
+		def shared: IN("iotservices.cp.iot.sap", "namespaces");
+		"\(sum(shared or . == "(discovery)" | not)) \(sum(shared)) \(sum(. == "(discovery)"))"' "$2"
+}
+# by_resource POD STATS: kwatch's bytes by resource, "RESOURCE=N ..." (most first), for the log
+by_resource () {
+	jq -r --arg a "iot-operator/kwatch ($1)" '.bytesByAgentResource[$a] // {} | to_entries
+		| sort_by(-.value) | map("\(.key)=\(.value)") | join(" ")' "$2"
 }
 # primaries POD: the instances replica POD's ireconcile holds (its /metrics), empty when it does not answer
 primaries () {
@@ -199,12 +217,18 @@ held_by () {
 	awk -v p="$1" 'NR == FNR { if ($2 == p) mine[$1] = 1; next } ($2 in mine) { n++ } END { print n + 0 }' \
 		"$d/holders" "$d/keys"
 }
-pss_max=0 pss_min= wb_max=0 wb_min= held_min= held_max=0 held_sum=0
+pss_max=0 pss_min= wb_max=0 wb_min= held_min= held_max=0 held_sum=0 cut_max=0 cut_min= shared_max=0
 for r in $names; do
 	p=$(pss "$(eval echo "\$pid_$r")")
 	b=$(watch_bytes "$r" "$d/stats.json")
+	set -- $(watch_split "$r" "$d/stats.json")
 	h=$(held_by "$r")
 	log "replica $r: PSS $p kB, kwatch received $b bytes, holds $h instances by its Leases, its ireconcile $(primaries "$r" || :)"
+	log "replica $r: kwatch's bytes: $1 of kinds cut by the shard selector, $2 of IoTServices and Namespaces, $3 of discovery"
+	log "replica $r: by resource: $(by_resource "$r" "$d/stats.json")"
+	test "$1" -gt "$cut_max" && cut_max=$1
+	test -z "$cut_min" || test "$1" -lt "$cut_min" && cut_min=$1
+	test "$2" -gt "$shared_max" && shared_max=$2
 	test "$p" -gt "$pss_max" && pss_max=$p
 	test -z "$pss_min" || test "$p" -lt "$pss_min" && pss_min=$p
 	test "$b" -gt "$wb_max" && wb_max=$b
@@ -217,6 +241,9 @@ figure shards_replica_pss_kb_max "$pss_max" KB
 figure shards_replica_pss_kb_min "$pss_min" KB
 figure shards_watch_bytes_replica_max "$wb_max" bytes
 figure shards_watch_bytes_replica_min "$wb_min" bytes
+figure shards_watch_bytes_sharded_replica_max "$cut_max" bytes
+figure shards_watch_bytes_sharded_replica_min "$cut_min" bytes
+figure shards_watch_bytes_shared_replica_max "$shared_max" bytes
 figure shards_instances_held_max "$held_max" count "about $((N / REPLICAS))"
 figure shards_instances_held_min "$held_min" count "about $((N / REPLICAS))"
 figure shards_instances_held_total "$held_sum" count "$N"
@@ -297,6 +324,11 @@ sleep "$SETTLE"
 curl -sS -f "$url/ksim/stats" >"$d/stats.json"
 p=$(pss "$pid_a")
 b=$(watch_bytes a "$d/stats.json")
+set -- $(watch_split a "$d/stats.json")
 log "single: PSS $p kB, kwatch received $b bytes, holds $(primaries a) instances"
+log "single: kwatch's bytes: $1 of kinds cut by the shard selector, $2 of IoTServices and Namespaces, $3 of discovery"
+log "single: by resource: $(by_resource a "$d/stats.json")"
 figure shards_single_pss_kb "$p" KB
 figure shards_watch_bytes_single "$b" bytes
+figure shards_watch_bytes_sharded_single "$1" bytes
+figure shards_watch_bytes_shared_single "$2" bytes
