@@ -42,6 +42,10 @@ static const char usage[] =
 	"      --shard-selector SEL   shard selector (KEP-5866), e.g. shardRange(object.metadata.\n"
 	"                             namespace, '0x0000000000000000', '0x8000000000000000'):\n"
 	"                             asked of the server, and applied here too when it ignores it\n"
+	"      --shard-control FD     read lines from FD, each a shard selector whose ranges leave\n"
+	"                             every sharded watch (resumed where it was, narrower), then\n"
+	"                             write a BOOKMARK annotated kwatch/shards-removed: nothing\n"
+	"                             of those ranges comes after it\n"
 	"      --no-initial           do not write the initial state (the BOOKMARK line still is)\n"
 	"      --once                 write the initial state and the BOOKMARK line, then exit\n"
 	"      --no-strip-managed-fields  keep metadata.managedFields (stripped by default)\n"
@@ -72,6 +76,7 @@ static const char usage[] =
 enum {
 	OPT_FIELD_SELECTOR = OPT_TOOL_LAST,
 	OPT_SHARD_SELECTOR,
+	OPT_SHARD_CONTROL,
 	OPT_NO_INITIAL,
 	OPT_ONCE,
 	OPT_STRIP,
@@ -89,6 +94,7 @@ static const struct option options[] = {
 	{ "selector", required_argument, NULL, 'l' },
 	{ "field-selector", required_argument, NULL, OPT_FIELD_SELECTOR },
 	{ "shard-selector", required_argument, NULL, OPT_SHARD_SELECTOR },
+	{ "shard-control", required_argument, NULL, OPT_SHARD_CONTROL },
 	{ "no-initial", no_argument, NULL, OPT_NO_INITIAL },
 	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "strip-managed-fields", no_argument, NULL, OPT_STRIP },
@@ -127,7 +133,8 @@ struct res {
 					   events of a streaming list, 2 whether the server applies it */
 	size_t shard_counted;		/* w.shard_dropped already added to kwatch_shard_dropped_total */
 	int dyn;			/* one of a RESOURCE@~ watch's, in namespace ns */
-	int dropped;			/* dyn: its namespace went; reaped by run() */
+	int dropped;			/* dyn: its namespace went (or left the shard selector); reaped by run() */
+	int narrowed;			/* its shard selector narrowed since the request in flight was sent */
 	unsigned forbidden;		/* dyn: 403s in a row (no rights in ns yet) */
 };
 
@@ -135,6 +142,7 @@ struct res {
 struct tmpl {
 	char *arg, *name, *label, *field, *shard, *keep;
 	struct kop_shard_sel sel;	/* shard parsed; sel.n == 0: none */
+	int none_left;			/* --shard-control removed every range of sel: no namespace wanted */
 };
 
 static struct {
@@ -145,7 +153,8 @@ static struct {
 	const char *project, *record, *keep;
 	long idle_ms;
 	enum kw_watch_list watch_list;
-} opt = { .strip = 1, .idle_ms = 300000, .watch_list = KW_WL_AUTO };
+	int control_fd;
+} opt = { .strip = 1, .idle_ms = 300000, .watch_list = KW_WL_AUTO, .control_fd = -1 };
 
 static struct kube_client *client;
 static CURLM *multi;
@@ -160,6 +169,7 @@ static int record_fd = -1;
 static int sigpipe_fd[2] = { -1, -1 };
 static volatile sig_atomic_t stopping;
 static int bookmark_written;
+static struct kop_buf control;	/* --shard-control: a line not yet complete */
 
 /* ---- output ----------------------------------------------------------------- */
 
@@ -504,6 +514,7 @@ static void start(struct res *r)
 	r->curl_err[0] = 0;
 	r->started = r->last_rx = now;
 	r->next_at = -1;
+	r->narrowed = 0;	/* (the request asks for the shard selector as it is now) */
 	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
@@ -813,12 +824,13 @@ static void check_stdout(void)
 }
 
 static void reap(void);
+static void control_read(void);
 
 static int run(void)
 {
 	for (;;) {
 		int64_t now = kop_mono_ms(), wake = now + 1000;
-		struct curl_waitfd extra[2];
+		struct curl_waitfd extra[3];
 		CURLMsg *m;
 		int running, left, all_synced = 1, all_done = 1;
 		size_t i;
@@ -829,6 +841,13 @@ static int run(void)
 		for (i = 0; i < nres; i++) {
 			struct res *r = res[i];
 
+			if (r->easy && r->narrowed &&
+			    (r->w.req == KW_REQ_WATCH || (r->w.req == KW_REQ_STREAM && !r->w.in_init))) {
+				/* --shard-control: on from where it was, asking for less */
+				drop_transfer(r);
+				kw_watch_abort(&r->w);
+				r->next_at = now;
+			}
 			if (!r->easy && !r->done && r->next_at >= 0 && now >= r->next_at)
 				start(r);
 			if (r->easy && r->w.req == KW_REQ_STREAM && r->w.need_list && now - r->started >= stall_ms()) {
@@ -882,13 +901,21 @@ static int run(void)
 		}
 		extra[0] = (struct curl_waitfd){ .fd = sigpipe_fd[0], .events = CURL_WAIT_POLLIN };
 		extra[1] = (struct curl_waitfd){ .fd = 1, .events = 0 };
+		extra[2] = (struct curl_waitfd){ .fd = opt.control_fd, .events = CURL_WAIT_POLLIN };
 		if (wake > now)
-			curl_multi_poll(multi, extra, 2, (int)tool_idle(wake - now), NULL);
+			curl_multi_poll(multi, extra, opt.control_fd >= 0 ? 3 : 2, (int)tool_idle(wake - now), NULL);
 		if (extra[0].revents) {
 			char buf[64];
 
 			while (read(sigpipe_fd[0], buf, sizeof(buf)) > 0)
 				;
+		}
+		if (opt.control_fd >= 0) {
+			/* (asked here: curl says nothing of a hang-up, which would wake its poll at once) */
+			struct pollfd p = { .fd = opt.control_fd, .events = POLLIN };
+
+			if (poll(&p, 1, 0) > 0 && p.revents)
+				control_read();
 		}
 		check_stdout();
 	}
@@ -1098,7 +1125,8 @@ static void setup_template(const char *arg, const struct spec *s)
  */
 static int tmpl_wants(const struct tmpl *t, const char *ns)
 {
-	return !t->sel.n || t->sel.key != KOP_SHARD_NAMESPACE || kop_shard_match_value(&t->sel, ns, strlen(ns));
+	return !t->none_left &&
+	       (!t->sel.n || t->sel.key != KOP_SHARD_NAMESPACE || kop_shard_match_value(&t->sel, ns, strlen(ns)));
 }
 
 /* The watch of template t in namespace ns, to start at once. */
@@ -1228,6 +1256,115 @@ static void reap(void)
 	nres = n;
 }
 
+/*
+ * --shard-control: a line names ranges (a shard selector) that leave this
+ * kwatch, since what reads it no longer works for them. Each watch with a
+ * shard selector is narrowed (kw_watch_narrow): what it knew of them is
+ * forgotten without a word, a watch in flight goes on from where it was with
+ * the narrower selector (run()), one with nothing left stops; a RESOURCE@~
+ * watch whose namespace left stops, and none starts in such a namespace.
+ * Then a BOOKMARK annotated kwatch/shards-removed: nothing of those ranges
+ * comes after it.
+ */
+static void shards_removed(const char *line)
+{
+	struct kop_shard_sel drop;
+	char err[KOP_ERRLEN];
+	size_t i, narrowed = 0, stopped = 0;
+
+	if (kop_shard_parse(line, &drop, err) < 0) {
+		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("line"), jv_string(line)),
+			  "--shard-control: invalid shard selector '%s': %s; ignored", line, err);
+		return;
+	}
+	for (i = 0; i < ntmpl; i++) {
+		struct tmpl *t = &tmpl[i];
+		struct kop_shard_sel left_sel;
+		char *left;
+
+		if (!t->sel.n || t->none_left)
+			continue;
+		left = kop_shard_minus(&t->sel, &drop);
+		if (!*left) {
+			t->none_left = 1;
+		} else if (kop_shard_parse(left, &left_sel, err) == 0) {
+			kop_shard_free(&t->sel);
+			t->sel = left_sel;
+			free(t->shard);
+			t->shard = kop_strdup(left);
+		}
+		free(left);
+	}
+	for (i = 0; i < nres; i++) {
+		struct res *r = res[i];
+		enum kw_narrow k;
+
+		if (r->dropped || r->done || !r->w.shard || (k = kw_watch_narrow(&r->w, &drop)) == KW_NARROW_SAME)
+			continue;
+		if (r->dyn) {
+			/* one namespace: still selected, or its watch stops (what it knew was forgotten) */
+			if (k == KW_NARROW_NONE || !kop_shard_match_value(r->w.shard, r->ns, strlen(r->ns))) {
+				if (r->forbidden)
+					nforbidden--, r->forbidden = 0;
+				r->dropped = 1;
+				stopped++;
+			}
+			continue;
+		}
+		if (k == KW_NARROW_LESS) {
+			r->narrowed = 1;
+			narrowed++;
+			continue;
+		}
+		if (r->easy) {
+			drop_transfer(r);
+			kw_watch_abort(&r->w);
+		}
+		r->done = 1;	/* nothing left to ask for */
+		r->w.synced = 1;
+		r->next_at = -1;
+		stopped++;
+	}
+	tool_logj(LOG_INFO, JV_OBJECT(jv_string("removed"), jv_string(drop.string), jv_string("narrowed"),
+				      jv_number((double)narrowed), jv_string("stopped"), jv_number((double)stopped)),
+		  "shard ranges removed: %zu watches narrowed, %zu stopped", narrowed, stopped);
+	out_event("BOOKMARK",
+		  JV_OBJECT(jv_string("kind"), jv_string(res[0]->r.kind), jv_string("apiVersion"),
+			    jv_string(res[0]->r.api_version), jv_string("metadata"),
+			    JV_OBJECT(jv_string("annotations"),
+				      JV_OBJECT(jv_string("kwatch/shards-removed"), jv_string(drop.string)))));
+	kop_shard_free(&drop);
+}
+
+/* --shard-control readable: its complete lines handled; its end (or a failure) stops reading it. */
+static void control_read(void)
+{
+	char buf[4096];
+	ssize_t n = read(opt.control_fd, buf, sizeof(buf));
+	size_t start = 0, i;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		if (n < 0)
+			log_warn("--shard-control: %s; no longer read", strerror(errno));
+		close(opt.control_fd);
+		opt.control_fd = -1;
+		kop_buf_release(&control);
+		return;
+	}
+	for (i = 0; i < (size_t)n; i++) {
+		if (buf[i] != '\n')
+			continue;
+		kop_buf_add(&control, buf + start, i - start);
+		if (control.len)
+			shards_removed(control.buf);
+		kop_buf_reset(&control);
+		start = i + 1;
+	}
+	kop_buf_add(&control, buf + start, (size_t)n - start);
+}
+
 static void cleanup(void)
 {
 	size_t i;
@@ -1248,6 +1385,7 @@ static void cleanup(void)
 	}
 	free(tmpl);
 	free(res);
+	kop_buf_release(&control);
 	curl_multi_cleanup(multi);
 	kube_client_free(client);
 	if (projection)
@@ -1287,6 +1425,15 @@ int main(int argc, char **argv)
 				check_shard(optarg, "--shard-selector");
 			opt.shard = optarg;
 			break;
+		case OPT_SHARD_CONTROL: {
+			char *end;
+			long fd = strtol(optarg, &end, 10);
+
+			if (!*optarg || *end || fd < 0 || fd > 65535 || fcntl((int)fd, F_GETFD) < 0)
+				die_usage("--shard-control '%s': not an open file descriptor", optarg);
+			opt.control_fd = (int)fd;
+			break;
+		}
 		case OPT_NO_INITIAL:
 			opt.no_initial = 1;
 			break;

@@ -747,3 +747,71 @@ void kw_watch_forget(struct kw_watch *w)
 	}
 	w->map.count = 0;
 }
+
+/* Whether the object of map entry e is in sel (by its namespace, the key's head, or its uid). */
+static int entry_selected(const struct kop_shard_sel *sel, const struct kw_entry *e)
+{
+	const char *key = kw_entry_key(e), *slash;
+
+	if (sel->key == KOP_SHARD_UID)
+		return kop_shard_match_value(sel, kw_entry_uid(e), e->ulen);
+	slash = strchr(key, '/');
+	return kop_shard_match_value(sel, key, slash ? (size_t)(slash - key) : strlen(key));
+}
+
+static int same_ranges(const struct kop_shard_sel *a, const struct kop_shard_sel *b)
+{
+	size_t i;
+
+	if (a->key != b->key || a->n != b->n)
+		return 0;
+	for (i = 0; i < a->n; i++)
+		if (a->ranges[i].start != b->ranges[i].start || a->ranges[i].end_max != b->ranges[i].end_max ||
+		    (!a->ranges[i].end_max && a->ranges[i].end != b->ranges[i].end))
+			return 0;
+	return 1;
+}
+
+enum kw_narrow kw_watch_narrow(struct kw_watch *w, const struct kop_shard_sel *drop)
+{
+	char *left, err[KOP_ERRLEN];
+	struct kop_shard_sel *sel;
+	size_t i;
+
+	if (!w->shard)
+		return KW_NARROW_SAME;
+	left = kop_shard_minus(w->shard, drop);
+	sel = kop_calloc(1, sizeof(*sel));
+	/* (what kop_shard_minus writes always parses) */
+	if (*left && (kop_shard_parse(left, sel, err) < 0 || same_ranges(sel, w->shard))) {
+		kop_shard_free(sel);
+		free(sel);
+		free(left);
+		return KW_NARROW_SAME;
+	}
+	free(left);
+	/* what is outside is forgotten without a word: downstream was told of the change of ranges */
+	for (i = 0; i < w->map.nslots; i++) {
+		struct kw_entry **p = &w->map.slots[i];
+
+		while (*p) {
+			struct kw_entry *e = *p;
+
+			if (sel->n && entry_selected(sel, e)) {
+				p = &e->next;
+				continue;
+			}
+			*p = e->next;
+			free(e);
+			w->map.count--;
+		}
+	}
+	if (!sel->n) {
+		free(sel);
+		return KW_NARROW_NONE;
+	}
+	kop_shard_free(w->shard);
+	free(w->shard);
+	w->shard = sel;
+	return KW_NARROW_LESS;
+}

@@ -45,6 +45,51 @@ test_expect_success 'a selector that does not parse is bad usage, named' '
 
 ksim_start --no-simulate --feature-gates ShardedListAndWatch=true || exit 1
 
+quarter="shardRange(object.metadata.namespace, '0x0000000000000000', '0x4000000000000000')"
+# the namespaces named whose hash is in [0x4..., 0x8...)
+second_quarter () {
+	for n in "$@"; do
+		h=$("$KOP_TEST_TOOL" shard-hash "$n") &&
+		case $h in [4-7]*) echo "$n" ;; esac || return 1
+	done
+}
+# shard_control GATE: kwatch told to drop ranges goes on with the rest, from where it was
+shard_control () {
+	mkfifo ctl &&
+	{ timeout 120 kwatch -A --log-level debug --shard-control 5 "configmaps:s=$half" "secrets@~:s=$half" \
+		namespaces >ctl.out 2>ctl.err 5<>ctl & echo $! >ctl.pid; } &&
+	test_when_finished "kill $(cat ctl.pid) 2>/dev/null; :" &&
+	test_wait_for 20 grep -q initial-events-end ctl.out &&
+	names ctl.out >before &&
+	lower_half $(made 0 19) | sort >expect &&
+	test_cmp expect before &&
+	echo "$quarter" >ctl &&
+	test_wait_for 20 grep -q kwatch/shards-removed ctl.out &&
+	test "$(jq -r "select(.type == \"BOOKMARK\") | .object.metadata.annotations[\"kwatch/shards-removed\"] // empty" ctl.out)" = "$quarter" &&
+	grep "\"msg\":\"shard ranges removed: 1 watches narrowed, [0-9]* stopped\"" ctl.err &&
+	: the configmaps watch goes on from its resourceVersion with the narrower selector, no list &&
+	sed -n "/shard ranges removed/,\$p" ctl.err | jq -r "select(.msg | startswith(\"GET \")) | .msg" >gets &&
+	grep "^GET /api/v1/configmaps?.*watch=" gets >cm.gets &&
+	test $(wc -l <cm.gets) = 1 &&
+	grep "resourceVersion=[0-9]" cm.gets && grep "0x4000000000000000" cm.gets && ! grep "0x0000000000000000" cm.gets &&
+	for n in $(made 0 19); do
+		api POST /api/v1/namespaces/$n/configmaps "{\"metadata\":{\"name\":\"after\"}}" &&
+		api POST /api/v1/namespaces/$n/secrets "{\"metadata\":{\"name\":\"after\"}}" || return 1
+	done &&
+	second_quarter $(made 0 19) | sort >expect &&
+	test $(wc -l <expect) -gt 0 &&
+	last=$(tail -n 1 expect) &&
+	test_wait_for 20 sh -c "grep \"\\\"name\\\":\\\"after\\\",\\\"namespace\\\":\\\"$last\\\"\" ctl.out | grep -q Secret" &&
+	sed -n "/kwatch\\/shards-removed/,\$p" ctl.out >after.out &&
+	jq -r "select(.type != \"BOOKMARK\" and .object.kind != \"Namespace\") | .object.metadata.namespace" after.out | sort -u >actual &&
+	test_cmp expect actual &&
+	jq -r "select(.object.kind == \"Secret\" and .object.metadata.name == \"after\") | .object.metadata.namespace" after.out | sort >actual &&
+	test_cmp expect actual &&
+	: a per-namespace watch of a namespace that left is stopped, with no DELETED said &&
+	! jq -e "select(.type == \"DELETED\")" after.out &&
+	kill $(cat ctl.pid) && rm -f ctl
+}
+
 test_expect_success 'gate on: the server filters, kwatch says so' '
 	setup_objects 0 9 &&
 	lower_half $(made 0 9) | sort >expect &&
@@ -61,6 +106,11 @@ test_expect_success 'gate on: the server filters, kwatch says so' '
 	grep "the server sent nothing outside the shard selector of '"'"'configmaps:s=shardRange(.*)'"'"' in its initial events" err &&
 	! grep "the server ignores" err &&
 	tail -n 1 stats | jq -e "[.metrics[] | select(.name == \"kwatch_shard_dropped_total\") | .value] == [0]"
+'
+
+test_expect_success 'gate on: --shard-control narrows the sharded watches where they were' '
+	setup_objects 10 19 &&
+	shard_control
 '
 
 test_expect_success 'gate on: stop' 'ksim_stop'
@@ -97,6 +147,10 @@ test_expect_success 'gate off: live events outside the ranges are dropped, those
 	names live >actual &&
 	test_cmp expect actual &&
 	test $(wc -l <expect) -lt 20
+'
+
+test_expect_success 'gate off: --shard-control narrows the sharded watches where they were' '
+	shard_control
 '
 
 test_expect_success 'gate off: stop' 'ksim_stop'
