@@ -826,6 +826,18 @@ static void check_stdout(void)
 static void reap(void);
 static void control_read(void);
 
+/* Whether every watch has delivered its initial state (those stopped aside). */
+static int synced(void)
+{
+	size_t i;
+
+	for (i = 0; i < nres; i++)
+		/* (a namespace of the operator's where it has no rights yet holds nothing up) */
+		if (!res[i]->w.synced && !res[i]->dropped && !(res[i]->dyn && res[i]->forbidden))
+			return 0;
+	return 1;
+}
+
 static int run(void)
 {
 	for (;;) {
@@ -878,12 +890,11 @@ static int run(void)
 				return rc;
 		}
 		for (i = 0; i < nres; i++) {
-			/* (a namespace of the operator's where it has no rights yet holds nothing up) */
 			int blocked = res[i]->dyn && res[i]->forbidden;
 
-			all_synced &= res[i]->w.synced || blocked;
 			all_done &= res[i]->done || (res[i]->w.synced && !res[i]->easy) || blocked;
 		}
+		all_synced = synced();
 		if (all_synced && !bookmark_written && !stopping)
 			out_bookmark();
 		if (opt.once && all_synced && all_done)
@@ -1115,6 +1126,7 @@ static void setup_template(const char *arg, const struct spec *s)
 	t->shard = s->shard ? kop_strdup(s->shard) : opt.shard ? kop_strdup(opt.shard) : NULL;
 	t->keep = s->keep ? kop_strdup(s->keep) : opt.keep ? kop_strdup(opt.keep) : NULL;
 	memset(&t->sel, 0, sizeof(t->sel));
+	t->none_left = 0;
 	if (t->shard && *t->shard && kop_shard_parse(t->shard, &t->sel, err) < 0)
 		die_usage("invalid shard selector in '%s': %s", arg, err);	/* (checked before) */
 }
@@ -1328,6 +1340,8 @@ static void shards_removed(const char *line)
 	tool_logj(LOG_INFO, JV_OBJECT(jv_string("removed"), jv_string(drop.string), jv_string("narrowed"),
 				      jv_number((double)narrowed), jv_string("stopped"), jv_number((double)stopped)),
 		  "shard ranges removed: %zu watches narrowed, %zu stopped", narrowed, stopped);
+	if (!bookmark_written && synced())
+		out_bookmark();	/* (what was left to list has left: the initial state is out before the line below) */
 	out_event("BOOKMARK",
 		  JV_OBJECT(jv_string("kind"), jv_string(res[0]->r.kind), jv_string("apiVersion"),
 			    jv_string(res[0]->r.api_version), jv_string("metadata"),

@@ -316,11 +316,18 @@ run () { # GATE (on or off)
 			test_cmp $r.starts $r.starts2 &&
 			grep "\"msg\":\"ranges dropped: [0-9,]* leave the running pipeline" $r.err >/dev/null &&
 			grep "\"msg\":\"ranges [0-9,]*: what was written for them is done; handing them over\"" $r.err >/dev/null &&
-			grep "\"msg\":\"handed over ranges" $r.err >/dev/null || return 1
+			grep "\"msg\":\"handed over ranges" $r.err >/dev/null &&
+			: and their kwatch let them go, on from where they were &&
+			grep "\"msg\":\"ranges [0-9,]*: no kwatch reads them any more\"" $r.err >/dev/null &&
+			grep -E "\"msg\":\"shard ranges removed: ([1-9][0-9]* watches narrowed|[0-9]+ watches narrowed, [1-9][0-9]* stopped)" \
+				$r.err >/dev/null || return 1
 		done
 	'
 
 	test_expect_success "gate $gate: scale to 2 (c, d and e stopped) while instances are created, edited and deleted" '
+		for r in a2 b; do
+			grep -c "\"msg\":\"pipeline started\"" $r.err >$r.starts || return 1
+		done &&
 		e2e_operator_stop c &&
 		create 17 17 &&
 		edit x5-iot 3 &&
@@ -329,7 +336,13 @@ run () { # GATE (on or off)
 		delete x6-iot &&
 		e2e_operator_stop e &&
 		settle 60 steady a2 b &&
-		writers
+		writers &&
+		: the ranges gained, some dropped before, were added to the running pipelines, not restarted for &&
+		for r in a2 b; do
+			grep -c "\"msg\":\"pipeline started\"" $r.err >$r.starts2 &&
+			test_cmp $r.starts $r.starts2 &&
+			! grep "ranges gained that the pipeline read before" $r.err || return 1
+		done
 	'
 
 	test "$gate" = on &&

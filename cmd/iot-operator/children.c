@@ -64,7 +64,10 @@ static void reap(void)
 			ours = 1;
 			s->pid = 0;
 			s->status = status;
-			if (sup.running && !sup.tearing_down && !sup.culprit_seen) {
+			if (s->retired && WIFEXITED(status) && !WEXITSTATUS(status)) {
+				/* (stopped for having nothing left to read: merger.c) */
+				tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("pid"), jv_number(pid)), "kwatch stopped");
+			} else if (sup.running && !sup.tearing_down && !sup.culprit_seen) {
 				if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 					blame(i);
 				} else if (!sup.suspect) {

@@ -29,6 +29,11 @@ struct stage {
 	int out_fd;		/* kwatch: its stdout; -1 closed */
 	struct kop_buf out;	/* kwatch: a partial line */
 	int bookmark;		/* kwatch: its initial-events-end seen */
+	unsigned narrow_sent;	/* kwatch: ranges removed told it (--shard-control lines) */
+	unsigned narrow_acked;	/* ... and those it said it no longer reads (kwatch/shards-removed) */
+	uint64_t gained;	/* kwatch started for ranges gained: those it still reads (0 for others) */
+	unsigned retire_at;	/* ... none left once it has said so this often: it is stopped then */
+	int retired;		/* stopped for that: its end ends nothing */
 };
 
 struct supervisor {
@@ -48,7 +53,8 @@ struct supervisor {
 	int running, tearing_down, draining, culprit_seen, lease_killed;
 	uint64_t shard_mask;	/* --shards: the ranges it works for */
 	int gain_pending;	/* --shards: ranges added to it whose kwatch have not all sent their lists */
-	uint64_t streamed;	/* --shards: the ranges its kwatch read (dropped ones too) */
+	uint64_t streamed;	/* --shards: the ranges its kwatch read (dropped ones until they let go) */
+	uint64_t narrowing;	/* --shards: ranges dropped that a kwatch may still read (pipeline_shrink) */
 	uint64_t removing;	/* --shards: ranges dropped, until what was written for them is done */
 	double barrier_sent, barrier_seen;	/* ... the barrier that says so, and the last one back */
 	int64_t started_ms, next_start_ms, kill_at_ms;

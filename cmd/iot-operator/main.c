@@ -95,8 +95,9 @@ enum {
  * this replica may no longer work for (not renewed within the renew
  * deadline, or dropped and its wind-down not over in that time); ranges
  * dropped leave it once what was written for them is done (pipeline_shrink),
- * ranges gained are added to it once they have settled (pipeline_grow), or
- * restart it when its kwatch still read them (dropped before: their objects
+ * ranges gained are added to it once they have settled (pipeline_grow), once
+ * its kwatch no longer read them if they did (dropped a moment before), or
+ * restart it when a kwatch could not be told to let them go (their objects
  * would come twice).
  */
 static void shards_check(int64_t now)
@@ -129,7 +130,9 @@ static void shards_check(int64_t now)
 	} else if (gone) {
 		pipeline_shrink(gone);
 	} else if (gained && shards_settled(now)) {
-		if (gained & sup.streamed) {
+		if (gained & sup.streamed & sup.narrowing) {
+			return;	/* a kwatch has yet to say it let them go (merger.c): soon */
+		} else if (gained & sup.streamed) {
 			tool_logj(LOG_INFO, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.shard_mask, was)),
 						      jv_string("usable"), jv_string(shards_text(usable, is))),
 				  "ranges gained that the pipeline read before: restarting it for %s", is);

@@ -6,6 +6,7 @@
  * metrics.c's.
  */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 #include "iot-operator.h"
@@ -33,10 +34,45 @@ static int is_initial_end(const char *line, size_t len)
 	return r;
 }
 
+/*
+ * A kwatch's BOOKMARK that says it no longer reads ranges it was told of
+ * (narrow_kwatch): once every kwatch has said so for all it was told, those
+ * ranges leave sup.streamed, and may come back with a kwatch of their own.
+ */
+static int narrowed(struct stage *s, const char *line, size_t len)
+{
+	size_t i;
+	char txt[SHARDS_TEXT];
+
+	if (s->narrow_acked >= s->narrow_sent || !memmem(line, len, "\"kwatch/shards-removed\"", 23))
+		return 0;
+	s->narrow_acked++;
+	if (s->retire_at && s->narrow_acked >= s->retire_at && s->pid > 0 && !s->retired) {
+		/* started for ranges gained that have all left since: it reads nothing now */
+		tool_logj(LOG_INFO, JV_OBJECT(jv_string("pid"), jv_number(s->pid)),
+			  "a kwatch started for ranges gained reads none of them any more: stopping it");
+		s->retired = 1;
+		kill(s->pid, SIGTERM);
+	}
+	for (i = 0; i < sup.nst; i++)
+		if (!strcmp(sup.st[i].name, "kwatch") && sup.st[i].narrow_acked < sup.st[i].narrow_sent)
+			return 1;
+	if (sup.narrowing) {
+		tool_logj(LOG_INFO, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.narrowing, txt))),
+			  "ranges %s: no kwatch reads them any more", txt);
+		sup.streamed &= ~sup.narrowing;
+		sup.narrowing = 0;
+	}
+	return 1;
+}
+
 static void merge_line(struct stage *s, const char *line, size_t len)
 {
 	size_t i;
 	int all = 1;
+
+	if (sup.narrowing && narrowed(s, line, len))
+		return;
 
 	if (is_initial_end(line, len)) {
 		s->bookmark = 1;

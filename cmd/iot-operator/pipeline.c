@@ -421,6 +421,7 @@ void pipeline_finish(void)
 	sup.suspect = 0;
 	sup.gain_pending = 0;
 	sup.removing = 0;
+	sup.narrowing = 0;
 	if (sup.shards) {
 		/* (now the lease thread may hand over what it dropped) */
 		sup.shard_mask = 0;
@@ -512,6 +513,16 @@ static int kwatch_spawn(struct stage *s, jv args, char *err)
 		snprintf(err, KOP_ERRLEN, "unable to create a pipe: %s", strerror(errno));
 		return -1;
 	}
+	if (sup.shards) {
+		/* its stats socket tells it the ranges the pipeline hands over (pipeline_shrink) */
+		jv a = jv_array();
+		char fd[16];
+
+		snprintf(fd, sizeof(fd), "%d", STATS_FD);
+		argv_add(&a, "--shard-control");
+		argv_add(&a, fd);
+		args = jv_array_concat(a, args);
+	}
 	s->pid = spawn_stage("kwatch", args, -1, out[1], -1, -1, stats, err);
 	close(out[1]);
 	close(stats);
@@ -560,6 +571,7 @@ int pipeline_start(void)
 		groups = shard_groups(groups, shard_sel, 0);
 		shards_working(sup.shard_mask);
 		sup.streamed = sup.shard_mask;
+		sup.narrowing = 0;
 		sup.removing = 0;
 	}
 	nk = (size_t)jv_array_length(jv_copy(groups));
@@ -690,9 +702,11 @@ void pipeline_grow(uint64_t gained)
 	}
 	sup.nst += n;
 	pthread_mutex_unlock(&sup.mu);
-	for (i = first; i < first + n; i++)
+	for (i = first; i < first + n; i++) {
+		sup.st[i].gained = gained;
 		if (kwatch_spawn(&sup.st[i], jv_array_get(jv_copy(groups), (int)(i - first)), err) < 0)
 			break;
+	}
 	jv_free(groups);
 	publish_pids();
 	if (i < first + n) {
@@ -708,14 +722,53 @@ void pipeline_grow(uint64_t gained)
 }
 
 /*
+ * Tells every kwatch running that the ranges of sel leave it (a
+ * --shard-control line on its stats socket). Until each has said it no
+ * longer reads them (merger.c), they stay in sup.streamed: gained back
+ * meanwhile, they wait. A kwatch that cannot be told keeps them there for
+ * the pipeline's life (gained back, they restart it: shards_check).
+ */
+static void narrow_kwatch(uint64_t dropped, const char *sel)
+{
+	size_t i, len = strlen(sel);
+	char *line = kop_malloc(len + 2);
+	int told = 1;
+
+	memcpy(line, sel, len);
+	line[len] = '\n';
+	line[len + 1] = 0;
+	for (i = 0; i < sup.nst; i++) {
+		struct stage *s = &sup.st[i];
+
+		if (strcmp(s->name, "kwatch") || s->pid <= 0 || s->stats_fd < 0 || s->out_fd < 0)
+			continue;
+		/* (a line of a few hundred bytes into an idle socket's buffer: not short, unless it is gone) */
+		if (write(s->stats_fd, line, len + 1) != (ssize_t)(len + 1)) {
+			log_warn("unable to tell kwatch (pid %d) the ranges dropped: %s; it goes on reading them",
+				 (int)s->pid, strerror(errno));
+			told = 0;
+			continue;
+		}
+		s->narrow_sent++;
+		if (s->gained && !(s->gained &= ~dropped))
+			s->retire_at = s->narrow_sent;	/* (nothing left for it to read) */
+	}
+	if (told)
+		sup.narrowing |= dropped;
+	free(line);
+}
+
+/*
  * --shards: ranges dropped (handed over to a replica that joins) leave the
  * running pipeline, nothing restarted: ireconcile is told (a SHARDS line
  * naming a barrier), forgets their instances at once and writes the barrier
  * after everything it wrote for them; kapply and kstatus pass it on once that
  * is done, and it comes back in ireconcile's metrics (metrics.c). Only then
  * does the pipeline stop working for them (shards_check), and their Leases
- * are handed over. The kwatch running go on reading them: ireconcile drops
- * what they send of them.
+ * are handed over. The kwatch running are told too (--shard-control, on
+ * their stats socket): they go on from where they were without those
+ * ranges, and each says when it no longer reads them (merger.c); ireconcile
+ * drops what they send of them meanwhile.
  */
 void pipeline_shrink(uint64_t dropped)
 {
@@ -729,6 +782,7 @@ void pipeline_shrink(uint64_t dropped)
 			 jv_string("barrier"), jv_number(sup.barrier_sent));
 	kop_json_dump_buf(&sup.merged, line);
 	kop_buf_add(&sup.merged, "\n", 1);
+	narrow_kwatch(dropped, sel);
 	free(sel);
 	tool_logj(LOG_INFO, JV_OBJECT(jv_string("dropped"), jv_string(shards_text(dropped, txt)), jv_string("barrier"),
 				      jv_number(sup.barrier_sent)),
