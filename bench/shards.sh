@@ -34,7 +34,7 @@
 #
 # Figures go to stdout as JSON lines (bench/run), progress to stderr. What
 # does not happen within BENCH_SHARDS_TIMEOUT seconds (default 1200; the
-# takeover: 120) is reported as measured (the count reached, null for a
+# writes of the takeover: 120) is reported as measured (the count reached, null for a
 # time), nothing extrapolated. ksim's logs and the replicas' are kept in
 # BENCH_SHARDS_KEEP (a directory) when set.
 set -eu
@@ -298,7 +298,8 @@ if test -n "$done_at"; then
 else
 	figure shards_takeover_s null s "< 20 (Lease duration 15 s)"
 fi
-a2=$(wait_available "$N" 120)
+# (the edits roll out at most --max-parallel-updates, 30, at a time per replica: a while at N = 1,000)
+a2=$(wait_available "$N" "$TIMEOUT")
 log "takeover: $a2 of $N Available for their generation $(( $(now_ms) - t_kill )) ms after the kill"
 figure shards_available_after_takeover "$a2" count "$N"
 edited=$(curl -sS -f "$url/apis/apps/v1/deployments" |
