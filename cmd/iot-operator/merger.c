@@ -55,7 +55,8 @@ static int narrowed(struct stage *s, const char *line, size_t len)
 		kill(s->pid, SIGTERM);
 	}
 	for (i = 0; i < sup.nst; i++)
-		if (!strcmp(sup.st[i].name, "kwatch") && sup.st[i].narrow_acked < sup.st[i].narrow_sent)
+		if (!strcmp(sup.st[i].name, "kwatch") && sup.st[i].pid > 0 && !sup.st[i].retired &&
+		    sup.st[i].narrow_acked < sup.st[i].narrow_sent)
 			return 1;
 	if (sup.narrowing) {
 		tool_logj(LOG_INFO, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(sup.narrowing, txt))),

@@ -740,7 +740,7 @@ static void narrow_kwatch(uint64_t dropped, const char *sel)
 	for (i = 0; i < sup.nst; i++) {
 		struct stage *s = &sup.st[i];
 
-		if (strcmp(s->name, "kwatch") || s->pid <= 0 || s->stats_fd < 0 || s->out_fd < 0)
+		if (strcmp(s->name, "kwatch") || s->pid <= 0 || s->retired || s->stats_fd < 0 || s->out_fd < 0)
 			continue;
 		/* (a line of a few hundred bytes into an idle socket's buffer: not short, unless it is gone) */
 		if (write(s->stats_fd, line, len + 1) != (ssize_t)(len + 1)) {
