@@ -134,7 +134,6 @@ struct res {
 	size_t shard_counted;		/* w.shard_dropped already added to kwatch_shard_dropped_total */
 	int dyn;			/* one of a RESOURCE@~ watch's, in namespace ns */
 	int dropped;			/* dyn: its namespace went (or left the shard selector); reaped by run() */
-	int narrowed;			/* its shard selector narrowed since the request in flight was sent */
 	unsigned forbidden;		/* dyn: 403s in a row (no rights in ns yet) */
 };
 
@@ -514,7 +513,6 @@ static void start(struct res *r)
 	r->curl_err[0] = 0;
 	r->started = r->last_rx = now;
 	r->next_at = -1;
-	r->narrowed = 0;	/* (the request asks for the shard selector as it is now) */
 	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
@@ -853,7 +851,7 @@ static int run(void)
 		for (i = 0; i < nres; i++) {
 			struct res *r = res[i];
 
-			if (r->easy && r->narrowed &&
+			if (r->easy && r->w.narrowed && !r->dyn &&	/* (one namespace: its answer is the same) */
 			    (r->w.req == KW_REQ_WATCH || (r->w.req == KW_REQ_STREAM && !r->w.in_init))) {
 				/* --shard-control: on from where it was, asking for less */
 				drop_transfer(r);
@@ -1259,7 +1257,8 @@ static void reap(void)
 			if (res[i]->forbidden)
 				nforbidden--;
 			tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("resource"), jv_string(res[i]->w.name)),
-				  "namespace '%s' went: no longer watching '%s' there", res[i]->ns, res[i]->r.resource);
+				  "no longer watching '%s' in namespace '%s' (it went, or left the shard selector)",
+				  res[i]->r.resource, res[i]->ns);
 			release_res(res[i]);
 		} else {
 			res[n++] = res[i];
@@ -1294,7 +1293,7 @@ static void shards_removed(const char *line)
 		struct kop_shard_sel left_sel;
 		char *left;
 
-		if (!t->sel.n || t->none_left)
+		if (!t->sel.n || t->none_left || t->sel.key != drop.key)
 			continue;
 		left = kop_shard_minus(&t->sel, &drop);
 		if (!*left) {
@@ -1315,7 +1314,8 @@ static void shards_removed(const char *line)
 			continue;
 		if (r->dyn) {
 			/* one namespace: still selected, or its watch stops (what it knew was forgotten) */
-			if (k == KW_NARROW_NONE || !kop_shard_match_value(r->w.shard, r->ns, strlen(r->ns))) {
+			if (k == KW_NARROW_NONE || (r->w.shard->key == KOP_SHARD_NAMESPACE &&
+						    !kop_shard_match_value(r->w.shard, r->ns, strlen(r->ns)))) {
 				if (r->forbidden)
 					nforbidden--, r->forbidden = 0;
 				r->dropped = 1;
@@ -1324,8 +1324,7 @@ static void shards_removed(const char *line)
 			continue;
 		}
 		if (k == KW_NARROW_LESS) {
-			r->narrowed = 1;
-			narrowed++;
+			narrowed++;	/* (its request in flight, if it asked for more, is made anew: run()) */
 			continue;
 		}
 		if (r->easy) {
@@ -1360,9 +1359,9 @@ static void control_read(void)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
+		/* (not closed: under the supervisor it is the stats socket too, still written) */
 		if (n < 0)
 			log_warn("--shard-control: %s; no longer read", strerror(errno));
-		close(opt.control_fd);
 		opt.control_fd = -1;
 		kop_buf_release(&control);
 		return;

@@ -239,8 +239,8 @@ static void sync_item(struct kw_watch *w, jv obj)
 	struct kw_entry *e;
 
 	if (w->shard && !kop_shard_match(w->shard, obj)) {
-		jv_free(obj);	/* not ours: the server ignored the selector */
-		w->shard_dropped++;
+		jv_free(obj);	/* not ours: the server ignored the selector (or the request asked for more) */
+		w->shard_dropped += !w->narrowed;
 		return;
 	}
 	obj = with_type(w, obj);
@@ -305,8 +305,9 @@ static void apply_event(struct kw_watch *w, const char *type, jv obj)
 	ident_get(&id, obj);
 	e = kw_map_get(&w->map, id.key.buf);
 	if (w->shard && !kop_shard_match(w->shard, obj)) {
-		jv_free(obj);	/* not ours: the server ignored the selector; its resourceVersion still counts */
-		w->shard_dropped++;
+		jv_free(obj);	/* not ours: the server ignored the selector (or the request asked for
+				   more); its resourceVersion still counts */
+		w->shard_dropped += !w->narrowed;
 	} else if (!strcmp(type, "DELETED")) {
 		if (e && (!*id.uid_s || !strcmp(kw_entry_uid(e), id.uid_s))) {
 			map_remove(&w->map, id.key.buf);
@@ -491,6 +492,7 @@ char *kw_watch_request(struct kw_watch *w)
 	w->err_code = 0;
 	w->err[0] = 0;
 	w->stream_failed = 0;
+	w->narrowed = 0;
 	w->in_init = 0;
 	kop_buf_adds(&b, w->path);
 	if (w->need_list && w->streaming) {
@@ -778,8 +780,8 @@ enum kw_narrow kw_watch_narrow(struct kw_watch *w, const struct kop_shard_sel *d
 	struct kop_shard_sel *sel;
 	size_t i;
 
-	if (!w->shard)
-		return KW_NARROW_SAME;
+	if (!w->shard || w->shard->key != drop->key)
+		return KW_NARROW_SAME;	/* (ranges of another field say nothing of these) */
 	left = kop_shard_minus(w->shard, drop);
 	sel = kop_calloc(1, sizeof(*sel));
 	/* (what kop_shard_minus writes always parses) */
@@ -813,5 +815,6 @@ enum kw_narrow kw_watch_narrow(struct kw_watch *w, const struct kop_shard_sel *d
 	kop_shard_free(w->shard);
 	free(w->shard);
 	w->shard = sel;
+	w->narrowed = 1;
 	return KW_NARROW_LESS;
 }

@@ -120,6 +120,8 @@ struct kw_watch {
 	size_t bad_lines;	/* malformed lines received (skipped) */
 	size_t shard_dropped;	/* objects outside the shard selector, dropped here (the server ignored it) */
 	int shard_echoed;	/* the last LIST answered with the selector in metadata.shardInfo */
+	int narrowed;		/* kw_watch_narrow since the request in flight: what it drops is not the
+				   server's doing, and is not counted in shard_dropped */
 	jv stream_error;	/* the Status of an ERROR event, or jv_invalid() */
 
 	/* the refusal that kw_watch_done() reports (KW_NEXT_FORBIDDEN, FATAL, BACKOFF) */

@@ -34,6 +34,7 @@ struct stage {
 	uint64_t gained;	/* kwatch started for ranges gained: those it still reads (0 for others) */
 	unsigned retire_at;	/* ... none left once it has said so this often: it is stopped then */
 	int retired;		/* stopped for that: its end ends nothing */
+	int narrow_failed;	/* kwatch: a line could not be written whole: it is told nothing more */
 };
 
 struct supervisor {

@@ -34,17 +34,59 @@ static int is_initial_end(const char *line, size_t len)
 	return r;
 }
 
+#define INITIAL_END "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"annotations\":" \
+		    "{\"k8s.io/initial-events-end\":\"true\"}}}}"
+
+/* Whether every kwatch (but one stopped for having nothing left to read) has sent its initial state. */
+static int all_listed(void)
+{
+	size_t i;
+
+	for (i = 0; i < sup.nst; i++)
+		if (!strcmp(sup.st[i].name, "kwatch") && !sup.st[i].bookmark && !sup.st[i].retired)
+			return 0;
+	return 1;
+}
+
+/*
+ * Every kwatch has sent its initial state: the initial-events-end (line, len)
+ * goes on to ireconcile, once for the pipeline's start and once for each
+ * set of ranges gained since (pipeline_grow: their primaries wait for it).
+ */
+static void pass_initial_end(const char *line, size_t len)
+{
+	if (sup.initial_sent && !sup.gain_pending)
+		return;
+	kop_buf_add(&sup.merged, line, len);
+	kop_buf_add(&sup.merged, "\n", 1);
+	sup.gain_pending = 0;
+	if (sup.initial_sent) {
+		log_info("the lists of the ranges gained are in");
+		return;
+	}
+	pthread_mutex_lock(&sup.mu);
+	sup.initial_sent = 1;
+	sup.last_note[0] = 0;
+	pthread_mutex_unlock(&sup.mu);
+	log_info("initial lists are in");
+}
+
 /*
  * A kwatch's BOOKMARK that says it no longer reads ranges it was told of
- * (narrow_kwatch): once every kwatch has said so for all it was told, those
- * ranges leave sup.streamed, and may come back with a kwatch of their own.
+ * (narrow_kwatch; its first bytes as kwatch writes them, so that no object
+ * annotated alike is taken for one): once every kwatch has said so for all
+ * it was told, those ranges leave sup.streamed, and may come back with a
+ * kwatch of their own. One started for ranges gained that has none left is
+ * stopped, and no longer waited for.
  */
 static int narrowed(struct stage *s, const char *line, size_t len)
 {
+	static const char head[] = "{\"type\":\"BOOKMARK\",";
 	size_t i;
 	char txt[SHARDS_TEXT];
 
-	if (s->narrow_acked >= s->narrow_sent || !memmem(line, len, "\"kwatch/shards-removed\"", 23))
+	if (len < sizeof(head) - 1 || memcmp(line, head, sizeof(head) - 1) ||
+	    !memmem(line, len, "\"kwatch/shards-removed\"", 23))
 		return 0;
 	s->narrow_acked++;
 	if (s->retire_at && s->narrow_acked >= s->retire_at && s->pid > 0 && !s->retired) {
@@ -53,7 +95,10 @@ static int narrowed(struct stage *s, const char *line, size_t len)
 			  "a kwatch started for ranges gained reads none of them any more: stopping it");
 		s->retired = 1;
 		kill(s->pid, SIGTERM);
+		if (all_listed())
+			pass_initial_end(INITIAL_END, sizeof(INITIAL_END) - 1);	/* (if it was the one awaited) */
 	}
+	/* (a kwatch that could not be told all keeps what it was not told in sup.streamed: narrow_kwatch) */
 	for (i = 0; i < sup.nst; i++)
 		if (!strcmp(sup.st[i].name, "kwatch") && sup.st[i].pid > 0 && !sup.st[i].retired &&
 		    sup.st[i].narrow_acked < sup.st[i].narrow_sent)
@@ -69,33 +114,12 @@ static int narrowed(struct stage *s, const char *line, size_t len)
 
 static void merge_line(struct stage *s, const char *line, size_t len)
 {
-	size_t i;
-	int all = 1;
-
-	if (sup.narrowing && narrowed(s, line, len))
+	if (s->narrow_acked < s->narrow_sent && narrowed(s, line, len))
 		return;
-
 	if (is_initial_end(line, len)) {
 		s->bookmark = 1;
-		for (i = 0; i < sup.nst; i++)
-			if (!strcmp(sup.st[i].name, "kwatch") && !sup.st[i].bookmark)
-				all = 0;
-		if (!all || (sup.initial_sent && !sup.gain_pending))
-			return;
-		kop_buf_add(&sup.merged, line, len);
-		kop_buf_add(&sup.merged, "\n", 1);
-		if (sup.initial_sent) {
-			/* (the lists of ranges added to the running pipeline: their primaries wait for it) */
-			sup.gain_pending = 0;
-			log_info("the lists of the ranges gained are in");
-			return;
-		}
-		pthread_mutex_lock(&sup.mu);
-		sup.initial_sent = 1;
-		sup.last_note[0] = 0;
-		pthread_mutex_unlock(&sup.mu);
-		sup.gain_pending = 0;
-		log_info("initial lists are in");
+		if (all_listed())
+			pass_initial_end(line, len);
 		return;
 	}
 	kop_buf_add(&sup.merged, line, len);

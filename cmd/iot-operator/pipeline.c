@@ -725,8 +725,10 @@ void pipeline_grow(uint64_t gained)
  * Tells every kwatch running that the ranges of sel leave it (a
  * --shard-control line on its stats socket). Until each has said it no
  * longer reads them (merger.c), they stay in sup.streamed: gained back
- * meanwhile, they wait. A kwatch that cannot be told keeps them there for
- * the pipeline's life (gained back, they restart it: shards_check).
+ * meanwhile, they wait. A kwatch that cannot be told (its socket gone, or
+ * full: a part of a line would spoil the next) is told nothing more, and
+ * what is dropped from then on stays in sup.streamed for the pipeline's life
+ * (gained back, it restarts the pipeline: shards_check).
  */
 static void narrow_kwatch(uint64_t dropped, const char *sel)
 {
@@ -739,13 +741,18 @@ static void narrow_kwatch(uint64_t dropped, const char *sel)
 	line[len + 1] = 0;
 	for (i = 0; i < sup.nst; i++) {
 		struct stage *s = &sup.st[i];
+		ssize_t n;
 
-		if (strcmp(s->name, "kwatch") || s->pid <= 0 || s->retired || s->stats_fd < 0 || s->out_fd < 0)
+		if (strcmp(s->name, "kwatch") || s->pid <= 0 || s->retired || s->out_fd < 0)
 			continue;
-		/* (a line of a few hundred bytes into an idle socket's buffer: not short, unless it is gone) */
-		if (write(s->stats_fd, line, len + 1) != (ssize_t)(len + 1)) {
+		if (s->narrow_failed || s->stats_fd < 0) {
+			told = 0;
+			continue;
+		}
+		if ((n = write(s->stats_fd, line, len + 1)) != (ssize_t)(len + 1)) {
 			log_warn("unable to tell kwatch (pid %d) the ranges dropped: %s; it goes on reading them",
-				 (int)s->pid, strerror(errno));
+				 (int)s->pid, n < 0 ? strerror(errno) : "a short write");
+			s->narrow_failed = 1;
 			told = 0;
 			continue;
 		}
