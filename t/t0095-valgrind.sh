@@ -102,6 +102,13 @@ test_expect_success 'the watch state machine: live stream, paged fallback, 410' 
 	done
 '
 
+test_expect_success 'the watch state machine: a shard selector narrowed, then emptied' '
+	vg 0 watch-narrowed "$KOP_TEST_TOOL" watch-sim --no-streaming \
+		"--shard=shardRange(object.metadata.namespace, '"'"'0x0000000000000000'"'"', '"'"'0x10000000000000000'"'"')" \
+		pods /api/v1/pods Pod v1 <"$T/t1001-kwatch-machine/18-shard-narrowed.in.jsonl" &&
+	grep -x "= narrow none objects=0" watch-narrowed.out
+'
+
 test_expect_success 'shard Leases: replicas joining, leaving, dying and restarting on a flaky API server' '
 	cat >shardset.script <<-\EOF &&
 	seed 3

@@ -7,6 +7,8 @@
  *   {"code":410,"status":{…Status…}}            an error answer
  *   {"code":0}                                  no answer (connection refused)
  *   {"abort":true}                              the caller gave up on the request (idle)
+ *   {"narrow":"SEL"}                            the ranges of SEL leave the watch (kw_watch_narrow),
+ *                                               between requests: "= narrow same|less|none objects=N"
  *
  * Before each answer it prints the request the machine made ("> verb path?query"),
  * then every emitted event ("ADDED ns/name uid rv"), then "= next" (now, backoff,
@@ -155,6 +157,23 @@ static int cmd_watch_sim(int argc, char **argv)
 		jv v;
 		int rc = kop_jsonl_next(&r, &v, NULL, err);
 
+		if (rc > 0 && jv_get_kind(v) == JV_KIND_OBJECT && jv_object_has(jv_copy(v), jv_string("narrow"))) {
+			static const char *const narrow_names[] = { "same", "less", "none" };
+			jv sel = jv_object_get(v, jv_string("narrow"));
+			struct kop_shard_sel drop;
+
+			if (jv_get_kind(sel) != JV_KIND_STRING || kop_shard_parse(jv_string_value(sel), &drop, err) < 0) {
+				printf("error: narrow: %s\n", jv_get_kind(sel) == JV_KIND_STRING ? err : "not a string");
+				bad = 1;
+			} else {
+				enum kw_narrow k = kw_watch_narrow(&w, &drop);
+
+				printf("= narrow %s objects=%zu\n", narrow_names[k], w.map.count);
+				kop_shard_free(&drop);
+			}
+			jv_free(sel);
+			continue;
+		}
 		if (rc > 0) {
 			step(&w, v);
 			fflush(stdout);
