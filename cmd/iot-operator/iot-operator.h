@@ -132,6 +132,9 @@ void pipeline_grow(uint64_t gained);
 void pipeline_shrink(uint64_t dropped);
 
 /* merger.c */
+/* The initial-events-end bookmark the supervisor passes on when no kwatch's own is at hand. */
+#define INITIAL_END "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"annotations\":" \
+		    "{\"k8s.io/initial-events-end\":\"true\"}}}}"
 void kwatch_read(struct stage *s);
 void merged_write(void);
 

@@ -34,9 +34,6 @@ static int is_initial_end(const char *line, size_t len)
 	return r;
 }
 
-#define INITIAL_END "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"annotations\":" \
-		    "{\"k8s.io/initial-events-end\":\"true\"}}}}"
-
 /* Whether every kwatch (but one stopped for having nothing left to read) has sent its initial state. */
 static int all_listed(void)
 {

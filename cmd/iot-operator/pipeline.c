@@ -687,8 +687,7 @@ void pipeline_grow(uint64_t gained)
 	free(sel);
 	if (!n) {
 		/* (no watch to start: the program's objects are all read already) */
-		kop_buf_adds(&sup.merged, "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"annotations\":"
-					  "{\"k8s.io/initial-events-end\":\"true\"}}}}\n");
+		kop_buf_adds(&sup.merged, INITIAL_END "\n");
 	} else {
 		sup.gain_pending = 1;
 	}
