@@ -73,54 +73,45 @@ static size_t verb_index(struct MHD_Connection *c, const char *method)
 	return NVERBS - 1;
 }
 
-/* The slot of user agent ua, made when new; S.lock held. */
-static int agent_slot(const char *ua)
+/*
+ * The slot of name among the *count names (at most len - 1 bytes each,
+ * stride bytes apart from names), made when new; past max, the last slot,
+ * renamed "other", takes every name beyond. S.lock held.
+ */
+static int name_slot(char *names, size_t stride, size_t len, int *count, int max, const char *name)
 {
+	size_t n;
 	int i;
 
-	if (!ua || !*ua)
-		ua = "-";
-	for (i = 0; i < S.nagents; i++)
-		if (!strncmp(S.agent[i].name, ua, STATS_AGENT_LEN - 1))
+	for (i = 0; i < *count; i++)
+		if (!strncmp(names + (size_t)i * stride, name, len - 1))
 			return i;
-	if (S.nagents == STATS_AGENTS) {
-		i = STATS_AGENTS - 1;	/* the last slot takes every agent beyond */
-		memcpy(S.agent[i].name, "other", 6);
-	} else {
-		size_t n = strlen(ua);
-
-		if (n > STATS_AGENT_LEN - 1)
-			n = STATS_AGENT_LEN - 1;
-		memcpy(S.agent[i].name, ua, n);
-		S.agent[i].name[n] = 0;
-		S.nagents++;
+	if (*count == max) {
+		i = max - 1;
+		memcpy(names + (size_t)i * stride, "other", 6);
+		return i;
 	}
+	n = strlen(name);
+	if (n > len - 1)
+		n = len - 1;
+	memcpy(names + (size_t)i * stride, name, n);
+	names[(size_t)i * stride + n] = 0;
+	(*count)++;
 	return i;
+}
+
+/* The slot of user agent ua ("-" when none), made when new; S.lock held. */
+static int agent_slot(const char *ua)
+{
+	return name_slot(S.agent[0].name, sizeof(S.agent[0]), STATS_AGENT_LEN, &S.nagents, STATS_AGENTS,
+			 ua && *ua ? ua : "-");
 }
 
 /* The slot of resource name r ("" or NULL: DISCOVERY), made when new; S.lock held. */
 static int resource_slot(const char *r)
 {
-	int i;
-
-	if (!r || !*r)
-		r = DISCOVERY;
-	for (i = 0; i < S.nresources; i++)
-		if (!strncmp(S.resource[i], r, STATS_RESOURCE_LEN - 1))
-			return i;
-	if (S.nresources == STATS_RESOURCES) {
-		i = STATS_RESOURCES - 1;	/* the last slot takes every resource beyond */
-		memcpy(S.resource[i], "other", 6);
-	} else {
-		size_t n = strlen(r);
-
-		if (n > STATS_RESOURCE_LEN - 1)
-			n = STATS_RESOURCE_LEN - 1;
-		memcpy(S.resource[i], r, n);
-		S.resource[i][n] = 0;
-		S.nresources++;
-	}
-	return i;
+	return name_slot(S.resource[0], sizeof(S.resource[0]), STATS_RESOURCE_LEN, &S.nresources, STATS_RESOURCES,
+			 r && *r ? r : DISCOVERY);
 }
 
 static const char *user_agent(struct MHD_Connection *c)
