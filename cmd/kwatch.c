@@ -842,7 +842,7 @@ static int run(void)
 		int64_t now = kop_mono_ms(), wake = now + 1000;
 		struct curl_waitfd extra[3];
 		CURLMsg *m;
-		int running, left, all_synced = 1, all_done = 1;
+		int running, left, all_synced, all_done = 1;
 		size_t i;
 
 		if (stopping)
@@ -1290,31 +1290,23 @@ static void shards_removed(const char *line)
 	}
 	for (i = 0; i < ntmpl; i++) {
 		struct tmpl *t = &tmpl[i];
-		struct kop_shard_sel left_sel;
-		char *left;
+		enum kop_shard_cut k;
 
-		if (!t->sel.n || t->none_left || t->sel.key != drop.key)
+		if (!t->sel.n || t->none_left || (k = kop_shard_remove(&t->sel, &drop)) == KOP_SHARD_SAME)
 			continue;
-		left = kop_shard_minus(&t->sel, &drop);
-		if (!*left) {
-			t->none_left = 1;
-		} else if (kop_shard_parse(left, &left_sel, err) == 0) {
-			kop_shard_free(&t->sel);
-			t->sel = left_sel;
-			free(t->shard);
-			t->shard = kop_strdup(left);
-		}
-		free(left);
+		t->none_left = k == KOP_SHARD_NONE;
+		free(t->shard);
+		t->shard = kop_strdup(t->sel.string);
 	}
 	for (i = 0; i < nres; i++) {
 		struct res *r = res[i];
-		enum kw_narrow k;
+		enum kop_shard_cut k;
 
-		if (r->dropped || r->done || !r->w.shard || (k = kw_watch_narrow(&r->w, &drop)) == KW_NARROW_SAME)
+		if (r->dropped || r->done || !r->w.shard || (k = kw_watch_narrow(&r->w, &drop)) == KOP_SHARD_SAME)
 			continue;
 		if (r->dyn) {
 			/* one namespace: still selected, or its watch stops (what it knew was forgotten) */
-			if (k == KW_NARROW_NONE || (r->w.shard->key == KOP_SHARD_NAMESPACE &&
+			if (k == KOP_SHARD_NONE || (r->w.shard->key == KOP_SHARD_NAMESPACE &&
 						    !kop_shard_match_value(r->w.shard, r->ns, strlen(r->ns)))) {
 				if (r->forbidden)
 					nforbidden--, r->forbidden = 0;
@@ -1323,7 +1315,7 @@ static void shards_removed(const char *line)
 			}
 			continue;
 		}
-		if (k == KW_NARROW_LESS) {
+		if (k == KOP_SHARD_LESS) {
 			narrowed++;	/* (its request in flight, if it asked for more, is made anew: run()) */
 			continue;
 		}

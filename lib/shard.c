@@ -647,3 +647,31 @@ char *kop_shard_minus(const struct kop_shard_sel *a, const struct kop_shard_sel 
 	}
 	return kop_buf_detach(&out, NULL);
 }
+
+enum kop_shard_cut kop_shard_remove(struct kop_shard_sel *sel, const struct kop_shard_sel *drop)
+{
+	struct kop_shard_sel rest;
+	char err[KOP_ERRLEN], *left;
+	enum kop_shard_key key = sel->key;
+
+	if (drop->key != key)
+		return KOP_SHARD_SAME;
+	left = kop_shard_minus(sel, drop);
+	if (!*left) {
+		free(left);
+		kop_shard_free(sel);
+		sel->key = key;
+		sel->string = kop_strdup("");
+		return KOP_SHARD_NONE;
+	}
+	/* (what kop_shard_minus writes parses, in the canonical form: the same text, the same ranges) */
+	if (kop_shard_parse(left, &rest, err) < 0 || !strcmp(rest.string, sel->string)) {
+		kop_shard_free(&rest);
+		free(left);
+		return KOP_SHARD_SAME;
+	}
+	free(left);
+	kop_shard_free(sel);
+	*sel = rest;
+	return KOP_SHARD_LESS;
+}

@@ -67,4 +67,13 @@ char *kop_shard_mask_string(enum kop_shard_key key, uint64_t mask, unsigned n);
  */
 char *kop_shard_minus(const struct kop_shard_sel *a, const struct kop_shard_sel *b);
 
+/*
+ * Takes drop's ranges out of sel, in place: KOP_SHARD_SAME when none of
+ * sel's ranges were in drop (or drop names another field), KOP_SHARD_LESS
+ * when sel is now what is left, KOP_SHARD_NONE when nothing is (sel has no
+ * range then: it selects nothing, its string is "").
+ */
+enum kop_shard_cut { KOP_SHARD_SAME, KOP_SHARD_LESS, KOP_SHARD_NONE };
+enum kop_shard_cut kop_shard_remove(struct kop_shard_sel *sel, const struct kop_shard_sel *drop);
+
 #endif

@@ -761,37 +761,13 @@ static int entry_selected(const struct kop_shard_sel *sel, const struct kw_entry
 	return kop_shard_match_value(sel, key, slash ? (size_t)(slash - key) : strlen(key));
 }
 
-static int same_ranges(const struct kop_shard_sel *a, const struct kop_shard_sel *b)
+enum kop_shard_cut kw_watch_narrow(struct kw_watch *w, const struct kop_shard_sel *drop)
 {
+	enum kop_shard_cut cut;
 	size_t i;
 
-	if (a->key != b->key || a->n != b->n)
-		return 0;
-	for (i = 0; i < a->n; i++)
-		if (a->ranges[i].start != b->ranges[i].start || a->ranges[i].end_max != b->ranges[i].end_max ||
-		    (!a->ranges[i].end_max && a->ranges[i].end != b->ranges[i].end))
-			return 0;
-	return 1;
-}
-
-enum kw_narrow kw_watch_narrow(struct kw_watch *w, const struct kop_shard_sel *drop)
-{
-	char *left, err[KOP_ERRLEN];
-	struct kop_shard_sel *sel;
-	size_t i;
-
-	if (!w->shard || w->shard->key != drop->key)
-		return KW_NARROW_SAME;	/* (ranges of another field say nothing of these) */
-	left = kop_shard_minus(w->shard, drop);
-	sel = kop_calloc(1, sizeof(*sel));
-	/* (what kop_shard_minus writes always parses) */
-	if (*left && (kop_shard_parse(left, sel, err) < 0 || same_ranges(sel, w->shard))) {
-		kop_shard_free(sel);
-		free(sel);
-		free(left);
-		return KW_NARROW_SAME;
-	}
-	free(left);
+	if (!w->shard || (cut = kop_shard_remove(w->shard, drop)) == KOP_SHARD_SAME)
+		return KOP_SHARD_SAME;
 	/* what is outside is forgotten without a word: downstream was told of the change of ranges */
 	for (i = 0; i < w->map.nslots; i++) {
 		struct kw_entry **p = &w->map.slots[i];
@@ -799,7 +775,7 @@ enum kw_narrow kw_watch_narrow(struct kw_watch *w, const struct kop_shard_sel *d
 		while (*p) {
 			struct kw_entry *e = *p;
 
-			if (sel->n && entry_selected(sel, e)) {
+			if (entry_selected(w->shard, e)) {
 				p = &e->next;
 				continue;
 			}
@@ -808,13 +784,6 @@ enum kw_narrow kw_watch_narrow(struct kw_watch *w, const struct kop_shard_sel *d
 			w->map.count--;
 		}
 	}
-	if (!sel->n) {
-		free(sel);
-		return KW_NARROW_NONE;
-	}
-	kop_shard_free(w->shard);
-	free(w->shard);
-	w->shard = sel;
-	w->narrowed = 1;
-	return KW_NARROW_LESS;
+	w->narrowed = cut == KOP_SHARD_LESS;
+	return cut;
 }

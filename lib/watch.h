@@ -186,16 +186,16 @@ void kw_watch_forget(struct kw_watch *w);
 
 /*
  * The ranges of drop leave a watch's shard selector (kwatch --shard-control:
- * the caller's pipeline no longer works for them). The objects it knows of
- * there are forgotten without a word (downstream was told), and what comes
- * next is held to what is left. KW_NARROW_SAME: nothing changed (no shard
- * selector, or none of its ranges in drop); KW_NARROW_LESS: the selector is
- * narrower (a request in flight asked for more: the caller may resume it with
- * the new one, kw_watch_abort then kw_watch_request); KW_NARROW_NONE: nothing
- * is left, the watch is to be stopped.
+ * the caller's pipeline no longer works for them; kop_shard_remove). The
+ * objects it knows of there are forgotten without a word (downstream was
+ * told), and what comes next is held to what is left. KOP_SHARD_SAME:
+ * nothing changed (no shard selector, or none of its ranges in drop);
+ * KOP_SHARD_LESS: the selector is narrower (a request in flight asked for
+ * more: the caller may resume it with the new one, kw_watch_abort then
+ * kw_watch_request); KOP_SHARD_NONE: nothing is left, the watch is to be
+ * stopped.
  */
-enum kw_narrow { KW_NARROW_SAME, KW_NARROW_LESS, KW_NARROW_NONE };
-enum kw_narrow kw_watch_narrow(struct kw_watch *w, const struct kop_shard_sel *drop);
+enum kop_shard_cut kw_watch_narrow(struct kw_watch *w, const struct kop_shard_sel *drop);
 
 /* Compares resourceVersions as kube-apiserver's decimal ones: by length, then bytes. */
 int kw_rv_cmp(const char *a, const char *b);

@@ -271,25 +271,6 @@ void shard_synced(size_t lineno)
 	E.shard_wait = NULL;
 }
 
-/* sel less rem, parsed into a new selector (NULL when nothing is left). */
-static struct kop_shard_sel *minus(const struct kop_shard_sel *sel, const struct kop_shard_sel *rem)
-{
-	struct kop_shard_sel *out;
-	char err[KOP_ERRLEN], *left = kop_shard_minus(sel, rem);
-
-	if (!*left) {
-		free(left);
-		return NULL;
-	}
-	out = kop_calloc(1, sizeof(*out));
-	if (kop_shard_parse(left, out, err) < 0) {	/* cannot happen: kop_shard_minus writes what parses */
-		free(out);
-		out = NULL;
-	}
-	free(left);
-	return out;
-}
-
 /*
  * A SHARDS line {"type": "SHARDS", "remove": SELECTOR, "barrier": N} takes
  * SELECTOR's ranges from --shard's: their primaries and objects leave the
@@ -302,7 +283,7 @@ void shard_removed(jv ev, size_t lineno)
 {
 	const char *rem = kop_json_cstr(ev, "remove");
 	jv barrier = jv_object_get(jv_copy(ev), kop_json_key("barrier"));
-	struct kop_shard_sel sel, *left;
+	struct kop_shard_sel sel;
 	char err[KOP_ERRLEN] = "";
 	struct prim **drop;
 	size_t it = 0, n = 0, i;
@@ -321,22 +302,11 @@ void shard_removed(jv ev, size_t lineno)
 		jv_free(barrier);
 		return;
 	}
-	left = minus(E.shard, &sel);
-	kop_shard_free(E.shard);
-	free(E.shard);
-	if (!left) {
-		/* (nothing held: a selector no hash matches) */
-		left = kop_calloc(1, sizeof(*left));
-		left->key = sel.key;
-		left->string = kop_strdup("");
-	}
-	E.shard = left;
-	if (E.shard_wait) {
-		struct kop_shard_sel *w = minus(E.shard_wait, &sel);
-
+	kop_shard_remove(E.shard, &sel);	/* (nothing left: no range, no hash matches) */
+	if (E.shard_wait && kop_shard_remove(E.shard_wait, &sel) == KOP_SHARD_NONE) {
 		kop_shard_free(E.shard_wait);
 		free(E.shard_wait);
-		E.shard_wait = w;
+		E.shard_wait = NULL;
 	}
 	kop_shard_free(&sel);
 	drop = kop_calloc(E.prims.len + 1, sizeof(*drop));

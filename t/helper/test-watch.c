@@ -166,7 +166,7 @@ static int cmd_watch_sim(int argc, char **argv)
 				printf("error: narrow: %s\n", jv_get_kind(sel) == JV_KIND_STRING ? err : "not a string");
 				bad = 1;
 			} else {
-				enum kw_narrow k = kw_watch_narrow(&w, &drop);
+				enum kop_shard_cut k = kw_watch_narrow(&w, &drop);
 
 				printf("= narrow %s objects=%zu\n", narrow_names[k], w.map.count);
 				kop_shard_free(&drop);
