@@ -189,7 +189,7 @@ steady_input () {
 			'select(.object.kind == "'"$2"'" and .type != "BOOKMARK")
 			 | .object.metadata.finalizers = [$f]
 			 | .object.status = $st[0]["\(.object.metadata.namespace)/\(.object.metadata.name)"]' "$3"
-		jq -c 'select(.op == "apply") | {type: "ADDED", object: (.object
+		jq -c 'select(.op == "apply" or .op == "create") | {type: "ADDED", object: (.object
 			| .metadata.uid = "u-\(.metadata.namespace)-\(.kind)-\(.metadata.name)"
 			| .metadata.resourceVersion = "7"
 			| if .kind == "Deployment" or .kind == "StatefulSet" then .metadata.generation = 1 else . end)}' "$tmp/$1.out"
@@ -206,8 +206,18 @@ F="$root/t/t2104-iotservice-ireconcile/01-finalized.in.jsonl"
 		| .object.metadata.name = "inst\($i)" | .object.metadata.uid = "uid-\($i)"
 		| .object.metadata.resourceVersion = "\(1000 + $i)"' "$F"
 	grep '"type":"BOOKMARK"' "$F"
-} >"$tmp/iot.jsonl"
+} >"$tmp/iot-nons.jsonl"
 export OPERATOR_NAME=devawsk8s
+# The instance namespaces first: each is created, alone, before its other
+# children are applied (adopt: false); in the create pass they are live.
+ireconcile "$root/pipeline/iotservice" <"$tmp/iot-nons.jsonl" >"$tmp/ns.out"
+{
+	grep -v '"type":"BOOKMARK"' "$tmp/iot-nons.jsonl"
+	jq -c 'select(.op == "create") | {type: "ADDED", object: (.object
+		| .metadata.uid = "u-\(.metadata.name)" | .metadata.resourceVersion = "6" | .status = {phase: "Active"})}' "$tmp/ns.out"
+	grep '"type":"BOOKMARK"' "$tmp/iot-nons.jsonl"
+} >"$tmp/iot.jsonl"
+test "$(grep -c '"kind":"Namespace"' "$tmp/iot.jsonl")" -ge "$N" || { log "the instance namespaces were not created"; exit 1; }
 run iotservice_create "$root/pipeline/iotservice" "$tmp/iot.jsonl"
 steady_input iotservice_create IoTService "$tmp/iot.jsonl" com.sap.iotservices/namespace-dropper
 run iotservice_steady "$root/pipeline/iotservice" "$tmp/iotservice_create.steady.jsonl"

@@ -4,7 +4,7 @@ test_description='short fuzzing runs of every libFuzzer target (FUZZ_SECONDS eac
 
 command -v clang >/dev/null || test_skip_all 'clang is not installed (make check installs it: scripts/deps.sh --test)'
 # The fuzz targets carry their own sanitizers: the SANITIZE=1 pass need not run them twice.
-test -z "$KOP_SANITIZE" || test_skip_all 'fuzz targets run in the normal pass (they are sanitized builds already)'
+test_normal_pass_only 'the fuzz targets are sanitized builds already'
 : "${FUZZ_SECONDS:=5}"
 
 for src in "$PROJECT_ROOT"/t/fuzz/fuzz-*.c; do

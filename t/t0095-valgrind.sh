@@ -4,7 +4,7 @@ test_description='valgrind: the unit-level test-tool commands and ireconcile on 
 
 command -v valgrind >/dev/null || test_skip_all 'valgrind is not installed (make check installs it: scripts/deps.sh --test)'
 # valgrind and ASan cannot share a process: the normal pass runs this.
-test -z "$KOP_SANITIZE" || test_skip_all 'valgrind runs in the normal pass (the sanitizer build has its own checks)'
+test_normal_pass_only 'valgrind checks the normal build (the sanitizer build has its own checks)'
 
 T=$TEST_DIRECTORY
 

@@ -1,6 +1,7 @@
 #!/bin/sh
 test_description='deploy/ RBAC with kubectl as on a cluster: kubectl auth can-i --as the operator ServiceAccount (ksim --authorization rbac, impersonation) says yes to what the stages do, no to more; deploy-sharded/ adds the Leases of O only'
 . "${0%/*}/test-lib.sh"
+test_normal_pass_only 'it checks deploy/'\''s RBAC as kubectl sees it; ksim'\''s authorizer runs sanitized under t0705 and t5011'
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
 F="$TEST_DIRECTORY/t5008-deploy-rbac"

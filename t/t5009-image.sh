@@ -6,7 +6,7 @@ test_description='the image (scripts/image.sh): an OCI archive, run from its roo
 
 # The image holds the normal build; the sanitizer pass of make check would
 # only build the same image again.
-test "${KOP_SANITIZE:-}" = 1 && test_skip_all 'the image is built from the normal build, not the sanitizer one'
+test_normal_pass_only 'the image is built from the normal build'
 test "$(id -u)" = 0 || test_skip_all 'building and running the image needs root (file owners, chroot, mounts)'
 for t in mmdebstrap umoci skopeo unshare chroot setpriv; do
 	command -v $t >/dev/null || test_skip_all "no $t (make deps installs it)"

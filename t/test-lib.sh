@@ -7,6 +7,7 @@
 #   test_cmp_json expect actual     JSON comparison after canonicalising (normalize.jq)
 #   test_when_finished 'cleanup'    runs after the current test, pass or fail
 #   test_skip_all 'reason'          the whole script is skipped
+#   test_normal_pass_only 'reason'  skipped in the sanitizer pass
 #
 # Environment: KOP_BIN (the tools), KOP_TEST_TOOL (t/helper's binary),
 # KOP_SANITIZE=1 (sanitizer build), UPDATE_GOLDEN=1, KOP_TEST_VERBOSE=1.
@@ -160,6 +161,13 @@ test_skip_all () {
 	echo "1..0 # SKIP $*" >&3
 	cd "$TEST_DIRECTORY" && rm -rf "$TRASH"
 	exit 0
+}
+
+# test_normal_pass_only 'reason': the script is skipped in the sanitizer pass
+# (make check SANITIZE=1): what it checks is not our C code's memory (the
+# docs, the chart, a timing), or that code runs there under other scripts.
+test_normal_pass_only () {
+	test -z "${KOP_SANITIZE:-}" || test_skip_all "normal pass only: $*"
 }
 
 # Fails when a sanitizer report or an "AddressSanitizer" line appears in a file.
