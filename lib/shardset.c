@@ -388,8 +388,8 @@ int shardset_handover(struct shardset *s, const struct lease_io *io, const struc
 	unsigned i;
 
 	for (i = 0; i < s->n; i++) {
-		if (!(s->pending & BIT(i)))
-			continue;
+		if (!(s->pending & BIT(i)) || (s->busy & BIT(i)))
+			continue;	/* (still worked for: kept) */
 		if (release_lease(&s->range[i], io, c, e) < 0)
 			note(err, &failed, e);
 		else
@@ -493,6 +493,7 @@ int shardset_release(struct shardset *s, const struct lease_io *io, const struct
 
 	s->lost = s->held;
 	s->gained = 0;
+	s->busy = 0;	/* (the caller has stopped all work) */
 	for (i = 0; i < s->n; i++)
 		if ((s->held & BIT(i)) || s->range[i].leader)
 			s->pending |= BIT(i);

@@ -35,7 +35,8 @@
  *
  * One round (shardset_round):
  *  1. hand over (lease_release: holder "", so another takes it at once) the
- *     ranges dropped by the previous round (shardset_handover);
+ *     ranges dropped before that the caller no longer works for
+ *     (shardset_handover);
  *  2. renew the member Lease, list the leases, compute the target;
  *  3. renew the held ranges up to the target, lowest first; drop the others
  *     (they go to `lost` and to `pending`: released at the next handover,
@@ -72,16 +73,19 @@
  *    rounds too (a round may be late). A round whose renewal gets no
  *    answer keeps the range in held until that deadline, then drops it
  *    (lost).
- *  - A range that leaves held (`lost` of a round) must no longer be worked
- *    for when the caller next calls shardset_handover or shardset_round:
- *    only then is its Lease released. At shutdown the caller stops all work,
- *    then calls shardset_release.
+ *  - A range that leaves held (`lost` of a round) is released by a handover
+ *    (shardset_handover, or a round's first step) only once the caller no
+ *    longer works for it: while its bit is in `busy`, which the caller sets
+ *    before each of them, it stays pending, its Lease in our name until it
+ *    expires. At shutdown the caller stops all work, then calls
+ *    shardset_release.
  *
  * Use, from a thread of its own as the leader Lease's (retry period apart):
  *	shardset_init(&s, ns, "iot-operator", pod_name, 32, 15, 10000, err);
  *	each period: shardset_round(&s, &io, &shardset_system_clock, err);
  *		publish shardset_view_get(&s, &view) under the caller's lock;
  *		stop the work for s.lost, start it for s.gained;
+ *		before a handover or a round: s.busy = what of s.pending it still works for;
  *		shardset_handover(&s, &io, &shardset_system_clock, err);
  *	before each write for range i: shardset_view_usable(&view, kop_mono_ms()) has bit i;
  *	at the end: stop all work, shardset_release(...), shardset_release_mem(&s).
@@ -120,6 +124,7 @@ struct shardset {
 	uint64_t held;			/* ranges held, as of the last round */
 	uint64_t gained, lost;		/* what the last round (or release) added to and took from held */
 	uint64_t pending;		/* dropped from held, to release at the next handover */
+	uint64_t busy;			/* the caller's: pending ranges it still works for, kept */
 	struct shardset_peer *peers;	/* every member Lease of the last list, mine included */
 	size_t npeers, peers_cap;
 	unsigned live;			/* live members in the last list (0 when it failed) */
@@ -148,7 +153,7 @@ void shardset_release_mem(struct shardset *s);
 int shardset_round(struct shardset *s, const struct lease_io *io, const struct shardset_clock *c, char *err);
 
 /*
- * Releases the pending ranges (the caller no longer works for them): 0, or
+ * Releases the pending ranges but those in busy (still worked for): 0, or
  * -1 with err (a range whose release failed is simply left to expire).
  */
 int shardset_handover(struct shardset *s, const struct lease_io *io, const struct shardset_clock *c, char *err);

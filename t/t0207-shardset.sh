@@ -394,6 +394,27 @@ test_expect_success 'the member Leases of replicas gone are deleted a Lease dura
 	test_cmp expect members
 '
 
+# The supervisor keeps writing for ranges a round dropped until those writes are
+# done (the wind-down, shorter than the renew deadline): no round may release
+# them meanwhile, or another replica could take them while the writes go on.
+test_expect_success 'ranges dropped are handed over only once their wind-down is over, not by the rounds before' '
+	cat >script <<-EOF &&
+	ranges 8
+	retry 1000
+	winddown 3500
+	start a
+	until even 5000
+	start b
+	until even 20000
+	show
+	EOF
+	sim script &&
+	grep "^t=[0-9]* a=4 b=4 free=0$" actual &&
+	! grep violation actual &&
+	: b joined at its second round, a dropped 4 at its next, and released them 3.5 s later &&
+	after even 2 9000 3500
+'
+
 test_expect_success 'the checks catch a range held by two: another writer takes a held Lease' '
 	cat >script <<-\EOF &&
 	start r1

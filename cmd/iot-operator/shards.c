@@ -40,21 +40,34 @@ const char *shards_text(uint64_t mask, char buf[SHARDS_TEXT])
 	return n ? buf : "none";
 }
 
-/* Hands over (le.mu held, released around the requests) what the pipeline no longer works for. */
-static void handover_free(const struct lease_io *io)
+/* Logs the ranges of mask handed over. */
+static void handed_over(uint64_t mask)
 {
-	char err[KOP_ERRLEN] = "", txt[SHARDS_TEXT];
-	uint64_t give = sh.s.pending;
+	char txt[SHARDS_TEXT];
 
-	if (!give || (sh.working & give))
-		return;
+	if (mask)
+		tool_logj(LOG_INFO, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(mask, txt))),
+			  "handed over ranges %s", txt);
+}
+
+/*
+ * Hands over (le.mu held, released around the requests) the ranges of mask
+ * dropped that the pipeline no longer works for: those it tried.
+ */
+static uint64_t handover_free(const struct lease_io *io, uint64_t mask)
+{
+	char err[KOP_ERRLEN] = "";
+	uint64_t give = sh.s.pending & ~sh.working & mask;
+
+	if (!give)
+		return 0;
+	sh.s.busy = sh.s.pending & ~give;
 	pthread_mutex_unlock(&le.mu);
 	if (shardset_handover(&sh.s, io, &shardset_system_clock, err) < 0)
 		log_warn("%s (the Lease expires instead)", err);
-	else
-		tool_logj(LOG_INFO, JV_OBJECT(jv_string("ranges"), jv_string(shards_text(give, txt))),
-			  "handed over ranges %s", txt);
+	handed_over(give & ~sh.s.pending);
 	pthread_mutex_lock(&le.mu);
+	return give;
 }
 
 static void *shards_thread(void *arg)
@@ -69,11 +82,16 @@ static void *shards_thread(void *arg)
 		char err[KOP_ERRLEN] = "", held[SHARDS_TEXT], got[SHARDS_TEXT],
 		     lost[SHARDS_TEXT];
 		int64_t start = kop_mono_ms(), deadline = start + sup.retry_ms;
+		uint64_t tried, give;
 		int r;
 
-		handover_free(&io);
+		tried = handover_free(&io, ~(uint64_t)0);
+		/* (the round hands over too: never what the pipeline still works for) */
+		sh.s.busy = sh.working;
+		give = sh.s.pending & ~sh.s.busy & ~tried;
 		pthread_mutex_unlock(&le.mu);
 		r = shardset_round(&sh.s, &io, &shardset_system_clock, err);
+		handed_over(give & ~sh.s.pending);
 		pthread_mutex_lock(&le.mu);
 		if (sh.s.listed) {
 			le.answered_ms = start;
@@ -109,13 +127,15 @@ static void *shards_thread(void *arg)
 				  "ranges held: %s (gained %s, lost %s)", h, g, l);
 			wake_main();
 		}
-		/* Until the next round: hand over as soon as the pipeline lets go. */
+		/* Until the next round: hand over as soon as the pipeline lets go (once a round: one that
+		 * fails is left to the next, or to its Lease's expiry). */
+		tried = 0;
 		while (!le.stop && kop_mono_ms() < deadline) {
 			struct timespec ts;
 			int64_t wait_ms = deadline - kop_mono_ms();
 
-			if (sh.s.pending && !(sh.working & sh.s.pending)) {
-				handover_free(&io);
+			if (sh.s.pending & ~sh.working & ~tried) {
+				tried |= handover_free(&io, ~tried);
 				continue;
 			}
 			ts = kop_clock_after(CLOCK_REALTIME, wait_ms);

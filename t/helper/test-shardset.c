@@ -14,6 +14,8 @@
  *
  * Script lines (# comments):
  *   ranges R | duration S | deadline MS | retry MS | seed N   settings, before any start
+ *   winddown MS       a replica works for what a round drops MS more (shardset's busy), 0 at
+ *                     first: those ranges count as its own in the checks until then
  *   latency MS        each request takes MS of simulated time (applied half way), 0 at first
  *   timeout MS        a request that gets no answer takes MS, 0 at first
  *   start NAME        a replica (identity NAME) starts; its first round is now
@@ -74,6 +76,8 @@ struct replica {
 	enum rstate state;
 	struct shardset s;
 	int64_t next_round, mono0, skew_ms;
+	uint64_t winding;		/* dropped, still worked for (winddown) until winding_until */
+	int64_t winding_until;
 	int cut, fail_n;
 	long rounds, requests;
 	long fail_code;
@@ -87,7 +91,7 @@ struct sim {
 	int64_t t;
 	unsigned ranges;
 	long duration_s;
-	int64_t deadline_ms, retry_ms, latency_ms, timeout_ms;
+	int64_t deadline_ms, retry_ms, latency_ms, timeout_ms, winddown_ms;
 	unsigned long long rng;
 	int flaky_pct;
 	struct replica rep[MAXREP];
@@ -361,10 +365,19 @@ static void round_of(struct sim *m, struct replica *r)
 	struct shardset_clock c = { clock_mono, clock_wall, r };
 	char err[KOP_ERRLEN] = "";
 	int64_t t0 = m->t;
-	int rc = shardset_round(&r->s, &io, &c, err);
+	int rc;
 
+	if (m->t >= r->winding_until)
+		r->winding = 0;
+	r->s.busy = r->winding;
+	rc = shardset_round(&r->s, &io, &c, err);
 	r->rounds++;
-	/* The caller stops working for what it lost, then hands it over at once. */
+	/* The caller stops working for what it lost (winddown later), then hands it over. */
+	if (r->s.lost && m->winddown_ms) {
+		r->winding |= r->s.lost;
+		r->winding_until = m->t + m->winddown_ms;
+	}
+	r->s.busy = r->winding;
 	if (r->s.pending && shardset_handover(&r->s, &io, &c, err) < 0)
 		rc = -1;
 	if (r->s.gained || r->s.lost || rc < 0) {
@@ -392,12 +405,15 @@ static int check(struct sim *m)
 		return -1;
 	for (a = 0; a < m->nrep; a++) {
 		uint64_t ua = shardset_usable(&m->rep[a].s, mono(&m->rep[a], m->t));
+		uint64_t wa = m->t < m->rep[a].winding_until ? m->rep[a].winding : 0;
 
 		for (b = a + 1; b < m->nrep; b++) {
-			uint64_t both = ua & shardset_usable(&m->rep[b].s, mono(&m->rep[b], m->t));
+			uint64_t ub = shardset_usable(&m->rep[b].s, mono(&m->rep[b], m->t));
+			uint64_t wb = m->t < m->rep[b].winding_until ? m->rep[b].winding : 0;
+			uint64_t both = (ua | wa) & (ub | wb);
 
 			if (both) {
-				snprintf(m->violation, sizeof(m->violation), "ranges usable by %s and %s at once at t=%lld "
+				snprintf(m->violation, sizeof(m->violation), "ranges usable (or winding down) by %s and %s at once at t=%lld "
 					 "(first %d)", m->rep[a].name, m->rep[b].name, (long long)m->t,
 					 __builtin_ctzll(both));
 				return -1;
@@ -589,6 +605,8 @@ static int cmd_shardset_sim(int argc, char **argv)
 			m.deadline_ms = x;
 		else if (sscanf(line, "retry %lld", &x) == 1)
 			m.retry_ms = x;
+		else if (sscanf(line, "winddown %lld", &x) == 1)
+			m.winddown_ms = x;
 		else if (sscanf(line, "latency %lld", &x) == 1)
 			m.latency_ms = x;
 		else if (sscanf(line, "timeout %lld", &x) == 1)
@@ -613,6 +631,7 @@ static int cmd_shardset_sim(int argc, char **argv)
 				char err[KOP_ERRLEN];
 
 				shardset_release_mem(&r->s);
+				r->winding = 0;
 				if (shardset_init(&r->s, NS, PREFIX, r->name, m.ranges, m.duration_s, m.deadline_ms, err) < 0) {
 					fprintf(stderr, "%s\n", err);
 					rc = 2;
@@ -625,6 +644,7 @@ static int cmd_shardset_sim(int argc, char **argv)
 				char err[KOP_ERRLEN] = "";
 
 				r->state = R_STOPPED;
+				r->winding = 0;	/* (it stops all work first) */
 				if (shardset_release(&r->s, &io, &c, err) < 0)
 					fprintf(stderr, "t=%lld %s: release: %s\n", (long long)m.t, r->name, err);
 			}
