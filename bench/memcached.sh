@@ -6,7 +6,9 @@
 # each N in BENCH_MEMCACHED_N (default "300 1000"):
 #
 #   N Memcacheds of size 3 created at once (curl --parallel); converged when
-#   every Deployment has 3 ready replicas and every status.nodes 3 names;
+#   every Deployment has 3 ready replicas and every status.nodes 3 names (seen
+#   on two watches the benchmark opens before, then checked once by lists: a
+#   poll of lists would weigh on ksim's CPU with the square of N);
 #   the operator's requests and writes (ksim's /ksim/stats, by user agent:
 #   iot-operator/* for ours, BENCH_PEER_AGENT, default memcached-peer, for the
 #   peer), CPU (utime+stime of the operator's process tree) and ksim's, peak
@@ -30,8 +32,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/lib-run.sh"
 sampler_pid=
 peer_pid=
+watch_pids=
 stop_all () {
 	test -n "$sampler_pid" && kill "$sampler_pid" 2>/dev/null || :
+	stop_watches
 	stop_operator
 	if test -n "$peer_pid"; then
 		kill -TERM "$peer_pid" 2>/dev/null || :
@@ -40,6 +44,10 @@ stop_all () {
 	test -n "$ksim_pid" && kill "$ksim_pid" 2>/dev/null || :
 	wait 2>/dev/null || :
 	ksim_pid= op_pid= sampler_pid= peer_pid=
+}
+stop_watches () {
+	for w in $watch_pids; do kill "$w" 2>/dev/null || :; done
+	watch_pids=
 }
 trap 'stop_all; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
@@ -66,6 +74,19 @@ sum_kb () { # FILE FIELD: the sum over the tree of a kB field of /proc/PID/FILE
 		t=$((t + ${v:-0}))
 	done
 	echo "$t"
+}
+# watch_done PATH OUT FILTER: a watch of PATH from now on, "NAME true|false" (FILTER) for each event into OUT
+watch_done () {
+	curl -sS -N "$url$1?watch=1" 2>/dev/null |
+		jq --unbuffered -r "select(.object.metadata.name) | \"\\(.object.metadata.name) \\(.object | $3)\"" >"$2" &
+	watch_pids="$watch_pids $!"
+}
+# seen_done OUT: how many objects OUT saw done last
+seen_done () { awk '{ s[$1] = $2 } END { for (k in s) c += s[k] == "true"; print c + 0 }' "$1"; }
+# watched N: both watches saw N done (or one ended: then the lists decide)
+watched () {
+	for w in $watch_pids; do kill -0 "$w" 2>/dev/null || return 0; done
+	test "$(seen_done "$tmp/w.deps")" -ge "$1" && test "$(seen_done "$tmp/w.mcs")" -ge "$1"
 }
 converged () { # N: every Deployment 3 ready replicas, every status.nodes 3 names
 	curl -sS -f "$url/apis/apps/v1/namespaces/default/deployments" -o "$tmp/deps.json" &&
@@ -131,6 +152,9 @@ run () { # WHO N
 		test $i -lt "$n" && echo next
 		i=$((i + 1))
 	done >"$d/create.cfg"
+	watch_done /apis/apps/v1/namespaces/default/deployments "$tmp/w.deps" '.spec.replicas == 3 and .status.readyReplicas == 3'
+	watch_done /apis/cache.example.com/v1alpha1/namespaces/default/memcacheds "$tmp/w.mcs" '(.status.nodes // []) | length == 3'
+	sleep 0.3	# (the watches open)
 	curl -sS -f -X POST -d '{"reset":true}' "$url/ksim/stats" >/dev/null
 	cpu0=$(cpu_ticks) kcpu0=$(ksim_ticks)
 	proc_ticks >"$d/ticks0"
@@ -139,14 +163,15 @@ run () { # WHO N
 	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$d/create.cfg"
 	ok=0
 	while :; do
-		if converged "$n"; then ok=1; break; fi
+		if watched "$n" && converged "$n"; then ok=1; break; fi
 		if test $(( ($(now_ms) - t0) / 1000 )) -ge "$TIMEOUT"; then
 			log "$who, N=$n: not converged after ${TIMEOUT}s"
 			break
 		fi
-		sleep 0.5
+		sleep 0.2
 	done
 	t1=$(now_ms)
+	stop_watches
 	cpu1=$(cpu_ticks) kcpu1=$(ksim_ticks)
 	proc_ticks >"$d/ticks1"
 	curl -sS -f "$url/ksim/stats" -o "$d/stats.conv"
