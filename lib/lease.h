@@ -78,6 +78,8 @@ void lease_observe(struct lease *l, jv obj, int64_t now_ms);
 
 /* Whether the lease as last observed is unexpired at now_ms (observed change + its duration), whoever holds it. */
 int lease_observed_valid(const struct lease *l, int64_t now_ms);
+/* When it expires by that rule (local monotonic ms), unless it changes meanwhile. */
+int64_t lease_observed_expiry(const struct lease *l);
 
 /* The holderIdentity of the lease as last observed ("" when none), borrowed. */
 const char *lease_holder(const struct lease *l);

@@ -381,6 +381,36 @@ static int range_free(const struct shardset *s, unsigned i, uint64_t present, in
 	return !(present & BIT(i)) || !*h || !strcmp(h, s->identity) || !lease_observed_valid(l, now_ms);
 }
 
+int64_t shardset_next_free(const struct shardset *s, int64_t now_ms)
+{
+	int64_t first = 0, at;
+	unsigned i;
+	size_t k;
+
+	if (!s->listed || !s->joined)
+		return 0;
+	/* a member that stops renewing leaves: the shares change */
+	for (k = 0; k < s->npeers; k++) {
+		if (!s->peers[k].seen || !strcmp(s->peers[k].identity, s->identity) || !peer_live(&s->peers[k], now_ms))
+			continue;
+		at = lease_observed_expiry(&s->peers[k].l);
+		if (!first || at < first)
+			first = at;
+	}
+	/* a range another holds that is not renewed becomes free */
+	for (i = 0; i < s->n; i++) {
+		const struct lease *l = &s->range[i];
+
+		if (((s->held | s->pending) & BIT(i)) || !*lease_holder(l) || !strcmp(lease_holder(l), s->identity) ||
+		    !lease_observed_valid(l, now_ms))
+			continue;
+		at = lease_observed_expiry(l);
+		if (!first || at < first)
+			first = at;
+	}
+	return first;
+}
+
 int shardset_handover(struct shardset *s, const struct lease_io *io, const struct shardset_clock *c, char *err)
 {
 	char e[KOP_ERRLEN];

@@ -168,6 +168,16 @@ int shardset_release(struct shardset *s, const struct lease_io *io, const struct
 /* The ranges the caller may work for at local monotonic time now_ms (see Safety). */
 uint64_t shardset_usable(const struct shardset *s, int64_t now_ms);
 
+/*
+ * After the last round, the local monotonic time (after now_ms) at which
+ * the first Lease of another replica expires by the observed rule, unless
+ * renewed meanwhile: a member Lease (the shares change) or a range Lease (it
+ * becomes free). A round then takes what a replica gone leaves, without
+ * waiting for the retry period; a replica that renews in time moves its
+ * expiry past the next round. 0 when none.
+ */
+int64_t shardset_next_free(const struct shardset *s, int64_t now_ms);
+
 /* What another thread needs to judge the ranges: a copy made after a round. */
 struct shardset_view {
 	uint64_t held;

@@ -127,6 +127,14 @@ static void *shards_thread(void *arg)
 				  "ranges held: %s (gained %s, lost %s)", h, g, l);
 			wake_main();
 		}
+		/* Below our share with a range another holds that is not renewed: the next round when
+		 * its Lease expires (a replica gone), not a retry period later. */
+		{
+			int64_t free_at = shardset_next_free(&sh.s, kop_mono_ms());
+
+			if (free_at && free_at + 1 < deadline)
+				deadline = free_at + 1;
+		}
 		/* Until the next round: hand over as soon as the pipeline lets go (once a round: one that
 		 * fails is left to the next, or to its Lease's expiry). */
 		tried = 0;

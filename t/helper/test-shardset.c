@@ -14,6 +14,8 @@
  *
  * Script lines (# comments):
  *   ranges R | duration S | deadline MS | retry MS | seed N   settings, before any start
+ *   expirywake 0|1    a replica below its share also runs a round when the next Lease it
+ *                     could take expires (shardset_next_free), as the supervisor does; 0 at first
  *   winddown MS       a replica works for what a round drops MS more (shardset's busy), 0 at
  *                     first: those ranges count as its own in the checks until then
  *   latency MS        each request takes MS of simulated time (applied half way), 0 at first
@@ -92,6 +94,7 @@ struct sim {
 	unsigned ranges;
 	long duration_s;
 	int64_t deadline_ms, retry_ms, latency_ms, timeout_ms, winddown_ms;
+	int expirywake;
 	unsigned long long rng;
 	int flaky_pct;
 	struct replica rep[MAXREP];
@@ -392,6 +395,12 @@ static void round_of(struct sim *m, struct replica *r)
 		fputc('\n', stderr);
 	}
 	r->next_round = m->t + m->retry_ms + rnd(m, (unsigned)(m->retry_ms / 10 + 1));
+	if (m->expirywake) {
+		int64_t free_at = shardset_next_free(&r->s, mono(r, m->t));
+
+		if (free_at && free_at + 1 - r->mono0 < r->next_round)
+			r->next_round = free_at + 1 - r->mono0;
+	}
 }
 
 /* The checks of one step: see the top of the file. */
@@ -607,6 +616,8 @@ static int cmd_shardset_sim(int argc, char **argv)
 			m.retry_ms = x;
 		else if (sscanf(line, "winddown %lld", &x) == 1)
 			m.winddown_ms = x;
+		else if (sscanf(line, "expirywake %lld", &x) == 1)
+			m.expirywake = (int)x;
 		else if (sscanf(line, "latency %lld", &x) == 1)
 			m.latency_ms = x;
 		else if (sscanf(line, "timeout %lld", &x) == 1)
