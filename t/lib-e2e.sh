@@ -38,7 +38,7 @@ IOT_PATH=/apis/cp.iot.sap/v1/namespaces/$O/iotservices/$X
 for e2e_t in ksim kwatch ireconcile kapply kstatus iot-operator; do
 	test -x "$KOP_BIN/$e2e_t" || test_skip_all "no $e2e_t yet"
 done
-KUBECTL=$(command -v kubectl) || test_skip_all 'no kubectl'
+test_kubectl
 
 k () {
 	timeout 30 "$KUBECTL" --kubeconfig "$KSIM_CONFIG" "$@"

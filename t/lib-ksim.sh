@@ -24,7 +24,7 @@
 #                                  KUBECONFIG (at the top level, as ksim_start)
 #   now_ms                         the wall clock in milliseconds
 #   ksim_kubectls                  sets $versions to the kubectls to test with (1.27 and 1.33 of
-#                                  the Cloud SDK, then the default one, those installed); skips
+#                                  the Cloud SDK, those installed, else the default one); skips
 #                                  the script when there is none
 #
 # ksim's stderr (JSON log lines) goes to $TRASH/ksim.log. ksim_start makes
@@ -163,7 +163,9 @@ ksim_kubectls () {
 	for kk_v in kubectl.1.27 kubectl.1.33; do
 		test -x "/usr/lib/google-cloud-sdk/bin/$kk_v" && versions="$versions /usr/lib/google-cloud-sdk/bin/$kk_v"
 	done
-	command -v kubectl >/dev/null && versions="$versions $(command -v kubectl)"
+	# (the oldest and the newest; plain kubectl, a dispatcher to the version nearest the
+	# server's there, only when neither is installed)
+	test -n "$versions" || { command -v kubectl >/dev/null && versions=$(command -v kubectl); }
 	test -n "$versions" || test_skip_all 'no kubectl'
 }
 

@@ -6,7 +6,7 @@ test_description='iot-operator with the real stages on ksim: ready once kwatch h
 for t in ksim kwatch ireconcile kapply kstatus; do
 	test -x "$KOP_BIN/$t" || test_skip_all "no $t yet"
 done
-KUBECTL=$(command -v kubectl) || test_skip_all 'no kubectl'
+test_kubectl
 
 ksim_start
 

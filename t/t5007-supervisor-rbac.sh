@@ -6,7 +6,7 @@ test_description='the operator under the deploy ServiceAccount with RBAC enforce
 for t in ksim kwatch ireconcile kapply kstatus; do
 	test -x "$KOP_BIN/$t" || test_skip_all "no $t yet"
 done
-KUBECTL=$(command -v kubectl) || test_skip_all 'no kubectl'
+test_kubectl
 "$KOP_BIN/ksim" --help 2>&1 | grep -q -e "--sa-token" || test_skip_all 'ksim without --sa-token'
 
 k () {

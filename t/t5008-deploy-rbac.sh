@@ -5,7 +5,7 @@ test_normal_pass_only 'it checks deploy/'\''s RBAC as kubectl sees it; ksim'\''s
 . "$TEST_DIRECTORY/lib-ksim.sh"
 
 F="$TEST_DIRECTORY/t5008-deploy-rbac"
-KUBECTL=$(command -v kubectl) || test_skip_all 'no kubectl'
+test_kubectl
 
 # TLS: kubectl sends a bearer token over HTTPS only. The ServiceAccount's own token as well, to
 # compare what impersonation answers with what the real credentials get.

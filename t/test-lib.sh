@@ -170,6 +170,14 @@ test_normal_pass_only () {
 	test -z "${KOP_SANITIZE:-}" || test_skip_all "normal pass only: $*"
 }
 
+# test_kubectl: the kubectl a script runs when any version will do: the newest
+# installed by version (kubectl.1.NN), not the dispatcher, which runs a second
+# kubectl for each command; else plain kubectl. Skips the script when none.
+test_kubectl () {
+	KUBECTL=$(ls /usr/lib/google-cloud-sdk/bin/kubectl.1.* 2>/dev/null | sort -t. -k3,3n | tail -n 1)
+	test -n "$KUBECTL" || KUBECTL=$(command -v kubectl) || test_skip_all 'no kubectl'
+}
+
 # Fails when a sanitizer report or an "AddressSanitizer" line appears in a file.
 test_no_sanitizer_report () {
 	! grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$@"
