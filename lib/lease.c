@@ -90,19 +90,14 @@ static int64_t answered(const struct lease_io *io, int64_t given_ms)
 	return io->mono_ms ? io->mono_ms(io->clock_ctx) : given_ms;
 }
 
-static int64_t observed_expiry(const struct lease *l)
+int64_t lease_observed_expiry(const struct lease *l)
 {
 	return l->observed_ms + (int64_t)(spec_number(l->observed_spec, "leaseDurationSeconds") * 1000);
 }
 
 static int observed_valid(const struct lease *l, int64_t now_ms)
 {
-	return observed_expiry(l) > now_ms;
-}
-
-int64_t lease_observed_expiry(const struct lease *l)
-{
-	return observed_expiry(l);
+	return lease_observed_expiry(l) > now_ms;
 }
 
 void lease_observe(struct lease *l, jv obj, int64_t now_ms)

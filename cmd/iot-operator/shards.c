@@ -127,8 +127,8 @@ static void *shards_thread(void *arg)
 				  "ranges held: %s (gained %s, lost %s)", h, g, l);
 			wake_main();
 		}
-		/* Below our share with a range another holds that is not renewed: the next round when
-		 * its Lease expires (a replica gone), not a retry period later. */
+		/* Another replica's member or range Lease not renewed in time: the next round when it
+		 * expires (a replica gone), not a retry period later. */
 		{
 			int64_t free_at = shardset_next_free(&sh.s, kop_mono_ms());
 

@@ -14,8 +14,8 @@
  *
  * Script lines (# comments):
  *   ranges R | duration S | deadline MS | retry MS | seed N   settings, before any start
- *   expirywake 0|1    a replica below its share also runs a round when the next Lease it
- *                     could take expires (shardset_next_free), as the supervisor does; 0 at first
+ *   expirywake 0|1    a replica also runs a round when another's member or range Lease
+ *                     expires (shardset_next_free), as the supervisor does; 0 at first
  *   winddown MS       a replica works for what a round drops MS more (shardset's busy), 0 at
  *                     first: those ranges count as its own in the checks until then
  *   latency MS        each request takes MS of simulated time (applied half way), 0 at first
@@ -403,6 +403,12 @@ static void round_of(struct sim *m, struct replica *r)
 	}
 }
 
+/* The ranges r still works for at t after dropping them (winddown). */
+static uint64_t winding(const struct replica *r, int64_t t)
+{
+	return t < r->winding_until ? r->winding : 0;
+}
+
 /* The checks of one step: see the top of the file. */
 static int check(struct sim *m)
 {
@@ -414,11 +420,11 @@ static int check(struct sim *m)
 		return -1;
 	for (a = 0; a < m->nrep; a++) {
 		uint64_t ua = shardset_usable(&m->rep[a].s, mono(&m->rep[a], m->t));
-		uint64_t wa = m->t < m->rep[a].winding_until ? m->rep[a].winding : 0;
+		uint64_t wa = winding(&m->rep[a], m->t);
 
 		for (b = a + 1; b < m->nrep; b++) {
 			uint64_t ub = shardset_usable(&m->rep[b].s, mono(&m->rep[b], m->t));
-			uint64_t wb = m->t < m->rep[b].winding_until ? m->rep[b].winding : 0;
+			uint64_t wb = winding(&m->rep[b], m->t);
 			uint64_t both = (ua | wa) & (ub | wb);
 
 			if (both) {
