@@ -145,28 +145,28 @@ test_expect_success 'RFC 3339 times parse with zones and fractions' '
 '
 
 test_expect_success 'kop_json_dump writes the bytes jv_dump_string does: recordings and fixtures' '
-	total=0 &&
+	# (the files one after the other, in one run: each ends with a newline)
 	for f in "$TEST_DATA"/recordings/*/*.jsonl "$PROJECT_ROOT"/t/t1*/*.jsonl "$PROJECT_ROOT"/t/t2*/*.jsonl \
 		"$PROJECT_ROOT"/t/t2*/*.json; do
 		case $f in *12-bad-input*) continue ;; esac
-		"$KOP_TEST_TOOL" json-dump-check <"$f" >out || { cat out; return 1; } &&
-		total=$((total + $(tail -n 1 out | cut -d" " -f1))) || return 1
-	done &&
-	test "$total" -gt 1000
+		cat "$f" || return 1
+	done >values &&
+	"$KOP_TEST_TOOL" json-dump-check <values >out || { cat out; return 1; } &&
+	test "$(tail -n 1 out | cut -d" " -f1)" -gt 1000
 '
 
 test_expect_success 'kop_json_read reads as jv_parse_sized does: recordings, fixtures, what it leaves to libjq' '
-	total=0 &&
-	for f in "$TEST_DATA"/recordings/*/*.jsonl "$PROJECT_ROOT"/t/t1*/*.jsonl "$PROJECT_ROOT"/t/t2*/*.jsonl \
-		"$PROJECT_ROOT"/t/t2*/*.json "$PROJECT_ROOT"/t/fuzz/regress-jsonl/*; do
-		# (that one reaches libjq 1.6'"'"'s own token leak, test 5 above)
+	cat "$TEST_DATA"/recordings/*/*.jsonl "$PROJECT_ROOT"/t/t1*/*.jsonl "$PROJECT_ROOT"/t/t2*/*.jsonl \
+		"$PROJECT_ROOT"/t/t2*/*.json >values &&
+	"$KOP_TEST_TOOL" json-read-check <values >out || { cat out; return 1; } &&
+	test "$(tail -n 1 out | cut -d" " -f1)" -gt 2000 &&
+	# (the fuzzer'"'"'s finds each alone, as found; that one reaches libjq 1.6'"'"'s own token leak, test 5 above)
+	for f in "$PROJECT_ROOT"/t/fuzz/regress-jsonl/*; do
 		leaks=1 &&
 		case $f in */libjq-separator-leak) leaks=0 ;; esac &&
 		ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=$leaks" "$KOP_TEST_TOOL" json-read-check <"$f" >out ||
-			{ cat out; return 1; } &&
-		total=$((total + $(tail -n 1 out | cut -d" " -f1))) || return 1
+			{ cat out; return 1; }
 	done &&
-	test "$total" -gt 2000 &&
 	# Escapes, numbers (-0, past 2^53, past double, 15 and 16 digits), keys
 	# twice, and what goes to libjq: white space, UTF-8, other escapes,
 	# trailing values, errors, nesting past 128. (Unfinished, [1,2 comes
