@@ -81,8 +81,6 @@ watch_done () {
 		jq --unbuffered -r "select(.object.metadata.name) | \"\\(.object.metadata.name) \\(.object | $3)\"" >"$2" &
 	watch_pids="$watch_pids $!"
 }
-# seen_done OUT: how many objects OUT saw done last
-seen_done () { awk '{ s[$1] = $2 } END { for (k in s) c += s[k] == "true"; print c + 0 }' "$1"; }
 # watched N: both watches saw N done (or one ended: then the lists decide)
 watched () {
 	for w in $watch_pids; do kill -0 "$w" 2>/dev/null || return 0; done

@@ -44,11 +44,20 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 sampler_pid=
 watch_pid=
 stop_all () {
-	for p in $watch_pid $sampler_pid; do kill "$p" 2>/dev/null || :; done
+	stop_watch
+	test -n "$sampler_pid" && kill "$sampler_pid" 2>/dev/null || :
 	stop_operator
 	test -n "$ksim_pid" && kill "$ksim_pid" 2>/dev/null || :
 	wait 2>/dev/null || :
 	ksim_pid= op_pid= sampler_pid= watch_pid=
+}
+# stop_watch: the watch subshell (watch_pid) and its curl and jq
+stop_watch () {
+	test -n "$watch_pid" || return 0
+	pkill -P "$watch_pid" 2>/dev/null || :
+	kill "$watch_pid" 2>/dev/null || :
+	wait "$watch_pid" 2>/dev/null || :
+	watch_pid=
 }
 trap 'stop_all; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
@@ -122,7 +131,7 @@ run () { # N
 	poll=$(awk -v n="$n" 'BEGIN { s = n / 500; printf "%.1f", s < 0.5 ? 0.5 : s }')
 	while :; do
 		if kill -0 "$watch_pid" 2>/dev/null; then
-			a=$(awk '{ s[$1] = $2 } END { for (k in s) c += s[k] == "true"; print c + 0 }' "$d/watch.avail")
+			a=$(seen_done "$d/watch.avail")
 			test "$a" -ge "$n" && a=$(available || echo 0)
 			wait_s=0.2
 		else
@@ -136,10 +145,7 @@ run () { # N
 		fi
 		sleep "$wait_s"
 	done
-	pkill -P "$watch_pid" 2>/dev/null || :
-	kill "$watch_pid" 2>/dev/null || :
-	wait "$watch_pid" 2>/dev/null || :
-	watch_pid=
+	stop_watch
 	t1=$(now_ms)
 	cpu1=$(cpu_ticks) kcpu1=$(ksim_ticks)
 	stats "$d/stats.conv"
@@ -235,10 +241,7 @@ latency () {
 		else
 			log "edit $e: the Deployment did not change within 30 s"
 		fi
-		pkill -P "$watch_pid" 2>/dev/null || :
-		kill "$watch_pid" 2>/dev/null || :
-		wait "$watch_pid" 2>/dev/null || :
-		watch_pid=
+		stop_watch
 		# let the rollout finish before the next edit
 		i=0
 		while test "$(available || echo 0)" -lt "$last" && test $i -lt 120; do sleep 0.5; i=$((i + 1)); done

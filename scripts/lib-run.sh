@@ -81,6 +81,9 @@ stop_operator () {
 	op_pid=
 }
 
+# seen_done OUT: how many objects a watch's OUT ("NAME true|false" a line, one an event) saw done last
+seen_done () { awk '{ s[$1] = $2 } END { for (k in s) c += s[k] == "true"; print c + 0 }' "$1"; }
+
 tree_procs () {
 	echo "$1"
 	cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | sed '/^$/d'

@@ -234,10 +234,15 @@ test_expect_success 'setup: what shard 0 is sent, and the list of shard 1'"'"'s 
 	test -s fresh1.out
 '
 
+# others_written FILE: how many of FILE's writes are for primaries other than alpha
+others_written () {
+	jq -c "select(.primary != null and .primary != \"devawsk8s/alpha\")" "$1" | wc -l
+}
+
 # shard0_written N: gain.out holds at least N writes for primaries other than alpha (before the
 # bookmark, shard 0's: shard 1's wait for it)
 shard0_written () {
-	test "$(jq -c "select(.primary != null and .primary != \"devawsk8s/alpha\")" gain.out | wc -l)" -ge "$1"
+	test "$(others_written gain.out)" -ge "$1"
 }
 
 test_expect_success 'ranges added: their primaries wait for the list, then are worked for as by a fresh run' '
@@ -249,7 +254,7 @@ test_expect_success 'ranges added: their primaries wait for the list, then are w
 	test_wait_for 30 grep -q "cockpit:sentinel" gain.out &&
 	grep "cockpit:sentinel" gain.out >/dev/null &&
 	# (the reconciles queued behind alpha'"'"'s may still be on their way: what shard 0 wrote alone)
-	test_wait_for 30 shard0_written $(jq -c "select(.primary != null and .primary != \"devawsk8s/alpha\")" s0.out | wc -l) &&
+	test_wait_for 30 shard0_written $(others_written s0.out) &&
 	# before the bookmark: shard 0'"'"'s own writes only (shard 1'"'"'s primaries were parked, then waited)
 	cp gain.out before.out &&
 	for p in $(primaries before.out); do
