@@ -165,6 +165,78 @@ test_expect_success '.pending: an apply on its way until the live object holds i
 	test_cmp expect actual
 '
 
+# Children created together reconcile their primary once, when the last of
+# them is seen, not once each as they land: a widget of size 2 (its finalizer
+# on) gets its Namespace and two ConfigMaps; they come back one by one. A
+# child it did not create (someone else's, labelled as its) reconciles it at
+# once, and so does a create of its own seen while no other is on its way
+# (the ConfigMap deleted, applied again). A create whose object never shows
+# holds the reconcile LANDED_WAIT_MS (5 s) at most.
+landed_widget () {
+	jq -c "select(.object.kind == \"Widget\") | .object.spec.size = 2" "$FIXTURES/08-status.in.jsonl" &&
+	echo "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Widget\",\"apiVersion\":\"test.example.org/v1\",\"metadata\":{\"resourceVersion\":\"100\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}"
+}
+# landed OUT KIND NAME [TYPE]: the object OUT applied, as the API server sends it back
+landed () {
+	jq -c --arg k "$2" --arg n "$3" --arg t "${4:-ADDED}" \
+		"select(.op == \"apply\" and .object.kind == \$k and .object.metadata.name == \$n)
+		| {type: \$t, object: (.object | .metadata.uid = \"uid-\(\$n)\" | .metadata.resourceVersion = \"2\(input_line_number)\")}" \
+		"$1" | tail -n 1
+}
+reconciles () {
+	jq -r "select(.msg | startswith(\"reconciled \")) | .applies" "$1"
+}
+
+test_expect_success 'children created together: one reconcile, once the last is seen' '
+	mkfifo landed.fifo &&
+	{ ( landed_widget
+	    wait_lines landed.out 3
+	    landed landed.out Namespace blue-w1
+	    landed landed.out ConfigMap color
+	    landed landed.out ConfigMap size
+	    sleep 1
+	    # someone else'"'"'s, labelled as the widget'"'"'s: at once (pruned)
+	    echo "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"stray\",\"namespace\":\"blue-w1\",\"uid\":\"uid-stray\",\"resourceVersion\":\"300\",\"labels\":{\"test.example.org/widget\":\"w1\",\"test.example.org/team\":\"blue\"}}}}"
+	    wait_lines landed.out 4
+	    landed landed.out ConfigMap color DELETED
+	    wait_lines landed.out 5
+	    landed landed.out ConfigMap color
+	    sleep 1
+	  ) >landed.fifo & } &&
+	WIDGET_TEAM=blue timeout 60 ireconcile -v --now $NOW prog/widgets <landed.fifo >landed.out 2>landed.err &&
+	wait &&
+	test_no_sanitizer_report landed.err &&
+	jq -c "[.op, .object.kind, .object.metadata.name]" landed.out >actual &&
+	cat >expect <<-\EOT &&
+	["apply","Namespace","blue-w1"]
+	["apply","ConfigMap","color"]
+	["apply","ConfigMap","size"]
+	["delete","ConfigMap","stray"]
+	["apply","ConfigMap","color"]
+	EOT
+	test_cmp expect actual &&
+	reconciles landed.err >actual &&
+	printf "3\n0\n0\n1\n0\n" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'a create whose object never shows holds the reconcile 5 s at most' '
+	mkfifo never.fifo &&
+	{ ( landed_widget
+	    wait_lines never.out 3
+	    landed never.out Namespace blue-w1
+	    landed never.out ConfigMap color
+	    # (size never comes)
+	    test_wait_for 30 test_has_reconciles never.err 2
+	  ) >never.fifo & } &&
+	WIDGET_TEAM=blue timeout 60 ireconcile -v --now $NOW prog/widgets <never.fifo >never.out 2>never.err &&
+	wait &&
+	test_no_sanitizer_report never.err &&
+	reconciles never.err >actual &&
+	printf "3\n0\n" >expect &&
+	test_cmp expect actual
+'
+
 test_expect_success 'the log of a reconcile has its key, duration and counts' '
 	jq -c "select(.primary == \"blue/w1\") | [.applies, .deletes, .statuses, .events, (.ms | type)]" \
 		<collect.err >counts &&

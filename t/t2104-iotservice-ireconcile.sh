@@ -214,22 +214,24 @@ stored () {
 		"${5:-$FIXTURES/01-namespace.in.jsonl}"
 }
 
-# The instance's RoleBinding as the API server sends it back once applied.
-binding_added () {
-	jq -c "select(.op == \"apply\" and .object.kind == \"RoleBinding\")
-		| {type: \"ADDED\", object: (.object | .metadata.uid = \"u-rb\" | .metadata.resourceVersion = \"50\")}" \
+# The children the first reconcile applied, as the API server sends them back
+# once applied (they were created together: one reconcile, once the last is in).
+children_added () {
+	jq -c -n "[inputs | select(.op == \"apply\")] | to_entries[]
+		| {type: \"ADDED\", object: (.value.object | .metadata.uid = \"u-\\(.key)\"
+			| .metadata.resourceVersion = \"\\(50 + .key)\")}" \
 		"$FIXTURES/01-namespace.expect.jsonl"
 }
 
 # A status written and not yet seen back is what the program sees: a
-# reconcile in between (here the RoleBinding appearing) may write a newer
+# reconcile in between (here its children appearing) may write a newer
 # status, but does not announce the phase a second time.
 test_expect_success 'a status in flight: the next reconcile writes no second Processing event' '
 	mkfifo inflight.fifo &&
 	{ ( cat "$FIXTURES/01-namespace.in.jsonl"
-	    # the first reconcile done (its status written) before the RoleBinding comes
+	    # the first reconcile done (its status written) before its children come
 	    wait_statuses inflight.out 1
-	    binding_added
+	    children_added
 	  ) >inflight.fifo & } &&
 	reconcile_fifo inflight --status-interval 0 &&
 	test_reconciled inflight.err statuses events >actual &&
@@ -250,7 +252,7 @@ calm_input () {
 	wait_statuses "$1.out" 1
 	stored "$1.out" 1 102
 	test_wait_for 30 test_has_reconciles "$1.err" 2
-	binding_added
+	children_added
 	test_wait_for 30 test_has_reconciles "$1.err" 3
 }
 
@@ -388,7 +390,7 @@ test_expect_success 'an older status landing while a newer one is on its way wri
 	mkfifo older.fifo &&
 	{ ( cat "$FIXTURES/01-namespace.in.jsonl"
 	    wait_statuses older.out 1
-	    binding_added
+	    children_added
 	    wait_statuses older.out 2
 	    stored older.out 1 102
 	    test_wait_for 30 test_has_reconciles older.err 3
@@ -412,7 +414,7 @@ test_expect_success 'a status someone else stored while ours was on its way is w
 	mkfifo foreign.fifo &&
 	{ ( cat "$FIXTURES/01-namespace.in.jsonl"
 	    wait_statuses foreign.out 1
-	    binding_added
+	    children_added
 	    wait_statuses foreign.out 2
 	    { stored foreign.out 1 102; stored foreign.out 1 103 Foreign; } >batch.jsonl
 	    cat batch.jsonl

@@ -307,6 +307,8 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 					flight_sent_object(p, fkey, d, r, text, tlen);
 					emit_op_text("apply", p->key, text, tlen);
 				}
+				if (!live)
+					flight_mark_unseen(p, fkey);
 				n->applies++;
 			}
 			free(text);

@@ -76,6 +76,7 @@ void handle_result(jv r, size_t lineno)
 		}
 		p->errors = jv_object_set(p->errors, kop_json_key(fkey), e);
 		if (f) {
+			flight_unseen_clear(f);
 			f->failed = 1;
 			f->retry_at = now + kop_backoff_next(&p->backoff);
 			schedule(p, f->retry_at);

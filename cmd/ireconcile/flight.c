@@ -1,6 +1,8 @@
 /*
  * In-flight writes: an operation sent and not yet seen back is not sent
- * again (README). Results of the writes are feedback.c's.
+ * again (README); and the creates a primary waits for, so that children it
+ * created together reconcile it once, when the last of them is seen, not
+ * once each as they land. Results of the writes are feedback.c's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +24,62 @@ void flight_forget(const char *fkey)
 {
 	struct flight *f = kop_hmap_remove(&E.flights, fkey);
 
-	if (f)
+	if (f) {
+		flight_unseen_clear(f);
 		flight_free(f);
+	}
+}
+
+/* The write fkey, just sent for p, creates its object (not in the view). */
+void flight_mark_unseen(struct prim *p, const char *fkey)
+{
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
+
+	if (f && !f->unseen) {
+		f->unseen = 1;
+		p->creating++;
+	}
+}
+
+/* f is no longer a create on its way: seen, failed, sent again or forgotten. */
+void flight_unseen_clear(struct flight *f)
+{
+	struct prim *p;
+
+	if (!f->unseen)
+		return;
+	f->unseen = 0;
+	if (f->pkey && (p = prim_get(f->pkey, 0)) && p->creating > 0)
+		p->creating--;
+}
+
+/*
+ * o (a child) has just come into the view. 1 when it is one of its
+ * primary's creates and others are still on their way: its reconcile can
+ * wait for them (nothing it would do differently is in yet), at most
+ * LANDED_WAIT_MS (a create whose object never shows). Else 0: reconcile.
+ */
+int flight_landed(struct obj *o)
+{
+	static const char *const ops[] = { "apply", "create" };
+	struct prim *p = o->prim;
+	size_t i;
+	int ours = 0;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		char *fkey = join2(ops[i], o->key);
+		struct flight *f = kop_hmap_get(&E.flights, fkey);
+
+		free(fkey);
+		if (f && f->unseen && p && f->pkey && !strcmp(f->pkey, p->key)) {
+			flight_unseen_clear(f);
+			ours = 1;
+		}
+	}
+	if (!ours || p->creating <= 0)
+		return 0;
+	schedule(p, kop_mono_ms() + LANDED_WAIT_MS);
+	return 1;
 }
 
 /*
@@ -49,6 +105,7 @@ int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t
 		f = kop_calloc(1, sizeof(*f));
 		kop_hmap_put(&E.flights, fkey, f);
 	}
+	flight_unseen_clear(f);	/* (the caller says whether this one creates) */
 	memcpy(f->sent, d, sizeof(d));
 	free(f->pkey);
 	f->pkey = kop_strdup(p->key);

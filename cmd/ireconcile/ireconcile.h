@@ -20,6 +20,10 @@
 /* An operation sent and not seen back is forgotten after this long. */
 #define FLIGHT_TIMEOUT_MS 60000
 
+/* A created child seen while others of its primary's creates are still on
+ * their way reconciles once they are all seen, or this much later (flight.c). */
+#define LANDED_WAIT_MS 5000
+
 struct prim;
 
 /*
@@ -60,6 +64,7 @@ struct prim {
 	int queued;
 	struct prim *qnext;
 	int64_t due;			/* timer, monotonic ms; 0 = none */
+	int creating;			/* its flights that are unseen creates (flight.c) */
 	struct kop_backoff backoff;
 	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"} */
 	unsigned char *agg;		/* one flag per aggregate */
@@ -93,6 +98,8 @@ struct flight {
 	int failed;
 	int acked;			/* kapply or kstatus said it was written (--feedback): the watch will show
 					   it, however long the pipeline lags; never sent again on a timeout */
+	int unseen;			/* a create (an apply or create of an object not in the view), not seen
+					   since and not failed: counted in its primary's `creating` */
 	int64_t retry_at;
 	/* Applies: the object sent, to tell when the live one holds it
 	 * (apply_pending): the rendered object of index rindex under the
@@ -261,6 +268,9 @@ void flight_sent_object(struct prim *p, const char *fkey, const unsigned char *m
 			size_t len);
 int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv, int64_t now);
 const char *flight_create_pending(struct prim *p, int64_t now);
+void flight_mark_unseen(struct prim *p, const char *fkey);
+void flight_unseen_clear(struct flight *f);
+int flight_landed(struct obj *o);
 
 /* input.c */
 void parsed_free(void *v);

@@ -243,6 +243,7 @@ void handle_object(const char *type, jv obj, size_t lineno)
 	const char *rv;
 	char *text;
 	size_t tlen;
+	int fresh;
 
 	if (!name || !*name || !kind || !av) {
 		log_warn("line %zu: %s without %s; skipped", lineno, "an object",
@@ -288,6 +289,7 @@ void handle_object(const char *type, jv obj, size_t lineno)
 		jv_free(obj);
 		return;
 	}
+	fresh = !o;
 	if (k->role == KOP_ROLE_CHILD || k->role == KOP_ROLE_OBSERVED) {
 		char *owner_uid = NULL;
 		char *pkey = kop_program_map(&E.prog, k->mapping, obj, &owner_uid);
@@ -397,7 +399,9 @@ void handle_object(const char *type, jv obj, size_t lineno)
 		settle(o->prim);
 		break;
 	default:
-		enqueue(o->prim);
+		/* (one of several created together: once the last is seen) */
+		if (!fresh || !flight_landed(o))
+			enqueue(o->prim);
 	}
 	jv_free(obj);
 }
