@@ -58,14 +58,6 @@ figure () { # metric value unit [target]
 }
 # the operator's process tree: ours (the supervisor and its stages) or the peer's
 procs () { tree_procs "${op_pid:-$peer_pid}"; }
-# "PID COMM TICKS" (utime + stime) of each of the operator's processes, sorted by PID for join
-proc_ticks () {
-	for pid in $(procs); do
-		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
-		t=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{ print $12 + $13 }') || continue
-		echo "$pid $comm ${t:-0}"
-	done | sort -k1,1
-}
 cpu_ticks () { tree_ticks "${op_pid:-$peer_pid}"; }
 sum_kb () { # FILE FIELD: the sum over the tree of a kB field of /proc/PID/FILE
 	t=0
@@ -155,7 +147,7 @@ run () { # WHO N
 	sleep 0.3	# (the watches open)
 	curl -sS -f -X POST -d '{"reset":true}' "$url/ksim/stats" >/dev/null
 	cpu0=$(cpu_ticks) kcpu0=$(ksim_ticks)
-	proc_ticks >"$d/ticks0"
+	proc_ticks "${op_pid:-$peer_pid}" >"$d/ticks0"
 	log "$who, N=$n: creating $n Memcacheds"
 	t0=$(now_ms)
 	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$d/create.cfg"
@@ -171,7 +163,7 @@ run () { # WHO N
 	t1=$(now_ms)
 	stop_watches
 	cpu1=$(cpu_ticks) kcpu1=$(ksim_ticks)
-	proc_ticks >"$d/ticks1"
+	proc_ticks "${op_pid:-$peer_pid}" >"$d/ticks1"
 	curl -sS -f "$url/ksim/stats" -o "$d/stats.conv"
 	agent_requests "$agent" "$d/stats.conv" >"$d/req.conv"
 	log "$who, N=$n: converged=$ok after $((t1 - t0)) ms; requests $(cat "$d/req.conv")"

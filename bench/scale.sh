@@ -13,8 +13,9 @@
 #    steady RSS (VmRSS after the quiet period) and PSS (smaps_rollup: pages
 #    shared with other processes, the libraries, counted in shares, so the
 #    sum of PSS is what the operator's processes add together); CPU seconds of the
-#    supervisor and its stages (utime+stime, children reaped included), and
-#    ksim's own (the API server and its simulated controllers).
+#    supervisor and its stages (utime+stime, children reaped included), of
+#    each process alone (cpu_s_converge_COMM), and ksim's own (the API
+#    server and its simulated controllers).
 #  quiet: after convergence, API writes and CPU over BENCH_QUIET_S seconds
 #    (default 60; target zero writes).
 #  restart (largest N only): the operator stopped and started again on the
@@ -123,6 +124,7 @@ run () { # N
 	sleep 0.3	# (the watch opens)
 	curl -sS -X POST -d '{"reset":true}' "$url/ksim/stats" >/dev/null
 	cpu0=$(cpu_ticks) kcpu0=$(ksim_ticks)
+	proc_ticks "$op_pid" >"$d/ticks0"
 	log "N=$n: creating $n IoTServices"
 	t0=$(now_ms)
 	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$d/create.cfg"
@@ -148,6 +150,7 @@ run () { # N
 	stop_watch
 	t1=$(now_ms)
 	cpu1=$(cpu_ticks) kcpu1=$(ksim_ticks)
+	proc_ticks "$op_pid" >"$d/ticks1"
 	stats "$d/stats.conv"
 	op_requests "$d/stats.conv" >"$d/req.conv"
 	log "N=$n: $a of $n Available after $((t1 - t0)) ms; requests $(cat "$d/req.conv")"
@@ -166,6 +169,9 @@ run () { # N
 	figure "n${n}_cpu_s_converge" "$(secs $((cpu1 - cpu0)))" s
 	figure "n${n}_cpu_ms_per_instance" "$(awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v n="$n" \
 		'BEGIN { printf "%.1f", t / hz * 1000 / n }')" ms "< 15"
+	join "$d/ticks0" "$d/ticks1" | while read -r pid comm a _ b; do
+		figure "n${n}_cpu_s_converge_$comm" "$(secs $((b - a)))" s
+	done
 	figure "n${n}_reconciles_per_instance" "$(reconciles | awk -v n="$n" '{ printf "%.1f", $1 / n }')" count
 	figure "n${n}_ksim_cpu_s_converge" "$(secs $((kcpu1 - kcpu0)))" s
 

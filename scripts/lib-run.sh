@@ -17,6 +17,8 @@
 #   tree_procs PID                    PID and its children, one a line
 #   tree_ticks PID                    utime+stime of PID and its children, and what PID reaped
 #                                     (cutime+cstime: stages that ended), in clock ticks
+#   proc_ticks PID                    "PID COMM TICKS" (utime+stime) of PID and each of its children,
+#                                     sorted by PID (for join)
 #   ksim_ticks                        utime+stime of ksim (its simulated controllers included)
 #   secs TICKS                        TICKS in seconds, two decimals
 #   agent_requests REGEX STATS        the requests of the user agents matching REGEX (jq) in a
@@ -102,6 +104,14 @@ tree_ticks () {
 		tt_t=$((tt_t + ${tt_v:-0}))
 	done
 	echo "$tt_t"
+}
+
+proc_ticks () {
+	for pt_p in $(tree_procs "$1"); do
+		pt_c=$(cat "/proc/$pt_p/comm" 2>/dev/null) || continue
+		pt_t=$(sed 's/.*) //' "/proc/$pt_p/stat" 2>/dev/null | awk '{ print $12 + $13 }') || continue
+		echo "$pt_p $pt_c ${pt_t:-0}"
+	done | sort -k1,1
 }
 
 ksim_ticks () {
