@@ -183,9 +183,6 @@ landed () {
 		| {type: \$t, object: (.object | .metadata.uid = \"uid-\(\$n)\" | .metadata.resourceVersion = \"2\(input_line_number)\")}" \
 		"$1" | tail -n 1
 }
-reconciles () {
-	jq -r "select(.msg | startswith(\"reconciled \")) | .applies" "$1"
-}
 
 test_expect_success 'children created together: one reconcile, once the last is seen' '
 	mkfifo landed.fifo &&
@@ -215,8 +212,8 @@ test_expect_success 'children created together: one reconcile, once the last is 
 	["apply","ConfigMap","color"]
 	EOT
 	test_cmp expect actual &&
-	reconciles landed.err >actual &&
-	printf "3\n0\n0\n1\n0\n" >expect &&
+	test_reconciled landed.err applies >actual &&
+	printf "[3]\n[0]\n[0]\n[1]\n[0]\n" >expect &&
 	test_cmp expect actual
 '
 
@@ -232,8 +229,8 @@ test_expect_success 'a create whose object never shows holds the reconcile 5 s a
 	WIDGET_TEAM=blue timeout 60 ireconcile -v --now $NOW prog/widgets <never.fifo >never.out 2>never.err &&
 	wait &&
 	test_no_sanitizer_report never.err &&
-	reconciles never.err >actual &&
-	printf "3\n0\n" >expect &&
+	test_reconciled never.err applies >actual &&
+	printf "[3]\n[0]\n" >expect &&
 	test_cmp expect actual
 '
 

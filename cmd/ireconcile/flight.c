@@ -58,25 +58,20 @@ void flight_unseen_clear(struct flight *f)
  * primary's creates and others are still on their way: its reconcile can
  * wait for them (nothing it would do differently is in yet), at most
  * LANDED_WAIT_MS (a create whose object never shows). Else 0: reconcile.
+ * (A create of an `adopt: false` kind is forgotten as its object is seen,
+ * view.c, before this: it reconciles at once, as what it gates waits for it.)
  */
 int flight_landed(struct obj *o)
 {
-	static const char *const ops[] = { "apply", "create" };
 	struct prim *p = o->prim;
-	size_t i;
-	int ours = 0;
+	char *fkey = join2("apply", o->key);
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
 
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		char *fkey = join2(ops[i], o->key);
-		struct flight *f = kop_hmap_get(&E.flights, fkey);
-
-		free(fkey);
-		if (f && f->unseen && p && f->pkey && !strcmp(f->pkey, p->key)) {
-			flight_unseen_clear(f);
-			ours = 1;
-		}
-	}
-	if (!ours || p->creating <= 0)
+	free(fkey);
+	if (!f || !f->unseen || !f->pkey || strcmp(f->pkey, p->key))
+		return 0;
+	flight_unseen_clear(f);
+	if (p->creating <= 0)
 		return 0;
 	schedule(p, kop_mono_ms() + LANDED_WAIT_MS);
 	return 1;
