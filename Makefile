@@ -106,7 +106,9 @@ deps-test:
 	@scripts/deps.sh --test
 
 PROVE ?= prove
-PROVE_OPTS ?= -j2 --timer
+# Three scripts at once on two cores: the scripts wait on servers and timers
+# for a third of their time, which a third job fills.
+PROVE_OPTS ?= -j3 --timer
 # Every test script runs under a watchdog (t/watchdog.sh): one still
 # running after TEST_TIMEOUT seconds is killed with everything it started,
 # so a hang fails that script, named, instead of keeping prove waiting on a
@@ -115,7 +117,7 @@ TEST_TIMEOUT ?= 900
 export TEST_TIMEOUT
 PROVE_EXEC = --exec t/watchdog.sh
 # In reverse order: the end-to-end scripts, the longest, start first, and the
-# two slots of -j2 end together rather than one running the last long script alone.
+# slots end together rather than one running the last long script alone.
 T ?= $(shell LC_ALL=C ls -r t/t[0-9]*.sh)
 # The tests find the tools through KOP_BIN; SANITIZE=1 runs the same tests
 # on the sanitizer build, but for ksim where it serves another tool's tests:
