@@ -139,10 +139,11 @@ void tool_metrics_flush(int force);
 /*
  * About to wait for input: the heap a burst of work left free is given back to
  * the system (glibc keeps it otherwise: kapply held 4 MB after 300 applies),
- * when there is enough of it, at most once a second. Returns the wait the
- * caller is about to make (timeout_ms, < 0: none), shortened to when it wants
- * to be called again if it is too soon now: a burst that ended within a
- * second of the last trim would be kept for good otherwise.
+ * when there is enough of it. The heap is looked at once a second at most
+ * (glibc's count walks every free chunk). Returns the wait the caller is about
+ * to make (timeout_ms, < 0: none), shortened to when it wants to be called
+ * again if it is too soon now: a burst that ended within a second of the last
+ * look would be kept for good otherwise.
  */
 int64_t tool_idle(int64_t timeout_ms);
 /*

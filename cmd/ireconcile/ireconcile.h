@@ -134,6 +134,8 @@ struct engine {
 	struct kop_hmap related;	/* objkey -> struct obj (also in objs) */
 	struct kop_hmap flights;	/* "op|objkey" -> struct flight */
 	struct prim *qhead, *qtail;
+	int64_t next_due;		/* no prim's due is before this (0: none is set):
+					   the timers are not scanned before it */
 	int synced;
 	jv related_cache;		/* the program's .related, jv_invalid() when stale */
 	jv children_empty;		/* {"Kind.v": {}} for every child and observed kind */

@@ -90,35 +90,37 @@ void schedule(struct prim *p, int64_t at)
 {
 	if (!p->due || at < p->due)
 		p->due = at;
+	if (!E.next_due || at < E.next_due)
+		E.next_due = at;
 }
 
+/* The prims due by now queued; E.next_due made exact again (a scan of every prim: only once one is due). */
 void fire_timers(int64_t now)
 {
 	size_t it = 0;
 	void *v;
+	int64_t min = 0;
 
+	if (!E.next_due || E.next_due > now)
+		return;
 	while (kop_hmap_next(&E.prims, &it, NULL, &v)) {
 		struct prim *p = v;
 
 		if (p->due && p->due <= now) {
 			p->due = 0;
 			enqueue(p);
+		} else if (p->due && (!min || p->due < min)) {
+			min = p->due;
 		}
 	}
+	E.next_due = min;
 }
 
+/* (E.next_due may be early, a timer cleared by its reconcile: that wakes fire_timers once for nothing) */
 int next_timeout(int64_t now)
 {
-	size_t it = 0;
-	void *v;
-	int64_t min = 0;
+	int64_t min = E.next_due;
 
-	while (kop_hmap_next(&E.prims, &it, NULL, &v)) {
-		struct prim *p = v;
-
-		if (p->due && (!min || p->due < min))
-			min = p->due;
-	}
 	if (!min)
 		return -1;
 	if (min <= now)
