@@ -1,8 +1,10 @@
 /*
- * A few string fields of an object's metadata read from its JSON text
- * without building the rest (kop_json_meta): what a writer needs of the
- * object a server answers a write with, its resourceVersion and uid, for a
- * fraction of a whole parse. Whole texts are json_read.c's.
+ * A few fields of an object read from its JSON text without building the
+ * rest: its metadata's strings (kop_json_meta: what a writer needs of the
+ * object a server answers a write with, its resourceVersion and uid), and a
+ * watch event's type, object and identity (kop_json_event: what kwatch needs
+ * to pass an object on as it came), each for a fraction of a whole parse.
+ * Whole texts are json_read.c's.
  */
 #include <string.h>
 #include "jsonl.h"
@@ -183,5 +185,123 @@ int kop_json_meta(const char *text, size_t len, const char *const *names, size_t
 		return -1;
 	}
 	*out = JV_OBJECT(jv_string("metadata"), w.meta);
+	return 0;
+}
+
+/* ---- a watch event ----------------------------------------------------------- */
+
+static const char *const event_meta[] = { "name", "namespace", "uid", "resourceVersion" };
+
+struct event_scan {
+	struct kop_json_event *ev;
+	const char *base;	/* the object's first byte */
+	const char *prev;	/* where the member being read began: its key's quote */
+	int seen_meta, seen_type, seen_obj, seen_kind, seen_av, seen_mf;
+	jv meta;
+};
+
+static int event_meta_member(struct scan *s, const char *k, size_t kn, void *ctx)
+{
+	struct event_scan *e = ctx;
+	const char *b;
+	size_t i, n;
+
+	if (key_is(k, kn, "managedFields")) {
+		const char *key = k - 1, *q;
+
+		if (e->seen_mf++ || skip_value(s) < 0)
+			return -1;
+		/* the member and one comma beside it: the one before it, else the one after */
+		for (q = key; q > e->base && strchr(" \t\r\n", q[-1]); q--)
+			;
+		if (q > e->base && q[-1] == ',') {
+			e->ev->cut_b = (size_t)(q - 1 - e->base);
+			e->ev->cut_e = (size_t)(s->p - e->base);
+		} else {	/* (the scan stays at the comma: the walk reads it) */
+			for (q = s->p; q < s->end && strchr(" \t\r\n", *q); q++)
+				;
+			e->ev->cut_b = (size_t)(key - e->base);
+			e->ev->cut_e = (size_t)(q < s->end && *q == ',' ? q + 1 - e->base : s->p - e->base);
+		}
+		return 1;
+	}
+	for (i = 0; i < sizeof(event_meta) / sizeof(event_meta[0]); i++) {
+		if (!key_is(k, kn, event_meta[i]))
+			continue;
+		if (s->p >= s->end || *s->p != '"')
+			return 0;	/* not a string: left out */
+		if (jv_object_has(jv_copy(e->meta), jv_string(event_meta[i])) ||
+		    scan_string(s, &b, &n) < 0 || memchr(b, '\\', n))
+			return -1;	/* twice, or an escape: a whole parse says what it means */
+		e->meta = jv_object_set(e->meta, jv_string(event_meta[i]), jv_string_sized(b, (int)n));
+		return 1;
+	}
+	return 0;
+}
+
+static int event_obj_member(struct scan *s, const char *k, size_t kn, void *ctx)
+{
+	struct event_scan *e = ctx;
+	int *seen = key_is(k, kn, "kind") ? &e->seen_kind : key_is(k, kn, "apiVersion") ? &e->seen_av : NULL;
+
+	if (seen) {
+		const char *b;
+		size_t n;
+
+		if ((*seen)++ || s->p >= s->end || *s->p != '"' || scan_string(s, &b, &n) < 0)
+			return -1;
+		return 1;
+	}
+	if (!key_is(k, kn, "metadata"))
+		return 0;
+	if (e->seen_meta++ || s->p >= s->end || *s->p != '{')
+		return -1;
+	return each_member(s, event_meta_member, e) < 0 ? -1 : 1;
+}
+
+static int event_member(struct scan *s, const char *k, size_t kn, void *ctx)
+{
+	struct event_scan *e = ctx;
+
+	if (key_is(k, kn, "type")) {
+		const char *b;
+		size_t n;
+
+		if (e->seen_type++ || s->p >= s->end || *s->p != '"' || scan_string(s, &b, &n) < 0 ||
+		    memchr(b, '\\', n))
+			return -1;
+		e->ev->type = b;
+		e->ev->type_len = n;
+		return 1;
+	}
+	if (!key_is(k, kn, "object"))
+		return 0;
+	if (e->seen_obj++ || s->p >= s->end || *s->p != '{')
+		return -1;
+	e->base = s->p;
+	if (each_member(s, event_obj_member, e) < 0)
+		return -1;
+	e->ev->obj = e->base;
+	e->ev->obj_len = (size_t)(s->p - e->base);
+	return 1;
+}
+
+int kop_json_event(const char *text, size_t len, struct kop_json_event *ev)
+{
+	struct scan s = { text, text + len };
+	struct event_scan e = { ev, NULL, NULL, 0, 0, 0, 0, 0, 0, jv_object() };
+
+	memset(ev, 0, sizeof(*ev));
+	if (each_member(&s, event_member, &e) < 0 || !e.seen_type || !e.seen_obj || !e.seen_meta ||
+	    !e.seen_kind || !e.seen_av) {
+		jv_free(e.meta);
+		return -1;
+	}
+	skip_ws(&s);
+	if (s.p != s.end) {
+		jv_free(e.meta);
+		return -1;
+	}
+	ev->meta = JV_OBJECT(jv_string("metadata"), e.meta);
 	return 0;
 }

@@ -388,6 +388,8 @@ int kop_jsonl_next(struct kop_jsonl *r, jv *out, size_t *lineno, char *err)
 		no = r->line++;
 		if (len > r->max_line)
 			return kop_error(err, "line %zu: longer than %zu bytes", no, r->max_line);
+		if (r->take && r->take(r->take_ctx, base, len))
+			continue;
 		if (parse_line(r, base, len, no, err) < 0)
 			return -1;
 	}

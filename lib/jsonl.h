@@ -30,6 +30,11 @@ struct kop_jsonl {
 	int want_inexact;	/* set by a reader that writes what it reads (kapply): then inexact is kept */
 	int fast;		/* set by a single-threaded reader: a line kop_json_read_fast takes is read by it
 				   (its values share short strings, kop_json_key: they stay on the reading thread) */
+	/* when set, each line is offered to take first (text[0..len), the reader's
+	 * bytes, valid during the call): 1 it took the line, which is not parsed;
+	 * 0 it is read as any other (kwatch's watches: an event passed on as text) */
+	int (*take)(void *ctx, const char *text, size_t len);
+	void *take_ctx;
 	/* the place of that line's first integer a double cannot hold (kop_json_inexact,
 	 * kop_json_place: "line 3, column 40: object.spec.replicas"), never its digits; or "" */
 	char inexact[KOP_ERRLEN];
@@ -135,6 +140,26 @@ int kop_json_read_fast(const char *s, size_t len, jv *out);
  * or a wanted string holds an escape: then read it whole.
  */
 int kop_json_meta(const char *text, size_t len, const char *const *names, size_t n, jv *out);
+/*
+ * A watch event's JSON text, {"type":"T","object":{...}} (json_scan.c), read
+ * without building the object: 0 and *ev (pointers into text; ev->meta the
+ * caller's), or -1 (nothing made) when the text is not one such object whose
+ * object has a kind, an apiVersion and a metadata object, holds one of those
+ * (or a member read here) twice, or holds an escape in the type or a metadata
+ * string read here: then read it whole. Inside the values skipped, only the
+ * brackets and strings are checked, not every byte: the text is passed on for
+ * a reader that parses it.
+ */
+struct kop_json_event {
+	const char *type;	/* its bytes, type_len of them */
+	size_t type_len;
+	const char *obj;	/* the object's text, obj_len bytes */
+	size_t obj_len;
+	size_t cut_b, cut_e;	/* obj[cut_b..cut_e): metadata.managedFields with a comma beside it
+				   (equal: none) */
+	jv meta;		/* {"metadata":{name, namespace, uid, resourceVersion: those present as strings}} */
+};
+int kop_json_event(const char *text, size_t len, struct kop_json_event *ev);
 /* Compact JSON text of v (consumed), heap-allocated: the bytes jv_dump_string(v, 0) would give. */
 char *kop_json_dump(jv v);
 /* The same, its length in *len. */

@@ -202,13 +202,13 @@ static jv with_type(const struct kw_watch *w, jv obj)
 	return obj;
 }
 
-static void emit(struct kw_watch *w, const char *type, jv obj, struct kw_entry *e)
+static void emit(struct kw_watch *w, const char *type, jv obj, const struct kw_text *text, struct kw_entry *e)
 {
 	if (w->quiet || !w->emit) {
 		jv_free(obj);
 		return;
 	}
-	w->emit(w->ctx, type, obj, e ? &e->memo : NULL);
+	w->emit(w->ctx, type, obj, text, e ? &e->memo : NULL);
 }
 
 /* What downstream gets for an object it knew and that is gone: a stub. */
@@ -227,13 +227,14 @@ static void emit_gone(struct kw_watch *w, const struct kw_entry *e, const char *
 	meta = jv_object_set(meta, jv_string("resourceVersion"), jv_string(rv && *rv ? rv : kw_entry_rv(e)));
 	emit(w, "DELETED",
 	     JV_OBJECT(jv_string("kind"), jv_string(w->kind), jv_string("apiVersion"), jv_string(w->api_version),
-		       jv_string("metadata"), meta), NULL);
+		       jv_string("metadata"), meta), NULL, NULL);
 }
 
 /* ---- applying what the server says ---------------------------------------- */
 
-/* An object of the (re)listed state: emit the difference to what downstream knows. */
-static void sync_item(struct kw_watch *w, jv obj)
+/* An object of the (re)listed state: emit the difference to what downstream knows.
+ * (text: the object as it came, obj its identity alone; NULL: obj is whole) */
+static void sync_item(struct kw_watch *w, jv obj, const struct kw_text *text)
 {
 	struct ident id;
 	struct kw_entry *e;
@@ -248,14 +249,14 @@ static void sync_item(struct kw_watch *w, jv obj)
 	e = kw_map_get(&w->map, id.key.buf);
 	if (!e) {
 		e = map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
-		emit(w, "ADDED", obj, e);
+		emit(w, "ADDED", obj, text, e);
 	} else if (strcmp(kw_entry_uid(e), id.uid_s)) {
 		emit_gone(w, e, id.rv_s);
 		e = map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
-		emit(w, "ADDED", obj, e);
+		emit(w, "ADDED", obj, text, e);
 	} else if (strcmp(kw_entry_rv(e), id.rv_s)) {
 		e = map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
-		emit(w, "MODIFIED", obj, e);
+		emit(w, "MODIFIED", obj, text, e);
 	} else {
 		e->gen = w->gen;
 		jv_free(obj);
@@ -295,8 +296,8 @@ static void sync_end(struct kw_watch *w, const char *rv)
 	w->quiet = 0;
 }
 
-/* A change from a watch. The type downstream gets follows from the map. */
-static void apply_event(struct kw_watch *w, const char *type, jv obj)
+/* A change from a watch. The type downstream gets follows from the map. (text: as sync_item's) */
+static void apply_event(struct kw_watch *w, const char *type, jv obj, const struct kw_text *text)
 {
 	struct ident id;
 	struct kw_entry *e;
@@ -311,7 +312,7 @@ static void apply_event(struct kw_watch *w, const char *type, jv obj)
 	} else if (!strcmp(type, "DELETED")) {
 		if (e && (!*id.uid_s || !strcmp(kw_entry_uid(e), id.uid_s))) {
 			map_remove(&w->map, id.key.buf);
-			emit(w, "DELETED", obj, NULL);
+			emit(w, "DELETED", obj, text, NULL);
 		} else {
 			jv_free(obj);	/* downstream never knew it */
 		}
@@ -320,12 +321,12 @@ static void apply_event(struct kw_watch *w, const char *type, jv obj)
 	} else if (e && strcmp(kw_entry_uid(e), id.uid_s)) {
 		emit_gone(w, e, id.rv_s);
 		e = map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
-		emit(w, "ADDED", obj, e);
+		emit(w, "ADDED", obj, text, e);
 	} else {
 		const char *type_out = e ? "MODIFIED" : "ADDED";
 
 		e = map_put(&w->map, id.key.buf, id.uid_s, id.rv_s, w->gen);
-		emit(w, type_out, obj, e);
+		emit(w, type_out, obj, text, e);
 	}
 	if (*id.rv_s && !w->in_init)
 		set_str(&w->rv, id.rv_s);
@@ -382,15 +383,47 @@ static int handle_event(struct kw_watch *w, jv ev)
 		jv_free(rvh);
 		jv_free(obj);
 	} else if (!strcmp(t, "ADDED") && w->in_init) {
-		sync_item(w, obj);
+		sync_item(w, obj, NULL);
 	} else if (!strcmp(t, "ADDED") || !strcmp(t, "MODIFIED") || !strcmp(t, "DELETED")) {
-		apply_event(w, t, obj);
+		apply_event(w, t, obj, NULL);
 	} else {
 		jv_free(obj);
 		rc = -1;
 	}
 	jv_free(type);
 	return rc;
+}
+
+/*
+ * The reader's take (w->pass_text): an ADDED, MODIFIED or DELETED whose
+ * identity a scan reads is handled with its text, never parsed; anything
+ * else (a BOOKMARK, an ERROR, a text the scan leaves) is parsed whole.
+ */
+static int take_line(void *ctx, const char *line, size_t len)
+{
+	static const char *const types[] = { "ADDED", "MODIFIED", "DELETED" };
+	struct kw_watch *w = ctx;
+	struct kop_json_event ev;
+	struct kw_text text;
+	const char *t = NULL;
+	size_t i;
+
+	if (!w->pass_text || kop_json_event(line, len, &ev) < 0)
+		return 0;
+	for (i = 0; i < 3; i++)
+		if (strlen(types[i]) == ev.type_len && !memcmp(types[i], ev.type, ev.type_len))
+			t = types[i];
+	if (!t) {
+		jv_free(ev.meta);
+		return 0;
+	}
+	text = (struct kw_text){ ev.obj, ev.obj_len, ev.cut_b, ev.cut_e };
+	w->events++;
+	if (t == types[0] && w->in_init)
+		sync_item(w, ev.meta, &text);
+	else
+		apply_event(w, t, ev.meta, &text);
+	return 1;
 }
 
 /* ---- the public interface --------------------------------------------------- */
@@ -411,6 +444,8 @@ void kw_watch_init(struct kw_watch *w, const char *name, const char *path, const
 	kw_map_init(&w->map);
 	kop_jsonl_init(&w->reader, 0);
 	w->reader.fast = 1;
+	w->reader.take = take_line;
+	w->reader.take_ctx = w;
 	w->stream_error = jv_invalid();
 }
 
@@ -486,6 +521,8 @@ char *kw_watch_request(struct kw_watch *w)
 	kop_jsonl_release(&w->reader);
 	kop_jsonl_init(&w->reader, 0);
 	w->reader.fast = 1;
+	w->reader.take = take_line;
+	w->reader.take_ctx = w;
 	jv_free(w->stream_error);
 	w->stream_error = jv_invalid();
 	w->events = 0;
@@ -580,7 +617,7 @@ int kw_watch_list(struct kw_watch *w, jv list, char *err)
 		jv it = jv_array_get(jv_copy(items), i);
 
 		if (jv_get_kind(it) == JV_KIND_OBJECT)
-			sync_item(w, it);
+			sync_item(w, it, NULL);
 		else
 			jv_free(it);
 	}

@@ -89,7 +89,18 @@ struct kw_map {
  * whose kept fields did not change); 0 at first and after a new uid, NULL
  * with DELETED.
  */
-typedef void kw_emit_fn(void *ctx, const char *type, jv object, uint64_t *memo);
+/*
+ * text: when the watch passes objects on as they came (kw_watch.pass_text),
+ * the object's text, obj[0..len) (valid during the call), and object holds
+ * its metadata's name, namespace, uid and resourceVersion alone (and kind,
+ * apiVersion); obj[cut_b..cut_e) is its metadata.managedFields member with a
+ * comma beside it (cut_b == cut_e: none). NULL: object is the whole object.
+ */
+struct kw_text {
+	const char *obj;
+	size_t len, cut_b, cut_e;
+};
+typedef void kw_emit_fn(void *ctx, const char *type, jv object, const struct kw_text *text, uint64_t *memo);
 
 struct kw_watch {
 	/* configuration (kw_watch_init; owned) */
@@ -104,6 +115,8 @@ struct kw_watch {
 	int quiet;		/* emit nothing until the first sync ends (--no-initial) */
 	kw_emit_fn *emit;
 	void *ctx;
+	int pass_text;		/* ADDED, MODIFIED and DELETED from a watch stream are handed to emit as
+				   their text (struct kw_text) when a scan reads them, not parsed */
 
 	/* state */
 	enum kw_req req;	/* the request in flight (set by kw_watch_request) */

@@ -11,13 +11,15 @@
  *                                               between requests: "= narrow same|less|none objects=N"
  *
  * Before each answer it prints the request the machine made ("> verb path?query"),
- * then every emitted event ("ADDED ns/name uid rv"), then "= next" (now, backoff,
+ * then every emitted event ("ADDED ns/name uid rv"; with --pass-text, an event
+ * handed on as its text is followed by " text=" and that text, managedFields
+ * cut), then "= next" (now, backoff,
  * auth, forbidden, fatal: message). At the end "state synced=… rv=… objects=…".
  *
  * After a streaming list's failure, "= next" is followed by "(streaming list failed: fell back)"
  * or "(streaming list failed: retried)".
  *
- *   test-tool watch-sim [--no-streaming] [--watch-list=MODE] [--quiet] [--shard=SEL] NAME PATH KIND
+ *   test-tool watch-sim [--no-streaming] [--watch-list=MODE] [--quiet] [--shard=SEL] [--pass-text] NAME PATH KIND
  *                       APIVERSION [LABELSEL [FIELDSEL]]
  */
 #include <stdio.h>
@@ -37,15 +39,19 @@ static const char *str_at(jv obj, const char *a, const char *b, jv *hold)
 	return jv_get_kind(v) == JV_KIND_STRING ? jv_string_value(v) : "-";
 }
 
-static void print_event(void *ctx, const char *type, jv obj, uint64_t *memo)
+static void print_event(void *ctx, const char *type, jv obj, const struct kw_text *text, uint64_t *memo)
 {
 	jv a, b, c, d;
 	const char *ns = str_at(obj, "metadata", "namespace", &a);
 
 	(void)ctx;
 	(void)memo;
-	printf("%s %s/%s %s %s\n", type, ns, str_at(obj, "metadata", "name", &b), str_at(obj, "metadata", "uid", &c),
+	printf("%s %s/%s %s %s", type, ns, str_at(obj, "metadata", "name", &b), str_at(obj, "metadata", "uid", &c),
 	       str_at(obj, "metadata", "resourceVersion", &d));
+	if (text)
+		printf(" text=%.*s%.*s", (int)text->cut_b, text->obj, (int)(text->len - text->cut_e),
+		       text->obj + text->cut_e);
+	printf("\n");
 	jv_free(a);
 	jv_free(b);
 	jv_free(c);
@@ -123,7 +129,7 @@ static int cmd_watch_sim(int argc, char **argv)
 	struct kop_jsonl r;
 	char err[KOP_ERRLEN];
 	enum kw_watch_list mode = KW_WL_AUTO;
-	int quiet = 0, bad = 0;
+	int quiet = 0, bad = 0, pass_text = 0;
 	const char *shard = NULL;
 
 	for (; argc > 1 && !strncmp(argv[1], "--", 2); argc--, argv++) {
@@ -133,6 +139,8 @@ static int cmd_watch_sim(int argc, char **argv)
 			;
 		else if (!strcmp(argv[1], "--quiet"))
 			quiet = 1;
+		else if (!strcmp(argv[1], "--pass-text"))
+			pass_text = 1;
 		else if (!strncmp(argv[1], "--shard=", 8))
 			shard = argv[1] + 8;
 		else
@@ -151,6 +159,7 @@ static int cmd_watch_sim(int argc, char **argv)
 		return 2;
 	}
 	w.quiet = quiet;
+	w.pass_text = pass_text;
 	w.emit = print_event;
 	kop_jsonl_init(&r, 0);
 	for (;;) {
