@@ -230,8 +230,8 @@ static void out_event(const char *type, jv obj)
 	kop_buf_release(&line);
 }
 
-/* The same with the object's text (len bytes at text) already made. */
-static void out_text(const char *type, const char *text, size_t len)
+/* The same with the object's text already made: text[0..len) but for [cut_b..cut_e). */
+static void out_text_cut(const char *type, const char *text, size_t len, size_t cut_b, size_t cut_e)
 {
 	struct kop_buf line = KOP_BUF_INIT;
 
@@ -239,10 +239,16 @@ static void out_text(const char *type, const char *text, size_t len)
 	kop_buf_adds(&line, "{\"type\":\"");
 	kop_buf_adds(&line, type);
 	kop_buf_adds(&line, "\",\"object\":");
-	kop_buf_add(&line, text, len);
+	kop_buf_add(&line, text, cut_b);
+	kop_buf_add(&line, text + cut_e, len - cut_e);
 	kop_buf_add(&line, "}\n", 2);
 	out_line(line.buf, line.len);
 	kop_buf_release(&line);
+}
+
+static void out_text(const char *type, const char *text, size_t len)
+{
+	out_text_cut(type, text, len, len, len);
 }
 
 /*
@@ -289,8 +295,21 @@ static uint64_t text_hash(const char *p, size_t n)
 static void ns_seen(jv ns);
 static void rights_may_have_come(jv obj);
 
-/* lib/watch.c's emit callback: strip, keep, project, print. */
-static void emit(void *ctx, const char *type, jv obj, uint64_t *memo)
+static void count_event(const char *type)
+{
+	char labels[64];
+
+	snprintf(labels, sizeof(labels), "type=%s", type);
+	tool_metric_add("kwatch_events_total", labels, 1);
+}
+
+/*
+ * lib/watch.c's emit callback: strip, keep, project, print. An object handed
+ * on as its text (a watch whose objects are written whole) is written as it
+ * came, its managedFields cut, unless this one needs reading: the namespaces
+ * that make watches, a RoleBinding while rights are missing.
+ */
+static void emit(void *ctx, const char *type, jv obj, const struct kw_text *text, uint64_t *memo)
 {
 	struct res *r = ctx;
 	char err[KOP_ERRLEN];
@@ -299,6 +318,26 @@ static void emit(void *ctx, const char *type, jv obj, uint64_t *memo)
 	if (r->dropped) {
 		jv_free(obj);	/* its namespace went: downstream was told already */
 		return;
+	}
+	if (text && !keeping && !projection && !(r == ns_res && ntmpl) && !(nforbidden && !r->dyn)) {
+		jv_free(obj);
+		if (opt.strip)
+			out_text_cut(type, text->obj, text->len, text->cut_b, text->cut_e);
+		else
+			out_text(type, text->obj, text->len);
+		count_event(type);
+		return;
+	}
+	if (text) {
+		jv_free(obj);
+		obj = kop_json_read(text->obj, text->len);
+		if (!jv_is_valid(obj)) {
+			jv_free(obj);	/* (its message may quote a Secret) */
+			tool_logj(LOG_WARN, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
+				  "a %s event from '%s' is no JSON object: skipped", type, r->w.name);
+			r->w.bad_lines++;
+			return;
+		}
 	}
 	if (r == ns_res && ntmpl)
 		ns_seen(JV_OBJECT(jv_string("type"), jv_string(type), jv_string("object"), jv_copy(obj)));
@@ -348,28 +387,23 @@ static void emit(void *ctx, const char *type, jv obj, uint64_t *memo)
 	}
 	if (keeping && memo) {
 		/* what downstream sees of it: a MODIFIED that changes none of it is no news */
-		struct kop_buf text = KOP_BUF_INIT;
+		struct kop_buf kept = KOP_BUF_INIT;
 		uint64_t h;
 
-		kop_json_dump_buf(&text, obj);
-		h = text_hash(text.buf, text.len);
+		kop_json_dump_buf(&kept, obj);
+		h = text_hash(kept.buf, kept.len);
 		if (*memo == h && !strcmp(type, "MODIFIED")) {
-			kop_buf_release(&text);
+			kop_buf_release(&kept);
 			tool_metric_add("kwatch_unchanged_total", NULL, 1);
 			return;
 		}
 		*memo = h;
-		out_text(type, text.buf, text.len);
-		kop_buf_release(&text);
+		out_text(type, kept.buf, kept.len);
+		kop_buf_release(&kept);
 	} else {
 		out_event(type, obj);
 	}
-	{
-		char labels[64];
-
-		snprintf(labels, sizeof(labels), "type=%s", type);
-		tool_metric_add("kwatch_events_total", labels, 1);
-	}
+	count_event(type);
 }
 
 /* The one line that says the view is complete. */
@@ -1079,6 +1113,7 @@ static void setup_resource(struct res *r, const char *arg)
 		if (keep && *keep && kop_fields_parse(keep, &r->keep, err) < 0)
 			die_usage("invalid --keep: %s", err);	/* (checked before: cannot happen) */
 	}
+	r->w.pass_text = jv_get_kind(r->keep) != JV_KIND_ARRAY && !opt.project;
 	r->next_at = 0;
 	kop_backoff_init(&r->bo, 800, 30000, 1.0);
 	tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("resource"), jv_string(arg)), "watching '%s' %s%s", r->r.resource,
@@ -1172,6 +1207,7 @@ static void add_dyn(const struct tmpl *t, const char *ns)
 	if (t->keep && *t->keep && kop_fields_parse(t->keep, &r->keep, err) < 0)
 		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(t->arg)), "invalid :k= in '%s': %s",
 			  t->arg, err);	/* (checked at the start) */
+	r->w.pass_text = jv_get_kind(r->keep) != JV_KIND_ARRAY && !opt.project;
 	r->next_at = 0;
 	/* its RoleBinding follows the namespace by a moment: the first retries come soon */
 	kop_backoff_init(&r->bo, 200, 30000, 1.0);

@@ -220,6 +220,22 @@ test_expect_success '--once: several resources and namespaces, one bookmark last
 	no_duplicates out
 '
 
+# Whole objects from a watch stream are written as the server sent them, their
+# managedFields cut, never parsed; --project "." parses and writes each one.
+test_expect_success 'objects passed on as their text: the bytes a parse and a write give, managedFields cut or kept' '
+	timeout 30 kwatch --once "configmaps@*" secrets@d namespaces >text.out 2>text.err &&
+	timeout 30 kwatch --once --project . "configmaps@*" secrets@d namespaces >parsed.out 2>parsed.err &&
+	sort text.out >text.sorted && sort parsed.out >parsed.sorted &&
+	test_cmp parsed.sorted text.sorted &&
+	! grep managedFields text.out &&
+	timeout 30 kwatch --once --no-strip-managed-fields "configmaps@*" >text.out 2>text.err &&
+	timeout 30 kwatch --once --no-strip-managed-fields --project . "configmaps@*" >parsed.out 2>parsed.err &&
+	sort text.out >text.sorted && sort parsed.out >parsed.sorted &&
+	test_cmp parsed.sorted text.sorted &&
+	grep -c managedFields text.out >n &&
+	test $(cat n) -gt 0
+'
+
 test_expect_success '--no-initial: only the bookmark, then changes' '
 	kw_start out --no-initial -n c configmaps &&
 	test_wait_for 20 has 1 out ".type == \"BOOKMARK\"" &&
