@@ -30,6 +30,36 @@ test_expect_success 'steady state: a replayed stream writes nothing' '
 	test_must_be_empty 07-extra-fields.out
 '
 
+# An object is kept as its event line's text (kwatch passes the server's
+# bytes), its managedFields cut: the same object again with its managedFields
+# elsewhere, or others, is the same text, and nothing new to reconcile for.
+test_expect_success 'a child seen again with its managedFields moved or changed: nothing new' '
+	sed -n 3p "$FIXTURES/02-steady.in.jsonl" >cm.line &&
+	grep "\"managedFields\":\[{\"manager\":\"kubectl\"" cm.line &&
+	sed "s/\"managedFields\":\[[^]]*\],//; s/\"metadata\":{/\"metadata\":{\"managedFields\":[{\"manager\":\"x\"}],/" \
+		cm.line >cm.moved &&
+	! cmp cm.line cm.moved &&
+	test $(grep -o managedFields cm.moved | wc -l) = 1 &&
+	sed "s/\"palette\":\"none\"/\"palette\":\"some\"/" cm.moved >cm.changed &&
+	mkfifo moved.fifo &&
+	{ ( cat "$FIXTURES/02-steady.in.jsonl"
+	    test_wait_for 30 test_has_reconciles moved.err 1
+	    cat cm.moved cm.line cm.moved
+	    sleep 1
+	    cat cm.changed
+	    test_wait_for 30 test_has_reconciles moved.err 2
+	  ) >moved.fifo & } &&
+	WIDGET_TEAM=blue timeout 60 ireconcile -v --now $NOW prog/widgets <moved.fifo >moved.out 2>moved.err &&
+	wait &&
+	test_no_sanitizer_report moved.err &&
+	test_reconciled moved.err primary applies >actual &&
+	printf "[\"blue/w1\",0]\n[\"blue/w1\",1]\n" >expect &&
+	test_cmp expect actual &&
+	jq -r ".object.data.palette" moved.out >palette &&
+	echo none >expect &&
+	test_cmp expect palette
+'
+
 test_expect_success 'a field the program no longer sets: the object applied again, without it' '
 	jq -r "[.op, .object.kind, .object.metadata.name, (.object.data | has(\"old\")),
 		.object.metadata.annotations[\"iot-operator/applied\"]] | @tsv" 17-dropped-field.out >actual &&

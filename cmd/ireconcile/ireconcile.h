@@ -147,6 +147,9 @@ struct engine {
 	struct zdict *vdicts;		/* the same for what the program sees of them (vtext) */
 	struct zdict render_dict;	/* the render answers': the first one's last 32 KB */
 	const char *now;
+	const char *event_text;		/* the text of the value handle_event is given when it is one
+					   compact line (reader.c), event_len bytes; else NULL */
+	size_t event_len;
 	unsigned backoff_base, backoff_cap;
 	long settle_ms;		/* --settle: an observed object's change reconciles this much later */
 	long status_interval_ms;	/* --status-interval: a status saying nothing new waits this long */
@@ -164,7 +167,7 @@ struct engine {
 /* While more than this waits for stdout, no more is reconciled and stdin is not read (output.c). */
 #define OUT_HIGH (1u << 20)
 
-#define project(obj, lineno) project_kind(obj, lineno, 1)
+#define project(obj, lineno) project_kind(obj, lineno, 1, NULL)
 
 /* What one reconcile parsed: the primary and the live objects it looked at. */
 struct rctx {
@@ -232,9 +235,10 @@ void drain_queue(void);
 /* view.c */
 void obj_free(void *v);
 void update_aggs(struct prim *p, jv obj);
-jv project_kind(jv obj, size_t lineno, int whole);
+jv project_kind(jv obj, size_t lineno, int whole, int *projected);
 void handle_event(jv ev, size_t lineno);
-void handle_object(const char *type, jv obj, size_t lineno);
+/* line: the watch event's text obj was read from, unprojected (line_len bytes), or NULL */
+void handle_object(const char *type, jv obj, const char *line, size_t line_len, size_t lineno);
 void remove_obj(struct obj *o);
 void drop_prim(struct prim *p);
 

@@ -242,7 +242,7 @@ void shard_added(jv ev, size_t lineno)
 				 pk->pkey);
 			jv_free(obj);
 		} else {
-			handle_object("ADDED", project_kind(obj, lineno, 0), lineno);
+			handle_object("ADDED", project_kind(obj, lineno, 0, NULL), NULL, 0, lineno);
 		}
 		parked_free(pk);
 	}

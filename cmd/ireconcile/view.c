@@ -233,7 +233,29 @@ void remove_obj(struct obj *o)
 	obj_free(o);
 }
 
-void handle_object(const char *type, jv obj, size_t lineno)
+/*
+ * The object's text in the event line as it came (kwatch passes the
+ * server's), its managedFields cut, heap-allocated: what is kept of it needs
+ * no writing out again. NULL when a scan does not read the line plainly.
+ * (The same object in other bytes, a relist's, is then one change more.)
+ */
+static char *event_object_text(const char *line, size_t len, size_t *tlen)
+{
+	struct kop_json_event ev;
+	char *t;
+
+	if (kop_json_event(line, len, &ev) < 0)
+		return NULL;
+	jv_free(ev.meta);
+	*tlen = ev.obj_len - (ev.cut_e - ev.cut_b);
+	t = kop_malloc(*tlen + 1);
+	memcpy(t, ev.obj, ev.cut_b);
+	memcpy(t + ev.cut_b, ev.obj + ev.cut_e, ev.obj_len - ev.cut_e);
+	t[*tlen] = 0;
+	return t;
+}
+
+void handle_object(const char *type, jv obj, const char *line, size_t line_len, size_t lineno)
 {
 	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
 	const char *kind = kop_json_cstr(obj, "kind"), *av = kop_json_cstr(obj, "apiVersion"), *bad;
@@ -282,7 +304,9 @@ void handle_object(const char *type, jv obj, size_t lineno)
 				    jv_object_delete(jv_object_get(jv_copy(obj), kop_json_key("metadata")),
 						     kop_json_key("managedFields")));
 	rv = meta(obj, "resourceVersion");
-	text = kop_json_dump_len(jv_copy(obj), &tlen);
+	text = line ? event_object_text(line, line_len, &tlen) : NULL;
+	if (!text)
+		text = kop_json_dump_len(jv_copy(obj), &tlen);
 	if (o && o->len == tlen && same_text(o, text, tlen)) {
 		free(key);	/* the same state again (a replay, a relist): nothing new */
 		free(text);
@@ -410,7 +434,7 @@ void handle_object(const char *type, jv obj, size_t lineno)
  * Applies the kind's `project` (program.yml) to obj (consumed): the object as
  * it will be kept. apiVersion, kind, name and namespace always stay.
  */
-jv project_kind(jv obj, size_t lineno, int whole)
+jv project_kind(jv obj, size_t lineno, int whole, int *projected)
 {
 	const char *name = meta(obj, "name"), *ns = meta(obj, "namespace");
 	const char *kind = kop_json_cstr(obj, "kind"), *av = kop_json_cstr(obj, "apiVersion");
@@ -418,10 +442,14 @@ jv project_kind(jv obj, size_t lineno, int whole)
 	jv out = jv_invalid(), meta_out;
 	char err[KOP_ERRLEN] = "";
 
+	if (projected)
+		*projected = 0;
 	if (!k || !projects(k))
 		return obj;
 	if (k->role == KOP_ROLE_CHILD && !whole)
 		return obj;	/* kept whole for comparing: handle_object keeps the view beside it */
+	if (projected)
+		*projected = 1;
 	if (!k->project) {
 		out = kop_program_keep(k, jv_copy(obj));
 	} else if (kop_jq_run1(k->project, jv_copy(obj), &out, err) < 0 || jv_get_kind(out) != JV_KIND_OBJECT) {
@@ -491,7 +519,12 @@ void handle_event(jv ev, size_t lineno)
 	} else if (other_shard(type, obj)) {
 		jv_free(obj);
 	} else {
-		handle_object(type, project_kind(obj, lineno, 0), lineno);
+		const char *line = E.event_text;
+		size_t line_len = E.event_len;
+		int projected;
+
+		obj = project_kind(obj, lineno, 0, &projected);
+		handle_object(type, obj, projected ? NULL : line, line_len, lineno);
 	}
 	jv_free(ev);
 }
