@@ -134,6 +134,7 @@ struct engine {
 	struct kop_hmap related;	/* objkey -> struct obj (also in objs) */
 	struct kop_hmap flights;	/* "op|objkey" -> struct flight */
 	struct prim *qhead, *qtail;
+	size_t qlen;			/* the prims from qhead to qtail */
 	int64_t next_due;		/* no prim's due is before this (0: none is set):
 					   the timers are not scanned before it */
 	int synced;

@@ -76,14 +76,10 @@ struct engine E;
 static void log_stats(int level)
 {
 	jv f = jv_object();
-	size_t queued = 0;
-	struct prim *p;
 
-	for (p = E.qhead; p; p = p->qnext)
-		queued++;
 	f = jv_object_set(f, kop_json_key("reconciles"), jv_number((double)E.reconciles));
 	f = jv_object_set(f, kop_json_key("programErrors"), jv_number((double)E.errors));
-	f = jv_object_set(f, kop_json_key("queue"), jv_number((double)queued));
+	f = jv_object_set(f, kop_json_key("queue"), jv_number((double)E.qlen));
 	f = jv_object_set(f, kop_json_key("primaries"), jv_number((double)E.prims.len));
 	f = jv_object_set(f, kop_json_key("objects"), jv_number((double)E.objs.len));
 	f = jv_object_set(f, kop_json_key("inFlight"), jv_number((double)E.flights.len));

@@ -69,6 +69,7 @@ void enqueue(struct prim *p)
 		return;
 	p->queued = 1;
 	p->qnext = NULL;
+	E.qlen++;
 	if (E.qtail)
 		E.qtail->qnext = p;
 	else
@@ -136,13 +137,9 @@ void drain_queue(void)
 {
 	int64_t until = kop_mono_ms() + 100;
 	char labels[256];
-	size_t queued = 0;
-	struct prim *q;
 
-	for (q = E.qhead; q; q = q->qnext)
-		queued++;
 	snprintf(labels, sizeof(labels), "name=%s", E.prog.name);
-	tool_metric_set("workqueue_depth", labels, (double)queued);
+	tool_metric_set("workqueue_depth", labels, (double)E.qlen);
 
 	while (E.qhead && out_pending() <= OUT_HIGH && kop_mono_ms() < until) {
 		struct prim *p = E.qhead;
@@ -150,13 +147,12 @@ void drain_queue(void)
 		E.qhead = p->qnext;
 		if (!E.qhead)
 			E.qtail = NULL;
+		E.qlen--;
 		p->queued = 0;
 		p->qnext = NULL;
 		if (shard_waits(p))
 			continue;	/* (shard_synced queues it again) */
 		reconcile(p, kop_mono_ms());
 	}
-	for (queued = 0, q = E.qhead; q; q = q->qnext)
-		queued++;
-	tool_metric_set("workqueue_depth", labels, (double)queued);
+	tool_metric_set("workqueue_depth", labels, (double)E.qlen);
 }

@@ -41,7 +41,9 @@ void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN])
 
 /* Deflates len bytes at in into *out (allocated), with the dictionary dict
  * (NULL: none): its size, 0 on failure. One stream serves every call:
- * deflateInit allocates ~270 KB each time. */
+ * deflateInit allocates ~270 KB each time. Raw deflate: no zlib header nor
+ * Adler-32 (a tenth of the work with a dictionary, which it sums too); the
+ * text's length and digest are kept beside it. */
 size_t deflate_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict)
 {
 	static z_stream z;
@@ -49,7 +51,7 @@ size_t deflate_text(const char *in, size_t len, unsigned char **out, const struc
 	uLong cap;
 
 	if (!ready) {
-		if (deflateInit(&z, 1) != Z_OK)
+		if (deflateInit2(&z, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 			return 0;
 		ready = 1;
 	} else if (deflateReset(&z) != Z_OK) {
@@ -163,7 +165,8 @@ int same_text(const struct obj *o, const char *text, size_t len)
 }
 
 /* Inflates size bytes deflated as zlen at zin with the dictionary dict (NULL:
- * none) and parses them; jv_invalid() if unreadable. */
+ * none: the one deflate_text was given; a dictionary never changes once
+ * made) and parses them; jv_invalid() if unreadable. */
 jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict)
 {
 	static z_stream z;
@@ -173,19 +176,19 @@ jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struc
 	int r;
 
 	if (!ready) {
-		if (inflateInit(&z) != Z_OK)
+		if (inflateInit2(&z, -15) != Z_OK)
 			goto out;
 		ready = 1;
 	} else if (inflateReset(&z) != Z_OK) {
 		goto out;
 	}
+	if (dict && dict->len && inflateSetDictionary(&z, dict->buf, (uInt)dict->len) != Z_OK)
+		goto out;
 	z.next_in = (Bytef *)(uintptr_t)zin;
 	z.avail_in = (uInt)zlen;
 	z.next_out = (Bytef *)buf;
 	z.avail_out = (uInt)size;
 	r = inflate(&z, Z_FINISH);
-	if (r == Z_NEED_DICT && dict && inflateSetDictionary(&z, dict->buf, (uInt)dict->len) == Z_OK)
-		r = inflate(&z, Z_FINISH);
 	if (r == Z_STREAM_END && z.total_out == size)
 		v = kop_json_read(buf, size);
 out:

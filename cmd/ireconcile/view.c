@@ -184,6 +184,7 @@ void drop_prim(struct prim *p)
 			*pp = p->qnext;
 			if (E.qtail == p)
 				E.qtail = q;
+			E.qlen--;
 		}
 	}
 	kop_hmap_remove(&E.prims, p->key);
