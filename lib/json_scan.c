@@ -134,6 +134,11 @@ struct want {
 	int seen;		/* a "metadata" object met */
 };
 
+static int is_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
 static int key_is(const char *k, size_t kn, const char *name)
 {
 	return strlen(name) == kn && !memcmp(k, name, kn);
@@ -212,13 +217,13 @@ static int event_meta_member(struct scan *s, const char *k, size_t kn, void *ctx
 		if (e->seen_mf++ || skip_value(s) < 0)
 			return -1;
 		/* the member and one comma beside it: the one before it, else the one after */
-		for (q = key; q > e->base && strchr(" \t\r\n", q[-1]); q--)
+		for (q = key; q > e->base && is_ws(q[-1]); q--)
 			;
 		if (q > e->base && q[-1] == ',') {
 			e->ev->cut_b = (size_t)(q - 1 - e->base);
 			e->ev->cut_e = (size_t)(s->p - e->base);
 		} else {	/* (the scan stays at the comma: the walk reads it) */
-			for (q = s->p; q < s->end && strchr(" \t\r\n", *q); q++)
+			for (q = s->p; q < s->end && is_ws(*q); q++)
 				;
 			e->ev->cut_b = (size_t)(key - e->base);
 			e->ev->cut_e = (size_t)(q < s->end && *q == ',' ? q + 1 - e->base : s->p - e->base);
@@ -292,7 +297,7 @@ int kop_json_event(const char *text, size_t len, struct kop_json_event *ev)
 	struct event_scan e = { ev, NULL, NULL, 0, 0, 0, 0, 0, 0, jv_object() };
 
 	memset(ev, 0, sizeof(*ev));
-	if (each_member(&s, event_member, &e) < 0 || !e.seen_type || !e.seen_obj || !e.seen_meta ||
+	if (memchr(text, 0, len) || each_member(&s, event_member, &e) < 0 || !e.seen_type || !e.seen_obj || !e.seen_meta ||
 	    !e.seen_kind || !e.seen_av) {
 		jv_free(e.meta);
 		return -1;

@@ -145,8 +145,8 @@ int kop_json_meta(const char *text, size_t len, const char *const *names, size_t
  * without building the object: 0 and *ev (pointers into text; ev->meta the
  * caller's), or -1 (nothing made) when the text is not one such object whose
  * object has a kind, an apiVersion and a metadata object, holds one of those
- * (or a member read here) twice, or holds an escape in the type or a metadata
- * string read here: then read it whole. Inside the values skipped, only the
+ * (or a member read here) twice, holds an escape in the type or a metadata
+ * string read here, or a NUL byte: then read it whole. Inside the values skipped, only the
  * brackets and strings are checked, not every byte: the text is passed on for
  * a reader that parses it.
  */

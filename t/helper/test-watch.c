@@ -101,9 +101,11 @@ static void step(struct kw_watch *w, jv s)
 
 		for (i = 0; i < n; i++) {
 			jv e = jv_array_get(jv_copy(x), i);
-			char *line = jv_get_kind(e) == JV_KIND_STRING ? kop_strdup(jv_string_value(e))
-								   : kop_json_dump(jv_copy(e));
-			size_t len = strlen(line), half = len / 2;
+			size_t len;	/* (a raw line may hold a NUL byte) */
+			char *line = jv_get_kind(e) == JV_KIND_STRING
+					     ? kop_strndup(jv_string_value(e), len = (size_t)jv_string_length_bytes(jv_copy(e)))
+					     : kop_json_dump_len(jv_copy(e), &len);
+			size_t half = len / 2;
 
 			/* fed in two pieces, as chunk boundaries never align with events */
 			if (kw_watch_feed(w, line, half, err) < 0 ||
