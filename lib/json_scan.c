@@ -127,6 +127,15 @@ static int each_member(struct scan *s, int (*fn)(struct scan *, const char *, si
 	}
 }
 
+/* rc, a walk's answer: 0 when it was good and nothing but white space is left after it. */
+static int walked_whole(struct scan *s, int rc)
+{
+	if (rc < 0)
+		return -1;
+	skip_ws(s);
+	return s->p == s->end ? 0 : -1;
+}
+
 struct want {
 	const char *const *names;
 	size_t n;
@@ -180,12 +189,7 @@ int kop_json_meta(const char *text, size_t len, const char *const *names, size_t
 	struct scan s = { text, text + len };
 	struct want w = { names, n, jv_object(), 0 };
 
-	if (each_member(&s, top_member, &w) < 0) {
-		jv_free(w.meta);
-		return -1;
-	}
-	skip_ws(&s);
-	if (s.p != s.end) {
+	if (walked_whole(&s, each_member(&s, top_member, &w)) < 0) {
 		jv_free(w.meta);
 		return -1;
 	}
@@ -200,7 +204,6 @@ static const char *const event_meta[] = { "name", "namespace", "uid", "resourceV
 struct event_scan {
 	struct kop_json_event *ev;
 	const char *base;	/* the object's first byte */
-	const char *prev;	/* where the member being read began: its key's quote */
 	int seen_meta, seen_type, seen_obj, seen_kind, seen_av, seen_mf;
 	jv meta;
 };
@@ -294,16 +297,11 @@ static int event_member(struct scan *s, const char *k, size_t kn, void *ctx)
 int kop_json_event(const char *text, size_t len, struct kop_json_event *ev)
 {
 	struct scan s = { text, text + len };
-	struct event_scan e = { ev, NULL, NULL, 0, 0, 0, 0, 0, 0, jv_object() };
+	struct event_scan e = { ev, NULL, 0, 0, 0, 0, 0, 0, jv_object() };
 
 	memset(ev, 0, sizeof(*ev));
-	if (memchr(text, 0, len) || each_member(&s, event_member, &e) < 0 || !e.seen_type || !e.seen_obj || !e.seen_meta ||
-	    !e.seen_kind || !e.seen_av) {
-		jv_free(e.meta);
-		return -1;
-	}
-	skip_ws(&s);
-	if (s.p != s.end) {
+	if (memchr(text, 0, len) || walked_whole(&s, each_member(&s, event_member, &e)) < 0 || !e.seen_type ||
+	    !e.seen_obj || !e.seen_meta || !e.seen_kind || !e.seen_av) {
 		jv_free(e.meta);
 		return -1;
 	}
