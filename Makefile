@@ -117,8 +117,11 @@ TEST_TIMEOUT ?= 900
 export TEST_TIMEOUT
 PROVE_EXEC = --exec t/watchdog.sh
 # In reverse order: the end-to-end scripts, the longest, start first, and the
-# slots end together rather than one running the last long script alone.
-T ?= $(shell LC_ALL=C ls -r t/t[0-9]*.sh)
+# slots end together rather than one running the last long script alone. The
+# fuzzers and valgrind (a minute or more each, last in that order) start
+# first too.
+T_LONG = t/t0090-fuzz.sh t/t0095-valgrind.sh
+T ?= $(T_LONG) $(filter-out $(T_LONG),$(shell LC_ALL=C ls -r t/t[0-9]*.sh))
 # The tests find the tools through KOP_BIN; SANITIZE=1 runs the same tests
 # on the sanitizer build, but for ksim where it serves another tool's tests:
 # there the normal build's ksim (KOP_FIXTURE_KSIM) is the fixture, and ksim's

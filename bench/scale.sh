@@ -206,7 +206,8 @@ run () { # N
 	figure "n${n}_peak_rss_kb_total_sampled" "$(cat "$d/peak" 2>/dev/null || echo 0)" KB "$tgt"
 	figure "n${n}_sum_of_peak_rss_kb" "$total_hwm" KB "$tgt"
 	figure "n${n}_steady_rss_kb_total" "$total_rss" KB "$tgt"
-	figure "n${n}_steady_pss_kb_total" "$total_pss" KB "$tgt"
+	if test "$n" -ge 1000; then figure "n${n}_steady_pss_kb_total" "$total_pss" KB "< 49152 (issue 31)"
+	else figure "n${n}_steady_pss_kb_total" "$total_pss" KB "$tgt"; fi
 	restarts=$(curl -s "http://127.0.0.1:$mport/metrics" |
 		awk '/^iot_operator_stage_restarts_total/ { s += $2 } END { print s + 0 }')
 	figure "n${n}_stage_restarts" "$restarts" count "0"
