@@ -343,6 +343,16 @@ static int is_initial_end(jv obj)
 	return yes;
 }
 
+/* An ADDED, MODIFIED or DELETED (t, one of those literals) of obj (consumed; text: sync_item's). */
+static void change(struct kw_watch *w, const char *t, jv obj, const struct kw_text *text)
+{
+	w->events++;
+	if (!strcmp(t, "ADDED") && w->in_init)
+		sync_item(w, obj, text);
+	else
+		apply_event(w, t, obj, text);
+}
+
 /* One watch event (consumed); -1 when it is no event. */
 static int handle_event(struct kw_watch *w, jv ev)
 {
@@ -369,8 +379,8 @@ static int handle_event(struct kw_watch *w, jv ev)
 		jv_free(type);
 		return 0;
 	}
-	w->events++;
 	if (!strcmp(t, "BOOKMARK")) {
+		w->events++;
 		jv rvh;
 		const char *rv = meta_str(obj, "resourceVersion", &rvh);
 
@@ -382,11 +392,10 @@ static int handle_event(struct kw_watch *w, jv ev)
 		}
 		jv_free(rvh);
 		jv_free(obj);
-	} else if (!strcmp(t, "ADDED") && w->in_init) {
-		sync_item(w, obj, NULL);
 	} else if (!strcmp(t, "ADDED") || !strcmp(t, "MODIFIED") || !strcmp(t, "DELETED")) {
-		apply_event(w, t, obj, NULL);
+		change(w, t, obj, NULL);
 	} else {
+		w->events++;	/* (an event still, of a type not known here) */
 		jv_free(obj);
 		rc = -1;
 	}
@@ -418,11 +427,7 @@ static int take_line(void *ctx, const char *line, size_t len)
 		return 0;
 	}
 	text = (struct kw_text){ ev.obj, ev.obj_len, ev.cut_b, ev.cut_e };
-	w->events++;
-	if (t == types[0] && w->in_init)
-		sync_item(w, ev.meta, &text);
-	else
-		apply_event(w, t, ev.meta, &text);
+	change(w, t, ev.meta, &text);
 	return 1;
 }
 
