@@ -130,7 +130,10 @@ test_expect_success 'the stages are wired: kwatch | ireconcile | kapply | kstatu
 test_expect_success 'the kube options reach kwatch, kapply and kstatus' '
 	test_when_finished sup_stop &&
 	sup_start --kubeconfig "$TRASH/kc" --context ctx --request-timeout 5s &&
-	test_wait_for 10 test -s "$STAGE_LOG/kstatus.args" &&
+	for s in kwatch kapply kstatus
+	do
+		test_wait_for 10 test -s "$STAGE_LOG/$s.args" || return 1
+	done &&
 	echo "--kubeconfig $TRASH/kc --context ctx --request-timeout 5000ms" >expect &&
 	test_cmp expect "$STAGE_LOG/kapply.args" &&
 	test_cmp expect "$STAGE_LOG/kstatus.args" &&
