@@ -6,10 +6,14 @@ IOT_PROGRAM="$PROJECT_ROOT/pipeline/iotservice"
 IOT_VECTORS="$TEST_DATA/vectors"
 IOT_KINDS='["Namespace.v1","RoleBinding.rbac.authorization.k8s.io/v1","Secret.v1","Service.v1","Deployment.apps/v1","StatefulSet.apps/v1","NetworkPolicy.networking.k8s.io/v1","Pod.v1"]'
 
-# iot_sync INPUT OUTPUT: one reconcile; OUTPUT holds the program's answer
-# with every {"$fn"} directive resolved.
+# iot_sync INPUT OUTPUT: one reconcile as ireconcile runs it: render.jq's
+# answer for INPUT, its {"$fn"} directives resolved, given to sync.jq as
+# .rendered; OUTPUT holds sync's answer with every directive resolved.
 iot_sync () {
-	jq -c -L "$PROJECT_ROOT/pipeline/lib" -L "$IOT_PROGRAM" -f "$IOT_PROGRAM/sync.jq" <"$1" >"$2.raw" &&
+	jq -c -L "$PROJECT_ROOT/pipeline/lib" -L "$IOT_PROGRAM" -f "$IOT_PROGRAM/render.jq" <"$1" >"$2.render" &&
+	"$KOP_TEST_TOOL" fn-resolve <"$2.render" >"$2.rendered" &&
+	jq -c --slurpfile r "$2.rendered" '.rendered = $r[0]' "$1" >"$2.in" &&
+	jq -c -L "$PROJECT_ROOT/pipeline/lib" -L "$IOT_PROGRAM" -f "$IOT_PROGRAM/sync.jq" <"$2.in" >"$2.raw" &&
 	"$KOP_TEST_TOOL" fn-resolve <"$2.raw" >"$2"
 }
 

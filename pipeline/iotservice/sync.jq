@@ -2,12 +2,13 @@
 # ireconcile with the input described in docs/writing-programs.md:
 #   {parent, children, pending, related, settings, aggregates, errors, finalizing, now}
 # and returning {children, status, events, resyncAfterSeconds, finalized}.
-# The desired children come from desired.jq (as .rendered when ireconcile
-# ran render.jq; computed here otherwise).
+# The desired children come as .rendered: render.jq's answer (desired.jq),
+# which ireconcile keeps per instance. sync.jq does not include desired.jq,
+# so that jq 1.6 compiles the rendering once per ireconcile rather than twice;
+# run by hand, it is given render.jq's answer (docs/writing-programs.md).
 
 include "kop";
 include "spec";
-include "desired";
 include "children";
 
 # Kinds the program owns, as ireconcile keys them (program.yml: children).
@@ -140,8 +141,10 @@ def iot_error_text:
   else
     (($old.conditions // []) | map(select(.type == "Progressing")) | first // {}) as $oldProgressing
     # --- the spec, its defaults, its validation and the desired children
-    # (desired.jq; ireconcile's render program gives them as .rendered) ---
-    | (if $in | has("rendered") then $in.rendered else $in | iot_render end) as $rendered
+    # (render.jq's answer, given by ireconcile) ---
+    | (if $in | has("rendered") then $in.rendered
+       else error("no .rendered in the input: sync.jq reads the answer of render.jq there (program.yml: render)") end)
+      as $rendered
     | $rendered.invalid as $invalid
     | $rendered.desired as $desired0
     | ($desired0 | iot_check($children; $in.pending // {})) as $imm
