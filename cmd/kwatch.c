@@ -126,6 +126,7 @@ struct res {
 	int done;			/* --once: this one is complete */
 	struct kop_backoff bo;
 	jv keep;			/* the fields kept (kop_json_keep), or jv_null(): whole objects */
+	jv keep_read;			/* those and the identity (keep_fields), read from an object's text */
 	long refused_code;		/* the streaming list failed and the watch fell back: said after the paged LIST */
 	char *refused;			/* ... with the server's message (NULL: none) */
 	char *problem;			/* why its initial state cannot be read (NULL = none): the stats note */
@@ -284,6 +285,22 @@ static jv keep_fields(jv obj, jv keep)
 	return out;
 }
 
+/*
+ * r->keep_read from r->keep; an object is handed on as its text (lib/watch.c)
+ * unless --project reads it whole: emit writes it as it came, or reads from
+ * it the fields kept.
+ */
+static void set_keep_read(struct res *r)
+{
+	r->keep_read = jv_null();
+	if (jv_get_kind(r->keep) == JV_KIND_ARRAY)
+		r->keep_read = jv_array_concat(jv_copy(r->keep),
+					       JV_ARRAY(JV_ARRAY(jv_string("metadata"), jv_string("name")),
+							JV_ARRAY(jv_string("metadata"), jv_string("namespace")),
+							JV_ARRAY(jv_string("apiVersion")), JV_ARRAY(jv_string("kind"))));
+	r->w.pass_text = !opt.project;
+}
+
 /* 64-bit FNV-1a of the text (lib/shard.c's), never 0 (the memo's "nothing yet"). */
 static uint64_t text_hash(const char *p, size_t n)
 {
@@ -319,14 +336,24 @@ static void emit(void *ctx, const char *type, jv obj, const struct kw_text *text
 		jv_free(obj);	/* its namespace went: downstream was told already */
 		return;
 	}
-	if (text && !keeping && !projection && !(r == ns_res && ntmpl) && !(nforbidden && !r->dyn)) {
-		jv_free(obj);
-		if (opt.strip)
-			out_text_cut(type, text->obj, text->len, text->cut_b, text->cut_e);
-		else
-			out_text(type, text->obj, text->len);
-		count_event(type);
-		return;
+	if (text && !projection && !(r == ns_res && ntmpl) && !(nforbidden && !r->dyn)) {
+		jv kept;
+
+		if (!keeping) {
+			jv_free(obj);
+			if (opt.strip)
+				out_text_cut(type, text->obj, text->len, text->cut_b, text->cut_e);
+			else
+				out_text(type, text->obj, text->len);
+			count_event(type);
+			return;
+		}
+		/* the fields kept and the identity, read alone: all keep_fields reads */
+		if (kop_json_keep_text(text->obj, text->len, r->keep_read, &kept) == 0) {
+			jv_free(obj);
+			obj = kept;
+			text = NULL;
+		}
 	}
 	if (text) {
 		jv_free(obj);
@@ -1113,7 +1140,7 @@ static void setup_resource(struct res *r, const char *arg)
 		if (keep && *keep && kop_fields_parse(keep, &r->keep, err) < 0)
 			die_usage("invalid --keep: %s", err);	/* (checked before: cannot happen) */
 	}
-	r->w.pass_text = jv_get_kind(r->keep) != JV_KIND_ARRAY && !opt.project;
+	set_keep_read(r);
 	r->next_at = 0;
 	kop_backoff_init(&r->bo, 800, 30000, 1.0);
 	tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("resource"), jv_string(arg)), "watching '%s' %s%s", r->r.resource,
@@ -1128,6 +1155,7 @@ static void release_res(struct res *r)
 	kw_watch_release(&r->w);
 	kube_resource_release(&r->r);
 	jv_free(r->keep);
+	jv_free(r->keep_read);
 	kop_buf_release(&r->body);
 	free(r->ns);
 	free(r->refused);
@@ -1207,7 +1235,7 @@ static void add_dyn(const struct tmpl *t, const char *ns)
 	if (t->keep && *t->keep && kop_fields_parse(t->keep, &r->keep, err) < 0)
 		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(t->arg)), "invalid :k= in '%s': %s",
 			  t->arg, err);	/* (checked at the start) */
-	r->w.pass_text = jv_get_kind(r->keep) != JV_KIND_ARRAY && !opt.project;
+	set_keep_read(r);
 	r->next_at = 0;
 	/* its RoleBinding follows the namespace by a moment: the first retries come soon */
 	kop_backoff_init(&r->bo, 200, 30000, 1.0);

@@ -46,6 +46,33 @@ jv kop_json_keep(jv obj, jv paths)
 	return out;
 }
 
+int kop_json_keep_text(const char *text, size_t len, jv paths, jv *out)
+{
+	struct kop_json_span spans[KOP_JSON_SPANS_MAX];
+	jv r;
+
+	if (kop_json_spans(text, len, paths, spans) < 0)
+		return -1;
+	r = jv_object();
+	jv_array_foreach(paths, i, path) {
+		jv v = spans[i].b ? kop_json_read(spans[i].b, spans[i].n) : jv_null();
+
+		if (!jv_is_valid(v)) {
+			jv_free(v);
+			jv_free(path);
+			jv_free(r);
+			return -1;
+		}
+		if (jv_get_kind(v) != JV_KIND_NULL)
+			r = keep_set(r, path, 0, jv_array_length(jv_copy(path)), v);
+		else
+			jv_free(v);
+		jv_free(path);
+	}
+	*out = r;
+	return 0;
+}
+
 /* The characters a key holds escaped in a field list: the separators, the escape, and ':' (kwatch's parts). */
 static int special(char c)
 {

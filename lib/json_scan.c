@@ -3,9 +3,11 @@
  * rest: its metadata's strings (kop_json_meta: what a writer needs of the
  * object a server answers a write with, its resourceVersion and uid), and a
  * watch event's type, object and identity (kop_json_event: what kwatch needs
- * to pass an object on as it came), each for a fraction of a whole parse.
- * Whole texts are json_read.c's.
+ * to pass an object on as it came), and the texts of the values at a few
+ * paths (kop_json_spans: the fields a kind's `project` list keeps), each for
+ * a fraction of a whole parse. Whole texts are json_read.c's.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "jsonl.h"
 #include "kop.h"
@@ -21,21 +23,28 @@ static void skip_ws(struct scan *s)
 		s->p++;
 }
 
-/* At a '"': past the string's closing quote; its bytes (escapes as they are) in *b, *n. -1: unterminated. */
+/*
+ * At a '"': past the string's closing quote; its bytes (escapes as they are)
+ * in *b, *n. -1: unterminated. The closing quote is the first one after an
+ * even run of backslashes (memchr finds each candidate: most of a large
+ * object's bytes are in its strings).
+ */
 static int scan_string(struct scan *s, const char **b, size_t *n)
 {
-	const char *q = ++s->p;
+	const char *q = ++s->p, *e, *k;
 
-	while (q < s->end && *q != '"') {
-		if (*q == '\\')
-			q++;
-		q++;
+	for (;;) {
+		if (!(e = memchr(q, '"', (size_t)(s->end - q))))
+			return -1;
+		for (k = e; k > s->p && k[-1] == '\\'; k--)
+			;
+		if (!((e - k) & 1))
+			break;
+		q = e + 1;
 	}
-	if (q >= s->end)
-		return -1;
 	*b = s->p;
-	*n = (size_t)(q - s->p);
-	s->p = q + 1;
+	*n = (size_t)(e - s->p);
+	s->p = e + 1;
 	return 0;
 }
 
@@ -307,4 +316,118 @@ int kop_json_event(const char *text, size_t len, struct kop_json_event *ev)
 	}
 	ev->meta = JV_OBJECT(jv_string("metadata"), e.meta);
 	return 0;
+}
+
+/* ---- the values at a few paths ------------------------------------------------ */
+
+#define SPAN_MAX_DEPTH 31	/* (the bits of a uint32_t seen, the paths' of a uint64_t alive) */
+_Static_assert(KOP_JSON_SPANS_MAX <= 64, "a path is a bit of a uint64_t");
+
+struct span_key {
+	const char *k;
+	size_t kn;
+};
+
+struct spans {
+	int n;
+	int len[KOP_JSON_SPANS_MAX];		/* keys in path i */
+	struct span_key *keys;			/* path i's key j at keys[i * SPAN_MAX_DEPTH + j] */
+	uint32_t seen[KOP_JSON_SPANS_MAX];		/* the depths at which path i's key was met */
+	struct kop_json_span *out;
+};
+
+struct span_level {
+	struct spans *sp;
+	int depth;
+	uint64_t alive;				/* the paths whose keys matched down to here */
+};
+
+static int span_member(struct scan *s, const char *k, size_t kn, void *ctx)
+{
+	struct span_level *l = ctx, child;
+	struct spans *sp = l->sp;
+	uint64_t ends = 0;
+	const char *b = s->p;
+	int i;
+
+	if (memchr(k, '\\', kn))
+		return -1;	/* (it may spell a key wanted: a whole parse says) */
+	child.sp = sp;
+	child.depth = l->depth + 1;
+	child.alive = 0;
+	for (i = 0; i < sp->n; i++) {
+		const struct span_key *key = &sp->keys[i * SPAN_MAX_DEPTH + l->depth];
+
+		if (!(l->alive >> i & 1) || key->kn != kn || memcmp(key->k, k, kn))
+			continue;
+		if (sp->seen[i] >> l->depth & 1)
+			return -1;	/* twice: the last one would win in a whole parse */
+		sp->seen[i] |= 1u << l->depth;
+		if (sp->len[i] == l->depth + 1)
+			ends |= 1ull << i;
+		else
+			child.alive |= 1ull << i;
+	}
+	if (child.alive && s->p < s->end && *s->p == '{') {
+		if (each_member(s, span_member, &child) < 0)
+			return -1;
+	} else if (!ends) {
+		return 0;	/* nothing here, or no object on a path's way: left for the walk to skip */
+	} else if (skip_value(s) < 0) {
+		return -1;
+	}
+	for (i = 0; i < sp->n; i++) {
+		if (ends >> i & 1) {
+			sp->out[i].b = b;
+			sp->out[i].n = (size_t)(s->p - b);
+		}
+	}
+	return 1;
+}
+
+int kop_json_spans(const char *text, size_t len, jv paths, struct kop_json_span *out)
+{
+	struct scan s = { text, text + len };
+	struct spans sp;
+	struct span_level top;
+	int i, j, rc = -1;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.n = jv_get_kind(paths) == JV_KIND_ARRAY ? jv_array_length(jv_copy(paths)) : -1;
+	if (sp.n < 0 || sp.n > KOP_JSON_SPANS_MAX || memchr(text, 0, len))
+		return -1;
+	sp.keys = kop_calloc((size_t)(sp.n ? sp.n : 1) * SPAN_MAX_DEPTH, sizeof(*sp.keys));
+	sp.out = out;
+	top.sp = &sp;
+	top.depth = 0;
+	top.alive = 0;
+	for (i = 0; i < sp.n; i++) {
+		jv path = jv_array_get(jv_copy(paths), i);	/* (its strings stay alive in paths) */
+
+		out[i].b = NULL;
+		out[i].n = 0;
+		sp.len[i] = jv_get_kind(path) == JV_KIND_ARRAY ? jv_array_length(jv_copy(path)) : 0;
+		if (sp.len[i] < 1 || sp.len[i] > SPAN_MAX_DEPTH) {
+			jv_free(path);
+			goto out;
+		}
+		for (j = 0; j < sp.len[i]; j++) {
+			jv key = jv_array_get(jv_copy(path), j);
+
+			if (jv_get_kind(key) != JV_KIND_STRING) {
+				jv_free(key);
+				jv_free(path);
+				goto out;
+			}
+			sp.keys[i * SPAN_MAX_DEPTH + j].k = jv_string_value(key);
+			sp.keys[i * SPAN_MAX_DEPTH + j].kn = (size_t)jv_string_length_bytes(jv_copy(key));
+			jv_free(key);
+		}
+		jv_free(path);
+		top.alive |= 1ull << i;
+	}
+	rc = walked_whole(&s, each_member(&s, span_member, &top));
+out:
+	free(sp.keys);
+	return rc;
 }

@@ -160,6 +160,21 @@ struct kop_json_event {
 	jv meta;		/* {"metadata":{name, namespace, uid, resourceVersion: those present as strings}} */
 };
 int kop_json_event(const char *text, size_t len, struct kop_json_event *ev);
+/*
+ * The texts of the values at paths (an array of at most KOP_JSON_SPANS_MAX
+ * arrays of at most 31 keys, borrowed) in the JSON object text (json_scan.c): 0 and out[i] for
+ * path i (b NULL when it is not there, or a value on its way is no object),
+ * or -1 (nothing made) when the text is not one such object, holds a NUL
+ * byte, a key with an escape in an object the paths walk through, or a key
+ * of a path twice in one object: then read it whole. Of what is skipped, only
+ * the brackets and strings are checked.
+ */
+#define KOP_JSON_SPANS_MAX 64
+struct kop_json_span {
+	const char *b;
+	size_t n;
+};
+int kop_json_spans(const char *text, size_t len, jv paths, struct kop_json_span *out);
 /* Compact JSON text of v (consumed), heap-allocated: the bytes jv_dump_string(v, 0) would give. */
 char *kop_json_dump(jv v);
 /* The same, its length in *len. */
@@ -203,6 +218,10 @@ void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN]);
  * order listed, copied whole, objects made on the way (paths borrowed).
  */
 jv kop_json_keep(jv obj, jv paths);
+/* The same of an object's JSON text, reading only the values kept
+ * (kop_json_spans): 0 and *out, or -1 (nothing made) when the text must be
+ * read whole first. */
+int kop_json_keep_text(const char *text, size_t len, jv paths, jv *out);
 /* As one line of text: paths separated by ',', keys by '.', and '.', ',',
  * ':' and '\' in a key escaped with '\' ("metadata.labels.app\.kubernetes\.io/name"). */
 void kop_fields_format(jv paths, struct kop_buf *b);

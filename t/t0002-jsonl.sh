@@ -113,6 +113,56 @@ test_expect_success 'kop_json_meta leaves to a whole parse what it cannot read r
 	test_cmp want got
 '
 
+test_expect_success 'kop_json_keep_text keeps what a whole parse keeps: recordings, as sent and spaced out' '
+	fields="metadata.labels,status.phase,metadata,spec.replicas,metadata.annotations.a,data,metadata.name,kind" &&
+	for f in objs spaced; do
+		"$KOP_TEST_TOOL" json-keep "$fields" <$f >got &&
+		grep -v "^whole: " got >text &&
+		sed -n "s/^whole: //p" got >whole &&
+		test_cmp whole text || return 1
+	done &&
+	test $(wc -l <text) -gt 100
+'
+
+test_expect_success 'kop_json_keep_text leaves to a whole parse what it cannot read right' '
+	cat >in <<-\EOF &&
+	{"metadata":{"name":"a","labels":{"x":"1"}},"status":{"phase":"Running"},"spec":{"b":[1,{"c":"}"}]}}
+	{"metadata":"x","status":{"phase":null},"kind":{"a":[]}}
+	{"metadata":{"labels":{"a\\b":1,"a":1,"a":2}},"spec":{"x":1,"x":2}}
+	{"metadata":{"name":"a"},"metadata":{"name":"b"}}
+	{"metadata":{"name":"a","name":"b"}}
+	{"met\u0061data":{"name":"a"}}
+	{"metadata":{"n\u0061me":"b","name":"a"}}
+	{"metadata":{"labels":{}}} {"a":1}
+	{"metadata":{"labels":{"a":1}}
+	["metadata"]
+	EOF
+	"$KOP_TEST_TOOL" json-keep metadata.labels,status.phase,metadata.name,kind <in >got &&
+	cat >want <<-\EOF &&
+	{"metadata":{"labels":{"x":"1"},"name":"a"},"status":{"phase":"Running"}}
+	whole: {"metadata":{"labels":{"x":"1"},"name":"a"},"status":{"phase":"Running"}}
+	{"kind":{"a":[]}}
+	whole: {"kind":{"a":[]}}
+	{"metadata":{"labels":{"a\\b":1,"a":2}}}
+	whole: {"metadata":{"labels":{"a\\b":1,"a":2}}}
+	-1
+	whole: {"metadata":{"name":"b"}}
+	-1
+	whole: {"metadata":{"name":"b"}}
+	-1
+	whole: {"metadata":{"name":"a"}}
+	-1
+	whole: {"metadata":{"name":"a"}}
+	-1
+	whole: -
+	-1
+	whole: -
+	-1
+	whole: -
+	EOF
+	test_cmp want got
+'
+
 # libjq 1.6 itself leaks the token on this error (value() in jv_parse.c;
 # t/fuzz/libjq-leak.h): leak checking is off for this one command only.
 test_expect_success 'two values without a separator inside an object are an error' '

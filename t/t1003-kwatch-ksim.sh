@@ -236,6 +236,19 @@ test_expect_success 'objects passed on as their text: the bytes a parse and a wr
 	test $(cat n) -gt 0
 '
 
+test_expect_success '--keep reads the fields kept from the text: the bytes a parse gives' '
+	for keep in metadata.labels,data metadata,data.v,metadata.name data.v.x,status.phase,metadata.annotations.a
+	do
+		timeout 30 kwatch --once --keep "$keep" "configmaps@*" secrets@d namespaces >text.out 2>text.err &&
+		timeout 30 kwatch --once --keep "$keep" --project . "configmaps@*" secrets@d namespaces \
+			>parsed.out 2>parsed.err &&
+		sort text.out >text.sorted && sort parsed.out >parsed.sorted &&
+		test_cmp parsed.sorted text.sorted &&
+		test $(grep -c "\"object\"" text.out) -gt 3 || return 1
+	done &&
+	! grep managedFields text.out
+'
+
 test_expect_success '--no-initial: only the bookmark, then changes' '
 	kw_start out --no-initial -n c configmaps &&
 	test_wait_for 20 has 1 out ".type == \"BOOKMARK\"" &&

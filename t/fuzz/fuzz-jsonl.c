@@ -4,7 +4,9 @@
  * they do in a watch body; every value is written back out to /dev/null,
  * its text checked against libjq's own (kop_json_dump must give the same bytes)
  * and read back by kop_json_read, which must give the value again; the
- * whole input is read by kop_json_read and jv_parse_sized, which must agree.
+ * whole input is read by kop_json_read and jv_parse_sized, which must agree,
+ * and kop_json_keep_text, when it reads it, must keep what kop_json_keep
+ * keeps of a whole parse.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -57,6 +59,34 @@ static void read_checked(const char *s, size_t len)
 	free(b);
 }
 
+/* kop_json_keep_text, when it takes the text s[0..len), keeps what a whole parse and kop_json_keep keep. */
+static void keep_checked(const char *s, size_t len)
+{
+	static jv paths;
+	char err[KOP_ERRLEN];
+	jv text, whole;
+
+	if (jv_get_kind(paths) != JV_KIND_ARRAY)
+		if (kop_fields_parse("metadata.labels,status.phase,metadata,a.b.c,kind,a", &paths, err) < 0)
+			abort();
+	if (kop_json_keep_text(s, len, paths, &text) < 0)
+		return;
+	whole = kop_json_read(s, len);
+	if (jv_get_kind(whole) == JV_KIND_OBJECT) {
+		char *a = kop_json_dump(jv_copy(text)), *b = kop_json_dump(kop_json_keep(whole, paths));
+
+		if (strcmp(a, b)) {
+			fprintf(stderr, "kop_json_keep_text and kop_json_keep differ on %.*s:\n%s\n%s\n", (int)len, s, a, b);
+			abort();
+		}
+		free(a);
+		free(b);
+	} else {
+		jv_free(whole);	/* (what it skipped is not all JSON: a whole parse refuses it) */
+	}
+	jv_free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static FILE *null;
@@ -71,8 +101,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		null = fopen("/dev/null", "w");
 	if (known_leak)
 		__lsan_disable();
-	if (size <= INT32_MAX)
+	if (size <= INT32_MAX) {
 		read_checked((const char *)data, size);
+		keep_checked((const char *)data, size);
+	}
 	kop_jsonl_init(&r, 4096);
 	while (off < size) {
 		step = 1 + data[off] % 61;

@@ -143,6 +143,41 @@ static int cmd_json_meta(int argc, char **argv)
 	return 0;
 }
 
+/* json-keep FIELDS: each line of stdin, an object's text, read by
+ * kop_json_keep_text ("-1" when it leaves it to a whole parse), and by a
+ * whole parse and kop_json_keep ("whole: ..."), both written. */
+static int cmd_json_keep(int argc, char **argv)
+{
+	char err[KOP_ERRLEN], *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	jv paths;
+
+	if (argc < 2 || kop_fields_parse(argv[1], &paths, err) < 0)
+		return 2;
+	while ((n = getline(&line, &cap, stdin)) > 0) {
+		jv v;
+
+		if (line[n - 1] == '\n')
+			n--;
+		if (kop_json_keep_text(line, (size_t)n, paths, &v) < 0)
+			printf("-1\n");
+		else
+			kop_jsonl_write(stdout, v);
+		v = kop_json_read(line, (size_t)n);
+		printf("whole: ");
+		if (jv_get_kind(v) == JV_KIND_OBJECT) {
+			kop_jsonl_write(stdout, kop_json_keep(v, paths));
+		} else {
+			jv_free(v);
+			printf("-\n");
+		}
+	}
+	jv_free(paths);
+	free(line);
+	return 0;
+}
+
 static int cmd_backoff(int argc, char **argv)
 {
 	struct kop_backoff b;
@@ -322,6 +357,7 @@ static const struct test_cmd builtin_cmds[] = {
 	{ "jsonl", cmd_jsonl },
 	{ "jsonl-feed", cmd_jsonl_feed },
 	{ "json-meta", cmd_json_meta },
+	{ "json-keep", cmd_json_keep },
 	{ "json-dump-check", cmd_json_dump_check },
 	{ "json-read-check", cmd_json_read_check },
 	{ "json-digest", cmd_json_digest },
