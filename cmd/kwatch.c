@@ -331,6 +331,7 @@ static void emit(void *ctx, const char *type, jv obj, const struct kw_text *text
 	struct res *r = ctx;
 	char err[KOP_ERRLEN];
 	int keeping = jv_get_kind(r->keep) == JV_KIND_ARRAY;
+	int whole = !text;	/* read whole: by lib/watch.c, or below */
 
 	if (r->dropped) {
 		jv_free(obj);	/* its namespace went: downstream was told already */
@@ -356,6 +357,7 @@ static void emit(void *ctx, const char *type, jv obj, const struct kw_text *text
 		}
 	}
 	if (text) {
+		whole = 1;
 		jv_free(obj);
 		obj = kop_json_read(text->obj, text->len);
 		if (!jv_is_valid(obj)) {
@@ -366,6 +368,8 @@ static void emit(void *ctx, const char *type, jv obj, const struct kw_text *text
 			return;
 		}
 	}
+	if (whole)
+		tool_metric_add("kwatch_objects_parsed_total", NULL, 1);
 	if (r == ns_res && ntmpl)
 		ns_seen(JV_OBJECT(jv_string("type"), jv_string(type), jv_string("object"), jv_copy(obj)));
 	if (nforbidden && !r->dyn)
@@ -1597,6 +1601,7 @@ int main(int argc, char **argv)
 			  tmpl[0].arg);
 	if (!(multi = curl_multi_init()))
 		die(KOP_EXIT_TEMP, "unable to initialise libcurl");
+	tool_metric_add("kwatch_objects_parsed_total", NULL, 0);	/* (0 included: what the scan spared) */
 	for (i = 0; i < nres; i++)
 		if (res[i]->w.shard)
 			break;

@@ -422,6 +422,12 @@ int kop_json_spans(const char *text, size_t len, jv paths, struct kop_json_span 
 			sp.keys[i * SPAN_MAX_DEPTH + j].k = jv_string_value(key);
 			sp.keys[i * SPAN_MAX_DEPTH + j].kn = (size_t)jv_string_length_bytes(jv_copy(key));
 			jv_free(key);
+			/* U+FFFD: a parse makes it of any byte that is no UTF-8, so raw bytes cannot say */
+			if (memmem(sp.keys[i * SPAN_MAX_DEPTH + j].k, sp.keys[i * SPAN_MAX_DEPTH + j].kn,
+				   "\xef\xbf\xbd", 3)) {
+				jv_free(path);
+				goto out;
+			}
 		}
 		jv_free(path);
 		top.alive |= 1ull << i;

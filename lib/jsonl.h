@@ -166,8 +166,9 @@ int kop_json_event(const char *text, size_t len, struct kop_json_event *ev);
  * path i (b NULL when it is not there, or a value on its way is no object),
  * or -1 (nothing made) when the text is not one such object, holds a NUL
  * byte, a key with an escape in an object the paths walk through, or a key
- * of a path twice in one object: then read it whole. Of what is skipped, only
- * the brackets and strings are checked.
+ * of a path twice in one object, or when a path is empty, too long or holds
+ * U+FFFD (what a parse makes of bytes that are no UTF-8): then read it whole.
+ * Of what is skipped, only the brackets and strings are checked.
  */
 #define KOP_JSON_SPANS_MAX 64
 struct kop_json_span {

@@ -6,9 +6,11 @@ IOT_PROGRAM="$PROJECT_ROOT/pipeline/iotservice"
 IOT_VECTORS="$TEST_DATA/vectors"
 IOT_KINDS='["Namespace.v1","RoleBinding.rbac.authorization.k8s.io/v1","Secret.v1","Service.v1","Deployment.apps/v1","StatefulSet.apps/v1","NetworkPolicy.networking.k8s.io/v1","Pod.v1"]'
 
-# iot_sync INPUT OUTPUT: one reconcile as ireconcile runs it: render.jq's
-# answer for INPUT, its {"$fn"} directives resolved, given to sync.jq as
-# .rendered; OUTPUT holds sync's answer with every directive resolved.
+# iot_sync INPUT OUTPUT: one reconcile: render.jq's answer for INPUT (given
+# whole: ireconcile gives it the parent without status, related and
+# settings), its {"$fn"} directives resolved, given to sync.jq as .rendered
+# (whole: ireconcile passes each object through its kind's project); OUTPUT
+# holds sync's answer with every directive resolved.
 iot_sync () {
 	jq -c -L "$PROJECT_ROOT/pipeline/lib" -L "$IOT_PROGRAM" -f "$IOT_PROGRAM/render.jq" <"$1" >"$2.render" &&
 	"$KOP_TEST_TOOL" fn-resolve <"$2.render" >"$2.rendered" &&

@@ -160,6 +160,11 @@ test_expect_success 'kop_json_keep_text leaves to a whole parse what it cannot r
 	-1
 	whole: -
 	EOF
+	test_cmp want got &&
+	# bytes that are no UTF-8 become U+FFFD in a parse: a field naming it is read whole
+	printf "{\"\\377\":1,\"\\357\\277\\275\":2,\"a\":{\"\\377\":3}}\n" >in &&
+	"$KOP_TEST_TOOL" json-keep "$(printf "\\357\\277\\275"),a" <in >got &&
+	printf -- "-1\nwhole: {\"\\357\\277\\275\":2,\"a\":{\"\\357\\277\\275\":3}}\n" >want &&
 	test_cmp want got
 '
 

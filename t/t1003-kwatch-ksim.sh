@@ -239,14 +239,19 @@ test_expect_success 'objects passed on as their text: the bytes a parse and a wr
 test_expect_success '--keep reads the fields kept from the text: the bytes a parse gives' '
 	for keep in metadata.labels,data metadata,data.v,metadata.name data.v.x,status.phase,metadata.annotations.a
 	do
-		timeout 30 kwatch --once --keep "$keep" "configmaps@*" secrets@d namespaces >text.out 2>text.err &&
-		timeout 30 kwatch --once --keep "$keep" --project . "configmaps@*" secrets@d namespaces \
-			>parsed.out 2>parsed.err &&
+		KOP_STATS_FD=5 timeout 30 kwatch --once --watch-list always --keep "$keep" "configmaps@*" secrets@d \
+			namespaces >text.out 2>text.err 5>text.stats &&
+		KOP_STATS_FD=5 timeout 30 kwatch --once --watch-list always --keep "$keep" --project . "configmaps@*" \
+			secrets@d namespaces >parsed.out 2>parsed.err 5>parsed.stats &&
 		sort text.out >text.sorted && sort parsed.out >parsed.sorted &&
 		test_cmp parsed.sorted text.sorted &&
-		test $(grep -c "\"object\"" text.out) -gt 3 || return 1
-	done &&
-	! grep managedFields text.out
+		! grep managedFields text.out &&
+		n=$(grep -c "^{\"type\":\"ADDED\"" text.out) && test $n -gt 3 &&
+		: none read whole by the one, each by the other &&
+		tail -n 1 text.stats | jq -e "[.metrics[] | select(.name == \"kwatch_objects_parsed_total\") | .value] == [0]" &&
+		tail -n 1 parsed.stats | jq -e --argjson n $n \
+			"[.metrics[] | select(.name == \"kwatch_objects_parsed_total\") | .value] == [\$n]" || return 1
+	done
 '
 
 test_expect_success '--no-initial: only the bookmark, then changes' '

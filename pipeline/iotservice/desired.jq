@@ -3,8 +3,8 @@
 # {parent (without status), related, settings} ->
 #   {invalid: null or {field, value, message, more (the other invalid
 #   fields, when there are several)}, desired: [objects]}
-# render.jq runs it (ireconcile keeps its answer until that part changes);
-# sync.jq computes it itself when its input has no .rendered (jq's CLI).
+# render.jq runs it (ireconcile keeps its answer until that part changes,
+# and gives it to sync.jq as .rendered).
 
 include "kop";
 include "spec";
