@@ -108,41 +108,6 @@ test_expect_success 'the end of stdin reconciles what is pending, then exits 0' 
 	test "$(count ".op == \"apply\"")" -eq 2
 '
 
-# ns_status N [LABEL]: the Namespace child of w1 (resync.jsonl) at
-# resourceVersion 200 + N, its status (alone) saying N; with LABEL, a label
-# of its own too.
-ns_status () {
-	jq -c --argjson n "$1" --arg l "${2:-}" "select(.object.kind == \"Namespace\")
-		| .type = \"MODIFIED\" | .object.metadata.resourceVersion = \"\(200 + \$n)\"
-		| .object.status.conditions = [{type: \"Seen\", status: \"\(\$n)\"}]
-		| if \$l != \"\" then .object.metadata.labels.extra = \$l else . end" <base.jsonl
-}
-
-reconciled () {
-	test "$(test_reconciles err)" -ge "$1"
-}
-
-test_expect_success 'a child whose status alone changes reconciles --settle later, once for a burst; any other change at once' '
-	jq -c "del(.object.spec.resync)" <"$FIXTURES/resync.jsonl" >base.jsonl &&
-	start_live -v --settle 8s &&
-	cat base.jsonl >&5 &&
-	test_wait_for 10 reconciled 1 &&
-	sleep 1 &&
-	n0=$(test_reconciles err) &&
-	for i in 1 2 3; do
-		ns_status $i >&5 && sleep 0.5 || return 1
-	done &&
-	test "$(test_reconciles err)" = "$n0" &&
-	test_wait_for 15 reconciled $((n0 + 1)) &&
-	sleep 1 &&
-	test "$(test_reconciles err)" = "$((n0 + 1))" &&
-	ns_status 4 x >&5 &&
-	test_wait_for 4 reconciled $((n0 + 2)) &&
-	stop_live &&
-	test "$(test_reconciles err)" = "$((n0 + 2))" &&
-	test_no_sanitizer_report err
-'
-
 test_expect_success '--stats-interval logs counters for the supervisor' '
 	start_live --stats-interval 200ms &&
 	cat "$FIXTURES/backoff.jsonl" >&5 &&

@@ -193,12 +193,10 @@ void drop_prim(struct prim *p)
 
 /*
  * A change of an observed object (what the program reads for the status,
- * pods say), or of a child's status alone, reconciles its primary --settle
- * later: the pods of a workload come and change in bursts, and so do the
- * statuses of the workloads of an instance, and one reconcile after the
- * burst writes one status where one a pod would write several. Any other
- * change of a child, and of a primary, is reconciled at once (drift is
- * corrected without delay).
+ * pods say) reconciles its primary --settle later: the pods of a workload
+ * come and change in bursts, and one reconcile after the burst writes one
+ * status where one a pod would write several. Children and primaries are
+ * reconciled at once (drift is corrected without delay).
  */
 static void settle(struct prim *p)
 {
@@ -268,7 +266,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 	const char *rv;
 	char *text;
 	size_t tlen;
-	int fresh, progress = 0;
+	int fresh;
 
 	if (!name || !*name || !kind || !av) {
 		log_warn("line %zu: %s without %s; skipped", lineno, "an object",
@@ -370,13 +368,10 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 	if (k->role == KOP_ROLE_CHILD) {
 		/* Compared whole, seen by the program as projected. */
 		jv v = projects(k) ? project(jv_copy(obj), lineno) : jv_invalid();
-		unsigned char before[KOP_JSON_DIGEST_LEN];
 
 		if (jv_is_valid(v))
 			store_view(o, v);
-		memcpy(before, o->sdig, sizeof(before));
 		child_digest(obj, o->sdig);
-		progress = !fresh && !memcmp(before, o->sdig, sizeof(before));
 	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
 		/* Its spec goes to the render program only (README: render). */
 		store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
@@ -429,11 +424,8 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		settle(o->prim);
 		break;
 	default:
-		/* (its status alone changed: progress, as the observed objects say it;
-		 * one of several created together: once the last is seen) */
-		if (progress)
-			settle(o->prim);
-		else if (!fresh || !flight_landed(o))
+		/* (one of several created together: once the last is seen) */
+		if (!fresh || !flight_landed(o))
 			enqueue(o->prim);
 	}
 	jv_free(obj);
