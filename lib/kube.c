@@ -584,8 +584,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
-int kube_request(struct kube_client *c, const char *method, const char *path, const char *content_type, jv body,
-		 struct kube_response *resp)
+static int request(struct kube_client *c, const char *method, const char *path, const char *content_type, jv body,
+		   struct kube_response *resp, int meta_only)
 {
 	char err[KOP_ERRLEN], curl_err[CURL_ERROR_SIZE];
 	struct curl_slist *headers = NULL;
@@ -631,7 +631,10 @@ int kube_request(struct kube_client *c, const char *method, const char *path, co
 	curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno);
 	curl_easy_cleanup(e);
 	curl_slist_free_all(headers);
-	kube_response_from(resp, code, s.body.buf, s.body.len, s.retry_after, cc, curl_err);
+	if (meta_only)
+		kube_response_meta(resp, code, s.body.buf, s.body.len, s.retry_after, cc, curl_err);
+	else
+		kube_response_from(resp, code, s.body.buf, s.body.len, s.retry_after, cc, curl_err);
 	if (!code)
 		resp->os_errno = (int)os_errno;
 	kop_buf_release(&s.body);
@@ -639,6 +642,18 @@ int kube_request(struct kube_client *c, const char *method, const char *path, co
 	if (code == 401)
 		kube_auth_failed(c);
 	return cc == CURLE_OK && code >= 200 && code < 300 ? 0 : -1;
+}
+
+int kube_request(struct kube_client *c, const char *method, const char *path, const char *content_type, jv body,
+		 struct kube_response *resp)
+{
+	return request(c, method, path, content_type, body, resp, 0);
+}
+
+int kube_request_meta(struct kube_client *c, const char *method, const char *path, const char *content_type,
+		      jv body, struct kube_response *resp)
+{
+	return request(c, method, path, content_type, body, resp, 1);
 }
 
 /* ---- paths ------------------------------------------------------------------ */

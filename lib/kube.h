@@ -116,6 +116,14 @@ int kube_exit_code(const struct kube_response *r);
  */
 int kube_request(struct kube_client *c, const char *method, const char *path, const char *content_type,
 		 jv body, struct kube_response *resp);
+/*
+ * kube_request for a writer that needs no more of a 2xx answer than its
+ * metadata.resourceVersion and uid: resp->body is {"metadata":{...}} with
+ * those (kube_response_meta), the rest of the object never built. Any other
+ * answer is read as kube_request reads it.
+ */
+int kube_request_meta(struct kube_client *c, const char *method, const char *path, const char *content_type,
+		      jv body, struct kube_response *resp);
 
 /*
  * For callers that drive many transfers with a curl multi handle (kwatch's

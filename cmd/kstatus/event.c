@@ -206,7 +206,7 @@ void do_event(jv lines)
 		for (;;) {
 			struct kube_response r;
 
-			if (request("PATCH", path.buf, "application/merge-patch+json", jv_copy(patch),
+			if (write_request("PATCH", path.buf, "application/merge-patch+json", jv_copy(patch),
 					 &r) == 0) {
 				entry = jv_object_set(entry, jv_string("count"), jv_number(count0 + n));
 				entry = jv_object_set(entry, jv_string("last"), jv_number((double)now));
@@ -262,7 +262,7 @@ void do_event(jv lines)
 		body = jv_object_set(body, jv_string("count"), jv_number(n));
 		body = jv_object_set(body, jv_string("reportingComponent"), jv_string(opt.component));
 		body = jv_object_set(body, jv_string("reportingInstance"), jv_string(instance));
-		if (request("POST", path.buf, "application/json", body, &r) == 0) {
+		if (write_request("POST", path.buf, "application/json", body, &r) == 0) {
 			entry = jv_object_set(jv_object(), jv_string("name"), jv_string(name));
 			entry = jv_object_set(entry, jv_string("count"), jv_number(n));
 			entry = jv_object_set(entry, jv_string("last"), jv_number((double)now));

@@ -41,6 +41,8 @@ extern volatile sig_atomic_t stopping;	/* SIGTERM or SIGINT: write what is held,
 extern int passing;		/* emit() is passing a line through */
 void emit(jv line);
 int request(const char *method, const char *path, const char *ctype, jv body, struct kube_response *r);
+/* A write: of a 2xx answer only metadata.resourceVersion and uid are read (kube_request_meta). */
+int write_request(const char *method, const char *path, const char *ctype, jv body, struct kube_response *r);
 int retry_after_failure(const struct kube_response *r, struct kop_backoff *b, unsigned *tries,
 			int conflict_retries);
 void report_fail(const char *what, jv primary, jv ref, const struct kube_response *r, const char *who);

@@ -45,6 +45,14 @@ int request(const char *method, const char *path, const char *ctype, jv body, st
 	return rc;
 }
 
+int write_request(const char *method, const char *path, const char *ctype, jv body, struct kube_response *r)
+{
+	int rc = kube_request_meta(client, method, path, ctype, body, r);
+
+	tool_metric_request(method, r->code);
+	return rc;
+}
+
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };

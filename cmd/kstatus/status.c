@@ -113,7 +113,7 @@ static int write_known(jv line, jv primary, jv obj, jv status, const char *obj_p
 			     jv_object_set(jv_object(), jv_string("resourceVersion"), jv_string(rv)));
 	body = jv_object_set(body, jv_string("status"), merge_patch(stored, jv_copy(status)));
 	free(rv);
-	if (request("PATCH", status_path, "application/merge-patch+json", body, &r) == 0)
+	if (write_request("PATCH", status_path, "application/merge-patch+json", body, &r) == 0)
 		emit(kop_result_ok("status", jv_copy(primary), kop_op_ref(jv_copy(obj)), r.code, jv_copy(r.body)));
 	else if (r.code == 404 && object_gone(obj_path, uid))
 		emit(skipped(jv_copy(primary), kop_op_ref(jv_copy(obj)), 404, "deleted"));
@@ -241,7 +241,7 @@ void do_status(jv line)
 		body = jv_object_set(jv_object(), jv_string("metadata"), meta);
 		body = jv_object_set(body, jv_string("status"), merge_patch(stored, jv_copy(status)));
 		kube_response_release(&r);
-		if (request("PATCH", status_path, "application/merge-patch+json", body, &r) == 0) {
+		if (write_request("PATCH", status_path, "application/merge-patch+json", body, &r) == 0) {
 			emit(kop_result_ok("status", jv_copy(primary), kop_op_ref(jv_copy(obj)), r.code,
 					   jv_copy(r.body)));
 			kube_response_release(&r);
