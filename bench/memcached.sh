@@ -59,13 +59,9 @@ figure () { # metric value unit [target]
 # the operator's process tree: ours (the supervisor and its stages) or the peer's
 procs () { tree_procs "${op_pid:-$peer_pid}"; }
 cpu_ticks () { tree_ticks "${op_pid:-$peer_pid}"; }
-sum_kb () { # FILE FIELD: the sum over the tree of a kB field of /proc/PID/FILE
-	t=0
-	for p in $(procs); do
-		v=$(awk -v f="$2:" '$1 == f { print $2 }' "/proc/$p/$1" 2>/dev/null)
-		t=$((t + ${v:-0}))
-	done
-	echo "$t"
+sum_kb () { # FILE FIELD: the sum over the tree of a kB field of /proc/PID/FILE (tree_kb)
+	tree_kb "${op_pid:-$peer_pid}" "$1" "$2"
+	echo "$kb"
 }
 # watch_done PATH OUT FILTER: a watch of PATH from now on, "NAME true|false" (FILTER) for each event into OUT
 watch_done () {
@@ -127,7 +123,8 @@ run () { # WHO N
 	fi
 	( pk=0 rk=0
 	  while :; do
-		p=$(sum_kb smaps_rollup Pss) r=$(sum_kb status VmRSS)
+		tree_kb "${op_pid:-$peer_pid}" smaps_rollup Pss; p=$kb
+		tree_kb "${op_pid:-$peer_pid}" status VmRSS; r=$kb
 		test "$p" -gt "$pk" && pk=$p && echo "$pk" >"$d/pss.tmp" && mv "$d/pss.tmp" "$d/peak_pss"
 		test "$r" -gt "$rk" && rk=$r && echo "$rk" >"$d/rss.tmp" && mv "$d/rss.tmp" "$d/peak_rss"
 		sleep 0.5

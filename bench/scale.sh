@@ -44,7 +44,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/lib-run.sh"
 sampler_pid=
 watch_pid=
+timer_pid=
 stop_all () {
+	stop_timer
 	stop_watch
 	test -n "$sampler_pid" && kill "$sampler_pid" 2>/dev/null || :
 	stop_operator
@@ -60,6 +62,14 @@ stop_watch () {
 	wait "$watch_pid" 2>/dev/null || :
 	watch_pid=
 }
+# stop_timer: the convergence timeout's subshell (timer_pid) and its sleep
+stop_timer () {
+	test -n "$timer_pid" || return 0
+	pkill -P "$timer_pid" 2>/dev/null || :
+	kill "$timer_pid" 2>/dev/null || :
+	wait "$timer_pid" 2>/dev/null || :
+	timer_pid=
+}
 trap 'stop_all; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 log () { echo "bench scale: $*" >&2; }
@@ -69,11 +79,6 @@ figure () { # metric value unit [target]
 }
 # the operator's CPU: the supervisor, its stages, and the stages that ended
 cpu_ticks () { tree_ticks "$op_pid"; }
-rss_total () {
-	t=0
-	for p in $(op_procs); do t=$((t + $(status_kb "$p" VmRSS || echo 0))); done
-	echo "$t"
-}
 stats () { curl -sS -f "$url/ksim/stats" >"$1"; }
 # operator requests from a /ksim/stats answer: {"GET":n,...,"total":n,"writes":n}
 op_requests () { agent_requests '^iot-operator' "$1"; }
@@ -97,10 +102,14 @@ run () { # N
 	export KUBECONFIG
 	run_operator "$d" || exit 111
 
-	# Peak of the total RSS, sampled.
+	# Peak of the total RSS, sampled (tree_kb: no process started but sleep).
 	( peak=0
 	  while :; do
-		r=$(rss_total); test "$r" -gt "$peak" && peak=$r && echo "$peak" >"$d/peak.tmp" && mv "$d/peak.tmp" "$d/peak"
+		tree_kb "$op_pid" status VmRSS
+		if test "$kb" -gt "$peak"; then
+			peak=$kb
+			echo "$peak" >"$d/peak.tmp" && mv "$d/peak.tmp" "$d/peak"
+		fi
 		sleep 0.5
 	  done ) &
 	sampler_pid=$!
@@ -111,16 +120,15 @@ run () { # N
 		  "request = \"POST\"", "header = \"Content-Type: application/json\"",
 		  "data = \($o | tojson | tojson)", "output = \"/dev/null\"", "next"' "$tmp/example.json" |
 		sed '$d' >"$d/create.cfg"
-	# Convergence is seen on a watch of the IoTServices opened now ("NAME true|false": Available for
-	# its generation, each event), then checked once by a list. (Polling lists instead cost the 2
-	# cores a fifth of their time at N = 1,000: 5 MB a list, served by ksim and parsed by jq.) When
-	# the watch ends, lists are polled every N/500 s (at least every 0.5 s).
-	# (in a subshell: curl and jq its children, stopped together by pkill -P)
-	( curl -sS -N "$url/apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices?watch=1" 2>/dev/null |
-		jq --unbuffered -r 'select(.object.metadata.name) | "\(.object.metadata.name) \(.object
-			| .status.phase == "Available" and .status.observedGeneration == .metadata.generation)"' \
-		>"$d/watch.avail" ) &
-	watch_pid=$!
+	# Convergence is seen on a watch of the IoTServices opened now, which says when all N are
+	# Available for their generation (avail_watch, through a FIFO: nothing polled meanwhile), then
+	# checked once by a list. (Polling lists instead cost the 2 cores a fifth of their time at
+	# N = 1,000: 5 MB a list, served by ksim and parsed by jq.) When the watch ends first, or the
+	# list disagrees, lists are polled every N/500 s (at least every 0.5 s).
+	rm -f "$d/avail"
+	mkfifo "$d/avail"
+	exec 3<>"$d/avail"	# (read and write: opening it blocks neither the watch nor the timer)
+	avail_watch "$d/avail" "$n"
 	sleep 0.3	# (the watch opens)
 	curl -sS -X POST -d '{"reset":true}' "$url/ksim/stats" >/dev/null
 	cpu0=$(cpu_ticks) kcpu0=$(ksim_ticks)
@@ -129,26 +137,28 @@ run () { # N
 	t0=$(now_ms)
 	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$d/create.cfg"
 	t_created=$(now_ms)
-	converged=0
-	poll=$(awk -v n="$n" 'BEGIN { s = n / 500; printf "%.1f", s < 0.5 ? 0.5 : s }')
-	while :; do
-		if kill -0 "$watch_pid" 2>/dev/null; then
-			a=$(seen_done "$d/watch.avail")
-			test "$a" -ge "$n" && a=$(available || echo 0)
-			wait_s=0.2
-		else
+	( sleep "$TIMEOUT"; echo timeout >"$d/avail" ) &
+	timer_pid=$!
+	converged=0 a=0 said=
+	read -r said <&3 || :
+	test "$said" = all || test "$said" = timeout && a=$(available || echo 0)
+	if test "$a" -ge "$n"; then
+		converged=1
+	elif test "$said" != timeout; then
+		log "N=$n: the watch said '$said'; polling lists"
+		poll=$(awk -v n="$n" 'BEGIN { s = n / 500; printf "%.1f", s < 0.5 ? 0.5 : s }')
+		while :; do
 			a=$(available || echo 0)
-			wait_s=$poll
-		fi
-		if test "$a" -ge "$n"; then converged=1; break; fi
-		if test $(( ($(now_ms) - t0) / 1000 )) -ge "$TIMEOUT"; then
-			log "N=$n: not converged after ${TIMEOUT}s: $a of $n Available"
-			break
-		fi
-		sleep "$wait_s"
-	done
-	stop_watch
+			if test "$a" -ge "$n"; then converged=1; break; fi
+			test $(( ($(now_ms) - t0) / 1000 )) -lt "$TIMEOUT" || break
+			sleep "$poll"
+		done
+	fi
+	test "$converged" = 1 || log "N=$n: not converged after ${TIMEOUT}s: $a of $n Available"
 	t1=$(now_ms)
+	stop_timer
+	stop_watch
+	exec 3<&-
 	cpu1=$(cpu_ticks) kcpu1=$(ksim_ticks)
 	proc_ticks "$op_pid" >"$d/ticks1"
 	stats "$d/stats.conv"

@@ -24,6 +24,12 @@
 #   agent_requests REGEX STATS        the requests of the user agents matching REGEX (jq) in a
 #                                     /ksim/stats answer (file STATS): {"GET":n,…,"total":n,"writes":n}
 #   status_kb PID FIELD               a kB field of /proc/PID/status (VmRSS, VmHWM)
+#   tree_kb PID FILE FIELD            sets kb: the sum of a kB field of /proc/P/FILE (status VmRSS,
+#                                     smaps_rollup Pss) over PID and its children, with shell
+#                                     builtins alone (for samplers: see below)
+#   avail_watch OUT N                 a watch of the IoTServices of devawsk8s from now on, in the
+#                                     background (sets watch_pid); writes one line to OUT, "all" once
+#                                     N are Available for their generation, "ended" if the watch ends
 #   example_body FILE                 the example IoTService (deploy/) as a JSON body
 
 : "${KOP_BIN:=$root/bin}"
@@ -124,6 +130,37 @@ secs () {
 
 status_kb () {
 	sed -n "s/^$2:[[:space:]]*\([0-9]*\) kB/\1/p" "/proc/$1/status" 2>/dev/null
+}
+
+# (A sampler that starts processes takes its part of the two cores from what it measures: forks
+# are dear on a virtual machine, and rss_total's pipelines and command substitutions, twice a
+# second, and a poll of the watch's file five times a second took an eighth of the samples of a
+# `perf record -a` while 1,000 IoTServices converged. Hence no process started in tree_kb, and a
+# watch that says when, rather than a poll.)
+tree_kb () {
+	kb=0 tk_kids=
+	for tk_f in /proc/"$1"/task/*/children; do
+		tk_k=
+		read -r tk_k 2>/dev/null <"$tk_f" || :
+		tk_kids="$tk_kids $tk_k"
+	done
+	for tk_p in "$1" $tk_kids; do
+		while read -r tk_n tk_v tk_u; do
+			if test "$tk_n" = "$3:"; then kb=$((kb + tk_v)); break; fi
+		done 2>/dev/null <"/proc/$tk_p/$2" || :
+	done
+}
+
+avail_watch () {
+	( curl -sS -N "$url/apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices?watch=1" 2>/dev/null |
+		jq -n -r --unbuffered --argjson n "$2" '(first(foreach (inputs | .object | select(.metadata.name))
+			as $o ({s: {}, c: 0};
+				($o | .status.phase == "Available" and .status.observedGeneration == .metadata.generation)
+					as $ok
+				| .c += (if $ok then 1 else 0 end) - (if .s[$o.metadata.name] then 1 else 0 end)
+				| .s[$o.metadata.name] = $ok;
+				select(.c >= $n))) | "all") // "ended"' >"$1" ) &
+	watch_pid=$!
 }
 
 example_body () {
