@@ -159,7 +159,7 @@ avail_watch () {
 					as $ok
 				| .c += (if $ok then 1 else 0 end) - (if .s[$o.metadata.name] then 1 else 0 end)
 				| .s[$o.metadata.name] = $ok;
-				select(.c >= $n))) | "all") // "ended"' >"$1" ) &
+				select(.c >= $n))) | "all") // "ended"' || echo ended ) >"$1" &	# (ended: jq failed too)
 	watch_pid=$!
 }
 
