@@ -137,7 +137,9 @@ run () { # N
 	t0=$(now_ms)
 	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$d/create.cfg"
 	t_created=$(now_ms)
-	( sleep "$TIMEOUT"; echo timeout >"$d/avail" ) 2>/dev/null &	# (quiet when its sleep is killed)
+	left=$((TIMEOUT - (t_created - t0) / 1000))
+	test "$left" -gt 0 || left=1
+	( sleep "$left"; echo timeout >"$d/avail" ) 2>/dev/null &	# (quiet when its sleep is killed)
 	timer_pid=$!
 	converged=0 a=0 said=
 	read -r said <&3 || :

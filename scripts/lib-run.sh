@@ -1,4 +1,5 @@
-# What the long runs share (bench/scale.sh, scripts/chaos.sh, scripts/soak.sh):
+# What the long runs share (bench/scale.sh, bench/memcached.sh, bench/shards.sh, scripts/chaos.sh,
+# scripts/soak.sh):
 # ksim, the whole operator against it, the example IoTService. Sourced with
 # $root (the source tree) set; puts $KOP_BIN (default $root/bin) first on
 # PATH and makes a run directory $tmp. Safe under set -eu.
@@ -30,6 +31,8 @@
 #   avail_watch OUT N                 a watch of the IoTServices of devawsk8s from now on, in the
 #                                     background (sets watch_pid); writes one line to OUT, "all" once
 #                                     N are Available for their generation, "ended" if the watch ends
+#                                     first or its jq fails
+#   seen_done OUT                     how many objects a watch's OUT ("NAME true|false" lines) saw done
 #   example_body FILE                 the example IoTService (deploy/) as a JSON body
 
 : "${KOP_BIN:=$root/bin}"
@@ -133,10 +136,10 @@ status_kb () {
 }
 
 # (A sampler that starts processes takes its part of the two cores from what it measures: forks
-# are dear on a virtual machine, and rss_total's pipelines and command substitutions, twice a
-# second, and a poll of the watch's file five times a second took an eighth of the samples of a
-# `perf record -a` while 1,000 IoTServices converged. Hence no process started in tree_kb, and a
-# watch that says when, rather than a poll.)
+# are dear on a virtual machine. bench/scale.sh's sampler with pipelines and command substitutions,
+# twice a second, and its poll of the watch's file five times a second took an eighth of the
+# samples of a `perf record -a` while 1,000 IoTServices converged. Hence no process started in
+# tree_kb, and a watch that says when, rather than a poll.)
 tree_kb () {
 	kb=0 tk_kids=
 	for tk_f in /proc/"$1"/task/*/children; do
@@ -153,10 +156,11 @@ tree_kb () {
 
 avail_watch () {
 	( curl -sS -N "$url/apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices?watch=1" 2>/dev/null |
-		jq -n -r --unbuffered --argjson n "$2" '(first(foreach (inputs | .object | select(.metadata.name))
-			as $o ({s: {}, c: 0};
-				($o | .status.phase == "Available" and .status.observedGeneration == .metadata.generation)
-					as $ok
+		jq -n -r --unbuffered --argjson n "$2" '(first(foreach (inputs | select(.object.metadata.name))
+			as $e ({s: {}, c: 0};
+				$e.object as $o
+				| ($e.type != "DELETED" and ($o | .status.phase == "Available"
+					and .status.observedGeneration == .metadata.generation)) as $ok
 				| .c += (if $ok then 1 else 0 end) - (if .s[$o.metadata.name] then 1 else 0 end)
 				| .s[$o.metadata.name] = $ok;
 				select(.c >= $n))) | "all") // "ended"' || echo ended ) >"$1" &	# (ended: jq failed too)
