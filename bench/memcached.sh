@@ -45,8 +45,13 @@ stop_all () {
 	wait 2>/dev/null || :
 	ksim_pid= op_pid= sampler_pid= peer_pid=
 }
+# stop_watches: each watch's subshell (count_watch) and its curl and jq; the timer and its sleep
 stop_watches () {
-	for w in $watch_pids; do kill "$w" 2>/dev/null || :; done
+	for w in $watch_pids; do
+		pkill -P "$w" 2>/dev/null || :
+		kill "$w" 2>/dev/null || :
+		wait "$w" 2>/dev/null || :
+	done
 	watch_pids=
 }
 trap 'stop_all; rm -rf "$tmp"' EXIT
@@ -62,17 +67,6 @@ cpu_ticks () { tree_ticks "${op_pid:-$peer_pid}"; }
 sum_kb () { # FILE FIELD: the sum over the tree of a kB field of /proc/PID/FILE (tree_kb)
 	tree_kb "${op_pid:-$peer_pid}" "$1" "$2"
 	echo "$kb"
-}
-# watch_done PATH OUT FILTER: a watch of PATH from now on, "NAME true|false" (FILTER) for each event into OUT
-watch_done () {
-	curl -sS -N "$url$1?watch=1" 2>/dev/null |
-		jq --unbuffered -r "select(.object.metadata.name) | \"\\(.object.metadata.name) \\(.object | $3)\"" >"$2" &
-	watch_pids="$watch_pids $!"
-}
-# watched N: both watches saw N done (or one ended: then the lists decide)
-watched () {
-	for w in $watch_pids; do kill -0 "$w" 2>/dev/null || return 0; done
-	test "$(seen_done "$tmp/w.deps")" -ge "$1" && test "$(seen_done "$tmp/w.mcs")" -ge "$1"
 }
 converged () { # N: every Deployment 3 ready replicas, every status.nodes 3 names
 	curl -sS -f "$url/apis/apps/v1/namespaces/default/deployments" -o "$tmp/deps.json" &&
@@ -139,8 +133,17 @@ run () { # WHO N
 		test $i -lt "$n" && echo next
 		i=$((i + 1))
 	done >"$d/create.cfg"
-	watch_done /apis/apps/v1/namespaces/default/deployments "$tmp/w.deps" '.spec.replicas == 3 and .status.readyReplicas == 3'
-	watch_done /apis/cache.example.com/v1alpha1/namespaces/default/memcacheds "$tmp/w.mcs" '(.status.nodes // []) | length == 3'
+	# Convergence: both watches say "all" (count_watch, through one FIFO: nothing polled meanwhile),
+	# then the lists agree; when a watch ends first, or the lists disagree, they are polled.
+	rm -f "$d/done"
+	mkfifo "$d/done"
+	exec 3<>"$d/done"	# (read and write: opening it blocks neither the watches nor the timer)
+	count_watch "$d/done" "$n" /apis/apps/v1/namespaces/default/deployments \
+		'.spec.replicas == 3 and .status.readyReplicas == 3'
+	watch_pids=$watch_pid
+	count_watch "$d/done" "$n" /apis/cache.example.com/v1alpha1/namespaces/default/memcacheds \
+		'(.status.nodes // []) | length == 3'
+	watch_pids="$watch_pids $watch_pid"
 	sleep 0.3	# (the watches open)
 	curl -sS -f -X POST -d '{"reset":true}' "$url/ksim/stats" >/dev/null
 	cpu0=$(cpu_ticks) kcpu0=$(ksim_ticks)
@@ -148,17 +151,26 @@ run () { # WHO N
 	log "$who, N=$n: creating $n Memcacheds"
 	t0=$(now_ms)
 	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$d/create.cfg"
-	ok=0
-	while :; do
-		if watched "$n" && converged "$n"; then ok=1; break; fi
-		if test $(( ($(now_ms) - t0) / 1000 )) -ge "$TIMEOUT"; then
-			log "$who, N=$n: not converged after ${TIMEOUT}s"
-			break
-		fi
-		sleep 0.2
-	done
+	left=$((TIMEOUT - ($(now_ms) - t0) / 1000))
+	test "$left" -gt 0 || left=1
+	( sleep "$left"; echo timeout >"$d/done" ) 2>/dev/null &	# (quiet when its sleep is killed)
+	watch_pids="$watch_pids $!"
+	ok=0 said1= said2=
+	read -r said1 <&3 || :
+	test "$said1" = all && { read -r said2 <&3 || :; }
+	if test "$said1" = all && test "$said2" = all && converged "$n"; then
+		ok=1
+	elif test "$said1" != timeout && test "$said2" != timeout; then
+		while :; do
+			if converged "$n"; then ok=1; break; fi
+			test $(( ($(now_ms) - t0) / 1000 )) -lt "$TIMEOUT" || break
+			sleep 0.5
+		done
+	fi
+	test "$ok" = 1 || log "$who, N=$n: not converged after ${TIMEOUT}s"
 	t1=$(now_ms)
 	stop_watches
+	exec 3<&-
 	cpu1=$(cpu_ticks) kcpu1=$(ksim_ticks)
 	proc_ticks "${op_pid:-$peer_pid}" >"$d/ticks1"
 	curl -sS -f "$url/ksim/stats" -o "$d/stats.conv"

@@ -32,7 +32,8 @@
 #                                     background (sets watch_pid); writes one line to OUT, "all" once
 #                                     N are Available for their generation, "ended" if the watch ends
 #                                     first or its jq fails
-#   seen_done OUT                     how many objects a watch's OUT ("NAME true|false" lines) saw done
+#   count_watch OUT N PATH FILTER     the same for any watch: "all" once N of PATH's objects pass
+#                                     FILTER (jq)
 #   example_body FILE                 the example IoTService (deploy/) as a JSON body
 
 : "${KOP_BIN:=$root/bin}"
@@ -92,8 +93,6 @@ stop_operator () {
 	op_pid=
 }
 
-# seen_done OUT: how many objects a watch's OUT ("NAME true|false" a line, one an event) saw done last
-seen_done () { awk '{ s[$1] = $2 } END { for (k in s) c += s[k] == "true"; print c + 0 }' "$1"; }
 
 tree_procs () {
 	echo "$1"
@@ -154,17 +153,23 @@ tree_kb () {
 	done
 }
 
-avail_watch () {
-	( curl -sS -N "$url/apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices?watch=1" 2>/dev/null |
-		jq -n -r --unbuffered --argjson n "$2" '(first(foreach (inputs | select(.object.metadata.name))
-			as $e ({s: {}, c: 0};
-				$e.object as $o
-				| ($e.type != "DELETED" and ($o | .status.phase == "Available"
-					and .status.observedGeneration == .metadata.generation)) as $ok
-				| .c += (if $ok then 1 else 0 end) - (if .s[$o.metadata.name] then 1 else 0 end)
-				| .s[$o.metadata.name] = $ok;
-				select(.c >= $n))) | "all") // "ended"' || echo ended ) >"$1" &	# (ended: jq failed too)
+# count_watch OUT N PATH FILTER: in the background (sets watch_pid), a watch of PATH from now on,
+# "all" to OUT once N of its objects pass FILTER (jq, on the object; a deleted one does not),
+# "ended" if the watch ends first or its jq fails
+count_watch () {
+	( curl -sS -N "$url$3?watch=1" 2>/dev/null |
+		jq -n -r --unbuffered --argjson n "$2" "(first(foreach (inputs | select(.object.metadata.name))
+			as \$e ({s: {}, c: 0};
+				(\$e.type != \"DELETED\" and (\$e.object | $4)) as \$ok
+				| .c += (if \$ok then 1 else 0 end) - (if .s[\$e.object.metadata.name] then 1 else 0 end)
+				| .s[\$e.object.metadata.name] = \$ok;
+				select(.c >= \$n))) | \"all\") // \"ended\"" || echo ended ) >"$1" &
 	watch_pid=$!
+}
+
+avail_watch () {
+	count_watch "$1" "$2" /apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices \
+		'.status.phase == "Available" and .status.observedGeneration == .metadata.generation'
 }
 
 example_body () {
