@@ -47,11 +47,7 @@ stop_all () {
 }
 # stop_watches: each watch's subshell (count_watch) and its curl and jq; the timer and its sleep
 stop_watches () {
-	for w in $watch_pids; do
-		pkill -P "$w" 2>/dev/null || :
-		kill "$w" 2>/dev/null || :
-		wait "$w" 2>/dev/null || :
-	done
+	for w in $watch_pids; do stop_tree "$w"; done
 	watch_pids=
 }
 trap 'stop_all; rm -rf "$tmp"' EXIT

@@ -54,22 +54,10 @@ stop_all () {
 	wait 2>/dev/null || :
 	ksim_pid= op_pid= sampler_pid= watch_pid=
 }
-# stop_watch: the watch subshell (watch_pid) and its curl and jq
-stop_watch () {
-	test -n "$watch_pid" || return 0
-	pkill -P "$watch_pid" 2>/dev/null || :
-	kill "$watch_pid" 2>/dev/null || :
-	wait "$watch_pid" 2>/dev/null || :
-	watch_pid=
-}
-# stop_timer: the convergence timeout's subshell (timer_pid) and its sleep
-stop_timer () {
-	test -n "$timer_pid" || return 0
-	pkill -P "$timer_pid" 2>/dev/null || :
-	kill "$timer_pid" 2>/dev/null || :
-	wait "$timer_pid" 2>/dev/null || :
-	timer_pid=
-}
+# stop_watch, stop_timer: the watch subshell (watch_pid) and its curl and jq; the convergence
+# timeout's (timer_pid) and its sleep
+stop_watch () { test -z "$watch_pid" || stop_tree "$watch_pid"; watch_pid=; }
+stop_timer () { test -z "$timer_pid" || stop_tree "$timer_pid"; timer_pid=; }
 trap 'stop_all; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 log () { echo "bench scale: $*" >&2; }

@@ -16,6 +16,7 @@
 #   stop_operator                     SIGTERM, SIGKILL after 15 s
 #   op_procs                          the supervisor's pid and its stages', one a line
 #   tree_procs PID                    PID and its children, one a line
+#   stop_tree PID                     stops a background subshell PID and its children
 #   tree_ticks PID                    utime+stime of PID and its children, and what PID reaped
 #                                     (cutime+cstime: stages that ended), in clock ticks
 #   proc_ticks PID                    "PID COMM TICKS" (utime+stime) of PID and each of its children,
@@ -93,6 +94,13 @@ stop_operator () {
 	op_pid=
 }
 
+
+# stop_tree PID: a background subshell and its children (a watch's curl and jq, a timer's sleep)
+stop_tree () {
+	pkill -P "$1" 2>/dev/null || :
+	kill "$1" 2>/dev/null || :
+	wait "$1" 2>/dev/null || :
+}
 
 tree_procs () {
 	echo "$1"
