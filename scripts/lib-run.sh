@@ -94,7 +94,6 @@ stop_operator () {
 	op_pid=
 }
 
-
 # stop_tree PID: a background subshell and its children (a watch's curl and jq, a timer's sleep)
 stop_tree () {
 	pkill -P "$1" 2>/dev/null || :
