@@ -50,6 +50,9 @@ jv ssa_fs_value(struct walk *w, jv v, int mode);
 jv ssa_list_index(enum lt t, jv entry, jv list);
 void ssa_fs_diff(struct walk *w, jv old, jv new, jv *changed, jv *removed);
 
+/* ssa_intern.c: the set (consumed) as equal nodes already kept share it (callers serialize) */
+jv ssa_set_intern(jv set);
+
 /* ssa_merge.c */
 jv ssa_merge(struct walk *w, jv live, jv applied);
 

@@ -241,7 +241,8 @@ static jv sorted_set(jv set)
 
 jv ssa_entry_set_fields(jv e, jv set)
 {
-	return jv_object_set(e, jv_string("fieldsV1"), jv_is_valid(set) ? sorted_set(set) : (jv_free(set), jv_object()));
+	return jv_object_set(e, jv_string("fieldsV1"),
+			     ssa_set_intern(jv_is_valid(set) ? sorted_set(set) : (jv_free(set), jv_object())));
 }
 
 jv ssa_new_entry(const char *manager, const char *op, const char *api_version, const char *now,

@@ -1,0 +1,203 @@
+/*
+ * Field sets kept once (hash-consing): ssa_set_intern() gives every stored
+ * FieldsV1 node the storage of an equal node already kept, children first,
+ * so that the managedFields of a thousand Deployments made alike hold one
+ * copy of each of their sets' nodes, and every empty leaf ({}) is one value.
+ * A managedFields entry's set has tens of nodes, each a libjq object of
+ * about 400 bytes: in ksim's store they were two thirds of its memory.
+ *
+ * Values keep jq's value semantics (a node changed later is copied first,
+ * as any shared value is), but their reference counts are not atomic: the
+ * callers of lib/ssa serialize their calls (ksim holds its lock), and no
+ * value of a set leaves that serialization unless deep-copied.
+ *
+ * The table (open addressing, linear probing) holds one reference to each
+ * node; a node nobody else holds is let go when the table would grow.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ssa-priv.h"
+#include "banned.h"
+
+struct islot {
+	uint64_t hash;
+	jv node;	/* JV_KIND_INVALID: empty */
+};
+
+static struct islot *tab;
+static size_t cap, used;
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+	h ^= x;
+	h *= 0x100000001b3ULL;
+	return h ^ (h >> 29);
+}
+
+static uint64_t str_hash(uint64_t h, const char *s, int len)
+{
+	for (int i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* A node's members, its children already interned (so compared by identity). */
+struct members {
+	int n;
+	jv *key, *child;
+};
+
+static void members_free(struct members *m)
+{
+	for (int i = 0; i < m->n; i++) {
+		jv_free(m->key[i]);
+		jv_free(m->child[i]);
+	}
+	free(m->key);
+	free(m->child);
+}
+
+static uint64_t members_hash(const struct members *m)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)m->n;
+
+	for (int i = 0; i < m->n; i++) {
+		h = str_hash(h, jv_string_value(m->key[i]), jv_string_length_bytes(jv_copy(m->key[i])));
+		h = mix(h, jv_get_kind(m->child[i]) == JV_KIND_OBJECT ? (uint64_t)(uintptr_t)m->child[i].u.ptr
+								      : (uint64_t)jv_get_kind(m->child[i]));
+	}
+	return h;
+}
+
+/* Whether node (borrowed) has m's members, in m's order. */
+static int members_are(const struct members *m, jv node)
+{
+	int i = 0, eq = 1;
+
+	if (jv_object_length(jv_copy(node)) != m->n)
+		return 0;
+	for (int it = jv_object_iter(node); eq && jv_object_iter_valid(node, it); it = jv_object_iter_next(node, it), i++) {
+		jv k = jv_object_iter_key(node, it), c = jv_object_iter_value(node, it);
+
+		if (i >= m->n) {
+			eq = 0;
+			jv_free(k);
+			jv_free(c);
+		} else if (jv_identical(c, jv_copy(m->child[i]))) {
+			eq = jv_equal(k, jv_copy(m->key[i]));
+		} else {
+			eq = 0;
+			jv_free(k);
+		}
+	}
+	return eq && i == m->n;
+}
+
+static size_t probe(uint64_t hash)
+{
+	return (size_t)hash & (cap - 1);
+}
+
+static void put(uint64_t hash, jv node)
+{
+	size_t i = probe(hash);
+
+	while (jv_is_valid(tab[i].node))
+		i = (i + 1) & (cap - 1);
+	tab[i].hash = hash;
+	tab[i].node = node;
+	used++;
+}
+
+/* The table at newcap (a power of two), its live nodes moved over. */
+static void rebuild(size_t newcap)
+{
+	struct islot *old = tab;
+	size_t oldcap = cap;
+
+	tab = kop_calloc(newcap, sizeof(*tab));
+	for (size_t i = 0; i < newcap; i++)
+		tab[i].node = jv_invalid();
+	cap = newcap;
+	used = 0;
+	for (size_t i = 0; i < oldcap; i++)
+		if (jv_is_valid(old[i].node))
+			put(old[i].hash, old[i].node);
+	free(old);
+}
+
+/*
+ * Lets go of the nodes only the table holds: a parent let go may leave its
+ * children so, hence the passes (a set is a few levels deep).
+ */
+static void prune(void)
+{
+	size_t dropped;
+
+	do {
+		dropped = 0;
+		for (size_t i = 0; i < cap; i++) {
+			if (jv_is_valid(tab[i].node) && jv_get_refcnt(tab[i].node) == 1) {
+				jv_free(tab[i].node);
+				tab[i].node = jv_invalid();
+				used--;
+				dropped++;
+			}
+		}
+	} while (dropped);
+}
+
+/* Room for one more node: pruned first; grown when still over a quarter full. */
+static void make_room(void)
+{
+	if (cap && (used + 1) * 2 <= cap)
+		return;
+	if (cap)
+		prune();
+	rebuild(!cap ? 1024 : used * 4 > cap ? cap * 2 : cap);
+}
+
+jv ssa_set_intern(jv node)
+{
+	struct members m = { 0, NULL, NULL };
+	uint64_t hash;
+	int changed = 0;
+	size_t i;
+
+	if (jv_get_kind(node) != JV_KIND_OBJECT)
+		return node;
+	m.n = jv_object_length(jv_copy(node));
+	m.key = kop_calloc((size_t)m.n + 1, sizeof(jv));
+	m.child = kop_calloc((size_t)m.n + 1, sizeof(jv));
+	{
+		int k = 0;
+
+		for (int it = jv_object_iter(node); k < m.n && jv_object_iter_valid(node, it);
+		     it = jv_object_iter_next(node, it), k++) {
+			jv c = jv_object_iter_value(node, it);
+
+			m.key[k] = jv_object_iter_key(node, it);
+			m.child[k] = ssa_set_intern(jv_copy(c));
+			changed |= !jv_identical(c, jv_copy(m.child[k]));	/* (consumes c) */
+		}
+		m.n = k;
+	}
+	hash = members_hash(&m);
+	if (cap) {
+		for (i = probe(hash); jv_is_valid(tab[i].node); i = (i + 1) & (cap - 1)) {
+			if (tab[i].hash == hash && members_are(&m, tab[i].node)) {
+				members_free(&m);
+				jv_free(node);
+				return jv_copy(tab[i].node);
+			}
+		}
+	}
+	if (changed)
+		for (int k = 0; k < m.n; k++)
+			node = jv_object_set(node, jv_copy(m.key[k]), jv_copy(m.child[k]));
+	members_free(&m);
+	make_room();
+	put(hash, jv_copy(node));
+	return node;
+}
