@@ -52,6 +52,8 @@ void ssa_fs_diff(struct walk *w, jv old, jv new, jv *changed, jv *removed);
 
 /* ssa_intern.c: the set (consumed) as equal nodes already kept share it (callers serialize) */
 jv ssa_set_intern(jv set);
+/* whether node (borrowed) is one ssa_set_intern() keeps (and so sorted, at every level) */
+int ssa_set_is_interned(jv node);
 
 /* ssa_merge.c */
 jv ssa_merge(struct walk *w, jv live, jv applied);

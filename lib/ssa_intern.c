@@ -12,7 +12,10 @@
  * value of a set leaves that serialization unless deep-copied.
  *
  * The table (open addressing, linear probing) holds one reference to each
- * node; a node nobody else holds is let go when the table would grow.
+ * node; a node nobody else holds is let go when the table would grow. A
+ * second table of the nodes' addresses says at once whether a node is one
+ * kept: a set changed by a write is mostly kept nodes, and only its new ones
+ * are walked (and sorted: every node kept was sorted first).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,6 +29,7 @@ struct islot {
 };
 
 static struct islot *tab;
+static const void **addrs;	/* the kept nodes' storage, same capacity */
 static size_t cap, used;
 
 static uint64_t mix(uint64_t h, uint64_t x)
@@ -99,6 +103,11 @@ static size_t probe(uint64_t hash)
 	return (size_t)hash & (cap - 1);
 }
 
+static size_t addr_probe(const void *p)
+{
+	return (size_t)mix(0, (uint64_t)(uintptr_t)p) & (cap - 1);
+}
+
 static void put(uint64_t hash, jv node)
 {
 	size_t i = probe(hash);
@@ -108,6 +117,19 @@ static void put(uint64_t hash, jv node)
 	tab[i].hash = hash;
 	tab[i].node = node;
 	used++;
+	for (i = addr_probe(node.u.ptr); addrs[i]; i = (i + 1) & (cap - 1))
+		;
+	addrs[i] = node.u.ptr;
+}
+
+int ssa_set_is_interned(jv node)
+{
+	if (!cap || jv_get_kind(node) != JV_KIND_OBJECT)
+		return 0;
+	for (size_t i = addr_probe(node.u.ptr); addrs[i]; i = (i + 1) & (cap - 1))
+		if (addrs[i] == node.u.ptr)
+			return 1;
+	return 0;
 }
 
 /* The table at newcap (a power of two), its live nodes moved over. */
@@ -119,6 +141,8 @@ static void rebuild(size_t newcap)
 	tab = kop_calloc(newcap, sizeof(*tab));
 	for (size_t i = 0; i < newcap; i++)
 		tab[i].node = jv_invalid();
+	free(addrs);
+	addrs = kop_calloc(newcap, sizeof(*addrs));
 	cap = newcap;
 	used = 0;
 	for (size_t i = 0; i < oldcap; i++)
@@ -165,7 +189,7 @@ jv ssa_set_intern(jv node)
 	int changed = 0;
 	size_t i;
 
-	if (jv_get_kind(node) != JV_KIND_OBJECT)
+	if (jv_get_kind(node) != JV_KIND_OBJECT || ssa_set_is_interned(node))
 		return node;
 	m.n = jv_object_length(jv_copy(node));
 	m.key = kop_calloc((size_t)m.n + 1, sizeof(jv));

@@ -196,25 +196,33 @@ static int pe_order(const void *pa, const void *pb)
  * level (structured-merge-diff serializes its sorted path elements, "."
  * first); *moved is set when anything had to be reordered. A level already
  * in order is kept as it is, as most are once stored: ksim writes the
- * managedFields of every status its controllers change. Each k:/v: key is
- * parsed once per call, not at each comparison.
+ * managedFields of every status its controllers change, and a node
+ * ssa_set_intern() keeps was sorted before it was kept. The k:/v: keys of a
+ * level are parsed once per call, and only when it holds two or more.
  */
 static jv sorted_set_(jv set, int *moved)
 {
-	struct pe *p;
-	int i = 0, n, it, reorder = 0;
+	struct pe small[16], *p;
+	int i = 0, n, it, reorder = 0, keyed = 0;
 
-	if (jv_get_kind(set) != JV_KIND_OBJECT || (n = jv_object_length(jv_copy(set))) == 0)
+	if (jv_get_kind(set) != JV_KIND_OBJECT || (n = jv_object_length(jv_copy(set))) == 0 ||
+	    ssa_set_is_interned(set))
 		return set;
-	p = kop_calloc((size_t)n, sizeof(*p));
+	p = n <= (int)(sizeof(small) / sizeof(small[0])) ? small : kop_calloc((size_t)n, sizeof(*p));
 	for (it = jv_object_iter(set); i < n && jv_object_iter_valid(set, it); it = jv_object_iter_next(set, it), i++) {
 		p[i].name = jv_object_iter_key(set, it);
 		p[i].rank = pe_rank(jv_string_value(p[i].name));
-		p[i].val = p[i].rank == 2 || p[i].rank == 3 ? jv_parse(jv_string_value(p[i].name) + 2) : jv_invalid();
+		p[i].val = jv_invalid();
 		p[i].child = sorted_set_(jv_object_iter_value(set, it), &reorder);
-		if (i > 0 && pe_order(&p[i - 1], &p[i]) > 0)
-			reorder = 1;
+		keyed += p[i].rank == 2 || p[i].rank == 3;
 	}
+	/* k: and v: keys are compared as values: parsed when two of them are met at one level */
+	for (n = 0; keyed > 1 && n < i; n++)
+		if (p[n].rank == 2 || p[n].rank == 3)
+			p[n].val = jv_parse(jv_string_value(p[n].name) + 2);
+	for (n = 1; !reorder && n < i; n++)
+		if (pe_order(&p[n - 1], &p[n]) > 0)
+			reorder = 1;
 	if (reorder) {
 		qsort(p, (size_t)i, sizeof(*p), pe_order);
 		jv_free(set);
@@ -228,7 +236,8 @@ static jv sorted_set_(jv set, int *moved)
 		jv_free(p[n].val);
 		jv_free(p[n].child);
 	}
-	free(p);
+	if (p != small)
+		free(p);
 	return set;
 }
 
