@@ -414,6 +414,7 @@ static void *controllers(void *arg)
 	int64_t batch_end = 0;
 
 	(void)arg;
+	ksim_thread_keys();
 	lease_scan();
 	while (!ksim_stopping()) {
 		struct ksim_change ev;

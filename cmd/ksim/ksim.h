@@ -430,6 +430,15 @@ jv ksim_canonical(jv obj);
 const char *ksim_str(jv obj, const char *path);
 /* The same, and its length in *len: a JSON string may hold a NUL byte, where the C string stops. */
 const char *ksim_strl(jv obj, const char *path, size_t *len);
+/*
+ * A key to look a member up with: on a thread that called ksim_thread_keys()
+ * (the simulated controllers', which look the same keys up all the time),
+ * one of the thread's shared strings (kop_json_key: hashed once, never
+ * allocated again), else jv_string(k). For lookups under the lock only:
+ * never stored in a value.
+ */
+jv ksim_key(const char *k);
+void ksim_thread_keys(void);
 
 /* Selectors (select.c). NULL sel = everything. */
 struct ksim_selector;

@@ -31,15 +31,30 @@ static int64_t now_ms;
 static const char alphanums[] = "bcdfghjklmnpqrstvwxz2456789";
 
 
+/* obj.k (v consumed) as jv_getpath reads it: null when absent or v is null, invalid when v is no object. */
+static jv member(jv v, const char *k)
+{
+	jv r;
+
+	if (jv_get_kind(v) == JV_KIND_NULL)
+		return v;
+	if (jv_get_kind(v) != JV_KIND_OBJECT) {
+		jv_free(v);
+		return jv_invalid();
+	}
+	r = jv_object_get(v, ksim_key(k));
+	return jv_is_valid(r) ? r : jv_null();
+}
+
 jv get(jv obj, const char *a, const char *b, const char *c)
 {
-	jv path = JV_ARRAY(jv_string(a));
+	jv v = member(jv_copy(obj), a);
 
 	if (b)
-		path = jv_array_append(path, jv_string(b));
+		v = member(v, b);
 	if (c)
-		path = jv_array_append(path, jv_string(c));
-	return jv_getpath(jv_copy(obj), path);
+		v = member(v, c);
+	return v;
 }
 
 long num(jv obj, const char *a, const char *b, const char *c, long def)
@@ -557,6 +572,7 @@ static void *sim_loop(void *arg)
 	int ndirty = 0;	/* namespaces in dirty since the last pass */
 
 	(void)arg;
+	ksim_thread_keys();
 	ensure_node();
 	ksim_lock();
 	cursor = ksim.rv;

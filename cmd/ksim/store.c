@@ -612,6 +612,19 @@ void ksim_now(char *buf)
 	kop_time_rfc3339(buf, 32, time(NULL));
 }
 
+/* Set on the threads of the simulated controllers: their lookups use keys shared per thread. */
+static _Thread_local int thread_keys;
+
+void ksim_thread_keys(void)
+{
+	thread_keys = 1;
+}
+
+jv ksim_key(const char *k)
+{
+	return thread_keys ? kop_json_key(k) : jv_string(k);
+}
+
 const char *ksim_str(jv obj, const char *path)
 {
 	return ksim_strl(obj, path, NULL);
@@ -633,7 +646,7 @@ const char *ksim_strl(jv obj, const char *path, size_t *len)
 			return NULL;
 		memcpy(key, p, n);
 		key[n] = 0;
-		next = jv_object_get(jv_copy(cur), jv_string(key));
+		next = jv_object_get(jv_copy(cur), ksim_key(key));
 		/* jv values are refcounted: the stored object still holds `next`. */
 		jv_free(next);
 		if (!jv_is_valid(next))
