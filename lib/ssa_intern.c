@@ -39,63 +39,44 @@ static uint64_t mix(uint64_t h, uint64_t x)
 	return h ^ (h >> 29);
 }
 
-static uint64_t str_hash(uint64_t h, const char *s, int len)
-{
-	for (int i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-	return h;
-}
-
-/* A node's members, its children already interned (so compared by identity). */
-struct members {
-	int n;
-	jv *key, *child;
+/* A member of a node, its child already interned (so compared by identity). */
+struct member {
+	jv key, child;
 };
 
-static void members_free(struct members *m)
+/* Whether a and b (borrowed) are the same storage, as jv_identical says without its copies. */
+static int same(jv a, jv b)
 {
-	for (int i = 0; i < m->n; i++) {
-		jv_free(m->key[i]);
-		jv_free(m->child[i]);
-	}
-	free(m->key);
-	free(m->child);
+	return jv_get_kind(a) == jv_get_kind(b) && a.u.ptr == b.u.ptr;
 }
 
-static uint64_t members_hash(const struct members *m)
+static uint64_t members_hash(const struct member *m, int n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)m->n;
+	uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)n;
 
-	for (int i = 0; i < m->n; i++) {
-		h = str_hash(h, jv_string_value(m->key[i]), jv_string_length_bytes(jv_copy(m->key[i])));
-		h = mix(h, jv_get_kind(m->child[i]) == JV_KIND_OBJECT ? (uint64_t)(uintptr_t)m->child[i].u.ptr
-								      : (uint64_t)jv_get_kind(m->child[i]));
+	for (int i = 0; i < n; i++) {
+		/* (a key's hash is kept in the string: libjq worked it out as the key went in) */
+		h = mix(h, jv_string_hash(jv_copy(m[i].key)));
+		h = mix(h, jv_get_kind(m[i].child) == JV_KIND_OBJECT ? (uint64_t)(uintptr_t)m[i].child.u.ptr
+								   : (uint64_t)jv_get_kind(m[i].child));
 	}
 	return h;
 }
 
-/* Whether node (borrowed) has m's members, in m's order. */
-static int members_are(const struct members *m, jv node)
+/* Whether node (borrowed) has members m, in that order. */
+static int members_are(const struct member *m, int n, jv node)
 {
 	int i = 0, eq = 1;
 
-	if (jv_object_length(jv_copy(node)) != m->n)
-		return 0;
 	for (int it = jv_object_iter(node); eq && jv_object_iter_valid(node, it); it = jv_object_iter_next(node, it), i++) {
-		jv k = jv_object_iter_key(node, it), c = jv_object_iter_value(node, it);
+		jv c = jv_object_iter_value(node, it);
 
-		if (i >= m->n) {
-			eq = 0;
-			jv_free(k);
-			jv_free(c);
-		} else if (jv_identical(c, jv_copy(m->child[i]))) {
-			eq = jv_equal(k, jv_copy(m->key[i]));
-		} else {
-			eq = 0;
-			jv_free(k);
-		}
+		eq = i < n && same(c, m[i].child);
+		jv_free(c);
+		if (eq)
+			eq = jv_equal(jv_object_iter_key(node, it), jv_copy(m[i].key));
 	}
-	return eq && i == m->n;
+	return eq && i == n;
 }
 
 static size_t probe(uint64_t hash)
@@ -182,46 +163,60 @@ static void make_room(void)
 	rebuild(!cap ? 1024 : used * 4 > cap ? cap * 2 : cap);
 }
 
+/* The empty set ({}, every leaf), kept with a reference of its own: met most often. */
+static jv empty_set = { .kind_flags = JV_KIND_INVALID };
+
 jv ssa_set_intern(jv node)
 {
-	struct members m = { 0, NULL, NULL };
+	struct member small[16], *m = small;
 	uint64_t hash;
-	int changed = 0;
+	int n = 0, room = (int)(sizeof(small) / sizeof(small[0])), changed = 0;
 	size_t i;
 
 	if (jv_get_kind(node) != JV_KIND_OBJECT || ssa_set_is_interned(node))
 		return node;
-	m.n = jv_object_length(jv_copy(node));
-	m.key = kop_calloc((size_t)m.n + 1, sizeof(jv));
-	m.child = kop_calloc((size_t)m.n + 1, sizeof(jv));
-	{
-		int k = 0;
+	/* (one pass over the slots: jv_object_length would be another) */
+	for (int it = jv_object_iter(node); jv_object_iter_valid(node, it); it = jv_object_iter_next(node, it), n++) {
+		jv c = jv_object_iter_value(node, it);
 
-		for (int it = jv_object_iter(node); k < m.n && jv_object_iter_valid(node, it);
-		     it = jv_object_iter_next(node, it), k++) {
-			jv c = jv_object_iter_value(node, it);
+		if (n == room) {
+			struct member *more = kop_calloc((size_t)room * 2, sizeof(*more));
 
-			m.key[k] = jv_object_iter_key(node, it);
-			m.child[k] = ssa_set_intern(jv_copy(c));
-			changed |= !jv_identical(c, jv_copy(m.child[k]));	/* (consumes c) */
+			memcpy(more, m, (size_t)n * sizeof(*m));
+			if (m != small)
+				free(m);
+			m = more;
+			room *= 2;
 		}
-		m.n = k;
+		m[n].key = jv_object_iter_key(node, it);
+		m[n].child = ssa_set_intern(jv_copy(c));
+		changed |= !same(c, m[n].child);
+		jv_free(c);
 	}
-	hash = members_hash(&m);
-	if (cap) {
-		for (i = probe(hash); jv_is_valid(tab[i].node); i = (i + 1) & (cap - 1)) {
-			if (tab[i].hash == hash && members_are(&m, tab[i].node)) {
-				members_free(&m);
-				jv_free(node);
-				return jv_copy(tab[i].node);
-			}
-		}
+	if (n == 0 && jv_is_valid(empty_set)) {
+		jv_free(node);
+		return jv_copy(empty_set);
 	}
-	if (changed)
-		for (int k = 0; k < m.n; k++)
-			node = jv_object_set(node, jv_copy(m.key[k]), jv_copy(m.child[k]));
-	members_free(&m);
-	make_room();
-	put(hash, jv_copy(node));
+	hash = members_hash(m, n);
+	for (i = cap ? probe(hash) : 0; cap && jv_is_valid(tab[i].node); i = (i + 1) & (cap - 1))
+		if (tab[i].hash == hash && members_are(m, n, tab[i].node))
+			break;
+	if (cap && jv_is_valid(tab[i].node)) {
+		jv_free(node);
+		node = jv_copy(tab[i].node);
+	} else {
+		for (int k = 0; changed && k < n; k++)
+			node = jv_object_set(node, jv_copy(m[k].key), jv_copy(m[k].child));
+		make_room();
+		put(hash, jv_copy(node));
+		if (n == 0)
+			empty_set = jv_copy(node);
+	}
+	for (int k = 0; k < n; k++) {
+		jv_free(m[k].key);
+		jv_free(m[k].child);
+	}
+	if (m != small)
+		free(m);
 	return node;
 }

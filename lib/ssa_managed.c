@@ -202,14 +202,22 @@ static int pe_order(const void *pa, const void *pb)
  */
 static jv sorted_set_(jv set, int *moved)
 {
-	struct pe small[16], *p;
-	int i = 0, n, it, reorder = 0, keyed = 0;
+	struct pe small[16], *p = small;
+	int i = 0, n, it, reorder = 0, keyed = 0, room = (int)(sizeof(small) / sizeof(small[0]));
 
-	if (jv_get_kind(set) != JV_KIND_OBJECT || (n = jv_object_length(jv_copy(set))) == 0 ||
-	    ssa_set_is_interned(set))
+	if (jv_get_kind(set) != JV_KIND_OBJECT || ssa_set_is_interned(set))
 		return set;
-	p = n <= (int)(sizeof(small) / sizeof(small[0])) ? small : kop_calloc((size_t)n, sizeof(*p));
-	for (it = jv_object_iter(set); i < n && jv_object_iter_valid(set, it); it = jv_object_iter_next(set, it), i++) {
+	/* (one pass over the slots, the empty leaves' included: jv_object_length would be another) */
+	for (it = jv_object_iter(set); jv_object_iter_valid(set, it); it = jv_object_iter_next(set, it), i++) {
+		if (i == room) {
+			struct pe *more = kop_calloc((size_t)room * 2, sizeof(*more));
+
+			memcpy(more, p, (size_t)i * sizeof(*p));
+			if (p != small)
+				free(p);
+			p = more;
+			room *= 2;
+		}
 		p[i].name = jv_object_iter_key(set, it);
 		p[i].rank = pe_rank(jv_string_value(p[i].name));
 		p[i].val = jv_invalid();
