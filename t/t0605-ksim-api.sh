@@ -52,28 +52,6 @@ test_expect_success 'managedFields sent by a client: stored in order; what does 
 	test_cmp expect actual
 '
 
-# Objects written alike share their field sets' storage in ksim (lib/ssa_intern.c):
-# a write that changes one object's sets leaves the others' as they were.
-test_expect_success 'field sets written alike stay apart when one object changes' '
-	mf () { jq -c ".metadata.managedFields | map([.manager, .fieldsV1])" out.json; } &&
-	for n in s1 s2 s3
-	do
-		req POST "$NS/configmaps?fieldManager=a" "{\"metadata\":{\"name\":\"$n\",\"labels\":{\"l\":\"v\"}},\"data\":{\"a\":\"1\",\"b\":\"2\"}}" &&
-		code_is 201 || return 1
-	done &&
-	req PATCH "$NS/configmaps/s2?fieldManager=b" "{\"data\":{\"a\":\"9\"},\"metadata\":{\"labels\":{\"l\":null}}}" \
-		application/merge-patch+json && code_is 200 && mf >actual &&
-	req PUT "$NS/configmaps/s3?fieldManager=c" "{\"metadata\":{\"name\":\"s3\",\"labels\":{\"l\":\"v\"}},\"data\":{\"a\":\"1\"}}" &&
-	code_is 200 && mf >>actual &&
-	req GET $NS/configmaps/s1 && code_is 200 && mf >>actual &&
-	cat >expect <<-\EOT &&
-	[["a",{"f:data":{".":{},"f:b":{}},"f:metadata":{"f:labels":{}}}],["b",{"f:data":{"f:a":{}}}]]
-	[["a",{"f:data":{".":{},"f:a":{}},"f:metadata":{"f:labels":{".":{},"f:l":{}}}}]]
-	[["a",{"f:data":{".":{},"f:a":{},"f:b":{}},"f:metadata":{"f:labels":{".":{},"f:l":{}}}}]]
-	EOT
-	test_cmp expect actual
-'
-
 test_expect_success 'a read at a resourceVersion newer than any is 504 ResourceVersionTooLarge (list and get)' '
 	rv=$(ksim_curl $NS/configmaps | jq -r .metadata.resourceVersion) &&
 	far=$((rv + 1000)) &&

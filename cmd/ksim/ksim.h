@@ -432,10 +432,10 @@ const char *ksim_str(jv obj, const char *path);
 const char *ksim_strl(jv obj, const char *path, size_t *len);
 /*
  * A key to look a member up with: on a thread that called ksim_thread_keys()
- * (the simulated controllers', which look the same keys up all the time),
- * one of the thread's shared strings (kop_json_key: hashed once, never
- * allocated again), else jv_string(k). For lookups under the lock only:
- * never stored in a value.
+ * (the simulated controllers' and the collectors', which look the same keys
+ * up all the time), one of the thread's shared strings (kop_json_key: hashed
+ * once, never allocated again), else jv_string(k). For lookups only, with or
+ * without the lock (the string is the calling thread's): never stored in a value.
  */
 jv ksim_key(const char *k);
 void ksim_thread_keys(void);
