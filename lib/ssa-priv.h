@@ -63,6 +63,8 @@ jv ssa_conflict_walk(struct walk *w, jv node, jv live, jv merged, struct kop_buf
 jv ssa_remove_walk(struct walk *w, jv v, jv node, jv others);
 
 /* ssa_managed.c */
+/* buf, a full array of *room elements of size (small: the caller's stack array), in a heap array twice the room */
+void *ssa_grow(void *buf, const void *small, int *room, size_t size);
 const char *ssa_str_or(jv o, const char *key, jv *hold);
 int ssa_entry_is(jv e, const char *manager, const char *op, const char *api_version, const char *sub);
 jv ssa_entries_finish(jv entries);

@@ -179,15 +179,8 @@ jv ssa_set_intern(jv node)
 	for (int it = jv_object_iter(node); jv_object_iter_valid(node, it); it = jv_object_iter_next(node, it), n++) {
 		jv c = jv_object_iter_value(node, it);
 
-		if (n == room) {
-			struct member *more = kop_calloc((size_t)room * 2, sizeof(*more));
-
-			memcpy(more, m, (size_t)n * sizeof(*m));
-			if (m != small)
-				free(m);
-			m = more;
-			room *= 2;
-		}
+		if (n == room)
+			m = ssa_grow(m, small, &room, sizeof(*m));
 		m[n].key = jv_object_iter_key(node, it);
 		m[n].child = ssa_set_intern(jv_copy(c));
 		changed |= !same(c, m[n].child);

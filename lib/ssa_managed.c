@@ -191,6 +191,17 @@ static int pe_order(const void *pa, const void *pb)
 	return strcmp(a, b);
 }
 
+void *ssa_grow(void *buf, const void *small, int *room, size_t size)
+{
+	void *more = kop_calloc((size_t)*room * 2, size);
+
+	memcpy(more, buf, (size_t)*room * size);
+	if (buf != small)
+		free(buf);
+	*room *= 2;
+	return more;
+}
+
 /*
  * A field set (consumed) with its keys in kube-apiserver's order at every
  * level (structured-merge-diff serializes its sorted path elements, "."
@@ -209,15 +220,8 @@ static jv sorted_set_(jv set, int *moved)
 		return set;
 	/* (one pass over the slots, the empty leaves' included: jv_object_length would be another) */
 	for (it = jv_object_iter(set); jv_object_iter_valid(set, it); it = jv_object_iter_next(set, it), i++) {
-		if (i == room) {
-			struct pe *more = kop_calloc((size_t)room * 2, sizeof(*more));
-
-			memcpy(more, p, (size_t)i * sizeof(*p));
-			if (p != small)
-				free(p);
-			p = more;
-			room *= 2;
-		}
+		if (i == room)
+			p = ssa_grow(p, small, &room, sizeof(*p));
 		p[i].name = jv_object_iter_key(set, it);
 		p[i].rank = pe_rank(jv_string_value(p[i].name));
 		p[i].val = jv_invalid();
