@@ -147,10 +147,8 @@ run () { # WHO N
 	log "$who, N=$n: creating $n Memcacheds"
 	t0=$(now_ms)
 	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$d/create.cfg"
-	left=$((TIMEOUT - ($(now_ms) - t0) / 1000))
-	test "$left" -gt 0 || left=1
-	( sleep "$left"; echo timeout >"$d/done" ) 2>/dev/null &	# (quiet when its sleep is killed)
-	watch_pids="$watch_pids $!"
+	timeout_timer "$d/done" "$TIMEOUT" "$t0"
+	watch_pids="$watch_pids $timer_pid"
 	ok=0 said1= said2=
 	read -r said1 <&3 || :
 	test "$said1" = all && { read -r said2 <&3 || :; }

@@ -125,10 +125,7 @@ run () { # N
 	t0=$(now_ms)
 	curl -sS -f --no-progress-meter --parallel --parallel-max 16 -K "$d/create.cfg"
 	t_created=$(now_ms)
-	left=$((TIMEOUT - (t_created - t0) / 1000))
-	test "$left" -gt 0 || left=1
-	( sleep "$left"; echo timeout >"$d/avail" ) 2>/dev/null &	# (quiet when its sleep is killed)
-	timer_pid=$!
+	timeout_timer "$d/avail" "$TIMEOUT" "$t0"
 	converged=0 a=0 said=
 	read -r said <&3 || :
 	test "$said" = all || test "$said" = timeout && a=$(available || echo 0)

@@ -35,6 +35,8 @@
 #                                     first or its jq fails
 #   count_watch OUT N PATH FILTER     the same for any watch: "all" once N of PATH's objects pass
 #                                     FILTER (jq)
+#   timeout_timer OUT LIMIT_S T0_MS   in the background (sets timer_pid), "timeout" to OUT once
+#                                     LIMIT_S seconds have passed since T0_MS (date +%s%3N), 1 s at least
 #   example_body FILE                 the example IoTService (deploy/) as a JSON body
 
 : "${KOP_BIN:=$root/bin}"
@@ -177,6 +179,13 @@ count_watch () {
 avail_watch () {
 	count_watch "$1" "$2" /apis/cp.iot.sap/v1/namespaces/devawsk8s/iotservices \
 		'.status.phase == "Available" and .status.observedGeneration == .metadata.generation'
+}
+
+timeout_timer () {
+	tt_left=$(($2 - ($(date +%s%3N) - $3) / 1000))
+	test "$tt_left" -gt 0 || tt_left=1
+	( sleep "$tt_left"; echo timeout >"$1" ) 2>/dev/null &	# (quiet when its sleep is killed)
+	timer_pid=$!
 }
 
 example_body () {

@@ -5,18 +5,11 @@ test_description='ksim: managedFields field sets kept once (lib/ssa_intern.c): s
 
 NS=/api/v1/namespaces/default
 
-# method path body [content-type]: the answer in out.json, the code in code.
-req () {
-	ksim_curl -o out.json -w "%{http_code}\n" -X "$1" -H "Content-Type: ${4:-application/json}" ${3:+-d "$3"} "$2" >code
-}
+TOK=t0720-token
 
-code_is () {
-	echo "$1" >expect.code && test_cmp expect.code code
-}
-
-# Each managedFields entry of out.json as [manager, fieldsV1], keys in their order.
+# Each managedFields entry of the last answer (ksim_code's body.json) as [manager, fieldsV1], keys in their order.
 mf () {
-	jq -c ".metadata.managedFields | map([.manager, .fieldsV1])" out.json
+	jq -c ".metadata.managedFields | map([.manager, .fieldsV1])" body.json
 }
 
 # bulk POST|DELETE PREFIX FROM TO: the ConfigMaps PREFIX<i>, FROM <= i <= TO, each
@@ -36,31 +29,31 @@ bulk () {
 		else
 			printf 'url = "%s%s/configmaps/%s%d"\nrequest = "DELETE"\n' "$KSIM_URL" "$NS" "$2" "$bk_i"
 		fi
-		test -z "$KSIM_TOKEN" || printf 'header = "Authorization: Bearer %s"\n' "$KSIM_TOKEN"
+		printf 'insecure\nheader = "Authorization: Bearer %s"\n' "$KSIM_TOKEN"
 		printf 'output = "/dev/null"\nwrite-out = "%%{http_code}\\n"\n'
 		bk_i=$((bk_i + 1))
 	done >bulk.cfg
-	curl -sS -k -m 120 -K bulk.cfg >bulk.codes &&
+	curl -sS -m 120 -K bulk.cfg >bulk.codes &&
 	test "$(grep -c -v -E "^(200|201)$" bulk.codes)" = 0 &&
 	test "$(wc -l <bulk.codes)" = $(($4 - $3 + 1))
 }
 
 # A short history: an object deleted is soon held by nothing but the table of sets.
-ksim_start --history 20
+ksim_start --history 20 --token $TOK
 
 # Objects written alike share their sets' storage: a write that changes one
 # object's sets leaves the others' as they were.
 test_expect_success 'field sets written alike stay apart when one object changes' '
 	for n in s1 s2 s3
 	do
-		req POST "$NS/configmaps?fieldManager=a" "{\"metadata\":{\"name\":\"$n\",\"labels\":{\"l\":\"v\"}},\"data\":{\"a\":\"1\",\"b\":\"2\"}}" &&
-		code_is 201 || return 1
+		ksim_expect_code 201 $TOK POST "$NS/configmaps?fieldManager=a" \
+			"{\"metadata\":{\"name\":\"$n\",\"labels\":{\"l\":\"v\"}},\"data\":{\"a\":\"1\",\"b\":\"2\"}}" || return 1
 	done &&
-	req PATCH "$NS/configmaps/s2?fieldManager=b" "{\"data\":{\"a\":\"9\"},\"metadata\":{\"labels\":{\"m\":\"x\"}}}" \
-		application/merge-patch+json && code_is 200 && mf >actual &&
-	req PUT "$NS/configmaps/s3?fieldManager=c" "{\"metadata\":{\"name\":\"s3\",\"labels\":{\"l\":\"v\"}},\"data\":{\"a\":\"1\"}}" &&
-	code_is 200 && mf >>actual &&
-	req GET $NS/configmaps/s1 && code_is 200 && mf >>actual &&
+	ksim_expect_code 200 $TOK PATCH "$NS/configmaps/s2?fieldManager=b" \
+		"{\"data\":{\"a\":\"9\"},\"metadata\":{\"labels\":{\"m\":\"x\"}}}" && mf >actual &&
+	ksim_expect_code 200 $TOK PUT "$NS/configmaps/s3?fieldManager=c" \
+		"{\"metadata\":{\"name\":\"s3\",\"labels\":{\"l\":\"v\"}},\"data\":{\"a\":\"1\"}}" && mf >>actual &&
+	ksim_expect_code 200 $TOK GET $NS/configmaps/s1 && mf >>actual &&
 	cat >expect <<-\EOT &&
 	[["a",{"f:data":{".":{},"f:b":{}},"f:metadata":{"f:labels":{".":{},"f:l":{}}}}],["b",{"f:data":{"f:a":{}},"f:metadata":{"f:labels":{"f:m":{}}}}]]
 	[["a",{"f:data":{".":{},"f:a":{}},"f:metadata":{"f:labels":{".":{},"f:l":{}}}}]]
@@ -86,7 +79,7 @@ test_expect_success 'field sets outgrow the table, are let go once nothing holds
 	bulk POST q 1 600 && expect_bulk q 600 &&
 	bulk DELETE q 1 300 &&
 	bulk POST p 1 600 && expect_bulk p 600 && expect_bulk q 300 &&
-	req GET $NS/configmaps/s1 && code_is 200 && mf >actual &&
+	ksim_expect_code 200 $TOK GET $NS/configmaps/s1 && mf >actual &&
 	tail -n 1 expect >expect.s1 &&
 	test_cmp expect.s1 actual
 '
