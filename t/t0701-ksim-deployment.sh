@@ -158,6 +158,23 @@ test_expect_success 'a Node exists and is Ready' '
 	jq -e "(.status.conditions[] | select(.type == \"Ready\") | .status) == \"True\"" node.json
 '
 
+# ksim adopts no orphan: the ReplicaSet the Deployment makes again takes the
+# name of the orphan of the same template, and is refused until that one is gone
+test_expect_success 'a Deployment made again over its orphaned ReplicaSets gets its own once they are gone' '
+	k -n $NS delete deploy web --cascade=orphan >out &&
+	ksim_wait_json 10 ".items | length >= 1 and all(.metadata.ownerReferences == null)" -n $NS rs -l app=web &&
+	k apply --server-side --field-manager iot-operator -f "$F/web.yaml" >out &&
+	sleep 1 &&	# (its sync is tried, and refused, meanwhile: it writes no status then)
+	k -n $NS get deploy web -o json >web.json &&
+	uid=$(jq -r .metadata.uid web.json) &&
+	k -n $NS get rs -l app=web -o json >rs.json &&
+	jq -e --arg u "$uid" "[.items[] | select(.metadata.ownerReferences[0].uid == \$u)] == []" rs.json &&
+	k -n $NS delete rs -l app=web >out &&
+	ksim_wait_json 15 ".status.availableReplicas == 2" -n $NS deploy web &&
+	k -n $NS get rs -l app=web -o json >rs.json &&
+	jq -e --arg u "$uid" "[.items[] | select(.metadata.ownerReferences[0].uid == \$u)] | length == 1" rs.json
+'
+
 test_expect_success 'deleting the Deployment deletes its ReplicaSets and pods' '
 	k -n $NS delete deploy web >out &&
 	ksim_wait_json 10 ".items == []" -n $NS rs,pods -l app=web

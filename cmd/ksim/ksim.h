@@ -204,6 +204,8 @@ struct ksim_change {
 	char ns[64];		/* metadata.namespace */
 	char name[256];		/* metadata.name */
 	char uid[64];		/* metadata.uid */
+	char owner[64];		/* the uid of its controller (ksim_controller_uid) */
+	char old_owner[64];	/* the same of the state before (MODIFIED), else "" */
 	int deleting;		/* metadata.deletionTimestamp is set */
 };
 int ksim_next_change(uint64_t *cursor, long timeout_ms, struct ksim_change *out);
@@ -430,6 +432,8 @@ jv ksim_canonical(jv obj);
 const char *ksim_str(jv obj, const char *path);
 /* The same, and its length in *len: a JSON string may hold a NUL byte, where the C string stops. */
 const char *ksim_strl(jv obj, const char *path, size_t *len);
+/* The uid in obj's controller ownerReference (controller: true): the string obj holds, or null. */
+jv ksim_controller_uid(jv obj);
 /*
  * A key to look a member up with: on a thread that called ksim_thread_keys()
  * (the simulated controllers' and the collectors', which look the same keys

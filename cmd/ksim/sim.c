@@ -1,10 +1,11 @@
 /*
  * The simulated cluster: what kube-controller-manager and a kubelet do that
  * our clients see. One thread, driven by the event stream like ctl.c:
- * every event marks its namespace dirty, and a pass over a dirty namespace
- * runs, level-triggered, the controllers and the kubelet over what is
- * stored. Delays (pod start, image pull back-off, run time, load balancer)
- * are timers that mark the namespace dirty when they fire.
+ * every event marks its object and the object's controller in its
+ * namespace, and a pass over a marked namespace runs, level-triggered, the
+ * controllers and the kubelet over the marked objects as stored (mark()).
+ * Delays (pod start, image pull back-off, run time, load balancer) are
+ * timers that mark the whole namespace when they fire.
  *
  * This file owns the thread, the pass, the timers and the helpers the
  * controllers share (sim-priv.h); the controllers are sim_*.c's, one a
@@ -25,8 +26,15 @@ struct sim_opts sim_opts = { 1, 1000, 2000, 1000, "*:broken*" };
 
 static pthread_t thread;
 static int running;
-static jv timers;	/* "key" -> due (mono ms); negative once fired */
+static jv timers;	/* "key" -> [namespace, due (mono ms), false] */
 static int64_t now_ms;
+/*
+ * A write of this pass was refused (a create whose name is taken, a
+ * conflict): the namespace's next pass is whole (sync_batch), as the sync that
+ * wrote may only succeed once some other object has changed or gone.
+ */
+static int refused;
+static jv whole_next;	/* namespaces whose next pass is whole (keys) */
 
 static const char alphanums[] = "bcdfghjklmnpqrstvwxz2456789";
 
@@ -224,6 +232,8 @@ int call(const char *user, const char *method, const char *prefix, const char *n
 	/* the lock is held (sync_batch): the body goes in as it is, no answer is written */
 	int code = ksim_call_locked(user, method, p, body, NULL);
 
+	if (code >= 300)
+		refused = 1;
 	if (code >= 300 && code != 409 && code != 404 && !ksim.stopping)
 		log_warn("simulated cluster: %s '%s': code %d", method, p, code);
 	free(p);
@@ -402,51 +412,52 @@ static int collect_fn(jv obj, const char *key, void *data)
 	return 0;
 }
 
-/* The uid in obj's controller ownerReference (controller: true), or NULL; borrowed from obj. */
-static const char *controller_uid(jv obj)
+/*
+ * What a pass over a namespace syncs (sim.h): JSON true, everything; else an
+ * object whose keys are the uids of the objects to sync (those that changed,
+ * and the controllers of those that changed: a pod's change is its
+ * ReplicaSet's to count, a ReplicaSet's its Deployment's).
+ */
+int sim_wanted(jv only, jv obj)
 {
-	jv md = jv_object_get(jv_copy(obj), jv_string("metadata"));
-	jv refs = jv_get_kind(md) == JV_KIND_OBJECT ? jv_object_get(jv_copy(md), jv_string("ownerReferences")) :
-							jv_null();
-	const char *uid = NULL;
+	jv uid;
 
-	if (jv_get_kind(refs) == JV_KIND_ARRAY) {
-		jv_array_foreach(refs, i, r) {
-			jv c = jv_object_get(jv_copy(r), jv_string("controller"));
-
-			if (!uid && jv_get_kind(c) == JV_KIND_TRUE)
-				uid = ksim_str(r, "uid");	/* storage shared with obj, which the caller holds */
-			jv_free(c);
-			jv_free(r);
-		}
+	if (jv_get_kind(only) != JV_KIND_OBJECT)
+		return 1;
+	/* (the stored string is the key: libjq keeps its hash once worked out) */
+	uid = get(obj, "metadata", "uid", NULL);
+	if (jv_get_kind(uid) != JV_KIND_STRING) {
+		jv_free(uid);
+		return 0;
 	}
-	jv_free(refs);
-	jv_free(md);
-	return uid;
+	return jv_object_has(jv_copy(only), uid);
 }
 
 /*
  * The objects of a namespace by the uid of their controller, as
  * kube-controller-manager's informers index them: what one controller's sync
  * reads (its ReplicaSets, its pods) is found at once, so a pass over a
- * namespace costs in proportion to its objects, not to their square.
+ * namespace costs in proportion to its objects, not to their square. Only
+ * the controllers this pass syncs (only) are indexed.
  */
-static jv by_controller(jv objs)	/* objs consumed */
+static jv by_controller(jv objs, jv only)	/* objs consumed */
 {
 	jv idx = jv_object();
 
 	jv_array_foreach(objs, i, o) {
-		const char *u = controller_uid(o);
+		jv k = ksim_controller_uid(o);
 
-		if (u) {
-			jv k = jv_string(u), kids = jv_object_get(jv_copy(idx), jv_copy(k));
+		if (jv_get_kind(k) == JV_KIND_STRING &&
+		    (jv_get_kind(only) != JV_KIND_OBJECT || jv_object_has(jv_copy(only), jv_copy(k)))) {
+			jv kids = jv_object_get(jv_copy(idx), jv_copy(k));
 
 			/* out of the index while it grows, so that the append happens in place */
 			idx = jv_object_delete(idx, jv_copy(k));
 			if (jv_get_kind(kids) != JV_KIND_ARRAY)
 				kids = (jv_free(kids), jv_array());
 			idx = jv_object_set(idx, k, jv_array_append(kids, jv_copy(o)));
-		}
+		} else
+			jv_free(k);
 		jv_free(o);
 	}
 	jv_free(objs);
@@ -462,30 +473,35 @@ static jv controlled(jv idx, jv owner)
 	return jv_get_kind(kids) == JV_KIND_ARRAY ? kids : (jv_free(kids), jv_array());
 }
 
-static void sync_namespace(const char *ns, int terminating, jv *g)
+static void sync_namespace(const char *ns, int terminating, jv *g, jv only)
 {
 	if (!terminating) {
-		jv rs_of = by_controller(jv_copy(g[G_RS])), pods_of = by_controller(jv_copy(g[G_POD]));
+		jv rs_of = by_controller(jv_copy(g[G_RS]), only), pods_of = by_controller(jv_copy(g[G_POD]), only);
 
 		jv_array_foreach(g[G_DEPLOY], i, d) {
-			jv mine = controlled(rs_of, d);
+			if (sim_wanted(only, d)) {
+				jv mine = controlled(rs_of, d);
 
-			sync_deploy(ns, d, mine);
-			jv_free(mine);
+				sync_deploy(ns, d, mine);
+				jv_free(mine);
+			}
 			jv_free(d);
 		}
 		jv_array_foreach(g[G_RS], i, r) {
-			sync_rs(ns, r, controlled(pods_of, r));
+			if (sim_wanted(only, r))
+				sync_rs(ns, r, controlled(pods_of, r));
 			jv_free(r);
 		}
 		jv_array_foreach(g[G_STS], i, s) {
-			sync_sts(ns, s, controlled(pods_of, s), g[G_PVC]);
+			if (sim_wanted(only, s))
+				sync_sts(ns, s, controlled(pods_of, s), g[G_PVC]);
 			jv_free(s);
 		}
 		jv_free(rs_of);
 		jv_free(pods_of);
 		jv_array_foreach(g[G_SVC], i, s) {
-			sync_svc(ns, s);
+			if (sim_wanted(only, s))
+				sync_svc(ns, s);
 			jv_free(s);
 		}
 	}
@@ -497,9 +513,10 @@ static void sync_namespace(const char *ns, int terminating, jv *g)
 		sim_endpoints_sync(ns);
 	}
 	sim_defaults_sync(ns, terminating);
-	sim_pods_sync(ns);
+	sim_pods_sync(ns, only);
 	jv_array_foreach(g[G_POD], i, p) {
-		sync_pod(ns, p);
+		if (sim_wanted(only, p))
+			sync_pod(ns, p);
 		jv_free(p);
 	}
 	jv_array_foreach(g[G_PVC], i, p) {
@@ -509,7 +526,8 @@ static void sync_namespace(const char *ns, int terminating, jv *g)
 }
 
 /*
- * One pass over the dirty namespaces (consumed): for each, under the lock,
+ * One pass over the dirty namespaces (consumed; each to true, or to the set
+ * of uids wanted()): for each, under the lock,
  * its objects (a namespace's objects are found without a walk of the whole
  * store) and the controllers over them. The lock is held while a namespace
  * is synced, so the objects are plain copies sharing storage with the store
@@ -537,7 +555,10 @@ static void sync_batch(jv batch)
 			if (*ns)
 				ksim_store_each(sim_grs[i], ns, NULL, collect_fn, &g[i]);
 		}
-		sync_namespace(ns, t, g);
+		refused = 0;
+		sync_namespace(ns, t, g, v);
+		if (refused)
+			whole_next = jv_object_set(whole_next, jv_string(ns), jv_true());
 		for (int i = 0; i < G_COUNT; i++)
 			jv_free(g[i]);
 		ksim_unlock();
@@ -563,6 +584,44 @@ static int all_namespaces(jv obj, const char *key, void *data)
 	if (n)
 		*dirty = jv_object_set(*dirty, jv_string(n), jv_true());
 	return 0;
+}
+
+/*
+ * Marks namespace ns (when not "") for the next pass (*dirty, sync_batch's
+ * batch): the objects of these uids (NULL-terminated; "" skipped), or, uids
+ * NULL, all of it. *ndirty counts the namespaces marked (as they come:
+ * jv_object_length walks the object).
+ */
+static void mark(jv *dirty, const char *ns, const char *const *uids, int *ndirty)
+{
+	jv set;
+
+	if (!*ns)
+		return;
+	if (jv_object_has(jv_copy(whole_next), jv_string(ns))) {
+		whole_next = jv_object_delete(whole_next, jv_string(ns));
+		uids = NULL;
+	}
+	set = jv_object_get(jv_copy(*dirty), jv_string(ns));
+	if (jv_get_kind(set) == JV_KIND_TRUE) {
+		jv_free(set);
+		return;
+	}
+	if (jv_get_kind(set) == JV_KIND_OBJECT)
+		*dirty = jv_object_delete(*dirty, jv_string(ns));	/* so that the set grows in place */
+	else {
+		jv_free(set);
+		set = jv_object();
+		(*ndirty)++;
+	}
+	if (!uids) {
+		jv_free(set);
+		set = jv_true();
+	}
+	for (; uids && *uids; uids++)
+		if (**uids)
+			set = jv_object_set(set, jv_string(*uids), jv_true());
+	*dirty = jv_object_set(*dirty, jv_string(ns), set);
 }
 
 static void *sim_loop(void *arg)
@@ -605,15 +664,18 @@ static void *sim_loop(void *arg)
 			sync_batch(dirty);
 			dirty = jv_object();
 			ndirty = 0;
-			/* drop fired timers nothing consumed (their object is gone) */
+			/*
+			 * drop the timers that had fired before the pass and that it did not
+			 * consume: their namespace was passed over whole, and nothing there
+			 * waits for them any more (their object is gone or has moved on)
+			 */
 			{
 				jv keep = jv_object();
 
-				now_ms = kop_mono_ms();
 				jv_object_foreach(timers, k, v) {
 					jv at = jv_array_get(jv_copy(v), 1);
 
-					if ((int64_t)jv_number_value(at) + 60000 > now_ms)
+					if ((int64_t)jv_number_value(at) > now_ms)
 						keep = jv_object_set(keep, k, v);
 					else {
 						jv_free(k);
@@ -652,14 +714,13 @@ static void *sim_loop(void *arg)
 				ksim_store_each("namespaces", NULL, NULL, all_namespaces, &dirty);
 				ksim_unlock();
 				ndirty = jv_object_length(jv_copy(dirty));
+			} else if (!strcmp(ev.gr, "namespaces") || !strcmp(ev.gr, "persistentvolumeclaims")) {
+				/* (a claim is bound for the pods that use it: every one of them looked at) */
+				mark(&dirty, !strcmp(ev.gr, "namespaces") ? ev.name : ev.ns, NULL, &ndirty);
 			} else if (relevant(ev.gr, ev.name, ev.type == KSIM_DELETED)) {
-				const char *ns = !strcmp(ev.gr, "namespaces") ? ev.name : ev.ns;
+				const char *uids[] = { ev.uid, ev.owner, ev.old_owner, NULL };
 
-				/* counted as they come: jv_object_length walks the object */
-				if (*ns && !jv_object_has(jv_copy(dirty), jv_string(ns))) {
-					dirty = jv_object_set(dirty, jv_string(ns), jv_true());
-					ndirty++;
-				}
+				mark(&dirty, ev.ns, uids, &ndirty);
 			}
 			if (ndirty >= 1024)
 				break;
@@ -674,6 +735,7 @@ void sim_start(void)
 	if (!sim_opts.enabled)
 		return;
 	timers = jv_object();
+	whole_next = jv_object();
 	hash_cache = jv_object();
 	if (pthread_create(&thread, NULL, sim_loop, NULL) == 0)
 		running = 1;
@@ -687,6 +749,8 @@ void sim_stop(void)
 		pthread_join(thread, NULL);
 		jv_free(timers);
 		timers = jv_null();
+		jv_free(whole_next);
+		whole_next = jv_null();
 		jv_free(hash_cache);
 		hash_cache = jv_null();
 	}

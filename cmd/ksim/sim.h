@@ -121,6 +121,8 @@ int sim_is_controlled_by(jv obj, const char *uid);
 jv sim_condition(const char *type, const char *status, const char *reason, const char *message, const char *now);
 /* The objects of gr in ns (lock held; plain copies sharing storage with the store). */
 jv sim_list(const char *gr, const char *ns);
+/* 1 when this pass syncs obj: `only` is true (every object) or an object whose keys are the uids to sync. */
+int sim_wanted(jv only, jv obj);
 /* 1 when obj's labels match a LabelSelector (sel consumed; matchLabels and matchExpressions; {} all). */
 int sim_selector_matches(jv sel, jv obj);
 
@@ -129,7 +131,7 @@ extern const char *ksim_ca_pem;
 
 /* The controllers in sim_*.c, each over one namespace (lock held). */
 void sim_defaults_sync(const char *ns, int terminating);	/* sim_defaults.c */
-void sim_pods_sync(const char *ns);			/* sim_pods.c */
+void sim_pods_sync(const char *ns, jv only);		/* sim_pods.c; only borrowed, as sim_wanted's */
 void sim_job_sync(const char *ns);			/* sim_job.c */
 int sim_job_finished(jv job);				/* its Complete or Failed condition is True */
 void sim_cronjob_sync(const char *ns);			/* sim_cronjob.c */

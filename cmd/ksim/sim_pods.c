@@ -50,16 +50,22 @@ static void remove_pod(const char *ns, jv pod)
 	jv_free(pod);
 }
 
-void sim_pods_sync(const char *ns)
+void sim_pods_sync(const char *ns, jv only)
 {
 	jv pods = sim_list("pods", ns);
 	int schedulable = -1;
 
 	jv_array_foreach(pods, i, pod) {
-		const char *node = ksim_str(pod, "spec.nodeName"), *sched = ksim_str(pod, "spec.schedulerName");
-		jv grace = jv_getpath(jv_copy(pod), JV_ARRAY(jv_string("metadata"),
-							    jv_string("deletionGracePeriodSeconds")));
+		const char *node, *sched;
+		jv grace;
 
+		if (!sim_wanted(only, pod)) {
+			jv_free(pod);
+			continue;
+		}
+		node = ksim_str(pod, "spec.nodeName");
+		sched = ksim_str(pod, "spec.schedulerName");
+		grace = jv_getpath(jv_copy(pod), JV_ARRAY(jv_string("metadata"), jv_string("deletionGracePeriodSeconds")));
 		if (ksim_str(pod, "metadata.deletionTimestamp")) {
 			if (node && !strcmp(node, SIM_NODE) && jv_get_kind(grace) == JV_KIND_NUMBER &&
 			    jv_number_value(grace) > 0)

@@ -495,6 +495,7 @@ static void copy_field(char *dst, size_t len, jv obj, const char *path)
 int ksim_next_change(uint64_t *cursor, long timeout_ms, struct ksim_change *out)
 {
 	struct ksim_event *ev;
+	jv owner, old_owner;
 	int r;
 
 	ksim_lock();
@@ -506,6 +507,14 @@ int ksim_next_change(uint64_t *cursor, long timeout_ms, struct ksim_change *out)
 		copy_field(out->ns, sizeof(out->ns), ev->obj, "metadata.namespace");
 		copy_field(out->name, sizeof(out->name), ev->obj, "metadata.name");
 		copy_field(out->uid, sizeof(out->uid), ev->obj, "metadata.uid");
+		owner = ksim_controller_uid(ev->obj);
+		old_owner = ev->type == KSIM_MODIFIED ? ksim_controller_uid(ev->old) : jv_null();
+		snprintf(out->owner, sizeof(out->owner), "%s",
+			 jv_get_kind(owner) == JV_KIND_STRING ? jv_string_value(owner) : "");
+		snprintf(out->old_owner, sizeof(out->old_owner), "%s",
+			 jv_get_kind(old_owner) == JV_KIND_STRING ? jv_string_value(old_owner) : "");
+		jv_free(owner);
+		jv_free(old_owner);
 		out->deleting = ksim_str(ev->obj, "metadata.deletionTimestamp") != NULL;
 	}
 	ksim_unlock();
@@ -661,6 +670,35 @@ const char *ksim_strl(jv obj, const char *path, size_t *len)
 	if (len)
 		*len = (size_t)jv_string_length_bytes(jv_copy(cur));
 	return jv_string_value(cur);
+}
+
+jv ksim_controller_uid(jv obj)
+{
+	jv md = jv_get_kind(obj) == JV_KIND_OBJECT ? jv_object_get(jv_copy(obj), ksim_key("metadata")) : jv_null();
+	jv refs = jv_get_kind(md) == JV_KIND_OBJECT ? jv_object_get(jv_copy(md), ksim_key("ownerReferences")) :
+						      jv_null();
+	jv uid = jv_null();
+
+	if (jv_get_kind(refs) == JV_KIND_ARRAY) {
+		jv_array_foreach(refs, i, r) {
+			jv c = jv_get_kind(r) == JV_KIND_OBJECT ? jv_object_get(jv_copy(r), ksim_key("controller")) :
+								  jv_null();
+
+			if (jv_get_kind(uid) == JV_KIND_NULL && jv_get_kind(c) == JV_KIND_TRUE) {
+				jv u = jv_object_get(jv_copy(r), ksim_key("uid"));
+
+				if (jv_get_kind(u) == JV_KIND_STRING)
+					uid = u;
+				else
+					jv_free(u);
+			}
+			jv_free(c);
+			jv_free(r);
+		}
+	}
+	jv_free(refs);
+	jv_free(md);
+	return uid;
 }
 
 static const char *const meta_order[] = { "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
