@@ -98,6 +98,21 @@ test_expect_success 'Available again: the same status (lastTransitionTime kept),
 	jq -c .events again.json >actual && echo "[]" >expect && test_cmp expect actual
 '
 
+test_expect_success 'the workloads ready, a pod not yet seen running (or not seen at all): Processing, saying how many are' '
+	jq -c "(map(select(.kind == \"Pod\")) | sort_by(.metadata.name) | .[0].metadata.name) as \$p
+		| map(if .kind == \"Pod\" and .metadata.name == \$p then .status.phase = \"Pending\" else . end)" \
+		ready.view >lagging.view &&
+	run parent.processing.json lagging.view "{}" lagging &&
+	phase lagging >actual && echo "Processing|" >expect && test_cmp expect actual &&
+	jq -r ".status.conditions[0].message" lagging.json >msg &&
+	echo "7 of 8 pods seen running" >expect && test_cmp expect msg &&
+	jq -e ".status.pods | length == 7" lagging.json &&
+	jq -c "map(select(.kind != \"Pod\" or .status.phase == \"Running\"))" lagging.view >missing.view &&
+	run parent.processing.json missing.view "{}" missing &&
+	jq -r ".status.phase + \"|\" + .status.conditions[0].message" missing.json >actual &&
+	echo "Processing|7 of 8 pods seen running" >expect && test_cmp expect actual
+'
+
 test_expect_success 'no load-balancer ingress: Processing (B18)' '
 	jq -c "map(if .metadata.name == \"iot-$X\" then del(.status) else . end)" ready.view >nolb.view &&
 	run parent.processing.json nolb.view "{}" nolb &&

@@ -159,7 +159,16 @@ def iot_error_text:
     | ($updateRequested and ($queued | not)) as $admitted
     | ($invalid == null and ($queued | not) and ($newGeneration or $wasQueued)) as $fresh
     # --- what is not there or not ready ---
-    | $imm.notReady as $notReady
+    | ([($in.children["Pod.v1"] // {})[]
+        | select(.metadata.namespace == $ns and .metadata.labels.instance == $x and .status.phase == "Running")
+        | .metadata.name] | sort) as $running
+    # the workloads say their pods are ready before the pods' own events are in: Available waits for
+    # them, so that its status names every pod (and is not written again a moment later)
+    | ([$desired0[] | select(.kind == "Deployment" or .kind == "StatefulSet") | .spec.replicas // 1] | add // 0)
+      as $podsWanted
+    | ($imm.notReady
+       + (if ($imm.notReady | length) == 0 and ($running | length) < $podsWanted then
+            ["\($running | length) of \($podsWanted) pods seen running"] else [] end)) as $notReady
     | [($in.errors // [])[] | select((.op // "apply") == "apply" or .op == "delete" or .op == "patch"
                                      or (.op == "create" and ($nsState != "taken" or .ref.kind != "Namespace")))
        | iot_error_text] as $errors
@@ -210,12 +219,10 @@ def iot_error_text:
               resync: (if $since != null then ([$deadline - ($nowEpoch - $since), 1] | max) else $deadline end)}
            end
        end) as $p
-    | ($in.children["Pod.v1"] // {}) as $pods
     | ({phase: $p.phase}
       + (if $p.phase == "Failed" then {reason: $p.reason} else {} end)
       + {observedGeneration: $gen,
-         pods: ([$pods[] | select(.metadata.namespace == $ns and .metadata.labels.instance == $x and .status.phase == "Running")
-                 | .metadata.name] | sort),
+         pods: $running,
          conditions: [
            # a queued instance still serves its previous generation
            (($p.phase == "Available") or ($queued and ($notReady | length) == 0)) as $available
