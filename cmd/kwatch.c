@@ -285,6 +285,22 @@ static jv keep_fields(jv obj, jv keep)
 	return out;
 }
 
+/* 1 when obj's metadata is an object whose name and namespace, if there, are strings. */
+static int plain_identity(jv obj)
+{
+	jv m = jv_object_get(jv_copy(obj), kop_json_key("metadata"));
+	int ok = jv_get_kind(m) == JV_KIND_OBJECT;
+
+	for (int i = 0; ok && i < 2; i++) {
+		jv v = jv_object_get(jv_copy(m), kop_json_key(i ? "namespace" : "name"));
+
+		ok = !jv_is_valid(v) || jv_get_kind(v) == JV_KIND_STRING;
+		jv_free(v);
+	}
+	jv_free(m);
+	return ok;
+}
+
 /*
  * r->keep_read from r->keep; an object is handed on as its text (lib/watch.c)
  * unless --project reads it whole: emit writes it as it came, or reads from
@@ -332,6 +348,7 @@ static void emit(void *ctx, const char *type, jv obj, const struct kw_text *text
 	char err[KOP_ERRLEN];
 	int keeping = jv_get_kind(r->keep) == JV_KIND_ARRAY;
 	int whole = !text;	/* read whole: by lib/watch.c, or below */
+	int kept_read = 0;	/* obj holds the fields kept and the identity, read from the text */
 
 	if (r->dropped) {
 		jv_free(obj);	/* its namespace went: downstream was told already */
@@ -354,6 +371,7 @@ static void emit(void *ctx, const char *type, jv obj, const struct kw_text *text
 			jv_free(obj);
 			obj = kept;
 			text = NULL;
+			kept_read = 1;
 		}
 	}
 	if (text) {
@@ -391,7 +409,13 @@ static void emit(void *ctx, const char *type, jv obj, const struct kw_text *text
 			jv_free(meta);
 		}
 	}
-	if (keeping)
+	/*
+	 * Read from the text, obj is already what keep_fields makes (r->keep_read
+	 * lists the same fields in its order), but for an object whose metadata
+	 * is no object or whose name or namespace is no string (keep_fields
+	 * makes metadata an object and keeps only strings there).
+	 */
+	if (keeping && (!kept_read || !plain_identity(obj)))
 		obj = keep_fields(obj, r->keep);
 	if (projection) {
 		jv out;
