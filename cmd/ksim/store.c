@@ -621,7 +621,10 @@ void ksim_now(char *buf)
 	kop_time_rfc3339(buf, 32, time(NULL));
 }
 
-/* Set on the threads of the simulated controllers: their lookups use keys shared per thread. */
+/*
+ * Set on the threads that called ksim_thread_keys() (the simulated
+ * controllers', the collectors'): their lookups use keys shared per thread.
+ */
 static _Thread_local int thread_keys;
 
 void ksim_thread_keys(void)
