@@ -403,12 +403,29 @@ static const char *const sim_grs[] = { "deployments.apps", "replicasets.apps", "
 					 "persistentvolumeclaims", "services" };
 enum { G_DEPLOY, G_RS, G_STS, G_POD, G_PVC, G_SVC, G_COUNT };
 
+/* What a pass collects of one kind: the objects sim_wanted(only), and (owned) those a wanted one controls. */
+struct collect {
+	jv arr;
+	jv only;	/* borrowed */
+	int owned;
+};
+
 static int collect_fn(jv obj, const char *key, void *data)
 {
-	jv *arr = data;
+	struct collect *c = data;
 
 	(void)key;
-	*arr = jv_array_append(*arr, jv_copy(obj));
+	if (!sim_wanted(c->only, obj)) {
+		jv u = c->owned ? ksim_controller_uid(obj) : jv_null();
+
+		if (jv_get_kind(u) != JV_KIND_STRING) {
+			jv_free(u);
+			return 0;
+		}
+		if (!jv_object_has(jv_copy(c->only), u))
+			return 0;
+	}
+	c->arr = jv_array_append(c->arr, jv_copy(obj));
 	return 0;
 }
 
@@ -513,7 +530,7 @@ static void sync_namespace(const char *ns, int terminating, jv *g, jv only)
 		sim_endpoints_sync(ns);
 	}
 	sim_defaults_sync(ns, terminating);
-	sim_pods_sync(ns, only);
+	sim_pods_sync(ns, only, g[G_POD]);
 	jv_array_foreach(g[G_POD], i, p) {
 		if (sim_wanted(only, p))
 			sync_pod(ns, p);
@@ -550,10 +567,20 @@ static void sync_batch(jv batch)
 		}
 		nso = ksim_store_get("namespaces", NULL, ns);
 		t = !jv_is_valid(nso) || ksim_str(nso, "metadata.deletionTimestamp") != NULL;
-		for (int i = 0; i < G_COUNT; i++) {
-			g[i] = jv_array();
+		/*
+		 * what the pass syncs, and the ReplicaSets and pods their controllers
+		 * read; the claims first: with claims, every pod (sync_pvc looks for
+		 * those that use each)
+		 */
+		for (int j = 0; j < G_COUNT; j++) {
+			static const int order[G_COUNT] = { G_PVC, G_DEPLOY, G_RS, G_STS, G_POD, G_SVC };
+			int i = order[j];
+			int all = i == G_PVC || (i == G_POD && jv_array_length(jv_copy(g[G_PVC])) > 0);
+			struct collect c = { jv_array(), all ? jv_true() : v, i == G_RS || i == G_POD };
+
 			if (*ns)
-				ksim_store_each(sim_grs[i], ns, NULL, collect_fn, &g[i]);
+				ksim_store_each(sim_grs[i], ns, NULL, collect_fn, &c);
+			g[i] = c.arr;
 		}
 		refused = 0;
 		sync_namespace(ns, t, g, v);

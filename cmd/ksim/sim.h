@@ -131,7 +131,8 @@ extern const char *ksim_ca_pem;
 
 /* The controllers in sim_*.c, each over one namespace (lock held). */
 void sim_defaults_sync(const char *ns, int terminating);	/* sim_defaults.c */
-void sim_pods_sync(const char *ns, jv only);		/* sim_pods.c; only borrowed, as sim_wanted's */
+/* sim_pods.c; only as sim_wanted's; pods: the pass's, every wanted one (a whole pass lists them again); borrowed */
+void sim_pods_sync(const char *ns, jv only, jv pods);
 void sim_job_sync(const char *ns);			/* sim_job.c */
 int sim_job_finished(jv job);				/* its Complete or Failed condition is True */
 void sim_cronjob_sync(const char *ns);			/* sim_cronjob.c */

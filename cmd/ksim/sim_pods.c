@@ -50,9 +50,10 @@ static void remove_pod(const char *ns, jv pod)
 	jv_free(pod);
 }
 
-void sim_pods_sync(const char *ns, jv only)
+void sim_pods_sync(const char *ns, jv only, jv pass)
 {
-	jv pods = sim_list("pods", ns);
+	/* (a whole pass lists them again: the pods the controllers made in it are bound at once) */
+	jv pods = jv_get_kind(only) == JV_KIND_OBJECT ? jv_copy(pass) : sim_list("pods", ns);
 	int schedulable = -1;
 
 	jv_array_foreach(pods, i, pod) {
