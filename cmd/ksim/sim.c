@@ -1,11 +1,13 @@
 /*
  * The simulated cluster: what kube-controller-manager and a kubelet do that
  * our clients see. One thread, driven by the event stream like ctl.c:
- * every event marks its object and the object's controller in its
- * namespace, and a pass over a marked namespace runs, level-triggered, the
- * controllers and the kubelet over the marked objects as stored (mark()).
- * Delays (pod start, image pull back-off, run time, load balancer) are
- * timers that mark the whole namespace when they fire.
+ * every event marks its object and the object's controller (before and
+ * after the change) in its namespace, and a pass over a marked namespace
+ * runs, level-triggered, the controllers and the kubelet over the marked
+ * objects as stored (mark()). Changes of a namespace, a claim or the Node,
+ * and events missed, mark whole namespaces. Delays (pod start, image pull
+ * back-off, run time, load balancer) are timers that mark the whole
+ * namespace when they fire.
  *
  * This file owns the thread, the pass, the timers and the helpers the
  * controllers share (sim-priv.h); the controllers are sim_*.c's, one a
@@ -29,9 +31,10 @@ static int running;
 static jv timers;	/* "key" -> [namespace, due (mono ms), false] */
 static int64_t now_ms;
 /*
- * A write of this pass was refused (a create whose name is taken, a
- * conflict): the namespace's next pass is whole (sync_batch), as the sync that
- * wrote may only succeed once some other object has changed or gone.
+ * A write of this pass was refused (a create whose name is taken, a write
+ * found invalid): the next pass over the namespace, whichever event starts
+ * it, is whole (sync_batch, mark()), as the sync that wrote may only
+ * succeed once some other object has changed or gone.
  */
 static int refused;
 static jv whole_next;	/* namespaces whose next pass is whole (keys) */
@@ -232,7 +235,8 @@ int call(const char *user, const char *method, const char *prefix, const char *n
 	/* the lock is held (sync_batch): the body goes in as it is, no answer is written */
 	int code = ksim_call_locked(user, method, p, body, NULL);
 
-	if (code >= 300)
+	/* (a conflict on an update, or an object gone: its own event marks it or its controller) */
+	if (code >= 300 && code != 404 && (code != 409 || !strcmp(method, "POST")))
 		refused = 1;
 	if (code >= 300 && code != 409 && code != 404 && !ksim.stopping)
 		log_warn("simulated cluster: %s '%s': code %d", method, p, code);
@@ -281,8 +285,9 @@ int timer_due(const char *ns, const char *key, long delay)
 		return 1;
 	}
 	if (jv_get_kind(e) != JV_KIND_ARRAY) {
+		/* (from now, not from the pass's start: a delay worked out from the clock fires when it says) */
 		timers = jv_object_set(timers, jv_string(key),
-				       JV_ARRAY(jv_string(ns), jv_number((double)(now_ms + delay)), jv_false()));
+				       JV_ARRAY(jv_string(ns), jv_number((double)(kop_mono_ms() + delay)), jv_false()));
 	} else {
 		jv at = jv_array_get(jv_copy(e), 1);
 
@@ -544,7 +549,7 @@ static void sync_namespace(const char *ns, int terminating, jv *g, jv only)
 
 /*
  * One pass over the dirty namespaces (consumed; each to true, or to the set
- * of uids wanted()): for each, under the lock,
+ * of uids sim_wanted() takes): for each, under the lock,
  * its objects (a namespace's objects are found without a walk of the whole
  * store) and the controllers over them. The lock is held while a namespace
  * is synced, so the objects are plain copies sharing storage with the store
@@ -598,8 +603,7 @@ static void sync_batch(jv batch)
 static int relevant(const char *gr, const char *name, int deleted)
 {
 	return !strcmp(gr, "deployments.apps") || !strcmp(gr, "replicasets.apps") || !strcmp(gr, "statefulsets.apps") ||
-	       !strcmp(gr, "pods") || !strcmp(gr, "persistentvolumeclaims") || !strcmp(gr, "services") ||
-	       !strcmp(gr, "namespaces") || sim_ext_relevant(gr, name, deleted);
+	       !strcmp(gr, "pods") || !strcmp(gr, "services") || sim_ext_relevant(gr, name, deleted);
 }
 
 static int all_namespaces(jv obj, const char *key, void *data)
