@@ -159,16 +159,18 @@ def iot_error_text:
     | ($updateRequested and ($queued | not)) as $admitted
     | ($invalid == null and ($queued | not) and ($newGeneration or $wasQueued)) as $fresh
     # --- what is not there or not ready ---
-    | ([($in.children["Pod.v1"] // {})[]
-        | select(.metadata.namespace == $ns and .metadata.labels.instance == $x and .status.phase == "Running")
-        | .metadata.name] | sort) as $running
-    # the workloads say their pods are ready before the pods' own events are in: Available waits for
-    # them, so that its status names every pod (and is not written again a moment later)
-    | ([$desired0[] | select(.kind == "Deployment" or .kind == "StatefulSet") | .spec.replicas // 1] | add // 0)
-      as $podsWanted
-    | ($imm.notReady
-       + (if ($imm.notReady | length) == 0 and ($running | length) < $podsWanted then
-            ["\($running | length) of \($podsWanted) pods seen running"] else [] end)) as $notReady
+    | [($in.children["Pod.v1"] // {})[]
+       | select(.metadata.namespace == $ns and .metadata.labels.instance == $x and .status.phase == "Running")]
+      as $runningPods
+    | ($runningPods | map(.metadata.name) | sort) as $running
+    # a workload says its pods are ready before their own events are in: Available waits until each
+    # desired workload's replicas are seen running (counted by its selector's component), so that
+    # its status names every pod (and is not written again a moment later)
+    | (reduce $runningPods[] as $pod ({}; .[$pod.metadata.labels.component // ""] += 1)) as $seen
+    | [$desired0[] | select(.kind == "Deployment" or .kind == "StatefulSet")
+       | (.spec.replicas // 1) as $r | ($seen[.spec.selector.matchLabels.component // ""] // 0) as $n
+       | select($n < $r) | "\(.kind) \(.metadata.name) has \($n) of \($r) pods seen running"] as $unseen
+    | ($imm.notReady + (if ($imm.notReady | length) == 0 then $unseen else [] end)) as $notReady
     | [($in.errors // [])[] | select((.op // "apply") == "apply" or .op == "delete" or .op == "patch"
                                      or (.op == "create" and ($nsState != "taken" or .ref.kind != "Namespace")))
        | iot_error_text] as $errors
