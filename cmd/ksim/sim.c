@@ -459,18 +459,16 @@ int sim_wanted(jv only, jv obj)
  * The objects of a namespace by the uid of their controller, as
  * kube-controller-manager's informers index them: what one controller's sync
  * reads (its ReplicaSets, its pods) is found at once, so a pass over a
- * namespace costs in proportion to its objects, not to their square. Only
- * the controllers this pass syncs (only) are indexed.
+ * namespace costs in proportion to its objects, not to their square.
  */
-static jv by_controller(jv objs, jv only)	/* objs consumed */
+static jv by_controller(jv objs)	/* objs consumed */
 {
 	jv idx = jv_object();
 
 	jv_array_foreach(objs, i, o) {
 		jv k = ksim_controller_uid(o);
 
-		if (jv_get_kind(k) == JV_KIND_STRING &&
-		    (jv_get_kind(only) != JV_KIND_OBJECT || jv_object_has(jv_copy(only), jv_copy(k)))) {
+		if (jv_get_kind(k) == JV_KIND_STRING) {
 			jv kids = jv_object_get(jv_copy(idx), jv_copy(k));
 
 			/* out of the index while it grows, so that the append happens in place */
@@ -495,18 +493,21 @@ static jv controlled(jv idx, jv owner)
 	return jv_get_kind(kids) == JV_KIND_ARRAY ? kids : (jv_free(kids), jv_array());
 }
 
+/*
+ * g: the objects sync_batch collected; the Deployments, StatefulSets and
+ * Services are those the pass syncs, the ReplicaSets and pods also those
+ * their controllers read (only tells them apart).
+ */
 static void sync_namespace(const char *ns, int terminating, jv *g, jv only)
 {
 	if (!terminating) {
-		jv rs_of = by_controller(jv_copy(g[G_RS]), only), pods_of = by_controller(jv_copy(g[G_POD]), only);
+		jv rs_of = by_controller(jv_copy(g[G_RS])), pods_of = by_controller(jv_copy(g[G_POD]));
 
 		jv_array_foreach(g[G_DEPLOY], i, d) {
-			if (sim_wanted(only, d)) {
-				jv mine = controlled(rs_of, d);
+			jv mine = controlled(rs_of, d);
 
-				sync_deploy(ns, d, mine);
-				jv_free(mine);
-			}
+			sync_deploy(ns, d, mine);
+			jv_free(mine);
 			jv_free(d);
 		}
 		jv_array_foreach(g[G_RS], i, r) {
@@ -515,15 +516,13 @@ static void sync_namespace(const char *ns, int terminating, jv *g, jv only)
 			jv_free(r);
 		}
 		jv_array_foreach(g[G_STS], i, s) {
-			if (sim_wanted(only, s))
-				sync_sts(ns, s, controlled(pods_of, s), g[G_PVC]);
+			sync_sts(ns, s, controlled(pods_of, s), g[G_PVC]);
 			jv_free(s);
 		}
 		jv_free(rs_of);
 		jv_free(pods_of);
 		jv_array_foreach(g[G_SVC], i, s) {
-			if (sim_wanted(only, s))
-				sync_svc(ns, s);
+			sync_svc(ns, s);
 			jv_free(s);
 		}
 	}
@@ -682,7 +681,7 @@ static void *sim_loop(void *arg)
 			int64_t due = (int64_t)jv_number_value(at);
 
 			if (due <= now_ms)
-				dirty = jv_object_set(dirty, jv_copy(ns), jv_true());
+				mark(&dirty, jv_string_value(ns), NULL, &ndirty);
 			else if (due < wake)
 				wake = due;
 			jv_free(ns);
