@@ -86,6 +86,23 @@ test_expect_success 'the same with the second replica taking the range between t
 	! test -s err
 '
 
+test_expect_success 'a range handed back within a Lease duration (b, then a, then b again): a hand-over, 0' '
+	r=$(cat range) &&
+	{
+		lease 00.000000 b $r &&
+		lease 02.000000 b $r &&
+		lease 03.000000 a $r &&
+		req 05.000000 DELETE "/api/v1/namespaces/$I" 200 a &&
+		lease 05.100000 a $r &&
+		lease 05.300000 b $r &&
+		req 05.400000 PATCH "/apis/cp.iot.sap/v1/namespaces/$O/iotservices/bench-1" 200 b
+	} >log &&
+	writers log &&
+	echo "shards_double_writers 0" >expect &&
+	test_cmp expect out &&
+	! test -s err
+'
+
 test_expect_success 'no hand-over when the second replica held the range before the first wrote, or took another range: 1 each' '
 	r=$(cat range) o=$(cat other) &&
 	{
