@@ -114,6 +114,44 @@ test_expect_success 'a stale resourceVersion (the object changed since) is read 
 	jq -e ".status == {\"phase\":\"Failed\"}" w1.json
 '
 
+test_expect_success 'a status after one written here, without what is stored, is written without a read' '
+	get_w w1 &&
+	uid=$(jq -r .metadata.uid w1.json) &&
+	{
+		status_line w1 "$uid" "{\"phase\":\"Processing\",\"message\":\"one\"}" &&
+		status_line w1 "$uid" "{\"phase\":\"Processing\",\"message\":\"two\"}" &&
+		status_line w1 "$uid" "{\"phase\":\"Available\"}"
+	} >in &&
+	curl -sS -f -m 10 -X POST -d "{\"reset\":true}" "$KSIM_URL/ksim/stats" >/dev/null &&
+	timeout 30 kstatus --coalesce 0 <in >out 2>err &&
+	: discovery and the first line read the object, the next two do not &&
+	test "$(kstatus_gets)" = 2 &&
+	jq -s -e "length == 3 and all(.ok == true and .code == 200)" out &&
+	get_w w1 &&
+	jq -e ".status == {\"phase\":\"Available\"}" w1.json
+'
+
+test_expect_success 'the object changed by someone else after a write here: read again, the status written is right' '
+	get_w w1 &&
+	uid=$(jq -r .metadata.uid w1.json) &&
+	rm -f to-kstatus out && mkfifo to-kstatus &&
+	{ timeout 30 kstatus --coalesce 0 <to-kstatus >out 2>err & } &&
+	exec 9>to-kstatus &&
+	status_line w1 "$uid" "{\"phase\":\"Processing\",\"message\":\"mine\"}" >&9 &&
+	test_wait_for 10 test -s out &&
+	: someone else writes the status meanwhile &&
+	ksim_curl -f -o patched.json -X PATCH -H "Content-Type: application/merge-patch+json" \
+		-d "{\"status\":{\"phase\":\"Failed\",\"other\":1}}" "/apis/test.example.org/v1/namespaces/ns/widgets/w1/status" &&
+	curl -sS -f -m 10 -X POST -d "{\"reset\":true}" "$KSIM_URL/ksim/stats" >/dev/null &&
+	status_line w1 "$uid" "{\"phase\":\"Available\"}" >&9 &&
+	exec 9>&- &&
+	wait &&
+	test "$(kstatus_gets)" = 1 &&
+	jq -s -e "length == 2 and all(.ok == true)" out &&
+	get_w w1 &&
+	jq -e ".status == {\"phase\":\"Available\"}" w1.json
+'
+
 test_expect_success 'cleanup' '
 	ksim_stop
 '

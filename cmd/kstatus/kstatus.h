@@ -50,6 +50,7 @@ void report_local(const char *what, jv primary, jv ref, long code, const char *r
 
 /* status.c */
 void do_status(jv line);
+void status_release(void);	/* what it remembers of its writes */
 
 /* event.c */
 extern jv event_cache;		/* key -> {"name","namespace","count","first","last"} */

@@ -224,6 +224,7 @@ int main(int argc, char **argv)
 	kop_hmap_release(&windows, NULL);
 	kop_jsonl_release(&reader);
 	jv_free(event_cache);
+	status_release();
 	kube_client_free(client);
 	curl_global_cleanup();
 	free(host);

@@ -2,9 +2,10 @@
  * Status writes: a merge patch of the status subresource under a
  * resourceVersion precondition. When the line carries the stored status and
  * the resourceVersion it was seen at (ireconcile's view: every status comes
- * through its watch), the patch goes at once; otherwise, or after a
- * conflict, the object is read first and nothing is written when its status
- * already is the given one. An object gone (or created again) is skipped.
+ * through its watch), or else this kstatus wrote the object's status last,
+ * the patch goes at once; otherwise, or after a conflict, the object is read
+ * first and nothing is written when its status already is the given one. An
+ * object gone (or created again) is skipped.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -89,19 +90,90 @@ static jv skipped(jv primary, jv ref, long code, const char *why)
 }
 
 /*
- * The write without a read, from the stored status and resourceVersion the
- * line carries: 1 when that settled the operation (written, skipped,
- * reported), 0 to go on with a read (a conflict: the object changed since).
+ * The last status this kstatus wrote to each object (op_key), and the
+ * resourceVersion the write left: what is stored unless someone wrote
+ * since. A status that comes without what is stored (ireconcile's view
+ * still waits for the last one to come back) is written from it, without a
+ * read. At most WRITTEN_MAX objects are remembered (then none, and so on).
  */
-static int write_known(jv line, jv primary, jv obj, jv status, const char *obj_path, const char *status_path,
-		       const char *uid, const char *who, struct kop_backoff *b, unsigned *tries)
+#define WRITTEN_MAX 100000
+
+struct written {
+	char *status;		/* compact JSON */
+	char *rv;
+	char *uid;		/* "" when unknown */
+};
+
+static struct kop_hmap written;
+
+static void written_free(void *v)
+{
+	struct written *w = v;
+
+	free(w->status);
+	free(w->rv);
+	free(w->uid);
+	free(w);
+}
+
+static void written_forget(const char *key)
+{
+	struct written *w = key && written.len ? kop_hmap_remove(&written, key) : NULL;
+
+	if (w)
+		written_free(w);
+}
+
+/* After a write of status to key answered r (2xx): remembered, with the resourceVersion it left. */
+static void written_note(const char *key, jv status, const char *uid, const struct kube_response *r)
+{
+	char *rv = key ? kop_json_str(r->body, "metadata", "resourceVersion") : NULL;
+	struct written *w;
+
+	if (!rv || !*rv) {
+		free(rv);
+		written_forget(key);
+		return;
+	}
+	if (!(w = kop_hmap_get(&written, key))) {
+		if (written.len >= WRITTEN_MAX)
+			kop_hmap_release(&written, written_free);
+		w = kop_calloc(1, sizeof(*w));
+		kop_hmap_put(&written, key, w);
+	}
+	free(w->status);
+	free(w->rv);
+	free(w->uid);
+	w->status = kop_json_dump(jv_copy(status));
+	w->rv = rv;
+	w->uid = kop_strdup(uid ? uid : "");
+}
+
+/*
+ * The write without a read, from the stored status and resourceVersion the
+ * line carries, or else from the last status written to the object here:
+ * 1 when that settled the operation (written, skipped, reported), 0 to go
+ * on with a read (a conflict: the object changed since).
+ */
+static int write_known(jv line, const char *key, jv primary, jv obj, jv status, const char *obj_path,
+		       const char *status_path, const char *uid, const char *who, struct kop_backoff *b,
+		       unsigned *tries)
 {
 	jv stored = kop_json_member(jv_copy(line), "stored");
 	char *rv = kop_json_str(line, "resourceVersion", NULL);
+	struct written *w = key ? kop_hmap_get(&written, key) : NULL;
+	const char *whose = "ireconcile saw it";
 	struct kube_response r;
 	jv body;
 	int done = 1;
 
+	if ((!jv_is_valid(stored) || !rv || !*rv) && w && (!uid || !*uid || !*w->uid || !strcmp(uid, w->uid))) {
+		jv_free(stored);
+		free(rv);
+		stored = kop_json_read(w->status, strlen(w->status));
+		rv = kop_strdup(w->rv);
+		whose = "it was last written here";
+	}
 	if (!jv_is_valid(stored) || !rv || !*rv) {
 		jv_free(stored);
 		free(rv);
@@ -113,16 +185,22 @@ static int write_known(jv line, jv primary, jv obj, jv status, const char *obj_p
 			     jv_object_set(jv_object(), jv_string("resourceVersion"), jv_string(rv)));
 	body = jv_object_set(body, jv_string("status"), merge_patch(stored, jv_copy(status)));
 	free(rv);
-	if (write_request("PATCH", status_path, "application/merge-patch+json", body, &r) == 0)
+	if (write_request("PATCH", status_path, "application/merge-patch+json", body, &r) == 0) {
+		written_note(key, status, uid, &r);
 		emit(kop_result_ok("status", jv_copy(primary), kop_op_ref(jv_copy(obj)), r.code, jv_copy(r.body)));
-	else if (r.code == 404 && object_gone(obj_path, uid))
+	} else if (r.code == 404 && object_gone(obj_path, uid)) {
+		written_forget(key);
 		emit(skipped(jv_copy(primary), kop_op_ref(jv_copy(obj)), 404, "deleted"));
-	else if (r.code == 409 || retry_after_failure(&r, b, tries, 0))
+	} else if (r.code == 409 || retry_after_failure(&r, b, tries, 0)) {
 		done = 0;	/* changed since it was seen, or a transient failure: read it and go on */
-	else
+	} else {
 		report_fail("status", jv_copy(primary), kop_op_ref(jv_copy(obj)), &r, who);
-	if (!done && r.code == 409)
-		log_debug("'%s' changed since ireconcile saw it: reading it", who);
+	}
+	if (!done) {
+		written_forget(key);
+		if (r.code == 409)
+			log_debug("'%s' changed since %s: reading it", who, whose);
+	}
 	kube_response_release(&r);
 	return done;
 }
@@ -139,6 +217,7 @@ void do_status(jv line)
 	char *api_version = kop_json_str(obj, "apiVersion", NULL), *kind = kop_json_str(obj, "kind", NULL);
 	char *name = kop_json_str(obj, "metadata", "name"), *ns = kop_json_str(obj, "metadata", "namespace");
 	char *uid = kop_json_str(obj, "metadata", "uid"), *obj_path = NULL, *status_path = NULL, *who = NULL;
+	char *key = op_key(line, 1);
 	struct kube_resource res;
 	struct kop_backoff b;
 	char err[KOP_ERRLEN];
@@ -190,7 +269,7 @@ void do_status(jv line)
 		free(sp);
 		free(fm);
 	}
-	if (write_known(line, primary, obj, status, obj_path, status_path, uid, who, &b, &tries))
+	if (write_known(line, key, primary, obj, status, obj_path, status_path, uid, who, &b, &tries))
 		goto written;
 	for (;;) {
 		struct kube_response r;
@@ -199,6 +278,7 @@ void do_status(jv line)
 
 		if (request("GET", obj_path, NULL, jv_invalid(), &r) < 0) {
 			if (r.code == 404) {
+				written_forget(key);
 				log_debug("'%s' is gone: status not written", who);
 				emit(skipped(jv_copy(primary), kop_op_ref(jv_copy(obj)), 404, "deleted"));
 			} else if (!retry_after_failure(&r, &b, &tries, 0))
@@ -212,6 +292,7 @@ void do_status(jv line)
 		}
 		live_uid = kop_json_str(r.body, "metadata", "uid");
 		if (uid && *uid && live_uid && strcmp(uid, live_uid)) {
+			written_forget(key);
 			log_debug("'%s' was deleted and created again: status not written", who);
 			emit(skipped(jv_copy(primary), kop_op_ref(jv_copy(obj)), 404, "deleted"));
 			free(live_uid);
@@ -228,6 +309,7 @@ void do_status(jv line)
 			jv res_line = kop_result_ok("status", jv_copy(primary), kop_op_ref(jv_copy(obj)), 200,
 						    jv_copy(r.body));
 
+			written_note(key, status, uid, &r);
 			emit(jv_object_set(res_line, jv_string("unchanged"), jv_true()));
 			jv_free(stored);
 			kube_response_release(&r);
@@ -242,12 +324,14 @@ void do_status(jv line)
 		body = jv_object_set(body, jv_string("status"), merge_patch(stored, jv_copy(status)));
 		kube_response_release(&r);
 		if (write_request("PATCH", status_path, "application/merge-patch+json", body, &r) == 0) {
+			written_note(key, status, uid, &r);
 			emit(kop_result_ok("status", jv_copy(primary), kop_op_ref(jv_copy(obj)), r.code,
 					   jv_copy(r.body)));
 			kube_response_release(&r);
 			break;
 		}
 		if (r.code == 404 && object_gone(obj_path, uid)) {
+			written_forget(key);
 			emit(skipped(jv_copy(primary), kop_op_ref(jv_copy(obj)), 404, "deleted"));
 			kube_response_release(&r);
 			break;
@@ -278,5 +362,11 @@ out:
 	free(obj_path);
 	free(status_path);
 	free(who);
+	free(key);
 	kop_buf_release(&q);
+}
+
+void status_release(void)
+{
+	kop_hmap_release(&written, written_free);
 }
