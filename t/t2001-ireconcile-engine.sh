@@ -516,6 +516,51 @@ test_expect_success 'project as a list of fields: those there and not null, in t
 	test $(wc -l <keep.out) -eq 1
 '
 
+# A child's change that leaves both what the program sees of it (its
+# projection) and the object without its status alike gives the program
+# nothing new, and leaves nothing to apply: no reconcile.
+test_expect_success 'a child changed outside its projection, in its status alone: not reconciled for' '
+	rm -rf prog/quiet && mkdir prog/quiet &&
+	cat >prog/quiet/program.yml <<-\EOF &&
+	name: quiet
+	primary: {resource: widgets.test.example.org, apiVersion: test.example.org/v1, kind: Widget}
+	mapping: {labels: {name: test.example.org/widget}}
+	children:
+	  - {resource: configmaps, apiVersion: v1, kind: ConfigMap, project: [data.b, status.ready]}
+	sync: sync.jq
+	EOF
+	echo "{children: [.children[\"ConfigMap.v1\"][]], status: {ready: .children[\"ConfigMap.v1\"].c.status.ready}}" \
+		>prog/quiet/sync.jq &&
+	cm () { # RV DATA-A OTHER READY
+		printf "{\"type\":\"%s\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\",\"namespace\":\"t\",\"uid\":\"u2\",\"resourceVersion\":\"%s\",\"labels\":{\"test.example.org/widget\":\"w\"}},\"data\":{\"a\":\"%s\",\"b\":\"2\"},\"status\":{\"other\":%s,\"ready\":%s}}}\n" \
+			"$( test "$1" = 2 && echo ADDED || echo MODIFIED)" "$1" "$2" "$3" "$4"
+	} &&
+	mkfifo quiet.fifo &&
+	{ ( echo "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"test.example.org/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\",\"namespace\":\"t\",\"uid\":\"u1\",\"resourceVersion\":\"1\"}}}"
+	    cm 2 1 1 false
+	    echo "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Widget\",\"apiVersion\":\"test.example.org/v1\",\"metadata\":{\"resourceVersion\":\"2\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}"
+	    test_wait_for 30 test_has_reconciles quiet.err 1
+	    : outside the projection, not in the status: compared, so reconciled for
+	    cm 3 2 1 false
+	    test_wait_for 30 test_has_reconciles quiet.err 2
+	    : in the status, outside the projection: nothing
+	    cm 4 2 2 false
+	    cm 5 2 3 false
+	    sleep 1
+	    : in the projection
+	    cm 6 2 3 true
+	    test_wait_for 30 test_has_reconciles quiet.err 3
+	    sleep 1
+	  ) >quiet.fifo & } &&
+	timeout 60 ireconcile -v --now $NOW prog/quiet <quiet.fifo >quiet.out 2>quiet.err &&
+	wait &&
+	test_no_sanitizer_report quiet.err &&
+	test "$(test_reconciles quiet.err)" = 3 &&
+	jq -c "select(.op == \"status\") | .object.status" quiet.out >statuses &&
+	printf "{\"ready\":false}\n{\"ready\":true}\n" >expect &&
+	test_cmp expect statuses
+'
+
 test_expect_success 'project: an empty list, an empty key, a number: refused naming the entry (100)' '
 	for bad in "[]" "[spec..x]" "[[]]" "[spec, 5]" "5"
 	do

@@ -192,6 +192,8 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 		}
 		key = obj_key(av, kind, ns, name);
 		live = kop_hmap_get(&E.objs, key);
+		if (live && live->prim == p)
+			live->status_free = 0;	/* (known below, when it is compared) */
 		if (k->create_only) {
 			/* (adopt: false) one not seen yet is created, so that a namespace of
 			 * the same name made by anyone else is never taken over */
@@ -206,6 +208,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 		}
 		if (live && live->prim == p && jv_identical(jv_copy(c), jv_copy(view_of(ctx, live)))) {
 			/* Given back as it was seen: kept as it is. */
+			live->status_free = 1;
 			kop_hmap_put(desired, key, &one);
 			flight_forget(fkey);
 			goto next;
@@ -247,6 +250,8 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 				memcpy(d, p->radig[r], sizeof(d));
 			else
 				kop_program_applied_digest(objdig, p->obj->uid, d);
+			if (live && live->prim == p)
+				live->status_free = !status;
 		}
 		if (live && live->match_ok && !status && !memcmp(live->match, d, sizeof(d)) &&
 		    !memcmp(live->match_sdig, live->sdig, sizeof(d))) {

@@ -43,6 +43,7 @@ struct obj {
 	char *vtext;			/* child kinds with a `project`: what the program sees (NULL: text) */
 	size_t vlen;			/* its length as JSON */
 	size_t vzlen;			/* deflated: its length so (0: vtext is the JSON) */
+	unsigned char vdig[SHA256_DIGEST_LENGTH];	/* vtext: SHA-256 of its JSON */
 	unsigned char sdig[KOP_JSON_DIGEST_LEN];	/* digest without status and resourceVersion */
 	char *name, *ns, *uid;		/* ns and uid "" when none */
 	int deleting;			/* metadata.deletionTimestamp is set */
@@ -53,6 +54,10 @@ struct obj {
 	 * own digest without status was `match_sdig` (match_ok: known). */
 	int match_ok;
 	unsigned char match[KOP_JSON_DIGEST_LEN], match_sdig[KOP_JSON_DIGEST_LEN];
+	/* The last reconcile desired it without a status, or as it was seen: a
+	 * change of its status alone, outside what the program sees of it, is
+	 * nothing to reconcile (view.c). */
+	int status_free;
 	struct obj *prev, *next;	/* in prim->children */
 };
 

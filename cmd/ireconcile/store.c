@@ -208,6 +208,7 @@ void store_view(struct obj *o, jv v)
 	size_t zlen, len;
 	char *text = kop_json_dump_len(v, &len);
 
+	SHA256((const unsigned char *)text, len, o->vdig);
 	free(o->vtext);
 	o->vlen = len;
 	o->vzlen = 0;

@@ -126,6 +126,22 @@ static void forget_flights(const struct obj *o)
 	}
 }
 
+/* A write of o's on its way: its echo may decide what is pending. */
+static int in_flight(const struct obj *o)
+{
+	static const char *const ops[] = { "apply", "delete", "patch" };
+	size_t i;
+	int found = 0;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]) && !found; i++) {
+		char *fkey = join2(ops[i], o->key);
+
+		found = kop_hmap_get(&E.flights, fkey) != NULL;
+		free(fkey);
+	}
+	return found;
+}
+
 /* o leaves the view, unreconciled: its flights forgotten, parked when no selector picks its kind. */
 static void drop_obj(struct obj *o, const char *pkey)
 {
@@ -266,7 +282,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 	const char *rv;
 	char *text;
 	size_t tlen;
-	int fresh;
+	int fresh, relinked = 0, had_view, unseen = 0;
 
 	if (!name || !*name || !kind || !av) {
 		log_warn("line %zu: %s without %s; skipped", lineno, "an object",
@@ -338,6 +354,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		if (!o->prim || strcmp(o->prim->key, pkey)) {
 			struct prim *old = o->prim;
 
+			relinked = 1;
 			unlink_child(o);
 			enqueue(old);
 			link_child(o, prim_get(pkey, 1));
@@ -362,16 +379,26 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		}
 	}
 	o->kind = k;
+	had_view = o->vtext != NULL;
 	free(o->vtext);
 	o->vtext = NULL;
 	o->vzlen = 0;
 	if (k->role == KOP_ROLE_CHILD) {
-		/* Compared whole, seen by the program as projected. */
+		/* Compared whole, seen by the program as projected. A change
+		 * that leaves both alike (its status outside the projection)
+		 * gives the program nothing new and leaves nothing to apply:
+		 * unless a write of its own is on its way, or the program
+		 * desired it with a status, it reconciles nothing. */
 		jv v = projects(k) ? project(jv_copy(obj), lineno) : jv_invalid();
+		unsigned char ovdig[sizeof(o->vdig)], osdig[sizeof(o->sdig)];
 
+		memcpy(ovdig, o->vdig, sizeof(ovdig));
+		memcpy(osdig, o->sdig, sizeof(osdig));
 		if (jv_is_valid(v))
 			store_view(o, v);
 		child_digest(obj, o->sdig);
+		unseen = !fresh && !relinked && had_view && o->vtext && o->status_free &&
+			 !memcmp(ovdig, o->vdig, sizeof(ovdig)) && !memcmp(osdig, o->sdig, sizeof(osdig)) && !in_flight(o);
 	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
 		/* Its spec goes to the render program only (README: render). */
 		store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
@@ -425,7 +452,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		break;
 	default:
 		/* (one of several created together: once the last is seen) */
-		if (!fresh || !flight_landed(o))
+		if (!unseen && (!fresh || !flight_landed(o)))
 			enqueue(o->prim);
 	}
 	jv_free(obj);
