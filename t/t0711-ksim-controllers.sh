@@ -103,6 +103,22 @@ test_expect_success 'a pod that is not ready is listed as not ready' '
 		-n $NS endpointslices -l kubernetes.io/service-name=legacy
 '
 
+test_expect_success 'an Endpoints or EndpointSlice deleted while its Service stays is made again (a quiet namespace)' '
+	k create namespace quiet >/dev/null &&
+	k -n quiet run web --image=busybox:1.36 --labels=app=web >/dev/null &&
+	k -n quiet create service clusterip web --tcp=80:8080 -o json --dry-run=client |
+		jq ".spec.selector = {app: \"web\"}" | k -n quiet create -f - >/dev/null &&
+	ksim_wait_json 20 "(.subsets[0].addresses | length) == 1" -n quiet endpoints web &&
+	ksim_wait_json 20 ".items | length == 1 and (.[0].endpoints | length == 1)" \
+		-n quiet endpointslices -l kubernetes.io/service-name=web &&
+	sleep 1 &&
+	k -n quiet delete endpoints web >/dev/null &&
+	ksim_wait_json 20 "(.subsets[0].addresses | length) == 1" -n quiet endpoints web &&
+	k -n quiet delete endpointslices -l kubernetes.io/service-name=web >/dev/null &&
+	ksim_wait_json 20 ".items | length == 1 and (.[0].endpoints | length == 1)" \
+		-n quiet endpointslices -l kubernetes.io/service-name=web
+'
+
 test_expect_success 'when the Service goes, so do its Endpoints and EndpointSlice' '
 	k -n $NS delete svc legacy >/dev/null &&
 	ksim_wait_json 20 ".items | length == 0" -n $NS endpoints --field-selector metadata.name=legacy &&

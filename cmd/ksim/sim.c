@@ -39,6 +39,12 @@ static int64_t now_ms;
 static int refused;
 static jv whole_next;	/* namespaces whose next pass is whole (keys) */
 
+/* In a pass's set of uids, a key no uid can be: a pod, a Service, an
+ * Endpoints or EndpointSlice changed, for the endpoints controller (which
+ * goes over every Service of the namespace when it runs). */
+#define MARK_ENDPOINTS "#endpoints"
+
+
 static const char alphanums[] = "bcdfghjklmnpqrstvwxz2456789";
 
 
@@ -531,7 +537,8 @@ static void sync_namespace(const char *ns, int terminating, jv *g, jv only)
 		sim_cronjob_sync(ns);
 		sim_daemonset_sync(ns);
 		sim_rc_sync(ns);
-		sim_endpoints_sync(ns);
+		if (jv_get_kind(only) != JV_KIND_OBJECT || jv_object_has(jv_copy(only), jv_string(MARK_ENDPOINTS)))
+			sim_endpoints_sync(ns);
 	}
 	sim_defaults_sync(ns, terminating);
 	sim_pods_sync(ns, only, g[G_POD]);
@@ -748,7 +755,11 @@ static void *sim_loop(void *arg)
 				/* (a claim is bound for the pods that use it: every one of them looked at) */
 				mark(&dirty, !strcmp(ev.gr, "namespaces") ? ev.name : ev.ns, NULL, &ndirty);
 			} else if (relevant(ev.gr, ev.name, ev.type == KSIM_DELETED)) {
-				const char *uids[] = { ev.uid, ev.owner, ev.old_owner, NULL };
+				/* (a pod's or a Service's change is also the endpoints controller's, and so is
+				 * an Endpoints or EndpointSlice deleted) */
+				int ep = !strcmp(ev.gr, "pods") || !strcmp(ev.gr, "services") || !strcmp(ev.gr, "endpoints") ||
+					 !strcmp(ev.gr, "endpointslices.discovery.k8s.io");
+				const char *uids[] = { ev.uid, ev.owner, ev.old_owner, ep ? MARK_ENDPOINTS : "", NULL };
 
 				mark(&dirty, ev.ns, uids, &ndirty);
 			}
