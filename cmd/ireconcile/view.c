@@ -106,14 +106,16 @@ static void update_aggs_seen(struct prim *p, jv obj, int64_t now)
 	jv_free(obj);
 }
 
+/* The writes of an object that can be in flight (flight.c's keys: "op|objkey"). */
+static const char *const obj_ops[] = { "apply", "delete", "patch" };
+
 /* Operations on an object that is gone are no longer in flight. */
 static void forget_flights(const struct obj *o)
 {
-	static const char *const ops[] = { "apply", "delete", "patch" };
 	size_t i;
 
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		char *fkey = join2(ops[i], o->key);
+	for (i = 0; i < sizeof(obj_ops) / sizeof(obj_ops[0]); i++) {
+		char *fkey = join2(obj_ops[i], o->key);
 
 		flight_forget(fkey);
 		free(fkey);
@@ -129,12 +131,11 @@ static void forget_flights(const struct obj *o)
 /* A write of o's on its way: its echo may decide what is pending. */
 static int in_flight(const struct obj *o)
 {
-	static const char *const ops[] = { "apply", "delete", "patch" };
 	size_t i;
 	int found = 0;
 
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]) && !found; i++) {
-		char *fkey = join2(ops[i], o->key);
+	for (i = 0; i < sizeof(obj_ops) / sizeof(obj_ops[0]) && !found; i++) {
+		char *fkey = join2(obj_ops[i], o->key);
 
 		found = kop_hmap_get(&E.flights, fkey) != NULL;
 		free(fkey);
