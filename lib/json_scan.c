@@ -4,8 +4,10 @@
  * object a server answers a write with, its resourceVersion and uid), and a
  * watch event's type, object and identity (kop_json_event: what kwatch needs
  * to pass an object on as it came), and the texts of the values at a few
- * paths (kop_json_spans: the fields a kind's `project` list keeps), each for
- * a fraction of a whole parse. Whole texts are json_read.c's.
+ * paths (kop_json_spans: the fields a kind's `project` list keeps), and the
+ * texts of an array's elements (kop_json_elements: one object of ireconcile's
+ * kept render answer), each for a fraction of a whole parse. Whole texts are
+ * json_read.c's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -436,4 +438,42 @@ int kop_json_spans(const char *text, size_t len, jv paths, struct kop_json_span 
 out:
 	free(sp.keys);
 	return rc;
+}
+
+int kop_json_elements(const char *text, size_t len, struct kop_json_span *out, size_t max)
+{
+	struct scan s = { text, text + len };
+	size_t n = 0;
+
+	if (memchr(text, 0, len))
+		return -1;
+	skip_ws(&s);
+	if (s.p >= s.end || *s.p != '[')
+		return -1;
+	s.p++;
+	skip_ws(&s);
+	if (s.p < s.end && *s.p == ']') {
+		s.p++;
+		return walked_whole(&s, 0) < 0 ? -1 : 0;
+	}
+	for (;;) {
+		const char *b = s.p;
+
+		if (n >= max || skip_value(&s) < 0 || s.p == b)
+			return -1;
+		out[n].b = b;
+		out[n].n = (size_t)(s.p - b);
+		n++;
+		skip_ws(&s);
+		if (s.p < s.end && *s.p == ',') {
+			s.p++;
+			skip_ws(&s);
+			continue;
+		}
+		if (s.p < s.end && *s.p == ']') {
+			s.p++;
+			return walked_whole(&s, 0) < 0 ? -1 : (int)n;
+		}
+		return -1;
+	}
 }

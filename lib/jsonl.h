@@ -176,6 +176,13 @@ struct kop_json_span {
 	size_t n;
 };
 int kop_json_spans(const char *text, size_t len, jv paths, struct kop_json_span *out);
+/*
+ * The texts of the elements of the JSON array text (json_scan.c), at most
+ * max of them, in out: how many, or -1 when the text is not one array (or
+ * holds more than max, or a NUL byte). Of the elements, only the brackets
+ * and strings are checked: a whole parse of each says the rest.
+ */
+int kop_json_elements(const char *text, size_t len, struct kop_json_span *out, size_t max);
 /* Compact JSON text of v (consumed), heap-allocated: the bytes jv_dump_string(v, 0) would give. */
 char *kop_json_dump(jv v);
 /* The same, its length in *len. */

@@ -82,6 +82,47 @@ test_expect_success 'kop_json_meta reads the resourceVersion and uid a whole par
 	test_cmp want got
 '
 
+test_expect_success 'kop_json_elements: the texts of an array'"'"'s elements; what it cannot read right left to a whole parse' '
+	cat >in <<-\EOF &&
+	[{"a":[1,{"b":"]"}]},"x\"]",-1.5e3,true,null,[]]
+	 [ 1 , {"c":"d"} ]  
+	[]
+	[1,2,3]
+	[1,]
+	[1 2]
+	[1]]
+	{"a":1}
+	[{"a":1}
+	EOF
+	"$KOP_TEST_TOOL" json-elements 5 <in >got &&
+	cat >want <<-\EOF &&
+	-1
+	--
+	1
+	{"c":"d"}
+	--
+	--
+	1
+	2
+	3
+	--
+	-1
+	--
+	-1
+	--
+	-1
+	--
+	-1
+	--
+	-1
+	--
+	EOF
+	test_cmp want got &&
+	head -n 1 in | "$KOP_TEST_TOOL" json-elements 6 >got &&
+	printf "%s\n" "{\"a\":[1,{\"b\":\"]\"}]}" "\"x\\\"]\"" -1.5e3 true null "[]" -- >want &&
+	test_cmp want got
+'
+
 test_expect_success 'kop_json_meta leaves to a whole parse what it cannot read right' '
 	cat >in <<-\EOF &&
 	{"metadata":{"uid":"u1","resourceVersion":"7"},"spec":{"a":[1,{"b":"}"}],"c":"\"x"}}

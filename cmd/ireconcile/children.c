@@ -230,8 +230,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 					full = jv_copy(c);	/* sync saw it whole */
 			} else {
 				if (m >= 0) {
-					jv rf = jv_getpath(jv_copy(rendered_full(p, ctx)),
-							   JV_ARRAY(jv_string("desired"), jv_number(m)));
+					jv rf = rendered_object(p, ctx, m);
 
 					if (jv_get_kind(rf) != JV_KIND_OBJECT) {
 						/* (ctx->rfail) what sync saw is not the whole object */
@@ -263,7 +262,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 			goto next;
 		}
 		if (!jv_is_valid(full)) {
-			full = jv_getpath(jv_copy(rendered_full(p, ctx)), JV_ARRAY(jv_string("desired"), jv_number(r)));
+			full = rendered_object(p, ctx, r);
 			if (jv_get_kind(full) != JV_KIND_OBJECT) {
 				/* (ctx->rfail) left as it is: still desired, not pruned */
 				kop_hmap_put(desired, key, &one);

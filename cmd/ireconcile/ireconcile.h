@@ -181,6 +181,11 @@ struct rctx {
 	struct kop_hmap live;		/* objkey -> jv* (parsed, owned here) */
 	struct kop_hmap view;		/* the same, projected for the program (vtext) */
 	jv rfull;			/* rendered_full(), jv_invalid() until read */
+	/* rendered_object(): the kept answer's text, inflated once, and the
+	 * texts of its .desired (nrel of them; -1 until read, or unreadable) */
+	char *rtext;
+	struct kop_json_span *rel;
+	int nrel;
 	int64_t rerender_jq, rerender_fn;	/* time rendered_full() spent computing it again (us) */
 	int rfail;			/* rendered_full() could not compute it again: what it says */
 	char rfail_msg[KOP_ERRLEN + 64];	/* (room for err and what it is about) */
@@ -266,6 +271,7 @@ void store_text(struct obj *o, jv obj, const char *text, size_t len);
 void store_view(struct obj *o, jv v);
 jv parse_view(const struct obj *o);
 int same_text(const struct obj *o, const char *text, size_t len);
+char *inflate_text(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
 jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
 jv parse_obj(const struct obj *o);
 char *kind_deflate(const struct kop_kind *k, const char *text, size_t len, size_t *zlen);
@@ -318,6 +324,7 @@ void tidy_errors(struct prim *p, struct kop_hmap *desired);
 jv render_parent(jv parent);
 jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int *cached, char *err);
 jv rendered_full(struct prim *p, struct rctx *ctx);
+jv rendered_object(struct prim *p, struct rctx *ctx, int i);
 void render_keep(struct prim *p, struct rctx *ctx, int held);
 jv build_pending(struct prim *p, struct rctx *ctx, int64_t now);
 

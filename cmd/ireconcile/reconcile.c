@@ -4,6 +4,7 @@
  * The pieces are input.c's, cache.c's, children.c's and status.c's.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "ireconcile.h"
@@ -230,6 +231,9 @@ __attribute__((noinline)) void reconcile(struct prim *p, int64_t now)
 	kop_hmap_init(&ctx.live);
 	kop_hmap_init(&ctx.view);
 	ctx.rfull = jv_invalid();
+	ctx.rtext = NULL;
+	ctx.rel = NULL;
+	ctx.nrel = -1;
 	ctx.rerender_jq = ctx.rerender_fn = 0;
 	ctx.rfail = 0;
 	ctx.rfail_msg[0] = '\0';
@@ -240,6 +244,8 @@ __attribute__((noinline)) void reconcile(struct prim *p, int64_t now)
 	watchdog_mark(NULL);
 	jv_free(ctx.parent);
 	jv_free(ctx.rfull);
+	free(ctx.rtext);
+	free(ctx.rel);
 	kop_hmap_release(&ctx.live, parsed_free);
 	kop_hmap_release(&ctx.view, parsed_free);
 }

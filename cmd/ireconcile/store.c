@@ -166,32 +166,41 @@ int same_text(const struct obj *o, const char *text, size_t len)
 
 /* Inflates size bytes deflated as zlen at zin with the dictionary dict (NULL:
  * none: the one deflate_text was given; a dictionary never changes once
- * made) and parses them; jv_invalid() if unreadable. */
-jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict)
+ * made): the text, malloc'd and NUL-terminated, or NULL if unreadable. */
+char *inflate_text(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict)
 {
 	static z_stream z;
 	static int ready;
 	char *buf = kop_malloc(size + 1);
-	jv v = jv_invalid();
-	int r;
 
 	if (!ready) {
 		if (inflateInit2(&z, -15) != Z_OK)
-			goto out;
+			goto fail;
 		ready = 1;
 	} else if (inflateReset(&z) != Z_OK) {
-		goto out;
+		goto fail;
 	}
 	if (dict && dict->len && inflateSetDictionary(&z, dict->buf, (uInt)dict->len) != Z_OK)
-		goto out;
+		goto fail;
 	z.next_in = (Bytef *)(uintptr_t)zin;
 	z.avail_in = (uInt)zlen;
 	z.next_out = (Bytef *)buf;
 	z.avail_out = (uInt)size;
-	r = inflate(&z, Z_FINISH);
-	if (r == Z_STREAM_END && z.total_out == size)
-		v = kop_json_read(buf, size);
-out:
+	if (inflate(&z, Z_FINISH) == Z_STREAM_END && z.total_out == size) {
+		buf[size] = 0;
+		return buf;
+	}
+fail:
+	free(buf);
+	return NULL;
+}
+
+/* The same, parsed; jv_invalid() if unreadable. */
+jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict)
+{
+	char *buf = inflate_text(zin, zlen, size, dict);
+	jv v = buf ? kop_json_read(buf, size) : jv_invalid();
+
 	free(buf);
 	return v;
 }

@@ -143,6 +143,33 @@ static int cmd_json_meta(int argc, char **argv)
 	return 0;
 }
 
+/* json-elements MAX: each line of stdin through kop_json_elements: the elements' texts,
+ * one a line ("-1" when it leaves the text to a whole parse), then "--". */
+static int cmd_json_elements(int argc, char **argv)
+{
+	struct kop_json_span out[16];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	long max = argc > 1 ? strtol(argv[1], NULL, 10) : 16;
+
+	if (max < 0 || max > 16)
+		return 2;
+	while ((n = getline(&line, &cap, stdin)) > 0) {
+		int k, i;
+
+		if (line[n - 1] == '\n')
+			n--;
+		if ((k = kop_json_elements(line, (size_t)n, out, (size_t)max)) < 0)
+			printf("-1\n");
+		for (i = 0; i < k; i++)
+			printf("%.*s\n", (int)out[i].n, out[i].b);
+		printf("--\n");
+	}
+	free(line);
+	return 0;
+}
+
 /* json-keep FIELDS: each line of stdin, an object's text, read by
  * kop_json_keep_text ("-1" when it leaves it to a whole parse), and by a
  * whole parse and kop_json_keep ("whole: ..."), both written. */
@@ -358,6 +385,7 @@ static const struct test_cmd builtin_cmds[] = {
 	{ "jsonl-feed", cmd_jsonl_feed },
 	{ "json-meta", cmd_json_meta },
 	{ "json-keep", cmd_json_keep },
+	{ "json-elements", cmd_json_elements },
 	{ "json-dump-check", cmd_json_dump_check },
 	{ "json-read-check", cmd_json_read_check },
 	{ "json-digest", cmd_json_digest },
