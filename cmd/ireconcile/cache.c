@@ -268,8 +268,8 @@ jv rendered_full(struct prim *p, struct rctx *ctx)
  * jv_getpath(rendered_full(), ["desired", i]) gives it: from the kept
  * answer, only that object is parsed (its text found by a scan), since a
  * reconcile most often needs one or two of the twenty (a child changed, an
- * apply on its way), and parsing them all was an eighth of ireconcile's
- * time while instances converge. Otherwise rendered_full()'s.
+ * apply on its way), and parsing them all, each time, was some 6% of
+ * ireconcile's time while instances converge. Otherwise rendered_full()'s.
  */
 jv rendered_object(struct prim *p, struct rctx *ctx, int i)
 {

@@ -44,7 +44,6 @@ static jv whole_next;	/* namespaces whose next pass is whole (keys) */
  * goes over every Service of the namespace when it runs). */
 #define MARK_ENDPOINTS "#endpoints"
 
-
 static const char alphanums[] = "bcdfghjklmnpqrstvwxz2456789";
 
 
