@@ -356,6 +356,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 			struct prim *old = o->prim;
 
 			relinked = 1;
+			o->status_free = 0;	/* (its new primary's reconcile says) */
 			unlink_child(o);
 			enqueue(old);
 			link_child(o, prim_get(pkey, 1));

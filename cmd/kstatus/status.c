@@ -94,9 +94,10 @@ static jv skipped(jv primary, jv ref, long code, const char *why)
  * resourceVersion the write left: what is stored unless someone wrote
  * since. A status that comes without what is stored (ireconcile's view
  * still waits for the last one to come back) is written from it, without a
- * read. At most WRITTEN_MAX objects are remembered (then none, and so on).
+ * read. At most WRITTEN_MAX objects are remembered (then none, and so on:
+ * an object deleted stays until then, kstatus does not see deletions).
  */
-#define WRITTEN_MAX 100000
+#define WRITTEN_MAX 10000
 
 struct written {
 	char *status;		/* compact JSON */
