@@ -49,7 +49,8 @@ void report_fail(const char *what, jv primary, jv ref, const struct kube_respons
 void report_local(const char *what, jv primary, jv ref, long code, const char *reason, const char *msg);
 
 /* status.c */
-void do_status(jv line);
+/* line_key: the line's op_key when the caller has it (a window's), else NULL: worked out here */
+void do_status(jv line, const char *line_key);
 void status_release(void);	/* what it remembers of its writes */
 
 /* event.c */

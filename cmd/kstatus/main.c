@@ -87,7 +87,7 @@ static void handle(jv line)
 			emit(superseded(w->status));
 		w->status = line;
 	} else if (is_status) {
-		do_status(line);
+		do_status(line, key);
 		if (key)
 			win_open(key);
 	} else if (w && jv_is_valid(w->status)) {

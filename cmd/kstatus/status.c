@@ -212,13 +212,14 @@ static int write_known(jv line, const char *key, jv primary, jv obj, jv status, 
  * with the stored resourceVersion as a precondition; a 409 (the object
  * changed meanwhile) starts again with a fresh read.
  */
-void do_status(jv line)
+void do_status(jv line, const char *line_key)
 {
 	jv primary = kop_json_member(jv_copy(line), "primary"), obj = kop_json_member(jv_copy(line), "object"), status;
 	char *api_version = kop_json_str(obj, "apiVersion", NULL), *kind = kop_json_str(obj, "kind", NULL);
 	char *name = kop_json_str(obj, "metadata", "name"), *ns = kop_json_str(obj, "metadata", "namespace");
 	char *uid = kop_json_str(obj, "metadata", "uid"), *obj_path = NULL, *status_path = NULL, *who = NULL;
-	char *key = op_key(line, 1);
+	char *own_key = line_key ? NULL : op_key(line, 1);
+	const char *key = line_key ? line_key : own_key;
 	struct kube_resource res;
 	struct kop_backoff b;
 	char err[KOP_ERRLEN];
@@ -363,7 +364,7 @@ out:
 	free(obj_path);
 	free(status_path);
 	free(who);
-	free(key);
+	free(own_key);
 	kop_buf_release(&q);
 }
 

@@ -145,7 +145,7 @@ static int win_flush(struct window *w)
 	w->status = jv_invalid();
 	w->events = jv_array();
 	if (jv_is_valid(status))
-		do_status(status);
+		do_status(status, w->key);
 	else
 		jv_free(status);
 	write_events(events);
