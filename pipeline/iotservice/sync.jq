@@ -165,12 +165,15 @@ def iot_error_text:
     | ($runningPods | map(.metadata.name) | sort) as $running
     # a workload says its pods are ready before their own events are in: Available waits until each
     # desired workload's replicas are seen running (counted by its selector's component), so that
-    # its status names every pod (and is not written again a moment later)
-    | (reduce $runningPods[] as $pod ({}; .[$pod.metadata.labels.component // ""] += 1)) as $seen
-    | [$desired0[] | select(.kind == "Deployment" or .kind == "StatefulSet")
-       | (.spec.replicas // 1) as $r | ($seen[.spec.selector.matchLabels.component // ""] // 0) as $n
-       | select($n < $r) | "\(.kind) \(.metadata.name) has \($n) of \($r) pods seen running"] as $unseen
-    | ($imm.notReady + (if ($imm.notReady | length) == 0 then $unseen else [] end)) as $notReady
+    # its status names every pod (and is not written again a moment later); looked at only once
+    # nothing else is not ready
+    | (if ($imm.notReady | length) > 0 then $imm.notReady
+       else
+         (reduce $runningPods[] as $pod ({}; .[$pod.metadata.labels.component // ""] += 1)) as $seen
+         | [$desired0[] | select(.kind == "Deployment" or .kind == "StatefulSet")
+            | (.spec.replicas // 1) as $r | ($seen[.spec.selector.matchLabels.component // ""] // 0) as $n
+            | select($n < $r) | "\(.kind) \(.metadata.name) has \($n) of \($r) pods seen running"]
+       end) as $notReady
     | [($in.errors // [])[] | select((.op // "apply") == "apply" or .op == "delete" or .op == "patch"
                                      or (.op == "create" and ($nsState != "taken" or .ref.kind != "Namespace")))
        | iot_error_text] as $errors
