@@ -126,13 +126,15 @@ T ?= $(T_LONG) $(filter-out $(T_LONG),$(shell LC_ALL=C ls -r t/t[0-9]*.sh))
 # on the sanitizer build, but for ksim where it serves another tool's tests:
 # there the normal build's ksim (KOP_FIXTURE_KSIM) is the fixture, and ksim's
 # own scripts (t06NN, t07NN) run the sanitized one (t/lib-ksim.sh).
+# When a test fails, t/failures.sh says why once more after prove's summary:
+# a CI log that keeps only its tail then still shows it.
 ## check: install what the tests need, build, run every test (SANITIZE=1: the ASan+UBSan build)
 check: deps-test
 	@$(MAKE) --no-print-directory all
 	$(if $(SANITIZE),@$(MAKE) --no-print-directory SANITIZE= bin/ksim)
 	KOP_BIN=$(abspath $(BIN)) KOP_TEST_TOOL=$(abspath $(TEST_TOOL)) \
 	  KOP_SANITIZE=$(if $(SANITIZE),1,) $(if $(SANITIZE),KOP_FIXTURE_KSIM=$(abspath bin/ksim)) \
-	  $(PROVE) $(PROVE_OPTS) $(PROVE_EXEC) $(T)
+	  $(PROVE) $(PROVE_OPTS) $(PROVE_EXEC) $(T) || { sh t/failures.sh $(T); exit 1; }
 
 # A quick look at any one test: make test T=t/t1001-kwatch-basic.sh
 ## test: run the tests named by T (verbose), e.g. make test T=t/t0010-usage.sh

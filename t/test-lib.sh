@@ -66,8 +66,10 @@ test_expect_success () {
 	else
 		test_failed=$((test_failed + 1))
 		echo "not ok $test_count - $1" >&3
-		# on stderr, which prove shows without -v (a CI log then says why)
+		# on stderr, which prove shows without -v (a CI log then says why);
+		# kept for t/failures.sh, which says it again after the summary
 		tail -n 80 "$TRASH/.out.$test_count" | sed 's/^/#	/' >&4
+		{ echo "$test_count - $1"; tail -n 80 "$TRASH/.out.$test_count"; } >"$TRASH/.failed.$test_count"
 	fi
 }
 
