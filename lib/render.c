@@ -16,6 +16,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -773,6 +774,93 @@ static int resolve(struct resolution *r, jv v, jv *out, int depth, char *err)
 	}
 	*out = v;
 	return 0;
+}
+
+/* s (borrowed) as kop_fn_pack keeps it: a directive, or s itself. */
+static jv pack_string(jv s)
+{
+	const char *b = jv_string_value(s);
+	size_t n = (size_t)jv_string_length_bytes(jv_copy(s)), pad = 0, got;
+	unsigned char *raw;
+	char *again;
+	int len;
+	jv text;
+
+	if (n < KOP_FN_PACK_MIN || n % 4 || n > (size_t)INT_MAX)
+		return jv_copy(s);
+	pad = (b[n - 1] == '=') + (b[n - 2] == '=');
+	raw = kop_malloc(n / 4 * 3 + 1);
+	if ((len = EVP_DecodeBlock(raw, (const unsigned char *)b, (int)n)) < 0 || (size_t)len < pad) {
+		free(raw);
+		return jv_copy(s);
+	}
+	got = (size_t)len - pad;
+	/* kept only if it comes back byte for byte: canonical base64 of text jq keeps as it is */
+	text = jv_string_sized((const char *)raw, (int)got);
+	again = kop_base64(raw, got);
+	free(raw);
+	if ((size_t)jv_string_length_bytes(jv_copy(text)) != got || strcmp(again, b)) {
+		free(again);
+		jv_free(text);
+		return jv_copy(s);
+	}
+	free(again);
+	return JV_OBJECT(kop_json_key("$fn"), jv_string("base64"), kop_json_key("arg"), text);
+}
+
+jv kop_fn_pack(jv v)
+{
+	jv_kind kind = jv_get_kind(v);
+
+	if (kind == JV_KIND_STRING) {
+		jv p = pack_string(v);
+
+		jv_free(v);
+		return p;
+	}
+	if (kind == JV_KIND_ARRAY) {
+		int i, n = jv_array_length(jv_copy(v));
+
+		for (i = 0; i < n; i++) {
+			jv was = jv_array_get(jv_copy(v), i), item;
+			jv_kind wk = jv_get_kind(was);
+
+			if (wk != JV_KIND_OBJECT && wk != JV_KIND_ARRAY && wk != JV_KIND_STRING) {
+				jv_free(was);
+				continue;
+			}
+			item = kop_fn_pack(jv_copy(was));
+			/* (unchanged: no set, which would unshare a shared v) */
+			if (jv_identical(jv_copy(was), jv_copy(item)))
+				jv_free(item);
+			else
+				v = jv_array_set(v, i, item);
+			jv_free(was);
+		}
+		return v;
+	}
+	if (kind == JV_KIND_OBJECT) {
+		jv src = jv_copy(v);
+		int it;
+
+		for (it = jv_object_iter(src); jv_object_iter_valid(src, it); it = jv_object_iter_next(src, it)) {
+			jv was = jv_object_iter_value(src, it), item;
+			jv_kind wk = jv_get_kind(was);
+
+			if (wk != JV_KIND_OBJECT && wk != JV_KIND_ARRAY && wk != JV_KIND_STRING) {
+				jv_free(was);
+				continue;
+			}
+			item = kop_fn_pack(jv_copy(was));
+			if (jv_identical(jv_copy(was), jv_copy(item)))
+				jv_free(item);
+			else
+				v = jv_object_set(v, jv_object_iter_key(src, it), item);
+			jv_free(was);
+		}
+		jv_free(src);
+	}
+	return v;
 }
 
 int kop_fn_resolve(jv v, jv *out, char *err)

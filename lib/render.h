@@ -26,6 +26,17 @@ int kop_fn_call(const char *name, jv arg, jv *out, char *err);
  */
 int kop_fn_resolve(jv v, jv *out, char *err);
 
+/*
+ * The converse, for keeping a resolved value (consumed) small: every string
+ * of at least KOP_FN_PACK_MIN bytes that is the padded standard base64 of
+ * UTF-8 text becomes {"$fn": "base64", "arg": that text}, which
+ * kop_fn_resolve turns back into the very same string. (A resolved value
+ * holds no directive, so nothing else in it is taken for one.) Text that
+ * differs in a few names deflates to little; its base64 does not.
+ */
+#define KOP_FN_PACK_MIN 128
+jv kop_fn_pack(jv v);
+
 /* The YAML emitter itself (yaml.v2 style, 2-space indent, block style). Caller frees. */
 char *kop_yaml_emit(jv v, char *err);
 

@@ -92,7 +92,9 @@ test_expect_success 'schema: defaults, pruning, validation' '
 test_expect_success 'render: yaml.v2 output and directives' '
 	vg 0 yaml-render "$KOP_TEST_TOOL" yaml-render <"$T/t2101-iotservice-config/scalars.json" &&
 	echo "{\"a\":{\"\$fn\":\"md5\",\"arg\":\"x\"},\"b\":{\"\$fn\":\"base64\",\"arg\":\"y\"},\"c\":{\"\$fn\":\"yaml\",\"arg\":{\"k\":[1,\"2\"]}}}" >fn.json &&
-	vg 0 fn-resolve "$KOP_TEST_TOOL" fn-resolve <fn.json
+	vg 0 fn-resolve "$KOP_TEST_TOOL" fn-resolve <fn.json &&
+	jq -nc "{a: (\"x\" * 200 | @base64), b: [(\"\\u00e9t\\u00e9 \" * 40 | @base64), (\"y\" * 200)]}" >pack.json &&
+	vg 0 fn-resolve-pack "$KOP_TEST_TOOL" fn-resolve --pack <pack.json
 '
 
 test_expect_success 'the watch state machine: live stream, paged fallback, 410' '

@@ -132,6 +132,27 @@ test_expect_success 'an unknown function or a bad argument is an error naming it
 	grep "function .md5. needs a string, not array" err2
 '
 
+# ireconcile keeps a render answer packed (lib/render.h, kop_fn_pack): base64 of text as the
+# directive that makes it, which deflates to little; resolving it must give back every byte.
+test_expect_success 'packed, base64 of text is kept as the directive that makes it, and resolves to the same bytes' '
+	jq -c "{\"\$fn\": \"base64\", arg: {\"\$fn\": \"yaml\", arg: .}}" edge-v1.config.json >fn.json &&
+	"$KOP_TEST_TOOL" fn-resolve <fn.json >b64.json &&
+	short=$(printf hi | base64) &&
+	binary=$(printf "\377%.0s" $(seq 150) | base64 -w 0) &&
+	lined=$(base64 -w 76 "$IOT_VECTORS/edge-v1.config.yml" | head -n 3) &&
+	jq -c --arg short "$short" --arg binary "$binary" --arg lined "$lined" \
+		"{s: ., a: [1, ., {short: \$short}], binary: \$binary, unpadded: (.[0:-4] + .[-4:] | rtrimstr(\"=\")),
+		  lined: \$lined, plain: (\"not base64, \" * 20)}" b64.json >value.json &&
+	"$KOP_TEST_TOOL" fn-resolve --pack <value.json >packed.json &&
+	jq -e --rawfile text "$IOT_VECTORS/edge-v1.config.yml" --slurpfile v value.json "
+		\$v[0] as \$v | .s == {\"\$fn\": \"base64\", arg: \$text} and .a == [1, .s, {short: \$v.a[2].short}]
+		and ([.binary, .unpadded, .lined, .plain] == [\$v.binary, \$v.unpadded, \$v.lined, \$v.plain])
+		and (\$v.unpadded | length) % 4 != 0 and (\$v.lined | contains(\"\n\"))" packed.json &&
+	test "$(wc -c <packed.json)" -lt "$(wc -c <value.json)" &&
+	"$KOP_TEST_TOOL" fn-resolve <packed.json >resolved.json &&
+	test_cmp value.json resolved.json
+'
+
 test_expect_success 'quantities are canonicalised as the API server stores them' '
 	while read in want
 	do

@@ -118,10 +118,13 @@ static jv render_run(jv in, int64_t *us_jq, int64_t *us_fn, char *err)
 
 /* Keeps the render answer out (borrowed) in p->rendered, deflated (as jv the
  * desired children of an IoT instance take ~190 KB, as compact JSON ~34 KB,
- * deflated a few KB): 0 if it could not be. */
+ * deflated ~2 KB): 0 if it could not be. Its base64 strings are kept as the
+ * directives that make them (kop_fn_pack): an IoT instance's Secret is
+ * 17 KB of base64 of text, which deflates to 11 KB, its text to little
+ * (the first answer as dictionary holds the same text but for names). */
 static int render_store(struct prim *p, jv out)
 {
-	char *text = kop_json_dump_len(jv_copy(out), &p->rendered_len);
+	char *text = kop_json_dump_len(kop_fn_pack(jv_copy(out)), &p->rendered_len);
 
 	free(p->rendered);
 	p->rendered = NULL;
@@ -137,6 +140,23 @@ static int render_store(struct prim *p, jv out)
 	p->rendered_zlen = deflate_text(text, p->rendered_len, &p->rendered, &E.render_dict);
 	free(text);
 	return p->rendered_zlen != 0;
+}
+
+/* The value of the kept answer's text (packed by render_store) as it was: jv_invalid() if it is not one. */
+static jv kept_unpack(jv v)
+{
+	char err[KOP_ERRLEN];
+	jv out;
+
+	if (!jv_is_valid(v) || kop_fn_resolve(v, &out, err) < 0)
+		return jv_invalid();
+	return out;
+}
+
+/* The kept answer of p (p->rendered), parsed and unpacked. */
+static jv kept_answer(struct prim *p)
+{
+	return kept_unpack(inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, &E.render_dict));
 }
 
 /*
@@ -167,8 +187,7 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 		SHA256(both, sizeof(both), d);
 	}
 	if (p->render_valid && !memcmp(d, p->render_key, sizeof(d))) {
-		out = p->rview ? kop_json_read(p->rview, strlen(p->rview))
-			       : inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, &E.render_dict);
+		out = p->rview ? kop_json_read(p->rview, strlen(p->rview)) : kept_answer(p);
 		if (jv_is_valid(out)) {
 			jv_free(in);
 			*cached = 1;
@@ -245,7 +264,7 @@ jv rendered_full(struct prim *p, struct rctx *ctx)
 	if (jv_is_valid(ctx->rfull) || !p->render_valid || ctx->rfail)
 		return ctx->rfull;
 	if (p->rendered) {
-		ctx->rfull = inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, &E.render_dict);
+		ctx->rfull = kept_answer(p);
 		return ctx->rfull;
 	}
 	ctx->rfull = render_run(render_input_parent(p, ctx, render_input()), &ctx->rerender_jq, &ctx->rerender_fn, err);
@@ -286,7 +305,7 @@ jv rendered_object(struct prim *p, struct rctx *ctx, int i)
 			jv_free(paths);
 		}
 		if (ctx->nrel == p->nrdig) {
-			jv o = kop_json_read(ctx->rel[i].b, ctx->rel[i].n);
+			jv o = kept_unpack(kop_json_read(ctx->rel[i].b, ctx->rel[i].n));
 
 			if (jv_get_kind(o) == JV_KIND_OBJECT)
 				return o;

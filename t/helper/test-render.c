@@ -6,6 +6,8 @@
  *                                            each value (FILTER's output for it: values then
  *                                            shared as jq shares them) with its {"$fn"}
  *                                            directives resolved
+ *   test-tool fn-resolve --pack < values.jsonl
+ *                                            each value packed (kop_fn_pack)
  * Exit 0, 1 when a function failed (message on stderr), 2 on bad usage or input.
  */
 #include <stdio.h>
@@ -89,15 +91,17 @@ static int cmd_fn_resolve(int argc, char **argv)
 	struct kop_jsonl r;
 	struct kop_jq *q = NULL;
 	char err[KOP_ERRLEN];
-	int bad = 0;
+	int bad = 0, pack = 0;
 
-	if (argc == 3 && !strcmp(argv[1], "--jq")) {
+	if (argc == 2 && !strcmp(argv[1], "--pack")) {
+		pack = 1;
+	} else if (argc == 3 && !strcmp(argv[1], "--jq")) {
 		if (!(q = kop_jq_compile(argv[2], "--jq", jv_null(), jv_null(), err))) {
 			fprintf(stderr, "error: %s\n", err);
 			return 2;
 		}
 	} else if (argc != 1) {
-		fprintf(stderr, "usage: test-tool fn-resolve [--jq FILTER] < values.jsonl\n");
+		fprintf(stderr, "usage: test-tool fn-resolve [--jq FILTER | --pack] < values.jsonl\n");
 		return 2;
 	}
 	kop_jsonl_init(&r, 0);
@@ -110,6 +114,10 @@ static int cmd_fn_resolve(int argc, char **argv)
 			if (q && kop_jq_run1(q, v, &v, err)) {
 				fprintf(stderr, "error: line %zu: %s\n", line, err);
 				bad = 2;
+				continue;
+			}
+			if (pack) {
+				kop_jsonl_write(stdout, kop_fn_pack(v));
 				continue;
 			}
 			if (kop_fn_resolve(v, &out, err)) {
