@@ -24,19 +24,27 @@ void kop_hmap_init(struct kop_hmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
+void kop_hmap_borrow_keys(struct kop_hmap *m)
+{
+	m->borrowed = 1;
+}
+
 void kop_hmap_release(struct kop_hmap *m, void (*free_val)(void *))
 {
 	size_t i;
+	int borrowed = m->borrowed;
 
 	for (i = 0; i < m->cap; i++) {
 		if (!m->ents[i].key || m->ents[i].key == KOP_HMAP_TOMB)
 			continue;
-		free(m->ents[i].key);
+		if (!borrowed)
+			free(m->ents[i].key);
 		if (free_val)
 			free_val(m->ents[i].val);
 	}
 	free(m->ents);
 	kop_hmap_init(m);
+	m->borrowed = borrowed;
 }
 
 /* The slot holding key, or -1. */
@@ -92,6 +100,8 @@ void *kop_hmap_put(struct kop_hmap *m, const char *key, void *val)
 	if (i >= 0) {
 		void *old = m->ents[i].val;
 
+		if (m->borrowed)
+			m->ents[i].key = (char *)key;
 		m->ents[i].val = val;
 		return old;
 	}
@@ -101,7 +111,7 @@ void *kop_hmap_put(struct kop_hmap *m, const char *key, void *val)
 		;
 	if (!m->ents[j].key)
 		m->used++;
-	m->ents[j].key = kop_strdup(key);
+	m->ents[j].key = m->borrowed ? (char *)key : kop_strdup(key);
 	m->ents[j].hash = h;
 	m->ents[j].val = val;
 	m->len++;
@@ -116,7 +126,8 @@ void *kop_hmap_remove(struct kop_hmap *m, const char *key)
 	if (i < 0)
 		return NULL;
 	v = m->ents[i].val;
-	free(m->ents[i].key);
+	if (!m->borrowed)
+		free(m->ents[i].key);
 	m->ents[i].key = KOP_HMAP_TOMB;
 	m->ents[i].val = NULL;
 	m->len--;

@@ -2,8 +2,9 @@
 #define KOP_HMAP_H
 /*
  * A string-keyed hash map of pointers (open addressing, linear probing).
- * The map owns copies of its keys; values are borrowed pointers the caller
- * owns (kop_hmap_release can free them). Iteration order is unspecified.
+ * The map owns copies of its keys (unless told to borrow them); values are
+ * borrowed pointers the caller owns (kop_hmap_release can free them).
+ * Iteration order is unspecified.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -19,10 +20,18 @@ struct kop_hmap {
 	size_t cap;		/* a power of two, or 0 */
 	size_t len;		/* live entries */
 	size_t used;		/* live + deleted slots */
+	int borrowed;		/* keys are the caller's (kop_hmap_borrow_keys) */
 };
-#define KOP_HMAP_INIT { NULL, 0, 0, 0 }
+#define KOP_HMAP_INIT { NULL, 0, 0, 0, 0 }
 
 void kop_hmap_init(struct kop_hmap *m);
+/*
+ * From now on m (empty) keeps the keys it is given, not copies: each must
+ * stay alive and unchanged while its entry is in m (a value's own key, say,
+ * for a value freed only once removed). A put of a key already in m keeps
+ * the new pointer. Kept by kop_hmap_release.
+ */
+void kop_hmap_borrow_keys(struct kop_hmap *m);
 /* Frees the keys and the table; free_val (may be NULL) is called on each value. */
 void kop_hmap_release(struct kop_hmap *m, void (*free_val)(void *));
 void *kop_hmap_get(const struct kop_hmap *m, const char *key);

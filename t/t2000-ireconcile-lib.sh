@@ -11,6 +11,13 @@ do
 	'
 done
 
+# ireconcile's view keys its objects by their own keys, borrowed (kop_hmap_borrow_keys)
+test_expect_success 'hash map borrowing its keys: each entry holds the very key put, none freed by the map' '
+	"$KOP_TEST_TOOL" hmap-stress --borrow 200000 4 >out &&
+	echo ok >expect &&
+	test_cmp expect out
+'
+
 test_expect_success 'desired is a subset of live: objects by key, arrays by position, null = absent' '
 	"$KOP_TEST_TOOL" json-subset <"$FIXTURES/subset.jsonl" >out &&
 	test_cmp "$FIXTURES/subset.expect" out

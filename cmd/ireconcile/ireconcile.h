@@ -78,7 +78,9 @@ struct prim {
 	unsigned char render_key[KOP_JSON_DIGEST_LEN];	/* of the render program's last input */
 	unsigned char *rendered;	/* its output, directives resolved, compact JSON deflated (NULL: not kept) */
 	size_t rendered_zlen, rendered_len;	/* deflated and original sizes */
-	char *rview;			/* its answer as sync sees it, when projected (NULL: as it is) */
+	char *rview;			/* its answer as sync sees it, when projected (NULL: as it is),
+					   compact JSON deflated (E.rview_dict) */
+	size_t rview_zlen, rview_len;	/* deflated and original sizes */
 	char *status_sent;		/* the last status written, compact JSON (NULL: none) */
 	int64_t status_at;		/* when a status was last written, monotonic ms; 0 = never */
 	/* While it is on its way (status_flight), the statuses the stored one may
@@ -152,6 +154,7 @@ struct engine {
 	} *dicts;			/* [0]: the primary's, [1 + i]: E.prog.kinds[i]'s */
 	struct zdict *vdicts;		/* the same for what the program sees of them (vtext) */
 	struct zdict render_dict;	/* the render answers': the first one's last 32 KB */
+	struct zdict rview_dict;	/* what sync sees of them (struct prim's rview): the same */
 	const char *now;
 	const char *event_text;		/* the text of the value handle_event is given when it is one
 					   compact line (reader.c), event_len bytes; else NULL */
@@ -271,6 +274,7 @@ void store_text(struct obj *o, jv obj, const char *text, size_t len);
 void store_view(struct obj *o, jv v);
 jv parse_view(const struct obj *o);
 int same_text(const struct obj *o, const char *text, size_t len);
+const struct zdict *dict_made(struct zdict *d, const char *text, size_t len);
 char *inflate_text(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
 jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
 jv parse_obj(const struct obj *o);

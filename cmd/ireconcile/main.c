@@ -341,6 +341,9 @@ int main(int argc, char **argv)
 	kop_hmap_init(&E.objs);
 	kop_hmap_init(&E.prims);
 	kop_hmap_init(&E.related);
+	/* (an object is keyed by its own key, and freed only once out of both) */
+	kop_hmap_borrow_keys(&E.objs);
+	kop_hmap_borrow_keys(&E.related);
 	kop_hmap_init(&E.flights);
 	E.related_cache = jv_invalid();
 	E.aggs_cache = jv_invalid();
@@ -376,6 +379,7 @@ int main(int argc, char **argv)
 	free(E.dicts);
 	free(E.vdicts);
 	free(E.render_dict.buf);
+	free(E.rview_dict.buf);
 	kop_program_release(&E.prog);
 	if (E.shard) {
 		kop_shard_free(E.shard);

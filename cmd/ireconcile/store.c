@@ -90,7 +90,7 @@ static struct zdict *vdict_of(const struct kop_kind *k)
 }
 
 /* d, made from text (its last 32 KB) if it is not yet. */
-static const struct zdict *dict_made(struct zdict *d, const char *text, size_t len)
+const struct zdict *dict_made(struct zdict *d, const char *text, size_t len)
 {
 	if (!d->buf) {
 		if (len > 32768) {

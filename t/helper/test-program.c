@@ -1,6 +1,8 @@
 /*
  * test-tool commands for lib/hmap.c and lib/program.c:
- *   test-tool hmap-stress N SEED      N random puts/removes checked against a plain array; prints "ok"
+ *   test-tool hmap-stress [--borrow] N SEED
+ *                                   N random puts/removes checked against a plain array; prints "ok"
+ *                                   (--borrow: the map borrows its keys, each the very pointer put)
  *   test-tool json-subset [--fp] < pairs.jsonl   each line [desired, live] -> true or false
  *                                   (--fp: live fingerprinted first, compared by kop_json_subset_fp)
  *   test-tool json-fingerprint < values.jsonl   each value fingerprinted, compact, then
@@ -24,19 +26,23 @@ static int cmd_hmap_stress(int argc, char **argv)
 	struct kop_hmap m = KOP_HMAP_INIT;
 	long n, keys = 997, i;
 	long *ref;
-	int rc = 0;
+	char (*tab)[32];
+	int rc = 0, borrow = argc == 4 && !strcmp(argv[1], "--borrow");
 
-	if (argc != 3)
+	if (argc != 3 + borrow)
 		return 2;
-	n = atol(argv[1]);
-	srandom((unsigned)atol(argv[2]));
+	n = atol(argv[1 + borrow]);
+	srandom((unsigned)atol(argv[2 + borrow]));
+	if (borrow)
+		kop_hmap_borrow_keys(&m);
 	ref = kop_calloc((size_t)keys, sizeof(*ref));	/* 0 = absent, else the value */
+	tab = kop_calloc((size_t)keys, sizeof(*tab));	/* the keys, borrowed (their copies in turn when not) */
 	for (i = 0; i < n && !rc; i++) {
 		long k = random() % keys, op = random() % 3;
-		char key[32];
+		char *key = tab[k];
 		void *old;
 
-		snprintf(key, sizeof(key), "key-%ld", k);
+		snprintf(key, sizeof(*tab), "key-%ld", k);
 		if (op < 2) {
 			old = kop_hmap_put(&m, key, (void *)(i + 1));
 			if ((long)old != ref[k])
@@ -62,14 +68,17 @@ static int cmd_hmap_stress(int argc, char **argv)
 			long k = atol(key + 4);
 
 			seen++;
-			if (ref[k] != (long)v)
+			if (ref[k] != (long)v || (borrow ? key != tab[k] : key == tab[k]))
 				rc = 1;
 		}
 		if (seen != want || m.len != want)
 			rc = 1;
 	}
 	kop_hmap_release(&m, NULL);
+	if (borrow != m.borrowed)
+		rc = 1;
 	free(ref);
+	free(tab);
 	puts(rc ? "mismatch" : "ok");
 	return rc;
 }
