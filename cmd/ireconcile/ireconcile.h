@@ -45,10 +45,11 @@ struct obj {
 	size_t vzlen;			/* deflated: its length so (0: vtext is the JSON) */
 	unsigned char vdig[SHA256_DIGEST_LENGTH];	/* vtext: SHA-256 of its JSON */
 	unsigned char sdig[KOP_JSON_DIGEST_LEN];	/* digest without status and resourceVersion */
-	char *name, *ns, *uid;		/* ns and uid "" when none */
+	char *meta;			/* the texts of the five below, one allocation (set_meta) */
+	const char *name, *ns, *uid;	/* ns and uid "" when none */
 	int deleting;			/* metadata.deletionTimestamp is set */
-	char *rv;			/* metadata.resourceVersion ("" when none) */
-	char *owner_uid;		/* controller reference's uid when mapped by owner reference */
+	const char *rv;			/* metadata.resourceVersion ("" when none) */
+	const char *owner_uid;		/* controller reference's uid when mapped by owner reference (or NULL) */
 	struct prim *prim;		/* children and observed: their primary */
 	/* It held every field of the desired object of digest `match` when its
 	 * own digest without status was `match_sdig` (match_ok: known). */

@@ -15,13 +15,34 @@ void obj_free(void *v)
 
 	free(o->key);
 	free(o->text);
-	free(o->name);
-	free(o->ns);
-	free(o->uid);
-	free(o->rv);
-	free(o->owner_uid);
+	free(o->meta);
 	free(o->vtext);
 	free(o);
+}
+
+/* o's resourceVersion, name, namespace, uid and owner's uid (NULL: none),
+ * copied into one allocation (each is small: five would take twice the
+ * memory); any of them may point into the one they replace. */
+static void set_meta(struct obj *o, const char *rv, const char *name, const char *ns, const char *uid,
+		     const char *owner_uid)
+{
+	const char *src[5] = { rv, name, ns, uid, owner_uid ? owner_uid : "" };
+	const char **dst[5] = { &o->rv, &o->name, &o->ns, &o->uid, &o->owner_uid };
+	size_t len[5], total = 0, i;
+	char *m, *at;
+
+	for (i = 0; i < 5; i++)
+		total += (len[i] = strlen(src[i])) + 1;
+	at = m = kop_malloc(total);
+	for (i = 0; i < 5; i++) {
+		memcpy(at, src[i], len[i] + 1);
+		*dst[i] = at;
+		at += len[i] + 1;
+	}
+	if (!owner_uid)
+		o->owner_uid = NULL;
+	free(o->meta);
+	o->meta = m;
 }
 
 static void unlink_child(struct obj *o)
@@ -281,9 +302,9 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 	struct obj *o;
 	char *key;
 	const char *rv;
-	char *text;
+	char *text, *new_owner = NULL;
 	size_t tlen;
-	int fresh, relinked = 0, had_view, unseen = 0;
+	int fresh, relinked = 0, had_view, unseen = 0, owner_set = 0;
 
 	if (!name || !*name || !kind || !av) {
 		log_warn("line %zu: %s without %s; skipped", lineno, "an object",
@@ -361,8 +382,8 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 			enqueue(old);
 			link_child(o, prim_get(pkey, 1));
 		}
-		free(o->owner_uid);
-		o->owner_uid = owner_uid;
+		new_owner = owner_uid;	/* (set_meta, below) */
+		owner_set = 1;
 		free(pkey);
 		if (k->create_only) {
 			/* Its create (adopt: false) landed, or one of its name is there: no longer in flight. */
@@ -407,14 +428,9 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 	}
 	store_text(o, obj, text, tlen);
 	free(text);
-	free(o->rv);
-	o->rv = kop_strdup(rv ? rv : "");
-	free(o->name);
-	o->name = kop_strdup(name);
-	free(o->ns);
-	o->ns = kop_strdup(ns ? ns : "");
-	free(o->uid);
-	o->uid = kop_strdup(meta(obj, "uid") ? meta(obj, "uid") : "");
+	set_meta(o, rv ? rv : "", name, ns ? ns : "", meta(obj, "uid") ? meta(obj, "uid") : "",
+		 owner_set ? new_owner : o->owner_uid);
+	free(new_owner);
 	o->deleting = has_meta(obj, "deletionTimestamp");
 	switch (k->role) {
 	case KOP_ROLE_PRIMARY: {
