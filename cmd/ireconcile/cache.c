@@ -377,7 +377,7 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 		pending = 1;	/* not changed since */
 		goto out;
 	}
-	if (o->match_ok && !memcmp(o->match, f->memo, sizeof(f->memo)) && !memcmp(o->match_sdig, o->sdig, sizeof(o->sdig))) {
+	if (o->match_ok && !memcmp(o->match, f->memo, sizeof(o->match)) && !memcmp(o->match_sdig, o->sdig, sizeof(o->sdig))) {
 		flight_forget(fkey);
 		goto out;
 	}

@@ -252,8 +252,8 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 			if (live && live->prim == p)
 				live->status_free = !status;
 		}
-		if (live && live->match_ok && !status && !memcmp(live->match, d, sizeof(d)) &&
-		    !memcmp(live->match_sdig, live->sdig, sizeof(d))) {
+		if (live && live->match_ok && !status && !memcmp(live->match, d, sizeof(live->match)) &&
+		    !memcmp(live->match_sdig, live->sdig, sizeof(live->sdig))) {
 			/* Seen equal before, and neither has changed since but for its status. */
 			kop_hmap_put(desired, key, &one);
 			flight_forget(fkey);
@@ -294,8 +294,8 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 		kop_hmap_put(desired, key, &one);
 		if (live && live_holds(ctx, live, full)) {
 			live->match_ok = 1;
-			memcpy(live->match, d, sizeof(d));
-			memcpy(live->match_sdig, live->sdig, sizeof(d));
+			memcpy(live->match, d, sizeof(live->match));
+			memcpy(live->match_sdig, live->sdig, sizeof(live->match_sdig));
 			flight_forget(fkey);
 			if (r >= 0 && !status)	/* (one with a status is compared whole every time) */
 				hold[r] = 1;

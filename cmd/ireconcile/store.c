@@ -145,7 +145,12 @@ void store_text(struct obj *o, jv obj, const char *text, size_t len)
 			o->zlen = zlen;
 			o->slen = slen;
 			o->fp = o->kind->role == KOP_ROLE_CHILD;
-			SHA256((const unsigned char *)text, len, o->tdig);
+			{
+				unsigned char d[SHA256_DIGEST_LENGTH];
+
+				SHA256((const unsigned char *)text, len, d);
+				memcpy(o->tdig, d, sizeof(o->tdig));
+			}
 			free(fptext);
 			return;
 		}
@@ -161,7 +166,7 @@ int same_text(const struct obj *o, const char *text, size_t len)
 	if (!o->zlen)
 		return !memcmp(o->text, text, len);
 	SHA256((const unsigned char *)text, len, d);
-	return !memcmp(d, o->tdig, sizeof(d));
+	return !memcmp(d, o->tdig, sizeof(o->tdig));
 }
 
 /* Inflates size bytes deflated as zlen at zin with the dictionary dict (NULL:
@@ -217,7 +222,12 @@ void store_view(struct obj *o, jv v)
 	size_t zlen, len;
 	char *text = kop_json_dump_len(v, &len);
 
-	SHA256((const unsigned char *)text, len, o->vdig);
+	{
+		unsigned char d[SHA256_DIGEST_LENGTH];
+
+		SHA256((const unsigned char *)text, len, d);
+		memcpy(o->vdig, d, sizeof(o->vdig));
+	}
 	free(o->vtext);
 	o->vlen = len;
 	o->vzlen = 0;
