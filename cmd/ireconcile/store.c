@@ -43,13 +43,19 @@ void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN])
  * (NULL: none): its size, 0 on failure. One stream serves every call:
  * deflateInit allocates ~270 KB each time. Raw deflate: no zlib header nor
  * Adler-32 (a tenth of the work with a dictionary, which it sums too); the
- * text's length and digest are kept beside it. */
+ * text's length and digest are kept beside it. The stream writes into a
+ * scratch buffer kept for the next call, and the result is allocated at its
+ * size: a block allocated at the bound and shrunk would leave a free piece
+ * behind each text kept, among the view's blocks, which the heap cannot
+ * give back. */
 size_t deflate_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict)
 {
 	static z_stream z;
 	static int ready;
+	static struct kop_buf scratch = KOP_BUF_INIT;
 	uLong cap;
 
+	*out = NULL;
 	if (!ready) {
 		if (deflateInit2(&z, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 			return 0;
@@ -60,17 +66,18 @@ size_t deflate_text(const char *in, size_t len, unsigned char **out, const struc
 	if (dict && dict->len && deflateSetDictionary(&z, dict->buf, (uInt)dict->len) != Z_OK)
 		return 0;
 	cap = deflateBound(&z, (uLong)len);
-	*out = kop_malloc(cap);
+	scratch.len = 0;
+	kop_buf_grow(&scratch, cap);
 	z.next_in = (Bytef *)(uintptr_t)in;
 	z.avail_in = (uInt)len;
-	z.next_out = *out;
+	z.next_out = (Bytef *)scratch.buf;
 	z.avail_out = (uInt)cap;
-	if (deflate(&z, Z_FINISH) != Z_STREAM_END || !z.total_out) {
-		free(*out);
-		*out = NULL;
+	if (deflate(&z, Z_FINISH) != Z_STREAM_END || !z.total_out)
 		return 0;
-	}
-	*out = kop_realloc(*out, z.total_out);
+	*out = kop_malloc(z.total_out);
+	memcpy(*out, scratch.buf, z.total_out);
+	if (scratch.cap > (1u << 20))
+		kop_buf_release(&scratch);	/* (an answer that large is rare: not kept) */
 	return z.total_out;
 }
 
