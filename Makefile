@@ -106,6 +106,7 @@ deps-test:
 	@scripts/deps.sh --test
 
 PROVE ?= prove
+comma := ,
 # Three scripts at once on two cores: the scripts wait on servers and timers
 # for a third of their time, which a third job fills.
 PROVE_OPTS ?= -j3 --timer
@@ -132,7 +133,8 @@ T ?= $(T_LONG) $(filter-out $(T_LONG),$(shell LC_ALL=C ls -r t/t[0-9]*.sh))
 check: deps-test
 	@$(MAKE) --no-print-directory all
 	$(if $(SANITIZE),@$(MAKE) --no-print-directory SANITIZE= bin/ksim)
-	KOP_BIN=$(abspath $(BIN)) KOP_TEST_TOOL=$(abspath $(TEST_TOOL)) \
+	@echo "$(PROVE) $(PROVE_OPTS) $(PROVE_EXEC) ($(words $(T)) scripts$(if $(SANITIZE),$(comma) the sanitizer build))"
+	@KOP_BIN=$(abspath $(BIN)) KOP_TEST_TOOL=$(abspath $(TEST_TOOL)) \
 	  KOP_SANITIZE=$(if $(SANITIZE),1,) $(if $(SANITIZE),KOP_FIXTURE_KSIM=$(abspath bin/ksim)) \
 	  $(PROVE) $(PROVE_OPTS) $(PROVE_EXEC) $(T) || { sh t/failures.sh $(T); exit 1; }
 

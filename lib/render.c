@@ -795,11 +795,12 @@ static jv pack_string(jv s)
 		return jv_copy(s);
 	}
 	got = (size_t)len - pad;
-	/* kept only if it comes back byte for byte: canonical base64 of text jq keeps as it is */
+	/* kept only if it comes back byte for byte (what resolving will encode is
+	 * the string jq keeps, which replaces bytes that are not UTF-8) */
 	text = jv_string_sized((const char *)raw, (int)got);
-	again = kop_base64(raw, got);
 	free(raw);
-	if ((size_t)jv_string_length_bytes(jv_copy(text)) != got || strcmp(again, b)) {
+	again = kop_base64(jv_string_value(text), (size_t)jv_string_length_bytes(jv_copy(text)));
+	if (strcmp(again, b)) {
 		free(again);
 		jv_free(text);
 		return jv_copy(s);

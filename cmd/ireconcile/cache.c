@@ -169,7 +169,11 @@ static jv kept_unpack(jv v)
 	char err[KOP_ERRLEN];
 	jv out;
 
-	if (!jv_is_valid(v) || kop_fn_resolve(v, &out, err) < 0)
+	if (!jv_is_valid(v)) {
+		jv_free(v);	/* (its message, if any) */
+		return jv_invalid();
+	}
+	if (kop_fn_resolve(v, &out, err) < 0)
 		return jv_invalid();
 	return out;
 }
