@@ -32,7 +32,7 @@ void kop_hmap_init(struct kop_hmap *m);
  * the new pointer. Kept by kop_hmap_release.
  */
 void kop_hmap_borrow_keys(struct kop_hmap *m);
-/* Frees the keys and the table; free_val (may be NULL) is called on each value. */
+/* Frees the keys (unless borrowed) and the table; free_val (may be NULL) is called on each value. */
 void kop_hmap_release(struct kop_hmap *m, void (*free_val)(void *));
 void *kop_hmap_get(const struct kop_hmap *m, const char *key);
 /* Sets key to val (not NULL); returns the value it replaces, or NULL. */

@@ -1,8 +1,8 @@
 #!/bin/sh
 # After a failed run of the tests (make check): what each failed test said,
 # its last lines, once more at the very end of the output, where a CI log
-# that keeps only its tail still shows why (prove prints it among the
-# others, as each script ends).
+# that keeps only its tail still shows why (test-lib.sh prints them on
+# stderr as the test fails, among the other scripts' lines).
 #
 #   t/failures.sh t/tNNNN-name.sh...
 #
@@ -18,13 +18,13 @@ for t in "$@"; do
 	name=${name%.sh}
 	trash=$dir/trash.$name
 	test -d "$trash" || continue
-	found=
-	for f in "$trash"/.failed.*; do
-		test -f "$f" || continue
-		found=1
+	# (in the order of the tests: .failed.2 before .failed.10)
+	ls -A "$trash" | sed -n "s/^[.]failed[.]\([0-9]*\)\$/\1/p" | sort -n | while read -r n; do
+		f=$trash/.failed.$n
 		echo "# $name: not ok $(head -n 1 "$f")"
 		sed 1d "$f" | tail -n "$lines" | cut -c 1-200 | sed 's/^/#	/'
 	done
-	test -n "$found" || echo "# $name: failed outside a test, or was killed (t/trash.$name is left)"
+	ls -A "$trash" | grep -q "^[.]failed[.]" ||
+		echo "# $name: failed outside a test, or was killed (t/trash.$name is left)"
 done
 exit 0

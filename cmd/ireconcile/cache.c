@@ -247,7 +247,7 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 	}
 	memcpy(p->render_key, d, sizeof(d));
 	ctx->rfull = jv_copy(out);
-	/* What sync reads of it, small enough to keep as it is. */
+	/* What sync reads of it, kept for as long as p is (rview_store). */
 	view = render_view(jv_copy(out));
 	if (!jv_is_valid(view)) {
 		/* Sync sees the answer as computed: that is what is kept. */

@@ -83,7 +83,8 @@ struct prim {
 	unsigned char pdig[KOP_JSON_DIGEST_LEN];	/* of render_parent(the object), as it arrived */
 	int render_valid;		/* render_key, rview, rdig, rstat (and radig) describe the last answer */
 	unsigned char render_key[KOP_JSON_DIGEST_LEN];	/* of the render program's last input */
-	unsigned char *rendered;	/* its output, directives resolved, compact JSON deflated (NULL: not kept) */
+	unsigned char *rendered;	/* its output, directives resolved, then packed (kop_fn_pack: read it
+					   through cache.c's kept_answer), compact JSON deflated (NULL: not kept) */
 	size_t rendered_zlen, rendered_len;	/* deflated and original sizes */
 	char *rview;			/* its answer as sync sees it, when projected (NULL: as it is),
 					   compact JSON deflated (E.rview_dict) */

@@ -72,13 +72,13 @@ size_t deflate_text(const char *in, size_t len, unsigned char **out, const struc
 	z.avail_in = (uInt)len;
 	z.next_out = (Bytef *)scratch.buf;
 	z.avail_out = (uInt)cap;
-	if (deflate(&z, Z_FINISH) != Z_STREAM_END || !z.total_out)
-		return 0;
-	*out = kop_malloc(z.total_out);
-	memcpy(*out, scratch.buf, z.total_out);
+	if (deflate(&z, Z_FINISH) == Z_STREAM_END && z.total_out) {
+		*out = kop_malloc(z.total_out);
+		memcpy(*out, scratch.buf, z.total_out);
+	}
 	if (scratch.cap > (1u << 20))
 		kop_buf_release(&scratch);	/* (an answer that large is rare: not kept) */
-	return z.total_out;
+	return *out ? z.total_out : 0;
 }
 
 /*
