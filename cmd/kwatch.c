@@ -778,7 +778,7 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 				  r->w.events, r->w.rv ? r->w.rv : "");
 		if (r->w.stream_failed) {	/* it fell back: said once the LIST is answered */
 			r->refused_code = r->w.err_code;
-			setf(&r->refused, "%s", r->w.err);
+			setf(&r->refused, "%s", kw_watch_error(&r->w));
 			tool_metric_add("kwatch_watch_list_fallbacks_total", NULL, 1);
 		}
 		r->next_at = now;
@@ -794,27 +794,27 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 						       jv_number(r->w.err_code)),
 				  "streaming list of '%s' failed before its initial state was complete (%ld: %s) and "
 				  "--watch-list=always does not fall back to paged LISTs; again in %lld ms",
-				  r->w.name, r->w.err_code, r->w.err, (long long)(r->next_at - now));
+				  r->w.name, r->w.err_code, kw_watch_error(&r->w), (long long)(r->next_at - now));
 			setf(&r->problem, "streaming list of '%s' failed (%ld: %s) and --watch-list=always does not fall back",
-				 r->w.name, r->w.err_code, r->w.err);
+				 r->w.name, r->w.err_code, kw_watch_error(&r->w));
 		} else if (r->w.expired) {
 			tool_metric_add("kwatch_relists_total", NULL, 1);
 			tool_logj(LOG_INFO, JV_OBJECT(jv_string("resource"), jv_string(r->w.name)),
 				  "resourceVersion of '%s' %s (%s); reading the state again in %lld ms", r->w.name,
 				  r->w.err_code == 410 ? "expired" : "is newer than the server's",
-				  r->w.err, (long long)(r->next_at - now));
+				  kw_watch_error(&r->w), (long long)(r->next_at - now));
 		} else {
 			tool_logj(r->w.synced ? LOG_WARN : LOG_INFO,
 				  JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("code"),
 					    jv_number(code)),
-				  "%s of '%s' ended: %s; again in %lld ms", verb, r->w.name, r->w.err,
+				  "%s of '%s' ended: %s; again in %lld ms", verb, r->w.name, kw_watch_error(&r->w),
 				  (long long)(r->next_at - now));
 			if (!r->w.synced && r->w.err_code)
 				setf(&r->problem, "%s of '%s' failed (%ld: %s); retrying", verb,
-					 r->w.name, r->w.err_code, r->w.err);
+					 r->w.name, r->w.err_code, kw_watch_error(&r->w));
 			else if (!r->w.synced)
 				setf(&r->problem, "%s of '%s' failed (%s); retrying", verb,
-					 r->w.name, r->w.err);
+					 r->w.name, kw_watch_error(&r->w));
 		}
 		update_note();
 		return -1;
@@ -852,19 +852,19 @@ static int finish(struct res *r, CURLcode cc, int stalled)
 			  "forbidden: cannot %s '%s%s%s' %s%s%s: %s (missing RBAC: grant '%s' on '%s%s%s')", verb,
 			  r->r.resource, dot, r->r.group,
 			  r->ns ? "in namespace '" : r->r.namespaced ? "in all namespaces" : "at the cluster scope",
-			  r->ns ? r->ns : "", r->ns ? "'" : "", r->w.err, verb, r->r.resource, dot, r->r.group);
+			  r->ns ? r->ns : "", r->ns ? "'" : "", kw_watch_error(&r->w), verb, r->r.resource, dot, r->r.group);
 		setf(&r->problem, "forbidden: cannot %s '%s%s%s' %s%s%s: %s", verb, r->r.resource,
 			 dot, r->r.group,
 			 r->ns ? "in namespace '" : r->r.namespaced ? "in all namespaces" : "at the cluster scope",
-			 r->ns ? r->ns : "", r->ns ? "'" : "", r->w.err);
+			 r->ns ? r->ns : "", r->ns ? "'" : "", kw_watch_error(&r->w));
 		update_note();
 		return KOP_EXIT_PERM;
 	}
 	case KW_NEXT_FATAL:
 		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(r->w.name), jv_string("verb"),
 					       jv_string(verb), jv_string("code"), jv_number(r->w.err_code)),
-			  "unable to %s '%s': %s", verb, r->w.name, r->w.err);
-		setf(&r->problem, "unable to %s '%s': %s", verb, r->w.name, r->w.err);
+			  "unable to %s '%s': %s", verb, r->w.name, kw_watch_error(&r->w));
+		setf(&r->problem, "unable to %s '%s': %s", verb, r->w.name, kw_watch_error(&r->w));
 		update_note();
 		return KOP_EXIT_PERM;
 	}

@@ -20,7 +20,8 @@ static uint32_t hash_str(const char *s)
 
 void kw_map_init(struct kw_map *m)
 {
-	m->nslots = 64;
+	/* (most maps are a namespace's Secrets, a handful: the others grow) */
+	m->nslots = 8;
 	m->count = 0;
 	m->slots = kop_calloc(m->nslots, sizeof(*m->slots));
 }
@@ -489,9 +490,23 @@ void kw_watch_set_list(struct kw_watch *w, enum kw_watch_list mode)
 	w->streaming = mode != KW_WL_NEVER;
 }
 
+/* w's refusal buffer, allocated when first needed. */
+static char *err_buf(struct kw_watch *w)
+{
+	if (!w->err)
+		w->err = kop_calloc(1, KOP_ERRLEN);
+	return w->err;
+}
+
+const char *kw_watch_error(const struct kw_watch *w)
+{
+	return w->err ? w->err : "";
+}
+
 void kw_watch_release(struct kw_watch *w)
 {
 	free(w->name);
+	free(w->err);
 	free(w->path);
 	free(w->kind);
 	free(w->api_version);
@@ -532,7 +547,8 @@ char *kw_watch_request(struct kw_watch *w)
 	w->stream_error = jv_invalid();
 	w->events = 0;
 	w->err_code = 0;
-	w->err[0] = 0;
+	free(w->err);
+	w->err = NULL;
 	w->stream_failed = 0;
 	w->narrowed = 0;
 	w->in_init = 0;
@@ -654,13 +670,13 @@ static void set_err(struct kw_watch *w, long code, jv status)
 	if (jv_get_kind(status) == JV_KIND_OBJECT)
 		msg = jv_object_get(jv_copy(status), jv_string("message"));
 	if (jv_is_valid(msg) && jv_get_kind(msg) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(msg)) > 0)
-		kop_error(w->err, "%s", jv_string_value(msg));
+		kop_error(err_buf(w), "%s", jv_string_value(msg));
 	else if (code == 200)
-		kop_error(w->err, "the stream ended early");
+		kop_error(err_buf(w), "the stream ended early");
 	else if (code)
-		kop_error(w->err, "HTTP %ld", code);
+		kop_error(err_buf(w), "HTTP %ld", code);
 	else
-		kop_error(w->err, "no answer");
+		kop_error(err_buf(w), "no answer");
 	jv_free(msg);
 	jv_free(status);
 }
@@ -715,7 +731,7 @@ enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv s
 		 */
 		if (code == 200 && transport_ok) {
 			w->err_code = 200;
-			kop_error(w->err, "the stream ended before the initial state was complete");
+			kop_error(err_buf(w), "the stream ended before the initial state was complete");
 		}
 		w->stream_failed = 1;
 		if (w->watch_list == KW_WL_ALWAYS)
@@ -730,7 +746,7 @@ enum kw_next kw_watch_done(struct kw_watch *w, long code, int transport_ok, jv s
 		if (req == KW_REQ_LIST || (!w->need_list && (w->events > 0 || elapsed_ms >= 1000)))
 			return KW_NEXT_NOW;
 		/* a watch that ended at once: do not spin */
-		kop_error(w->err, "the watch ended at once");
+		kop_error(err_buf(w), "the watch ended at once");
 		return KW_NEXT_BACKOFF;
 	}
 	switch (code) {

@@ -139,7 +139,8 @@ struct kw_watch {
 
 	/* the refusal that kw_watch_done() reports (KW_NEXT_FORBIDDEN, FATAL, BACKOFF) */
 	long err_code;
-	char err[KOP_ERRLEN];
+	char *err;		/* KOP_ERRLEN bytes while there is one (kw_watch_error), else NULL: a
+				   thousand watches that never fail need none */
 	int expired;		/* ... and it means the state must be read again (410, a resourceVersion too large) */
 	int stream_failed;	/* ... and it is a streaming list's failure before its initial state (the
 				   watch fell back when streaming is now 0; in KW_WL_ALWAYS it is retried) */
@@ -148,6 +149,8 @@ struct kw_watch {
 void kw_watch_init(struct kw_watch *w, const char *name, const char *path, const char *kind,
 		   const char *api_version, const char *label_selector, const char *field_selector);
 void kw_watch_release(struct kw_watch *w);
+/* What the last refusal was (kw_watch_done), "" when none. */
+const char *kw_watch_error(const struct kw_watch *w);
 /*
  * Asks the server for the objects selected by a shard selector (lib/shard.h)
  * and drops here whatever else comes, for servers that ignore the parameter

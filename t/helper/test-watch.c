@@ -118,7 +118,7 @@ static void step(struct kw_watch *w, jv s)
 	jv_free(x);
 	next = kw_watch_done(w, c, transport_ok, jv_object_get(s, jv_string("status")), elapsed);
 	if (w->err_code || next != KW_NEXT_NOW)
-		printf("= %s: %s\n", next_names[next], w->err);
+		printf("= %s: %s\n", next_names[next], kw_watch_error(w));
 	else
 		printf("= %s\n", next_names[next]);
 	if (w->stream_failed)
