@@ -809,6 +809,25 @@ static jv pack_string(jv s)
 	return JV_OBJECT(kop_json_key("$fn"), jv_string("base64"), kop_json_key("arg"), text);
 }
 
+/* A member of a value (consumed) packed, or jv_invalid() when packing leaves
+ * it as it is (the value is then not set: that would unshare a shared one). */
+static jv pack_member(jv was)
+{
+	jv_kind k = jv_get_kind(was);
+	jv item;
+
+	if (k != JV_KIND_OBJECT && k != JV_KIND_ARRAY && k != JV_KIND_STRING) {
+		jv_free(was);
+		return jv_invalid();
+	}
+	item = kop_fn_pack(jv_copy(was));
+	if (jv_identical(was, jv_copy(item))) {
+		jv_free(item);
+		return jv_invalid();
+	}
+	return item;
+}
+
 jv kop_fn_pack(jv v)
 {
 	jv_kind kind = jv_get_kind(v);
@@ -823,41 +842,21 @@ jv kop_fn_pack(jv v)
 		int i, n = jv_array_length(jv_copy(v));
 
 		for (i = 0; i < n; i++) {
-			jv was = jv_array_get(jv_copy(v), i), item;
-			jv_kind wk = jv_get_kind(was);
+			jv item = pack_member(jv_array_get(jv_copy(v), i));
 
-			if (wk != JV_KIND_OBJECT && wk != JV_KIND_ARRAY && wk != JV_KIND_STRING) {
-				jv_free(was);
-				continue;
-			}
-			item = kop_fn_pack(jv_copy(was));
-			/* (unchanged: no set, which would unshare a shared v) */
-			if (jv_identical(jv_copy(was), jv_copy(item)))
-				jv_free(item);
-			else
+			if (jv_is_valid(item))
 				v = jv_array_set(v, i, item);
-			jv_free(was);
 		}
-		return v;
-	}
-	if (kind == JV_KIND_OBJECT) {
+	} else if (kind == JV_KIND_OBJECT) {
+		/* (iterated over a copy: v itself is changed on the way) */
 		jv src = jv_copy(v);
 		int it;
 
 		for (it = jv_object_iter(src); jv_object_iter_valid(src, it); it = jv_object_iter_next(src, it)) {
-			jv was = jv_object_iter_value(src, it), item;
-			jv_kind wk = jv_get_kind(was);
+			jv item = pack_member(jv_object_iter_value(src, it));
 
-			if (wk != JV_KIND_OBJECT && wk != JV_KIND_ARRAY && wk != JV_KIND_STRING) {
-				jv_free(was);
-				continue;
-			}
-			item = kop_fn_pack(jv_copy(was));
-			if (jv_identical(jv_copy(was), jv_copy(item)))
-				jv_free(item);
-			else
+			if (jv_is_valid(item))
 				v = jv_object_set(v, jv_object_iter_key(src, it), item);
-			jv_free(was);
 		}
 		jv_free(src);
 	}
