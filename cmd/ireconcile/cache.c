@@ -137,32 +137,6 @@ static int render_store(struct prim *p, jv out)
 	return p->rendered_zlen != 0;
 }
 
-/* Keeps what sync sees of p's answer (view, consumed) in p->rview, deflated
- * against the first one (an IoT instance's: ~4.5 KB as compact JSON, read at
- * each of its reconciles; ~0.3 KB deflated). */
-static void rview_store(struct prim *p, jv view)
-{
-	char *text = kop_json_dump_len(view, &p->rview_len);
-	unsigned char *z;
-
-	free(p->rview);
-	p->rview_zlen = deflate_text(text, p->rview_len, &z, dict_made(&E.rview_dict, text, p->rview_len));
-	if (p->rview_zlen) {
-		p->rview = (char *)z;
-		free(text);
-	} else {
-		p->rview = text;	/* (kept as it is) */
-	}
-}
-
-/* What sync sees of p's answer (p->rview, not NULL); jv_invalid() if unreadable. */
-static jv rview_parse(struct prim *p)
-{
-	if (!p->rview_zlen)
-		return kop_json_read(p->rview, p->rview_len);
-	return inflate_parse((const unsigned char *)p->rview, p->rview_zlen, p->rview_len, &E.rview_dict);
-}
-
 /* The value of the kept answer's text (packed by render_store) as it was: jv_invalid() if it is not one. */
 static jv kept_unpack(jv v)
 {
@@ -212,7 +186,7 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 		SHA256(both, sizeof(both), d);
 	}
 	if (p->render_valid && !memcmp(d, p->render_key, sizeof(d))) {
-		out = p->rview ? rview_parse(p) : kept_answer(p);
+		out = p->rview ? kept_parse(p->rview, p->rview_zlen, p->rview_len, &E.rview_dict) : kept_answer(p);
 		if (jv_is_valid(out)) {
 			jv_free(in);
 			*cached = 1;
@@ -247,7 +221,8 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 	}
 	memcpy(p->render_key, d, sizeof(d));
 	ctx->rfull = jv_copy(out);
-	/* What sync reads of it, kept for as long as p is (rview_store). */
+	/* What sync reads of it, kept for as long as p is, deflated against the
+	 * first one's (an IoT instance's: ~4.5 KB as compact JSON, ~0.3 KB so). */
 	view = render_view(jv_copy(out));
 	if (!jv_is_valid(view)) {
 		/* Sync sees the answer as computed: that is what is kept. */
@@ -255,7 +230,8 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 		p->render_valid = render_store(p, out);
 		return out;
 	}
-	rview_store(p, jv_copy(view));
+	p->rview = keep_text(kop_json_dump_len(jv_copy(view), &p->rview_len), p->rview_len, &E.rview_dict,
+			     &p->rview_zlen);
 	p->render_valid = 1;
 	jv_free(out);
 	return view;

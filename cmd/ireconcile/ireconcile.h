@@ -276,13 +276,15 @@ void shard_release(void);
 
 /* store.c */
 int projects(const struct kop_kind *k);
-void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN]);
+void child_digest(jv obj, unsigned char d[OBJ_DIG]);
 size_t deflate_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict);
 void store_text(struct obj *o, jv obj, const char *text, size_t len);
 void store_view(struct obj *o, jv v);
 jv parse_view(const struct obj *o);
 int same_text(const struct obj *o, const char *text, size_t len);
 const struct zdict *dict_made(struct zdict *d, const char *text, size_t len);
+char *keep_text(char *text, size_t len, struct zdict *d, size_t *zlen);
+jv kept_parse(const char *kept, size_t zlen, size_t len, const struct zdict *d);
 char *inflate_text(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
 jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
 jv parse_obj(const struct obj *o);

@@ -26,17 +26,28 @@ int projects(const struct kop_kind *k)
 /* The digest of a child without what its writers other than us change
  * alone (status, resourceVersion): while it stays, so does its comparison
  * with a desired object that sets neither. */
-void child_digest(jv obj, unsigned char d[KOP_JSON_DIGEST_LEN])
+void child_digest(jv obj, unsigned char d[OBJ_DIG])
 {
 	jv m = jv_object_get(jv_copy(obj), kop_json_key("metadata"));
+	unsigned char full[KOP_JSON_DIGEST_LEN];
 
 	obj = jv_object_delete(jv_copy(obj), kop_json_key("status"));
 	if (jv_get_kind(m) == JV_KIND_OBJECT)
 		obj = jv_object_set(obj, kop_json_key("metadata"), jv_object_delete(m, kop_json_key("resourceVersion")));
 	else
 		jv_free(m);
-	kop_json_digest(obj, d);
+	kop_json_digest(obj, full);
+	memcpy(d, full, OBJ_DIG);
 	jv_free(obj);
+}
+
+/* What struct obj keeps of the SHA-256 of len bytes at text. */
+static void text_digest(const char *text, size_t len, unsigned char d[OBJ_DIG])
+{
+	unsigned char full[SHA256_DIGEST_LENGTH];
+
+	SHA256((const unsigned char *)text, len, full);
+	memcpy(d, full, OBJ_DIG);
 }
 
 /* Deflates len bytes at in into *out (allocated), with the dictionary dict
@@ -152,12 +163,7 @@ void store_text(struct obj *o, jv obj, const char *text, size_t len)
 			o->zlen = zlen;
 			o->slen = slen;
 			o->fp = o->kind->role == KOP_ROLE_CHILD;
-			{
-				unsigned char d[SHA256_DIGEST_LENGTH];
-
-				SHA256((const unsigned char *)text, len, d);
-				memcpy(o->tdig, d, sizeof(o->tdig));
-			}
+			text_digest(text, len, o->tdig);
 			free(fptext);
 			return;
 		}
@@ -168,12 +174,12 @@ void store_text(struct obj *o, jv obj, const char *text, size_t len)
 
 int same_text(const struct obj *o, const char *text, size_t len)
 {
-	unsigned char d[SHA256_DIGEST_LENGTH];
+	unsigned char d[OBJ_DIG];
 
 	if (!o->zlen)
 		return !memcmp(o->text, text, len);
-	SHA256((const unsigned char *)text, len, d);
-	return !memcmp(d, o->tdig, sizeof(o->tdig));
+	text_digest(text, len, d);
+	return !memcmp(d, o->tdig, sizeof(d));
 }
 
 /* Inflates size bytes deflated as zlen at zin with the dictionary dict (NULL:
@@ -218,6 +224,30 @@ jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struc
 }
 
 /*
+ * A text to keep (len bytes, malloc'd, consumed) as it is kept: deflated
+ * against d (made from it if it is the first) when long enough to gain, *zlen
+ * its size; else as it is, *zlen 0. kept_parse reads it back.
+ */
+char *keep_text(char *text, size_t len, struct zdict *d, size_t *zlen)
+{
+	unsigned char *z;
+
+	*zlen = len >= VIEW_DEFLATE_MIN ? deflate_text(text, len, &z, dict_made(d, text, len)) : 0;
+	if (!*zlen)
+		return text;
+	free(text);
+	return (char *)z;
+}
+
+/* A text keep_text kept (len: its length as JSON), parsed; jv_invalid() if unreadable. */
+jv kept_parse(const char *kept, size_t zlen, size_t len, const struct zdict *d)
+{
+	if (!zlen)
+		return kop_json_read(kept, len);
+	return inflate_parse((const unsigned char *)kept, zlen, len, d);
+}
+
+/*
  * Keeps what the program sees of o (v, consumed) as compact JSON, deflated
  * against a dictionary of its kind's views when long enough to gain. A
  * Deployment's status, say, ~450 bytes, so takes ~130: the view is most of
@@ -225,35 +255,17 @@ jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struc
  */
 void store_view(struct obj *o, jv v)
 {
-	unsigned char *z;
-	size_t zlen, len;
-	char *text = kop_json_dump_len(v, &len);
+	char *text = kop_json_dump_len(v, &o->vlen);
 
-	{
-		unsigned char d[SHA256_DIGEST_LENGTH];
-
-		SHA256((const unsigned char *)text, len, d);
-		memcpy(o->vdig, d, sizeof(o->vdig));
-	}
+	text_digest(text, o->vlen, o->vdig);
 	free(o->vtext);
-	o->vlen = len;
-	o->vzlen = 0;
-	if (len >= VIEW_DEFLATE_MIN &&
-	    (zlen = deflate_text(text, len, &z, dict_made(vdict_of(o->kind), text, len))) != 0) {
-		o->vtext = (char *)z;
-		o->vzlen = zlen;
-		free(text);
-		return;
-	}
-	o->vtext = text;
+	o->vtext = keep_text(text, o->vlen, vdict_of(o->kind), &o->vzlen);
 }
 
 /* What the program sees of o (caller owns it); jv_invalid() if it cannot be read back. */
 jv parse_view(const struct obj *o)
 {
-	if (!o->vzlen)
-		return kop_json_read(o->vtext, o->vlen);
-	return inflate_parse((const unsigned char *)o->vtext, o->vzlen, o->vlen, vdict_of(o->kind));
+	return kept_parse(o->vtext, o->vzlen, o->vlen, vdict_of(o->kind));
 }
 
 /*
@@ -263,23 +275,16 @@ jv parse_view(const struct obj *o)
  */
 char *kind_deflate(const struct kop_kind *k, const char *text, size_t len, size_t *zlen)
 {
-	unsigned char *z;
-
-	*zlen = len >= VIEW_DEFLATE_MIN ? deflate_text(text, len, &z, kind_dict(k, text, len)) : 0;
-	return *zlen ? (char *)z : kop_strndup(text, len);
+	return keep_text(kop_strndup(text, len), len, dict_of(k), zlen);
 }
 
 jv kind_parse(const struct kop_kind *k, const char *text, size_t zlen, size_t len)
 {
-	if (!zlen)
-		return kop_json_read(text, len);
-	return inflate_parse((const unsigned char *)text, zlen, len, dict_of(k));
+	return kept_parse(text, zlen, len, dict_of(k));
 }
 
 /* The object parsed (caller owns it), fingerprinted if o->fp; jv_invalid() if it cannot be read back. */
 jv parse_obj(const struct obj *o)
 {
-	if (!o->zlen)
-		return kop_json_read(o->text, o->len);
-	return inflate_parse((const unsigned char *)o->text, o->zlen, o->slen, dict_of(o->kind));
+	return kept_parse(o->text, o->zlen, o->zlen ? o->slen : o->len, dict_of(o->kind));
 }
