@@ -230,8 +230,11 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 		p->render_valid = render_store(p, out);
 		return out;
 	}
-	p->rview = keep_text(kop_json_dump_len(jv_copy(view), &p->rview_len), p->rview_len, &E.rview_dict,
-			     &p->rview_zlen);
+	{
+		char *text = kop_json_dump_len(jv_copy(view), &p->rview_len);
+
+		p->rview = keep_text(text, p->rview_len, &E.rview_dict, &p->rview_zlen);
+	}
 	p->render_valid = 1;
 	jv_free(out);
 	return view;
