@@ -165,6 +165,32 @@ jv kop_json_fingerprint(jv v, int *changed)
 	}
 }
 
+int kop_json_fp_text_needed(const char *text, size_t len)
+{
+	const char *p = text, *end = text + len, *b, *e, *k;
+
+	/* each string's raw bytes, escapes as written: no fewer than it decodes to */
+	while (p < end && (p = memchr(p, '"', (size_t)(end - p)))) {
+		b = ++p;
+		if ((size_t)(end - b) >= 6 && !memcmp(b, "\\u0000", 6))
+			return 1;	/* (a NUL first: maybe the prefix that marks a fingerprint) */
+		/* its closing quote: the first after an even run of backslashes */
+		for (;;) {
+			if (!(e = memchr(p, '"', (size_t)(end - p))))
+				return 1;	/* unterminated: not for this scan to say */
+			for (k = e; k > b && k[-1] == '\\'; k--)
+				;
+			if (!((e - k) & 1))
+				break;
+			p = e + 1;
+		}
+		if ((size_t)(e - b) >= KOP_JSON_FP_MIN)
+			return 1;
+		p = e + 1;
+	}
+	return 0;
+}
+
 int kop_json_fp_equal(jv s, jv fp)
 {
 	int slen = jv_string_length_bytes(jv_copy(s)), flen = jv_string_length_bytes(jv_copy(fp));

@@ -247,6 +247,14 @@ int kop_fields_parse(const char *s, jv *paths, char *err);
 #define KOP_JSON_FP_MIN 128
 /* v (consumed) fingerprinted; *changed (may be NULL) set when a string was replaced. */
 jv kop_json_fingerprint(jv v, int *changed);
+/*
+ * 0 when the value whose JSON text is the len bytes at text holds no string
+ * kop_json_fingerprint would replace (every string, its escapes as written,
+ * shorter than KOP_JSON_FP_MIN bytes, none starting with \u0000): a scan of
+ * its quotes, a fraction of a walk of the parsed value. 1 otherwise, or
+ * when unsure.
+ */
+int kop_json_fp_text_needed(const char *text, size_t len);
 /* Whether the string s (borrowed) equals the string fp (borrowed) of a fingerprinted value. */
 int kop_json_fp_equal(jv s, jv fp);
 

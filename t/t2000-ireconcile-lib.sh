@@ -28,6 +28,13 @@ test_expect_success 'fingerprints: strings of 128 bytes or more and marked ones 
 	test_cmp "$FIXTURES/fp.expect" out
 '
 
+test_expect_success 'fingerprints: a scan of the text skips only values with nothing to fingerprint' '
+	"$KOP_TEST_TOOL" json-fp-scan <"$FIXTURES/fp-scan.jsonl" >out &&
+	test_cmp "$FIXTURES/fp-scan.expect" out &&
+	"$KOP_TEST_TOOL" json-fp-scan <"$FIXTURES/fp.jsonl" >out &&
+	! grep "^skip changed" out
+'
+
 test_expect_success 'desired against a fingerprinted live object: every pair answers as unfingerprinted' '
 	"$KOP_TEST_TOOL" json-subset --fp <"$FIXTURES/subset.jsonl" >out &&
 	test_cmp "$FIXTURES/subset.expect" out &&

@@ -276,7 +276,7 @@ void shard_release(void);
 
 /* store.c */
 int projects(const struct kop_kind *k);
-void child_digest(jv obj, unsigned char d[OBJ_DIG]);
+void child_digest(jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG]);
 size_t deflate_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict);
 void store_text(struct obj *o, jv obj, const char *text, size_t len);
 void store_view(struct obj *o, jv v);

@@ -25,12 +25,44 @@ int projects(const struct kop_kind *k)
 
 /* The digest of a child without what its writers other than us change
  * alone (status, resourceVersion): while it stays, so does its comparison
- * with a desired object that sets neither. */
-void child_digest(jv obj, unsigned char d[OBJ_DIG])
+ * with a desired object that sets neither. From its text (len bytes at
+ * text) without those two values, where a scan finds them (a fraction of a
+ * walk of the parsed object); else from obj (borrowed) without them. The
+ * two never meet: a text that cannot be scanned now and can later only
+ * looks changed once, and is compared again. */
+void child_digest(jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG])
 {
-	jv m = jv_object_get(jv_copy(obj), kop_json_key("metadata"));
+	static jv paths;
+	static struct kop_buf cut = KOP_BUF_INIT;
+	struct kop_json_span sp[2];
 	unsigned char full[KOP_JSON_DIGEST_LEN];
+	jv m;
 
+	if (!jv_is_valid(paths))
+		paths = JV_ARRAY(JV_ARRAY(jv_string("status")),
+				 JV_ARRAY(jv_string("metadata"), jv_string("resourceVersion")));
+	if (text && kop_json_spans(text, len, paths, sp) == 0) {
+		const char *p = text;
+		int i, first = sp[1].b && (!sp[0].b || sp[1].b < sp[0].b);
+
+		/* the text with both values cut out (their keys left): the spans do not overlap */
+		kop_buf_reset(&cut);
+		for (i = 0; i < 2; i++) {
+			const struct kop_json_span *s = &sp[i ? !first : first];
+
+			if (!s->b)
+				continue;
+			kop_buf_add(&cut, p, (size_t)(s->b - p));
+			p = s->b + s->n;
+		}
+		kop_buf_add(&cut, p, (size_t)(text + len - p));
+		SHA256((const unsigned char *)cut.buf, cut.len, full);
+		memcpy(d, full, OBJ_DIG);
+		if (cut.cap > 1 << 20)
+			kop_buf_release(&cut);
+		return;
+	}
+	m = jv_object_get(jv_copy(obj), kop_json_key("metadata"));
 	obj = jv_object_delete(jv_copy(obj), kop_json_key("status"));
 	if (jv_get_kind(m) == JV_KIND_OBJECT)
 		obj = jv_object_set(obj, kop_json_key("metadata"), jv_object_delete(m, kop_json_key("resourceVersion")));
@@ -149,7 +181,7 @@ void store_text(struct obj *o, jv obj, const char *text, size_t len)
 		size_t slen = len, zlen;
 		int changed = 0;
 
-		if (o->kind->role == KOP_ROLE_CHILD) {
+		if (o->kind->role == KOP_ROLE_CHILD && kop_json_fp_text_needed(text, len)) {
 			jv f = kop_json_fingerprint(jv_copy(obj), &changed);
 
 			if (changed)

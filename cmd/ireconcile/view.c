@@ -419,7 +419,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		memcpy(osdig, o->sdig, sizeof(osdig));
 		if (jv_is_valid(v))
 			store_view(o, v);
-		child_digest(obj, o->sdig);
+		child_digest(obj, text, tlen, o->sdig);
 		unseen = !fresh && !relinked && had_view && o->vtext && o->status_free &&
 			 !memcmp(ovdig, o->vdig, sizeof(ovdig)) && !memcmp(osdig, o->sdig, sizeof(osdig)) && !in_flight(o);
 	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {

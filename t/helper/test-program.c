@@ -7,6 +7,10 @@
  *                                   (--fp: live fingerprinted first, compared by kop_json_subset_fp)
  *   test-tool json-fingerprint < values.jsonl   each value fingerprinted, compact, then
  *                                   "changed" or "same"
+ *   test-tool json-fp-scan < values.jsonl   each line: "scan" when kop_json_fp_text_needed
+ *                                   says its text may need fingerprints, else "skip"; then
+ *                                   "changed" or "same" as above; exit 1 when one changed
+ *                                   that the scan would have skipped
  *   test-tool program-map PROGRAM < objs.jsonl   each object -> the primary key it maps to, or null
  * Exit 0, 1 on a failed check, 2 on bad usage or input.
  */
@@ -167,6 +171,38 @@ static int cmd_json_fingerprint(int argc, char **argv)
 	return each_value(one_fingerprint, NULL);
 }
 
+static int cmd_json_fp_scan(int argc, char **argv)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int rc = 0;
+
+	(void)argv;
+	if (argc != 1)
+		return 2;
+	while ((n = getline(&line, &cap, stdin)) > 0) {
+		int need, changed = 0;
+		jv v;
+
+		if (line[n - 1] == '\n')
+			line[--n] = 0;
+		need = kop_json_fp_text_needed(line, (size_t)n);
+		v = kop_json_read(line, (size_t)n);
+		if (!jv_is_valid(v)) {
+			jv_free(v);
+			rc = 2;
+			continue;
+		}
+		jv_free(kop_json_fingerprint(v, &changed));
+		printf("%s %s\n", need ? "scan" : "skip", changed ? "changed" : "same");
+		if (changed && !need)
+			rc = rc ? rc : 1;
+	}
+	free(line);
+	return rc;
+}
+
 static int one_map(jv obj, void *data)
 {
 	const struct kop_program *p = data;
@@ -246,6 +282,7 @@ static const struct test_cmd program_cmds[] = {
 	{ "hmap-stress", cmd_hmap_stress },
 	{ "json-subset", cmd_json_subset },
 	{ "json-fingerprint", cmd_json_fingerprint },
+	{ "json-fp-scan", cmd_json_fp_scan },
 	{ "program-map", cmd_program_map },
 	{ "stamp-applied", cmd_stamp_applied },
 	{ NULL, NULL }
