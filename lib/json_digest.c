@@ -169,7 +169,8 @@ int kop_json_fp_text_needed(const char *text, size_t len)
 {
 	const char *p = text, *end = text + len, *b, *e, *k;
 
-	/* each string's raw bytes, escapes as written: no fewer than it decodes to */
+	/* each string's raw bytes, escapes as written: no fewer than it decodes to, but for
+	 * bytes that are no UTF-8 */
 	while (p < end && (p = memchr(p, '"', (size_t)(end - p)))) {
 		b = ++p;
 		if ((size_t)(end - b) >= 6 && !memcmp(b, "\\u0000", 6))
@@ -186,6 +187,15 @@ int kop_json_fp_text_needed(const char *text, size_t len)
 		}
 		if ((size_t)(e - b) >= KOP_JSON_FP_MIN)
 			return 1;
+		if ((size_t)(e - b) * 3 >= KOP_JSON_FP_MIN) {
+			/* a byte that is no UTF-8 is read as U+FFFD, 3 bytes: at most 2 more each */
+			size_t high = 0;
+
+			for (k = b; k < e; k++)
+				high += (unsigned char)*k >= 0x80;
+			if ((size_t)(e - b) + 2 * high >= KOP_JSON_FP_MIN)
+				return 1;
+		}
 		p = e + 1;
 	}
 	return 0;

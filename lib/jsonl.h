@@ -249,8 +249,9 @@ int kop_fields_parse(const char *s, jv *paths, char *err);
 jv kop_json_fingerprint(jv v, int *changed);
 /*
  * 0 when the value whose JSON text is the len bytes at text holds no string
- * kop_json_fingerprint would replace (every string, its escapes as written,
- * shorter than KOP_JSON_FP_MIN bytes, none starting with \u0000): a scan of
+ * kop_json_fingerprint would replace (every string, its escapes as written
+ * and each byte above 0x7f counted as the 3 of U+FFFD, shorter than
+ * KOP_JSON_FP_MIN bytes, none starting with \u0000): a scan of
  * its quotes, a fraction of a walk of the parsed value. 1 otherwise, or
  * when unsure.
  */
