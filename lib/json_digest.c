@@ -169,6 +169,8 @@ int kop_json_fp_text_needed(const char *text, size_t len)
 {
 	const char *p = text, *end = text + len, *b, *e, *k;
 
+	if (memchr(text, 0, len))
+		return 1;	/* (a NUL as it is, which libjq reads in a string: maybe the marker's) */
 	/* each string's raw bytes, escapes as written: no fewer than it decodes to, but for
 	 * bytes that are no UTF-8 */
 	while (p < end && (p = memchr(p, '"', (size_t)(end - p)))) {

@@ -225,6 +225,8 @@ static int event_meta_member(struct scan *s, const char *k, size_t kn, void *ctx
 	const char *b;
 	size_t i, n;
 
+	if (memchr(k, '\\', kn))
+		return -1;	/* (it may spell a key wanted, "obj\u0065ct": a whole parse says) */
 	if (key_is(k, kn, "managedFields")) {
 		const char *key = k - 1, *q;
 
@@ -263,6 +265,8 @@ static int event_obj_member(struct scan *s, const char *k, size_t kn, void *ctx)
 	struct event_scan *e = ctx;
 	int *seen = key_is(k, kn, "kind") ? &e->seen_kind : key_is(k, kn, "apiVersion") ? &e->seen_av : NULL;
 
+	if (memchr(k, '\\', kn))
+		return -1;	/* (it may spell a key wanted, "obj\u0065ct": a whole parse says) */
 	if (seen) {
 		const char *b;
 		size_t n;
@@ -282,6 +286,8 @@ static int event_member(struct scan *s, const char *k, size_t kn, void *ctx)
 {
 	struct event_scan *e = ctx;
 
+	if (memchr(k, '\\', kn))
+		return -1;	/* (it may spell a key wanted, "obj\u0065ct": a whole parse says) */
 	if (key_is(k, kn, "type")) {
 		const char *b;
 		size_t n;

@@ -146,7 +146,8 @@ int kop_json_meta(const char *text, size_t len, const char *const *names, size_t
  * caller's), or -1 (nothing made) when the text is not one such object whose
  * object has a kind, an apiVersion and a metadata object, holds one of those
  * (or a member read here) twice, holds an escape in the type or a metadata
- * string read here, or a NUL byte: then read it whole. Inside the values skipped, only the
+ * string read here, or in a key of the event, its object or its metadata
+ * ("obj\u0065ct" is "object" once parsed), or a NUL byte: then read it whole. Inside the values skipped, only the
  * brackets and strings are checked, not every byte: the text is passed on for
  * a reader that parses it.
  */
@@ -251,7 +252,8 @@ jv kop_json_fingerprint(jv v, int *changed);
  * 0 when the value whose JSON text is the len bytes at text holds no string
  * kop_json_fingerprint would replace (every string, its escapes as written
  * and each byte above 0x7f counted as the 3 of U+FFFD, shorter than
- * KOP_JSON_FP_MIN bytes, none starting with \u0000): a scan of
+ * KOP_JSON_FP_MIN bytes, none starting with NUL, no NUL byte at all in the
+ * text): a scan of
  * its quotes, a fraction of a walk of the parsed value. 1 otherwise, or
  * when unsure.
  */

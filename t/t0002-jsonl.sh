@@ -82,6 +82,22 @@ test_expect_success 'kop_json_meta reads the resourceVersion and uid a whole par
 	test_cmp want got
 '
 
+test_expect_success 'kop_json_event: the object'"'"'s text as it came, its managedFields cut; an escaped key of the event, the object or its metadata left to a whole parse' '
+	cat >in <<-\EOF &&
+	{"type":"ADDED","object":{"kind":"K","apiVersion":"v1","metadata":{"name":"a","managedFields":[{"x":1}],"uid":"u"},"spec":1}}
+	{"type":"ADDED","object":{"kind":"K","apiVersion":"v1","metadata":{"name":"a"}},"obj\u0065ct":{"kind":"K","apiVersion":"v1","metadata":{"name":"b"}}}
+	{"type":"ADDED","object":{"kind":"K","apiVersion":"v1","metadata":{"name":"a"},"kin\u0064":"L"}}
+	{"type":"ADDED","object":{"kind":"K","apiVersion":"v1","metadata":{"name":"a","nam\u0065":"b"}}}
+	{"typ\u0065":"DELETED","type":"ADDED","object":{"kind":"K","apiVersion":"v1","metadata":{"name":"a"}}}
+	{"type":"MODIFIED","object":{"kind":"K","apiVersion":"v1","metadata":{"name":"a","labels":{"x\u0041":"y"}},"spec":{"a\"b":1}}}
+	EOF
+	"$KOP_TEST_TOOL" json-event <in >got &&
+	printf "ADDED\t%s\n-1\n-1\n-1\n-1\nMODIFIED\t%s\n" \
+		"{\"kind\":\"K\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"uid\":\"u\"},\"spec\":1}" \
+		"$(sed -n "6s/.*\"object\"://; 6s/}\$//p" in)" >want &&
+	test_cmp want got
+'
+
 test_expect_success 'kop_json_elements: the texts of an array'"'"'s elements; what it cannot read right left to a whole parse' '
 	cat >in <<-\EOF &&
 	[{"a":[1,{"b":"]"}]},"x\"]",-1.5e3,true,null,[]]

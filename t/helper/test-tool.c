@@ -4,6 +4,8 @@
  *   test-tool backoff BASE CAP JITTER N   N delays in ms, one per line
  *   test-tool time-parse RFC3339          seconds since the epoch
  *   test-tool json-dump-check < input     kop_json_dump against jv_dump_string on every value
+ *   test-tool json-event < events        kop_json_event on every line: type, tab, the object's text
+ *                                         (its managedFields cut), or -1
  *   test-tool json-read-check [--thread] < input
  *                                         kop_json_read against jv_parse_sized on every line and value
  * Exit 0, or 1 when any input was bad.
@@ -138,6 +140,33 @@ static int cmd_json_meta(int argc, char **argv)
 			printf("-1\n");
 		else
 			kop_jsonl_write(stdout, v);
+	}
+	free(line);
+	return 0;
+}
+
+/* json-event: each line of stdin through kop_json_event: the type, then the object's text
+ * with its managedFields cut, a tab between ("-1" when it leaves the line to a whole parse). */
+static int cmd_json_event(int argc, char **argv)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	(void)argc;
+	(void)argv;
+	while ((n = getline(&line, &cap, stdin)) > 0) {
+		struct kop_json_event ev;
+
+		if (line[n - 1] == '\n')
+			n--;
+		if (kop_json_event(line, (size_t)n, &ev) < 0) {
+			printf("-1\n");
+			continue;
+		}
+		jv_free(ev.meta);
+		printf("%.*s\t%.*s%.*s\n", (int)ev.type_len, ev.type, (int)ev.cut_b, ev.obj,
+		       (int)(ev.obj_len - ev.cut_e), ev.obj + ev.cut_e);
 	}
 	free(line);
 	return 0;
@@ -384,6 +413,7 @@ static const struct test_cmd builtin_cmds[] = {
 	{ "jsonl", cmd_jsonl },
 	{ "jsonl-feed", cmd_jsonl_feed },
 	{ "json-meta", cmd_json_meta },
+	{ "json-event", cmd_json_event },
 	{ "json-keep", cmd_json_keep },
 	{ "json-elements", cmd_json_elements },
 	{ "json-dump-check", cmd_json_dump_check },
