@@ -171,36 +171,27 @@ static int cmd_json_fingerprint(int argc, char **argv)
 	return each_value(one_fingerprint, NULL);
 }
 
+static int one_fp_scan(const char *line, size_t n, void *data)
+{
+	int need = kop_json_fp_text_needed(line, n), changed = 0;
+	jv v = kop_json_read(line, n);
+
+	(void)data;
+	if (!jv_is_valid(v)) {
+		jv_free(v);
+		return 2;
+	}
+	jv_free(kop_json_fingerprint(v, &changed));
+	printf("%s %s\n", need ? "scan" : "skip", changed ? "changed" : "same");
+	return changed && !need;
+}
+
 static int cmd_json_fp_scan(int argc, char **argv)
 {
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int rc = 0;
-
 	(void)argv;
 	if (argc != 1)
 		return 2;
-	while ((n = getline(&line, &cap, stdin)) > 0) {
-		int need, changed = 0;
-		jv v;
-
-		if (line[n - 1] == '\n')
-			line[--n] = 0;
-		need = kop_json_fp_text_needed(line, (size_t)n);
-		v = kop_json_read(line, (size_t)n);
-		if (!jv_is_valid(v)) {
-			jv_free(v);
-			rc = 2;
-			continue;
-		}
-		jv_free(kop_json_fingerprint(v, &changed));
-		printf("%s %s\n", need ? "scan" : "skip", changed ? "changed" : "same");
-		if (changed && !need)
-			rc = rc ? rc : 1;
-	}
-	free(line);
-	return rc;
+	return each_line(one_fp_scan, NULL);
 }
 
 static int one_map(jv obj, void *data)

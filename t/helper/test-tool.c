@@ -121,27 +121,58 @@ static int cmd_jsonl_feed(int argc, char **argv)
 	return got < 0 ? 2 : bad;
 }
 
-/* json-meta: each line of stdin through kop_json_meta (resourceVersion, uid): its answer, or "-1". */
-static int cmd_json_meta(int argc, char **argv)
+int each_line(int (*fn)(const char *line, size_t len, void *data), void *data)
 {
-	static const char *const names[] = { "resourceVersion", "uid" };
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
+	int rc = 0;
 
-	(void)argc;
-	(void)argv;
 	while ((n = getline(&line, &cap, stdin)) > 0) {
-		jv v;
+		int r;
 
 		if (line[n - 1] == '\n')
-			n--;
-		if (kop_json_meta(line, (size_t)n, names, 2, &v) < 0)
-			printf("-1\n");
-		else
-			kop_jsonl_write(stdout, v);
+			line[--n] = 0;
+		if ((r = fn(line, (size_t)n, data)) > rc)
+			rc = r;
 	}
 	free(line);
+	return rc;
+}
+
+static int one_meta(const char *line, size_t n, void *data)
+{
+	static const char *const names[] = { "resourceVersion", "uid" };
+	jv v;
+
+	(void)data;
+	if (kop_json_meta(line, n, names, 2, &v) < 0)
+		printf("-1\n");
+	else
+		kop_jsonl_write(stdout, v);
+	return 0;
+}
+
+/* json-meta: each line of stdin through kop_json_meta (resourceVersion, uid): its answer, or "-1". */
+static int cmd_json_meta(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return each_line(one_meta, NULL);
+}
+
+static int one_event(const char *line, size_t n, void *data)
+{
+	struct kop_json_event ev;
+
+	(void)data;
+	if (kop_json_event(line, n, &ev) < 0) {
+		printf("-1\n");
+		return 0;
+	}
+	jv_free(ev.meta);
+	printf("%.*s\t%.*s%.*s\n", (int)ev.type_len, ev.type, (int)ev.cut_b, ev.obj,
+	       (int)(ev.obj_len - ev.cut_e), ev.obj + ev.cut_e);
 	return 0;
 }
 
@@ -149,26 +180,22 @@ static int cmd_json_meta(int argc, char **argv)
  * with its managedFields cut, a tab between ("-1" when it leaves the line to a whole parse). */
 static int cmd_json_event(int argc, char **argv)
 {
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-
 	(void)argc;
 	(void)argv;
-	while ((n = getline(&line, &cap, stdin)) > 0) {
-		struct kop_json_event ev;
+	return each_line(one_event, NULL);
+}
 
-		if (line[n - 1] == '\n')
-			n--;
-		if (kop_json_event(line, (size_t)n, &ev) < 0) {
-			printf("-1\n");
-			continue;
-		}
-		jv_free(ev.meta);
-		printf("%.*s\t%.*s%.*s\n", (int)ev.type_len, ev.type, (int)ev.cut_b, ev.obj,
-		       (int)(ev.obj_len - ev.cut_e), ev.obj + ev.cut_e);
-	}
-	free(line);
+static int one_elements(const char *line, size_t n, void *data)
+{
+	struct kop_json_span out[16];
+	long max = *(const long *)data;
+	int k, i;
+
+	if ((k = kop_json_elements(line, n, out, (size_t)max)) < 0)
+		printf("-1\n");
+	for (i = 0; i < k; i++)
+		printf("%.*s\n", (int)out[i].n, out[i].b);
+	printf("--\n");
 	return 0;
 }
 
@@ -176,27 +203,11 @@ static int cmd_json_event(int argc, char **argv)
  * one a line ("-1" when it leaves the text to a whole parse), then "--". */
 static int cmd_json_elements(int argc, char **argv)
 {
-	struct kop_json_span out[16];
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
 	long max = argc > 1 ? strtol(argv[1], NULL, 10) : 16;
 
 	if (max < 0 || max > 16)
 		return 2;
-	while ((n = getline(&line, &cap, stdin)) > 0) {
-		int k, i;
-
-		if (line[n - 1] == '\n')
-			n--;
-		if ((k = kop_json_elements(line, (size_t)n, out, (size_t)max)) < 0)
-			printf("-1\n");
-		for (i = 0; i < k; i++)
-			printf("%.*s\n", (int)out[i].n, out[i].b);
-		printf("--\n");
-	}
-	free(line);
-	return 0;
+	return each_line(one_elements, &max);
 }
 
 /* json-keep FIELDS: each line of stdin, an object's text, read by

@@ -22,6 +22,12 @@ extern struct test_cmd_list *test_cmd_lists;
 /* All of fd, NUL-terminated, in *out (the caller frees): 0, or -1 with errno. */
 int read_all_fd(int fd, char **out, size_t *len);
 
+/*
+ * fn on each line of stdin (its newline cut, NUL-terminated there), data
+ * passed on: 0, or the largest of fn's answers (the tools' exit codes).
+ */
+int each_line(int (*fn)(const char *line, size_t len, void *data), void *data);
+
 #define TEST_TOOL_REGISTER(table) \
 	static struct test_cmd_list table##_list = { table, NULL }; \
 	__attribute__((constructor)) static void table##_register(void) \
