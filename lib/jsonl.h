@@ -219,6 +219,17 @@ jv kop_json_key(const char *s);
  */
 #define KOP_JSON_DIGEST_LEN 32
 void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN]);
+/*
+ * SHA-256 of the JSON object text (len bytes at text) with the values at
+ * paths cut out, their keys left (paths as kop_json_spans takes them,
+ * borrowed; scratch is the caller's, reused from call to call): two texts
+ * with one digest hold the same object but for those values. 0, or -1 when
+ * the scan cannot say where they are (an escaped key, a member twice...):
+ * then digest the parsed value. A value's other texts (spacing, key order)
+ * give other digests: a cache key, not an identity.
+ */
+int kop_json_text_digest_cut(const char *text, size_t len, jv paths, struct kop_buf *scratch,
+			     unsigned char out[KOP_JSON_DIGEST_LEN]);
 
 /*
  * Fields kept (a program's `project` list, kwatch's --keep): paths is an

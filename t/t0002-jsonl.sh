@@ -243,6 +243,70 @@ test_expect_success 'json digests: equal values alike, any difference apart' '
 	test $(sed 1d out | sort -u | wc -l) = 9
 '
 
+test_expect_success 'a text'"'"'s digest with values cut out: the same only for objects alike but for them' '
+	cat >pairs <<-\EOF &&
+	{"kind":"K","metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1},"status":{"r":1}}
+	{"kind":"K","metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1},"status":{"r":2,"more":[1,2]}}
+	{"kind":"K","metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1}}
+	{"kind":"K","metadata":{"name":"a","resourceVersion":"22"},"spec":{"x":1}}
+	{"kind":"K","metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1},"status":{}}
+	{"kind":"K","metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":2},"status":{}}
+	{"kind":"K","metadata":{"name":"a"},"spec":{"x":1},"status":{}}
+	{"kind":"K","metadata":{"name":"a"},"spec":{"x":1}}
+	{"kind":"K","metadata":{"name":"a"},"spec":{"status":"a"}}
+	{"kind":"K","metadata":{"name":"a"},"spec":{"status":"b"}}
+	{"kind":"K","metadata":{"name":"a"},"resourceVersion":"1"}
+	{"kind":"K","metadata":{"name":"a"},"resourceVersion":"2"}
+	{"kind":"K","metadata":{"name":"a"},"st\u0061tus":{"r":1}}
+	{"kind":"K","metadata":{"name":"a"},"st\u0061tus":{"r":2}}
+	{"kind":"K","metadata":{"name":"a"},"status":{"r":1},"status":{"r":3}}
+	{"kind":"K","metadata":{"name":"a"},"status":{"r":2},"status":{"r":3}}
+	{"kind":"K","metadata":{"name":"a"},"spec":{"x":1,"y":2}}
+	{"kind":"K","metadata":{"name":"a"},"spec":{"y":2,"x":1}}
+	{"kind":"K","metadata":{"name":"a"},"spec":{"x":1}}
+	{"kind":"K", "metadata":{"name":"a"},"spec":{"x":1}}
+	{"status":{"r":1},"metadata":{"labels":{"l":"1"},"resourceVersion":"5","name":"a"}}
+	{"status":{"r":2},"metadata":{"labels":{"l":"2"},"resourceVersion":"6","name":"a"}}
+	{"status":{"r":1},"metadata":{"name":"a","resourceVersion":"5"},"spec":{"s":"\"status\":{}"}}
+	{"status":{"r":1},"metadata":{"name":"a","resourceVersion":"5"},"spec":{"s":"\"status\":{"}}
+	{"metadata":{"name":"a","resourceVersion":"1"},"status":{"r":1},"spec":{"x":1}}
+	{"metadata":{"name":"a","resourceVersion":"2"},"status":{"r":2},"spec":{"x":1}}
+	EOF
+	"$KOP_TEST_TOOL" json-digest-cut status metadata.resourceVersion <pairs >got &&
+	cat >want <<-\EOF &&
+	same equal
+	same equal
+	differ unequal
+	differ equal
+	differ unequal
+	differ unequal
+	-1 equal
+	-1 equal
+	differ equal
+	differ equal
+	differ unequal
+	differ unequal
+	same equal
+	EOF
+	test_cmp want got
+'
+
+test_expect_success 'a text'"'"'s digest with values cut out: recorded objects, their status or resourceVersion changed alike, anything else apart' '
+	for f in "$TEST_DATA"/recordings/*/*.json; do
+		jq -c "select(type == \"object\" and has(\"metadata\"))" "$f" 2>/dev/null
+	done >objs &&
+	cat "$TEST_DATA"/recordings/*/*.jsonl | jq -c "select(type == \"object\") | .object | objects | select(has(\"metadata\"))" >>objs &&
+	test $(wc -l <objs) -gt 100 &&
+	jq -c ".,(.status = {\"x\": 1}), .,(.metadata.resourceVersion = \"999999\"),
+		.,(.metadata.labels = ((.metadata.labels // {}) + {\"changed\": \"yes\"})), .,(.spec = {\"changed\": true})" \
+		objs >pairs &&
+	"$KOP_TEST_TOOL" json-digest-cut status metadata.resourceVersion <pairs >got &&
+	n=$(wc -l <objs) &&
+	test $(grep -c "^same equal$" got) -ge $((n * 2 - 10)) &&
+	test $(grep -c "^differ unequal$" got) = $((n * 2)) &&
+	! grep "^same unequal$\|^-1" got
+'
+
 test_expect_success 'backoff grows, caps and jitters within bounds' '
 	"$KOP_TEST_TOOL" backoff 800 30000 1.0 12 >out &&
 	awk "NR==1 && (\$1 < 800 || \$1 >= 1600) {exit 1}

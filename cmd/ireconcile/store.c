@@ -34,29 +34,13 @@ void child_digest(jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG]
 {
 	static jv paths;
 	static struct kop_buf cut = KOP_BUF_INIT;
-	struct kop_json_span sp[2];
 	unsigned char full[KOP_JSON_DIGEST_LEN];
 	jv m;
 
 	if (!jv_is_valid(paths))
 		paths = JV_ARRAY(JV_ARRAY(jv_string("status")),
 				 JV_ARRAY(jv_string("metadata"), jv_string("resourceVersion")));
-	if (text && kop_json_spans(text, len, paths, sp) == 0) {
-		const char *p = text;
-		int i, first = sp[1].b && (!sp[0].b || sp[1].b < sp[0].b);
-
-		/* the text with both values cut out (their keys left): the spans do not overlap */
-		kop_buf_reset(&cut);
-		for (i = 0; i < 2; i++) {
-			const struct kop_json_span *s = &sp[i ? !first : first];
-
-			if (!s->b)
-				continue;
-			kop_buf_add(&cut, p, (size_t)(s->b - p));
-			p = s->b + s->n;
-		}
-		kop_buf_add(&cut, p, (size_t)(text + len - p));
-		SHA256((const unsigned char *)cut.buf, cut.len, full);
+	if (text && kop_json_text_digest_cut(text, len, paths, &cut, full) == 0) {
 		memcpy(d, full, OBJ_DIG);
 		if (cut.cap > 1 << 20)
 			kop_buf_release(&cut);

@@ -4,6 +4,7 @@
  *   test-tool backoff BASE CAP JITTER N   N delays in ms, one per line
  *   test-tool time-parse RFC3339          seconds since the epoch
  *   test-tool json-dump-check < input     kop_json_dump against jv_dump_string on every value
+ *   test-tool json-digest-cut PATH... < pairs   kop_json_text_digest_cut on lines in pairs
  *   test-tool json-event < events        kop_json_event on every line: type, tab, the object's text
  *                                         (its managedFields cut), or -1
  *   test-tool json-read-check [--thread] < input
@@ -293,6 +294,83 @@ static int cmd_json_digest(int argc, char **argv)
 	return 0;
 }
 
+struct cut_pair {
+	jv paths;		/* kop_json_spans's */
+	jv dotted;		/* the same for jv_delpaths */
+	char *first;		/* the pair's first line, or NULL */
+	size_t first_len;
+	struct kop_buf scratch;
+};
+
+/* The digest of a text cut, and its value without the paths; "-1" and invalid when it cannot say. */
+static jv cut_one(struct cut_pair *c, const char *text, size_t len, unsigned char d[KOP_JSON_DIGEST_LEN], int *ok)
+{
+	jv v = kop_json_read(text, len);
+
+	*ok = kop_json_text_digest_cut(text, len, c->paths, &c->scratch, d) == 0;
+	if (jv_get_kind(v) != JV_KIND_OBJECT)
+		return v;
+	return jv_delpaths(v, jv_copy(c->dotted));
+}
+
+static int one_cut(const char *line, size_t n, void *data)
+{
+	struct cut_pair *c = data;
+	unsigned char da[KOP_JSON_DIGEST_LEN], db[KOP_JSON_DIGEST_LEN];
+	int oka, okb, same;
+	jv a, b;
+
+	if (!c->first) {
+		c->first = kop_strndup(line, n);
+		c->first_len = n;
+		return 0;
+	}
+	a = cut_one(c, c->first, c->first_len, da, &oka);
+	b = cut_one(c, line, n, db, &okb);
+	free(c->first);
+	c->first = NULL;
+	if (!jv_is_valid(a) || !jv_is_valid(b)) {
+		jv_free(a);
+		jv_free(b);
+		return 2;
+	}
+	same = jv_equal(a, b);
+	if (!oka || !okb)
+		printf("-1 %s\n", same ? "equal" : "unequal");
+	else
+		printf("%s %s\n", memcmp(da, db, sizeof(da)) ? "differ" : "same", same ? "equal" : "unequal");
+	return oka && okb && !memcmp(da, db, sizeof(da)) && !same;
+}
+
+/* json-digest-cut PATH...: stdin's lines in pairs, JSON objects' texts: whether their
+ * kop_json_text_digest_cut without the dotted PATHs is the same ("same", "differ", or
+ * "-1" when it cannot say), then whether the values without them are "equal"; exit 1
+ * when one digest stood for two values. */
+static int cmd_json_digest_cut(int argc, char **argv)
+{
+	struct cut_pair c = { jv_array(), jv_array(), NULL, 0, KOP_BUF_INIT };
+	int i, rc;
+
+	for (i = 1; i < argc; i++) {
+		jv path = jv_array();
+		char *s = kop_strdup(argv[i]), *tok, *save = NULL;
+
+		for (tok = strtok_r(s, ".", &save); tok; tok = strtok_r(NULL, ".", &save))
+			path = jv_array_append(path, jv_string(tok));
+		free(s);
+		c.paths = jv_array_append(c.paths, jv_copy(path));
+		c.dotted = jv_array_append(c.dotted, path);
+	}
+	rc = each_line(one_cut, &c);
+	if (c.first)
+		rc = 2;		/* (a line without its pair) */
+	free(c.first);
+	kop_buf_release(&c.scratch);
+	jv_free(c.paths);
+	jv_free(c.dotted);
+	return rc;
+}
+
 /* Whether kop_json_read and jv_parse_sized give the same of s[0..len) (0), or prints both (1). */
 static int read_same(const char *s, size_t len)
 {
@@ -430,6 +508,7 @@ static const struct test_cmd builtin_cmds[] = {
 	{ "json-dump-check", cmd_json_dump_check },
 	{ "json-read-check", cmd_json_read_check },
 	{ "json-digest", cmd_json_digest },
+	{ "json-digest-cut", cmd_json_digest_cut },
 	{ "backoff", cmd_backoff },
 	{ "time-parse", cmd_time_parse },
 };
