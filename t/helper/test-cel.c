@@ -14,12 +14,36 @@
 #include "test-tool.h"
 #include "banned.h"
 
+static int one_cel(const char *line, size_t n, void *data)
+{
+	char err[KOP_ERRLEN];
+	struct kop_cel *p;
+	jv v;
+
+	(void)n;
+	if (!(p = kop_cel_parse(line, NULL, err))) {
+		printf("parse error: %s\n", err);
+		return 0;
+	}
+	v = kop_cel_eval(p, jv_copy(*(jv *)data));
+	if (jv_is_valid(v)) {
+		jv s = jv_dump_string(v, 0);
+
+		printf("%s\n", jv_string_value(s));
+		jv_free(s);
+	} else {
+		jv m = jv_invalid_get_msg(v);
+
+		printf("error: %s\n", jv_string_value(m));
+		jv_free(m);
+	}
+	kop_cel_free(p);
+	return 0;
+}
+
 static int cmd_cel(int argc, char **argv)
 {
 	jv vars = jv_object();
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
 
 	if (argc > 2)
 		return 2;
@@ -32,32 +56,7 @@ static int cmd_cel(int argc, char **argv)
 			return 2;
 		}
 	}
-	while ((n = getline(&line, &cap, stdin)) >= 0) {
-		char err[KOP_ERRLEN];
-		struct kop_cel *p;
-		jv v;
-
-		if (n > 0 && line[n - 1] == '\n')
-			line[n - 1] = '\0';
-		if (!(p = kop_cel_parse(line, NULL, err))) {
-			printf("parse error: %s\n", err);
-			continue;
-		}
-		v = kop_cel_eval(p, jv_copy(vars));
-		if (jv_is_valid(v)) {
-			jv s = jv_dump_string(v, 0);
-
-			printf("%s\n", jv_string_value(s));
-			jv_free(s);
-		} else {
-			jv m = jv_invalid_get_msg(v);
-
-			printf("error: %s\n", jv_string_value(m));
-			jv_free(m);
-		}
-		kop_cel_free(p);
-	}
-	free(line);
+	each_line(one_cel, &vars);
 	jv_free(vars);
 	return 0;
 }

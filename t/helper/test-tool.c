@@ -214,35 +214,34 @@ static int cmd_json_elements(int argc, char **argv)
 /* json-keep FIELDS: each line of stdin, an object's text, read by
  * kop_json_keep_text ("-1" when it leaves it to a whole parse), and by a
  * whole parse and kop_json_keep ("whole: ..."), both written. */
+static int one_keep(const char *line, size_t n, void *data)
+{
+	jv paths = *(jv *)data, v;
+
+	if (kop_json_keep_text(line, n, paths, &v) < 0)
+		printf("-1\n");
+	else
+		kop_jsonl_write(stdout, v);
+	v = kop_json_read(line, n);
+	printf("whole: ");
+	if (jv_get_kind(v) == JV_KIND_OBJECT) {
+		kop_jsonl_write(stdout, kop_json_keep(v, paths));
+	} else {
+		jv_free(v);
+		printf("-\n");
+	}
+	return 0;
+}
+
 static int cmd_json_keep(int argc, char **argv)
 {
-	char err[KOP_ERRLEN], *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
+	char err[KOP_ERRLEN];
 	jv paths;
 
 	if (argc < 2 || kop_fields_parse(argv[1], &paths, err) < 0)
 		return 2;
-	while ((n = getline(&line, &cap, stdin)) > 0) {
-		jv v;
-
-		if (line[n - 1] == '\n')
-			n--;
-		if (kop_json_keep_text(line, (size_t)n, paths, &v) < 0)
-			printf("-1\n");
-		else
-			kop_jsonl_write(stdout, v);
-		v = kop_json_read(line, (size_t)n);
-		printf("whole: ");
-		if (jv_get_kind(v) == JV_KIND_OBJECT) {
-			kop_jsonl_write(stdout, kop_json_keep(v, paths));
-		} else {
-			jv_free(v);
-			printf("-\n");
-		}
-	}
+	each_line(one_keep, &paths);
 	jv_free(paths);
-	free(line);
 	return 0;
 }
 
@@ -295,8 +294,7 @@ static int cmd_json_digest(int argc, char **argv)
 }
 
 struct cut_pair {
-	jv paths;		/* kop_json_spans's */
-	jv dotted;		/* the same for jv_delpaths */
+	jv paths;		/* arrays of keys: kop_json_spans's, and jv_delpaths's */
 	char *first;		/* the pair's first line, or NULL */
 	size_t first_len;
 	struct kop_buf scratch;
@@ -310,7 +308,7 @@ static jv cut_one(struct cut_pair *c, const char *text, size_t len, unsigned cha
 	*ok = kop_json_text_digest_cut(text, len, c->paths, &c->scratch, d) == 0;
 	if (jv_get_kind(v) != JV_KIND_OBJECT)
 		return v;
-	return jv_delpaths(v, jv_copy(c->dotted));
+	return jv_delpaths(v, jv_copy(c->paths));
 }
 
 static int one_cut(const char *line, size_t n, void *data)
@@ -348,7 +346,7 @@ static int one_cut(const char *line, size_t n, void *data)
  * when one digest stood for two values. */
 static int cmd_json_digest_cut(int argc, char **argv)
 {
-	struct cut_pair c = { jv_array(), jv_array(), NULL, 0, KOP_BUF_INIT };
+	struct cut_pair c = { jv_array(), NULL, 0, KOP_BUF_INIT };
 	int i, rc;
 
 	for (i = 1; i < argc; i++) {
@@ -358,8 +356,7 @@ static int cmd_json_digest_cut(int argc, char **argv)
 		for (tok = strtok_r(s, ".", &save); tok; tok = strtok_r(NULL, ".", &save))
 			path = jv_array_append(path, jv_string(tok));
 		free(s);
-		c.paths = jv_array_append(c.paths, jv_copy(path));
-		c.dotted = jv_array_append(c.dotted, path);
+		c.paths = jv_array_append(c.paths, path);
 	}
 	rc = each_line(one_cut, &c);
 	if (c.first)
@@ -367,7 +364,6 @@ static int cmd_json_digest_cut(int argc, char **argv)
 	free(c.first);
 	kop_buf_release(&c.scratch);
 	jv_free(c.paths);
-	jv_free(c.dotted);
 	return rc;
 }
 
