@@ -278,10 +278,12 @@ void shard_release(void);
 int projects(const struct kop_kind *k);
 void child_digest(jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG]);
 size_t deflate_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict);
-void store_text(struct obj *o, jv obj, const char *text, size_t len);
+void store_text(struct obj *o, jv obj, const char *text, size_t len, const unsigned char *tdig);
 void store_view(struct obj *o, jv v);
 jv parse_view(const struct obj *o);
-int same_text(const struct obj *o, const char *text, size_t len);
+/* Whether o holds this text already; when it took the text's digest to say,
+ * that digest is in d and *made points at it (for store_text). */
+int same_text(const struct obj *o, const char *text, size_t len, unsigned char d[OBJ_DIG], const unsigned char **made);
 const struct zdict *dict_made(struct zdict *d, const char *text, size_t len);
 char *keep_text(char *text, size_t len, struct zdict *d, size_t *zlen);
 jv kept_parse(const char *kept, size_t zlen, size_t len, const struct zdict *d);

@@ -149,9 +149,9 @@ static const struct zdict *kind_dict(const struct kop_kind *k, const char *text,
  * change other than its status, or to render (a primary): it is kept
  * deflated, with a digest to tell a new state; a child also fingerprinted
  * (kop_json_fingerprint: a Secret's data as its digest), since it is only
- * ever compared.
+ * ever compared. tdig: the text's digest when same_text made it, else NULL.
  */
-void store_text(struct obj *o, jv obj, const char *text, size_t len)
+void store_text(struct obj *o, jv obj, const char *text, size_t len, const unsigned char *tdig)
 {
 	free(o->text);
 	o->text = NULL;
@@ -179,7 +179,10 @@ void store_text(struct obj *o, jv obj, const char *text, size_t len)
 			o->zlen = zlen;
 			o->slen = slen;
 			o->fp = o->kind->role == KOP_ROLE_CHILD;
-			text_digest(text, len, o->tdig);
+			if (tdig)
+				memcpy(o->tdig, tdig, sizeof(o->tdig));
+			else
+				text_digest(text, len, o->tdig);
 			free(fptext);
 			return;
 		}
@@ -188,14 +191,15 @@ void store_text(struct obj *o, jv obj, const char *text, size_t len)
 	o->text = kop_strndup(text, len);
 }
 
-int same_text(const struct obj *o, const char *text, size_t len)
+int same_text(const struct obj *o, const char *text, size_t len, unsigned char d[OBJ_DIG], const unsigned char **made)
 {
-	unsigned char d[OBJ_DIG];
-
+	if (o->len != len)
+		return 0;
 	if (!o->zlen)
 		return !memcmp(o->text, text, len);
 	text_digest(text, len, d);
-	return !memcmp(d, o->tdig, sizeof(d));
+	*made = d;
+	return !memcmp(d, o->tdig, OBJ_DIG);
 }
 
 /* Inflates size bytes deflated as zlen at zin with the dictionary dict (NULL:

@@ -305,6 +305,8 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 	char *text, *new_owner = NULL;
 	size_t tlen;
 	int fresh, relinked = 0, had_view, unseen = 0, owner_set = 0;
+	unsigned char tdig[OBJ_DIG];
+	const unsigned char *tdig_made = NULL;	/* tdig, once same_text made it */
 
 	if (!name || !*name || !kind || !av) {
 		log_warn("line %zu: %s without %s; skipped", lineno, "an object",
@@ -346,7 +348,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 	text = line ? event_object_text(line, line_len, &tlen) : NULL;
 	if (!text)
 		text = kop_json_dump_len(jv_copy(obj), &tlen);
-	if (o && o->len == tlen && same_text(o, text, tlen)) {
+	if (o && same_text(o, text, tlen, tdig, &tdig_made)) {
 		free(key);	/* the same state again (a replay, a relist): nothing new */
 		free(text);
 		jv_free(obj);
@@ -426,7 +428,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		/* Its spec goes to the render program only (README: render). */
 		store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
 	}
-	store_text(o, obj, text, tlen);
+	store_text(o, obj, text, tlen, tdig_made);
 	free(text);
 	set_meta(o, rv ? rv : "", name, ns ? ns : "", meta(obj, "uid") ? meta(obj, "uid") : "",
 		 owner_set ? new_owner : o->owner_uid);
