@@ -95,7 +95,9 @@ static int skip_value(struct scan *s)
 /*
  * The members of the object at s->p, each key handed to fn with the scan at
  * its value (fn moves past it, or leaves it for the walk to skip: returns 1
- * when it moved, 0 when not, -1 to stop). -1 when the text is not such an object.
+ * when it moved, 0 when not, -1 to stop). -1 when the text is not such an
+ * object, or a key holds an escape: it may spell a key wanted ("obj\u0065ct"
+ * is "object" once parsed), and a whole parse says what it means.
  */
 static int each_member(struct scan *s, int (*fn)(struct scan *, const char *, size_t, void *), void *ctx)
 {
@@ -114,7 +116,7 @@ static int each_member(struct scan *s, int (*fn)(struct scan *, const char *, si
 		int r;
 
 		skip_ws(s);
-		if (s->p >= s->end || *s->p != '"' || scan_string(s, &k, &kn) < 0)
+		if (s->p >= s->end || *s->p != '"' || scan_string(s, &k, &kn) < 0 || memchr(k, '\\', kn))
 			return -1;
 		skip_ws(s);
 		if (s->p >= s->end || *s->p != ':')
@@ -225,8 +227,6 @@ static int event_meta_member(struct scan *s, const char *k, size_t kn, void *ctx
 	const char *b;
 	size_t i, n;
 
-	if (memchr(k, '\\', kn))
-		return -1;	/* (it may spell a key wanted, "obj\u0065ct": a whole parse says) */
 	if (key_is(k, kn, "managedFields")) {
 		const char *key = k - 1, *q;
 
@@ -265,8 +265,6 @@ static int event_obj_member(struct scan *s, const char *k, size_t kn, void *ctx)
 	struct event_scan *e = ctx;
 	int *seen = key_is(k, kn, "kind") ? &e->seen_kind : key_is(k, kn, "apiVersion") ? &e->seen_av : NULL;
 
-	if (memchr(k, '\\', kn))
-		return -1;	/* (it may spell a key wanted, "obj\u0065ct": a whole parse says) */
 	if (seen) {
 		const char *b;
 		size_t n;
@@ -286,8 +284,6 @@ static int event_member(struct scan *s, const char *k, size_t kn, void *ctx)
 {
 	struct event_scan *e = ctx;
 
-	if (memchr(k, '\\', kn))
-		return -1;	/* (it may spell a key wanted, "obj\u0065ct": a whole parse says) */
 	if (key_is(k, kn, "type")) {
 		const char *b;
 		size_t n;
@@ -358,8 +354,6 @@ static int span_member(struct scan *s, const char *k, size_t kn, void *ctx)
 	const char *b = s->p;
 	int i;
 
-	if (memchr(k, '\\', kn))
-		return -1;	/* (it may spell a key wanted: a whole parse says) */
 	child.sp = sp;
 	child.depth = l->depth + 1;
 	child.alive = 0;

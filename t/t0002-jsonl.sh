@@ -152,6 +152,8 @@ test_expect_success 'kop_json_meta leaves to a whole parse what it cannot read r
 	{"metadata":{"uid":"u1" "x":1}}
 	["metadata"]
 	{"metadata":{"uid":"u1"}} {"a":1}
+	{"metadata":{"uid":"u1"},"m\u0065tadata":{"uid":"u2"}}
+	{"metadata":{"uid":"u1","\u0075id":"u2"}}
 	EOF
 	"$KOP_TEST_TOOL" json-meta <in >got &&
 	cat >want <<-\EOF &&
@@ -159,6 +161,8 @@ test_expect_success 'kop_json_meta leaves to a whole parse what it cannot read r
 	{"metadata":{"uid":"u2"}}
 	{"metadata":{}}
 	{"metadata":{}}
+	-1
+	-1
 	-1
 	-1
 	-1
