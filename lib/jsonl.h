@@ -137,7 +137,8 @@ int kop_json_read_fast(const char *s, size_t len, jv *out);
  * (json_scan.c), read without building the rest: 0 and *out =
  * {"metadata":{NAME: "...", ...}} (those present as strings), or -1 (nothing
  * made) when the text is not one well-formed object, holds "metadata" twice,
- * or a wanted string holds an escape: then read it whole.
+ * a key with an escape at its top or in its metadata, or a wanted string
+ * holds an escape: then read it whole.
  */
 int kop_json_meta(const char *text, size_t len, const char *const *names, size_t n, jv *out);
 /*
