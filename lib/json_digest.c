@@ -71,26 +71,8 @@ void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN])
 int kop_json_text_digest_cut(const char *text, size_t len, jv paths, struct kop_buf *scratch,
 			     unsigned char out[KOP_JSON_DIGEST_LEN])
 {
-	struct kop_json_span sp[KOP_JSON_SPANS_MAX], *order[KOP_JSON_SPANS_MAX];
-	const char *p = text;
-	int i, j, n = jv_get_kind(paths) == JV_KIND_ARRAY ? jv_array_length(jv_copy(paths)) : -1;
-
-	if (n < 0 || n > KOP_JSON_SPANS_MAX || kop_json_spans(text, len, paths, sp) < 0)
+	if (kop_json_cut(text, len, paths, scratch) < 0)
 		return -1;
-	/* the spans in the text's order (they do not overlap: each is a whole value) */
-	for (i = 0; i < n; i++) {
-		for (j = i; j > 0 && (!order[j - 1]->b || (sp[i].b && order[j - 1]->b > sp[i].b)); j--)
-			order[j] = order[j - 1];
-		order[j] = &sp[i];
-	}
-	kop_buf_reset(scratch);
-	for (i = 0; i < n && order[i]->b; i++) {
-		if (order[i]->b < p)
-			return -1;	/* (one inside another: not two paths' values) */
-		kop_buf_add(scratch, p, (size_t)(order[i]->b - p));
-		p = order[i]->b + order[i]->n;
-	}
-	kop_buf_add(scratch, p, (size_t)(text + len - p));
 	SHA256((const unsigned char *)(scratch->buf ? scratch->buf : ""), scratch->len, out);
 	return 0;
 }

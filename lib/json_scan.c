@@ -221,6 +221,30 @@ struct event_scan {
 	jv meta;
 };
 
+/*
+ * A member cut from its object with one comma beside it (the one before it,
+ * else the one after), so that what is left reads as the object without it:
+ * [*b, *e) from its key's opening quote at key to its value's end at vend;
+ * the object's bytes are within [base, end).
+ */
+static void member_cut(const char *base, const char *end, const char *key, const char *vend,
+		       const char **b, const char **e)
+{
+	const char *q;
+
+	for (q = key; q > base && is_ws(q[-1]); q--)
+		;
+	if (q > base && q[-1] == ',') {
+		*b = q - 1;
+		*e = vend;
+		return;
+	}
+	for (q = vend; q < end && is_ws(*q); q++)
+		;
+	*b = key;
+	*e = q < end && *q == ',' ? q + 1 : vend;
+}
+
 static int event_meta_member(struct scan *s, const char *k, size_t kn, void *ctx)
 {
 	struct event_scan *e = ctx;
@@ -228,22 +252,14 @@ static int event_meta_member(struct scan *s, const char *k, size_t kn, void *ctx
 	size_t i, n;
 
 	if (key_is(k, kn, "managedFields")) {
-		const char *key = k - 1, *q;
+		const char *key = k - 1, *cb, *ce;
 
 		if (e->seen_mf++ || skip_value(s) < 0)
 			return -1;
-		/* the member and one comma beside it: the one before it, else the one after */
-		for (q = key; q > e->base && is_ws(q[-1]); q--)
-			;
-		if (q > e->base && q[-1] == ',') {
-			e->ev->cut_b = (size_t)(q - 1 - e->base);
-			e->ev->cut_e = (size_t)(s->p - e->base);
-		} else {	/* (the scan stays at the comma: the walk reads it) */
-			for (q = s->p; q < s->end && is_ws(*q); q++)
-				;
-			e->ev->cut_b = (size_t)(key - e->base);
-			e->ev->cut_e = (size_t)(q < s->end && *q == ',' ? q + 1 - e->base : s->p - e->base);
-		}
+		/* (a comma after it is cut too, but the scan stays at it: the walk reads it) */
+		member_cut(e->base, s->end, key, s->p, &cb, &ce);
+		e->ev->cut_b = (size_t)(cb - e->base);
+		e->ev->cut_e = (size_t)(ce - e->base);
 		return 1;
 	}
 	for (i = 0; i < sizeof(event_meta) / sizeof(event_meta[0]); i++) {
@@ -438,6 +454,47 @@ int kop_json_spans(const char *text, size_t len, jv paths, struct kop_json_span 
 out:
 	free(sp.keys);
 	return rc;
+}
+
+int kop_json_cut(const char *text, size_t len, jv paths, struct kop_buf *out)
+{
+	struct kop_json_span sp[KOP_JSON_SPANS_MAX];
+	const char *cb[KOP_JSON_SPANS_MAX], *ce[KOP_JSON_SPANS_MAX], *p = text, *end = text + len;
+	int i, j, n = jv_get_kind(paths) == JV_KIND_ARRAY ? jv_array_length(jv_copy(paths)) : -1, m = 0;
+
+	if (n < 0 || n > KOP_JSON_SPANS_MAX || kop_json_spans(text, len, paths, sp) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		const char *q = sp[i].b, *key;
+
+		if (!q)
+			continue;
+		/* back from the value to its key: "KEY" : (each_member let no escape in a key) */
+		while (q > text && is_ws(q[-1]))
+			q--;
+		if (q == text || *--q != ':')
+			return -1;
+		while (q > text && is_ws(q[-1]))
+			q--;
+		if (q == text || q[-1] != '"' || !(key = memrchr(text, '"', (size_t)(q - 1 - text))))
+			return -1;
+		/* (in the text's order) */
+		for (j = m; j > 0 && cb[j - 1] > key; j--) {
+			cb[j] = cb[j - 1];
+			ce[j] = ce[j - 1];
+		}
+		member_cut(text, end, key, sp[i].b + sp[i].n, &cb[j], &ce[j]);
+		m++;
+	}
+	kop_buf_reset(out);
+	for (i = 0; i < m; i++) {
+		if (cb[i] < p)
+			return -1;	/* (two cuts meet: members side by side, or one inside another) */
+		kop_buf_add(out, p, (size_t)(cb[i] - p));
+		p = ce[i];
+	}
+	kop_buf_add(out, p, (size_t)(end - p));
+	return 0;
 }
 
 int kop_json_elements(const char *text, size_t len, struct kop_json_span *out, size_t max)

@@ -179,6 +179,15 @@ struct kop_json_span {
 };
 int kop_json_spans(const char *text, size_t len, jv paths, struct kop_json_span *out);
 /*
+ * The JSON object text (len bytes at text) in *out without the members at
+ * paths (as kop_json_spans takes them, borrowed), each cut with one comma
+ * beside it, as kwatch cuts metadata.managedFields: what is left reads as
+ * the object without them, whether they were there or not. 0, or -1 (*out
+ * undefined) when kop_json_spans cannot say, or two members cut are side
+ * by side (one comma between them) or one inside another.
+ */
+int kop_json_cut(const char *text, size_t len, jv paths, struct kop_buf *out);
+/*
  * The texts of the elements of the JSON array text (json_scan.c), at most
  * max of them, in out: how many, or -1 when the text is not one array (or
  * holds more than max, or a NUL byte). Of the elements, only the brackets
@@ -221,13 +230,12 @@ jv kop_json_key(const char *s);
 #define KOP_JSON_DIGEST_LEN 32
 void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN]);
 /*
- * SHA-256 of the JSON object text (len bytes at text) with the values at
- * paths cut out, their keys left (paths as kop_json_spans takes them,
- * borrowed; scratch is the caller's, reused from call to call): two texts
- * with one digest hold the same object but for those values. 0, or -1 when
- * the scan cannot say where they are (an escaped key, a member twice...):
- * then digest the parsed value. A value's other texts (spacing, key order)
- * give other digests: a cache key, not an identity.
+ * SHA-256 of the JSON object text (len bytes at text) without the members
+ * at paths (kop_json_cut; scratch is the caller's, reused from call to
+ * call): two texts with one digest hold the same object but for those
+ * members, there or not. 0, or -1 when kop_json_cut cannot say: then digest
+ * the parsed value. A value's other texts (spacing, key order) give other
+ * digests: a cache key, not an identity.
  */
 int kop_json_text_digest_cut(const char *text, size_t len, jv paths, struct kop_buf *scratch,
 			     unsigned char out[KOP_JSON_DIGEST_LEN]);

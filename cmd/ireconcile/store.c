@@ -26,10 +26,10 @@ int projects(const struct kop_kind *k)
 /* The digest of a child without what its writers other than us change
  * alone (status, resourceVersion): while it stays, so does its comparison
  * with a desired object that sets neither. From its text (len bytes at
- * text) without those two values, where a scan finds them (a fraction of a
- * walk of the parsed object); else from obj (borrowed) without them. The
- * two never meet: a text that cannot be scanned now and can later only
- * looks changed once, and is compared again. */
+ * text) without those two members, there or not, where a scan finds them (a
+ * fraction of a walk of the parsed object); else from obj (borrowed)
+ * without them. The two never meet: a text that cannot be scanned now
+ * and can later only looks changed once, and is compared again. */
 void child_digest(jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG])
 {
 	static jv paths;
