@@ -32,7 +32,7 @@ BIN ?= bin
 endif
 
 # Debian's libjq has no pkg-config file.
-PKGS ?= libcurl yaml-0.1 openssl libmicrohttpd zlib
+PKGS ?= libcurl yaml-0.1 openssl libmicrohttpd libzstd
 DEP_CFLAGS ?= $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS ?= $(shell pkg-config --libs $(PKGS) 2>/dev/null) -ljq -lonig -lm -lpthread
 ALL_CFLAGS = $(WARNINGS) $(CFLAGS) -D_GNU_SOURCE -Ilib -Icmd $(DEP_CFLAGS)

@@ -32,7 +32,7 @@ int kop_fn_resolve(jv v, jv *out, char *err);
  * UTF-8 text becomes {"$fn": "base64", "arg": that text}, which
  * kop_fn_resolve turns back into the very same string. (A resolved value
  * holds no directive, so nothing else in it is taken for one.) Text that
- * differs in a few names deflates to little; its base64 does not.
+ * differs in a few names compresses to little; its base64 does not.
  */
 #define KOP_FN_PACK_MIN 128
 jv kop_fn_pack(jv v);

@@ -13,7 +13,7 @@ set -eu
 # pages (make man, make install). The demo: jq, curl, openssl; perl's prove
 # runs the tests, procps (ps, pgrep, pkill) serves the scripts.
 PKGS="gcc make pkg-config libc6-dev libjq-dev libonig-dev libcurl4-openssl-dev
-libyaml-dev libssl-dev libmicrohttpd-dev zlib1g-dev help2man jq curl openssl perl procps"
+libyaml-dev libssl-dev libmicrohttpd-dev libzstd-dev help2man jq curl openssl perl procps"
 # make image: a root filesystem from Debian's packages, packed as OCI.
 IMAGE_PKGS="mmdebstrap umoci skopeo"
 # Only the tests: the fuzz targets (clang), the valgrind test, git (the

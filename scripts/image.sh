@@ -32,7 +32,7 @@ IMAGE_SECURITY=${IMAGE_SECURITY:-http://deb.debian.org/debian-security}
 CACHE=$ROOT/build/image
 # What the tools link against (ldd of bin/*), and the CA bundle; their
 # dependencies come along and are cut down afterwards.
-PKGS="libc6 libcurl4 libjq1 libonig5 libyaml-0-2 libssl3 libmicrohttpd12 zlib1g ca-certificates"
+PKGS="libc6 libcurl4 libjq1 libonig5 libyaml-0-2 libssl3 libmicrohttpd12 libzstd1 ca-certificates"
 ARCH=x86_64-linux-gnu
 
 say () { printf '%s\n' "image: $*" >&2; }

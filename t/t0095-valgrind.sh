@@ -167,7 +167,7 @@ test_expect_success 'ireconcile --shard: ranges added, a primary parked, then wa
 	sort plain.out >expect && sort ireconcile-gain.out >actual && test_cmp expect actual
 '
 
-# A render program with projected children: fingerprinted, deflated
+# A render program with projected children: fingerprinted, compressed
 # children (a dictionary per kind), the render answer dropped once every
 # child is held, then computed again when one changes (t2004's third test,
 # each step sent once the one before is reconciled, so that each is its own

@@ -133,7 +133,7 @@ test_expect_success 'an unknown function or a bad argument is an error naming it
 '
 
 # ireconcile keeps a render answer packed (lib/render.h, kop_fn_pack): base64 of text as the
-# directive that makes it, which deflates to little; resolving it must give back every byte.
+# directive that makes it, which compresses to little; resolving it must give back every byte.
 test_expect_success 'packed, base64 of text is kept as the directive that makes it, and resolves to the same bytes' '
 	jq -c "{\"\$fn\": \"base64\", arg: {\"\$fn\": \"yaml\", arg: .}}" edge-v1.config.json >fn.json &&
 	"$KOP_TEST_TOOL" fn-resolve <fn.json >b64.json &&

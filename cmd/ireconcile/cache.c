@@ -1,5 +1,5 @@
 /*
- * The render cache: a render program's answer kept per primary (deflated),
+ * The render cache: a render program's answer kept per primary (compressed),
  * with the digests of its children, so that a reconcile whose render input
  * did not change neither runs it nor compares its children again.
  */
@@ -116,12 +116,12 @@ static jv render_run(jv in, int64_t *us_jq, int64_t *us_fn, char *err)
 	return out;
 }
 
-/* Keeps the render answer out (borrowed) in p->rendered, deflated (as jv the
+/* Keeps the render answer out (borrowed) in p->rendered, compressed (as jv the
  * desired children of an IoT instance take ~190 KB, as compact JSON ~34 KB,
- * deflated ~0.6 KB): 0 if it could not be. Its base64 strings are kept as
+ * compressed ~0.6 KB): 0 if it could not be. Its base64 strings are kept as
  * the directives that make them (kop_fn_pack): an IoT instance's Secret is
- * 17 KB of base64 of text, with which its answer deflates to ~10 KB; the
- * text deflates to little (the first answer, the dictionary, holds the same
+ * 17 KB of base64 of text, with which its answer compresses to ~10 KB; the
+ * text compresses to little (the first answer, the dictionary, holds the same
  * text but for names). */
 static int render_store(struct prim *p, jv out)
 {
@@ -130,8 +130,8 @@ static int render_store(struct prim *p, jv out)
 	free(p->rendered);
 	p->rendered = NULL;
 	/* (answers differ in little but names: with the first as dictionary, an
-	 * IoT instance's takes ~0.6 KB deflated instead of ~8 KB) */
-	p->rendered_zlen = deflate_text(text, p->rendered_len, &p->rendered,
+	 * IoT instance's takes ~0.6 KB compressed instead of ~8 KB) */
+	p->rendered_zlen = compress_text(text, p->rendered_len, &p->rendered,
 					dict_made(&E.render_dict, text, p->rendered_len));
 	free(text);
 	return p->rendered_zlen != 0;
@@ -155,7 +155,7 @@ static jv kept_unpack(jv v)
 /* The kept answer of p (p->rendered), parsed and unpacked. */
 static jv kept_answer(struct prim *p)
 {
-	return kept_unpack(inflate_parse(p->rendered, p->rendered_zlen, p->rendered_len, &E.render_dict));
+	return kept_unpack(expand_parse(p->rendered, p->rendered_zlen, p->rendered_len, &E.render_dict));
 }
 
 /*
@@ -221,7 +221,7 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 	}
 	memcpy(p->render_key, d, sizeof(d));
 	ctx->rfull = jv_copy(out);
-	/* What sync reads of it, kept for as long as p is, deflated against the
+	/* What sync reads of it, kept for as long as p is, compressed against the
 	 * first one's (an IoT instance's: ~4.5 KB as compact JSON, ~0.3 KB so). */
 	view = render_view(jv_copy(out));
 	if (!jv_is_valid(view)) {
@@ -298,7 +298,7 @@ jv rendered_object(struct prim *p, struct rctx *ctx, int i)
 {
 	if (!jv_is_valid(ctx->rfull) && p->render_valid && !ctx->rfail && p->rendered && i >= 0 && i < p->nrdig) {
 		if (ctx->nrel < 0 && !ctx->rtext &&
-		    (ctx->rtext = inflate_text(p->rendered, p->rendered_zlen, p->rendered_len, &E.render_dict))) {
+		    (ctx->rtext = expand_text(p->rendered, p->rendered_zlen, p->rendered_len, &E.render_dict))) {
 			struct kop_json_span d = { NULL, 0 };
 			jv paths = JV_ARRAY(JV_ARRAY(jv_string("desired")));
 
@@ -365,7 +365,7 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 		goto out;
 	}
 	if (f->rindex < 0) {
-		sent = inflate_parse(f->ztext, f->zlen, f->len, NULL);
+		sent = expand_parse(f->ztext, f->zlen, f->len, NULL);
 	} else if (p->render_valid && !memcmp(f->rkey, p->render_key, sizeof(f->rkey))) {
 		sent = rendered_object(p, ctx, f->rindex);
 		if (jv_get_kind(sent) == JV_KIND_OBJECT)	/* as apply_children stamped it */

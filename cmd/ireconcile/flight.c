@@ -131,7 +131,7 @@ void flight_sent_object(struct prim *p, const char *fkey, const unsigned char *m
 	f->rindex = r;
 	if (r >= 0) {
 		memcpy(f->rkey, p->render_key, sizeof(f->rkey));
-	} else if (!(f->zlen = deflate_text(text, len, &f->ztext, NULL))) {
+	} else if (!(f->zlen = compress_text(text, len, &f->ztext, NULL))) {
 		return;	/* unknown: never pending */
 	}
 	f->len = len;

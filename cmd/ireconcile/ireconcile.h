@@ -40,15 +40,15 @@ struct prim;
 struct obj {
 	char *key;			/* "Kind.group|ns/name" */
 	const struct kop_kind *kind;
-	char *text;			/* the object without managedFields (deflated when zlen) */
+	char *text;			/* the object without managedFields (compressed when zlen) */
 	size_t len;			/* its length as JSON */
-	size_t zlen;			/* deflated: its length so (0: text is the JSON) */
-	size_t slen;			/* deflated: the length of what was deflated */
-	int fp;				/* deflated: fingerprinted (kop_json_fingerprint) */
-	unsigned char tdig[OBJ_DIG];	/* deflated: SHA-256 of the JSON */
+	size_t zlen;			/* compressed: its length so (0: text is the JSON) */
+	size_t slen;			/* compressed: the length of what was compressed */
+	int fp;				/* compressed: fingerprinted (kop_json_fingerprint) */
+	unsigned char tdig[OBJ_DIG];	/* compressed: SHA-256 of the JSON */
 	char *vtext;			/* child kinds with a `project`: what the program sees (NULL: text) */
 	size_t vlen;			/* its length as JSON */
-	size_t vzlen;			/* deflated: its length so (0: vtext is the JSON) */
+	size_t vzlen;			/* compressed: its length so (0: vtext is the JSON) */
 	unsigned char vdig[OBJ_DIG];	/* vtext: SHA-256 of its JSON */
 	unsigned char sdig[OBJ_DIG];	/* digest without status and resourceVersion */
 	char *meta;			/* the texts of the five below, one allocation (set_meta) */
@@ -84,11 +84,11 @@ struct prim {
 	int render_valid;		/* render_key, rview, rdig, rstat (and radig) describe the last answer */
 	unsigned char render_key[KOP_JSON_DIGEST_LEN];	/* of the render program's last input */
 	unsigned char *rendered;	/* its output, directives resolved, then packed (kop_fn_pack: read it
-					   through cache.c's kept_answer), compact JSON deflated (NULL: not kept) */
-	size_t rendered_zlen, rendered_len;	/* deflated and original sizes */
+					   through cache.c's kept_answer), compact JSON compressed (NULL: not kept) */
+	size_t rendered_zlen, rendered_len;	/* compressed and original sizes */
 	char *rview;			/* its answer as sync sees it, when projected (NULL: as it is),
-					   compact JSON deflated (E.rview_dict) */
-	size_t rview_zlen, rview_len;	/* deflated and original sizes */
+					   compact JSON compressed (E.rview_dict) */
+	size_t rview_zlen, rview_len;	/* compressed and original sizes */
 	char *status_sent;		/* the last status written, compact JSON (NULL: none) */
 	int64_t status_at;		/* when a status was last written, monotonic ms; 0 = never */
 	/* While it is on its way (status_flight), the statuses the stored one may
@@ -118,7 +118,7 @@ struct flight {
 	int64_t retry_at;
 	/* Applies: the object sent, to tell when the live one holds it
 	 * (apply_pending): the rendered object of index rindex under the
-	 * render key rkey, stamped, or else the JSON text deflated. */
+	 * render key rkey, stamped, or else the JSON text compressed. */
 	int has_obj;
 	unsigned char memo[KOP_JSON_DIGEST_LEN];	/* the comparison memo key (struct obj's match) */
 	int rindex;
@@ -156,7 +156,7 @@ struct engine {
 	jv related_cache;		/* the program's .related, jv_invalid() when stale */
 	jv children_empty;		/* {"Kind.v": {}} for every child and observed kind */
 	jv aggs_cache;			/* .aggregates, jv_invalid() when stale */
-	struct zdict {			/* per kind: the dictionary its deflated texts use */
+	struct zdict {			/* per kind: the dictionary its compressed texts use */
 		unsigned char *buf;
 		size_t len;
 	} *dicts;			/* [0]: the primary's, [1 + i]: E.prog.kinds[i]'s */
@@ -192,7 +192,7 @@ struct rctx {
 	struct kop_hmap live;		/* objkey -> jv* (parsed, owned here) */
 	struct kop_hmap view;		/* the same, projected for the program (vtext) */
 	jv rfull;			/* rendered_full(), jv_invalid() until read */
-	/* rendered_object(): the kept answer's text, inflated once, and the
+	/* rendered_object(): the kept answer's text, expanded once, and the
 	 * texts of its .desired (nrel of them; -1 until read, or unreadable) */
 	char *rtext;
 	struct kop_json_span *rel;
@@ -277,7 +277,7 @@ void shard_release(void);
 /* store.c */
 int projects(const struct kop_kind *k);
 void child_digest(jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG]);
-size_t deflate_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict);
+size_t compress_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict);
 void store_text(struct obj *o, jv obj, const char *text, size_t len, const unsigned char *tdig);
 void store_view(struct obj *o, jv v);
 jv parse_view(const struct obj *o);
@@ -287,10 +287,10 @@ int same_text(const struct obj *o, const char *text, size_t len, unsigned char d
 const struct zdict *dict_made(struct zdict *d, const char *text, size_t len);
 char *keep_text(char *text, size_t len, struct zdict *d, size_t *zlen);
 jv kept_parse(const char *kept, size_t zlen, size_t len, const struct zdict *d);
-char *inflate_text(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
-jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
+char *expand_text(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
+jv expand_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
 jv parse_obj(const struct obj *o);
-char *kind_deflate(const struct kop_kind *k, const char *text, size_t len, size_t *zlen);
+char *kind_compress(const struct kop_kind *k, const char *text, size_t len, size_t *zlen);
 jv kind_parse(const struct kop_kind *k, const char *text, size_t zlen, size_t len);
 
 /* flight.c */

@@ -15,7 +15,7 @@
 #include "ireconcile.h"
 #include "banned.h"
 
-/* A parked object: the primary it maps to, and its compact JSON (deflated when zlen: kind_deflate). */
+/* A parked object: the primary it maps to, and its compact JSON (compressed when zlen: kind_compress). */
 struct parked {
 	char *pkey;
 	const struct kop_kind *kind;
@@ -79,7 +79,7 @@ void shard_park(const char *key, const char *pkey, const struct kop_kind *k, jv 
 
 	pk->pkey = kop_strdup(pkey);
 	pk->kind = k;
-	pk->text = kind_deflate(k, text, pk->len, &pk->zlen);
+	pk->text = kind_compress(k, text, pk->len, &pk->zlen);
 	free(text);
 	if ((pk = kop_hmap_put(&parked, key, pk)))
 		parked_free(pk);

@@ -1,21 +1,21 @@
 /*
  * How the view keeps an object's text: compact JSON, and reading it back. A
  * child the program sees projected is read whole only to compare it again
- * after a change other than its status: it is kept deflated (a third of the
+ * after a change other than its status: it is kept compressed (a third of the
  * memory, with a dictionary per kind), with a digest to tell a new state;
  * what the program sees of it (its view), and an observed object's text, are
- * kept deflated too, against dictionaries of their own. Which objects are
+ * kept compressed too, against dictionaries of their own. Which objects are
  * kept is view.c's.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/sha.h>
-#include <zlib.h>
+#include <zstd.h>
 #include "ireconcile.h"
 #include "banned.h"
 
-/* Texts shorter than this are kept as they are: deflate would gain too little to pay for itself. */
-#define VIEW_DEFLATE_MIN 128
+/* Texts shorter than this are kept as they are: compressing would gain too little to pay for itself. */
+#define COMPRESS_MIN 128
 
 /* Whether the kind has a `project` (jq, or the list of fields kept). */
 int projects(const struct kop_kind *k)
@@ -66,52 +66,68 @@ static void text_digest(const char *text, size_t len, unsigned char d[OBJ_DIG])
 	memcpy(d, full, OBJ_DIG);
 }
 
-/* Deflates len bytes at in into *out (allocated), with the dictionary dict
- * (NULL: none): its size, 0 on failure. One stream serves every call:
- * deflateInit allocates ~270 KB each time. Raw deflate: no zlib header nor
- * Adler-32 (a tenth of the work with a dictionary, which it sums too); the
- * text's length and digest are kept beside it. The stream writes into a
- * scratch buffer kept for the next call, and the result is allocated at its
- * size: a block allocated at the bound and shrunk would leave a free piece
- * behind each text kept, among the view's blocks, which the heap cannot
- * give back. */
-size_t deflate_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict)
+/*
+ * Compresses len bytes at in into *out (allocated), with the dictionary dict
+ * (NULL: none): its size, 0 on failure. zstd at level 1, the dictionary
+ * given as a prefix (raw content: nothing is built of it beforehand, and
+ * nothing kept per dictionary), frames without the content size, checksum
+ * or dictionary ID (the text's length and digest are kept beside it), nor
+ * the magic number every frame starts with (ZSTD_MAGICNUMBER: 4 bytes of
+ * each of the 60,000 texts and views of 1,000 instances; expand_text puts it
+ * back). On the texts of a restart at N = 1,000 (30,000 objects) it took a
+ * third of the time zlib's deflate at level 1 took with the same
+ * dictionaries, and read them back in less than half, for 3% less memory.
+ * One context serves every call. The frame is written into a scratch buffer
+ * kept for the next call, and the result allocated at its size: a block
+ * allocated at the bound and shrunk would leave a free piece behind each
+ * text kept, among the view's blocks, which the heap cannot give back.
+ */
+#define MAGIC_LEN 4
+static const unsigned char zmagic[MAGIC_LEN] = { 0x28, 0xb5, 0x2f, 0xfd };	/* ZSTD_MAGICNUMBER, little-endian */
+
+size_t compress_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict)
 {
-	static z_stream z;
-	static int ready;
+	static ZSTD_CCtx *cc;
 	static struct kop_buf scratch = KOP_BUF_INIT;
-	uLong cap;
+	size_t cap, n;
 
 	*out = NULL;
-	if (!ready) {
-		if (deflateInit2(&z, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	if (!cc) {
+		if (!(cc = ZSTD_createCCtx()))
 			return 0;
-		ready = 1;
-	} else if (deflateReset(&z) != Z_OK) {
-		return 0;
+		if (ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 1)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 0)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 0)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_dictIDFlag, 0))) {
+			ZSTD_freeCCtx(cc);
+			cc = NULL;
+			return 0;
+		}
 	}
-	if (dict && dict->len && deflateSetDictionary(&z, dict->buf, (uInt)dict->len) != Z_OK)
+	/* (a prefix serves the next frame only) */
+	if (dict && dict->len && ZSTD_isError(ZSTD_CCtx_refPrefix(cc, dict->buf, dict->len)))
 		return 0;
-	cap = deflateBound(&z, (uLong)len);
+	cap = ZSTD_compressBound(len);
 	scratch.len = 0;
 	kop_buf_grow(&scratch, cap);
-	z.next_in = (Bytef *)(uintptr_t)in;
-	z.avail_in = (uInt)len;
-	z.next_out = (Bytef *)scratch.buf;
-	z.avail_out = (uInt)cap;
-	if (deflate(&z, Z_FINISH) == Z_STREAM_END && z.total_out) {
-		*out = kop_malloc(z.total_out);
-		memcpy(*out, scratch.buf, z.total_out);
+	n = ZSTD_compress2(cc, scratch.buf, cap, in, len);
+	if (!ZSTD_isError(n) && n > MAGIC_LEN && !memcmp(scratch.buf, zmagic, MAGIC_LEN)) {
+		n -= MAGIC_LEN;
+		*out = kop_malloc(n);
+		memcpy(*out, scratch.buf + MAGIC_LEN, n);
+	} else {
+		/* (the context is reset, so that a prefix given is not left for the next call) */
+		ZSTD_CCtx_reset(cc, ZSTD_reset_session_only);
 	}
 	if (scratch.cap > (1u << 20))
 		kop_buf_release(&scratch);	/* (an answer that large is rare: not kept) */
-	return *out ? z.total_out : 0;
+	return *out ? n : 0;
 }
 
 /*
- * A kind's dictionary: the first text of the kind deflated (its last 32 KB,
- * deflate's window), never changed after. Objects of one kind differ in
- * little, names mostly: with it a Deployment takes ~160 bytes, not ~550.
+ * A kind's dictionary: the first text of the kind compressed (its last 32
+ * KB), never changed after. Objects of one kind differ in little, names
+ * mostly: with it a Deployment takes ~160 bytes, not ~550.
  */
 static struct zdict *dict_of(const struct kop_kind *k)
 {
@@ -147,7 +163,7 @@ static const struct zdict *kind_dict(const struct kop_kind *k, const char *text,
  * Keeps an object's text (its JSON, obj borrowed). One whose program sees a
  * projection of it (vtext) is read whole only to compare it again after a
  * change other than its status, or to render (a primary): it is kept
- * deflated, with a digest to tell a new state; a child also fingerprinted
+ * compressed, with a digest to tell a new state; a child also fingerprinted
  * (kop_json_fingerprint: a Secret's data as its digest), since it is only
  * ever compared. tdig: the text's digest when same_text made it, else NULL.
  */
@@ -158,7 +174,7 @@ void store_text(struct obj *o, jv obj, const char *text, size_t len, const unsig
 	o->len = len;
 	o->zlen = 0;
 	o->fp = 0;
-	if (o->vtext || (o->kind->role == KOP_ROLE_OBSERVED && len >= VIEW_DEFLATE_MIN)) {
+	if (o->vtext || (o->kind->role == KOP_ROLE_OBSERVED && len >= COMPRESS_MIN)) {
 		unsigned char *z;
 		const char *st = text;
 		char *fptext = NULL;
@@ -173,7 +189,7 @@ void store_text(struct obj *o, jv obj, const char *text, size_t len, const unsig
 			else
 				jv_free(f);
 		}
-		zlen = deflate_text(st, slen, &z, kind_dict(o->kind, st, slen));
+		zlen = compress_text(st, slen, &z, kind_dict(o->kind, st, slen));
 		if (zlen) {
 			o->text = (char *)z;
 			o->zlen = zlen;
@@ -202,41 +218,40 @@ int same_text(const struct obj *o, const char *text, size_t len, unsigned char d
 	return !memcmp(d, o->tdig, OBJ_DIG);
 }
 
-/* Inflates size bytes deflated as zlen at zin with the dictionary dict (NULL:
- * none: the one deflate_text was given; a dictionary never changes once
- * made): the text, malloc'd and NUL-terminated, or NULL if unreadable. */
-char *inflate_text(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict)
+/* Expands size bytes compressed as zlen at zin with the dictionary dict
+ * (NULL: none: the one compress_text was given; a dictionary never changes
+ * once made): the text, malloc'd and NUL-terminated, or NULL if unreadable. */
+char *expand_text(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict)
 {
-	static z_stream z;
-	static int ready;
-	char *buf = kop_malloc(size + 1);
+	static ZSTD_DCtx *dc;
+	static struct kop_buf frame = KOP_BUF_INIT;
+	char *buf;
+	size_t n;
 
-	if (!ready) {
-		if (inflateInit2(&z, -15) != Z_OK)
-			goto fail;
-		ready = 1;
-	} else if (inflateReset(&z) != Z_OK) {
-		goto fail;
+	if (!dc && !(dc = ZSTD_createDCtx()))
+		return NULL;
+	if (dict && dict->len && ZSTD_isError(ZSTD_DCtx_refPrefix(dc, dict->buf, dict->len)))
+		return NULL;
+	frame.len = 0;
+	kop_buf_add(&frame, zmagic, MAGIC_LEN);
+	kop_buf_add(&frame, zin, zlen);
+	buf = kop_malloc(size + 1);
+	n = ZSTD_decompressDCtx(dc, buf, size + 1, frame.buf, frame.len);
+	if (frame.cap > (1u << 20))
+		kop_buf_release(&frame);
+	if (ZSTD_isError(n) || n != size) {
+		ZSTD_DCtx_reset(dc, ZSTD_reset_session_only);
+		free(buf);
+		return NULL;
 	}
-	if (dict && dict->len && inflateSetDictionary(&z, dict->buf, (uInt)dict->len) != Z_OK)
-		goto fail;
-	z.next_in = (Bytef *)(uintptr_t)zin;
-	z.avail_in = (uInt)zlen;
-	z.next_out = (Bytef *)buf;
-	z.avail_out = (uInt)size;
-	if (inflate(&z, Z_FINISH) == Z_STREAM_END && z.total_out == size) {
-		buf[size] = 0;
-		return buf;
-	}
-fail:
-	free(buf);
-	return NULL;
+	buf[size] = 0;
+	return buf;
 }
 
 /* The same, parsed; jv_invalid() if unreadable. */
-jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict)
+jv expand_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict)
 {
-	char *buf = inflate_text(zin, zlen, size, dict);
+	char *buf = expand_text(zin, zlen, size, dict);
 	jv v = buf ? kop_json_read(buf, size) : jv_invalid();
 
 	free(buf);
@@ -244,7 +259,7 @@ jv inflate_parse(const unsigned char *zin, size_t zlen, size_t size, const struc
 }
 
 /*
- * A text to keep (len bytes, malloc'd, consumed) as it is kept: deflated
+ * A text to keep (len bytes, malloc'd, consumed) as it is kept: compressed
  * against d (made from it if it is the first) when long enough to gain, *zlen
  * its size; else as it is, *zlen 0. kept_parse reads it back.
  */
@@ -252,7 +267,7 @@ char *keep_text(char *text, size_t len, struct zdict *d, size_t *zlen)
 {
 	unsigned char *z;
 
-	*zlen = len >= VIEW_DEFLATE_MIN ? deflate_text(text, len, &z, dict_made(d, text, len)) : 0;
+	*zlen = len >= COMPRESS_MIN ? compress_text(text, len, &z, dict_made(d, text, len)) : 0;
 	if (!*zlen)
 		return text;
 	free(text);
@@ -264,11 +279,11 @@ jv kept_parse(const char *kept, size_t zlen, size_t len, const struct zdict *d)
 {
 	if (!zlen)
 		return kop_json_read(kept, len);
-	return inflate_parse((const unsigned char *)kept, zlen, len, d);
+	return expand_parse((const unsigned char *)kept, zlen, len, d);
 }
 
 /*
- * Keeps what the program sees of o (v, consumed) as compact JSON, deflated
+ * Keeps what the program sees of o (v, consumed) as compact JSON, compressed
  * against a dictionary of its kind's views when long enough to gain. A
  * Deployment's status, say, ~450 bytes, so takes ~130: the view is most of
  * what the view keeps (and an observed object's text, store_text).
@@ -290,10 +305,10 @@ jv parse_view(const struct obj *o)
 
 /*
  * Text of an object of kind k kept outside the view (shard.c's park),
- * malloc'd: deflated against k's dictionary when that pays (*zlen its size),
+ * malloc'd: compressed against k's dictionary when that pays (*zlen its size),
  * else as it is (*zlen 0). kind_parse reads it back.
  */
-char *kind_deflate(const struct kop_kind *k, const char *text, size_t len, size_t *zlen)
+char *kind_compress(const struct kop_kind *k, const char *text, size_t len, size_t *zlen)
 {
 	return keep_text(kop_strndup(text, len), len, dict_of(k), zlen);
 }
