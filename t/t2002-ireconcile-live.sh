@@ -101,6 +101,50 @@ test_expect_success 'an apply in flight is not repeated; feedback failures reach
 	test_no_sanitizer_report err
 '
 
+# The ConfigMap an apply made, as a watch shows it: resourceVersion RV, its palette P (the desired
+# one is "none": any other is what the server made of the apply, or a later write).
+cm_live () {
+	sed -n 1p "$FIXTURES/cm-live.jsonl" | jq -c --arg rv "$1" --arg p "$2" \
+		'.object.metadata.resourceVersion = $rv | .object.data.palette = $p'
+}
+
+cm_result () { # RV [EXTRA-JSON]
+	echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"blue/w1\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"blue-w1\",\"name\":\"color\"},\"ok\":true,\"code\":200,\"resourceVersion\":\"$1\"${2:+,$2}}"
+}
+
+reconciled () {
+	logs ".msg == \"reconciled '"'"'blue/w1'"'"'\""
+}
+
+test_expect_success 'the object an apply answered with holds it uncompared; a later write is compared' '
+	start_live -v &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	cm_result 41 >&6 &&
+	n=$(reconciled) &&
+	{ cm_live 41 mutated && sed -n 2p "$FIXTURES/cm-live.jsonl"; } >&5 &&
+	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&
+	sleep 0.3 &&
+	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 1 &&
+	cm_live 42 edited >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\" and .object.kind == \"ConfigMap\"" &&
+	stop_live &&
+	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 2 &&
+	test_no_sanitizer_report err
+'
+
+test_expect_success 'a dry run'"'"'s answer is not taken for the object: it is compared' '
+	start_live -v &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	cm_result 41 "\"dryRun\":\"server\"" >&6 &&
+	{ cm_live 41 mutated && sed -n 2p "$FIXTURES/cm-live.jsonl"; } >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\" and .object.kind == \"ConfigMap\"" &&
+	stop_live &&
+	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 2 &&
+	test_no_sanitizer_report err
+'
+
 test_expect_success 'the end of stdin reconciles what is pending, then exits 0' '
 	start_live &&
 	cat "$FIXTURES/create.jsonl" >&5 &&

@@ -54,8 +54,15 @@ void handle_result(jv r, size_t lineno)
 	}
 	f = kop_hmap_get(&E.flights, fkey);
 	if (jv_get_kind(ok) == JV_KIND_TRUE) {
-		if (f)
+		if (f) {
+			const char *rv = kop_json_cstr(r, "resourceVersion");
+
 			f->acked = 1;
+			free(f->answer_rv);
+			/* (a dry run's answer is what the write would have made: nothing was) */
+			f->answer_rv = !strcmp(what, "apply") && rv && *rv && !kop_json_cstr(r, "dryRun") ? kop_strdup(rv)
+												  : NULL;
+		}
 		if (jv_object_has(jv_copy(p->errors), kop_json_key(fkey))) {
 			p->errors = jv_object_delete(p->errors, kop_json_key(fkey));
 			enqueue(p);	/* the program may want to clear what it reported */

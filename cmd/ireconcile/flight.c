@@ -15,6 +15,7 @@ void flight_free(void *v)
 	struct flight *f = v;
 
 	free(f->live_rv);
+	free(f->answer_rv);
 	free(f->pkey);
 	free(f->ztext);
 	free(f);
@@ -109,6 +110,8 @@ int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t
 	f->at = now;
 	f->failed = 0;
 	f->acked = 0;
+	free(f->answer_rv);
+	f->answer_rv = NULL;
 	f->has_obj = 0;
 	free(f->ztext);
 	f->ztext = NULL;

@@ -113,6 +113,8 @@ struct flight {
 	int failed;
 	int acked;			/* kapply or kstatus said it was written (--feedback): the watch will show
 					   it, however long the pipeline lags; never sent again on a timeout */
+	char *answer_rv;		/* an apply acked: the resourceVersion of the object the server answered
+					   with, what that write made (NULL: unknown) */
 	int unseen;			/* a create (an apply or create of an object not in the view), not seen
 					   since and not failed: counted in its primary's `creating` */
 	int64_t retry_at;
