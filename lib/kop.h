@@ -92,6 +92,8 @@ int kop_dns1123(const char *s, int label);
 void kop_buf_add_quoted(struct kop_buf *b, const char *s, size_t n);
 /* Standard padded base64 of len bytes, a NUL-terminated heap string. */
 char *kop_base64(const void *data, size_t len);
+/* The SHA-256 of len bytes at data (32 bytes into out). */
+void kop_sha256(const void *data, size_t len, unsigned char *out);
 /* The n bytes at data as 2n lowercase hex digits and a NUL, in out[2n + 1]. */
 void kop_hex(const void *data, size_t n, char *out);
 /* The value of the hex digit c (either case), or -1. */

@@ -428,8 +428,8 @@ void kop_program_applied_digest(const unsigned char objdig[KOP_JSON_DIGEST_LEN],
 	unsigned char both[2 * KOP_JSON_DIGEST_LEN];
 
 	memcpy(both, objdig, KOP_JSON_DIGEST_LEN);
-	SHA256((const unsigned char *)puid, strlen(puid), both + KOP_JSON_DIGEST_LEN);
-	SHA256(both, sizeof(both), d);
+	kop_sha256((const unsigned char *)puid, strlen(puid), both + KOP_JSON_DIGEST_LEN);
+	kop_sha256(both, sizeof(both), d);
 }
 
 jv kop_program_stamp_applied(jv child, const unsigned char d[KOP_JSON_DIGEST_LEN])

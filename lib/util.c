@@ -1,12 +1,14 @@
 /* Small shared helpers: error buffers, kop_buf, allocation, time, files, backoff. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 #include "kop.h"
 #include "banned.h"
 
@@ -349,6 +351,35 @@ char *kop_base64(const void *data, size_t len)
 	}
 	b[wrote] = 0;
 	return (char *)b;
+}
+
+/*
+ * OpenSSL 3's SHA256() looks the algorithm up in its providers on every
+ * call (EVP_MD_fetch: a property query under a lock, a third of a digest of
+ * a Kubernetes object's text): it is fetched once, for the process's life.
+ */
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+void kop_sha256(const void *data, size_t len, unsigned char *out)
+{
+	EVP_MD_CTX *ctx;
+
+	pthread_once(&sha256_once, sha256_fetch);
+	if (sha256_md && (ctx = EVP_MD_CTX_new())) {
+		int ok = EVP_DigestInit_ex2(ctx, sha256_md, NULL) && EVP_DigestUpdate(ctx, data, len) &&
+			 EVP_DigestFinal_ex(ctx, out, NULL);
+
+		EVP_MD_CTX_free(ctx);
+		if (ok)
+			return;
+	}
+	SHA256(data, len, out);	/* (what could not be fetched or made: the lookup each time) */
 }
 
 int kop_dns1123(const char *s, int label)

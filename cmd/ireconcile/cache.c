@@ -183,7 +183,7 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 
 		memcpy(both, p->pdig, KOP_JSON_DIGEST_LEN);
 		kop_json_digest(in, both + KOP_JSON_DIGEST_LEN);
-		SHA256(both, sizeof(both), d);
+		kop_sha256(both, sizeof(both), d);
 	}
 	if (p->render_valid && !memcmp(d, p->render_key, sizeof(d))) {
 		out = p->rview ? kept_parse(p->rview, p->rview_zlen, p->rview_len, &E.rview_dict) : kept_answer(p);
