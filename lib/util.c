@@ -1,4 +1,4 @@
-/* Small shared helpers: error buffers, kop_buf, allocation, time, files, backoff. */
+/* Small shared helpers: error buffers, kop_buf, allocation, time, files, backoff, base64, SHA-256. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -368,18 +368,9 @@ static void sha256_fetch(void)
 
 void kop_sha256(const void *data, size_t len, unsigned char *out)
 {
-	EVP_MD_CTX *ctx;
-
 	pthread_once(&sha256_once, sha256_fetch);
-	if (sha256_md && (ctx = EVP_MD_CTX_new())) {
-		int ok = EVP_DigestInit_ex2(ctx, sha256_md, NULL) && EVP_DigestUpdate(ctx, data, len) &&
-			 EVP_DigestFinal_ex(ctx, out, NULL);
-
-		EVP_MD_CTX_free(ctx);
-		if (ok)
-			return;
-	}
-	SHA256(data, len, out);	/* (what could not be fetched or made: the lookup each time) */
+	if (!sha256_md || !EVP_Digest(data, len, out, NULL, sha256_md, NULL))
+		SHA256(data, len, out);	/* (what could not be fetched or made: the lookup each time) */
 }
 
 int kop_dns1123(const char *s, int label)

@@ -108,8 +108,12 @@ cm_live () {
 		'.object.metadata.resourceVersion = $rv | .object.data.palette = $p'
 }
 
-cm_result () { # RV [EXTRA-JSON]
-	echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"blue/w1\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"blue-w1\",\"name\":\"color\"},\"ok\":true,\"code\":200,\"resourceVersion\":\"$1\"${2:+,$2}}"
+# kapply's result of the ConfigMap's apply number N (1: the first ireconcile wrote), its answer at
+# resourceVersion RV: the apply's tag given back, and EXTRA members.
+cm_result () { # N RV [EXTRA-JSON]
+	tag=$(jq -r "select(.op == \"apply\" and .object.kind == \"ConfigMap\") | .tag" <out | sed -n "$1p") &&
+	test -n "$tag" &&
+	echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"blue/w1\",\"tag\":\"$tag\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"blue-w1\",\"name\":\"color\"},\"ok\":true,\"code\":200,\"resourceVersion\":\"$2\"${3:+,$3}}"
 }
 
 reconciled () {
@@ -120,7 +124,7 @@ test_expect_success 'the object an apply answered with holds it uncompared; a la
 	start_live -v &&
 	cat "$FIXTURES/create.jsonl" >&5 &&
 	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	cm_result 41 >&6 &&
+	cm_result 1 41 >&6 &&
 	n=$(reconciled) &&
 	{ cm_live 41 mutated && sed -n 2p "$FIXTURES/cm-live.jsonl"; } >&5 &&
 	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&
@@ -137,11 +141,28 @@ test_expect_success 'a dry run'"'"'s answer is not taken for the object: it is c
 	start_live -v &&
 	cat "$FIXTURES/create.jsonl" >&5 &&
 	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	cm_result 41 "\"dryRun\":\"server\"" >&6 &&
+	cm_result 1 41 "\"dryRun\":\"server\"" >&6 &&
 	{ cm_live 41 mutated && sed -n 2p "$FIXTURES/cm-live.jsonl"; } >&5 &&
 	test_wait_for 5 count_ge 2 ".op == \"apply\" and .object.kind == \"ConfigMap\"" &&
 	stop_live &&
 	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 2 &&
+	test_no_sanitizer_report err
+'
+
+test_expect_success 'the late result of an earlier apply is not taken for the latest one'"'"'s' '
+	start_live -v --backoff-base 300ms --backoff-cap 300ms &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	sed -n 1p "$FIXTURES/create.jsonl" |
+		jq -c ".type = \"MODIFIED\" | .object.metadata.resourceVersion = \"12\" | .object.spec.color = \"blue\"" >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
+	cm_result 1 41 >&6 &&
+	{ cm_live 41 none && sed -n 2p "$FIXTURES/cm-live.jsonl"; } >&5 &&
+	n=$(reconciled) &&
+	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&
+	echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"blue/w1\",\"tag\":\"$(jq -r "select(.object.data.color == \"blue\") | .tag" <out | head -n 1)\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"blue-w1\",\"name\":\"color\"},\"ok\":false,\"code\":500,\"reason\":\"InternalError\",\"message\":\"etcd timeout\",\"transient\":true}" >&6 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\" and .object.data.color == \"blue\"" &&
+	stop_live &&
 	test_no_sanitizer_report err
 '
 

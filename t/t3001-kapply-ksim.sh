@@ -235,6 +235,19 @@ test_expect_success 'the user agent names the replica (POD_NAME), or none when P
 		and (.fieldsV1[\"f:data\"] | has(\"f:ua\")))" x.json
 '
 
+test_expect_success 'a result gives back the tag of its operation, failed or not; none when it had none' '
+	{
+		echo "{\"op\":\"apply\",\"primary\":\"ns/t\",\"tag\":\"t-1\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"tagged\",\"namespace\":\"ns\"}}}" &&
+		echo "{\"op\":\"delete\",\"primary\":\"ns/t\",\"tag\":\"t-2\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"tagged\",\"namespace\":\"ns\",\"uid\":\"not-the-uid\"}}}" &&
+		echo "{\"op\":\"apply\",\"primary\":\"ns/t\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"untagged\",\"namespace\":\"ns\"}}}"
+	} >in &&
+	timeout 30 kapply <in >out 2>err || test $? = 100 &&
+	# (results come as their requests end: in any order but per object)
+	jq -c -s "sort_by(.tag // \"\") | .[] | [.for, .ok, .tag]" out >got &&
+	printf "%s\n" "[\"apply\",true,null]" "[\"apply\",true,\"t-1\"]" "[\"delete\",false,\"t-2\"]" >expect &&
+	test_cmp expect got
+'
+
 test_expect_success 'cleanup' '
 	ksim_stop
 '

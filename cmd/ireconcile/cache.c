@@ -346,9 +346,10 @@ void render_keep(struct prim *p, struct rctx *ctx, int held)
  * write of someone else's, a controller's status, may come first). One the
  * live object holds is no longer in flight, its comparison remembered for
  * apply_children. The live object the apply's answer was (its
- * resourceVersion, from the result) holds it without a comparison: it is
- * what the server made of it, admission's changes included, and the first
- * reconcile after a child's create or update most often meets it.
+ * resourceVersion, from the result of that very apply: feedback.c) holds it
+ * without a comparison: it is what the server made of it, admission's
+ * changes included, and the first reconcile after a child's create or
+ * update most often meets it.
  */
 static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_t now)
 {
@@ -359,18 +360,19 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 
 	if (!f || f->failed || !f->has_obj || (!f->acked && now - f->at >= FLIGHT_TIMEOUT_MS))
 		goto out;
+	if (f->answer_rv && !strcmp(f->answer_rv, o->rv)) {
+		/* (an apply that changed nothing is answered with the object as it was) */
+		o->match_ok = 1;
+		memcpy(o->match, f->memo, sizeof(o->match));
+		memcpy(o->match_sdig, o->sdig, sizeof(o->match_sdig));
+		flight_forget(fkey);
+		goto out;
+	}
 	if (!strcmp(f->live_rv, o->rv)) {
 		pending = 1;	/* not changed since */
 		goto out;
 	}
 	if (o->match_ok && !memcmp(o->match, f->memo, sizeof(o->match)) && !memcmp(o->match_sdig, o->sdig, sizeof(o->sdig))) {
-		flight_forget(fkey);
-		goto out;
-	}
-	if (f->answer_rv && !strcmp(f->answer_rv, o->rv)) {
-		o->match_ok = 1;
-		memcpy(o->match, f->memo, sizeof(o->match));
-		memcpy(o->match_sdig, o->sdig, sizeof(o->match_sdig));
 		flight_forget(fkey);
 		goto out;
 	}

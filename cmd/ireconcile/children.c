@@ -306,10 +306,14 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 			full = jv_invalid();	/* consumed */
 			if (flight_check_text(p, fkey, text, tlen, live ? live->rv : "", now)) {
 				if (!live && k->create_only) {
-					emit_op_text("create", p->key, text, tlen);
+					emit_op_text("create", p->key, NULL, text, tlen);
 				} else {
+					char tag[2 * 16 + 1];
+
+					/* (the result names what it answers: feedback.c) */
+					kop_hex(d, 16, tag);
 					flight_sent_object(p, fkey, d, r, text, tlen);
-					emit_op_text("apply", p->key, text, tlen);
+					emit_op_text("apply", p->key, tag, text, tlen);
 				}
 				if (!live)
 					flight_mark_unseen(p, fkey);

@@ -1,6 +1,7 @@
 /*
  * The feedback: kapply's and kstatus's result lines, a failed write
- * reaching the program as .errors and a retry after a backoff.
+ * reaching the program as .errors and a retry after a backoff, and what an
+ * apply's answer made (the resourceVersion its result gives).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -55,13 +56,21 @@ void handle_result(jv r, size_t lineno)
 	f = kop_hmap_get(&E.flights, fkey);
 	if (jv_get_kind(ok) == JV_KIND_TRUE) {
 		if (f) {
-			const char *rv = kop_json_cstr(r, "resourceVersion");
+			const char *rv = kop_json_cstr(r, "resourceVersion"), *tag = kop_json_cstr(r, "tag");
+			char memo[2 * 16 + 1];
 
 			f->acked = 1;
 			free(f->answer_rv);
-			/* (a dry run's answer is what the write would have made: nothing was) */
-			f->answer_rv = !strcmp(what, "apply") && rv && *rv && !kop_json_cstr(r, "dryRun") ? kop_strdup(rv)
-												  : NULL;
+			f->answer_rv = NULL;
+			/* The answer is what the apply the flight stands for made only when the
+			 * result is that apply's: tagged with its memo (an earlier one's, for
+			 * another desired object, may come late). A dry run's is what the write
+			 * would have made: nothing was. */
+			if (!strcmp(what, "apply") && f->has_obj && rv && *rv && tag && !kop_json_cstr(r, "dryRun")) {
+				kop_hex(f->memo, 16, memo);
+				if (!strcmp(tag, memo))
+					f->answer_rv = kop_strdup(rv);
+			}
 		}
 		if (jv_object_has(jv_copy(p->errors), kop_json_key(fkey))) {
 			p->errors = jv_object_delete(p->errors, kop_json_key(fkey));

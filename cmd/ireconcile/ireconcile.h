@@ -113,8 +113,8 @@ struct flight {
 	int failed;
 	int acked;			/* kapply or kstatus said it was written (--feedback): the watch will show
 					   it, however long the pipeline lags; never sent again on a timeout */
-	char *answer_rv;		/* an apply acked: the resourceVersion of the object the server answered
-					   with, what that write made (NULL: unknown) */
+	char *answer_rv;		/* the resourceVersion of the object the server answered this apply
+					   with (its result tagged with memo), what it made (NULL: unknown) */
 	int unseen;			/* a create (an apply or create of an object not in the view), not seen
 					   since and not failed: counted in its primary's `creating` */
 	int64_t retry_at;
@@ -241,7 +241,7 @@ extern struct kop_buf outq;
 extern size_t out_chunk;
 size_t out_pending(void);
 void flush_out(int block);
-void emit_op_text(const char *op, const char *pkey, const char *text, size_t len);
+void emit_op_text(const char *op, const char *pkey, const char *tag, const char *text, size_t len);
 void emit(jv line);
 
 /* queue.c */

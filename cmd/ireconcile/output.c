@@ -51,12 +51,17 @@ static void out_compact(void)
 	kop_buf_drop_done(&outq, &out_start, OUT_HIGH);
 }
 
-/* Queues an operation line from the compact JSON of its object (spares a second dump). */
-void emit_op_text(const char *op, const char *pkey, const char *text, size_t len)
+/* Queues an operation line from the compact JSON of its object (spares a second dump), with
+ * the tag kapply gives back in its result (NULL: none). */
+void emit_op_text(const char *op, const char *pkey, const char *tag, const char *text, size_t len)
 {
 	out_compact();
 	kop_buf_addf(&outq, "{\"op\":\"%s\",\"primary\":", op);
 	kop_json_dump_buf(&outq, jv_string(pkey));
+	if (tag) {
+		kop_buf_add(&outq, ",\"tag\":", 7);
+		kop_json_dump_buf(&outq, jv_string(tag));
+	}
 	kop_buf_add(&outq, ",\"object\":", 10);
 	kop_buf_add(&outq, text, len);
 	kop_buf_add(&outq, "}\n", 2);

@@ -74,13 +74,10 @@ static void text_digest(const char *text, size_t len, unsigned char d[OBJ_DIG])
  * or dictionary ID (the text's length and digest are kept beside it), nor
  * the magic number every frame starts with (ZSTD_MAGICNUMBER: 4 bytes of
  * each of the 60,000 texts and views of 1,000 instances; expand_text puts it
- * back). On the texts of a restart at N = 1,000 (30,000 objects) it took a
- * third of the time zlib's deflate at level 1 took with the same
- * dictionaries, and read them back in less than half, for 3% less memory.
- * One context serves every call. The frame is written into a scratch buffer
- * kept for the next call, and the result allocated at its size: a block
- * allocated at the bound and shrunk would leave a free piece behind each
- * text kept, among the view's blocks, which the heap cannot give back.
+ * back). One context serves every call. The frame is written into a scratch
+ * buffer kept for the next call, and the result allocated at its size: a
+ * block allocated at the bound and shrunk would leave a free piece behind
+ * each text kept, among the view's blocks, which the heap cannot give back.
  */
 #define MAGIC_LEN 4
 static const unsigned char zmagic[MAGIC_LEN] = { 0x28, 0xb5, 0x2f, 0xfd };	/* ZSTD_MAGICNUMBER, little-endian */
@@ -116,7 +113,8 @@ size_t compress_text(const char *in, size_t len, unsigned char **out, const stru
 		*out = kop_malloc(n);
 		memcpy(*out, scratch.buf + MAGIC_LEN, n);
 	} else {
-		/* (the context is reset, so that a prefix given is not left for the next call) */
+		/* (back to a frame's start: a context an error left within a frame would
+		 * refuse the next prefix; the prefix itself went as this frame began) */
 		ZSTD_CCtx_reset(cc, ZSTD_reset_session_only);
 	}
 	if (scratch.cap > (1u << 20))

@@ -262,11 +262,17 @@ jv op_ref(const struct op *op)
 	return ref;
 }
 
-/* Writes op's result line and marks it done. line is consumed. */
+/* Writes op's result line (result, consumed; the line's "tag" given back in it) and marks it done. */
 void op_done(struct op *op, jv result)
 {
 	jv ok = jv_object_get(jv_copy(result), jv_string("ok"));
+	jv tag = jv_get_kind(op->line) == JV_KIND_OBJECT ? kop_json_member(jv_copy(op->line), "tag") : jv_invalid();
 	struct kop_buf labels = KOP_BUF_INIT;
+
+	if (jv_get_kind(tag) == JV_KIND_STRING)
+		result = jv_object_set(result, jv_string("tag"), tag);
+	else
+		jv_free(tag);
 
 	kop_buf_addf(&labels, "op=%s,result=%s", kind_names[op->kind],
 		     jv_get_kind(ok) == JV_KIND_TRUE ? "ok" : "error");
