@@ -228,17 +228,16 @@ char *expand_text(const unsigned char *zin, size_t zlen, size_t size, const stru
 
 	if (!dc && !(dc = ZSTD_createDCtx()))
 		return NULL;
-	if (dict && dict->len && ZSTD_isError(ZSTD_DCtx_refPrefix(dc, dict->buf, dict->len)))
-		return NULL;
 	frame.len = 0;
 	kop_buf_add(&frame, zmagic, MAGIC_LEN);
 	kop_buf_add(&frame, zin, zlen);
 	buf = kop_malloc(size + 1);
-	n = ZSTD_decompressDCtx(dc, buf, size + 1, frame.buf, frame.len);
+	/* (a dictionary of raw content is referenced as it is: nothing is built of it) */
+	n = ZSTD_decompress_usingDict(dc, buf, size + 1, frame.buf, frame.len, dict ? dict->buf : NULL,
+				      dict ? dict->len : 0);
 	if (frame.cap > (1u << 20))
 		kop_buf_release(&frame);
 	if (ZSTD_isError(n) || n != size) {
-		ZSTD_DCtx_reset(dc, ZSTD_reset_session_only);
 		free(buf);
 		return NULL;
 	}
