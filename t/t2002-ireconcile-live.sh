@@ -116,8 +116,33 @@ cm_result () { # N RV [EXTRA-JSON]
 	echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"blue/w1\",\"tag\":\"$tag\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"blue-w1\",\"name\":\"color\"},\"ok\":true,\"code\":200,\"resourceVersion\":\"$2\"${3:+,$3}}"
 }
 
+# How many reconciles of blue/w1 ireconcile logged (-v).
 reconciled () {
-	logs ".msg == \"reconciled '"'"'blue/w1'"'"'\""
+	logs ".msg == \"reconciled 'blue/w1'\""
+}
+
+# The widget edited to blue: the ConfigMap desired anew.
+edit_blue () {
+	sed -n 1p "$FIXTURES/create.jsonl" |
+		jq -c ".type = \"MODIFIED\" | .object.metadata.resourceVersion = \"12\" | .object.spec.color = \"blue\""
+}
+
+blue () { # how many applies of the blue ConfigMap ireconcile wrote
+	count ".op == \"apply\" and .object.data.color == \"blue\""
+}
+
+# The blue ConfigMap as its apply was answered, at resourceVersion RV, its palette P.
+cm_live_blue () {
+	jq -c --arg rv "$1" --arg p "$2" "select(.op == \"apply\" and .object.data.color == \"blue\") | .object
+		| .metadata.resourceVersion = \$rv | .metadata.uid = \"uid-cm-w1-color\" | .data.palette = \$p
+		| {type: \"MODIFIED\", object: .}" <out | head -n 1
+}
+
+# A failed result of the ConfigMap's apply number N.
+cm_failed () {
+	tag=$(jq -r "select(.op == \"apply\" and .object.kind == \"ConfigMap\") | .tag" <out | sed -n "$1p") &&
+	test -n "$tag" &&
+	echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"blue/w1\",\"tag\":\"$tag\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"blue-w1\",\"name\":\"color\"},\"ok\":false,\"code\":500,\"reason\":\"InternalError\",\"message\":\"etcd timeout\",\"transient\":true}"
 }
 
 test_expect_success 'the object an apply answered with holds it uncompared; a later write is compared' '
@@ -149,20 +174,38 @@ test_expect_success 'a dry run'"'"'s answer is not taken for the object: it is c
 	test_no_sanitizer_report err
 '
 
-test_expect_success 'the late result of an earlier apply is not taken for the latest one'"'"'s' '
+test_expect_success 'the late success of an earlier apply is not taken for the latest one'"'"'s' '
 	start_live -v --backoff-base 300ms --backoff-cap 300ms &&
 	cat "$FIXTURES/create.jsonl" >&5 &&
 	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	sed -n 1p "$FIXTURES/create.jsonl" |
-		jq -c ".type = \"MODIFIED\" | .object.metadata.resourceVersion = \"12\" | .object.spec.color = \"blue\"" >&5 &&
+	edit_blue >&5 &&
 	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
 	cm_result 1 41 >&6 &&
-	{ cm_live 41 none && sed -n 2p "$FIXTURES/cm-live.jsonl"; } >&5 &&
 	n=$(reconciled) &&
+	{ cm_live 41 none && sed -n 2p "$FIXTURES/cm-live.jsonl"; } >&5 &&
 	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&
-	echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"blue/w1\",\"tag\":\"$(jq -r "select(.object.data.color == \"blue\") | .tag" <out | head -n 1)\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"blue-w1\",\"name\":\"color\"},\"ok\":false,\"code\":500,\"reason\":\"InternalError\",\"message\":\"etcd timeout\",\"transient\":true}" >&6 &&
-	test_wait_for 5 count_ge 2 ".op == \"apply\" and .object.data.color == \"blue\"" &&
+	test "$(blue)" -eq 2 &&
+	cm_failed 3 >&6 &&
+	test_wait_for 5 count_ge 3 ".op == \"apply\" and .object.data.color == \"blue\"" &&
 	stop_live &&
+	test_no_sanitizer_report err
+'
+
+test_expect_success 'the late failure of an earlier apply is not the latest one'"'"'s' '
+	start_live -v --backoff-base 300ms --backoff-cap 300ms &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	edit_blue >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
+	cm_failed 1 >&6 &&
+	cm_result 2 42 >&6 &&
+	n=$(reconciled) &&
+	cm_live_blue 42 mutated >&5 &&
+	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&
+	sleep 0.6 &&
+	test "$(blue)" -eq 1 &&
+	stop_live &&
+	test "$(jq -c "select(.op == \"status\") | .object.status.errors | select(length > 0)" <out | wc -l)" -eq 0 &&
 	test_no_sanitizer_report err
 '
 

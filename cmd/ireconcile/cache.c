@@ -345,8 +345,8 @@ void render_keep(struct prim *p, struct rctx *ctx, int held)
  * not failed, not timed out, and the live object does not hold it yet (a
  * write of someone else's, a controller's status, may come first). One the
  * live object holds is no longer in flight, its comparison remembered for
- * apply_children. The live object the apply's answer was (its
- * resourceVersion, from the result of that very apply: feedback.c) holds it
+ * apply_children. The live object an apply of that object was answered with
+ * (its resourceVersion, from the apply's result: feedback.c) holds it
  * without a comparison: it is what the server made of it, admission's
  * changes included, and the first reconcile after a child's create or
  * update most often meets it.

@@ -8,6 +8,24 @@
 #include "ireconcile.h"
 #include "banned.h"
 
+/*
+ * Whether r, a result of an operation what, answers another apply than the
+ * one flight f stands for: its tag, the memo of the object that apply sent
+ * (children.c), is not f's. An earlier apply's, for another desired object,
+ * comes before the result of the one in flight (kapply keeps an object's
+ * operations in order). A result without a tag is taken as f's.
+ */
+static int earlier_apply(const struct flight *f, const char *what, jv r)
+{
+	const char *tag = kop_json_cstr(r, "tag");
+	char memo[2 * 16 + 1];
+
+	if (strcmp(what, "apply") || !tag || !f->has_obj)
+		return 0;
+	kop_hex(f->memo, 16, memo);
+	return strcmp(tag, memo) != 0;
+}
+
 void handle_result(jv r, size_t lineno)
 {
 	const char *op = kop_json_cstr(r, "op"), *what = kop_json_cstr(r, "for"), *pkey = kop_json_cstr(r, "primary");
@@ -54,23 +72,27 @@ void handle_result(jv r, size_t lineno)
 		fkey = join2(what, okey);
 	}
 	f = kop_hmap_get(&E.flights, fkey);
+	if (f && earlier_apply(f, what, r)) {
+		/* (neither its success nor its failure is the one in flight's: that one's comes) */
+		log_debug("feedback line %zu: the result of an earlier apply of '%s' than the one in flight; skipped",
+			  lineno, okey);
+		free(fkey);
+		goto out;
+	}
 	if (jv_get_kind(ok) == JV_KIND_TRUE) {
 		if (f) {
-			const char *rv = kop_json_cstr(r, "resourceVersion"), *tag = kop_json_cstr(r, "tag");
-			char memo[2 * 16 + 1];
+			const char *rv = kop_json_cstr(r, "resourceVersion");
 
 			f->acked = 1;
+			f->failed = 0;	/* (an earlier send of the same object may have failed) */
 			free(f->answer_rv);
 			f->answer_rv = NULL;
-			/* The answer is what the apply the flight stands for made only when the
-			 * result is that apply's: tagged with its memo (an earlier one's, for
-			 * another desired object, may come late). A dry run's is what the write
-			 * would have made: nothing was. */
-			if (!strcmp(what, "apply") && f->has_obj && rv && *rv && tag && !kop_json_cstr(r, "dryRun")) {
-				kop_hex(f->memo, 16, memo);
-				if (!strcmp(tag, memo))
-					f->answer_rv = kop_strdup(rv);
-			}
+			/* What the apply made, when the result is that of an apply of the very
+			 * object in flight (tagged with its memo: not an earlier one's). A dry
+			 * run's is what the write would have made: nothing was. */
+			if (!strcmp(what, "apply") && f->has_obj && kop_json_cstr(r, "tag") && rv && *rv &&
+			    !kop_json_cstr(r, "dryRun"))
+				f->answer_rv = kop_strdup(rv);
 		}
 		if (jv_object_has(jv_copy(p->errors), kop_json_key(fkey))) {
 			p->errors = jv_object_delete(p->errors, kop_json_key(fkey));

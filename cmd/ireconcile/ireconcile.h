@@ -113,8 +113,8 @@ struct flight {
 	int failed;
 	int acked;			/* kapply or kstatus said it was written (--feedback): the watch will show
 					   it, however long the pipeline lags; never sent again on a timeout */
-	char *answer_rv;		/* the resourceVersion of the object the server answered this apply
-					   with (its result tagged with memo), what it made (NULL: unknown) */
+	char *answer_rv;		/* the resourceVersion of the object the server answered an apply of
+					   this object with (its result tagged with memo): what it made (NULL: unknown) */
 	int unseen;			/* a create (an apply or create of an object not in the view), not seen
 					   since and not failed: counted in its primary's `creating` */
 	int64_t retry_at;

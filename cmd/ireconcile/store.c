@@ -140,10 +140,18 @@ static struct zdict *vdict_of(const struct kop_kind *k)
 /* d, made from text (its last 32 KB) if it is not yet. */
 const struct zdict *dict_made(struct zdict *d, const char *text, size_t len)
 {
+	static const unsigned char dict_magic[4] = { 0x37, 0xa4, 0x30, 0xec };	/* ZSTD_MAGIC_DICTIONARY */
+
 	if (!d->buf) {
 		if (len > 32768) {
 			text += len - 32768;
 			len = 32768;
+		}
+		/* (expand_text's reader would take a dictionary that starts so for one of zstd's own:
+		 * bytes no UTF-8 holds, a cut within a text of other bytes could) */
+		if (len >= 4 && !memcmp(text, dict_magic, 4)) {
+			text++;
+			len--;
 		}
 		d->buf = kop_malloc(len ? len : 1);
 		memcpy(d->buf, text, len);
