@@ -145,7 +145,9 @@ fickle_retried () {
 # says so and returns 2, and the caller tries again with a longer margin
 # (the longest, 40 s, keeps the run within test_ireconcile_fifo's 60 s).
 fickle_run () {
-	rm -rf fickle fickle.late && cp -R "$FIXTURES/shapes" fickle &&
+	# (an attempt before this one left its output: the writer below must not
+	# count its applies before ireconcile's shell empties the file)
+	rm -rf fickle fickle.late fickle.out fickle.err && cp -R "$FIXTURES/shapes" fickle &&
 	flip=$(( $(date +%s) + $2 )) &&
 	{ echo "(if now >= $flip then $1 else . end) as \$_ | \$_ |"; cat "$FIXTURES/shapes/render.jq"; } \
 		>fickle/render.jq &&

@@ -128,6 +128,7 @@ test_cmp_golden () {
 }
 
 # Waits up to $1 seconds for the command "$2..." to succeed (polling every 0.1 s).
+# A timeout is said on stderr: a writer feeding a FIFO keeps stdout for the stream.
 test_wait_for () {
 	tw_limit=$(( $1 * 10 ))
 	shift
@@ -135,7 +136,7 @@ test_wait_for () {
 	while ! "$@" >/dev/null 2>&1; do
 		tw_i=$((tw_i + 1))
 		if test "$tw_i" -ge "$tw_limit"; then
-			echo "timed out waiting for: $*"
+			echo "timed out waiting for: $*" >&2
 			return 1
 		fi
 		sleep 0.1
