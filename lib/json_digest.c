@@ -64,7 +64,7 @@ void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN])
 	struct kop_buf b = KOP_BUF_INIT;
 
 	digest_walk(&b, v);
-	kop_sha256((const unsigned char *)(b.buf ? b.buf : ""), b.len, out);
+	kop_sha256(b.buf ? b.buf : "", b.len, out);
 	kop_buf_release(&b);
 }
 
@@ -73,7 +73,7 @@ int kop_json_text_digest_cut(const char *text, size_t len, jv paths, struct kop_
 {
 	if (kop_json_cut(text, len, paths, scratch) < 0)
 		return -1;
-	kop_sha256((const unsigned char *)(scratch->buf ? scratch->buf : ""), scratch->len, out);
+	kop_sha256(scratch->buf ? scratch->buf : "", scratch->len, out);
 	return 0;
 }
 
@@ -100,7 +100,7 @@ static void fp_make(const char *s, size_t len, char out[FP_LEN])
 	unsigned char d[SHA256_DIGEST_LENGTH];
 	char hex[2 * SHA256_DIGEST_LENGTH + 1];
 
-	kop_sha256((const unsigned char *)s, len, d);
+	kop_sha256(s, len, d);
 	memcpy(out, FP_PREFIX, FP_PREFIX_LEN);
 	kop_hex(d, sizeof(d), hex);
 	memcpy(out + FP_PREFIX_LEN, hex, 2 * sizeof(d));

@@ -145,8 +145,13 @@ jv kop_program_stamp(const struct kop_program *p, const struct kop_mapping *m, j
 void kop_program_applied_digest(const unsigned char objdig[KOP_JSON_DIGEST_LEN], const char *puid,
 				unsigned char d[KOP_JSON_DIGEST_LEN]);
 
-/* Sets child's (consumed, returned) KOP_APPLIED_ANNOTATION from d: 32 hex
- * digits (its first 16 bytes). Left as it is unless child has a metadata object. */
+/* KOP_APPLIED_ANNOTATION's value for d: 32 hex digits (its first 16 bytes),
+ * also the tag of an apply line (the stage protocol). */
+#define KOP_APPLIED_HEX_LEN 32
+void kop_program_applied_hex(const unsigned char d[KOP_JSON_DIGEST_LEN], char hex[KOP_APPLIED_HEX_LEN + 1]);
+
+/* Sets child's (consumed, returned) KOP_APPLIED_ANNOTATION from d
+ * (kop_program_applied_hex). Left as it is unless child has a metadata object. */
 jv kop_program_stamp_applied(jv child, const unsigned char d[KOP_JSON_DIGEST_LEN]);
 
 /* The kop_json_digest of child (borrowed) without its KOP_APPLIED_ANNOTATION:

@@ -428,13 +428,18 @@ void kop_program_applied_digest(const unsigned char objdig[KOP_JSON_DIGEST_LEN],
 	unsigned char both[2 * KOP_JSON_DIGEST_LEN];
 
 	memcpy(both, objdig, KOP_JSON_DIGEST_LEN);
-	kop_sha256((const unsigned char *)puid, strlen(puid), both + KOP_JSON_DIGEST_LEN);
+	kop_sha256(puid, strlen(puid), both + KOP_JSON_DIGEST_LEN);
 	kop_sha256(both, sizeof(both), d);
+}
+
+void kop_program_applied_hex(const unsigned char d[KOP_JSON_DIGEST_LEN], char hex[KOP_APPLIED_HEX_LEN + 1])
+{
+	kop_hex(d, KOP_APPLIED_HEX_LEN / 2, hex);
 }
 
 jv kop_program_stamp_applied(jv child, const unsigned char d[KOP_JSON_DIGEST_LEN])
 {
-	char hex[33];
+	char hex[KOP_APPLIED_HEX_LEN + 1];
 	jv meta, ann;
 
 	if (jv_get_kind(child) != JV_KIND_OBJECT)
@@ -444,7 +449,7 @@ jv kop_program_stamp_applied(jv child, const unsigned char d[KOP_JSON_DIGEST_LEN
 		jv_free(meta);
 		return child;
 	}
-	kop_hex(d, 16, hex);
+	kop_program_applied_hex(d, hex);
 	ann = jv_object_get(jv_copy(meta), kop_json_key("annotations"));
 	if (jv_get_kind(ann) != JV_KIND_OBJECT) {
 		jv_free(ann);

@@ -308,10 +308,10 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 				if (!live && k->create_only) {
 					emit_op_text("create", p->key, NULL, text, tlen);
 				} else {
-					char tag[2 * 16 + 1];
+					char tag[KOP_APPLIED_HEX_LEN + 1];
 
 					/* (the result names what it answers: feedback.c) */
-					kop_hex(d, 16, tag);
+					kop_program_applied_hex(d, tag);
 					flight_sent_object(p, fkey, d, r, text, tlen);
 					emit_op_text("apply", p->key, tag, text, tlen);
 				}

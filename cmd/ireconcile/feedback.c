@@ -18,11 +18,11 @@
 static int earlier_apply(const struct flight *f, const char *what, jv r)
 {
 	const char *tag = kop_json_cstr(r, "tag");
-	char memo[2 * 16 + 1];
+	char memo[KOP_APPLIED_HEX_LEN + 1];
 
 	if (strcmp(what, "apply") || !tag || !f->has_obj)
 		return 0;
-	kop_hex(f->memo, 16, memo);
+	kop_program_applied_hex(f->memo, memo);
 	return strcmp(tag, memo) != 0;
 }
 

@@ -88,7 +88,7 @@ int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t
 	struct flight *f = kop_hmap_get(&E.flights, fkey);
 	unsigned char d[SHA256_DIGEST_LENGTH];
 
-	kop_sha256((const unsigned char *)text, len, d);
+	kop_sha256(text, len, d);
 	if (f && !memcmp(f->sent, d, sizeof(d))) {
 		if (f->failed && now < f->retry_at) {
 			schedule(p, f->retry_at);

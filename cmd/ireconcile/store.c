@@ -62,7 +62,7 @@ static void text_digest(const char *text, size_t len, unsigned char d[OBJ_DIG])
 {
 	unsigned char full[SHA256_DIGEST_LENGTH];
 
-	kop_sha256((const unsigned char *)text, len, full);
+	kop_sha256(text, len, full);
 	memcpy(d, full, OBJ_DIG);
 }
 

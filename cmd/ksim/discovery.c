@@ -68,7 +68,7 @@ static jv storage_hash(const char *gr)
 	char out[13];
 	int o = 0;
 
-	kop_sha256((const unsigned char *)gr, strlen(gr), md);
+	kop_sha256(gr, strlen(gr), md);
 	for (int i = 0; i < 6; i += 3) {
 		unsigned n = md[i] << 16 | md[i + 1] << 8 | md[i + 2];
 

@@ -219,7 +219,7 @@ static void hex_hash(jv doc, char *out)
 	jv s = jv_dump_string(doc, 0);
 	unsigned char md[SHA256_DIGEST_LENGTH];
 
-	kop_sha256((const unsigned char *)jv_string_value(s), jv_string_length_bytes(jv_copy(s)), md);
+	kop_sha256(jv_string_value(s), jv_string_length_bytes(jv_copy(s)), md);
 	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
 		snprintf(out + 2 * i, 3, "%02X", md[i]);
 	jv_free(s);
