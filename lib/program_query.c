@@ -6,7 +6,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <openssl/sha.h>
 #include "program-priv.h"
 #include "jsonl.h"
 #include "banned.h"

@@ -126,6 +126,36 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 	! grep "\"level\":\"error\"" drift.err
 '
 
+# Only s1-0 comes back, so the answer is kept (s1-1 is not held yet); s1-0
+# then drifts and is applied again from the kept answer's text, where its
+# base64 string is kept packed as a directive: it goes out as it was first.
+test_expect_success 'a child applied again from the kept answer goes out as rendered (packed strings unpacked)' '
+	mkfifo kept.fifo &&
+	jq -c "if .object.kind == \"Shape\" then .object.spec.plain = true else . end" "$FIXTURES/05-shape.jsonl" \
+		>plain.jsonl &&
+	{ ( cat plain.jsonl
+	    wait_applies kept.out 2
+	    applied ADDED 20 kept.out | sed -n 1p
+	    wait_reconciles kept.err 2
+	    applied MODIFIED 21 kept.out | sed -n 1p | jq -c ".object.data.big |= sub(\"49\"; \"94\")"
+	    wait_applies kept.out 3
+	  ) >kept.fifo & } &&
+	test_ireconcile_fifo kept --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" &&
+	test_reconciled kept.err renderCached renderKept applies >actual &&
+	cat >expect <<-\EOT &&
+	[false,true,2]
+	[true,true,0]
+	[true,true,1]
+	EOT
+	test_cmp expect actual &&
+	jq -c "select(.op == \"apply\" and .object.metadata.name == \"s1-0\")" kept.out >applies &&
+	test "$(wc -l <applies)" = 2 &&
+	jq -e ".object.data.b64 | type == \"string\"" applies &&
+	sed -n 1p applies >first &&
+	sed -n 2p applies >second &&
+	test_cmp first second
+'
+
 # fickle_retried: the render after the backoff has happened (fickle_run,
 # below): a second error logged, or an apply of what the program now answers.
 fickle_retried () {

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <openssl/sha.h>
 #include "ireconcile.h"
 #include "banned.h"
 
@@ -309,7 +308,12 @@ jv rendered_object(struct prim *p, struct rctx *ctx, int i)
 			jv_free(paths);
 		}
 		if (ctx->nrel == p->nrdig) {
-			jv o = kept_unpack(kop_json_read(ctx->rel[i].b, ctx->rel[i].n));
+			/* (only packed strings are directives in the kept text: an object
+			 * whose text names no "$fn" has nothing to unpack, and is not walked) */
+			jv o = kop_json_read(ctx->rel[i].b, ctx->rel[i].n);
+
+			if (memmem(ctx->rel[i].b, ctx->rel[i].n, "\"$fn\"", 5))
+				o = kept_unpack(o);
 
 			if (jv_get_kind(o) == JV_KIND_OBJECT)
 				return o;
