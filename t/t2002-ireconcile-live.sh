@@ -209,6 +209,26 @@ test_expect_success 'the late failure of an earlier apply is not the latest one'
 	test_no_sanitizer_report err
 '
 
+# The blue apply's object seen before the red one's failure comes (kstatus was slow to pass it on):
+# the apply in flight is held and forgotten, and the failure is no longer anyone's.
+test_expect_success 'the failure of an apply no longer in flight is not reported' '
+	start_live -v --backoff-base 300ms --backoff-cap 300ms &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	edit_blue >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
+	n=$(reconciled) &&
+	cm_live_blue 42 none >&5 &&
+	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&
+	cm_failed 1 >&6 &&
+	test_wait_for 5 logs_ge 1 ".msg | test(\"feedback line 1: the failure of an apply of .* no longer in flight\")" &&
+	sleep 0.6 &&
+	stop_live &&
+	test "$(blue)" -eq 1 &&
+	test "$(jq -c "select(.op == \"status\") | .object.status.errors | select(length > 0)" <out | wc -l)" -eq 0 &&
+	test_no_sanitizer_report err
+'
+
 test_expect_success 'the end of stdin reconciles what is pending, then exits 0' '
 	start_live &&
 	cat "$FIXTURES/create.jsonl" >&5 &&

@@ -79,6 +79,15 @@ void handle_result(jv r, size_t lineno)
 		free(fkey);
 		goto out;
 	}
+	if (!f && jv_get_kind(ok) != JV_KIND_TRUE && !strcmp(what, "apply") && kop_json_cstr(r, "tag")) {
+		/* No apply of the object is in flight: a later one was seen held (the
+		 * watch came before this result), or the object went or is no longer
+		 * desired. The failure says nothing of what is desired now. */
+		log_debug("feedback line %zu: the failure of an apply of '%s' no longer in flight; skipped", lineno,
+			  okey);
+		free(fkey);
+		goto out;
+	}
 	if (jv_get_kind(ok) == JV_KIND_TRUE) {
 		if (f) {
 			const char *rv = kop_json_cstr(r, "resourceVersion");
