@@ -121,6 +121,12 @@ reconciled () {
 	logs ".msg == \"reconciled 'blue/w1'\""
 }
 
+# At least N of them: a reconcile logs once its output is written, so a test
+# that saw that output waits for its line before counting from it.
+reconciled_ge () {
+	test "$(reconciled)" -ge "$1"
+}
+
 # The widget edited to blue: the ConfigMap desired anew.
 edit_blue () {
 	sed -n 1p "$FIXTURES/create.jsonl" |
@@ -150,6 +156,7 @@ test_expect_success 'the object an apply answered with holds it uncompared; a la
 	cat "$FIXTURES/create.jsonl" >&5 &&
 	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
 	cm_result 1 41 >&6 &&
+	test_wait_for 5 reconciled_ge 1 &&
 	n=$(reconciled) &&
 	{ cm_live 41 mutated && sed -n 2p "$FIXTURES/cm-live.jsonl"; } >&5 &&
 	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&
@@ -181,6 +188,7 @@ test_expect_success 'the late success of an earlier apply is not taken for the l
 	edit_blue >&5 &&
 	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
 	cm_result 1 41 >&6 &&
+	test_wait_for 5 reconciled_ge 2 &&
 	n=$(reconciled) &&
 	{ cm_live 41 none && sed -n 2p "$FIXTURES/cm-live.jsonl"; } >&5 &&
 	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&
@@ -199,6 +207,7 @@ test_expect_success 'the late failure of an earlier apply is not the latest one'
 	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
 	cm_failed 1 >&6 &&
 	cm_result 2 42 >&6 &&
+	test_wait_for 5 reconciled_ge 2 &&
 	n=$(reconciled) &&
 	cm_live_blue 42 mutated >&5 &&
 	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&
@@ -217,6 +226,7 @@ test_expect_success 'the failure of an apply no longer in flight is not reported
 	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
 	edit_blue >&5 &&
 	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
+	test_wait_for 5 reconciled_ge 2 &&
 	n=$(reconciled) &&
 	cm_live_blue 42 none >&5 &&
 	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&

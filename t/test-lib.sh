@@ -149,8 +149,8 @@ test_has_ops () {
 }
 
 # test_reconciles FILE: how many reconciles ireconcile -v's log FILE records.
-# A reconcile's line is logged before its output is written, so once that
-# output is seen, the line is there too.
+# A reconcile's line is logged once its output is written: a test that saw
+# that output waits for the count too (test_has_reconciles) before counting on.
 test_reconciles () {
 	grep -c "\"msg\":\"reconciled " "$1" 2>/dev/null || :
 }
