@@ -239,6 +239,29 @@ test_expect_success 'the failure of an apply no longer in flight is not reported
 	test_no_sanitizer_report err
 '
 
+# The apply failed (a timeout on its way back, say) but landed: once the live object is seen to hold
+# it, the failure is dropped and the status says so, with no apply again.
+test_expect_success 'a failed apply whose object is then seen holding it is no longer reported' '
+	start_live -v --backoff-base 3s --backoff-cap 3s &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	cm_failed 1 >&6 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
+	jq -c "select(.op == \"status\") | .object.status.errors" <out >errors &&
+	echo "[\"apply ConfigMap/color: 500 InternalError\"]" >expect &&
+	test_cmp expect errors &&
+	st=$(jq -c "select(.op == \"status\") | .object.status" <out) &&
+	jq -c --argjson st "$st" ".object.status = \$st" "$FIXTURES/status-written.jsonl" >&5 &&
+	sed -n 1,2p "$FIXTURES/cm-live.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
+	stop_live &&
+	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
+	echo "[]" >expect &&
+	test_cmp expect errors &&
+	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 1 &&
+	test_no_sanitizer_report err
+'
+
 test_expect_success 'the end of stdin reconciles what is pending, then exits 0' '
 	start_live &&
 	cat "$FIXTURES/create.jsonl" >&5 &&

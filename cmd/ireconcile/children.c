@@ -257,6 +257,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 			/* Seen equal before, and neither has changed since but for its status. */
 			kop_hmap_put(desired, key, &one);
 			flight_forget(fkey);
+			clear_error(p, fkey);	/* (a write that failed on its way back may have landed) */
 			if (r >= 0)
 				hold[r] = 1;
 			goto next;
@@ -297,6 +298,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 			memcpy(live->match, d, sizeof(live->match));
 			memcpy(live->match_sdig, live->sdig, sizeof(live->match_sdig));
 			flight_forget(fkey);
+			clear_error(p, fkey);
 			if (r >= 0 && !status)	/* (one with a status is compared whole every time) */
 				hold[r] = 1;
 		} else {

@@ -26,6 +26,16 @@ static int earlier_apply(const struct flight *f, const char *what, jv r)
 	return strcmp(tag, memo) != 0;
 }
 
+void clear_error(struct prim *p, const char *fkey)
+{
+	if (!jv_object_has(jv_copy(p->errors), kop_json_key(fkey)))
+		return;
+	p->errors = jv_object_delete(p->errors, kop_json_key(fkey));
+	enqueue(p);	/* the program may want to clear what it reported */
+	if (!jv_object_length(jv_copy(p->errors)))
+		kop_backoff_reset(&p->backoff);
+}
+
 void handle_result(jv r, size_t lineno)
 {
 	const char *op = kop_json_cstr(r, "op"), *what = kop_json_cstr(r, "for"), *pkey = kop_json_cstr(r, "primary");
@@ -103,10 +113,7 @@ void handle_result(jv r, size_t lineno)
 			    !kop_json_cstr(r, "dryRun"))
 				f->answer_rv = kop_strdup(rv);
 		}
-		if (jv_object_has(jv_copy(p->errors), kop_json_key(fkey))) {
-			p->errors = jv_object_delete(p->errors, kop_json_key(fkey));
-			enqueue(p);	/* the program may want to clear what it reported */
-		}
+		clear_error(p, fkey);
 		if (!jv_object_length(jv_copy(p->errors)))
 			kop_backoff_reset(&p->backoff);
 	} else {

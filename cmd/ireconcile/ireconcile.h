@@ -355,6 +355,10 @@ void watchdog_mark(const char *key);
 void *watchdog(void *arg);
 
 /* feedback.c */
+/* The failure recorded for write fkey of p (p->errors) dropped, p queued so that the
+ * program can clear what it reported: a later success, or the object seen to hold
+ * what is desired (a write that failed on its way back may have landed). */
+void clear_error(struct prim *p, const char *fkey);
 void handle_result(jv r, size_t lineno);
 void drop_result(jv r, size_t lineno);
 
