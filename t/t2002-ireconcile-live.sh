@@ -133,6 +133,17 @@ edit_blue () {
 		jq -c ".type = \"MODIFIED\" | .object.metadata.resourceVersion = \"12\" | .object.spec.color = \"blue\""
 }
 
+# Starts ireconcile with "$@" (start_live); the widget created, then edited to blue: the blue
+# ConfigMap's apply written and its reconcile logged.
+start_blue () {
+	start_live "$@" &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	edit_blue >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
+	test_wait_for 5 reconciled_ge 2
+}
+
 blue () { # how many applies of the blue ConfigMap ireconcile wrote
 	count ".op == \"apply\" and .object.data.color == \"blue\""
 }
@@ -182,13 +193,8 @@ test_expect_success 'a dry run'"'"'s answer is not taken for the object: it is c
 '
 
 test_expect_success 'the late success of an earlier apply is not taken for the latest one'"'"'s' '
-	start_live -v --backoff-base 300ms --backoff-cap 300ms &&
-	cat "$FIXTURES/create.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	edit_blue >&5 &&
-	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
+	start_blue -v --backoff-base 300ms --backoff-cap 300ms &&
 	cm_result 1 41 >&6 &&
-	test_wait_for 5 reconciled_ge 2 &&
 	n=$(reconciled) &&
 	{ cm_live 41 none && sed -n 2p "$FIXTURES/cm-live.jsonl"; } >&5 &&
 	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&
@@ -200,14 +206,9 @@ test_expect_success 'the late success of an earlier apply is not taken for the l
 '
 
 test_expect_success 'the late failure of an earlier apply is not the latest one'"'"'s' '
-	start_live -v --backoff-base 300ms --backoff-cap 300ms &&
-	cat "$FIXTURES/create.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	edit_blue >&5 &&
-	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
+	start_blue -v --backoff-base 300ms --backoff-cap 300ms &&
 	cm_failed 1 >&6 &&
 	cm_result 2 42 >&6 &&
-	test_wait_for 5 reconciled_ge 2 &&
 	n=$(reconciled) &&
 	cm_live_blue 42 mutated >&5 &&
 	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&
@@ -221,12 +222,7 @@ test_expect_success 'the late failure of an earlier apply is not the latest one'
 # The blue apply's object seen before the red one's failure comes (kstatus was slow to pass it on):
 # the apply in flight is held and forgotten, and the failure is no longer anyone's.
 test_expect_success 'the failure of an apply no longer in flight is not reported' '
-	start_live -v --backoff-base 300ms --backoff-cap 300ms &&
-	cat "$FIXTURES/create.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	edit_blue >&5 &&
-	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
-	test_wait_for 5 reconciled_ge 2 &&
+	start_blue -v --backoff-base 300ms --backoff-cap 300ms &&
 	n=$(reconciled) &&
 	cm_live_blue 42 none >&5 &&
 	test_wait_for 5 logs_ge $((n + 1)) ".msg == \"reconciled '"'"'blue/w1'"'"'\"" &&

@@ -19,6 +19,20 @@ applied () {
 		| .metadata.uid = \"u-\(.metadata.name)\" | .metadata.resourceVersion = \$rv)}" "$3"
 }
 
+# plain_shape: 05-shape.jsonl's Shape made plain (sync gives back the rendered children as it saw them).
+plain_shape () {
+	jq -c "if .object.kind == \"Shape\" then .object.spec.plain = true else . end" "$FIXTURES/05-shape.jsonl"
+}
+
+# s1_0_applied_alike FILE: FILE holds two applies of s1-0, the same line twice.
+s1_0_applied_alike () {
+	jq -c "select(.op == \"apply\" and .object.metadata.name == \"s1-0\")" "$1" >applies &&
+	test "$(wc -l <applies)" = 2 &&
+	sed -n 1p applies >first &&
+	sed -n 2p applies >second &&
+	test_cmp first second
+}
+
 # The events come in four paced steps, each its own reconcile: the Thing,
 # its ConfigMap appearing, a status-only change, then a spec change. Each
 # step is sent once the one before is reconciled.
@@ -98,9 +112,7 @@ test_expect_success 'projected rendered children are applied whole; observed one
 # only its digest (kop_json_fingerprint).
 test_expect_success 'a child changed once the render answer is dropped gets the rendered object again' '
 	mkfifo drift.fifo &&
-	jq -c "if .object.kind == \"Shape\" then .object.spec.plain = true else . end" "$FIXTURES/05-shape.jsonl" \
-		>plain.jsonl &&
-	{ ( cat plain.jsonl
+	{ ( plain_shape
 	    wait_applies drift.out 2
 	    applied ADDED 20 drift.out
 	    wait_reconciles drift.err 2
@@ -118,11 +130,7 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 	[true,false,0]
 	EOT
 	test_cmp expect actual &&
-	jq -c "select(.op == \"apply\" and .object.metadata.name == \"s1-0\")" drift.out >applies &&
-	test "$(wc -l <applies)" = 2 &&
-	sed -n 1p applies >first &&
-	sed -n 2p applies >second &&
-	test_cmp first second &&
+	s1_0_applied_alike drift.out &&
 	! grep "\"level\":\"error\"" drift.err
 '
 
@@ -131,9 +139,7 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 # base64 string is kept packed as a directive: it goes out as it was first.
 test_expect_success 'a child applied again from the kept answer goes out as rendered (packed strings unpacked)' '
 	mkfifo kept.fifo &&
-	jq -c "if .object.kind == \"Shape\" then .object.spec.plain = true else . end" "$FIXTURES/05-shape.jsonl" \
-		>plain.jsonl &&
-	{ ( cat plain.jsonl
+	{ ( plain_shape
 	    wait_applies kept.out 2
 	    applied ADDED 20 kept.out | sed -n 1p
 	    wait_reconciles kept.err 2
@@ -148,12 +154,8 @@ test_expect_success 'a child applied again from the kept answer goes out as rend
 	[true,true,1]
 	EOT
 	test_cmp expect actual &&
-	jq -c "select(.op == \"apply\" and .object.metadata.name == \"s1-0\")" kept.out >applies &&
-	test "$(wc -l <applies)" = 2 &&
-	jq -e ".object.data.b64 | type == \"string\"" applies &&
-	sed -n 1p applies >first &&
-	sed -n 2p applies >second &&
-	test_cmp first second
+	s1_0_applied_alike kept.out &&
+	jq -e ".object.data.b64 | type == \"string\"" applies
 '
 
 # fickle_retried: the render after the backoff has happened (fickle_run,
@@ -182,9 +184,7 @@ fickle_run () {
 	{ echo "(if now >= $flip then $1 else . end) as \$_ | \$_ |"; cat "$FIXTURES/shapes/render.jq"; } \
 		>fickle/render.jq &&
 	rm -f fickle.fifo && mkfifo fickle.fifo &&
-	jq -c "if .object.kind == \"Shape\" then .object.spec.plain = true else . end" "$FIXTURES/05-shape.jsonl" \
-		>plain.jsonl &&
-	{ ( cat plain.jsonl
+	{ ( plain_shape
 	    wait_applies fickle.out 2
 	    test "$(date +%s)" -lt "$flip" || touch fickle.late
 	    applied ADDED 20 fickle.out
