@@ -14,7 +14,7 @@ test_expect_success 'setup' '
 start_live () {
 	rm -f in fb out err &&
 	mkfifo in fb &&
-	{ WIDGET_TEAM=blue timeout 30 ireconcile --now $NOW --feedback fb "$@" prog/widgets <in >out 2>err & } &&
+	{ WIDGET_TEAM=blue timeout 30 ireconcile --now $NOW --feedback fb "$@" "${LIVE_PROG:-prog/widgets}" <in >out 2>err & } &&
 	pid=$! &&
 	exec 5>in &&
 	test_wait_for 5 test -p fb &&
@@ -255,6 +255,82 @@ test_expect_success 'a failed apply whose object is then seen holding it is no l
 	echo "[]" >expect &&
 	test_cmp expect errors &&
 	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 1 &&
+	test_no_sanitizer_report err
+'
+
+# The same, the apply sent again after the backoff before the object is seen: the retry is found
+# held as the pending applies are looked at, and the children's applies meet it remembered.
+test_expect_success 'a failed apply sent again, then seen held, is no longer reported' '
+	start_live -v --backoff-base 300ms --backoff-cap 300ms &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	cm_failed 1 >&6 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
+	st=$(jq -c "select(.op == \"status\") | .object.status" <out) &&
+	jq -c --argjson st "$st" ".object.status = \$st" "$FIXTURES/status-written.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\" and .object.kind == \"ConfigMap\"" &&
+	sed -n 1,2p "$FIXTURES/cm-live.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
+	stop_live &&
+	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
+	echo "[]" >expect &&
+	test_cmp expect errors &&
+	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 2 &&
+	test_no_sanitizer_report err
+'
+
+# The same for a create (adopt: false), which carries no tag: the object seen holding ours is ours.
+test_expect_success 'a failed create whose object is then seen holding it is no longer reported' '
+	cp -R prog/widgets prog/adopt &&
+	sed "s/^  - {resource: namespaces, apiVersion: v1, kind: Namespace}\$/  - {resource: namespaces, apiVersion: v1, kind: Namespace, adopt: false}/" \
+		prog/widgets/program.yml >prog/adopt/program.yml &&
+	grep -q "adopt: false" prog/adopt/program.yml &&
+	LIVE_PROG=prog/adopt start_live -v --backoff-base 3s --backoff-cap 3s &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"create\"" &&
+	echo "{\"op\":\"result\",\"for\":\"create\",\"primary\":\"blue/w1\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"name\":\"blue-w1\"},\"ok\":false,\"code\":500,\"reason\":\"InternalError\",\"message\":\"etcd timeout\"}" >&6 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
+	jq -c "select(.op == \"status\") | .object.status.errors" <out >errors &&
+	echo "[\"create Namespace/blue-w1: 500 InternalError\"]" >expect &&
+	test_cmp expect errors &&
+	st=$(jq -c "select(.op == \"status\") | .object.status" <out) &&
+	jq -c --argjson st "$st" ".object.status = \$st" "$FIXTURES/status-written.jsonl" >&5 &&
+	sed -n 2p "$FIXTURES/cm-live.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
+	stop_live &&
+	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
+	echo "[]" >expect &&
+	test_cmp expect errors &&
+	test "$(count ".op == \"create\"")" -eq 1 &&
+	test_no_sanitizer_report err
+'
+
+# A program that falls back to red while an apply of its ConfigMap fails: blue is refused, red is
+# live and held, and the failure of blue is what it falls back on. It stays reported, and blue is not
+# applied again before the backoff (it was at once, every time the failure was cleared).
+test_expect_success 'a failure is not cleared by the object held being another than the one that failed' '
+	cp -R prog/widgets prog/fallback &&
+	sed -e "s/^| running_pods as \$pods\$/&\n| (if any(.errors[]; .op == \"apply\" and .ref.kind == \"ConfigMap\") then \"red\" else \$w.spec.color end) as \$color/" \
+		-e "s/data: {color: \$w.spec.color,/data: {color: \$color,/" \
+		-e "s/hash: (\$w.spec.color | md5),/hash: (\$color | md5),/" prog/widgets/sync.jq >prog/fallback/sync.jq &&
+	test "$(grep -c "\$color" prog/fallback/sync.jq)" = 3 &&
+	LIVE_PROG=prog/fallback start_live -v --backoff-base 3s --backoff-cap 3s &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	test_wait_for 5 reconciled_ge 1 &&
+	sed -n 1,2p "$FIXTURES/cm-live.jsonl" >&5 &&
+	test_wait_for 5 reconciled_ge 2 &&
+	edit_blue >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
+	test_wait_for 5 reconciled_ge 3 &&
+	cm_failed 2 >&6 &&
+	test_wait_for 5 reconciled_ge 4 &&
+	sleep 1 &&
+	stop_live &&
+	test "$(blue)" -eq 1 &&
+	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
+	echo "[\"apply ConfigMap/color: 500 InternalError\"]" >expect &&
+	test_cmp expect errors &&
 	test_no_sanitizer_report err
 '
 

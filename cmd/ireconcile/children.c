@@ -157,6 +157,26 @@ static int rendered_match(jv rdes, jv c)
 }
 
 /*
+ * The live child (key, of kind k) is seen to hold the desired object of digest
+ * d: a failure of its apply, or of its create (adopt: false; its creates carry
+ * no tag, and the object holding ours, the primary's uid in it, is one it made),
+ * is not reported any more: a write whose answer was lost may have landed.
+ */
+static void held_clear(struct prim *p, const struct kop_kind *k, const char *key, const char *fkey,
+		       const unsigned char *d)
+{
+	if (!jv_object_length(jv_copy(p->errors)))
+		return;
+	clear_error(p, fkey, d);
+	if (k->create_only) {
+		char *ckey = join2("create", key);
+
+		clear_error(p, ckey, NULL);
+		free(ckey);
+	}
+}
+
+/*
  * Applies what is desired and differs from the live object; fills desired
  * (objkey -> 1). The object applied carries KOP_APPLIED_ANNOTATION, so a
  * live object differs also when it was applied from another desired object
@@ -257,7 +277,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 			/* Seen equal before, and neither has changed since but for its status. */
 			kop_hmap_put(desired, key, &one);
 			flight_forget(fkey);
-			clear_error(p, fkey);	/* (a write that failed on its way back may have landed) */
+			held_clear(p, k, key, fkey, d);
 			if (r >= 0)
 				hold[r] = 1;
 			goto next;
@@ -298,7 +318,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 			memcpy(live->match, d, sizeof(live->match));
 			memcpy(live->match_sdig, live->sdig, sizeof(live->match_sdig));
 			flight_forget(fkey);
-			clear_error(p, fkey);
+			held_clear(p, k, key, fkey, d);
 			if (r >= 0 && !status)	/* (one with a status is compared whole every time) */
 				hold[r] = 1;
 		} else {

@@ -26,10 +26,26 @@ static int earlier_apply(const struct flight *f, const char *what, jv r)
 	return strcmp(tag, memo) != 0;
 }
 
-void clear_error(struct prim *p, const char *fkey)
+void clear_error(struct prim *p, const char *fkey, const unsigned char *held)
 {
-	if (!jv_object_has(jv_copy(p->errors), kop_json_key(fkey)))
+	jv e = jv_object_get(jv_copy(p->errors), kop_json_key(fkey));
+
+	if (!jv_is_valid(e)) {
+		jv_free(e);
 		return;
+	}
+	if (held) {
+		const char *tag = kop_json_cstr(e, ERROR_TAG);
+		char hex[KOP_APPLIED_HEX_LEN + 1];
+
+		kop_program_applied_hex(held, hex);
+		if (!tag || strcmp(tag, hex)) {
+			/* (another object's apply failed: the program may hold back from it because of it) */
+			jv_free(e);
+			return;
+		}
+	}
+	jv_free(e);
 	p->errors = jv_object_delete(p->errors, kop_json_key(fkey));
 	enqueue(p);	/* the program may want to clear what it reported */
 	if (!jv_object_length(jv_copy(p->errors)))
@@ -113,7 +129,7 @@ void handle_result(jv r, size_t lineno)
 			    !kop_json_cstr(r, "dryRun"))
 				f->answer_rv = kop_strdup(rv);
 		}
-		clear_error(p, fkey);
+		clear_error(p, fkey, NULL);
 		if (!jv_object_length(jv_copy(p->errors)))
 			kop_backoff_reset(&p->backoff);
 	} else {
@@ -128,6 +144,8 @@ void handle_result(jv r, size_t lineno)
 
 			e = jv_object_set(e, kop_json_key(fields[i]), jv_is_valid(x) ? x : jv_null());
 		}
+		if (kop_json_cstr(r, "tag"))	/* which object's apply it was (clear_error); not the program's */
+			e = jv_object_set(e, kop_json_key(ERROR_TAG), jv_string(kop_json_cstr(r, "tag")));
 		p->errors = jv_object_set(p->errors, kop_json_key(fkey), e);
 		if (f) {
 			flight_unseen_clear(f);

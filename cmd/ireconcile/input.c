@@ -138,7 +138,11 @@ jv errors_list(struct prim *p)
 {
 	jv keys = jv_keys(jv_copy(p->errors)), out = jv_array();
 
-	jv_array_foreach(keys, i, k) out = jv_array_append(out, jv_object_get(jv_copy(p->errors), k));
+	jv_array_foreach(keys, i, k) {
+		jv e = jv_object_get(jv_copy(p->errors), k);
+
+		out = jv_array_append(out, jv_object_delete(e, kop_json_key(ERROR_TAG)));
+	}
 	jv_free(keys);
 	return out;
 }

@@ -355,10 +355,13 @@ void watchdog_mark(const char *key);
 void *watchdog(void *arg);
 
 /* feedback.c */
+/* A failed apply's tag in its p->errors record (errors_list leaves it out of .errors). */
+#define ERROR_TAG "tag"
 /* The failure recorded for write fkey of p (p->errors) dropped, p queued so that the
- * program can clear what it reported: a later success, or the object seen to hold
- * what is desired (a write that failed on its way back may have landed). */
-void clear_error(struct prim *p, const char *fkey);
+ * program can clear what it reported: on a later success (held NULL), or when the
+ * object is seen to hold the desired object of digest held and the failure was of
+ * an apply of that very object (a write that failed on its way back may have landed). */
+void clear_error(struct prim *p, const char *fkey, const unsigned char *held);
 void handle_result(jv r, size_t lineno);
 void drop_result(jv r, size_t lineno);
 
