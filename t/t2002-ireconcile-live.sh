@@ -305,15 +305,21 @@ test_expect_success 'a failed create whose object is then seen holding it is no 
 	test_no_sanitizer_report err
 '
 
-# A program that falls back to red while an apply of its ConfigMap fails: blue is refused, red is
-# live and held, and the failure of blue is what it falls back on. It stays reported, and blue is not
-# applied again before the backoff (it was at once, every time the failure was cleared).
-test_expect_success 'a failure is not cleared by the object held being another than the one that failed' '
+# prog/fallback: widgets, its ConfigMap red while an apply of it has failed.
+make_fallback () {
+	rm -rf prog/fallback &&
 	cp -R prog/widgets prog/fallback &&
 	sed -e "s/^| running_pods as \$pods\$/&\n| (if any(.errors[]; .op == \"apply\" and .ref.kind == \"ConfigMap\") then \"red\" else \$w.spec.color end) as \$color/" \
 		-e "s/data: {color: \$w.spec.color,/data: {color: \$color,/" \
 		-e "s/hash: (\$w.spec.color | md5),/hash: (\$color | md5),/" prog/widgets/sync.jq >prog/fallback/sync.jq &&
-	test "$(grep -c "\$color" prog/fallback/sync.jq)" = 3 &&
+	test "$(grep -c "\$color" prog/fallback/sync.jq)" = 3
+}
+
+# A program that falls back to red while an apply of its ConfigMap fails: blue is refused, red is
+# live and held, and the failure of blue is what it falls back on. It stays reported, and blue is not
+# applied again before the backoff (it was at once, every time the failure was cleared).
+test_expect_success 'a failure is not cleared by the object held being another than the one that failed' '
+	make_fallback &&
 	LIVE_PROG=prog/fallback start_live -v --backoff-base 3s --backoff-cap 3s &&
 	cat "$FIXTURES/create.jsonl" >&5 &&
 	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
@@ -332,6 +338,46 @@ test_expect_success 'a failure is not cleared by the object held being another t
 	echo "[\"apply ConfigMap/color: 500 InternalError\"]" >expect &&
 	test_cmp expect errors &&
 	test_no_sanitizer_report err
+'
+
+# The same program, the red ConfigMap not live: red is applied and succeeds while blue is refused.
+# Red's success is not blue's: blue's failure stays, and blue is not applied again at once.
+test_expect_success 'a failure is not cleared by the success of another object' '
+	make_fallback &&
+	LIVE_PROG=prog/fallback start_live -v --backoff-base 3s --backoff-cap 3s &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	cm_result 1 41 >&6 &&
+	edit_blue >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"apply\" and .object.data.color == \"blue\"" &&
+	cm_failed 2 >&6 &&
+	test_wait_for 5 count_ge 3 ".op == \"apply\" and .object.kind == \"ConfigMap\"" &&
+	test "$(count ".op == \"apply\" and .object.data.color == \"red\"")" -eq 2 &&
+	cm_result 3 43 >&6 &&
+	sleep 1 &&
+	stop_live &&
+	test "$(blue)" -eq 1 &&
+	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
+	echo "[\"apply ConfigMap/color: 500 InternalError\"]" >expect &&
+	test_cmp expect errors &&
+	test_no_sanitizer_report err
+'
+
+# What the program is given of a failure: the result's members, never the tag kept with it.
+test_expect_success '.errors holds op, ref, code, reason and message' '
+	cp -R prog/widgets prog/errkeys &&
+	sed "s/errors: \[.errors\[\] | .*\]}/errors: [.errors[] | keys | join(\",\")]}/" prog/widgets/sync.jq \
+		>prog/errkeys/sync.jq &&
+	grep -q "keys | join" prog/errkeys/sync.jq &&
+	LIVE_PROG=prog/errkeys start_live &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	cm_failed 1 >&6 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
+	stop_live &&
+	jq -c "select(.op == \"status\") | .object.status.errors" <out >errors &&
+	echo "[\"code,message,op,reason,ref\"]" >expect &&
+	test_cmp expect errors
 '
 
 test_expect_success 'the end of stdin reconciles what is pending, then exits 0' '

@@ -165,9 +165,12 @@ static int rendered_match(jv rdes, jv c)
 static void held_clear(struct prim *p, const struct kop_kind *k, const char *key, const char *fkey,
 		       const unsigned char *d)
 {
+	char tag[KOP_APPLIED_HEX_LEN + 1];
+
 	if (!jv_object_length(jv_copy(p->errors)))
 		return;
-	clear_error(p, fkey, d);
+	kop_program_applied_hex(d, tag);
+	clear_error(p, fkey, tag);
 	if (k->create_only) {
 		char *ckey = join2("create", key);
 

@@ -26,7 +26,7 @@ static int earlier_apply(const struct flight *f, const char *what, jv r)
 	return strcmp(tag, memo) != 0;
 }
 
-void clear_error(struct prim *p, const char *fkey, const unsigned char *held)
+void clear_error(struct prim *p, const char *fkey, const char *tag)
 {
 	jv e = jv_object_get(jv_copy(p->errors), kop_json_key(fkey));
 
@@ -34,16 +34,10 @@ void clear_error(struct prim *p, const char *fkey, const unsigned char *held)
 		jv_free(e);
 		return;
 	}
-	if (held) {
-		const char *tag = kop_json_cstr(e, ERROR_TAG);
-		char hex[KOP_APPLIED_HEX_LEN + 1];
-
-		kop_program_applied_hex(held, hex);
-		if (!tag || strcmp(tag, hex)) {
-			/* (another object's apply failed: the program may hold back from it because of it) */
-			jv_free(e);
-			return;
-		}
+	if (tag && (!kop_json_cstr(e, ERROR_TAG) || strcmp(kop_json_cstr(e, ERROR_TAG), tag))) {
+		/* (another object's apply failed: the program may hold back from it because of it) */
+		jv_free(e);
+		return;
 	}
 	jv_free(e);
 	p->errors = jv_object_delete(p->errors, kop_json_key(fkey));
@@ -129,7 +123,7 @@ void handle_result(jv r, size_t lineno)
 			    !kop_json_cstr(r, "dryRun"))
 				f->answer_rv = kop_strdup(rv);
 		}
-		clear_error(p, fkey, NULL);
+		clear_error(p, fkey, kop_json_cstr(r, "tag"));
 		if (!jv_object_length(jv_copy(p->errors)))
 			kop_backoff_reset(&p->backoff);
 	} else {

@@ -78,7 +78,7 @@ struct prim {
 	int64_t due;			/* timer, monotonic ms; 0 = none */
 	int creating;			/* its flights that are unseen creates (flight.c) */
 	struct kop_backoff backoff;
-	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"} */
+	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"[,ERROR_TAG]} */
 	unsigned char *agg;		/* one flag per aggregate */
 	unsigned char pdig[KOP_JSON_DIGEST_LEN];	/* of render_parent(the object), as it arrived */
 	int render_valid;		/* render_key, rview, rdig, rstat (and radig) describe the last answer */
@@ -358,10 +358,12 @@ void *watchdog(void *arg);
 /* A failed apply's tag in its p->errors record (errors_list leaves it out of .errors). */
 #define ERROR_TAG "tag"
 /* The failure recorded for write fkey of p (p->errors) dropped, p queued so that the
- * program can clear what it reported: on a later success (held NULL), or when the
- * object is seen to hold the desired object of digest held and the failure was of
- * an apply of that very object (a write that failed on its way back may have landed). */
-void clear_error(struct prim *p, const char *fkey, const unsigned char *held);
+ * program can clear what it reported: on a later success of that write, or when the
+ * object is seen to hold what it was to make (it may have landed, its answer lost).
+ * tag: the apply's (the hex of its object's digest), cleared only when the failure
+ * was of that very object (another object's success or hold, one the program fell
+ * back to because of the failure, clears nothing); NULL: any. */
+void clear_error(struct prim *p, const char *fkey, const char *tag);
 void handle_result(jv r, size_t lineno);
 void drop_result(jv r, size_t lineno);
 
