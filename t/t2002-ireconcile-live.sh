@@ -363,6 +363,24 @@ test_expect_success 'a failure is not cleared by the success of another object' 
 	test_no_sanitizer_report err
 '
 
+# A failure without a tag (from a writer that gives none back) cannot be told apart: any success
+# of the object's apply clears it.
+test_expect_success 'a failure without a tag is cleared by a success of the apply' '
+	start_live --backoff-base 3s --backoff-cap 3s &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	cm_failed 1 | jq -c "del(.tag)" >&6 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
+	st=$(jq -c "select(.op == \"status\") | .object.status" <out) &&
+	jq -c --argjson st "$st" ".object.status = \$st" "$FIXTURES/status-written.jsonl" >&5 &&
+	cm_result 1 41 >&6 &&
+	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
+	stop_live &&
+	jq -c "select(.op == \"status\") | .object.status.errors" <out >errors &&
+	printf "%s\n" "[\"apply ConfigMap/color: 500 InternalError\"]" "[]" >expect &&
+	test_cmp expect errors
+'
+
 # What the program is given of a failure: the result's members, never the tag kept with it.
 test_expect_success '.errors holds op, ref, code, reason and message' '
 	cp -R prog/widgets prog/errkeys &&

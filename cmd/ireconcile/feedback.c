@@ -34,8 +34,9 @@ void clear_error(struct prim *p, const char *fkey, const char *tag)
 		jv_free(e);
 		return;
 	}
-	if (tag && (!kop_json_cstr(e, ERROR_TAG) || strcmp(kop_json_cstr(e, ERROR_TAG), tag))) {
-		/* (another object's apply failed: the program may hold back from it because of it) */
+	if (tag && kop_json_cstr(e, ERROR_TAG) && strcmp(kop_json_cstr(e, ERROR_TAG), tag)) {
+		/* (another object's apply failed: the program may hold back from it because of it;
+		 * a failure without a tag cannot be told apart, and is cleared) */
 		jv_free(e);
 		return;
 	}
