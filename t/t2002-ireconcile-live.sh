@@ -45,6 +45,19 @@ logs_ge () {
 	test "$(logs "$2")" -ge "$1"
 }
 
+# Feeds the widget as stored with the last status ireconcile wrote (the watch showing it).
+store_status () {
+	st=$(jq -c "select(.op == \"status\") | .object.status" <out | tail -n 1) &&
+	jq -c --argjson st "$st" ".object.status = \$st" "$FIXTURES/status-written.jsonl" >&5
+}
+
+# The errors of the last status written are JSON (as compact jq prints them).
+last_errors_are () {
+	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
+	echo "$1" >expect &&
+	test_cmp expect errors
+}
+
 test_expect_success 'resyncAfterSeconds reconciles again without a new event' '
 	start_live -v &&
 	cat "$FIXTURES/resync.jsonl" >&5 &&
@@ -91,9 +104,7 @@ test_expect_success 'an apply in flight is not repeated; feedback failures reach
 	test "$(count ".op == \"status\"")" -eq 1 &&
 	echo "{\"op\":\"result\",\"for\":\"apply\",\"primary\":\"blue/w1\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"namespace\":\"blue-w1\",\"name\":\"color\"},\"ok\":true,\"code\":200,\"resourceVersion\":\"31\"}" >&6 &&
 	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
-	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
-	echo "[]" >expect &&
-	test_cmp expect errors &&
+	last_errors_are "[]" &&
 	cat "$FIXTURES/cm-live.jsonl" >&5 &&
 	sleep 0.3 &&
 	stop_live &&
@@ -243,17 +254,12 @@ test_expect_success 'a failed apply whose object is then seen holding it is no l
 	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
 	cm_failed 1 >&6 &&
 	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
-	jq -c "select(.op == \"status\") | .object.status.errors" <out >errors &&
-	echo "[\"apply ConfigMap/color: 500 InternalError\"]" >expect &&
-	test_cmp expect errors &&
-	st=$(jq -c "select(.op == \"status\") | .object.status" <out) &&
-	jq -c --argjson st "$st" ".object.status = \$st" "$FIXTURES/status-written.jsonl" >&5 &&
+	last_errors_are "[\"apply ConfigMap/color: 500 InternalError\"]" &&
+	store_status &&
 	sed -n 1,2p "$FIXTURES/cm-live.jsonl" >&5 &&
 	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
 	stop_live &&
-	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
-	echo "[]" >expect &&
-	test_cmp expect errors &&
+	last_errors_are "[]" &&
 	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 1 &&
 	test_no_sanitizer_report err
 '
@@ -266,15 +272,12 @@ test_expect_success 'a failed apply sent again, then seen held, is no longer rep
 	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
 	cm_failed 1 >&6 &&
 	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
-	st=$(jq -c "select(.op == \"status\") | .object.status" <out) &&
-	jq -c --argjson st "$st" ".object.status = \$st" "$FIXTURES/status-written.jsonl" >&5 &&
+	store_status &&
 	test_wait_for 5 count_ge 2 ".op == \"apply\" and .object.kind == \"ConfigMap\"" &&
 	sed -n 1,2p "$FIXTURES/cm-live.jsonl" >&5 &&
 	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
 	stop_live &&
-	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
-	echo "[]" >expect &&
-	test_cmp expect errors &&
+	last_errors_are "[]" &&
 	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 2 &&
 	test_no_sanitizer_report err
 '
@@ -290,17 +293,12 @@ test_expect_success 'a failed create whose object is then seen holding it is no 
 	test_wait_for 5 count_ge 1 ".op == \"create\"" &&
 	echo "{\"op\":\"result\",\"for\":\"create\",\"primary\":\"blue/w1\",\"ref\":{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"name\":\"blue-w1\"},\"ok\":false,\"code\":500,\"reason\":\"InternalError\",\"message\":\"etcd timeout\"}" >&6 &&
 	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
-	jq -c "select(.op == \"status\") | .object.status.errors" <out >errors &&
-	echo "[\"create Namespace/blue-w1: 500 InternalError\"]" >expect &&
-	test_cmp expect errors &&
-	st=$(jq -c "select(.op == \"status\") | .object.status" <out) &&
-	jq -c --argjson st "$st" ".object.status = \$st" "$FIXTURES/status-written.jsonl" >&5 &&
+	last_errors_are "[\"create Namespace/blue-w1: 500 InternalError\"]" &&
+	store_status &&
 	sed -n 2p "$FIXTURES/cm-live.jsonl" >&5 &&
 	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
 	stop_live &&
-	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
-	echo "[]" >expect &&
-	test_cmp expect errors &&
+	last_errors_are "[]" &&
 	test "$(count ".op == \"create\"")" -eq 1 &&
 	test_no_sanitizer_report err
 '
@@ -334,9 +332,7 @@ test_expect_success 'a failure is not cleared by the object held being another t
 	sleep 1 &&
 	stop_live &&
 	test "$(blue)" -eq 1 &&
-	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
-	echo "[\"apply ConfigMap/color: 500 InternalError\"]" >expect &&
-	test_cmp expect errors &&
+	last_errors_are "[\"apply ConfigMap/color: 500 InternalError\"]" &&
 	test_no_sanitizer_report err
 '
 
@@ -357,9 +353,7 @@ test_expect_success 'a failure is not cleared by the success of another object' 
 	sleep 1 &&
 	stop_live &&
 	test "$(blue)" -eq 1 &&
-	jq -c "select(.op == \"status\") | .object.status.errors" <out | tail -n 1 >errors &&
-	echo "[\"apply ConfigMap/color: 500 InternalError\"]" >expect &&
-	test_cmp expect errors &&
+	last_errors_are "[\"apply ConfigMap/color: 500 InternalError\"]" &&
 	test_no_sanitizer_report err
 '
 
@@ -371,8 +365,7 @@ test_expect_success 'a failure without a tag is cleared by a success of the appl
 	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
 	cm_failed 1 | jq -c "del(.tag)" >&6 &&
 	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
-	st=$(jq -c "select(.op == \"status\") | .object.status" <out) &&
-	jq -c --argjson st "$st" ".object.status = \$st" "$FIXTURES/status-written.jsonl" >&5 &&
+	store_status &&
 	cm_result 1 41 >&6 &&
 	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
 	stop_live &&
@@ -393,9 +386,7 @@ test_expect_success '.errors holds op, ref, code, reason and message' '
 	cm_failed 1 >&6 &&
 	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
 	stop_live &&
-	jq -c "select(.op == \"status\") | .object.status.errors" <out >errors &&
-	echo "[\"code,message,op,reason,ref\"]" >expect &&
-	test_cmp expect errors
+	last_errors_are "[\"code,message,op,reason,ref\"]"
 '
 
 test_expect_success 'the end of stdin reconciles what is pending, then exits 0' '
