@@ -166,6 +166,15 @@ cm_live_blue () {
 		| {type: \"MODIFIED\", object: .}" <out | head -n 1
 }
 
+# Lines L of cm-live.jsonl seen (the objects ireconcile wrote, as applied): the status written
+# next reports no failure any more; ireconcile stopped.
+seen_then_cleared () {
+	sed -n "$1p" "$FIXTURES/cm-live.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
+	stop_live &&
+	last_errors_are "[]"
+}
+
 # A failed result of the ConfigMap's apply number N.
 cm_failed () {
 	tag=$(jq -r "select(.op == \"apply\" and .object.kind == \"ConfigMap\") | .tag" <out | sed -n "$1p") &&
@@ -256,10 +265,7 @@ test_expect_success 'a failed apply whose object is then seen holding it is no l
 	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
 	last_errors_are "[\"apply ConfigMap/color: 500 InternalError\"]" &&
 	store_status &&
-	sed -n 1,2p "$FIXTURES/cm-live.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
-	stop_live &&
-	last_errors_are "[]" &&
+	seen_then_cleared 1,2 &&
 	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 1 &&
 	test_no_sanitizer_report err
 '
@@ -274,10 +280,7 @@ test_expect_success 'a failed apply sent again, then seen held, is no longer rep
 	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
 	store_status &&
 	test_wait_for 5 count_ge 2 ".op == \"apply\" and .object.kind == \"ConfigMap\"" &&
-	sed -n 1,2p "$FIXTURES/cm-live.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
-	stop_live &&
-	last_errors_are "[]" &&
+	seen_then_cleared 1,2 &&
 	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 2 &&
 	test_no_sanitizer_report err
 '
@@ -295,10 +298,7 @@ test_expect_success 'a failed create whose object is then seen holding it is no 
 	test_wait_for 5 count_ge 1 ".op == \"status\"" &&
 	last_errors_are "[\"create Namespace/blue-w1: 500 InternalError\"]" &&
 	store_status &&
-	sed -n 2p "$FIXTURES/cm-live.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"status\"" &&
-	stop_live &&
-	last_errors_are "[]" &&
+	seen_then_cleared 2 &&
 	test "$(count ".op == \"create\"")" -eq 1 &&
 	test_no_sanitizer_report err
 '

@@ -366,9 +366,7 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 		goto out;
 	if (f->answer_rv && !strcmp(f->answer_rv, o->rv)) {
 		/* (an apply that changed nothing is answered with the object as it was) */
-		o->match_ok = 1;
-		memcpy(o->match, f->memo, sizeof(o->match));
-		memcpy(o->match_sdig, o->sdig, sizeof(o->match_sdig));
+		match_set(o, f->memo);
 		flight_forget(fkey);
 		goto out;
 	}
@@ -376,7 +374,7 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 		pending = 1;	/* not changed since */
 		goto out;
 	}
-	if (o->match_ok && !memcmp(o->match, f->memo, sizeof(o->match)) && !memcmp(o->match_sdig, o->sdig, sizeof(o->sdig))) {
+	if (match_holds(o, f->memo)) {
 		flight_forget(fkey);
 		goto out;
 	}
@@ -397,9 +395,7 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 		goto out;
 	}
 	if (live_holds(ctx, o, sent)) {
-		o->match_ok = 1;
-		memcpy(o->match, f->memo, sizeof(o->match));
-		memcpy(o->match_sdig, o->sdig, sizeof(o->match_sdig));
+		match_set(o, f->memo);
 		flight_forget(fkey);
 	} else {
 		pending = 1;

@@ -275,8 +275,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 			if (live && live->prim == p)
 				live->status_free = !status;
 		}
-		if (live && live->match_ok && !status && !memcmp(live->match, d, sizeof(live->match)) &&
-		    !memcmp(live->match_sdig, live->sdig, sizeof(live->sdig))) {
+		if (live && !status && match_holds(live, d)) {
 			/* Seen equal before, and neither has changed since but for its status. */
 			kop_hmap_put(desired, key, &one);
 			flight_forget(fkey);
@@ -317,9 +316,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 		}
 		kop_hmap_put(desired, key, &one);
 		if (live && live_holds(ctx, live, full)) {
-			live->match_ok = 1;
-			memcpy(live->match, d, sizeof(live->match));
-			memcpy(live->match_sdig, live->sdig, sizeof(live->match_sdig));
+			match_set(live, d);
 			flight_forget(fkey);
 			held_clear(p, k, key, fkey, d);
 			if (r >= 0 && !status)	/* (one with a status is compared whole every time) */

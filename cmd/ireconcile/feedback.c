@@ -9,15 +9,14 @@
 #include "banned.h"
 
 /*
- * Whether r, a result of an operation what, answers another apply than the
- * one flight f stands for: its tag, the memo of the object that apply sent
- * (children.c), is not f's. An earlier apply's, for another desired object,
+ * Whether a result of an operation what, tagged tag (or NULL), answers
+ * another apply than the one flight f stands for: its tag, the memo of the
+ * object that apply sent (children.c), is not f's. An earlier apply's, for another desired object,
  * comes before the result of the one in flight (kapply keeps an object's
  * operations in order). A result without a tag is taken as f's.
  */
-static int earlier_apply(const struct flight *f, const char *what, jv r)
+static int earlier_apply(const struct flight *f, const char *what, const char *tag)
 {
-	const char *tag = kop_json_cstr(r, "tag");
 	char memo[KOP_APPLIED_HEX_LEN + 1];
 
 	if (strcmp(what, "apply") || !tag || !f->has_obj)
@@ -50,6 +49,7 @@ void clear_error(struct prim *p, const char *fkey, const char *tag)
 void handle_result(jv r, size_t lineno)
 {
 	const char *op = kop_json_cstr(r, "op"), *what = kop_json_cstr(r, "for"), *pkey = kop_json_cstr(r, "primary");
+	const char *tag = kop_json_cstr(r, "tag");	/* (an apply's: children.c) */
 	jv ref, ok;
 	struct prim *p;
 	char *okey = NULL, *fkey;
@@ -93,14 +93,14 @@ void handle_result(jv r, size_t lineno)
 		fkey = join2(what, okey);
 	}
 	f = kop_hmap_get(&E.flights, fkey);
-	if (f && earlier_apply(f, what, r)) {
+	if (f && earlier_apply(f, what, tag)) {
 		/* (neither its success nor its failure is the one in flight's: that one's comes) */
 		log_debug("feedback line %zu: the result of an earlier apply of '%s' than the one in flight; skipped",
 			  lineno, okey);
 		free(fkey);
 		goto out;
 	}
-	if (!f && jv_get_kind(ok) != JV_KIND_TRUE && !strcmp(what, "apply") && kop_json_cstr(r, "tag")) {
+	if (!f && jv_get_kind(ok) != JV_KIND_TRUE && !strcmp(what, "apply") && tag) {
 		/* No apply of the object is in flight: a later one was seen held (the
 		 * watch came before this result), or the object went or is no longer
 		 * desired. The failure says nothing of what is desired now. */
@@ -120,11 +120,11 @@ void handle_result(jv r, size_t lineno)
 			/* What the apply made, when the result is that of an apply of the very
 			 * object in flight (tagged with its memo: not an earlier one's). A dry
 			 * run's is what the write would have made: nothing was. */
-			if (!strcmp(what, "apply") && f->has_obj && kop_json_cstr(r, "tag") && rv && *rv &&
+			if (!strcmp(what, "apply") && f->has_obj && tag && rv && *rv &&
 			    !kop_json_cstr(r, "dryRun"))
 				f->answer_rv = kop_strdup(rv);
 		}
-		clear_error(p, fkey, kop_json_cstr(r, "tag"));
+		clear_error(p, fkey, tag);
 		if (!jv_object_length(jv_copy(p->errors)))
 			kop_backoff_reset(&p->backoff);
 	} else {
@@ -139,8 +139,8 @@ void handle_result(jv r, size_t lineno)
 
 			e = jv_object_set(e, kop_json_key(fields[i]), jv_is_valid(x) ? x : jv_null());
 		}
-		if (kop_json_cstr(r, "tag"))	/* which object's apply it was (clear_error); not the program's */
-			e = jv_object_set(e, kop_json_key(ERROR_TAG), jv_string(kop_json_cstr(r, "tag")));
+		if (tag)	/* which object's apply it was (clear_error); not the program's */
+			e = jv_object_set(e, kop_json_key(ERROR_TAG), jv_string(tag));
 		p->errors = jv_object_set(p->errors, kop_json_key(fkey), e);
 		if (f) {
 			flight_unseen_clear(f);

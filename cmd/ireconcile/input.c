@@ -35,6 +35,20 @@ int live_holds(struct rctx *c, const struct obj *o, jv desired)
 	return o->fp ? kop_json_subset_fp(desired, live_of(c, o)) : kop_json_subset(desired, live_of(c, o));
 }
 
+/* o is known to hold the desired object of digest d as it is now (struct obj's match). */
+void match_set(struct obj *o, const unsigned char *d)
+{
+	o->match_ok = 1;
+	memcpy(o->match, d, sizeof(o->match));
+	memcpy(o->match_sdig, o->sdig, sizeof(o->match_sdig));
+}
+
+/* Whether o was seen to hold the desired object of digest d and has not changed since but for its status. */
+int match_holds(const struct obj *o, const unsigned char *d)
+{
+	return o->match_ok && !memcmp(o->match, d, sizeof(o->match)) && !memcmp(o->match_sdig, o->sdig, sizeof(o->sdig));
+}
+
 /* The live object as the program sees it (borrowed from the context). */
 jv view_of(struct rctx *c, const struct obj *o)
 {

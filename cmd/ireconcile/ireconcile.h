@@ -311,6 +311,8 @@ int flight_landed(struct obj *o);
 /* input.c */
 void parsed_free(void *v);
 int live_holds(struct rctx *c, const struct obj *o, jv desired);
+void match_set(struct obj *o, const unsigned char *d);
+int match_holds(const struct obj *o, const unsigned char *d);
 jv view_of(struct rctx *c, const struct obj *o);
 jv build_related(void);
 jv build_aggs(void);
