@@ -584,8 +584,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
-static int request(struct kube_client *c, const char *method, const char *path, const char *content_type, jv body,
-		   struct kube_response *resp, int meta_only)
+static int request(struct kube_client *c, const char *method, const char *path, const char *content_type,
+		   const char *text, struct kube_response *resp, int meta_only)
 {
 	char err[KOP_ERRLEN], curl_err[CURL_ERROR_SIZE];
 	struct curl_slist *headers = NULL;
@@ -596,7 +596,6 @@ static int request(struct kube_client *c, const char *method, const char *path, 
 
 	e = kube_easy_new(c, method, path, &headers, err);
 	if (!e) {
-		jv_free(body);
 		memset(resp, 0, sizeof(*resp));
 		resp->body = jv_null();
 		resp->retry_after_s = -1;
@@ -607,8 +606,7 @@ static int request(struct kube_client *c, const char *method, const char *path, 
 	}
 	curl_err[0] = 0;
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, curl_err);
-	if (jv_is_valid(body)) {
-		char *text = kop_json_dump(body);
+	if (text) {
 		struct kop_buf ct = KOP_BUF_INIT;
 
 		kop_buf_addf(&ct, "Content-Type: %s", content_type ? content_type : "application/json");
@@ -616,9 +614,6 @@ static int request(struct kube_client *c, const char *method, const char *path, 
 		kop_buf_release(&ct);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));
 		curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, text);
-		free(text);
-	} else {
-		jv_free(body);
 	}
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
@@ -644,16 +639,32 @@ static int request(struct kube_client *c, const char *method, const char *path, 
 	return cc == CURLE_OK && code >= 200 && code < 300 ? 0 : -1;
 }
 
+static int request_jv(struct kube_client *c, const char *method, const char *path, const char *content_type,
+		      jv body, struct kube_response *resp, int meta_only)
+{
+	char *text = jv_is_valid(body) ? kop_json_dump(body) : (jv_free(body), NULL);
+	int rc = request(c, method, path, content_type, text, resp, meta_only);
+
+	free(text);
+	return rc;
+}
+
 int kube_request(struct kube_client *c, const char *method, const char *path, const char *content_type, jv body,
 		 struct kube_response *resp)
 {
-	return request(c, method, path, content_type, body, resp, 0);
+	return request_jv(c, method, path, content_type, body, resp, 0);
 }
 
 int kube_request_meta(struct kube_client *c, const char *method, const char *path, const char *content_type,
 		      jv body, struct kube_response *resp)
 {
-	return request(c, method, path, content_type, body, resp, 1);
+	return request_jv(c, method, path, content_type, body, resp, 1);
+}
+
+int kube_request_text(struct kube_client *c, const char *method, const char *path, const char *content_type,
+		      const char *text, int meta_only, struct kube_response *resp)
+{
+	return request(c, method, path, content_type, text, resp, meta_only);
 }
 
 /* ---- paths ------------------------------------------------------------------ */

@@ -124,6 +124,14 @@ int kube_request(struct kube_client *c, const char *method, const char *path, co
  */
 int kube_request_meta(struct kube_client *c, const char *method, const char *path, const char *content_type,
 		      jv body, struct kube_response *resp);
+/*
+ * kube_request (kube_request_meta when meta_only) with the body already
+ * written out: text (NULL = none; the caller's) sent as content_type. It
+ * touches no jv the caller holds, so a caller may run it on a thread while
+ * another uses those (kstatus's writers, which share one lock around the rest).
+ */
+int kube_request_text(struct kube_client *c, const char *method, const char *path, const char *content_type,
+		      const char *text, int meta_only, struct kube_response *resp);
 
 /*
  * For callers that drive many transfers with a curl multi handle (kwatch's

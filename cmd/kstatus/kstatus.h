@@ -5,6 +5,7 @@
  * writes of a status and of an event, and the coalescing windows. Not for
  * other tools: what more than one tool needs lives in lib/.
  */
+#include <pthread.h>
 #include <signal.h>
 #include "tool.h"
 #include "kube.h"
@@ -18,6 +19,7 @@ struct kstatus_options {
 	const char *component;
 	unsigned max_retries;
 	long coalesce_ms;
+	unsigned concurrency;	/* writers */
 };
 
 /* The coalescing window of one object (window.c says how windows work). */
@@ -31,11 +33,22 @@ struct window {
 
 /* main.c */
 extern struct kstatus_options opt;
-extern struct kube_client *client;
 extern const char *default_ns;
 extern char *instance;		/* reportingInstance: $POD_NAME or the host name */
 extern char *host;
 extern volatile sig_atomic_t stopping;	/* SIGTERM or SIGINT: write what is held, then exit */
+
+/* writers.c: kstatus_lock is held by the thread that runs; client is the running writer's */
+extern pthread_mutex_t kstatus_lock;
+extern _Thread_local struct kube_client *client;
+int writers_start(unsigned n, struct kube_client **clients, char *err);
+void writers_queue(jv lines, const char *key, int is_status);	/* lines consumed; key copied */
+/* A line passed through (consumed), or a result of ours (superseded: ours), after what it waits for */
+void writers_pass(jv line, int ours);
+void writers_drain(void);		/* until every operation queued is written, every line passed */
+void writers_sleep(unsigned ms);	/* the lock let go; ends early when stopping */
+void writers_wake(void);		/* stopping: sleeps end */
+void writers_stop(void);		/* drained, then the threads joined and their clients freed */
 
 /* request.c */
 extern int passing;		/* emit() is passing a line through */

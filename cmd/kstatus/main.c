@@ -19,8 +19,7 @@
 #include "kstatus.h"
 #include "banned.h"
 
-struct kstatus_options opt = { "iot-operator", "iot-operator", 10, 500 };
-struct kube_client *client;
+struct kstatus_options opt = { "iot-operator", "iot-operator", 10, 500, 4 };
 const char *default_ns = "default";
 char *instance;
 char *host;
@@ -49,6 +48,8 @@ static const char usage[] =
 "      --max-retries N      tries after a transient failure or a conflict (default 10)\n"
 "      --coalesce D         the window per object (default 500ms, at most 30s; 0: write\n"
 "                           every line at once)\n"
+"      --concurrency N      requests in flight, each object's in order (default 4, at\n"
+"                           most 64)\n"
 "      --kubeconfig F, --context C, --request-timeout D\n"
 "  -v, --log-level L, --log-format json|text, -h, --help\n"
 "\n"
@@ -74,36 +75,34 @@ static void handle(jv line)
 		/* a barrier goes on once everything before it is written: what is held, first */
 		if (jv_get_kind(line) == JV_KIND_OBJECT && jv_object_has(jv_copy(line), jv_string("barrier")))
 			windows_due(1);
-		passing = 1;
-		emit(line);
-		passing = 0;
+		writers_pass(line, 0);
 		return;
 	}
-	if (opt.coalesce_ms > 0)
-		key = op_key(line, is_status);
-	w = key ? kop_hmap_get(&windows, key) : NULL;
+	key = op_key(line, is_status);
+	w = key && opt.coalesce_ms > 0 ? kop_hmap_get(&windows, key) : NULL;
 	if (is_status && w) {
 		if (jv_is_valid(w->status))
-			emit(superseded(w->status));
+			writers_pass(superseded(w->status), 1);	/* after that object's earlier results */
 		w->status = line;
 	} else if (is_status) {
-		do_status(line, key);
-		if (key)
+		writers_queue(line, key, 1);
+		if (key && opt.coalesce_ms > 0)
 			win_open(key);
 	} else if (w && jv_is_valid(w->status)) {
 		w->events = jv_array_append(w->events, line);	/* it comes after that status */
 	} else
-		do_event(JV_ARRAY(line));
+		writers_queue(JV_ARRAY(line), key, 0);
 	free(key);
 }
 
-enum { OPT_FIELD_MANAGER = OPT_TOOL_LAST, OPT_COMPONENT, OPT_MAX_RETRIES, OPT_COALESCE };
+enum { OPT_FIELD_MANAGER = OPT_TOOL_LAST, OPT_COMPONENT, OPT_MAX_RETRIES, OPT_COALESCE, OPT_CONCURRENCY };
 
 static const struct option options[] = {
 	{ "field-manager", required_argument, NULL, OPT_FIELD_MANAGER },
 	{ "component", required_argument, NULL, OPT_COMPONENT },
 	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
 	{ "coalesce", required_argument, NULL, OPT_COALESCE },
+	{ "concurrency", required_argument, NULL, OPT_CONCURRENCY },
 	TOOL_COMMON_OPTIONS,
 	TOOL_KUBE_OPTIONS,
 	{ NULL, 0, NULL, 0 }
@@ -112,7 +111,10 @@ static const struct option options[] = {
 int main(int argc, char **argv)
 {
 	struct kube_config cfg;
+	struct kube_client **clients;
 	struct kop_jsonl reader;
+	unsigned i;
+	char *ua;
 	struct sigaction sa;
 	char err[KOP_ERRLEN], hostbuf[256];
 	const char *pod;
@@ -147,6 +149,15 @@ int main(int argc, char **argv)
 			if ((opt.coalesce_ms = tool_parse_duration_ms(optarg)) < 0 || opt.coalesce_ms > 30000)
 				die_usage("invalid --coalesce '%s' (a duration of at most 30s)", optarg);
 			break;
+		case OPT_CONCURRENCY: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (end == optarg || *end || v < 1 || v > 64)
+				die_usage("invalid --concurrency '%s' (1 to 64)", optarg);
+			opt.concurrency = (unsigned)v;
+			break;
+		}
 		default:
 			tool_bad_option(argv, TOOL_COMMON_SHORT);
 		}
@@ -162,19 +173,20 @@ int main(int argc, char **argv)
 	instance = kop_strdup(pod && *pod ? pod : hostbuf);
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	memset(&cfg, 0, sizeof(cfg));
-	if (kube_config_load(&cfg, tool_kube.kubeconfig, tool_kube.context, err) < 0)
-		die(KOP_EXIT_PERM, "%s", err);
-	if (cfg.namespace && *cfg.namespace)
-		default_ns = kop_strdup(cfg.namespace);
-	if (!(client = kube_client_new(&cfg, tool_kube.request_timeout_ms, err)))
-		die(KOP_EXIT_PERM, "%s", err);
-	{
-		char *ua = tool_user_agent("kstatus");
-
-		kube_client_set_user_agent(client, ua);
-		free(ua);
+	/* a client per writer: its own connection */
+	clients = kop_calloc(opt.concurrency, sizeof(*clients));
+	ua = tool_user_agent("kstatus");
+	for (i = 0; i < opt.concurrency; i++) {
+		memset(&cfg, 0, sizeof(cfg));
+		if (kube_config_load(&cfg, tool_kube.kubeconfig, tool_kube.context, err) < 0)
+			die(KOP_EXIT_PERM, "%s", err);
+		if (!i && cfg.namespace && *cfg.namespace)
+			default_ns = kop_strdup(cfg.namespace);
+		if (!(clients[i] = kube_client_new(&cfg, tool_kube.request_timeout_ms, err)))
+			die(KOP_EXIT_PERM, "%s", err);
+		kube_client_set_user_agent(clients[i], ua);
 	}
+	free(ua);
 	event_cache = jv_object();
 
 	kop_hmap_init(&windows);
@@ -182,6 +194,10 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal;	/* no SA_RESTART: poll() returns */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	pthread_mutex_lock(&kstatus_lock);
+	if (writers_start(opt.concurrency, clients, err) < 0)
+		die(KOP_EXIT_TEMP, "%s", err);
+	free(clients);
 
 	kop_jsonl_init(&reader, 0);
 	reader.fast = 1;	/* (one thread reads and writes) */
@@ -209,7 +225,11 @@ int main(int argc, char **argv)
 			timeout = left < 0 ? 0 : left > 60000 ? 60000 : (int)left;
 		}
 		tool_metrics_flush(1);	/* about to wait for stdin */
+		pthread_mutex_unlock(&kstatus_lock);
 		rc = poll(&pfd, 1, (int)tool_idle(timeout));
+		pthread_mutex_lock(&kstatus_lock);
+		if (stopping)
+			writers_wake();	/* a retry's sleep ends */
 		if (rc < 0 && errno != EINTR) {
 			log_error("unable to read stdin: %s", strerror(errno));
 			kop_jsonl_eof(&reader);
@@ -221,11 +241,12 @@ int main(int argc, char **argv)
 	if (stopping && win_head)
 		log_info("stopping on a signal: writing the statuses and events held");
 	windows_due(1);
+	writers_stop();
+	pthread_mutex_unlock(&kstatus_lock);
 	kop_hmap_release(&windows, NULL);
 	kop_jsonl_release(&reader);
 	jv_free(event_cache);
 	status_release();
-	kube_client_free(client);
 	curl_global_cleanup();
 	free(host);
 	free(instance);

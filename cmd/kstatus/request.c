@@ -3,10 +3,9 @@
  * transient failure retried after its backoff, and the result lines written
  * (ours counted). What to send is status.c's and event.c's.
  */
-#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "kstatus.h"
 #include "banned.h"
 
@@ -36,29 +35,33 @@ void emit(jv line)
 		tool_stdout_failed();
 }
 
-/* kube_request, counted for the supervisor's metrics. */
-int request(const char *method, const char *path, const char *ctype, jv body, struct kube_response *r)
+/*
+ * The writer's request, counted for the supervisor's metrics: the body written
+ * out under kstatus_lock, which is let go while the server answers
+ * (writers.c).
+ */
+static int send_request(const char *method, const char *path, const char *ctype, jv body, int meta_only,
+			struct kube_response *r)
 {
-	int rc = kube_request(client, method, path, ctype, body, r);
+	char *text = jv_is_valid(body) ? kop_json_dump(body) : (jv_free(body), NULL);
+	int rc;
 
+	pthread_mutex_unlock(&kstatus_lock);
+	rc = kube_request_text(client, method, path, ctype, text, meta_only, r);
+	pthread_mutex_lock(&kstatus_lock);
+	free(text);
 	tool_metric_request(method, r->code);
 	return rc;
+}
+
+int request(const char *method, const char *path, const char *ctype, jv body, struct kube_response *r)
+{
+	return send_request(method, path, ctype, body, 0, r);
 }
 
 int write_request(const char *method, const char *path, const char *ctype, jv body, struct kube_response *r)
 {
-	int rc = kube_request_meta(client, method, path, ctype, body, r);
-
-	tool_metric_request(method, r->code);
-	return rc;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !stopping)
-		;
+	return send_request(method, path, ctype, body, 1, r);
 }
 
 /*
@@ -83,7 +86,7 @@ int retry_after_failure(const struct kube_response *r, struct kop_backoff *b, un
 	if (r->retry_after_s >= 0 && (unsigned long)r->retry_after_s * 1000 > delay)
 		delay = (unsigned)(r->retry_after_s > 60 ? 60000 : r->retry_after_s * 1000);
 	log_info("retrying in %u ms after %s", delay, kube_failure_text(client, r, why, sizeof(why)));
-	sleep_ms(delay);
+	writers_sleep(delay);
 	return 1;
 }
 

@@ -8,7 +8,8 @@
  * held (repeats of one as one write); when anything was held, a new window
  * opens. Every window has the same length, so the list in the order they
  * opened is the list in the order they end.
- * The writes themselves are status.c's and event.c's.
+ * The writes themselves are status.c's and event.c's, on the object's writer
+ * (writers.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -103,8 +104,8 @@ jv superseded(jv line)
 	return jv_object_set(r, jv_string("skipped"), jv_string("superseded"));
 }
 
-/* Held event lines (consumed), in order; the repeats of one are written with it, as one. */
-static void write_events(jv events)
+/* Held event lines of the object key (consumed), in order; the repeats of one are written with it, as one. */
+static void write_events(jv events, const char *obj_key)
 {
 	int i, j, n = jv_array_length(jv_copy(events));
 	char *done = kop_calloc(n > 0 ? (size_t)n : 1, 1);
@@ -130,7 +131,7 @@ static void write_events(jv events)
 				jv_free(other);
 		}
 		jv_free(key);
-		do_event(group);
+		writers_queue(group, obj_key, 0);
 	}
 	free(done);
 	jv_free(events);
@@ -145,10 +146,10 @@ static int win_flush(struct window *w)
 	w->status = jv_invalid();
 	w->events = jv_array();
 	if (jv_is_valid(status))
-		do_status(status, w->key);
+		writers_queue(status, w->key, 1);
 	else
 		jv_free(status);
-	write_events(events);
+	write_events(events, w->key);
 	return held;
 }
 

@@ -1,0 +1,272 @@
+/*
+ * The writers: --concurrency threads, each with its own client (and so its
+ * own connection), that write the operations main.c and window.c hand them.
+ * An object's operations always go to the same writer (a hash of op_key), so
+ * they are written in the order they came; different objects' are written
+ * side by side, and one object's retries hold up only its writer. Results
+ * come as operations finish; a line passed through waits for the operations
+ * before it of its "primary" (of every primary when it names none), as
+ * kapply's do.
+ *
+ * One lock, kstatus_lock, is held by whichever thread runs kstatus's code:
+ * the main thread but while it waits for input, a writer but while its
+ * request waits for the server (request.c) or it sleeps before a retry. So
+ * the jv values, the caches and the logs are only ever touched by one
+ * thread at a time, as before threads; only the waits overlap.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include "kstatus.h"
+#include "banned.h"
+
+struct job {
+	jv lines;		/* a status line, or event lines (repeats of one) */
+	char *key;		/* op_key, or NULL */
+	char *primary;		/* the line's "primary", or NULL */
+	uint64_t seq;		/* its place in the input */
+	int is_status;
+	struct job *next;	/* in its writer's queue */
+	struct job *older, *newer;	/* among the jobs not done, in input order */
+};
+
+/* A line passed through, held until the operations before it of its primary are done. */
+struct held {
+	jv line;
+	char *primary;		/* NULL: every operation before it */
+	uint64_t seq;
+	int ours;		/* a result of ours (superseded), not a line passed through */
+	struct held *next;
+};
+
+struct writer {
+	pthread_t th;
+	struct kube_client *client;
+	struct job *head, *tail;
+	pthread_cond_t cv;	/* a job queued, or stopping */
+};
+
+pthread_mutex_t kstatus_lock = PTHREAD_MUTEX_INITIALIZER;
+_Thread_local struct kube_client *client;
+
+static struct writer *writers;
+static unsigned nwriters;
+static unsigned pending;	/* jobs queued or being written */
+static uint64_t seq;
+static struct job *oldest, *newest;	/* the jobs not done */
+static struct held *held_head, **held_tail = &held_head;
+static int quitting;
+static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;	/* a job done */
+static pthread_cond_t wake_cv = PTHREAD_COND_INITIALIZER;	/* stopping: sleeps end */
+
+/* Whether a line at seq s of primary p (NULL: of none) must still wait. */
+static int must_wait(const char *p, uint64_t s)
+{
+	const struct job *j;
+
+	for (j = oldest; j && j->seq < s; j = j->newer)
+		if (!p || (j->primary && !strcmp(j->primary, p)))
+			return 1;
+	return 0;
+}
+
+static void pass(jv line, int ours)
+{
+	passing = !ours;
+	emit(line);
+	passing = 0;
+}
+
+/* The lines held that need wait no more, passed on. */
+static void release_held(void)
+{
+	struct held **hp = &held_head, *h;
+
+	while ((h = *hp)) {
+		if (must_wait(h->primary, h->seq)) {
+			hp = &h->next;
+			continue;
+		}
+		if (!(*hp = h->next))
+			held_tail = hp;
+		pass(h->line, h->ours);
+		free(h->primary);
+		free(h);
+	}
+}
+
+static char *primary_of(jv line)
+{
+	jv p = line_primary(line);
+	char *r = jv_get_kind(p) == JV_KIND_STRING ? kop_strdup(jv_string_value(p)) : NULL;
+
+	jv_free(p);
+	return r;
+}
+
+static void job_done(struct job *j)
+{
+	if (j->older)
+		j->older->newer = j->newer;
+	else
+		oldest = j->newer;
+	if (j->newer)
+		j->newer->older = j->older;
+	else
+		newest = j->older;
+	free(j->key);
+	free(j->primary);
+	free(j);
+	pending--;
+	if (held_head)
+		release_held();
+	pthread_cond_broadcast(&idle_cv);
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+
+	client = w->client;
+	pthread_mutex_lock(&kstatus_lock);
+	for (;;) {
+		struct job *j;
+
+		while (!w->head && !quitting)
+			pthread_cond_wait(&w->cv, &kstatus_lock);
+		if (!(j = w->head))
+			break;
+		if (!(w->head = j->next))
+			w->tail = NULL;
+		if (j->is_status)
+			do_status(j->lines, j->key);
+		else
+			do_event(j->lines);
+		job_done(j);
+	}
+	pthread_mutex_unlock(&kstatus_lock);
+	return NULL;
+}
+
+/* n writers, one per client (each taken: writers_stop frees it) */
+int writers_start(unsigned n, struct kube_client **clients, char *err)
+{
+	sigset_t all, old;
+	unsigned i;
+
+	writers = kop_calloc(n, sizeof(*writers));
+	/* SIGTERM and SIGINT reach the main thread, whose poll() they end */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (i = 0; i < n; i++) {
+		writers[i].client = clients[i];
+		pthread_cond_init(&writers[i].cv, NULL);
+		if (pthread_create(&writers[i].th, NULL, writer_main, &writers[i])) {
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			kop_error(err, "unable to start writer %u of %u", i + 1, n);
+			return -1;
+		}
+		nwriters++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return 0;
+}
+
+/* FNV-1a: which writer an object's operations go to. */
+static unsigned writer_of(const char *key)
+{
+	uint32_t h = 2166136261u;
+
+	if (!key)
+		return 0;
+	for (; *key; key++)
+		h = (h ^ (unsigned char)*key) * 16777619u;
+	return h % nwriters;
+}
+
+void writers_queue(jv lines, const char *key, int is_status)
+{
+	struct job *j = kop_calloc(1, sizeof(*j));
+	struct writer *w = &writers[writer_of(key)];
+
+	j->primary = primary_of(jv_get_kind(lines) == JV_KIND_ARRAY ? jv_array_get(jv_copy(lines), 0) : jv_copy(lines));
+	j->lines = lines;
+	j->key = key ? kop_strdup(key) : NULL;
+	j->is_status = is_status;
+	j->seq = ++seq;
+	if ((j->older = newest))
+		newest->newer = j;
+	else
+		oldest = j;
+	newest = j;
+	if (w->tail)
+		w->tail->next = j;
+	else
+		w->head = j;
+	w->tail = j;
+	pending++;
+	pthread_cond_signal(&w->cv);
+}
+
+void writers_pass(jv line, int ours)
+{
+	struct held *h;
+	char *p = primary_of(jv_copy(line));
+
+	if (!must_wait(p, seq + 1)) {
+		free(p);
+		pass(line, ours);
+		return;
+	}
+	h = kop_calloc(1, sizeof(*h));
+	h->line = line;
+	h->primary = p;
+	h->ours = ours;
+	h->seq = ++seq;
+	*held_tail = h;
+	held_tail = &h->next;
+}
+
+void writers_drain(void)
+{
+	while (pending || held_head)
+		pthread_cond_wait(&idle_cv, &kstatus_lock);
+}
+
+void writers_sleep(unsigned ms)
+{
+	struct timespec ts = kop_clock_after(CLOCK_REALTIME, ms);
+
+	while (!stopping && pthread_cond_timedwait(&wake_cv, &kstatus_lock, &ts) == 0)
+		;
+}
+
+void writers_wake(void)
+{
+	pthread_cond_broadcast(&wake_cv);
+}
+
+void writers_stop(void)
+{
+	unsigned i;
+
+	if (stopping)
+		writers_wake();
+	writers_drain();
+	quitting = 1;
+	for (i = 0; i < nwriters; i++)
+		pthread_cond_signal(&writers[i].cv);
+	pthread_mutex_unlock(&kstatus_lock);
+	for (i = 0; i < nwriters; i++) {
+		pthread_join(writers[i].th, NULL);
+		pthread_cond_destroy(&writers[i].cv);
+		kube_client_free(writers[i].client);
+	}
+	pthread_mutex_lock(&kstatus_lock);
+	free(writers);
+	writers = NULL;
+	nwriters = 0;
+}

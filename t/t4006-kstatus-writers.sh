@@ -1,0 +1,157 @@
+#!/bin/sh
+test_description='kstatus --concurrency: writers side by side, each object on one of them
+
+An object'"'"'s operations always go to the same writer, in the order they came;
+other objects'"'"' are written meanwhile, so one object'"'"'s retries hold up only
+its own. Results come as writes finish; a line passed through waits for the
+operations before it of its primary. SIGTERM ends a retry'"'"'s wait. Faults are
+ksim'"'"'s (POST /ksim/faults).'
+. "${0%/*}/test-lib.sh"
+. "$TEST_DIRECTORY/lib-ksim.sh"
+
+ksim_start
+
+# status_line NAME UID PHASE
+status_line () {
+	printf '{"op":"status","primary":"ns/%s","object":{"apiVersion":"test.example.org/v1","kind":"Widget","metadata":{"name":"%s","namespace":"ns","uid":"%s"},"status":{"phase":"%s"}}}\n' \
+		"$1" "$1" "$2" "$3"
+}
+
+# event_line NAME REASON: an event about Widget ns/NAME
+event_line () {
+	printf '{"op":"event","primary":"ns/%s","event":{"involvedObject":{"apiVersion":"test.example.org/v1","kind":"Widget","namespace":"ns","name":"%s"},"type":"Normal","reason":"%s","message":"m"}}\n' \
+		"$1" "$1" "$2"
+}
+
+# applied_line NAME: a result of kapply's for ns/NAME, passing through
+applied_line () {
+	printf '{"op":"result","for":"apply","primary":"ns/%s","ok":true}\n' "$1"
+}
+
+faults () {
+	curl -sS -f -m 10 -X POST -d "$1" "$KSIM_URL/ksim/faults" >/dev/null
+}
+
+phase_of () {
+	timeout 30 kubectl get widgets.test.example.org "$1" -n ns -o json >"$1.json" &&
+	jq -r ".status.phase // \"\"" "$1.json"
+}
+
+# order: the lines of out as "FOR PRIMARY OK"
+order () {
+	jq -r "[.for, .primary, .ok] | map(tostring) | join(\" \")" out
+}
+
+test_expect_success 'setup: ksim, a CRD with a status subresource, Widgets w1 and w2' '
+	timeout 60 kapply -f "$TEST_DIRECTORY/t3001-kapply-ksim/crd.yaml" \
+		-f "$TEST_DIRECTORY/t4001-kstatus-ksim/ns.yaml" >out 2>err ||
+	timeout 60 kapply -f "$TEST_DIRECTORY/t4001-kstatus-ksim/ns.yaml" \
+		-f "$TEST_DIRECTORY/t3001-kapply-ksim/crd.yaml" >out 2>err &&
+	phase_of w1 && phase_of w2 &&
+	jq -r .metadata.uid w1.json >uid1 && jq -r .metadata.uid w2.json >uid2
+'
+uid1=$(cat uid1 2>/dev/null)
+uid2=$(cat uid2 2>/dev/null)
+
+test_expect_success '--help documents --concurrency; a bad value exits 100' '
+	kstatus --help >help &&
+	grep -e "--concurrency N" help &&
+	test_expect_code 100 kstatus --concurrency 0 </dev/null >out 2>err &&
+	test_expect_code 100 kstatus --concurrency 65 </dev/null >out 2>err &&
+	test_expect_code 100 kstatus --concurrency x </dev/null >out 2>err
+'
+
+# w1's requests all fail (500, retried: 100, 200, 400 ms of backoff) while
+# w2's are answered. (The writer of an object is a hash of it: w1 and w2
+# are on different writers of 64, on one of 1.)
+cat >in <<EOF
+$(status_line w1 "$uid1" Retried)
+$(applied_line w1)
+$(status_line w2 "$uid2" Written)
+$(applied_line w2)
+EOF
+
+test_expect_success 'one object retried holds up only its writer: the other written meanwhile, its lines passed' '
+	faults "{\"rate\":1,\"code\":500,\"path\":\"/apis/test.example.org/v1/namespaces/ns/widgets/w1\"}" &&
+	timeout 30 kstatus --concurrency 64 --coalesce 0 --max-retries 3 <in >out 2>err &&
+	order >actual &&
+	cat >expect <<-\EOF &&
+	status ns/w2 true
+	apply ns/w2 true
+	status ns/w1 false
+	apply ns/w1 true
+	EOF
+	test_cmp expect actual &&
+	test "$(phase_of w2)" = Written &&
+	test "$(phase_of w1)" = ""
+'
+
+test_expect_success 'one writer: everything in the order it came' '
+	timeout 30 kstatus --concurrency 1 --coalesce 0 --max-retries 3 <in >out 2>err &&
+	order >actual &&
+	cat >expect <<-\EOF &&
+	status ns/w1 false
+	apply ns/w1 true
+	status ns/w2 true
+	apply ns/w2 true
+	EOF
+	test_cmp expect actual
+'
+
+# (what comes after it is not held back: w2's status may be written first)
+test_expect_success 'a line naming no primary waits for everything before it' '
+	{
+		status_line w1 "$uid1" Retried &&
+		echo "{\"barrier\":7}" &&
+		status_line w2 "$uid2" After
+	} >in2 &&
+	timeout 30 kstatus --concurrency 64 --coalesce 0 --max-retries 3 <in2 >out 2>err &&
+	jq -c -s "map(.barrier // [.primary, .ok]) | map(select(. != [\"ns/w2\",true]))" out >actual &&
+	echo "[[\"ns/w1\",false],7]" >expect &&
+	test_cmp expect actual &&
+	jq -e -s "length == 3" out
+'
+
+test_expect_success 'each object'"'"'s operations are written in the order they came, side by side' '
+	faults "{\"reset\":true}" &&
+	for i in 1 2 3 4 5 6; do
+		status_line w1 "$uid1" "P$i" && event_line w1 Counted &&
+		status_line w2 "$uid2" "Q$i" && event_line w2 Counted || return 1
+	done >in3 &&
+	timeout 30 kstatus --concurrency 8 --coalesce 0 <in3 >out 2>err &&
+	test "$(phase_of w1)" = P6 && test "$(phase_of w2)" = Q6 &&
+	# an Event repeated: its count rises by one with each write, in order
+	jq -c -s "[.[] | select(.for == \"event\" and .primary == \"ns/w1\") | .count]" out >actual &&
+	echo "[1,2,3,4,5,6]" >expect &&
+	test_cmp expect actual &&
+	jq -c -s "[.[] | select(.for == \"event\" and .primary == \"ns/w2\") | .count]" out >actual &&
+	test_cmp expect actual &&
+	jq -e -s "length == 24 and all(.ok)" out
+'
+
+test_expect_success 'SIGTERM ends a retry'"'"'s wait: the object'"'"'s failed result, then exit 0' '
+	faults "{\"rate\":1,\"code\":503,\"path\":\"/apis/test.example.org/v1/namespaces/ns/widgets/w1\"}" &&
+	rm -f fifo && mkfifo fifo &&
+	# (the default --max-retries, 10, would wait 26 s and more)
+	{ kstatus --coalesce 0 <fifo >out 2>err & } &&
+	pid=$! &&
+	exec 8>fifo &&
+	status_line w1 "$uid1" Stopped >&8 &&
+	test_wait_for 20 grep -q "retrying in" err &&
+	start=$(now_ms) &&
+	kill -TERM $pid &&
+	wait $pid &&
+	end=$(now_ms) &&
+	exec 8>&- &&
+	test $((end - start)) -lt 5000 &&
+	order >actual &&
+	echo "status ns/w1 false" >expect &&
+	test_cmp expect actual
+'
+exec 8>&-
+
+test_expect_success 'cleanup' '
+	faults "{\"reset\":true}"
+'
+
+test_done
