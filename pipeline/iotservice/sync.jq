@@ -248,14 +248,15 @@ def iot_error_text:
                   elif $invalid != null or $queued or $nsState != "ours" then iot_kept($children)
                   else $imm.children end),
        status: $status,
-       events: ((if $p.phase != ($old.phase // "") then
-                   [{type: (if $p.phase == "Failed" then "Warning" else "Normal" end), reason: $p.phase,
-                     message: ($p.reason // $p.message)}]
-                 elif $p.phase == "Failed" and $p.reason != ($old.reason // "") then
-                   [{type: "Warning", reason: "Failed", message: $p.reason}]
-                 else [] end)
-                + (if $queued and ($wasQueued | not) then
-                     [{type: "Normal", reason: "UpdateQueued", message: $p.message}] else [] end)),
+       # (an update queued turns Available into Processing: one Event, UpdateQueued, says both)
+       events: (if $queued and ($wasQueued | not) then
+                  [{type: "Normal", reason: "UpdateQueued", message: $p.message}]
+                elif $p.phase != ($old.phase // "") then
+                  [{type: (if $p.phase == "Failed" then "Warning" else "Normal" end), reason: $p.phase,
+                    message: ($p.reason // $p.message)}]
+                elif $p.phase == "Failed" and $p.reason != ($old.reason // "") then
+                  [{type: "Warning", reason: "Failed", message: $p.reason}]
+                else [] end),
        finalized: false}
       + (if $queued then {resyncAfterSeconds: 30}
          elif $p.resync then {resyncAfterSeconds: $p.resync}
