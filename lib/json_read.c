@@ -30,7 +30,8 @@ static int read_value(struct reader *r, jv *v, int depth);
  * it first reads and freed when it exits; a slot holds the last string that
  * fell in it. libjq's reference counts are not atomic and the table holds a
  * reference to each string in it: a value read or keyed here stays on its
- * thread (handed to another one whole, it would share strings with it).
+ * thread (handed to another one whole, it would share strings with it), or
+ * every thread that touches it holds one lock while it does (kstatus).
  */
 #define INTERN_LEN_MAX 32
 #define INTERN_SLOTS 1024	/* a power of two */

@@ -210,12 +210,19 @@ static int exec_run(struct kube_exec *e, int interactive, struct kop_buf *out, c
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
 	/* glibc's posix_spawnp reports a failed exec (ENOENT, EACCES) as its result. */
-	/* Network tools ignore SIGPIPE; the plugin gets the default back. */
+	/* Network tools ignore SIGPIPE; the plugin gets the default back, and no signal blocked (a
+	 * caller's thread may block some: kstatus's writers). */
 	posix_spawnattr_init(&attr);
 	sigemptyset(&dfl);
 	sigaddset(&dfl, SIGPIPE);
 	posix_spawnattr_setsigdefault(&attr, &dfl);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+	{
+		sigset_t none;
+
+		sigemptyset(&none);
+		posix_spawnattr_setsigmask(&attr, &none);
+	}
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 	rc = posix_spawnp(&pid, e->argv[0], &fa, &attr, e->argv, env);
 	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);

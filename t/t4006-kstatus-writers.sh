@@ -150,6 +150,58 @@ test_expect_success 'SIGTERM ends a retry'"'"'s wait: the object'"'"'s failed re
 '
 exec 8>&-
 
+# (the backoff doubles: SIGTERM once a wait of 2 s or more has begun)
+test_expect_success 'SIGTERM after the end of the input ends a retry'"'"'s wait too' '
+	status_line w1 "$uid1" Stopped >in4 &&
+	{ kstatus --coalesce 0 <in4 >out 2>err & } &&
+	pid=$! &&
+	test_wait_for 40 grep -Eq "retrying in ([2-9][0-9]{3}|[0-9]{5,}) ms" err &&
+	start=$(now_ms) &&
+	kill -TERM $pid &&
+	wait $pid &&
+	end=$(now_ms) &&
+	test $((end - start)) -lt 1500 &&
+	order >actual &&
+	echo "status ns/w1 false" >expect &&
+	test_cmp expect actual
+'
+
+# The repeats of one Event are known by the object'"'"'s kind, namespace (the
+# default one when the line names none) and name: one writer counts them all.
+test_expect_success 'the repeats of one Event go to one writer, however the line names its namespace' '
+	faults "{\"reset\":true}" &&
+	for i in 1 2 3 4 5 6 7 8; do
+		printf "{\"op\":\"event\",\"primary\":\"default/c\",\"event\":{\"involvedObject\":{\"kind\":\"ConfigMap\",\"name\":\"c\"%s},\"type\":\"Normal\",\"reason\":\"Repeated\",\"message\":\"m\"}}\n" \
+			"$(test $((i % 2)) = 0 && echo ",\"namespace\":\"default\",\"apiVersion\":\"v1\"")" || return 1
+	done >in5 &&
+	timeout 30 kstatus --concurrency 64 --coalesce 0 <in5 >out 2>err &&
+	jq -c -s "map(.count)" out >actual &&
+	echo "[1,2,3,4,5,6,7,8]" >expect &&
+	test_cmp expect actual &&
+	timeout 30 kubectl get events -n default -o json >events.json &&
+	jq -c "[.items[] | select(.reason == \"Repeated\") | .count]" events.json >actual &&
+	echo "[8]" >expect &&
+	test_cmp expect actual
+'
+
+# (a writer at a time, each request 100 ms late: the writers hold 32 operations
+# at most; the rest of the input stays in the pipe, its writer blocked)
+test_expect_success 'input is not read further while the writers have as much as they may queue' '
+	faults "{\"latency\":\"100ms\"}" &&
+	for i in $(seq 1 3000); do status_line w2 "$uid2" "L$i" || return 1; done >big &&
+	rm -f fifo2 && mkfifo fifo2 &&
+	{ kstatus --concurrency 1 --coalesce 0 <fifo2 >out 2>err & } &&
+	pid=$! &&
+	{ cat big >fifo2 & } &&
+	cat_pid=$! &&
+	sleep 2 &&
+	kill -0 $cat_pid &&
+	kill -TERM $pid &&
+	wait $pid &&
+	test "$(wc -l <out)" -lt 100 &&
+	faults "{\"reset\":true}"
+'
+
 test_expect_success 'cleanup' '
 	faults "{\"reset\":true}"
 '

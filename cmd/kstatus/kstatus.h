@@ -7,6 +7,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include "tool.h"
 #include "kube.h"
 #include "hmap.h"
@@ -36,7 +37,7 @@ extern struct kstatus_options opt;
 extern const char *default_ns;
 extern char *instance;		/* reportingInstance: $POD_NAME or the host name */
 extern char *host;
-extern volatile sig_atomic_t stopping;	/* SIGTERM or SIGINT: write what is held, then exit */
+extern atomic_int stopping;	/* SIGTERM or SIGINT: write what is held, then exit (lock-free: set by the handler) */
 
 /* writers.c: kstatus_lock is held by the thread that runs; client is the running writer's */
 extern pthread_mutex_t kstatus_lock;
@@ -46,6 +47,8 @@ void writers_queue(jv lines, const char *key, int is_status);	/* lines consumed;
 /* A line passed through (consumed), or a result of ours (superseded: ours), after what it waits for */
 void writers_pass(jv line, int ours);
 void writers_drain(void);		/* until every operation queued is written, every line passed */
+int writers_full(void);			/* as many operations pending as the writers may queue */
+void writers_wait_room(long ms);	/* until not full, stopping, or ms passed */
 void writers_sleep(unsigned ms);	/* the lock let go; ends early when stopping */
 void writers_wake(void);		/* stopping: sleeps end */
 void writers_stop(void);		/* drained, then the threads joined and their clients freed */

@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,7 +24,7 @@ struct kstatus_options opt = { "iot-operator", "iot-operator", 10, 500, 4 };
 const char *default_ns = "default";
 char *instance;
 char *host;
-volatile sig_atomic_t stopping;
+atomic_int stopping;
 
 static const char usage[] =
 "usage: kstatus [options] < operations\n"
@@ -200,13 +201,20 @@ int main(int argc, char **argv)
 	free(clients);
 
 	kop_jsonl_init(&reader, 0);
-	reader.fast = 1;	/* (one thread reads and writes) */
+	reader.fast = 1;	/* (one thread reads; the writers touch its values only under kstatus_lock, as it does) */
 	while (!stopping) {
 		struct pollfd pfd = { 0, POLLIN, 0 };
 		size_t lineno;
 		jv v;
-		int rc = kop_jsonl_next(&reader, &v, &lineno, err), timeout = -1;
+		int rc, timeout = -1;
 
+		/* no more input read while the writers have as much as they may queue */
+		if (writers_full()) {
+			windows_due(0);
+			writers_wait_room(win_head ? win_head->end - kop_mono_ms() : 1000);
+			continue;
+		}
+		rc = kop_jsonl_next(&reader, &v, &lineno, err);
 		if (rc > 0) {
 			handle(v);
 			windows_due(0);

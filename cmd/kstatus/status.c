@@ -241,7 +241,13 @@ void do_status(jv line, const char *line_key)
 	kop_buf_addf(&q, "%s/%s/%s", kind, ns ? ns : "", name);
 	who = kop_buf_detach(&q, NULL);
 	kop_backoff_init(&b, 100, 5000, 1.0);
-	while ((rc = kube_resolve_gvk(client, api_version, kind, &res, &dr, err)) < 0) {
+	/* (discovery without the lock: its cache and answers are this writer's client's alone) */
+	for (;;) {
+		pthread_mutex_unlock(&kstatus_lock);
+		rc = kube_resolve_gvk(client, api_version, kind, &res, &dr, err);
+		pthread_mutex_lock(&kstatus_lock);
+		if (rc >= 0)
+			break;
 		/* No such kind (permanent), or its group version could not be read (classified as any answer). */
 		if (rc == -1) {
 			report_local("status", primary, kop_op_ref(jv_copy(obj)), 404, "NotFound", err);

@@ -124,7 +124,9 @@ static void write_events(jv events, const char *obj_key)
 			if (done[j])
 				continue;
 			other = jv_array_get(jv_copy(events), j);
-			if (jv_equal(jv_copy(key), event_key(other))) {
+			/* (of one primary too: a group's result waits as that primary's, writers.c) */
+			if (jv_equal(jv_copy(key), event_key(other)) &&
+			    jv_equal(line_primary(jv_copy(line)), line_primary(jv_copy(other)))) {
 				done[j] = 1;
 				group = jv_array_append(group, other);
 			} else

@@ -23,6 +23,9 @@
 #include "kstatus.h"
 #include "banned.h"
 
+/* Jobs pending per writer at most, before the main thread stops reading input (and its memory stays flat). */
+#define WRITER_QUEUE 32
+
 struct job {
 	jv lines;		/* a status line, or event lines (repeats of one) */
 	char *key;		/* op_key, or NULL */
@@ -59,8 +62,9 @@ static uint64_t seq;
 static struct job *oldest, *newest;	/* the jobs not done */
 static struct held *held_head, **held_tail = &held_head;
 static int quitting;
-static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;	/* a job done */
-static pthread_cond_t wake_cv = PTHREAD_COND_INITIALIZER;	/* stopping: sleeps end */
+static unsigned cap;		/* jobs pending at most before input waits */
+static pthread_cond_t idle_cv;	/* a job done */
+static pthread_cond_t wake_cv;	/* stopping: sleeps end */
 
 /* Whether a line at seq s of primary p (NULL: of none) must still wait. */
 static int must_wait(const char *p, uint64_t s)
@@ -154,13 +158,23 @@ static void *writer_main(void *arg)
 /* n writers, one per client (each taken: writers_stop frees it) */
 int writers_start(unsigned n, struct kube_client **clients, char *err)
 {
-	sigset_t all, old;
+	sigset_t stop, old;
+	pthread_condattr_t mono;
 	unsigned i;
 
 	writers = kop_calloc(n, sizeof(*writers));
+	cap = n * WRITER_QUEUE;
+	/* the timed waits on the monotonic clock */
+	pthread_condattr_init(&mono);
+	pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
+	pthread_cond_init(&idle_cv, &mono);
+	pthread_cond_init(&wake_cv, &mono);
+	pthread_condattr_destroy(&mono);
 	/* SIGTERM and SIGINT reach the main thread, whose poll() they end */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	for (i = 0; i < n; i++) {
 		writers[i].client = clients[i];
 		pthread_cond_init(&writers[i].cv, NULL);
@@ -175,24 +189,50 @@ int writers_start(unsigned n, struct kube_client **clients, char *err)
 	return 0;
 }
 
-/* FNV-1a: which writer an object's operations go to. */
-static unsigned writer_of(const char *key)
+static uint32_t fnv1a(uint32_t h, const char *s)
 {
+	for (; s && *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return (h ^ '/') * 16777619u;
+}
+
+/*
+ * Which writer a line's operation goes to: FNV-1a of the object's kind,
+ * namespace (the default one when it names none) and name, the parts an
+ * Event's repeats are known by (event_key) and that its status names too:
+ * an object's statuses and Events, and every repeat of one Event, on one
+ * writer. (The API group is left out: an event line may not give it.)
+ */
+static unsigned writer_of(jv line, int is_status)
+{
+	jv o = is_status ? kop_json_member(jv_copy(line), "object")
+			 : kop_json_member(kop_json_member(jv_copy(line), "event"), "involvedObject");
+	char *kind = kop_json_str(o, "kind", NULL), *ns, *name;
 	uint32_t h = 2166136261u;
 
-	if (!key)
-		return 0;
-	for (; *key; key++)
-		h = (h ^ (unsigned char)*key) * 16777619u;
+	if (is_status) {
+		ns = kop_json_str(o, "metadata", "namespace");
+		name = kop_json_str(o, "metadata", "name");
+	} else {
+		ns = kop_json_str(o, "namespace", NULL);
+		name = kop_json_str(o, "name", NULL);
+	}
+	h = fnv1a(fnv1a(fnv1a(h, kind), ns && *ns ? ns : default_ns), name);
+	free(kind);
+	free(ns);
+	free(name);
+	jv_free(o);
+	jv_free(line);
 	return h % nwriters;
 }
 
 void writers_queue(jv lines, const char *key, int is_status)
 {
 	struct job *j = kop_calloc(1, sizeof(*j));
-	struct writer *w = &writers[writer_of(key)];
+	jv first = is_status ? jv_copy(lines) : jv_array_get(jv_copy(lines), 0);
+	struct writer *w = &writers[writer_of(jv_copy(first), is_status)];
 
-	j->primary = primary_of(jv_get_kind(lines) == JV_KIND_ARRAY ? jv_array_get(jv_copy(lines), 0) : jv_copy(lines));
+	j->primary = primary_of(first);
 	j->lines = lines;
 	j->key = key ? kop_strdup(key) : NULL;
 	j->is_status = is_status;
@@ -230,15 +270,38 @@ void writers_pass(jv line, int ours)
 	held_tail = &h->next;
 }
 
+/* Waits on idle_cv for at most ms (the lock let go); a signal come meanwhile ends the retries' sleeps. */
+static void idle_wait(long ms)
+{
+	struct timespec ts = kop_clock_after(CLOCK_MONOTONIC, ms);
+
+	if (stopping)
+		writers_wake();
+	pthread_cond_timedwait(&idle_cv, &kstatus_lock, &ts);
+}
+
 void writers_drain(void)
 {
 	while (pending || held_head)
-		pthread_cond_wait(&idle_cv, &kstatus_lock);
+		idle_wait(100);
+}
+
+int writers_full(void)
+{
+	return pending >= cap;
+}
+
+void writers_wait_room(long ms)
+{
+	int64_t end = kop_mono_ms() + ms;
+
+	while (pending >= cap && !stopping && kop_mono_ms() < end)
+		idle_wait(end - kop_mono_ms() < 100 ? end - kop_mono_ms() : 100);
 }
 
 void writers_sleep(unsigned ms)
 {
-	struct timespec ts = kop_clock_after(CLOCK_REALTIME, ms);
+	struct timespec ts = kop_clock_after(CLOCK_MONOTONIC, ms);
 
 	while (!stopping && pthread_cond_timedwait(&wake_cv, &kstatus_lock, &ts) == 0)
 		;
@@ -265,6 +328,8 @@ void writers_stop(void)
 		pthread_cond_destroy(&writers[i].cv);
 		kube_client_free(writers[i].client);
 	}
+	pthread_cond_destroy(&idle_cv);
+	pthread_cond_destroy(&wake_cv);
 	pthread_mutex_lock(&kstatus_lock);
 	free(writers);
 	writers = NULL;
