@@ -351,6 +351,11 @@ test_expect_success 'parallel updates: the 31st rolling instance waits with Upda
 	echo "[\"Processing\",3,[\"Available\",\"True\",\"AllChildrenReady\"],[\"Progressing\",\"False\",\"UpdateQueued\"],30,[\"UpdateQueued\"]]" >expect &&
 	test_cmp expect actual &&
 	kept_as_given queued &&
+	# (an apply failed meanwhile: Failed, and its Warning, not UpdateQueued)
+	run p-upd.json ready.view "{\"aggregates\": {\"rolling\": $others}, \"errors\": [{\"op\": \"apply\", \"ref\": {\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"namespace\": \"$I\", \"name\": \"cockpit-$X\"}, \"code\": 422, \"reason\": \"Invalid\", \"message\": \"no\"}]}" qfail &&
+	jq -c "[.status.phase, [.events[] | [.type, .reason]]]" qfail.json >actual &&
+	echo "[\"Failed\",[[\"Warning\",\"Failed\"]]]" >expect &&
+	test_cmp expect actual &&
 	jq -c --slurpfile q queued.json ".status = \$q[0].status" p-upd.json >p-upd2.json &&
 	others=$(jq -nc "[range(29) | \"devawsk8s/other-\(.)\"]") &&
 	run p-upd2.json ready.view "{\"aggregates\": {\"rolling\": $others}}" admitted &&

@@ -166,6 +166,17 @@ test_expect_success 'SIGTERM after the end of the input ends a retry'"'"'s wait 
 	test_cmp expect actual
 '
 
+# (w1 failing: each status retried for 0.7 to 1.4 s; one every 100 ms for 1.5 s,
+# 200 ms windows: the window holds on while the one before is retried)
+test_expect_success 'coalescing: one status of an object queued at a time, however long its retries' '
+	faults "{\"rate\":1,\"code\":500,\"path\":\"/apis/test.example.org/v1/namespaces/ns/widgets/w1\"}" &&
+	for i in $(seq 1 15); do status_line w1 "$uid1" "S$i" && sleep 0.1 || return 1; done |
+		timeout 60 kstatus --coalesce 200ms --max-retries 3 >out 2>err &&
+	jq -s "map(select(.for == \"status\" and .ok == false)) | length" out >failed &&
+	test "$(cat failed)" -le 3 &&
+	jq -e -s "length == 15 and (map(select(.skipped == \"superseded\")) | length) >= 12" out
+'
+
 # The repeats of one Event are known by the object'"'"'s kind, namespace (the
 # default one when the line names none) and name: one writer counts them all.
 test_expect_success 'the repeats of one Event go to one writer, however the line names its namespace' '

@@ -47,7 +47,8 @@ void writers_queue(jv lines, const char *key, int is_status);	/* lines consumed;
 /* A line passed through (consumed), or a result of ours (superseded: ours), after what it waits for */
 void writers_pass(jv line, int ours);
 void writers_drain(void);		/* until every operation queued is written, every line passed */
-int writers_full(void);			/* as many operations pending as the writers may queue */
+int writers_full(void);			/* as many operations and lines waiting as the writers may hold */
+int writers_pending_for(const char *key);	/* an operation on the object key queued or being written */
 void writers_wait_room(long ms);	/* until not full, stopping, or ms passed */
 void writers_sleep(unsigned ms);	/* the lock let go; ends early when stopping */
 void writers_wake(void);		/* stopping: sleeps end */

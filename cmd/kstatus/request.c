@@ -87,7 +87,7 @@ int retry_after_failure(const struct kube_response *r, struct kop_backoff *b, un
 		delay = (unsigned)(r->retry_after_s > 60 ? 60000 : r->retry_after_s * 1000);
 	log_info("retrying in %u ms after %s", delay, kube_failure_text(client, r, why, sizeof(why)));
 	writers_sleep(delay);
-	return 1;
+	return !stopping;	/* a signal during the wait: no retry */
 }
 
 void report_fail(const char *what, jv primary, jv ref, const struct kube_response *r, const char *who)

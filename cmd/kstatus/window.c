@@ -111,12 +111,13 @@ static void write_events(jv events, const char *obj_key)
 	char *done = kop_calloc(n > 0 ? (size_t)n : 1, 1);
 
 	for (i = 0; i < n; i++) {
-		jv line, key, group;
+		jv line, key, group, primary;
 
 		if (done[i])
 			continue;
 		line = jv_array_get(jv_copy(events), i);
 		key = event_key(line);
+		primary = line_primary(jv_copy(line));
 		group = JV_ARRAY(line);
 		for (j = i + 1; jv_is_valid(key) && j < n; j++) {
 			jv other;
@@ -126,13 +127,14 @@ static void write_events(jv events, const char *obj_key)
 			other = jv_array_get(jv_copy(events), j);
 			/* (of one primary too: a group's result waits as that primary's, writers.c) */
 			if (jv_equal(jv_copy(key), event_key(other)) &&
-			    jv_equal(line_primary(jv_copy(line)), line_primary(jv_copy(other)))) {
+			    jv_equal(jv_copy(primary), line_primary(jv_copy(other)))) {
 				done[j] = 1;
 				group = jv_array_append(group, other);
 			} else
 				jv_free(other);
 		}
 		jv_free(key);
+		jv_free(primary);
 		writers_queue(group, obj_key, 0);
 	}
 	free(done);
@@ -155,12 +157,22 @@ static int win_flush(struct window *w)
 	return held;
 }
 
-/* Ends the windows that are due (every one when all, none opening again). */
+/*
+ * Ends the windows that are due (every one when all, none opening again). A
+ * window whose object still has an operation on its way to the server (a
+ * status retried) holds on for another window: one status queued per object
+ * at a time, however long its retries take.
+ */
 void windows_due(int all)
 {
 	while (win_head && (all || win_head->end <= kop_mono_ms())) {
 		struct window *w = win_pop();
 
+		if (!all && writers_pending_for(w->key)) {
+			w->end = kop_mono_ms() + opt.coalesce_ms;
+			win_push(w);
+			continue;
+		}
 		if (win_flush(w) && !all) {
 			w->end = kop_mono_ms() + opt.coalesce_ms;
 			win_push(w);

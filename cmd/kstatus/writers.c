@@ -61,6 +61,7 @@ static unsigned pending;	/* jobs queued or being written */
 static uint64_t seq;
 static struct job *oldest, *newest;	/* the jobs not done */
 static struct held *held_head, **held_tail = &held_head;
+static unsigned nheld;
 static int quitting;
 static unsigned cap;		/* jobs pending at most before input waits */
 static pthread_cond_t idle_cv;	/* a job done */
@@ -99,6 +100,7 @@ static void release_held(void)
 		pass(h->line, h->ours);
 		free(h->primary);
 		free(h);
+		nheld--;
 	}
 }
 
@@ -268,6 +270,7 @@ void writers_pass(jv line, int ours)
 	h->seq = ++seq;
 	*held_tail = h;
 	held_tail = &h->next;
+	nheld++;
 }
 
 /* Waits on idle_cv for at most ms (the lock let go); a signal come meanwhile ends the retries' sleeps. */
@@ -288,14 +291,24 @@ void writers_drain(void)
 
 int writers_full(void)
 {
-	return pending >= cap;
+	return pending + nheld >= cap;
+}
+
+int writers_pending_for(const char *key)
+{
+	const struct job *j;
+
+	for (j = oldest; key && j; j = j->newer)
+		if (j->key && !strcmp(j->key, key))
+			return 1;
+	return 0;
 }
 
 void writers_wait_room(long ms)
 {
-	int64_t end = kop_mono_ms() + ms;
+	int64_t end = kop_mono_ms() + (ms > 0 ? ms : 0);
 
-	while (pending >= cap && !stopping && kop_mono_ms() < end)
+	while (writers_full() && !stopping && kop_mono_ms() < end)
 		idle_wait(end - kop_mono_ms() < 100 ? end - kop_mono_ms() : 100);
 }
 

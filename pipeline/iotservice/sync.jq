@@ -248,8 +248,9 @@ def iot_error_text:
                   elif $invalid != null or $queued or $nsState != "ours" then iot_kept($children)
                   else $imm.children end),
        status: $status,
-       # (an update queued turns Available into Processing: one Event, UpdateQueued, says both)
-       events: (if $queued and ($wasQueued | not) then
+       # (an update queued turns Available into Processing: one Event, UpdateQueued, says both;
+       # one that fails meanwhile is Failed, with its Warning)
+       events: (if $p.progressing[1] == "UpdateQueued" and ($wasQueued | not) then
                   [{type: "Normal", reason: "UpdateQueued", message: $p.message}]
                 elif $p.phase != ($old.phase // "") then
                   [{type: (if $p.phase == "Failed" then "Warning" else "Normal" end), reason: $p.phase,
