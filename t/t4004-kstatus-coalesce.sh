@@ -10,14 +10,9 @@ is held. Writes are counted by ksim (GET /ksim/stats, user agent
 iot-operator/kstatus).'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
+. "$TEST_DIRECTORY/lib-kstatus.sh"
 
 ksim_start
-
-# status_line NAME UID PHASE
-status_line () {
-	printf '{"op":"status","primary":"ns/%s","object":{"apiVersion":"test.example.org/v1","kind":"Widget","metadata":{"name":"%s","namespace":"ns","uid":"%s"},"status":{"phase":"%s"}}}\n' \
-		"$1" "$1" "$2" "$3"
-}
 
 # event_line NAME UID REASON MESSAGE
 event_line () {
@@ -35,11 +30,6 @@ kstatus_writes () {
 	jq -r --arg v "$1" ".byAgent[\"iot-operator/kstatus\"][\$v] // 0" stats.json
 }
 
-phase_of () {
-	timeout 30 kubectl get widgets.test.example.org "$1" -n ns -o json >"$1.json" &&
-	jq -r ".status.phase // \"\"" "$1.json"
-}
-
 phase_is () {
 	test "$(phase_of "$1")" = "$2"
 }
@@ -51,13 +41,7 @@ results_for () {
 }
 
 test_expect_success 'setup: ksim, a CRD with a status subresource, Widgets w1 and w2' '
-	timeout 60 kapply -f "$TEST_DIRECTORY/t3001-kapply-ksim/crd.yaml" \
-		-f "$TEST_DIRECTORY/t4001-kstatus-ksim/ns.yaml" >out 2>err ||
-	timeout 60 kapply -f "$TEST_DIRECTORY/t4001-kstatus-ksim/ns.yaml" \
-		-f "$TEST_DIRECTORY/t3001-kapply-ksim/crd.yaml" >out 2>err &&
-	phase_of w1 && phase_of w2 &&
-	uid1=$(jq -r .metadata.uid w1.json) && uid2=$(jq -r .metadata.uid w2.json) &&
-	echo "$uid1" >uid1 && echo "$uid2" >uid2
+	widgets_setup
 '
 uid1=$(cat uid1 2>/dev/null)
 uid2=$(cat uid2 2>/dev/null)

@@ -8,14 +8,9 @@ operations before it of its primary. SIGTERM ends a retry'"'"'s wait. Faults are
 ksim'"'"'s (POST /ksim/faults).'
 . "${0%/*}/test-lib.sh"
 . "$TEST_DIRECTORY/lib-ksim.sh"
+. "$TEST_DIRECTORY/lib-kstatus.sh"
 
 ksim_start
-
-# status_line NAME UID PHASE
-status_line () {
-	printf '{"op":"status","primary":"ns/%s","object":{"apiVersion":"test.example.org/v1","kind":"Widget","metadata":{"name":"%s","namespace":"ns","uid":"%s"},"status":{"phase":"%s"}}}\n' \
-		"$1" "$1" "$2" "$3"
-}
 
 # event_line NAME REASON: an event about Widget ns/NAME
 event_line () {
@@ -32,23 +27,13 @@ faults () {
 	curl -sS -f -m 10 -X POST -d "$1" "$KSIM_URL/ksim/faults" >/dev/null
 }
 
-phase_of () {
-	timeout 30 kubectl get widgets.test.example.org "$1" -n ns -o json >"$1.json" &&
-	jq -r ".status.phase // \"\"" "$1.json"
-}
-
 # order: the lines of out as "FOR PRIMARY OK"
 order () {
 	jq -r "[.for, .primary, .ok] | map(tostring) | join(\" \")" out
 }
 
 test_expect_success 'setup: ksim, a CRD with a status subresource, Widgets w1 and w2' '
-	timeout 60 kapply -f "$TEST_DIRECTORY/t3001-kapply-ksim/crd.yaml" \
-		-f "$TEST_DIRECTORY/t4001-kstatus-ksim/ns.yaml" >out 2>err ||
-	timeout 60 kapply -f "$TEST_DIRECTORY/t4001-kstatus-ksim/ns.yaml" \
-		-f "$TEST_DIRECTORY/t3001-kapply-ksim/crd.yaml" >out 2>err &&
-	phase_of w1 && phase_of w2 &&
-	jq -r .metadata.uid w1.json >uid1 && jq -r .metadata.uid w2.json >uid2
+	widgets_setup
 '
 uid1=$(cat uid1 2>/dev/null)
 uid2=$(cat uid2 2>/dev/null)

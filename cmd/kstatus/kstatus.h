@@ -79,6 +79,12 @@ void do_event(jv lines);
 /* window.c */
 extern struct kop_hmap windows;
 extern struct window *win_head;
+/* What an operation line names of its object (a status's object, an event's involvedObject); NULL when absent */
+struct op_names {
+	char *api_version, *kind, *ns, *name;
+};
+void op_names(jv line, int is_status, struct op_names *n);	/* line consumed */
+void op_names_release(struct op_names *n);
 char *op_key(jv line, int is_status);
 void win_open(const char *key);
 jv superseded(jv line);

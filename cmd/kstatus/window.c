@@ -20,32 +20,43 @@ struct kop_hmap windows;
 struct window *win_head;
 static struct window *win_tail;
 
-/* The object an operation line is about, or NULL when the line does not say (it is reported at once). */
-char *op_key(jv line, int is_status)
+void op_names(jv line, int is_status, struct op_names *n)
 {
 	jv o = is_status ? kop_json_member(jv_copy(line), "object")
 			 : kop_json_member(kop_json_member(jv_copy(line), "event"), "involvedObject");
-	char *av = kop_json_str(o, "apiVersion", NULL), *kind = kop_json_str(o, "kind", NULL), *name, *ns, *key = NULL;
 
-	if (is_status) {
-		name = kop_json_str(o, "metadata", "name");
-		ns = kop_json_str(o, "metadata", "namespace");
-	} else {
-		name = kop_json_str(o, "name", NULL);
-		ns = kop_json_str(o, "namespace", NULL);
-	}
-	if (av && kind && name && *name) {
-		const char *slash = strchr(av, '/');
+	n->api_version = kop_json_str(o, "apiVersion", NULL);
+	n->kind = kop_json_str(o, "kind", NULL);
+	n->name = is_status ? kop_json_str(o, "metadata", "name") : kop_json_str(o, "name", NULL);
+	n->ns = is_status ? kop_json_str(o, "metadata", "namespace") : kop_json_str(o, "namespace", NULL);
+	jv_free(o);
+	jv_free(line);
+}
+
+void op_names_release(struct op_names *n)
+{
+	free(n->api_version);
+	free(n->kind);
+	free(n->name);
+	free(n->ns);
+}
+
+/* The object an operation line is about, or NULL when the line does not say (it is reported at once). */
+char *op_key(jv line, int is_status)
+{
+	struct op_names n;
+	char *key = NULL;
+
+	op_names(jv_copy(line), is_status, &n);
+	if (n.api_version && n.kind && n.name && *n.name) {
+		const char *slash = strchr(n.api_version, '/');
 		struct kop_buf b = KOP_BUF_INIT;
 
-		kop_buf_addf(&b, "%.*s/%s/%s/%s", slash ? (int)(slash - av) : 0, av, kind, ns ? ns : "", name);
+		kop_buf_addf(&b, "%.*s/%s/%s/%s", slash ? (int)(slash - n.api_version) : 0, n.api_version, n.kind,
+			     n.ns ? n.ns : "", n.name);
 		key = kop_buf_detach(&b, NULL);
 	}
-	free(av);
-	free(kind);
-	free(name);
-	free(ns);
-	jv_free(o);
+	op_names_release(&n);
 	return key;
 }
 

@@ -207,24 +207,12 @@ static uint32_t fnv1a(uint32_t h, const char *s)
  */
 static unsigned writer_of(jv line, int is_status)
 {
-	jv o = is_status ? kop_json_member(jv_copy(line), "object")
-			 : kop_json_member(kop_json_member(jv_copy(line), "event"), "involvedObject");
-	char *kind = kop_json_str(o, "kind", NULL), *ns, *name;
+	struct op_names n;
 	uint32_t h = 2166136261u;
 
-	if (is_status) {
-		ns = kop_json_str(o, "metadata", "namespace");
-		name = kop_json_str(o, "metadata", "name");
-	} else {
-		ns = kop_json_str(o, "namespace", NULL);
-		name = kop_json_str(o, "name", NULL);
-	}
-	h = fnv1a(fnv1a(fnv1a(h, kind), ns && *ns ? ns : default_ns), name);
-	free(kind);
-	free(ns);
-	free(name);
-	jv_free(o);
-	jv_free(line);
+	op_names(line, is_status, &n);
+	h = fnv1a(fnv1a(fnv1a(h, n.kind), n.ns && *n.ns ? n.ns : default_ns), n.name);
+	op_names_release(&n);
 	return h % nwriters;
 }
 
