@@ -211,6 +211,7 @@ int main(int argc, char **argv)
 		/* no more input read while the writers have as much as they may queue */
 		if (writers_full()) {
 			windows_due(0);
+			tool_metrics_flush(0);	/* (at most every 200 ms) */
 			writers_wait_room(win_head ? win_head->end - kop_mono_ms() : 1000);
 			continue;
 		}

@@ -1,16 +1,18 @@
 /*
  * The writers: --concurrency threads, each with its own client (and so its
  * own connection), that write the operations main.c and window.c hand them.
- * An object's operations always go to the same writer (a hash of op_key), so
- * they are written in the order they came; different objects' are written
- * side by side, and one object's retries hold up only its writer. Results
+ * An object's operations always go to the same writer (a hash of its kind,
+ * namespace and name: writer_of), so they are written in the order they
+ * came; different objects' are written side by side, and one object's
+ * retries hold up only its writer. Results
  * come as operations finish; a line passed through waits for the operations
  * before it of its "primary" (of every primary when it names none), as
  * kapply's do.
  *
  * One lock, kstatus_lock, is held by whichever thread runs kstatus's code:
- * the main thread but while it waits for input, a writer but while its
- * request waits for the server (request.c) or it sleeps before a retry. So
+ * the main thread but while it waits for input or for room, a writer but
+ * while its request or discovery waits for the server (request.c, status.c)
+ * or it sleeps before a retry. So
  * the jv values, the caches and the logs are only ever touched by one
  * thread at a time, as before threads; only the waits overlap.
  */
@@ -23,7 +25,7 @@
 #include "kstatus.h"
 #include "banned.h"
 
-/* Jobs pending per writer at most, before the main thread stops reading input (and its memory stays flat). */
+/* Jobs pending and lines held per writer, in all, before the main thread stops reading input (its memory bounded). */
 #define WRITER_QUEUE 32
 
 struct job {
@@ -63,7 +65,7 @@ static struct job *oldest, *newest;	/* the jobs not done */
 static struct held *held_head, **held_tail = &held_head;
 static unsigned nheld;
 static int quitting;
-static unsigned cap;		/* jobs pending at most before input waits */
+static unsigned cap;		/* jobs pending and lines held at most before input waits */
 static pthread_cond_t idle_cv;	/* a job done */
 static pthread_cond_t wake_cv;	/* stopping: sleeps end */
 
