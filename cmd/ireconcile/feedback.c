@@ -29,19 +29,13 @@ void clear_error(struct prim *p, const char *fkey, const char *tag)
 {
 	jv e = jv_object_get(jv_copy(p->errors), kop_json_key(fkey));
 
-	if (!jv_is_valid(e)) {
-		jv_free(e);
-		return;
-	}
-	if (tag && kop_json_cstr(e, ERROR_TAG) && strcmp(kop_json_cstr(e, ERROR_TAG), tag)) {
-		/* (another object's apply failed: the program may hold back from it because of it;
-		 * a failure without a tag cannot be told apart, and is cleared) */
-		jv_free(e);
-		return;
+	/* (a failure of another object's apply is kept: the program may hold back from it because of
+	 * it; one without a tag cannot be told apart, and is cleared) */
+	if (jv_is_valid(e) && !(tag && kop_json_cstr(e, ERROR_TAG) && strcmp(kop_json_cstr(e, ERROR_TAG), tag))) {
+		p->errors = jv_object_delete(p->errors, kop_json_key(fkey));
+		enqueue(p);	/* the program may want to clear what it reported */
 	}
 	jv_free(e);
-	p->errors = jv_object_delete(p->errors, kop_json_key(fkey));
-	enqueue(p);	/* the program may want to clear what it reported */
 	if (!jv_object_length(jv_copy(p->errors)))
 		kop_backoff_reset(&p->backoff);
 }
@@ -125,8 +119,6 @@ void handle_result(jv r, size_t lineno)
 				f->answer_rv = kop_strdup(rv);
 		}
 		clear_error(p, fkey, tag);
-		if (!jv_object_length(jv_copy(p->errors)))
-			kop_backoff_reset(&p->backoff);
 	} else {
 		jv e = jv_object_set(jv_object(), kop_json_key("op"), jv_string(what));
 		static const char *const fields[] = { "code", "reason", "message" };

@@ -364,7 +364,8 @@ void *watchdog(void *arg);
  * object is seen to hold what it was to make (it may have landed, its answer lost).
  * tag: the apply's (the hex of its object's digest), cleared only when the failure
  * was of that very object (another object's success or hold, one the program fell
- * back to because of the failure, clears nothing) or has no tag; NULL: any. */
+ * back to because of the failure, clears nothing) or has no tag; NULL: any.
+ * The backoff is reset whenever no failure is left. */
 void clear_error(struct prim *p, const char *fkey, const char *tag);
 void handle_result(jv r, size_t lineno);
 void drop_result(jv r, size_t lineno);

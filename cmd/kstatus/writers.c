@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include "kstatus.h"
+#include "shard.h"
 #include "banned.h"
 
 /* Jobs pending and lines held per writer, in all, before the main thread stops reading input (its memory bounded). */
@@ -193,15 +194,8 @@ int writers_start(unsigned n, struct kube_client **clients, char *err)
 	return 0;
 }
 
-static uint32_t fnv1a(uint32_t h, const char *s)
-{
-	for (; s && *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return (h ^ '/') * 16777619u;
-}
-
 /*
- * Which writer a line's operation goes to: FNV-1a of the object's kind,
+ * Which writer a line's operation goes to: FNV-1a (lib/shard.c's) of the object's kind,
  * namespace (the default one when it names none) and name, the parts an
  * Event's repeats are known by (event_key) and that its status names too:
  * an object's statuses and Events, and every repeat of one Event, on one
@@ -210,12 +204,15 @@ static uint32_t fnv1a(uint32_t h, const char *s)
 static unsigned writer_of(jv line, int is_status)
 {
 	struct op_names n;
-	uint32_t h = 2166136261u;
+	struct kop_buf b = KOP_BUF_INIT;
+	unsigned w;
 
 	op_names(line, is_status, &n);
-	h = fnv1a(fnv1a(fnv1a(h, n.kind), n.ns && *n.ns ? n.ns : default_ns), n.name);
+	kop_buf_addf(&b, "%s/%s/%s", n.kind ? n.kind : "", n.ns && *n.ns ? n.ns : default_ns, n.name ? n.name : "");
+	w = (unsigned)(kop_fnv1a64(b.buf, b.len) % nwriters);
+	kop_buf_release(&b);
 	op_names_release(&n);
-	return h % nwriters;
+	return w;
 }
 
 void writers_queue(jv lines, const char *key, int is_status)
