@@ -443,4 +443,80 @@ test_expect_success '--once exits after the first full reconcile, stdin still op
 	test "$(jq -c "select(.op == \"apply\")" <once.out | wc -l)" -eq 2
 '
 
+# --settle: a burst of changes of observed objects (pods) reconciles once,
+# --settle after its last change, SETTLE_CAP (5) --settles after its first
+# at the latest; a reconcile meanwhile (a child's change) holds the status
+# the pods make until then.
+
+# Pod NAME of w1, Running, as a watch shows it at resourceVersion RV.
+pod_running () {
+	sed -n 1p "$FIXTURES/pod.jsonl" | jq -c --arg n "$1" --arg rv "$2" \
+		'.object.metadata.name = $n | .object.metadata.uid = "uid-\($n)"
+		 | .object.metadata.resourceVersion = $rv | .object.status.phase = "Running"'
+}
+
+# The pods of each status written after the first N lines of out.
+statuses_after () {
+	tail -n +$(($1 + 1)) out | jq -c 'select(.op == "status") | .object.status.pods'
+}
+
+test_expect_success '--settle: pods coming 1.2 s apart reconcile once, 2 s after the last' '
+	start_live -v --settle 2s --status-interval 0 &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	sleep 0.3 &&
+	lines=$(wc -l <out) &&
+	pod_running w1-a 40 >&5 &&
+	sleep 1.2 &&
+	pod_running w1-b 41 >&5 &&
+	sleep 1.2 &&
+	pod_running w1-c 42 >&5 &&
+	test_wait_for 10 count_ge 1 ".op == \"status\" and (.object.status.pods | length) == 3" &&
+	sleep 2.5 &&
+	stop_live &&
+	statuses_after $lines >actual &&
+	echo "[\"w1-a\",\"w1-b\",\"w1-c\"]" >expect &&
+	test_cmp expect actual &&
+	test_no_sanitizer_report err
+'
+
+test_expect_success '--settle: a child seen meanwhile reconciles at once, the status waits for the pods to settle' '
+	start_live -v --settle 2s --status-interval 0 &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	sleep 0.3 &&
+	lines=$(wc -l <out) &&
+	n=$(reconciled) &&
+	pod_running w1-a 40 >&5 &&
+	sleep 0.2 &&
+	cat "$FIXTURES/cm-live.jsonl" >&5 &&
+	test_wait_for 5 reconciled_ge $((n + 1)) &&
+	statuses_after $lines >early &&
+	test_wait_for 10 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\"]" &&
+	stop_live &&
+	! test -s early &&
+	statuses_after $lines >actual &&
+	echo "[\"w1-a\"]" >expect &&
+	test_cmp expect actual &&
+	test_no_sanitizer_report err
+'
+
+test_expect_success '--settle: pods that keep coming still reconcile, 5 --settles after the first at the latest' '
+	start_live -v --settle 1s --status-interval 0 &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	sleep 0.3 &&
+	lines=$(wc -l <out) &&
+	i=1 &&
+	while test $i -le 20; do
+		pod_running w1-p$i $((40 + i)) >&5 &&
+		sleep 0.4 &&
+		i=$((i + 1)) || return 1
+	done &&
+	statuses_after $lines >during &&
+	stop_live &&
+	test -s during &&
+	test "$(jq length during | head -n 1)" -lt 20
+'
+
 test_done

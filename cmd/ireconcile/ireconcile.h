@@ -76,6 +76,8 @@ struct prim {
 	int queued;
 	struct prim *qnext;
 	int64_t due;			/* timer, monotonic ms; 0 = none */
+	int64_t settle_due;		/* --settle: when the burst's reconcile is due (0: none) */
+	int64_t settle_from;		/* ... and when that burst began */
 	int creating;			/* its flights that are unseen creates (flight.c) */
 	struct kop_backoff backoff;
 	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"[,ERROR_TAG]} */
@@ -154,6 +156,7 @@ struct engine {
 	size_t qlen;			/* the prims from qhead to qtail */
 	int64_t next_due;		/* no prim's due is before this (0: none is set):
 					   the timers are not scanned before it */
+	int64_t timers_at;		/* when they were last scanned (fire_timers) */
 	int synced;
 	jv related_cache;		/* the program's .related, jv_invalid() when stale */
 	jv children_empty;		/* {"Kind.v": {}} for every child and observed kind */

@@ -95,6 +95,14 @@ void schedule(struct prim *p, int64_t at)
 		E.next_due = at;
 }
 
+/*
+ * The timers are scanned TIMER_SLACK_MS apart at the most, so they fire up
+ * to that late: a settle pushed back by each pod of a burst (view.c) leaves
+ * E.next_due early, and a scan of every prim for each such push would cost
+ * more than the reconciles it waits for.
+ */
+#define TIMER_SLACK_MS 10
+
 /* The prims due by now queued; E.next_due made exact again (a scan of every prim: only once one is due). */
 void fire_timers(int64_t now)
 {
@@ -102,11 +110,18 @@ void fire_timers(int64_t now)
 	void *v;
 	int64_t min = 0;
 
-	if (!E.next_due || E.next_due > now)
+	if (!E.next_due || E.next_due > now || now < E.timers_at + TIMER_SLACK_MS)
 		return;
+	E.timers_at = now;
 	while (kop_hmap_next(&E.prims, &it, NULL, &v)) {
 		struct prim *p = v;
 
+		if (p->settle_due && p->settle_due <= now) {
+			p->settle_due = 0;
+			enqueue(p);
+		} else if (p->settle_due && (!min || p->settle_due < min)) {
+			min = p->settle_due;
+		}
 		if (p->due && p->due <= now) {
 			p->due = 0;
 			enqueue(p);
@@ -124,6 +139,8 @@ int next_timeout(int64_t now)
 
 	if (!min)
 		return -1;
+	if (min < E.timers_at + TIMER_SLACK_MS)
+		min = E.timers_at + TIMER_SLACK_MS;
 	if (min <= now)
 		return 0;
 	return min - now > 3600000 ? 3600000 : (int)(min - now);

@@ -219,6 +219,8 @@ __attribute__((noinline)) void reconcile(struct prim *p, int64_t now)
 	struct rctx ctx;
 
 	p->due = 0;
+	if (p->settle_due <= now)
+		p->settle_due = 0;	/* (one still to come holds the status: write_status) */
 	if (!p->obj) {
 		if (!p->children) {
 			kop_hmap_remove(&E.prims, p->key);

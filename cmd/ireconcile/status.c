@@ -262,8 +262,10 @@ static int status_may_wait(struct prim *p, jv status, jv live, int64_t now)
 
 /*
  * Writes the status when it differs from the stored one; 0 when it is not
- * written because the same is on its way, or because it says nothing new
- * and may wait (status_may_wait; never with events, which go with it). seen: what the program saw.
+ * written because the same is on its way, because the observed objects it
+ * is made of are still changing (a burst not yet settled: the reconcile
+ * then writes it), or because it says nothing new and may wait
+ * (status_may_wait; never with events, which go with it). seen: what the program saw.
  * When the program saw the stored status (no write of ours on its way), the
  * line carries it and the resourceVersion it was read at, so that kstatus
  * can write without reading the object first.
@@ -280,6 +282,8 @@ int write_status(struct prim *p, jv parent, jv status, enum seen seen, int event
 		flight_forget(fkey);
 	} else if (seen == SEEN_CARRIED && status_is_sent(p, status)) {
 		sent = 0;	/* on its way (an older one of ours landed first) */
+	} else if (p->settle_due > now) {
+		sent = 0;	/* what it is made of still changing: written once that settles (view.c) */
 	} else if (seen != SEEN_FOREIGN && !events && status_may_wait(p, status, live, now)) {
 		/* (live: the stored status, or ours on its way when the program saw that) */
 		sent = 0;

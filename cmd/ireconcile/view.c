@@ -231,19 +231,34 @@ void drop_prim(struct prim *p)
 
 /*
  * A change of an observed object (what the program reads for the status,
- * pods say) reconciles its primary --settle later: the pods of a workload
+ * pods say) reconciles its primary once the burst it is part of is over:
+ * --settle after its last change, SETTLE_CAP --settles after its first at
+ * the latest (a stream of changes still reconciles). The pods of a workload
  * come and change in bursts, and one reconcile after the burst writes one
  * status where one a pod would write several. Children and primaries are
  * reconciled at once (drift is corrected without delay).
  */
+#define SETTLE_CAP 5
+
 static void settle(struct prim *p)
 {
+	int64_t now, at;
+
 	if (!p)
 		return;
-	if (E.settle_ms <= 0 || p->queued)
+	if (E.settle_ms <= 0 || p->queued) {
 		enqueue(p);
-	else
-		schedule(p, kop_mono_ms() + E.settle_ms);
+		return;
+	}
+	now = kop_mono_ms();
+	if (!p->settle_due)
+		p->settle_from = now;
+	at = now + E.settle_ms;
+	if (at > p->settle_from + SETTLE_CAP * E.settle_ms)
+		at = p->settle_from + SETTLE_CAP * E.settle_ms;
+	p->settle_due = at;
+	if (!E.next_due || at < E.next_due)
+		E.next_due = at;
 }
 
 void remove_obj(struct obj *o)
