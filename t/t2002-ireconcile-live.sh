@@ -480,25 +480,58 @@ test_expect_success '--settle: pods coming 1.2 s apart reconcile once, 2 s after
 	test_no_sanitizer_report err
 '
 
-test_expect_success '--settle: a child seen meanwhile reconciles at once, the status waits for the pods to settle' '
-	start_live -v --settle 2s --status-interval 0 &&
+test_expect_success '--settle: a child seen meanwhile reconciles at once, and writes a status that changes the phase' '
+	start_live -v --settle 5s --status-interval 0 &&
 	cat "$FIXTURES/create.jsonl" >&5 &&
 	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
 	sleep 0.3 &&
 	lines=$(wc -l <out) &&
-	n=$(reconciled) &&
 	pod_running w1-a 40 >&5 &&
 	sleep 0.2 &&
 	cat "$FIXTURES/cm-live.jsonl" >&5 &&
-	test_wait_for 5 reconciled_ge $((n + 1)) &&
-	statuses_after $lines >early &&
-	test_wait_for 10 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\"]" &&
+	test_wait_for 3 count_ge 1 ".op == \"status\" and .object.status.phase == \"Ready\"" &&
+	sleep 5.5 &&
 	stop_live &&
-	! test -s early &&
 	statuses_after $lines >actual &&
 	echo "[\"w1-a\"]" >expect &&
 	test_cmp expect actual &&
 	test_no_sanitizer_report err
+'
+
+test_expect_success '... and holds one that only lists pods until they settle' '
+	start_live -v --settle 2s --status-interval 0 &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	pod_running w1-a 40 >&5 &&
+	test_wait_for 10 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\"]" &&
+	n=$(reconciled) &&
+	store_status &&
+	test_wait_for 5 reconciled_ge $((n + 1)) &&
+	lines=$(wc -l <out) &&
+	n=$(reconciled) &&
+	pod_running w1-b 41 >&5 &&
+	sleep 0.2 &&
+	cat "$FIXTURES/cm-live.jsonl" >&5 &&
+	test_wait_for 5 reconciled_ge $((n + 1)) &&
+	statuses_after $lines >early &&
+	test_wait_for 10 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\",\"w1-b\"]" &&
+	stop_live &&
+	! test -s early &&
+	statuses_after $lines >actual &&
+	echo "[\"w1-a\",\"w1-b\"]" >expect &&
+	test_cmp expect actual &&
+	test_no_sanitizer_report err
+'
+
+test_expect_success '--settle: the end of the input ends a burst, its status written' '
+	mkfifo ended.fifo &&
+	{ ( cat "$FIXTURES/create.jsonl"; sleep 0.5; pod_running w1-a 40; sleep 0.3 ) >ended.fifo & } &&
+	WIDGET_TEAM=blue timeout 5 ireconcile --now $NOW --settle 1m prog/widgets <ended.fifo >ended.out 2>ended.err &&
+	test_no_sanitizer_report ended.err &&
+	jq -c "select(.op == \"status\") | .object.status.pods" ended.out | tail -n 1 >actual &&
+	echo "[\"w1-a\"]" >expect &&
+	test_cmp expect actual &&
+	test "$(grep -c "\"op\":\"event\"" ended.out)" -ge 1
 '
 
 test_expect_success '--settle: pods that keep coming still reconcile, 5 --settles after the first at the latest' '
@@ -516,7 +549,8 @@ test_expect_success '--settle: pods that keep coming still reconcile, 5 --settle
 	statuses_after $lines >during &&
 	stop_live &&
 	test -s during &&
-	test "$(jq length during | head -n 1)" -lt 20
+	test "$(jq length during | head -n 1)" -lt 20 &&
+	test_no_sanitizer_report err
 '
 
 test_done

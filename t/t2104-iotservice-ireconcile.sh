@@ -321,6 +321,34 @@ test_expect_success 'instances edited together: at most MAX_PARALLEL_UPDATES sta
 		sort -u | wc -l) = 1
 '
 
+# The same with each instance's pods listed before it (kwatch interleaves
+# its watches' initial lists): the first pass, at the bookmark, sees the
+# pods; they start no --settle burst that would hold the status admitting
+# an instance (and leave the next ones to find a free slot).
+test_expect_success '... also with their pods listed before them' '
+	F="$FIXTURES/04-steady.in.jsonl" &&
+	{ grep -v -e "\"kind\":\"IoTService\"" -e "\"kind\":\"Namespace\"" -e "\"type\":\"BOOKMARK\"" together.in
+	  for x in a b c
+	  do
+		grep "\"kind\":\"Pod\"" "$F" |
+		jq -c --arg x $x ".object.metadata.namespace = \"devawsk8s-\" + \$x
+			| .object.metadata.name |= sub(\"example-iotservice\"; \$x) | .object.metadata.uid = \"uid-\" + .object.metadata.name
+			| .object.metadata.labels.instance = \$x | .object.metadata.labels[\"cp.iot.sap/instance\"] = \$x"
+	  done
+	  grep -e "\"kind\":\"IoTService\",\"metadata\":{\"name\":\"[abc]\"" -e "\"kind\":\"Namespace\"" -e "\"type\":\"BOOKMARK\"" together.in
+	} >pods-first.in &&
+	mkfifo pods-first.fifo &&
+	{ ( cat pods-first.in; sleep 1 ) >pods-first.fifo & } &&
+	MAX_PARALLEL_UPDATES=1 OPERATOR_NAME=devawsk8s ireconcile --now 2026-11-22T10:05:00Z \
+		"$PROJECT_ROOT/pipeline/iotservice" <pods-first.fifo >pods-first.out 2>pods-first.err &&
+	test_no_sanitizer_report pods-first.err &&
+	jq -r "select(.op == \"status\") | .object.status.conditions[] | select(.type == \"Progressing\") | .reason" \
+		pods-first.out | sort | uniq -c | sed "s/^ *//" >actual &&
+	printf "2 UpdateQueued\n1 Updating\n" >expect && test_cmp expect actual &&
+	test $(jq -r "select(.op == \"apply\") | .object.metadata.labels[\"cp.iot.sap/instance\"]" pods-first.out |
+		sort -u | wc -l) = 1
+'
+
 # An apply written and not yet seen back: the child it edits is not ready as
 # it was seen before the edit (a reconcile in between, here for the status
 # coming back, must not find the old Deployment ready and say Available).

@@ -255,6 +255,7 @@ void prim_free(void *v);
 void enqueue(struct prim *p);
 void enqueue_all(void);
 void schedule(struct prim *p, int64_t at);
+void settle_end(void);
 void fire_timers(int64_t now);
 int next_timeout(int64_t now);
 void drain_queue(void);

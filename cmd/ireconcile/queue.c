@@ -132,6 +132,22 @@ void fire_timers(int64_t now)
 	E.next_due = min;
 }
 
+/* The end of the input: every burst of observed changes is over (view.c's settle), its primary queued. */
+void settle_end(void)
+{
+	size_t it = 0;
+	void *v;
+
+	while (kop_hmap_next(&E.prims, &it, NULL, &v)) {
+		struct prim *p = v;
+
+		if (p->settle_due) {
+			p->settle_due = 0;
+			enqueue(p);
+		}
+	}
+}
+
 /* (E.next_due may be early, a timer cleared by its reconcile: that wakes fire_timers once for nothing) */
 int next_timeout(int64_t now)
 {

@@ -220,7 +220,7 @@ __attribute__((noinline)) void reconcile(struct prim *p, int64_t now)
 
 	p->due = 0;
 	if (p->settle_due <= now)
-		p->settle_due = 0;	/* (one still to come holds the status: write_status) */
+		p->settle_due = 0;	/* (one still to come may hold the status: status_may_wait) */
 	if (!p->obj) {
 		if (!p->children) {
 			kop_hmap_remove(&E.prims, p->key);

@@ -243,15 +243,19 @@ static jv status_gist(jv status)
 
 /*
  * Whether a status that differs from the one the program saw (the stored
- * one, or ours on its way; both borrowed) may wait (--status-interval): it
- * changes nothing of where the primary stands, and one of ours was written
- * less than the interval ago. Then p is reconciled
- * again when the interval is over, and the latest is written.
+ * one, or ours on its way; both borrowed) may wait: it changes nothing of
+ * where the primary stands, and either the observed objects it is made of
+ * are still changing (a burst not yet settled: view.c's settle, whose
+ * reconcile writes it) or one of ours was written less than
+ * --status-interval ago (then p is reconciled again when the interval is
+ * over, and the latest is written).
  */
 static int status_may_wait(struct prim *p, jv status, jv live, int64_t now)
 {
 	int same;
 
+	if (p->settle_due > now)
+		return jv_equal(status_gist(status), status_gist(live));	/* (the burst's end reconciles) */
 	if (E.status_interval_ms <= 0 || !p->status_at || now - p->status_at >= E.status_interval_ms)
 		return 0;
 	same = jv_equal(status_gist(status), status_gist(live));
@@ -262,10 +266,8 @@ static int status_may_wait(struct prim *p, jv status, jv live, int64_t now)
 
 /*
  * Writes the status when it differs from the stored one; 0 when it is not
- * written because the same is on its way, because the observed objects it
- * is made of are still changing (a burst not yet settled: the reconcile
- * then writes it), or because it says nothing new and may wait
- * (status_may_wait; never with events, which go with it). seen: what the program saw.
+ * written because the same is on its way, or because it says nothing new
+ * and may wait (status_may_wait; never with events, which go with it). seen: what the program saw.
  * When the program saw the stored status (no write of ours on its way), the
  * line carries it and the resourceVersion it was read at, so that kstatus
  * can write without reading the object first.
@@ -282,8 +284,6 @@ int write_status(struct prim *p, jv parent, jv status, enum seen seen, int event
 		flight_forget(fkey);
 	} else if (seen == SEEN_CARRIED && status_is_sent(p, status)) {
 		sent = 0;	/* on its way (an older one of ours landed first) */
-	} else if (p->settle_due > now) {
-		sent = 0;	/* what it is made of still changing: written once that settles (view.c) */
 	} else if (seen != SEEN_FOREIGN && !events && status_may_wait(p, status, live, now)) {
 		/* (live: the stored status, or ours on its way when the program saw that) */
 		sent = 0;

@@ -236,7 +236,10 @@ void drop_prim(struct prim *p)
  * the latest (a stream of changes still reconciles). The pods of a workload
  * come and change in bursts, and one reconcile after the burst writes one
  * status where one a pod would write several. Children and primaries are
- * reconciled at once (drift is corrected without delay).
+ * reconciled at once (drift is corrected without delay); the status such a
+ * reconcile derives waits for the burst's end when it says nothing new of
+ * where the primary stands (write_status). The end of the input ends every
+ * burst (settle_end).
  */
 #define SETTLE_CAP 5
 
@@ -244,8 +247,8 @@ static void settle(struct prim *p)
 {
 	int64_t now, at;
 
-	if (!p)
-		return;
+	if (!p || !E.synced)
+		return;	/* (the first pass, at the initial-events-end bookmark, sees them all) */
 	if (E.settle_ms <= 0 || p->queued) {
 		enqueue(p);
 		return;
