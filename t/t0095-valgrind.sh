@@ -171,7 +171,8 @@ test_expect_success 'ireconcile --shard: ranges added, a primary parked, then wa
 # children (a dictionary per kind), the render answer dropped once every
 # child is held, then computed again when one changes (t2004's third test,
 # each step sent once the one before is reconciled, so that each is its own
-# reconcile: under valgrind ireconcile takes seconds to start).
+# reconcile: under valgrind ireconcile takes seconds to start; each status
+# written in its own, --status-interval 0).
 reconciled_n () {
 	test "$(grep -c "\"reconciled " ireconcile-drift.err 2>/dev/null)" -ge "$1"
 }
@@ -189,7 +190,7 @@ test_expect_success 'ireconcile: a render answer dropped and computed again' '
 		cat live.jsonl && test_wait_for 120 reconciled_n 2 >&2 &&
 		cat drift.jsonl && test_wait_for 120 reconciled_n 3 >&2
 	} |
-		vg 0 ireconcile-drift ireconcile -v --now 2026-11-22T10:00:00Z "$S/shapes" &&
+		vg 0 ireconcile-drift ireconcile -v --now 2026-11-22T10:00:00Z --status-interval 0 "$S/shapes" &&
 	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.renderKept, .applies]" ireconcile-drift.err >actual &&
 	printf "%s\n" "[true,2]" "[false,0]" "[true,1]" >expect &&
 	test_cmp expect actual

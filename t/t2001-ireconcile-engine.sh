@@ -548,11 +548,12 @@ test_expect_success 'a child changed outside its projection, in its status alone
 	    cm 5 2 3 false
 	    sleep 1
 	    : in the projection
+	    : in the projection: its status written at once, --status-interval 0
 	    cm 6 2 3 true
 	    test_wait_for 30 test_has_reconciles quiet.err 3
 	    sleep 1
 	  ) >quiet.fifo & } &&
-	timeout 60 ireconcile -v --now $NOW prog/quiet <quiet.fifo >quiet.out 2>quiet.err &&
+	timeout 60 ireconcile -v --now $NOW --status-interval 0 prog/quiet <quiet.fifo >quiet.out 2>quiet.err &&
 	wait &&
 	test_no_sanitizer_report quiet.err &&
 	test "$(test_reconciles quiet.err)" = 3 &&

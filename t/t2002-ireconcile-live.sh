@@ -525,13 +525,27 @@ test_expect_success '... and holds one that only lists pods until they settle' '
 
 test_expect_success '--settle: the end of the input ends a burst, its status written' '
 	mkfifo ended.fifo &&
-	{ ( cat "$FIXTURES/create.jsonl"; sleep 0.5; pod_running w1-a 40; sleep 0.3 ) >ended.fifo & } &&
+	{ ( cat "$FIXTURES/create.jsonl"; test_wait_for 10 test_has_ops ended.out apply 2
+	    pod_running w1-a 40; sleep 0.3 ) >ended.fifo & } &&
 	WIDGET_TEAM=blue timeout 5 ireconcile --now $NOW --settle 1m prog/widgets <ended.fifo >ended.out 2>ended.err &&
 	test_no_sanitizer_report ended.err &&
 	jq -c "select(.op == \"status\") | .object.status.pods" ended.out | tail -n 1 >actual &&
 	echo "[\"w1-a\"]" >expect &&
 	test_cmp expect actual &&
-	test "$(grep -c "\"op\":\"event\"" ended.out)" -ge 1
+	test "$(grep -c "widget is Ready" ended.out)" = 1
+'
+
+test_expect_success '--status-interval: the end of the input writes the status held for it' '
+	mkfifo held.fifo &&
+	{ ( cat "$FIXTURES/create.jsonl"; test_wait_for 10 test_has_ops held.out apply 2
+	    pod_running w1-a 40; test_wait_for 10 grep -q "\"pods\":\[\"w1-a\"\]" held.out
+	    pod_running w1-b 41; sleep 0.5 ) >held.fifo & } &&
+	WIDGET_TEAM=blue timeout 5 ireconcile --now $NOW --settle 0 --status-interval 1m prog/widgets \
+		<held.fifo >held.out 2>held.err &&
+	test_no_sanitizer_report held.err &&
+	jq -c "select(.op == \"status\") | .object.status.pods" held.out >actual &&
+	printf "[\"w1-a\"]\n[\"w1-a\",\"w1-b\"]\n" >expect &&
+	test_cmp expect actual
 '
 
 test_expect_success '--settle: pods that keep coming still reconcile, 5 --settles after the first at the latest' '

@@ -35,7 +35,9 @@ s1_0_applied_alike () {
 
 # The events come in four paced steps, each its own reconcile: the Thing,
 # its ConfigMap appearing, a status-only change, then a spec change. Each
-# step is sent once the one before is reconciled.
+# step is sent once the one before is reconciled. (Here and below,
+# --status-interval 0 writes each step's status in its own reconcile, which
+# the tests count; t2104 tests the interval.)
 test_expect_success 'the render answer is reused until the spec changes' '
 	mkfifo things.fifo &&
 	# Braces: without them "mkfifo && (...) &" sends mkfifo to the background
@@ -43,7 +45,7 @@ test_expect_success 'the render answer is reused until the spec changes' '
 	{ ( n=0; for f in 01-thing 02-child 03-status 04-spec; do
 		cat "$FIXTURES/$f.jsonl"; n=$((n + 1)); wait_reconciles things.err $n
 	  done ) >things.fifo & } &&
-	test_ireconcile_fifo things --now 2026-11-22T10:00:00Z "$FIXTURES/things" &&
+	test_ireconcile_fifo things --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/things" &&
 	test_reconciled things.err renderCached applies statuses >actual &&
 	cat >expect <<-\EOT &&
 	[false,1,1]
@@ -78,7 +80,7 @@ test_expect_success 'projected rendered children are applied whole; observed one
 	    wait_reconciles shapes.err 2; cat "$FIXTURES/06-hold.jsonl"
 	    wait_reconciles shapes.err 3; cat "$FIXTURES/07-release.jsonl"
 	  ) >shapes.fifo & } &&
-	test_ireconcile_fifo shapes --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" &&
+	test_ireconcile_fifo shapes --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/shapes" &&
 	test_reconciled shapes.err renderCached applies deletes >actual &&
 	cat >expect <<-\EOT &&
 	[false,2,0]
@@ -121,7 +123,7 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 	    applied MODIFIED 22 drift.out | tail -n 1
 	    wait_reconciles drift.err 4
 	  ) >drift.fifo & } &&
-	test_ireconcile_fifo drift --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" &&
+	test_ireconcile_fifo drift --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/shapes" &&
 	test_reconciled drift.err renderCached renderKept applies >actual &&
 	cat >expect <<-\EOT &&
 	[false,true,2]

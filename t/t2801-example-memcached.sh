@@ -93,4 +93,40 @@ test_expect_success 'pods of another Memcached or without memcached_cr do not co
 	test_cmp expect actual
 '
 
+# One line of 02-pods.in.jsonl, by its kind (and for pods, its place among them).
+line_of () {
+	jq -c --arg k "$1" "select(.object.kind == \$k)" "$FIXTURES/02-pods.in.jsonl" | sed -n "${2:-1}p"
+}
+
+# A status naming N pods has been written to live.out.
+nodes_written () {
+	jq -e -s "any(.[]; .op == \"status\" and (.object.status.nodes | length) == $1)" live.out
+}
+
+test_expect_success 'a drift fixed while pods are still coming writes no status of the pods so far: one status once they settle' '
+	mkfifo live.in &&
+	{ timeout 30 ireconcile -v --now 2026-11-22T10:00:00Z --settle 3s "$P" <live.in >live.out 2>live.err & } &&
+	pid=$! &&
+	exec 5>live.in &&
+	line_of Memcached | jq -c "del(.object.status)" >&5 &&
+	line_of Deployment >&5 &&
+	tail -n 1 "$FIXTURES/02-pods.in.jsonl" >&5 &&
+	test_wait_for 5 grep -q "reconciled .default/example-memcached" live.err &&
+	line_of Pod 1 >&5 &&
+	sleep 0.2 &&
+	line_of Deployment | jq -c ".type = \"MODIFIED\" | .object.metadata.resourceVersion = \"26\" | .object.spec.replicas = 2" >&5 &&
+	test_wait_for 5 grep -q "\"op\":\"apply\"" live.out &&
+	line_of Pod 2 >&5 &&
+	test_wait_for 10 nodes_written 2 &&
+	exec 5>&- &&
+	wait $pid &&
+	jq -c "select(.op == \"status\") | .object.status.nodes" live.out >actual &&
+	jq -c -s "[.[] | select(.object.kind == \"Pod\") | .object.metadata.name][0:2] | sort" "$FIXTURES/02-pods.in.jsonl" >expect &&
+	test_cmp expect actual &&
+	jq -c "select(.op == \"apply\") | .object.spec.replicas" live.out >actual &&
+	echo 3 >expect &&
+	test_cmp expect actual &&
+	test_no_sanitizer_report live.err
+'
+
 test_done

@@ -78,6 +78,7 @@ struct prim {
 	int64_t due;			/* timer, monotonic ms; 0 = none */
 	int64_t settle_due;		/* --settle: when the burst's reconcile is due (0: none) */
 	int64_t settle_from;		/* ... and when that burst began */
+	int status_held;		/* its last status derived waits for --status-interval */
 	int creating;			/* its flights that are unseen creates (flight.c) */
 	struct kop_backoff backoff;
 	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"[,ERROR_TAG]} */
@@ -158,6 +159,7 @@ struct engine {
 					   the timers are not scanned before it */
 	int64_t timers_at;		/* when they were last scanned (fire_timers) */
 	int synced;
+	int input_ended;		/* stdin is over: what is queued last, nothing waits (input_end) */
 	jv related_cache;		/* the program's .related, jv_invalid() when stale */
 	jv children_empty;		/* {"Kind.v": {}} for every child and observed kind */
 	jv aggs_cache;			/* .aggregates, jv_invalid() when stale */
@@ -255,7 +257,7 @@ void prim_free(void *v);
 void enqueue(struct prim *p);
 void enqueue_all(void);
 void schedule(struct prim *p, int64_t at);
-void settle_end(void);
+void input_end(void);
 void fire_timers(int64_t now);
 int next_timeout(int64_t now);
 void drain_queue(void);

@@ -107,7 +107,7 @@ static int open_feedback(const char *path, int *keep)
 static void run(const char *feedback, int once)
 {
 	struct reader in, fb;
-	int fbfd = -1, keep = -1, settled = 0;
+	int fbfd = -1, keep = -1;
 	struct stat st;
 
 	if (fstat(1, &st) == 0 && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
@@ -127,9 +127,8 @@ static void run(const char *feedback, int once)
 
 		if (!ending) {
 			fire_timers(now);
-		} else if (in.eof && !settled) {
-			settle_end();
-			settled = 1;
+		} else if (in.eof && !E.input_ended) {
+			input_end();
 		}
 		if (in.eof && (!E.synced || E.shard_wait)) {
 			/* a recorded file: its end ends the initial state (and the lists of ranges added) */

@@ -132,16 +132,22 @@ void fire_timers(int64_t now)
 	E.next_due = min;
 }
 
-/* The end of the input: every burst of observed changes is over (view.c's settle), its primary queued. */
-void settle_end(void)
+/*
+ * The end of the input: no change will follow, so nothing waits for one.
+ * Every burst of observed changes is over (view.c's settle) and every status
+ * held for --status-interval is due (status_may_wait holds none from now
+ * on): their primaries are queued, the last reconciles before the exit.
+ */
+void input_end(void)
 {
 	size_t it = 0;
 	void *v;
 
+	E.input_ended = 1;
 	while (kop_hmap_next(&E.prims, &it, NULL, &v)) {
 		struct prim *p = v;
 
-		if (p->settle_due) {
+		if (p->settle_due || p->status_held) {
 			p->settle_due = 0;
 			enqueue(p);
 		}

@@ -195,8 +195,9 @@ static int status_same(jv status, jv live)
 /*
  * What of a status says where the primary stands: phase, reason,
  * observedGeneration and each condition's type, status, reason and
- * observedGeneration (borrowed; null for none). Messages and other members
- * (a list of pods) only describe it.
+ * observedGeneration (borrowed). Messages and other members (a list of
+ * pods) only describe it, and no status at all says as little as one with
+ * none of these: both give {}.
  */
 static jv status_gist(jv status)
 {
@@ -205,9 +206,9 @@ static jv status_gist(jv status)
 	jv g, conds;
 	size_t i;
 
-	if (jv_get_kind(status) != JV_KIND_OBJECT)
-		return jv_null();
 	g = jv_object();
+	if (jv_get_kind(status) != JV_KIND_OBJECT)
+		return g;
 	for (i = 0; i < sizeof(top) / sizeof(top[0]); i++) {
 		jv v = jv_object_get(jv_copy(status), kop_json_key(top[i]));
 
@@ -242,25 +243,34 @@ static jv status_gist(jv status)
 }
 
 /*
- * Whether a status that differs from the one the program saw (the stored
- * one, or ours on its way; both borrowed) may wait: it changes nothing of
- * where the primary stands, and either the observed objects it is made of
+ * Whether a status that differs from the one the program saw (seen: the
+ * stored one, live, or ours on its way; borrowed) may wait: it changes
+ * nothing of where the primary stands, and either the observed objects it is made of
  * are still changing (a burst not yet settled: view.c's settle, whose
  * reconcile writes it) or one of ours was written less than
  * --status-interval ago (then p is reconciled again when the interval is
- * over, and the latest is written).
+ * over, and the latest is written). Once the input has ended, none waits.
  */
-static int status_may_wait(struct prim *p, jv status, jv live, int64_t now)
+static int status_may_wait(struct prim *p, jv status, jv live, enum seen seen, int64_t now)
 {
-	int same;
+	int settling = p->settle_due > now, same;
+	jv saw;
 
-	if (p->settle_due > now)
-		return jv_equal(status_gist(status), status_gist(live));	/* (the burst's end reconciles) */
-	if (E.status_interval_ms <= 0 || !p->status_at || now - p->status_at >= E.status_interval_ms)
+	if (E.input_ended)
+		return 0;	/* (no reconcile will follow) */
+	if (!settling && (E.status_interval_ms <= 0 || !p->status_at || now - p->status_at >= E.status_interval_ms))
 		return 0;
-	same = jv_equal(status_gist(status), status_gist(live));
+	if (seen == SEEN_CARRIED && p->status_sent)
+		saw = kop_json_read(p->status_sent, strlen(p->status_sent));
+	else
+		saw = jv_copy(live);
+	same = jv_equal(status_gist(status), status_gist(saw));
+	jv_free(saw);
+	if (settling)
+		return same;	/* (the burst's end reconciles) */
 	if (same)
 		schedule(p, p->status_at + E.status_interval_ms);
+	p->status_held = same;
 	return same;
 }
 
@@ -280,12 +290,12 @@ int write_status(struct prim *p, jv parent, jv status, enum seen seen, int event
 
 	if (jv_get_kind(live) == JV_KIND_INVALID)
 		live = jv_null();
+	p->status_held = 0;
 	if (status_same(status, live)) {
 		flight_forget(fkey);
 	} else if (seen == SEEN_CARRIED && status_is_sent(p, status)) {
 		sent = 0;	/* on its way (an older one of ours landed first) */
-	} else if (seen != SEEN_FOREIGN && !events && status_may_wait(p, status, live, now)) {
-		/* (live: the stored status, or ours on its way when the program saw that) */
+	} else if (seen != SEEN_FOREIGN && !events && status_may_wait(p, status, live, seen, now)) {
 		sent = 0;
 	} else if (flight_check(p, fkey, status, p->obj->rv, now)) {
 		jv obj = ref_object(parent, 1), line;

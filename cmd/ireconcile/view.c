@@ -239,7 +239,9 @@ void drop_prim(struct prim *p)
  * reconciled at once (drift is corrected without delay); the status such a
  * reconcile derives waits for the burst's end when it says nothing new of
  * where the primary stands (write_status). The end of the input ends every
- * burst (settle_end).
+ * burst (input_end). A primary whose objects are still being listed (before
+ * the bookmark, or in a shard range being added) starts none: the first
+ * pass, once they are all in, sees them.
  */
 #define SETTLE_CAP 5
 
@@ -247,8 +249,8 @@ static void settle(struct prim *p)
 {
 	int64_t now, at;
 
-	if (!p || !E.synced)
-		return;	/* (the first pass, at the initial-events-end bookmark, sees them all) */
+	if (!p || !E.synced || shard_waits(p))
+		return;
 	if (E.settle_ms <= 0 || p->queued) {
 		enqueue(p);
 		return;
