@@ -100,7 +100,12 @@ line_of () {
 
 # A status naming N pods has been written to live.out.
 nodes_written () {
-	jq -e -s "any(.[]; .op == \"status\" and (.object.status.nodes | length) == $1)" live.out
+	nodes_written_in live.out "$1" 1
+}
+
+# FILE holds at least COUNT statuses naming N pods.
+nodes_written_in () {
+	jq -e -s "[.[] | select(.op == \"status\" and (.object.status.nodes | length) == $2)] | length >= $3" "$1"
 }
 
 test_expect_success 'a drift fixed while pods are still coming writes no status of the pods so far: one status once they settle' '
@@ -127,6 +132,26 @@ test_expect_success 'a drift fixed while pods are still coming writes no status 
 	echo 3 >expect &&
 	test_cmp expect actual &&
 	test_no_sanitizer_report live.err
+'
+
+test_expect_success 'a status write that failed is written again after its backoff, not held for --status-interval' '
+	mkfifo fail.in fail.fb &&
+	{ timeout 30 ireconcile -v --now 2026-11-22T10:00:00Z --settle 0 --status-interval 1m --backoff-base 200ms \
+		--feedback fail.fb "$P" <fail.in >fail.out 2>fail.err & } &&
+	pid=$! &&
+	exec 5>fail.in &&
+	test_wait_for 5 test -p fail.fb &&
+	exec 6<>fail.fb &&
+	line_of Memcached | jq -c "del(.object.status)" >&5 &&
+	line_of Deployment >&5 &&
+	line_of Pod 1 >&5 && line_of Pod 2 >&5 && line_of Pod 3 >&5 &&
+	tail -n 1 "$FIXTURES/02-pods.in.jsonl" >&5 &&
+	test_wait_for 5 nodes_written_in fail.out 3 1 &&
+	echo "{\"op\":\"result\",\"for\":\"status\",\"primary\":\"default/example-memcached\",\"ok\":false,\"code\":409,\"reason\":\"Conflict\",\"message\":\"the object has been modified\"}" >&6 &&
+	test_wait_for 10 nodes_written_in fail.out 3 2 &&
+	exec 5>&- 6>&- &&
+	wait $pid &&
+	test_no_sanitizer_report fail.err
 '
 
 test_done

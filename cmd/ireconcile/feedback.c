@@ -134,6 +134,8 @@ void handle_result(jv r, size_t lineno)
 		if (tag)	/* which object's apply it was (clear_error); not the program's */
 			e = jv_object_set(e, kop_json_key(ERROR_TAG), jv_string(tag));
 		p->errors = jv_object_set(p->errors, kop_json_key(fkey), e);
+		if (!strcmp(what, "status"))
+			p->status_at = 0;	/* none of ours written: the next waits for no interval */
 		if (f) {
 			flight_unseen_clear(f);
 			f->failed = 1;

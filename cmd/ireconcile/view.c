@@ -280,6 +280,7 @@ void remove_obj(struct obj *o)
 	} else if (o->kind->role == KOP_ROLE_PRIMARY) {
 		if (p && p->obj == o) {
 			p->obj = NULL;
+			p->status_at = 0;	/* (a primary of that name created again: its first status at once) */
 			E.nseen--;
 			tool_metric_set("ireconcile_primaries", NULL, (double)E.nseen);
 			update_aggs(p, jv_null());
