@@ -455,17 +455,23 @@ pod_running () {
 		 | .object.metadata.resourceVersion = $rv | .object.status.phase = "Running"'
 }
 
+# start_live with --settle D (and no --status-interval); the widget created,
+# its applies written; lines: how many lines out holds then.
+start_settling () {
+	start_live -v --settle "$1" --status-interval 0 &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	sleep 0.3 &&
+	lines=$(wc -l <out)
+}
+
 # The pods of each status written after the first N lines of out.
 statuses_after () {
 	tail -n +$(($1 + 1)) out | jq -c 'select(.op == "status") | .object.status.pods'
 }
 
 test_expect_success '--settle: pods coming 1.2 s apart reconcile once, 2 s after the last' '
-	start_live -v --settle 2s --status-interval 0 &&
-	cat "$FIXTURES/create.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	sleep 0.3 &&
-	lines=$(wc -l <out) &&
+	start_settling 2s &&
 	pod_running w1-a 40 >&5 &&
 	sleep 1.2 &&
 	pod_running w1-b 41 >&5 &&
@@ -481,11 +487,7 @@ test_expect_success '--settle: pods coming 1.2 s apart reconcile once, 2 s after
 '
 
 test_expect_success '--settle: a child seen meanwhile reconciles at once, and writes a status that changes the phase' '
-	start_live -v --settle 5s --status-interval 0 &&
-	cat "$FIXTURES/create.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	sleep 0.3 &&
-	lines=$(wc -l <out) &&
+	start_settling 5s &&
 	pod_running w1-a 40 >&5 &&
 	sleep 0.2 &&
 	cat "$FIXTURES/cm-live.jsonl" >&5 &&
@@ -549,11 +551,7 @@ test_expect_success '--status-interval: the end of the input writes the status h
 '
 
 test_expect_success '--settle: pods that keep coming still reconcile, 5 --settles after the first at the latest' '
-	start_live -v --settle 1s --status-interval 0 &&
-	cat "$FIXTURES/create.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	sleep 0.3 &&
-	lines=$(wc -l <out) &&
+	start_settling 1s &&
 	i=1 &&
 	while test $i -le 20; do
 		pod_running w1-p$i $((40 + i)) >&5 &&
