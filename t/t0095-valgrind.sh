@@ -196,4 +196,31 @@ test_expect_success 'ireconcile: a render answer dropped and computed again' '
 	test_cmp expect actual
 '
 
+# Statuses held: a burst of pods (--settle), then one that only lists more
+# pods (--status-interval), written at the end of the input. Each step is
+# sent once the one before is reconciled.
+held_n () {
+	test "$(grep -c "\"reconciled " ireconcile-held.err 2>/dev/null)" -ge "$1"
+}
+test_expect_success 'ireconcile: statuses held for a burst and for the interval, the last written at the end of the input' '
+	L="$T/t2002-ireconcile-live" &&
+	mkdir -p held && cp -R "$T/t2001-ireconcile-engine/widgets" held/ && cp -R "$PROJECT_ROOT/pipeline/lib" held/lib &&
+	for n in a b; do
+		sed -n 1p "$L/pod.jsonl" | jq -c --arg n "w1-$n" ".object.metadata.name = \$n | .object.metadata.uid = \"uid-\(\$n)\"
+			| .object.metadata.resourceVersion = \"4\(\$n | length)\" | .object.status.phase = \"Running\"" >pod-$n.jsonl || return 1
+	done &&
+	{
+		cat "$L/create.jsonl" && test_wait_for 120 held_n 1 >&2 &&
+		cat pod-a.jsonl && test_wait_for 120 held_n 2 >&2 &&
+		cat pod-b.jsonl && test_wait_for 120 held_n 3 >&2
+	} |
+		WIDGET_TEAM=blue vg 0 ireconcile-held ireconcile -v --now 2026-11-22T10:00:00Z --status-interval 1m held/widgets &&
+	jq -s -c "[.[] | select(.msg? // \"\" | startswith(\"reconciled \")) | .statuses]" ireconcile-held.err >actual &&
+	echo "[0,1,0,1]" >expect &&
+	test_cmp expect actual &&
+	jq -c "select(.op == \"status\") | .object.status.pods" ireconcile-held.out >actual &&
+	printf "%s\n" "[\"w1-a\"]" "[\"w1-a\",\"w1-b\"]" >expect &&
+	test_cmp expect actual
+'
+
 test_done
