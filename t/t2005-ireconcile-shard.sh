@@ -287,6 +287,31 @@ test_expect_success 'ranges added: their primaries wait for the list, then are w
 	test_cmp expect actual
 '
 
+# Pods listed with a range being added start no --settle burst: the primary
+# waits for its list, then is reconciled once (not again when a burst would
+# end).
+test_expect_success 'ranges added: pods listed with them start no --settle burst, each primary reconciled once' '
+	mkdir burst &&
+	(cd burst && instance 04-steady bravo) &&
+	grep -q "\"kind\":\"Pod\"" burst/bravo.all &&
+	mkfifo burst.in &&
+	{ ( grep "\"name\":\"image-pull-secret\",\"namespace\":\"devawsk8s\"" "$F/04-steady.in.jsonl"
+	    jq -c "select(.object.metadata.namespace == \"devawsk8s\")" burst/bravo.all
+	    cat bookmark.jsonl shards.jsonl
+	    jq -c "select(.object.metadata.namespace != \"devawsk8s\" and .object.kind != \"Pod\")" burst/bravo.all
+	    # (the pods once the queue has been drained of the waiting primary)
+	    test_wait_for 30 grep -q "ranges added: " burst.err
+	    sleep 0.3
+	    jq -c "select(.object.kind == \"Pod\")" burst/bravo.all
+	    cat bookmark.jsonl
+	    test_wait_for 30 grep -q "the initial lists of the ranges added are in" burst.err
+	    sleep 1 ) >burst.in & } &&
+	ireconcile -v --now $NOW --shard "$SHARD0" "$PROJECT_ROOT/pipeline/iotservice" <burst.in >burst.out 2>burst.err &&
+	test_no_sanitizer_report burst.err &&
+	grep "the initial lists of the ranges added are in: reconciling their 1 primaries" burst.err >/dev/null &&
+	test "$(grep -c "\"reconciled .devawsk8s/bravo.\"" burst.err)" = 1
+'
+
 test_expect_success 'ranges removed: their primaries leave unreconciled, a barrier after their writes, nothing of theirs after' '
 	ireconcile --now $NOW --shard "$WHOLE" "$PROJECT_ROOT/pipeline/iotservice" <in.jsonl >whole.out 2>whole.err &&
 	canon all.out >expect && canon whole.out >actual && test_cmp expect actual &&
