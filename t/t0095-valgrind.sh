@@ -173,9 +173,6 @@ test_expect_success 'ireconcile --shard: ranges added, a primary parked, then wa
 # each step sent once the one before is reconciled, so that each is its own
 # reconcile: under valgrind ireconcile takes seconds to start; each status
 # written in its own, --status-interval 0).
-reconciled_n () {
-	test "$(grep -c "\"reconciled " ireconcile-drift.err 2>/dev/null)" -ge "$1"
-}
 test_expect_success 'ireconcile: a render answer dropped and computed again' '
 	S="$T/t2004-ireconcile-render" &&
 	jq -c "if .object.kind == \"Shape\" then .object.spec.plain = true else . end" "$S/05-shape.jsonl" >plain.jsonl &&
@@ -186,12 +183,12 @@ test_expect_success 'ireconcile: a render answer dropped and computed again' '
 	jq -c "select(.object.metadata.name == \"s1-0\") | .type = \"MODIFIED\"
 		| .object.metadata.resourceVersion = \"21\" | .object.data.big |= sub(\"49\"; \"94\")" live.jsonl >drift.jsonl &&
 	{
-		cat plain.jsonl && test_wait_for 120 reconciled_n 1 >&2 &&
-		cat live.jsonl && test_wait_for 120 reconciled_n 2 >&2 &&
-		cat drift.jsonl && test_wait_for 120 reconciled_n 3 >&2
+		cat plain.jsonl && test_wait_for 120 test_has_reconciles ireconcile-drift.err 1 >&2 &&
+		cat live.jsonl && test_wait_for 120 test_has_reconciles ireconcile-drift.err 2 >&2 &&
+		cat drift.jsonl && test_wait_for 120 test_has_reconciles ireconcile-drift.err 3 >&2
 	} |
 		vg 0 ireconcile-drift ireconcile -v --now 2026-11-22T10:00:00Z --status-interval 0 "$S/shapes" &&
-	jq -c "select(.msg? // \"\" | startswith(\"reconciled \")) | [.renderKept, .applies]" ireconcile-drift.err >actual &&
+	test_reconciled ireconcile-drift.err renderKept applies >actual &&
 	printf "%s\n" "[true,2]" "[false,0]" "[true,1]" >expect &&
 	test_cmp expect actual
 '
@@ -199,24 +196,22 @@ test_expect_success 'ireconcile: a render answer dropped and computed again' '
 # Statuses held: a burst of pods (--settle), then one that only lists more
 # pods (--status-interval), written at the end of the input. Each step is
 # sent once the one before is reconciled.
-held_n () {
-	test "$(grep -c "\"reconciled " ireconcile-held.err 2>/dev/null)" -ge "$1"
-}
 test_expect_success 'ireconcile: statuses held for a burst and for the interval, the last written at the end of the input' '
 	L="$T/t2002-ireconcile-live" &&
 	mkdir -p held && cp -R "$T/t2001-ireconcile-engine/widgets" held/ && cp -R "$PROJECT_ROOT/pipeline/lib" held/lib &&
-	for n in a b; do
-		sed -n 1p "$L/pod.jsonl" | jq -c --arg n "w1-$n" ".object.metadata.name = \$n | .object.metadata.uid = \"uid-\(\$n)\"
-			| .object.metadata.resourceVersion = \"4\(\$n | length)\" | .object.status.phase = \"Running\"" >pod-$n.jsonl || return 1
+	for n in a:40 b:41; do
+		sed -n 1p "$L/pod.jsonl" | jq -c --arg n "w1-${n%:*}" --arg rv "${n#*:}" ".object.metadata.name = \$n
+			| .object.metadata.uid = \"uid-\(\$n)\" | .object.metadata.resourceVersion = \$rv
+			| .object.status.phase = \"Running\"" >pod-${n%:*}.jsonl || return 1
 	done &&
 	{
-		cat "$L/create.jsonl" && test_wait_for 120 held_n 1 >&2 &&
-		cat pod-a.jsonl && test_wait_for 120 held_n 2 >&2 &&
-		cat pod-b.jsonl && test_wait_for 120 held_n 3 >&2
+		cat "$L/create.jsonl" && test_wait_for 120 test_has_reconciles ireconcile-held.err 1 >&2 &&
+		cat pod-a.jsonl && test_wait_for 120 test_has_reconciles ireconcile-held.err 2 >&2 &&
+		cat pod-b.jsonl && test_wait_for 120 test_has_reconciles ireconcile-held.err 3 >&2
 	} |
 		WIDGET_TEAM=blue vg 0 ireconcile-held ireconcile -v --now 2026-11-22T10:00:00Z --status-interval 1m held/widgets &&
-	jq -s -c "[.[] | select(.msg? // \"\" | startswith(\"reconciled \")) | .statuses]" ireconcile-held.err >actual &&
-	echo "[0,1,0,1]" >expect &&
+	test_reconciled ireconcile-held.err statuses >actual &&
+	printf "%s\n" "[0]" "[1]" "[0]" "[1]" >expect &&
 	test_cmp expect actual &&
 	jq -c "select(.op == \"status\") | .object.status.pods" ireconcile-held.out >actual &&
 	printf "%s\n" "[\"w1-a\"]" "[\"w1-a\",\"w1-b\"]" >expect &&

@@ -256,6 +256,8 @@ void status_prev_push(struct prim *p, char *text);
 void prim_free(void *v);
 void enqueue(struct prim *p);
 void enqueue_all(void);
+/* Sets a prim's timer *t (its due or settle_due) to AT, E.next_due brought forward to it. */
+void timer_set(int64_t *t, int64_t at);
 void schedule(struct prim *p, int64_t at);
 void input_end(void);
 void fire_timers(int64_t now);

@@ -87,12 +87,17 @@ void enqueue_all(void)
 			enqueue(v);
 }
 
+void timer_set(int64_t *t, int64_t at)
+{
+	*t = at;
+	if (!E.next_due || at < E.next_due)
+		E.next_due = at;
+}
+
 void schedule(struct prim *p, int64_t at)
 {
 	if (!p->due || at < p->due)
-		p->due = at;
-	if (!E.next_due || at < E.next_due)
-		E.next_due = at;
+		timer_set(&p->due, at);
 }
 
 /*
@@ -102,6 +107,20 @@ void schedule(struct prim *p, int64_t at)
  * more than the reconciles it waits for.
  */
 #define TIMER_SLACK_MS 10
+
+/* One timer *t of p (0: none): p queued and the timer cleared when it is due by now; else the
+ * earlier of it and min, the earliest still to come (0: none). */
+static int64_t fire_timer(struct prim *p, int64_t *t, int64_t now, int64_t min)
+{
+	if (!*t)
+		return min;
+	if (*t <= now) {
+		*t = 0;
+		enqueue(p);
+		return min;
+	}
+	return !min || *t < min ? *t : min;
+}
 
 /* The prims due by now queued; E.next_due made exact again (a scan of every prim: only once one is due). */
 void fire_timers(int64_t now)
@@ -116,18 +135,8 @@ void fire_timers(int64_t now)
 	while (kop_hmap_next(&E.prims, &it, NULL, &v)) {
 		struct prim *p = v;
 
-		if (p->settle_due && p->settle_due <= now) {
-			p->settle_due = 0;
-			enqueue(p);
-		} else if (p->settle_due && (!min || p->settle_due < min)) {
-			min = p->settle_due;
-		}
-		if (p->due && p->due <= now) {
-			p->due = 0;
-			enqueue(p);
-		} else if (p->due && (!min || p->due < min)) {
-			min = p->due;
-		}
+		min = fire_timer(p, &p->settle_due, now, min);
+		min = fire_timer(p, &p->due, now, min);
 	}
 	E.next_due = min;
 }

@@ -261,9 +261,7 @@ static void settle(struct prim *p)
 	at = now + E.settle_ms;
 	if (at > p->settle_from + SETTLE_CAP * E.settle_ms)
 		at = p->settle_from + SETTLE_CAP * E.settle_ms;
-	p->settle_due = at;
-	if (!E.next_due || at < E.next_due)
-		E.next_due = at;
+	timer_set(&p->settle_due, at);
 }
 
 void remove_obj(struct obj *o)
