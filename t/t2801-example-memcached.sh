@@ -154,4 +154,24 @@ test_expect_success 'a status write that failed is written again after its backo
 	test_no_sanitizer_report fail.err
 '
 
+test_expect_success 'a growing list of pods, all a status says, is written as it grows: not held for --status-interval' '
+	mkfifo grow.in &&
+	{ timeout 30 ireconcile -v --now 2026-11-22T10:00:00Z --settle 0 --status-interval 1m "$P" <grow.in >grow.out 2>grow.err & } &&
+	pid=$! &&
+	exec 5>grow.in &&
+	line_of Memcached | jq -c "del(.object.status)" >&5 &&
+	line_of Deployment >&5 &&
+	tail -n 1 "$FIXTURES/02-pods.in.jsonl" >&5 &&
+	line_of Pod 1 >&5 &&
+	test_wait_for 5 nodes_written_in grow.out 1 1 &&
+	line_of Pod 2 >&5 &&
+	test_wait_for 5 nodes_written_in grow.out 2 1 &&
+	exec 5>&- &&
+	wait $pid &&
+	jq -c "select(.op == \"status\") | .object.status.nodes | length" grow.out >actual &&
+	printf "1\n2\n" >expect &&
+	test_cmp expect actual &&
+	test_no_sanitizer_report grow.err
+'
+
 test_done

@@ -249,12 +249,14 @@ static jv status_gist(jv status)
  * are still changing (a burst not yet settled: view.c's settle, whose
  * reconcile writes it) or one of ours was written less than
  * --status-interval ago (then p is reconciled again when the interval is
- * over, and the latest is written). Once the input has ended, none waits.
+ * over, and the latest is written). A status that says nothing of where
+ * the primary stands (a list of pods alone) waits for no interval: every
+ * change of it is all it says. Once the input has ended, none waits.
  */
 static int status_may_wait(struct prim *p, jv status, jv live, enum seen seen, int64_t now)
 {
-	int settling = p->settle_due > now, same;
-	jv saw;
+	int settling = p->settle_due > now, same, bare;
+	jv saw, gist;
 
 	if (E.input_ended)
 		return 0;	/* (no reconcile will follow) */
@@ -264,10 +266,14 @@ static int status_may_wait(struct prim *p, jv status, jv live, enum seen seen, i
 		saw = kop_json_read(p->status_sent, strlen(p->status_sent));
 	else
 		saw = jv_copy(live);
-	same = jv_equal(status_gist(status), status_gist(saw));
+	gist = status_gist(status);
+	bare = jv_object_length(jv_copy(gist)) == 0;
+	same = jv_equal(gist, status_gist(saw));
 	jv_free(saw);
 	if (settling)
 		return same;	/* (the burst's end reconciles) */
+	if (bare)
+		return 0;	/* (nothing in it to tell news from description) */
 	if (same)
 		schedule(p, p->status_at + E.status_interval_ms);
 	p->status_held = same;
