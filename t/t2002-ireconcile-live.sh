@@ -525,6 +525,48 @@ test_expect_success '... and holds one that only lists pods until they settle' '
 	test_no_sanitizer_report err
 '
 
+# prog/nsphase: widgets whose status also says its Namespace's phase (the
+# Namespace projected to it: a child whose status the program reads).
+make_nsphase () {
+	rm -rf prog/nsphase &&
+	cp -R prog/widgets prog/nsphase &&
+	sed "s/^  - {resource: namespaces, apiVersion: v1, kind: Namespace}\$/  - {resource: namespaces, apiVersion: v1, kind: Namespace, project: [metadata.labels, status.phase]}/" \
+		prog/widgets/program.yml >prog/nsphase/program.yml &&
+	sed "s/^    status: ({phase: \$phase, pods: \$pods,/    status: ({phase: \$phase, pods: \$pods, ns: ([.children[\"Namespace.v1\"][] | .status.phase][0]),/" \
+		prog/widgets/sync.jq >prog/nsphase/sync.jq &&
+	grep -q "project: \[metadata.labels, status.phase\]" prog/nsphase/program.yml &&
+	grep -q "ns: (" prog/nsphase/sync.jq
+}
+
+# The Namespace ireconcile applied, as a watch shows it at resourceVersion RV
+# with status.phase PHASE; jq filter F (default .) applied to the object.
+ns_live () {
+	jq -c --arg rv "$2" --arg ph "$3" "select(.op == \"apply\" and .object.kind == \"Namespace\") | .object
+		| .metadata.uid = \"uid-ns-w1\" | .metadata.resourceVersion = \$rv | .status.phase = \$ph
+		| ${4:-.} | {type: (if \$rv == \"50\" then \"ADDED\" else \"MODIFIED\" end), object: .}" <out | head -n 1
+}
+
+test_expect_success '--settle: a child whose status alone changed (what the program reads of it) settles like a pod; a drift of it does not' '
+	make_nsphase &&
+	LIVE_PROG=prog/nsphase start_live -v --settle 2s --status-interval 0 &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	ns_live x 50 Active >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.ns == \"Active\"" &&
+	sleep 0.3 &&
+	n=$(reconciled) &&
+	ns_live x 51 Terminating >&5 &&
+	sleep 1 &&
+	test "$(reconciled)" -eq $n &&
+	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.ns == \"Terminating\"" &&
+	test "$(reconciled)" -eq $((n + 1)) &&
+	a=$(count ".op == \"apply\" and .object.kind == \"Namespace\"") &&
+	ns_live x 52 Active ".metadata.annotations[\"iot-operator/applied\"] = \"0\"" >&5 &&
+	test_wait_for 1 count_ge $((a + 1)) ".op == \"apply\" and .object.kind == \"Namespace\"" &&
+	stop_live &&
+	test_no_sanitizer_report err
+'
+
 test_expect_success '--settle: the end of the input ends a burst, its status written' '
 	mkfifo ended.fifo &&
 	{ ( cat "$FIXTURES/create.jsonl"; test_wait_for 10 test_has_ops ended.out apply 2

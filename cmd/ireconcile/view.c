@@ -235,10 +235,12 @@ void drop_prim(struct prim *p)
  * --settle after its last change, SETTLE_CAP --settles after its first at
  * the latest (a stream of changes still reconciles). The pods of a workload
  * come and change in bursts, and one reconcile after the burst writes one
- * status where one a pod would write several. Children and primaries are
- * reconciled at once (drift is corrected without delay); the status such a
- * reconcile derives waits for the burst's end when it says nothing new of
- * where the primary stands (write_status). The end of the input ends every
+ * status where one a pod would write several. So does a change of a child
+ * that leaves its comparison alike (its status alone: a workload's ready
+ * replicas, which the program reads like pods). Other changes of children,
+ * and primaries, are reconciled at once (drift is corrected without delay);
+ * the status such a reconcile derives waits for the burst's end when it says
+ * nothing new of where the primary stands (write_status). The end of the input ends every
  * burst (input_end). A primary whose objects are still being listed (before
  * the bookmark, or in a shard range being added) starts none: the first
  * pass, once they are all in, sees them.
@@ -432,7 +434,9 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		 * that leaves both alike (its status outside the projection)
 		 * gives the program nothing new and leaves nothing to apply:
 		 * unless a write of its own is on its way, or the program
-		 * desired it with a status, it reconciles nothing. */
+		 * desired it with a status, it reconciles nothing (unseen 1).
+		 * One that changes only what the program sees of its status
+		 * leaves nothing to apply either: it settles (unseen 2). */
 		jv v = projects(k) ? project(jv_copy(obj), lineno) : jv_invalid();
 		unsigned char ovdig[sizeof(o->vdig)], osdig[sizeof(o->sdig)];
 
@@ -441,8 +445,9 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		if (jv_is_valid(v))
 			store_view(o, v);
 		child_digest(obj, text, tlen, o->sdig);
-		unseen = !fresh && !relinked && had_view && o->vtext && o->status_free &&
-			 !memcmp(ovdig, o->vdig, sizeof(ovdig)) && !memcmp(osdig, o->sdig, sizeof(osdig)) && !in_flight(o);
+		if (!fresh && !relinked && had_view && o->vtext && o->status_free &&
+		    !memcmp(osdig, o->sdig, sizeof(osdig)) && !in_flight(o))
+			unseen = memcmp(ovdig, o->vdig, sizeof(ovdig)) ? 2 : 1;
 	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
 		/* Its spec goes to the render program only (README: render). */
 		store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
@@ -491,7 +496,9 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		break;
 	default:
 		/* (one of several created together: once the last is seen) */
-		if (!unseen && (!fresh || !flight_landed(o)))
+		if (unseen == 2)
+			settle(o->prim);
+		else if (!unseen && (!fresh || !flight_landed(o)))
 			enqueue(o->prim);
 	}
 	jv_free(obj);
