@@ -34,6 +34,9 @@ struct kop_kind {
 	char *project_text;	/* jq applied to each object before it is kept (NULL: none) */
 	struct kop_jq *project;	/* compiled (with compile = 1) */
 	jv keep;		/* or the fields kept, an array of paths (arrays of keys); jv_null(): none */
+	jv ignore;		/* children: the fields others write that the program neither reads nor
+				   sets, an array of paths; their change alone is nothing to reconcile
+				   (jv_null(): none) */
 	const struct kop_mapping *mapping;	/* &own_mapping or the program's */
 	struct kop_mapping own_mapping;
 	int has_own_mapping;

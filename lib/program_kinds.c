@@ -79,32 +79,21 @@ void program_kind_release(struct kop_kind *k)
 	free(k->project_text);
 	kop_jq_free(k->project);
 	jv_free(k->keep);
+	jv_free(k->ignore);
 	program_mapping_release(&k->own_mapping);
 }
 
 /*
- * A kind's `project`: jq text (k->project_text), or a list of the fields
- * kept (k->keep), each "spec.replicas" or a list of keys (a key with a dot,
- * as label names have: [metadata, labels, app.kubernetes.io/name]).
+ * A list of fields (under key of o, an array: where names it), each
+ * "spec.replicas" or a list of keys (a key with a dot, as label names have:
+ * [metadata, labels, app.kubernetes.io/name]), into *out as an array of
+ * paths (arrays of keys).
  */
-static int load_project(jv o, const char *where, struct kop_kind *k, char *err)
+static int load_fields(jv v, const char *where, const char *key, jv *out, char *err)
 {
-	jv v = program_get(o, "project"), keep = jv_array();
-	int i, n;
+	jv fields = jv_array();
+	int i, n = jv_array_length(jv_copy(v));
 
-	if (jv_get_kind(v) != JV_KIND_ARRAY) {
-		jv_free(v);
-		jv_free(keep);
-		if (program_opt_str(o, "project", where, &k->project_text, err) < 0)
-			return kop_error(err, "'%s.project' must be jq text or a list of fields", where);
-		return 0;
-	}
-	n = jv_array_length(jv_copy(v));
-	if (!n) {
-		jv_free(v);
-		jv_free(keep);
-		return kop_error(err, "'%s.project' lists no field (leave it out to keep objects whole)", where);
-	}
 	for (i = 0; i < n; i++) {
 		jv f = jv_array_get(jv_copy(v), i), path = jv_array();
 		int ok = 1, j, m;
@@ -124,10 +113,10 @@ static int load_project(jv o, const char *where, struct kop_kind *k, char *err)
 			}
 		} else if (jv_get_kind(f) == JV_KIND_ARRAY && (m = jv_array_length(jv_copy(f))) > 0) {
 			for (j = 0; j < m && ok; j++) {
-				jv key = jv_array_get(jv_copy(f), j);
+				jv part = jv_array_get(jv_copy(f), j);
 
-				ok = jv_get_kind(key) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(key)) > 0;
-				path = jv_array_append(path, key);
+				ok = jv_get_kind(part) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(part)) > 0;
+				path = jv_array_append(path, part);
 			}
 		} else {
 			ok = 0;
@@ -135,16 +124,100 @@ static int load_project(jv o, const char *where, struct kop_kind *k, char *err)
 		jv_free(f);
 		if (!ok) {
 			jv_free(path);
-			jv_free(keep);
-			jv_free(v);
-			return kop_error(err, "'%s.project[%d]' must be a field such as spec.replicas, or a list of "
-					 "keys such as [metadata, labels, app.kubernetes.io/name]", where, i);
+			jv_free(fields);
+			return kop_error(err, "'%s.%s[%d]' must be a field such as spec.replicas, or a list of "
+					 "keys such as [metadata, labels, app.kubernetes.io/name]", where, key, i);
 		}
-		keep = jv_array_append(keep, path);
+		fields = jv_array_append(fields, path);
 	}
+	*out = fields;
+	return 0;
+}
+
+/* A kind's `project`: jq text (k->project_text), or a list of the fields kept (k->keep). */
+static int load_project(jv o, const char *where, struct kop_kind *k, char *err)
+{
+	jv v = program_get(o, "project"), keep;
+	int rc;
+
+	if (jv_get_kind(v) != JV_KIND_ARRAY) {
+		jv_free(v);
+		if (program_opt_str(o, "project", where, &k->project_text, err) < 0)
+			return kop_error(err, "'%s.project' must be jq text or a list of fields", where);
+		return 0;
+	}
+	if (!jv_array_length(jv_copy(v))) {
+		jv_free(v);
+		return kop_error(err, "'%s.project' lists no field (leave it out to keep objects whole)", where);
+	}
+	rc = load_fields(v, where, "project", &keep, err);
 	jv_free(v);
+	if (rc < 0)
+		return -1;
 	jv_free(k->keep);
 	k->keep = keep;
+	return 0;
+}
+
+/* Whether path a (an array of keys) is b or within it. */
+static int path_within(jv a, jv b)
+{
+	int i, n = jv_array_length(jv_copy(b)), same = jv_array_length(jv_copy(a)) >= n;
+
+	for (i = 0; same && i < n; i++)
+		same = jv_equal(jv_array_get(jv_copy(a), i), jv_array_get(jv_copy(b), i));
+	return same;
+}
+
+/*
+ * A child kind's `ignore` (k->ignore): fields that others write on its
+ * objects and the program neither reads nor sets (a Deployment's revision
+ * annotation). The kind has a `project` (what the program sees), and none
+ * of them is within or around a field a list of fields there keeps.
+ */
+static int load_ignore(jv o, const char *where, struct kop_kind *k, char *err)
+{
+	jv v = program_get(o, "ignore"), ignore;
+	int rc;
+
+	if (jv_get_kind(v) == JV_KIND_NULL) {
+		jv_free(v);
+		return 0;
+	}
+	if (k->role != KOP_ROLE_CHILD) {
+		jv_free(v);
+		return kop_error(err, "'%s.ignore' is for children (what the engine compares)", where);
+	}
+	if (jv_get_kind(v) != JV_KIND_ARRAY || !jv_array_length(jv_copy(v))) {
+		jv_free(v);
+		return kop_error(err, "'%s.ignore' must be a list of fields", where);
+	}
+	if (!k->project_text && jv_get_kind(k->keep) != JV_KIND_ARRAY) {
+		jv_free(v);
+		return kop_error(err, "'%s.ignore' needs a project: without one the program sees the whole object, "
+				 "the fields ignored among them", where);
+	}
+	rc = load_fields(v, where, "ignore", &ignore, err);
+	jv_free(v);
+	if (rc < 0)
+		return -1;
+	jv_array_foreach(ignore, i, f) {
+		const char *clash = NULL;
+
+		if (jv_get_kind(k->keep) == JV_KIND_ARRAY)
+			jv_array_foreach(k->keep, j, kf) {
+				if (!clash && (path_within(f, kf) || path_within(kf, f)))
+					clash = "a field its project keeps (the program reads it)";
+				jv_free(kf);
+				(void)j;
+			}
+		jv_free(f);
+		if (clash) {
+			jv_free(ignore);
+			return kop_error(err, "'%s.ignore[%d]' is within or around %s", where, i, clash);
+		}
+	}
+	k->ignore = ignore;
 	return 0;
 }
 
@@ -190,13 +263,15 @@ int program_load_kind(jv o, const char *where, enum kop_role role, const struct 
 	memset(k, 0, sizeof(*k));
 	k->own_mapping.match = jv_null();
 	k->keep = jv_null();
+	k->ignore = jv_null();
 	k->role = role;
 	k->mapping = dflt;
 	if (jv_get_kind(o) != JV_KIND_OBJECT)
 		return kop_error(err, "'%s' must be an object", where);
 	{
 		static const char *const kind_keys[] = { "resource", "apiVersion", "kind", "namespace", "name",
-							 "labelSelector", "project", "mapping", "adopt", "scope", NULL };
+							 "labelSelector", "project", "ignore", "mapping", "adopt", "scope",
+							 NULL };
 		static const char *const primary_keys[] = { "resource", "apiVersion", "kind", "namespace", "name",
 							    "labelSelector", "project", "mapping", "finalizer",
 							    "shardKey", NULL };
@@ -209,7 +284,7 @@ int program_load_kind(jv o, const char *where, enum kop_role role, const struct 
 	    program_req_str(o, "kind", where, &k->kind, err) < 0 || program_opt_str(o, "namespace", where, &k->namespace, err) < 0 ||
 	    program_opt_str(o, "name", where, &k->name, err) < 0 ||
 	    program_opt_str(o, "labelSelector", where, &k->label_selector, err) < 0 ||
-	    load_project(o, where, k, err) < 0)
+	    load_project(o, where, k, err) < 0 || load_ignore(o, where, k, err) < 0)
 		return -1;
 	{
 		jv adopt = program_get(o, "adopt");

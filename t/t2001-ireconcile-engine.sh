@@ -395,6 +395,18 @@ test_expect_success 'adopt: a boolean, and on children only (100)' '
 	typo ".observed[0].adopt = false" "'"'"'observed\[0\].adopt'"'"' is for children"
 '
 
+test_expect_success 'ignore: a list of fields, on children with a project only, none it keeps (100)' '
+	typo ".children[1].project = [\"data\"] | .children[1].ignore = \"metadata.annotations\"" "'"'"'children\[1\].ignore'"'"' must be a list of fields" &&
+	typo ".children[1].project = [\"data\"] | .children[1].ignore = []" "'"'"'children\[1\].ignore'"'"' must be a list of fields" &&
+	typo ".children[1].project = [\"data\"] | .children[1].ignore = [\"metadata..x\"]" "'"'"'children\[1\].ignore\[0\]'"'"' must be a field such as spec.replicas" &&
+	typo ".observed[0].ignore = [\"metadata.annotations\"]" "'"'"'observed\[0\].ignore'"'"' is for children" &&
+	typo "del(.children[1].project) | .children[1].ignore = [\"metadata.annotations\"]" "'"'"'children\[1\].ignore'"'"' needs a project" &&
+	typo ".children[1].project = [\"metadata.annotations\"] | .children[1].ignore = [[\"metadata\", \"annotations\", \"a.b/c\"]]" \
+		"'"'"'children\[1\].ignore\[0\]'"'"' is within or around a field its project keeps" &&
+	typo ".children[1].project = [[\"metadata\", \"annotations\", \"a.b/c\"]] | .children[1].ignore = [\"metadata\"]" \
+		"'"'"'children\[1\].ignore\[0\]'"'"' is within or around a field its project keeps"
+'
+
 test_expect_success 'a kind listed twice among the children is refused (100)' '
 	typo ".children += [.children[1]]" "'"'"'children\[2\]'"'"': ConfigMap is listed twice in '"'"'children'"'"'"
 '

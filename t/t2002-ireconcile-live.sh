@@ -567,6 +567,45 @@ test_expect_success '--settle: a child whose status alone changed (what the prog
 	test_no_sanitizer_report err
 '
 
+# prog/nsignore: prog/nsphase, its Namespace's example.org/rev annotation ignored.
+make_nsignore () {
+	make_nsphase &&
+	rm -rf prog/nsignore && cp -R prog/nsphase prog/nsignore &&
+	sed -i "s/project: \[metadata.labels, status.phase\]}\$/project: [metadata.labels, status.phase], ignore: [[metadata, annotations, example.org\/rev]]}/" \
+		prog/nsignore/program.yml &&
+	grep -q "ignore: \[\[metadata, annotations, example.org/rev\]\]" prog/nsignore/program.yml
+}
+
+test_expect_success 'ignore: a change of an ignored field alone reconciles nothing; of another field, at once' '
+	make_nsignore &&
+	LIVE_PROG=prog/nsignore start_live -v --settle 2s --status-interval 0 &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	ns_live x 50 Active >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.ns == \"Active\"" &&
+	sleep 0.3 &&
+	n=$(reconciled) &&
+	ns_live x 51 Active ".metadata.annotations[\"example.org/rev\"] = \"2\"" >&5 &&
+	sleep 2.5 &&
+	test "$(reconciled)" -eq $n &&
+	ns_live x 52 Active ".metadata.annotations[\"example.org/rev\"] = \"2\" | .metadata.annotations[\"example.org/other\"] = \"x\"" >&5 &&
+	test_wait_for 1 reconciled_ge $((n + 1)) &&
+	stop_live &&
+	test_no_sanitizer_report err
+'
+
+test_expect_success 'ignore: a desired child that sets an ignored field is a program error, named' '
+	make_nsignore &&
+	sed -i "s/{apiVersion: \"v1\", kind: \"Namespace\", metadata: {name: \$ns}}/{apiVersion: \"v1\", kind: \"Namespace\", metadata: {name: \$ns, annotations: {\"example.org\/rev\": \"1\"}}}/" \
+		prog/nsignore/sync.jq &&
+	grep -q "example.org/rev" prog/nsignore/sync.jq &&
+	WIDGET_TEAM=blue ireconcile --now $NOW --once prog/nsignore <"$FIXTURES/create.jsonl" >setsign.out 2>setsign.err;
+	test_no_sanitizer_report setsign.err &&
+	jq -r "select(.level == \"error\") | .msg" setsign.err >msgs &&
+	grep "desired Namespace .blue-w1. (child 0) sets metadata.annotations.example\\\\.org/rev, which program .widgets. says it never sets (program.yml: ignore)" msgs &&
+	! grep -q "\"op\":\"apply\"" setsign.out
+'
+
 test_expect_success '--settle: the end of the input ends a burst, its status written' '
 	mkfifo ended.fifo &&
 	{ ( cat "$FIXTURES/create.jsonl"; test_wait_for 10 test_has_ops ended.out apply 2

@@ -38,9 +38,37 @@ int check_output(jv out, char *err)
 	return 0;
 }
 
+/* The first field of k's `ignore` that c (borrowed) sets, written out (a
+ * static buffer), or NULL. */
+static const char *sets_ignored(const struct kop_kind *k, jv c)
+{
+	static struct kop_buf b = KOP_BUF_INIT;
+	const char *found = NULL;
+
+	if (jv_get_kind(k->ignore) != JV_KIND_ARRAY)
+		return NULL;
+	jv_array_foreach(k->ignore, i, path) {
+		jv v = found ? jv_null() : jv_getpath(jv_copy(c), jv_copy(path));
+
+		if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL) {
+			jv one = JV_ARRAY(jv_copy(path));
+
+			kop_buf_reset(&b);
+			kop_fields_format(one, &b);	/* (borrows it) */
+			jv_free(one);
+			found = b.buf;
+		}
+		jv_free(v);
+		jv_free(path);
+		(void)i;
+	}
+	return found;
+}
+
 /*
  * The answer's children must each name a child object, once: one that does
- * not (no kind, apiVersion or name, not of a child kind) or comes twice makes
+ * not (no kind, apiVersion or name, not of a child kind), sets a field its
+ * kind `ignore`s (the comparison would not see it) or comes twice makes
  * the whole answer a program error, before anything is applied or pruned (a
  * live child it stood for would otherwise be pruned as no longer desired).
  */
@@ -73,6 +101,9 @@ int check_children(jv out, char *err)
 		} else if (!(k = kop_program_find_kind(&E.prog, av, kind, ns, name)) || k->role != KOP_ROLE_CHILD) {
 			rc = kop_error(err, "desired %s '%s' (child %d) is not of a child kind of program '%s'", kind,
 				       name, i, E.prog.name);
+		} else if ((bad = sets_ignored(k, c))) {
+			rc = kop_error(err, "desired %s '%s' (child %d) sets %s, which program '%s' says it never sets "
+				       "(program.yml: ignore)", kind, name, i, bad, E.prog.name);
 		} else {
 			key = obj_key(av, kind, ns, name);
 			if (kop_hmap_put(&seen, key, &one))

@@ -24,26 +24,30 @@ int projects(const struct kop_kind *k)
 }
 
 /* The digest of a child without what its writers other than us change
- * alone (status, resourceVersion): while it stays, so does its comparison
- * with a desired object that sets neither. From its text (len bytes at
- * text) without those two members, there or not, where a scan finds them (a
- * fraction of a walk of the parsed object); else from obj (borrowed)
- * without them. The two never meet: a text that cannot be scanned now
- * and can later only looks changed once, and is compared again. */
-void child_digest(jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG])
+ * alone (status, resourceVersion, and the fields its kind k `ignore`s):
+ * while it stays, so does its comparison with a desired object that sets
+ * none of them. From its text (len bytes at text) without those members,
+ * there or not, where a scan finds them (a fraction of a walk of the parsed
+ * object); else from obj (borrowed) without them. The two never meet: a
+ * text that cannot be scanned now and can later only looks changed once,
+ * and is compared again. */
+void child_digest(const struct kop_kind *k, jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG])
 {
-	static jv paths;
+	static jv base;
 	static struct kop_buf cut = KOP_BUF_INIT;
 	unsigned char full[KOP_JSON_DIGEST_LEN];
-	jv m;
+	jv m, paths;
 
-	if (!jv_is_valid(paths))
-		paths = JV_ARRAY(JV_ARRAY(jv_string("status")),
-				 JV_ARRAY(jv_string("metadata"), jv_string("resourceVersion")));
+	if (!jv_is_valid(base))
+		base = JV_ARRAY(JV_ARRAY(jv_string("status")),
+				JV_ARRAY(jv_string("metadata"), jv_string("resourceVersion")));
+	paths = jv_get_kind(k->ignore) == JV_KIND_ARRAY ? jv_array_concat(jv_copy(base), jv_copy(k->ignore))
+							: jv_copy(base);
 	if (text && kop_json_text_digest_cut(text, len, paths, &cut, full) == 0) {
 		memcpy(d, full, OBJ_DIG);
 		if (cut.cap > 1 << 20)
 			kop_buf_release(&cut);
+		jv_free(paths);
 		return;
 	}
 	m = jv_object_get(jv_copy(obj), kop_json_key("metadata"));
@@ -52,9 +56,20 @@ void child_digest(jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG]
 		obj = jv_object_set(obj, kop_json_key("metadata"), jv_object_delete(m, kop_json_key("resourceVersion")));
 	else
 		jv_free(m);
+	if (jv_get_kind(k->ignore) == JV_KIND_ARRAY) {
+		jv cut_obj = jv_delpaths(jv_copy(obj), jv_copy(k->ignore));
+
+		if (jv_is_valid(cut_obj)) {	/* (else, a member on the way is no object: digested with them) */
+			jv_free(obj);
+			obj = cut_obj;
+		} else {
+			jv_free(cut_obj);
+		}
+	}
 	kop_json_digest(obj, full);
 	memcpy(d, full, OBJ_DIG);
 	jv_free(obj);
+	jv_free(paths);
 }
 
 /* What struct obj keeps of the SHA-256 of len bytes at text. */

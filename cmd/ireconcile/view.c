@@ -444,7 +444,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		memcpy(osdig, o->sdig, sizeof(osdig));
 		if (jv_is_valid(v))
 			store_view(o, v);
-		child_digest(obj, text, tlen, o->sdig);
+		child_digest(k, obj, text, tlen, o->sdig);
 		if (!fresh && !relinked && had_view && o->vtext && o->status_free &&
 		    !memcmp(osdig, o->sdig, sizeof(osdig)) && !in_flight(o))
 			unseen = memcmp(ovdig, o->vdig, sizeof(ovdig)) ? 2 : 1;
