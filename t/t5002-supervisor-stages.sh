@@ -112,6 +112,7 @@ test_expect_success 'the stages are wired: kwatch | ireconcile | kapply | kstatu
 	echo "--feedback /dev/fd/3 $TRASH/prog" >expect &&
 	test_cmp expect "$STAGE_LOG/ireconcile.args" &&
 	cat >expect <<-\EOT &&
+	GNUTLS_NO_IMPLICIT_INIT=1
 	KOP_STATS_FD=4
 	MAX_PARALLEL_UPDATES=7
 	OPERATOR_NAME=o

@@ -408,6 +408,13 @@ int main(int argc, char **argv)
 	}
 	snprintf(buf, sizeof(buf), "%d", STATS_FD);
 	setenv("KOP_STATS_FD", buf, 1);
+	/*
+	 * Debian's libcurl links GnuTLS (through librtmp) beside OpenSSL, and
+	 * GnuTLS initialises itself when it is loaded: a stage never uses it
+	 * (TLS is OpenSSL's, the protocols http and https alone), so it need
+	 * not (GnuTLS's own switch; the user's setting wins).
+	 */
+	setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0);
 
 	/* The listening socket before anything else: a bad or busy address ends it here. */
 	hfd = http_bind(sup.metrics_addr);
