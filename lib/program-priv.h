@@ -26,5 +26,7 @@ void program_kind_release(struct kop_kind *k);
 int program_load_kind(jv o, const char *where, enum kop_role role, const struct kop_mapping *dflt,
 		      struct kop_kind *k, char *err);
 int program_load_kinds(struct kop_program *p, jv doc, const char *section, enum kop_role role, char *err);
+/* A child kind's `ignore` against what the engine reads or writes itself (its mapping known). */
+int program_check_ignore(const struct kop_kind *k, char *err);
 
 #endif

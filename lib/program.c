@@ -358,6 +358,10 @@ static int load_doc(struct kop_program *p, jv doc, int compile, char *err)
 		k->mapping = k->has_own_mapping ? &k->own_mapping : &p->mapping;
 		if (k->role == KOP_ROLE_RELATED)
 			continue;
+		if (program_check_ignore(k, err) < 0) {
+			jv_free(doc);
+			return -1;
+		}
 		if (!k->mapping->owner_ref && !k->mapping->label_name) {
 			jv_free(doc);
 			return kop_error(err, "kind '%s': no mapping (ownerReference or labels) to its primary",

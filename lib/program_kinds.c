@@ -192,10 +192,10 @@ static int load_ignore(jv o, const char *where, struct kop_kind *k, char *err)
 		jv_free(v);
 		return kop_error(err, "'%s.ignore' must be a list of fields", where);
 	}
-	if (!k->project_text && jv_get_kind(k->keep) != JV_KIND_ARRAY) {
+	if (jv_get_kind(k->keep) != JV_KIND_ARRAY) {
 		jv_free(v);
-		return kop_error(err, "'%s.ignore' needs a project: without one the program sees the whole object, "
-				 "the fields ignored among them", where);
+		return kop_error(err, "'%s.ignore' needs a project that lists the fields kept: without one the program "
+				 "sees the whole object, the fields ignored among them", where);
 	}
 	rc = load_fields(v, where, "ignore", &ignore, err);
 	jv_free(v);
@@ -211,6 +211,11 @@ static int load_ignore(jv o, const char *where, struct kop_kind *k, char *err)
 				jv_free(kf);
 				(void)j;
 			}
+		jv_array_foreach(ignore, j, g) {
+			if (!clash && j > i && (path_within(f, g) || path_within(g, f)))
+				clash = "another field it ignores";
+			jv_free(g);
+		}
 		jv_free(f);
 		if (clash) {
 			jv_free(ignore);
@@ -219,6 +224,65 @@ static int load_ignore(jv o, const char *where, struct kop_kind *k, char *err)
 	}
 	k->ignore = ignore;
 	return 0;
+}
+
+/*
+ * A child kind's `ignore` against what the engine itself reads or writes
+ * on its objects, once its mapping is known: their identity, the members
+ * every digest leaves out already (status, resourceVersion), the applied
+ * annotation, the mapping's owner reference and labels. One ignored there
+ * (or around them: all annotations, say) would hide a drift of them.
+ */
+int program_check_ignore(const struct kop_kind *k, char *err)
+{
+	const struct kop_mapping *m = k->mapping;
+	jv own = JV_ARRAY(JV_ARRAY(jv_string("apiVersion")), JV_ARRAY(jv_string("kind")),
+			  JV_ARRAY(jv_string("metadata"), jv_string("name")),
+			  JV_ARRAY(jv_string("metadata"), jv_string("namespace")),
+			  JV_ARRAY(jv_string("metadata"), jv_string("uid")),
+			  JV_ARRAY(jv_string("metadata"), jv_string("resourceVersion")), JV_ARRAY(jv_string("status")),
+			  JV_ARRAY(jv_string("metadata"), jv_string("annotations"), jv_string(KOP_APPLIED_ANNOTATION)));
+	int rc = 0;
+
+	if (jv_get_kind(k->ignore) != JV_KIND_ARRAY) {
+		jv_free(own);
+		return 0;
+	}
+	if (m && m->owner_ref)
+		own = jv_array_append(own, JV_ARRAY(jv_string("metadata"), jv_string("ownerReferences")));
+	if (m && m->label_name)
+		own = jv_array_append(own, JV_ARRAY(jv_string("metadata"), jv_string("labels"), jv_string(m->label_name)));
+	if (m && m->namespace_label)
+		own = jv_array_append(own, JV_ARRAY(jv_string("metadata"), jv_string("labels"),
+						    jv_string(m->namespace_label)));
+	if (m && jv_get_kind(m->match) == JV_KIND_OBJECT) {
+		jv keys = jv_keys(jv_copy(m->match));
+
+		jv_array_foreach(keys, i, key) {
+			own = jv_array_append(own, JV_ARRAY(jv_string("metadata"), jv_string("labels"), key));
+			(void)i;
+		}
+		jv_free(keys);
+	}
+	jv_array_foreach(k->ignore, i, f) {
+		jv_array_foreach(own, j, e) {
+			if (!rc && (path_within(f, e) || path_within(e, f))) {
+				struct kop_buf b = KOP_BUF_INIT;
+				jv one = JV_ARRAY(jv_copy(e));
+
+				kop_fields_format(one, &b);
+				jv_free(one);
+				rc = kop_error(err, "kind '%s': 'ignore[%d]' is within or around %s, which the engine reads "
+					       "or writes itself", k->key, i, b.buf);
+				kop_buf_release(&b);
+			}
+			jv_free(e);
+			(void)j;
+		}
+		jv_free(f);
+	}
+	jv_free(own);
+	return rc;
 }
 
 /*

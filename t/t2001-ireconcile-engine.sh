@@ -404,7 +404,20 @@ test_expect_success 'ignore: a list of fields, on children with a project only, 
 	typo ".children[1].project = [\"metadata.annotations\"] | .children[1].ignore = [[\"metadata\", \"annotations\", \"a.b/c\"]]" \
 		"'"'"'children\[1\].ignore\[0\]'"'"' is within or around a field its project keeps" &&
 	typo ".children[1].project = [[\"metadata\", \"annotations\", \"a.b/c\"]] | .children[1].ignore = [\"metadata\"]" \
-		"'"'"'children\[1\].ignore\[0\]'"'"' is within or around a field its project keeps"
+		"'"'"'children\[1\].ignore\[0\]'"'"' is within or around a field its project keeps" &&
+	typo ".children[1].project = [\"data\"] | .children[1].ignore = [\"spec.a.b\", \"spec.a\"]" \
+		"'"'"'children\[1\].ignore\[0\]'"'"' is within or around another field it ignores"
+'
+
+test_expect_success 'ignore: none of what the engine reads or writes itself (100)' '
+	typo ".children[1].project = [\"data\"] | .children[1].ignore = [\"metadata.annotations\"]" \
+		"kind .ConfigMap.v1.: .ignore\[0\]. is within or around metadata.annotations.iot-operator/applied, which the engine reads or writes itself" &&
+	typo ".children[1].project = [\"data\"] | .children[1].ignore = [[\"metadata\", \"labels\", \"test.example.org/widget\"]]" \
+		"is within or around metadata.labels.test.*widget, which the engine" &&
+	typo ".children[1].project = [\"data\"] | .children[1].ignore = [\"metadata.name\"]" \
+		"is within or around metadata.name, which the engine" &&
+	typo ".children[1].project = [\"data\"] | .children[1].ignore = [\"status.phase\"]" \
+		"is within or around status, which the engine"
 '
 
 test_expect_success 'a kind listed twice among the children is refused (100)' '

@@ -606,6 +606,22 @@ test_expect_success 'ignore: a desired child that sets an ignored field is a pro
 	! grep -q "\"op\":\"apply\"" setsign.out
 '
 
+test_expect_success 'a status write that failed is written again after its backoff, not held for --status-interval' '
+	start_live -v --settle 0 --status-interval 3s --backoff-base 200ms &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	pod_running w1-a 40 >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\"]" &&
+	store_status &&
+	sleep 3.2 &&
+	pod_running w1-b 41 >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\",\"w1-b\"]" &&
+	echo "{\"op\":\"result\",\"for\":\"status\",\"primary\":\"blue/w1\",\"ok\":false,\"code\":409,\"reason\":\"Conflict\",\"message\":\"the object has been modified\"}" >&6 &&
+	test_wait_for 2 count_ge 2 ".op == \"status\" and (.object.status.pods | length) == 2" &&
+	stop_live &&
+	test_no_sanitizer_report err
+'
+
 test_expect_success '--settle: the end of the input ends a burst, its status written' '
 	mkfifo ended.fifo &&
 	{ ( cat "$FIXTURES/create.jsonl"; test_wait_for 10 test_has_ops ended.out apply 2

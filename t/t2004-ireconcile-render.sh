@@ -112,6 +112,18 @@ test_expect_success 'projected rendered children are applied whole; observed one
 # from the same input, and the apply that mends it is the first one. The
 # change is in .data.big, 139 bytes: the live copy kept for comparing holds
 # only its digest (kop_json_fingerprint).
+test_expect_success 'a rendered child that sets a field its kind ignores is a program error, named' '
+	cp -R "$FIXTURES/shapes" ignoring &&
+	sed -i "s/^    project: .{data: {color: .data.color}}.\$/    project: [data.color]\n    ignore: [[metadata, labels, shape]]/" \
+		ignoring/program.yml &&
+	grep -q "ignore: \[\[metadata, labels, shape\]\]" ignoring/program.yml &&
+	ireconcile --now 2026-11-22T10:00:00Z --once ignoring <"$FIXTURES/05-shape.jsonl" >ignoring.out 2>ignoring.err;
+	test_no_sanitizer_report ignoring.err &&
+	jq -r "select(.level == \"error\") | .msg" ignoring.err >msgs &&
+	grep "rendered ConfigMap .s1-0. (0) sets metadata.labels.shape, which program .shapes. says it never sets (program.yml: ignore)" msgs &&
+	! grep -q "\"op\":\"apply\"" ignoring.out
+'
+
 test_expect_success 'a child changed once the render answer is dropped gets the rendered object again' '
 	mkfifo drift.fifo &&
 	{ ( plain_shape

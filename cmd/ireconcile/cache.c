@@ -210,6 +210,16 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 	out = render_run(render_input_parent(p, ctx, in), us_jq, us_fn, err);
 	if (!jv_is_valid(out))
 		return out;
+	if (jv_get_kind(out) == JV_KIND_OBJECT) {
+		jv des = jv_object_get(jv_copy(out), kop_json_key("desired"));
+		int bad = check_ignored(des, "rendered", err);
+
+		jv_free(des);
+		if (bad) {
+			jv_free(out);
+			return jv_invalid();
+		}
+	}
 	p->nrdig = desired_digests(out, &p->rdig, &p->rstat);
 	if (p->nrdig) {
 		int i;

@@ -65,6 +65,30 @@ static const char *sets_ignored(const struct kop_kind *k, jv c)
 	return found;
 }
 
+/* Program error (-1, err) when an object of the array desired (borrowed:
+ * the render program's .desired) of a child kind sets a field that kind
+ * `ignore`s; what: where it comes from. */
+int check_ignored(jv desired, const char *what, char *err)
+{
+	int rc = 0;
+
+	if (jv_get_kind(desired) != JV_KIND_ARRAY)
+		return 0;
+	jv_array_foreach(desired, i, c) {
+		const char *name = jv_get_kind(c) == JV_KIND_OBJECT ? meta(c, "name") : NULL;
+		const char *kind = name ? kop_json_cstr(c, "kind") : NULL, *av = name ? kop_json_cstr(c, "apiVersion") : NULL;
+		const struct kop_kind *k = kind && av ? kop_program_find_kind(&E.prog, av, kind, meta(c, "namespace"), name)
+						     : NULL;
+		const char *bad = k && k->role == KOP_ROLE_CHILD ? sets_ignored(k, c) : NULL;
+
+		if (!rc && bad)
+			rc = kop_error(err, "%s %s '%s' (%d) sets %s, which program '%s' says it never sets "
+				       "(program.yml: ignore)", what, kind, name, i, bad, E.prog.name);
+		jv_free(c);
+	}
+	return rc;
+}
+
 /*
  * The answer's children must each name a child object, once: one that does
  * not (no kind, apiVersion or name, not of a child kind), sets a field its

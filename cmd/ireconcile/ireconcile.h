@@ -342,6 +342,7 @@ jv parent_seen(struct prim *p, jv parent, enum seen *seen, int64_t now);
 /* children.c */
 int check_output(jv out, char *err);
 int check_children(jv out, char *err);
+int check_ignored(jv desired, const char *what, char *err);
 int resolve_output(jv out, jv rdes, jv *res, char *err);
 void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, struct kop_hmap *desired, int64_t now,
 		    struct counts *n, int *held);

@@ -218,7 +218,7 @@ static jv status_gist(jv status)
 			jv_free(v);
 	}
 	conds = jv_object_get(jv_copy(status), kop_json_key("conditions"));
-	if (jv_get_kind(conds) == JV_KIND_ARRAY) {
+	if (jv_get_kind(conds) == JV_KIND_ARRAY && jv_array_length(jv_copy(conds)) > 0) {	/* ([] as absent) */
 		jv out = jv_array();
 
 		jv_array_foreach(conds, j, c) {
