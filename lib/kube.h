@@ -14,6 +14,10 @@
 #include <jv.h>
 #include "kop.h"
 
+/* Set to "1" by iot-operator when it set GNUTLS_NO_IMPLICIT_INIT for its
+ * own processes: an exec credential plugin is run without either. */
+#define KOP_GNUTLS_OURS "KOP_GNUTLS_OURS"
+
 /* ---- configuration ------------------------------------------------------ */
 
 struct kube_exec;	/* an exec credential plugin (client.authentication.k8s.io v1/v1beta1) */

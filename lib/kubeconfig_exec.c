@@ -139,11 +139,14 @@ void kube_exec_free(struct kube_exec *e)
 	free(e);
 }
 
-/* The environment for the plugin: ours, with the configured variables and KUBERNETES_EXEC_INFO set. */
+/* The environment for the plugin: ours, with the configured variables and KUBERNETES_EXEC_INFO set,
+ * without the GNUTLS_NO_IMPLICIT_INIT iot-operator set for its own processes (KOP_GNUTLS_OURS). */
 static char **exec_environ(const struct kube_exec *e, const char *info)
 {
 	size_t n = 0, k = 0, i;
 	char **env, **p;
+	const char *ours = getenv(KOP_GNUTLS_OURS);
+	int drop_gnutls = ours && !strcmp(ours, "1");
 
 	for (p = environ; *p; p++)
 		n++;
@@ -151,7 +154,9 @@ static char **exec_environ(const struct kube_exec *e, const char *info)
 		n++;
 	env = kop_calloc(n + 2, sizeof(char *));
 	for (p = environ; *p; p++) {
-		int overridden = !strncmp(*p, "KUBERNETES_EXEC_INFO=", 21);
+		int overridden = !strncmp(*p, "KUBERNETES_EXEC_INFO=", 21) ||
+				 (drop_gnutls && (!strncmp(*p, "GNUTLS_NO_IMPLICIT_INIT=", 24) ||
+						  !strncmp(*p, KOP_GNUTLS_OURS "=", sizeof(KOP_GNUTLS_OURS))));
 
 		for (i = 0; e->env[i] && !overridden; i++) {
 			size_t nl = strcspn(e->env[i], "=");

@@ -172,8 +172,8 @@ static int path_within(jv a, jv b)
 /*
  * A child kind's `ignore` (k->ignore): fields that others write on its
  * objects and the program neither reads nor sets (a Deployment's revision
- * annotation). The kind has a `project` (what the program sees), and none
- * of them is within or around a field a list of fields there keeps.
+ * annotation). The kind has a `project` listing the fields the program
+ * sees, and none of them is within or around one of those, or another.
  */
 static int load_ignore(jv o, const char *where, struct kop_kind *k, char *err)
 {
@@ -204,13 +204,12 @@ static int load_ignore(jv o, const char *where, struct kop_kind *k, char *err)
 	jv_array_foreach(ignore, i, f) {
 		const char *clash = NULL;
 
-		if (jv_get_kind(k->keep) == JV_KIND_ARRAY)
-			jv_array_foreach(k->keep, j, kf) {
-				if (!clash && (path_within(f, kf) || path_within(kf, f)))
-					clash = "a field its project keeps (the program reads it)";
-				jv_free(kf);
-				(void)j;
-			}
+		jv_array_foreach(k->keep, j, kf) {
+			if (!clash && (path_within(f, kf) || path_within(kf, f)))
+				clash = "a field its project keeps (the program reads it)";
+			jv_free(kf);
+			(void)j;
+		}
 		jv_array_foreach(ignore, j, g) {
 			if (!clash && j > i && (path_within(f, g) || path_within(g, f)))
 				clash = "another field it ignores";
@@ -229,9 +228,10 @@ static int load_ignore(jv o, const char *where, struct kop_kind *k, char *err)
 /*
  * A child kind's `ignore` against what the engine itself reads or writes
  * on its objects, once its mapping is known: their identity, the members
- * every digest leaves out already (status, resourceVersion), the applied
- * annotation, the mapping's owner reference and labels. One ignored there
- * (or around them: all annotations, say) would hide a drift of them.
+ * every digest leaves out already (status, resourceVersion), the deletion
+ * timestamp, the applied annotation, the mapping's owner reference and
+ * labels, the labels its watch selects by. One ignored there (or around
+ * them: all annotations, say) would hide a change of them.
  */
 int program_check_ignore(const struct kop_kind *k, char *err)
 {
@@ -255,6 +255,31 @@ int program_check_ignore(const struct kop_kind *k, char *err)
 	if (m && m->namespace_label)
 		own = jv_array_append(own, JV_ARRAY(jv_string("metadata"), jv_string("labels"),
 						    jv_string(m->namespace_label)));
+	own = jv_array_append(own, JV_ARRAY(jv_string("metadata"), jv_string("deletionTimestamp")));
+	if (k->label_selector) {
+		/* Each requirement's key: "k=v", "k==v", "k!=v", "k in (..)", "k notin (..)", "k", "!k". */
+		const char *q = k->label_selector;
+
+		while (*q) {
+			size_t n;
+
+			while (*q == ' ' || *q == ',' || *q == '!')
+				q++;
+			n = strcspn(q, "=!, (");
+			if (n)
+				own = jv_array_append(own, JV_ARRAY(jv_string("metadata"), jv_string("labels"),
+								    jv_string_sized(q, (int)n)));
+			q += n;
+			if (*q == '(')
+				q += strcspn(q, ")");
+			else
+				q += strcspn(q, ",(");
+			if (*q == '(')
+				q += strcspn(q, ")");
+			if (*q)
+				q++;
+		}
+	}
 	if (m && jv_get_kind(m->match) == JV_KIND_OBJECT) {
 		jv keys = jv_keys(jv_copy(m->match));
 

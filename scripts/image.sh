@@ -200,7 +200,6 @@ umoci config --image "$work/oci:$tag" --os linux --architecture amd64 \
 	--config.user 65532:65532 --config.entrypoint /usr/bin/iot-operator --clear config.cmd \
 	--config.exposedports 60000/tcp --config.workingdir / \
 	--config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	--config.env GNUTLS_NO_IMPLICIT_INIT=1 \
 	--history.created_by "scripts/image.sh: user, entrypoint"
 umoci gc --layout "$work/oci"
 

@@ -145,6 +145,17 @@ test_expect_success 'exec plugin runs lazily, once, with KUBERNETES_EXEC_INFO; t
 	test "$(cat runs.mode)" = token
 '
 
+test_expect_success 'exec plugin: run without the GNUTLS_NO_IMPLICIT_INIT iot-operator set, with the user'"'"'s own' '
+	rm -f runs* &&
+	GNUTLS_NO_IMPLICIT_INIT=1 KOP_GNUTLS_OURS=1 PLUGIN_RUNS=$D/runs "$KOP_TEST_TOOL" credentials --kubeconfig exec.yaml 1 >out &&
+	test "$(cat runs)" = 1 &&
+	test_cmp /dev/null runs.gnutls &&
+	rm -f runs* &&
+	GNUTLS_NO_IMPLICIT_INIT=1 PLUGIN_RUNS=$D/runs "$KOP_TEST_TOOL" credentials --kubeconfig exec.yaml 1 >out &&
+	echo GNUTLS_NO_IMPLICIT_INIT=1 >expect &&
+	test_cmp expect runs.gnutls
+'
+
 test_expect_success 'exec plugin: an expired credential is fetched again, a valid one is not' '
 	rm -f runs* &&
 	PLUGIN_EXPIRY=2000-01-01T00:00:00Z PLUGIN_RUNS=$D/runs "$KOP_TEST_TOOL" credentials --kubeconfig exec.yaml 3 >out &&

@@ -401,6 +401,7 @@ test_expect_success 'ignore: a list of fields, on children with a project only, 
 	typo ".children[1].project = [\"data\"] | .children[1].ignore = [\"metadata..x\"]" "'"'"'children\[1\].ignore\[0\]'"'"' must be a field such as spec.replicas" &&
 	typo ".observed[0].ignore = [\"metadata.annotations\"]" "'"'"'observed\[0\].ignore'"'"' is for children" &&
 	typo "del(.children[1].project) | .children[1].ignore = [\"metadata.annotations\"]" "'"'"'children\[1\].ignore'"'"' needs a project" &&
+	typo ".children[1].project = \"{data}\" | .children[1].ignore = [\"spec.x\"]" "'"'"'children\[1\].ignore'"'"' needs a project that lists the fields kept" &&
 	typo ".children[1].project = [\"metadata.annotations\"] | .children[1].ignore = [[\"metadata\", \"annotations\", \"a.b/c\"]]" \
 		"'"'"'children\[1\].ignore\[0\]'"'"' is within or around a field its project keeps" &&
 	typo ".children[1].project = [[\"metadata\", \"annotations\", \"a.b/c\"]] | .children[1].ignore = [\"metadata\"]" \
@@ -417,7 +418,13 @@ test_expect_success 'ignore: none of what the engine reads or writes itself (100
 	typo ".children[1].project = [\"data\"] | .children[1].ignore = [\"metadata.name\"]" \
 		"is within or around metadata.name, which the engine" &&
 	typo ".children[1].project = [\"data\"] | .children[1].ignore = [\"status.phase\"]" \
-		"is within or around status, which the engine"
+		"is within or around status, which the engine" &&
+	typo ".children[1].project = [\"data\"] | .children[1].ignore = [\"metadata.deletionTimestamp\"]" \
+		"is within or around metadata.deletionTimestamp, which the engine" &&
+	typo ".children[1].project = [\"data\"] | .children[1].labelSelector = \"tier in (a,b),!gone\" | .children[1].ignore = [[\"metadata\", \"labels\", \"gone\"]]" \
+		"is within or around metadata.labels.gone, which the engine" &&
+	typo ".children[1].project = [\"data\"] | .children[1].labelSelector = \"tier in (a,b),!gone\" | .children[1].ignore = [[\"metadata\", \"labels\", \"tier\"]]" \
+		"is within or around metadata.labels.tier, which the engine"
 '
 
 test_expect_success 'a kind listed twice among the children is refused (100)' '

@@ -539,29 +539,35 @@ make_nsphase () {
 }
 
 # The Namespace ireconcile applied, as a watch shows it at resourceVersion RV
-# with status.phase PHASE; jq filter F (default .) applied to the object.
+# (50: ADDED) with status.phase PHASE; jq filter F (default .) applied to the object.
 ns_live () {
-	jq -c --arg rv "$2" --arg ph "$3" "select(.op == \"apply\" and .object.kind == \"Namespace\") | .object
+	jq -c --arg rv "$1" --arg ph "$2" "select(.op == \"apply\" and .object.kind == \"Namespace\") | .object
 		| .metadata.uid = \"uid-ns-w1\" | .metadata.resourceVersion = \$rv | .status.phase = \$ph
-		| ${4:-.} | {type: (if \$rv == \"50\" then \"ADDED\" else \"MODIFIED\" end), object: .}" <out | head -n 1
+		| ${3:-.} | {type: (if \$rv == \"50\" then \"ADDED\" else \"MODIFIED\" end), object: .}" <out | head -n 1
+}
+
+# start_ns_live PROG: PROG live (--settle 2s), the widget created, its Namespace seen Active
+# and its status written; n: how many reconciles then.
+start_ns_live () {
+	LIVE_PROG=$1 start_live -v --settle 2s --status-interval 0 &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	ns_live 50 Active >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.ns == \"Active\"" &&
+	sleep 0.3 &&
+	n=$(reconciled)
 }
 
 test_expect_success '--settle: a child whose status alone changed (what the program reads of it) settles like a pod; a drift of it does not' '
 	make_nsphase &&
-	LIVE_PROG=prog/nsphase start_live -v --settle 2s --status-interval 0 &&
-	cat "$FIXTURES/create.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	ns_live x 50 Active >&5 &&
-	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.ns == \"Active\"" &&
-	sleep 0.3 &&
-	n=$(reconciled) &&
-	ns_live x 51 Terminating >&5 &&
+	start_ns_live prog/nsphase &&
+	ns_live 51 Terminating >&5 &&
 	sleep 1 &&
 	test "$(reconciled)" -eq $n &&
 	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.ns == \"Terminating\"" &&
 	test "$(reconciled)" -eq $((n + 1)) &&
 	a=$(count ".op == \"apply\" and .object.kind == \"Namespace\"") &&
-	ns_live x 52 Active ".metadata.annotations[\"iot-operator/applied\"] = \"0\"" >&5 &&
+	ns_live 52 Active ".metadata.annotations[\"iot-operator/applied\"] = \"0\"" >&5 &&
 	test_wait_for 1 count_ge $((a + 1)) ".op == \"apply\" and .object.kind == \"Namespace\"" &&
 	stop_live &&
 	test_no_sanitizer_report err
@@ -578,17 +584,11 @@ make_nsignore () {
 
 test_expect_success 'ignore: a change of an ignored field alone reconciles nothing; of another field, at once' '
 	make_nsignore &&
-	LIVE_PROG=prog/nsignore start_live -v --settle 2s --status-interval 0 &&
-	cat "$FIXTURES/create.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	ns_live x 50 Active >&5 &&
-	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.ns == \"Active\"" &&
-	sleep 0.3 &&
-	n=$(reconciled) &&
-	ns_live x 51 Active ".metadata.annotations[\"example.org/rev\"] = \"2\"" >&5 &&
+	start_ns_live prog/nsignore &&
+	ns_live 51 Active ".metadata.annotations[\"example.org/rev\"] = \"2\"" >&5 &&
 	sleep 2.5 &&
 	test "$(reconciled)" -eq $n &&
-	ns_live x 52 Active ".metadata.annotations[\"example.org/rev\"] = \"2\" | .metadata.annotations[\"example.org/other\"] = \"x\"" >&5 &&
+	ns_live 52 Active ".metadata.annotations[\"example.org/rev\"] = \"2\" | .metadata.annotations[\"example.org/other\"] = \"x\"" >&5 &&
 	test_wait_for 1 reconciled_ge $((n + 1)) &&
 	stop_live &&
 	test_no_sanitizer_report err

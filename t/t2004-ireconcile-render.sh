@@ -106,12 +106,6 @@ test_expect_success 'projected rendered children are applied whole; observed one
 	test_cmp expect actual
 '
 
-# Once every rendered child is held by its live object, the answer as
-# computed is not kept (renderKept), only what sync sees: a child changed
-# by someone else afterwards is compared with the answer computed again,
-# from the same input, and the apply that mends it is the first one. The
-# change is in .data.big, 139 bytes: the live copy kept for comparing holds
-# only its digest (kop_json_fingerprint).
 test_expect_success 'a rendered child that sets a field its kind ignores is a program error, named' '
 	cp -R "$FIXTURES/shapes" ignoring &&
 	sed -i "s/^    project: .{data: {color: .data.color}}.\$/    project: [data.color]\n    ignore: [[metadata, labels, shape]]/" \
@@ -124,6 +118,12 @@ test_expect_success 'a rendered child that sets a field its kind ignores is a pr
 	! grep -q "\"op\":\"apply\"" ignoring.out
 '
 
+# Once every rendered child is held by its live object, the answer as
+# computed is not kept (renderKept), only what sync sees: a child changed
+# by someone else afterwards is compared with the answer computed again,
+# from the same input, and the apply that mends it is the first one. The
+# change is in .data.big, 139 bytes: the live copy kept for comparing holds
+# only its digest (kop_json_fingerprint).
 test_expect_success 'a child changed once the render answer is dropped gets the rendered object again' '
 	mkfifo drift.fifo &&
 	{ ( plain_shape

@@ -154,24 +154,38 @@ test_expect_success 'a status write that failed is written again after its backo
 	test_no_sanitizer_report fail.err
 '
 
-test_expect_success 'a growing list of pods, all a status says, is written as it grows: not held for --status-interval' '
-	mkfifo grow.in &&
-	{ timeout 30 ireconcile -v --now 2026-11-22T10:00:00Z --settle 0 --status-interval 1m "$P" <grow.in >grow.out 2>grow.err & } &&
+# grow NAME PROGRAM: PROGRAM live (--status-interval 1m) on the Memcached, its
+# Deployment and then its pods one at a time: each status is written as the
+# list grows (NAME.out), before the input ends.
+grow () {
+	mkfifo "$1.in" &&
+	{ timeout 30 ireconcile -v --now 2026-11-22T10:00:00Z --settle 0 --status-interval 1m "$2" <"$1.in" >"$1.out" 2>"$1.err" & } &&
 	pid=$! &&
-	exec 5>grow.in &&
+	exec 5>"$1.in" &&
 	line_of Memcached | jq -c "del(.object.status)" >&5 &&
 	line_of Deployment >&5 &&
 	tail -n 1 "$FIXTURES/02-pods.in.jsonl" >&5 &&
 	line_of Pod 1 >&5 &&
-	test_wait_for 5 nodes_written_in grow.out 1 1 &&
+	test_wait_for 5 nodes_written_in "$1.out" 1 1 &&
 	line_of Pod 2 >&5 &&
-	test_wait_for 5 nodes_written_in grow.out 2 1 &&
+	test_wait_for 5 nodes_written_in "$1.out" 2 1 &&
 	exec 5>&- &&
 	wait $pid &&
+	test_no_sanitizer_report "$1.err"
+}
+
+test_expect_success 'a growing list of pods, all a status says, is written as it grows: not held for --status-interval' '
+	grow grow "$P" &&
 	jq -c "select(.op == \"status\") | .object.status.nodes | length" grow.out >actual &&
 	printf "1\n2\n" >expect &&
-	test_cmp expect actual &&
-	test_no_sanitizer_report grow.err
+	test_cmp expect actual
+'
+
+test_expect_success '... and so is one whose conditions list is empty (it says no more)' '
+	mkdir cprog && cp -R "$P" cprog/conds && cp -R "$PROJECT_ROOT/pipeline/lib" cprog/lib &&
+	sed -i "s/status: {nodes: (\[.children\[\"Pod.v1\"\]\[\] | .metadata.name\] | sort)}}/status: {nodes: ([.children[\"Pod.v1\"][] | .metadata.name] | sort), conditions: []}}/" cprog/conds/sync.jq &&
+	grep -q "conditions: \[\]" cprog/conds/sync.jq &&
+	grow conds cprog/conds
 '
 
 test_done

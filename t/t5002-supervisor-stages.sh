@@ -113,6 +113,7 @@ test_expect_success 'the stages are wired: kwatch | ireconcile | kapply | kstatu
 	test_cmp expect "$STAGE_LOG/ireconcile.args" &&
 	cat >expect <<-\EOT &&
 	GNUTLS_NO_IMPLICIT_INIT=1
+	KOP_GNUTLS_OURS=1
 	KOP_STATS_FD=4
 	MAX_PARALLEL_UPDATES=7
 	OPERATOR_NAME=o
@@ -126,6 +127,15 @@ test_expect_success 'the stages are wired: kwatch | ireconcile | kapply | kstatu
 	printf "ADDED\nBOOKMARK\nMODIFIED\n" >expect &&
 	test_cmp expect types &&
 	grep -F "{\"time\":\"2026-11-22T10:00:00.000000Z\",\"level\":\"info\",\"prog\":\"kwatch\",\"msg\":\"stand-in kwatch started\"}" sup.err
+'
+
+test_expect_success 'a GNUTLS_NO_IMPLICIT_INIT of the user'"'"'s reaches the stages as it is, not marked ours' '
+	test_when_finished "sup_stop; unset GNUTLS_NO_IMPLICIT_INIT" &&
+	GNUTLS_NO_IMPLICIT_INIT=0 && export GNUTLS_NO_IMPLICIT_INIT &&
+	sup_start &&
+	test_wait_for 10 test -s "$STAGE_LOG/ireconcile.env" &&
+	grep -x GNUTLS_NO_IMPLICIT_INIT=0 "$STAGE_LOG/ireconcile.env" &&
+	! grep KOP_GNUTLS_OURS "$STAGE_LOG/ireconcile.env"
 '
 
 test_expect_success 'the kube options reach kwatch, kapply and kstatus' '

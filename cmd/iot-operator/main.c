@@ -409,12 +409,17 @@ int main(int argc, char **argv)
 	snprintf(buf, sizeof(buf), "%d", STATS_FD);
 	setenv("KOP_STATS_FD", buf, 1);
 	/*
-	 * Debian's libcurl links GnuTLS (through librtmp) beside OpenSSL, and
-	 * GnuTLS initialises itself when it is loaded: a stage never uses it
-	 * (TLS is OpenSSL's, the protocols http and https alone), so it need
-	 * not (GnuTLS's own switch; the user's setting wins).
+	 * Debian's libcurl links GnuTLS (through librtmp and libldap) beside
+	 * OpenSSL, and GnuTLS initialises itself when it is loaded: a stage
+	 * never uses it (TLS is OpenSSL's, the protocols http and https alone),
+	 * so it need not (GnuTLS's own switch; the user's setting wins). Marked
+	 * ours, so that an exec credential plugin is run without it
+	 * (kubeconfig_exec.c): it may use GnuTLS.
 	 */
-	setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0);
+	if (!getenv("GNUTLS_NO_IMPLICIT_INIT")) {
+		setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 1);
+		setenv(KOP_GNUTLS_OURS, "1", 1);
+	}
 
 	/* The listening socket before anything else: a bad or busy address ends it here. */
 	hfd = http_bind(sup.metrics_addr);

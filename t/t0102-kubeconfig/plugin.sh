@@ -9,6 +9,7 @@ echo $n >"$PLUGIN_RUNS"
 printf '%s\n' "$KUBERNETES_EXEC_INFO" >"$PLUGIN_RUNS.info"
 printf '%s\n' "$*" >"$PLUGIN_RUNS.args"
 printf '%s\n' "$PLUGIN_MODE" >"$PLUGIN_RUNS.mode"
+env | grep -E '^(GNUTLS_NO_IMPLICIT_INIT|KOP_GNUTLS_OURS)=' | sort >"$PLUGIN_RUNS.gnutls" || :
 av=client.authentication.k8s.io/v1
 case "${PLUGIN_FORCE:-$PLUGIN_MODE}" in
 token)
