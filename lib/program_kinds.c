@@ -169,6 +169,20 @@ static int path_within(jv a, jv b)
 	return same;
 }
 
+/* The index of the first path of list (from index from on) that path f is
+ * within or around, or -1 (both borrowed). */
+static int overlap_in(jv f, jv list, int from)
+{
+	int found = -1;
+
+	jv_array_foreach(list, i, e) {
+		if (found < 0 && i >= from && (path_within(f, e) || path_within(e, f)))
+			found = i;
+		jv_free(e);
+	}
+	return found;
+}
+
 /*
  * A child kind's `ignore` (k->ignore): fields that others write on its
  * objects and the program neither reads nor sets (a Deployment's revision
@@ -202,19 +216,9 @@ static int load_ignore(jv o, const char *where, struct kop_kind *k, char *err)
 	if (rc < 0)
 		return -1;
 	jv_array_foreach(ignore, i, f) {
-		const char *clash = NULL;
+		const char *clash = overlap_in(f, k->keep, 0) >= 0 ? "a field its project keeps (the program reads it)"
+				  : overlap_in(f, ignore, i + 1) >= 0 ? "another field it ignores" : NULL;
 
-		jv_array_foreach(k->keep, j, kf) {
-			if (!clash && (path_within(f, kf) || path_within(kf, f)))
-				clash = "a field its project keeps (the program reads it)";
-			jv_free(kf);
-			(void)j;
-		}
-		jv_array_foreach(ignore, j, g) {
-			if (!clash && j > i && (path_within(f, g) || path_within(g, f)))
-				clash = "another field it ignores";
-			jv_free(g);
-		}
 		jv_free(f);
 		if (clash) {
 			jv_free(ignore);
@@ -290,19 +294,17 @@ int program_check_ignore(const struct kop_kind *k, char *err)
 		jv_free(keys);
 	}
 	jv_array_foreach(k->ignore, i, f) {
-		jv_array_foreach(own, j, e) {
-			if (!rc && (path_within(f, e) || path_within(e, f))) {
-				struct kop_buf b = KOP_BUF_INIT;
-				jv one = JV_ARRAY(jv_copy(e));
+		int j = rc ? -1 : overlap_in(f, own, 0);
 
-				kop_fields_format(one, &b);
-				jv_free(one);
-				rc = kop_error(err, "kind '%s': 'ignore[%d]' is within or around %s, which the engine reads "
-					       "or writes itself", k->key, i, b.buf);
-				kop_buf_release(&b);
-			}
-			jv_free(e);
-			(void)j;
+		if (j >= 0) {
+			struct kop_buf b = KOP_BUF_INIT;
+			jv one = JV_ARRAY(jv_array_get(jv_copy(own), j));
+
+			kop_fields_format(one, &b);
+			jv_free(one);
+			rc = kop_error(err, "kind '%s': 'ignore[%d]' is within or around %s, which the engine reads "
+				       "or writes itself", k->key, i, b.buf);
+			kop_buf_release(&b);
 		}
 		jv_free(f);
 	}

@@ -65,6 +65,16 @@ static const char *sets_ignored(const struct kop_kind *k, jv c)
 	return found;
 }
 
+/* The program error of a desired object (what: "desired", "rendered") of
+ * kind kind, name name, at index i ("(child 0)", or with at "" "(0)"), that
+ * sets field bad its kind ignores. */
+static int ignored_set(char *err, const char *what, const char *kind, const char *name, const char *at, int i,
+		       const char *bad)
+{
+	return kop_error(err, "%s %s '%s' (%s%d) sets %s, which program '%s' says it never sets "
+			 "(program.yml: ignore)", what, kind, name, at, i, bad, E.prog.name);
+}
+
 /* Program error (-1, err) when an object of the array desired (borrowed:
  * the render program's .desired) of a child kind sets a field that kind
  * `ignore`s; what: where it comes from. */
@@ -82,8 +92,7 @@ int check_ignored(jv desired, const char *what, char *err)
 		const char *bad = k && k->role == KOP_ROLE_CHILD ? sets_ignored(k, c) : NULL;
 
 		if (!rc && bad)
-			rc = kop_error(err, "%s %s '%s' (%d) sets %s, which program '%s' says it never sets "
-				       "(program.yml: ignore)", what, kind, name, i, bad, E.prog.name);
+			rc = ignored_set(err, what, kind, name, "", i, bad);
 		jv_free(c);
 	}
 	return rc;
@@ -126,8 +135,7 @@ int check_children(jv out, char *err)
 			rc = kop_error(err, "desired %s '%s' (child %d) is not of a child kind of program '%s'", kind,
 				       name, i, E.prog.name);
 		} else if ((bad = sets_ignored(k, c))) {
-			rc = kop_error(err, "desired %s '%s' (child %d) sets %s, which program '%s' says it never sets "
-				       "(program.yml: ignore)", kind, name, i, bad, E.prog.name);
+			rc = ignored_set(err, "desired", kind, name, "child ", i, bad);
 		} else {
 			key = obj_key(av, kind, ns, name);
 			if (kop_hmap_put(&seen, key, &one))

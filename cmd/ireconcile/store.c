@@ -24,7 +24,8 @@ int projects(const struct kop_kind *k)
 }
 
 /* The digest of a child without what its writers other than us change
- * alone (status, resourceVersion, and the fields its kind k `ignore`s):
+ * alone (status, resourceVersion, and the fields its kind k, one of
+ * E.prog.kinds, `ignore`s):
  * while it stays, so does its comparison with a desired object that sets
  * none of them. From its text (len bytes at text) without those members,
  * there or not, where a scan finds them (a fraction of a walk of the parsed
@@ -33,21 +34,29 @@ int projects(const struct kop_kind *k)
  * and is compared again. */
 void child_digest(const struct kop_kind *k, jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG])
 {
-	static jv base;
+	static jv *paths;	/* per kind of E.prog.kinds: what is cut, made once */
 	static struct kop_buf cut = KOP_BUF_INIT;
 	unsigned char full[KOP_JSON_DIGEST_LEN];
-	jv m, paths;
+	size_t ki = (size_t)(k - E.prog.kinds);
+	jv m;
 
-	if (!jv_is_valid(base))
-		base = JV_ARRAY(JV_ARRAY(jv_string("status")),
-				JV_ARRAY(jv_string("metadata"), jv_string("resourceVersion")));
-	paths = jv_get_kind(k->ignore) == JV_KIND_ARRAY ? jv_array_concat(jv_copy(base), jv_copy(k->ignore))
-							: jv_copy(base);
-	if (text && kop_json_text_digest_cut(text, len, paths, &cut, full) == 0) {
+	if (!paths) {
+		size_t i;
+
+		paths = kop_malloc(E.prog.nkinds * sizeof(*paths));
+		for (i = 0; i < E.prog.nkinds; i++)
+			paths[i] = jv_invalid();
+	}
+	if (!jv_is_valid(paths[ki])) {
+		paths[ki] = JV_ARRAY(JV_ARRAY(jv_string("status")),
+				     JV_ARRAY(jv_string("metadata"), jv_string("resourceVersion")));
+		if (jv_get_kind(k->ignore) == JV_KIND_ARRAY)
+			paths[ki] = jv_array_concat(paths[ki], jv_copy(k->ignore));
+	}
+	if (text && kop_json_text_digest_cut(text, len, paths[ki], &cut, full) == 0) {
 		memcpy(d, full, OBJ_DIG);
 		if (cut.cap > 1 << 20)
 			kop_buf_release(&cut);
-		jv_free(paths);
 		return;
 	}
 	m = jv_object_get(jv_copy(obj), kop_json_key("metadata"));
@@ -69,7 +78,6 @@ void child_digest(const struct kop_kind *k, jv obj, const char *text, size_t len
 	kop_json_digest(obj, full);
 	memcpy(d, full, OBJ_DIG);
 	jv_free(obj);
-	jv_free(paths);
 }
 
 /* What struct obj keeps of the SHA-256 of len bytes at text. */
