@@ -127,6 +127,22 @@ static void update_aggs_seen(struct prim *p, jv obj, int64_t now)
 	jv_free(obj);
 }
 
+/*
+ * Whether the change of primary p to obj (borrowed), its status alone, is
+ * the landing of the last status we wrote, still on its way: the program
+ * then sees the status it answered itself, which it may move on from (a
+ * generation seen applied), or not. Its reconcile settles like an observed
+ * change (settle): it joins the burst of the pods and workloads whose
+ * changes the status is made of, rather than running between them.
+ */
+static int own_status_landed(struct prim *p, jv obj)
+{
+	if (!status_flight(p, kop_mono_ms()))
+		return 0;
+	return jv_equal(kop_json_read(p->status_sent, strlen(p->status_sent)),
+			jv_object_get(jv_copy(obj), kop_json_key("status")));
+}
+
 /* The writes of an object that can be in flight (flight.c's keys: "op|objkey"). */
 static const char *const obj_ops[] = { "apply", "delete", "patch" };
 
@@ -237,8 +253,10 @@ void drop_prim(struct prim *p)
  * come and change in bursts, and one reconcile after the burst writes one
  * status where one a pod would write several. So does a change of a child
  * that leaves its comparison alike (its status alone: a workload's ready
- * replicas, which the program reads like pods). Other changes of children,
- * and primaries, are reconciled at once (drift is corrected without delay);
+ * replicas, which the program reads like pods), and so does the status we
+ * wrote coming back as the primary's change (own_status_landed): while
+ * pods come, it joins their burst. Other changes of children, and of
+ * primaries, are reconciled at once (drift is corrected without delay);
  * the status such a reconcile derives waits for the burst's end when it says
  * nothing new of where the primary stands (write_status). The end of the input ends every
  * burst (input_end). A primary whose objects are still being listed (before
@@ -444,13 +462,19 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		memcpy(osdig, o->sdig, sizeof(osdig));
 		if (jv_is_valid(v))
 			store_view(o, v);
-		child_digest(k, obj, text, tlen, o->sdig);
+		sdig_of(k, obj, text, tlen, o->sdig);
 		if (!fresh && !relinked && had_view && o->vtext && o->status_free &&
 		    !memcmp(osdig, o->sdig, sizeof(osdig)) && !in_flight(o))
 			unseen = memcmp(ovdig, o->vdig, sizeof(ovdig)) ? 2 : 1;
-	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
-		/* Its spec goes to the render program only (README: render). */
-		store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
+	} else if (k->role == KOP_ROLE_PRIMARY) {
+		unsigned char osdig[sizeof(o->sdig)];
+
+		memcpy(osdig, o->sdig, sizeof(osdig));
+		sdig_of(k, obj, text, tlen, o->sdig);
+		if (!fresh && !memcmp(osdig, o->sdig, sizeof(osdig)))
+			unseen = 1;	/* (its status alone changed: own_status_landed) */
+		if (E.prog.render)	/* its spec goes to the render program only (README: render) */
+			store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
 	}
 	store_text(o, obj, text, tlen, tdig_made);
 	free(text);
@@ -482,7 +506,10 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 			jv_free(rp);
 		}
 		update_aggs_seen(p, obj, kop_mono_ms());
-		enqueue(p);
+		if (unseen && own_status_landed(p, obj))
+			settle(p);
+		else
+			enqueue(p);
 		break;
 	}
 	case KOP_ROLE_RELATED:
