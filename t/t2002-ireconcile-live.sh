@@ -603,6 +603,23 @@ test_expect_success '--settle: a child whose status alone changed (what the prog
 	test_no_sanitizer_report err
 '
 
+test_expect_success '--settle: ... and so does one while a write of ours to it is on its way' '
+	make_nsphase &&
+	start_ns_live prog/nsphase &&
+	a=$(count ".op == \"apply\" and .object.kind == \"Namespace\"") &&
+	drift=".metadata.annotations[\"iot-operator/applied\"] = \"0\"" &&
+	ns_live 51 Active "$drift" >&5 &&
+	test_wait_for 2 count_ge $((a + 1)) ".op == \"apply\" and .object.kind == \"Namespace\"" &&
+	sleep 0.3 &&
+	n=$(reconciled) &&
+	ns_live 52 Terminating "$drift" >&5 &&
+	sleep 1 &&
+	test "$(reconciled)" -eq $n &&
+	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.ns == \"Terminating\"" &&
+	stop_live &&
+	test_no_sanitizer_report err
+'
+
 # prog/nsignore: prog/nsphase, its Namespace's example.org/rev annotation ignored.
 make_nsignore () {
 	make_nsphase &&

@@ -452,9 +452,11 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		 * that leaves both alike (its status outside the projection)
 		 * gives the program nothing new and leaves nothing to apply:
 		 * unless a write of its own is on its way, or the program
-		 * desired it with a status, it reconciles nothing (unseen 1).
-		 * One that changes only what the program sees of its status
-		 * leaves nothing to apply either: it settles (unseen 2). */
+		 * desired it with a status (or has not said yet: a child new
+		 * since its primary's last reconcile), it reconciles nothing
+		 * (unseen 1). One that changes only what the program sees of
+		 * its status settles (unseen 2), whatever is on its way: the
+		 * reconcile at the burst's end compares it, a moment later. */
 		jv v = projects(k) ? project(jv_copy(obj), lineno) : jv_invalid();
 		unsigned char ovdig[sizeof(o->vdig)], osdig[sizeof(o->sdig)];
 
@@ -463,9 +465,12 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		if (jv_is_valid(v))
 			store_view(o, v);
 		sdig_of(k, obj, text, tlen, o->sdig);
-		if (!fresh && !relinked && had_view && o->vtext && o->status_free &&
-		    !memcmp(osdig, o->sdig, sizeof(osdig)) && !in_flight(o))
-			unseen = memcmp(ovdig, o->vdig, sizeof(ovdig)) ? 2 : 1;
+		if (!fresh && !relinked && had_view && o->vtext && !memcmp(osdig, o->sdig, sizeof(osdig))) {
+			if (memcmp(ovdig, o->vdig, sizeof(ovdig)))
+				unseen = 2;
+			else if (o->status_free && !in_flight(o))
+				unseen = 1;
+		}
 	} else if (k->role == KOP_ROLE_PRIMARY) {
 		unsigned char osdig[sizeof(o->sdig)];
 
