@@ -555,6 +555,24 @@ test_expect_success '--settle: our own status stored settles like a pod; stored 
 	test_no_sanitizer_report err
 '
 
+test_expect_success '--settle: ... and so does one of ours sent before the last, which is still on its way' '
+	start_live -v --settle 1s --status-interval 0 &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	pod_running w1-a 40 >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\"]" &&
+	pod_running w1-b 41 >&5 &&
+	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\",\"w1-b\"]" &&
+	sleep 0.3 &&
+	n=$(reconciled) &&
+	status_stored 11 ".status.pods = [\"w1-a\"]" >&5 &&
+	sleep 0.5 &&
+	test "$(reconciled)" -eq $n &&
+	test_wait_for 5 reconciled_ge $((n + 1)) &&
+	stop_live &&
+	test_no_sanitizer_report err
+'
+
 # prog/nsphase: widgets whose status also says its Namespace's phase (the
 # Namespace projected to it: a child whose status the program reads).
 make_nsphase () {

@@ -129,18 +129,27 @@ static void update_aggs_seen(struct prim *p, jv obj, int64_t now)
 
 /*
  * Whether the change of primary p to obj (borrowed), its status alone, is
- * the landing of the last status we wrote, still on its way: the program
- * then sees the status it answered itself, which it may move on from (a
- * generation seen applied), or not. Its reconcile settles like an observed
- * change (settle): it joins the burst of the pods and workloads whose
- * changes the status is made of, rather than running between them.
+ * the landing of a status we wrote, while the last is still on its way:
+ * that one, or one sent before it (status_prev from [1]; [0] was stored
+ * when the flight began). The program then sees the status it answered
+ * itself, which it may move on from (a generation seen applied), or not.
+ * Its reconcile settles like an observed change (settle): it joins the
+ * burst of the pods and workloads whose changes the status is made of,
+ * rather than running between them.
  */
 static int own_status_landed(struct prim *p, jv obj)
 {
+	jv live;
+	int i, ours;
+
 	if (!status_flight(p, kop_mono_ms()))
 		return 0;
-	return jv_equal(kop_json_read(p->status_sent, strlen(p->status_sent)),
-			jv_object_get(jv_copy(obj), kop_json_key("status")));
+	live = jv_object_get(jv_copy(obj), kop_json_key("status"));
+	ours = jv_equal(kop_json_read(p->status_sent, strlen(p->status_sent)), jv_copy(live));
+	for (i = 1; !ours && i < p->nprev; i++)
+		ours = jv_equal(kop_json_read(p->status_prev[i], strlen(p->status_prev[i])), jv_copy(live));
+	jv_free(live);
+	return ours;
 }
 
 /* The writes of an object that can be in flight (flight.c's keys: "op|objkey"). */
