@@ -109,8 +109,6 @@ void handle_result(jv r, size_t lineno)
 
 			f->acked = 1;
 			f->failed = 0;	/* (an earlier send of the same object may have failed) */
-			if (f->unseen)	/* a create written: its object shows soon (flight_landed) */
-				schedule(p, kop_mono_ms() + LANDED_WAIT_MS);
 			free(f->answer_rv);
 			f->answer_rv = NULL;
 			/* What the apply made, when the result is that of an apply of the very

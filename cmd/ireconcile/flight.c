@@ -58,10 +58,7 @@ void flight_unseen_clear(struct flight *f)
  * o (a child) has just come into the view. 1 when it is one of its
  * primary's creates and others are still on their way: its reconcile can
  * wait for them (nothing it would do differently is in yet), at most
- * LANDED_WAIT_MS (a create whose object never shows): with --feedback,
- * counted from the result that says one was written (feedback.c; one
- * still queued in kapply is on its way, however long its turn takes),
- * else from now. Else 0: reconcile.
+ * LANDED_WAIT_MS (a create whose object never shows). Else 0: reconcile.
  * (A create of an `adopt: false` kind is forgotten as its object is seen,
  * view.c, before this: it reconciles at once, as what it gates waits for it.)
  */
@@ -77,8 +74,7 @@ int flight_landed(struct obj *o)
 	flight_unseen_clear(f);
 	if (p->creating <= 0)
 		return 0;
-	if (!E.feedback)
-		schedule(p, kop_mono_ms() + LANDED_WAIT_MS);
+	schedule(p, kop_mono_ms() + LANDED_WAIT_MS);
 	return 1;
 }
 

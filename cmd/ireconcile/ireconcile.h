@@ -21,8 +21,7 @@
 #define FLIGHT_TIMEOUT_MS 60000
 
 /* A created child seen while others of its primary's creates are still on
- * their way reconciles once they are all seen, or this much after one of
- * those was written (flight.c). */
+ * their way reconciles once they are all seen, or this much later (flight.c). */
 #define LANDED_WAIT_MS 5000
 
 struct prim;
