@@ -525,54 +525,6 @@ test_expect_success '... and holds one that only lists pods until they settle' '
 	test_no_sanitizer_report err
 '
 
-# The widget as the watch shows it once our last status is stored, at
-# resourceVersion RV, jq filter F (default .) applied to the object.
-status_stored () {
-	st=$(jq -c "select(.op == \"status\") | .object.status" <out | tail -n 1) &&
-	jq -c --argjson st "$st" --arg rv "$1" ".object.status = \$st | .object.metadata.resourceVersion = \$rv | .object | ${2:-.}
-		| {type: \"MODIFIED\", object: .}" "$FIXTURES/status-written.jsonl"
-}
-
-test_expect_success '--settle: our own status stored settles like a pod; stored with another change, it reconciles at once' '
-	start_live -v --settle 2s --status-interval 0 &&
-	cat "$FIXTURES/create.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	pod_running w1-a 40 >&5 &&
-	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\"]" &&
-	sleep 0.3 &&
-	n=$(reconciled) &&
-	status_stored 11 >&5 &&
-	sleep 1 &&
-	test "$(reconciled)" -eq $n &&
-	test_wait_for 5 reconciled_ge $((n + 1)) &&
-	pod_running w1-b 41 >&5 &&
-	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\",\"w1-b\"]" &&
-	sleep 0.3 &&
-	n=$(reconciled) &&
-	status_stored 12 ".metadata.labels.tier = \"gold\"" >&5 &&
-	test_wait_for 1 reconciled_ge $((n + 1)) &&
-	stop_live &&
-	test_no_sanitizer_report err
-'
-
-test_expect_success '--settle: ... and so does one of ours sent before the last, which is still on its way' '
-	start_live -v --settle 1s --status-interval 0 &&
-	cat "$FIXTURES/create.jsonl" >&5 &&
-	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
-	pod_running w1-a 40 >&5 &&
-	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\"]" &&
-	pod_running w1-b 41 >&5 &&
-	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\",\"w1-b\"]" &&
-	sleep 0.3 &&
-	n=$(reconciled) &&
-	status_stored 11 ".status.pods = [\"w1-a\"]" >&5 &&
-	sleep 0.5 &&
-	test "$(reconciled)" -eq $n &&
-	test_wait_for 5 reconciled_ge $((n + 1)) &&
-	stop_live &&
-	test_no_sanitizer_report err
-'
-
 # prog/nsphase: widgets whose status also says its Namespace's phase (the
 # Namespace projected to it: a child whose status the program reads).
 make_nsphase () {
@@ -617,23 +569,6 @@ test_expect_success '--settle: a child whose status alone changed (what the prog
 	a=$(count ".op == \"apply\" and .object.kind == \"Namespace\"") &&
 	ns_live 52 Active ".metadata.annotations[\"iot-operator/applied\"] = \"0\"" >&5 &&
 	test_wait_for 1 count_ge $((a + 1)) ".op == \"apply\" and .object.kind == \"Namespace\"" &&
-	stop_live &&
-	test_no_sanitizer_report err
-'
-
-test_expect_success '--settle: ... and so does one while a write of ours to it is on its way' '
-	make_nsphase &&
-	start_ns_live prog/nsphase &&
-	a=$(count ".op == \"apply\" and .object.kind == \"Namespace\"") &&
-	drift=".metadata.annotations[\"iot-operator/applied\"] = \"0\"" &&
-	ns_live 51 Active "$drift" >&5 &&
-	test_wait_for 2 count_ge $((a + 1)) ".op == \"apply\" and .object.kind == \"Namespace\"" &&
-	sleep 0.3 &&
-	n=$(reconciled) &&
-	ns_live 52 Terminating "$drift" >&5 &&
-	sleep 1 &&
-	test "$(reconciled)" -eq $n &&
-	test_wait_for 5 count_ge 1 ".op == \"status\" and .object.status.ns == \"Terminating\"" &&
 	stop_live &&
 	test_no_sanitizer_report err
 '

@@ -286,7 +286,7 @@ void shard_release(void);
 
 /* store.c */
 int projects(const struct kop_kind *k);
-void sdig_of(const struct kop_kind *k, jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG]);
+void child_digest(const struct kop_kind *k, jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG]);
 size_t compress_text(const char *in, size_t len, unsigned char **out, const struct zdict *dict);
 void store_text(struct obj *o, jv obj, const char *text, size_t len, const unsigned char *tdig);
 void store_view(struct obj *o, jv v);

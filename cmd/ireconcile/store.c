@@ -25,27 +25,26 @@ int projects(const struct kop_kind *k)
 
 /* The digest of a child without what its writers other than us change
  * alone (status, resourceVersion, and the fields its kind k, one of
- * E.prog.kinds, `ignore`s; or of the primary, without its status and
- * resourceVersion):
+ * E.prog.kinds, `ignore`s):
  * while it stays, so does its comparison with a desired object that sets
  * none of them. From its text (len bytes at text) without those members,
  * there or not, where a scan finds them (a fraction of a walk of the parsed
  * object); else from obj (borrowed) without them. The two never meet: a
  * text that cannot be scanned now and can later only looks changed once,
  * and is compared again. */
-void sdig_of(const struct kop_kind *k, jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG])
+void child_digest(const struct kop_kind *k, jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG])
 {
-	static jv *paths;	/* per kind of E.prog.kinds, then the primary's: what is cut, made once */
+	static jv *paths;	/* per kind of E.prog.kinds: what is cut, made once */
 	static struct kop_buf cut = KOP_BUF_INIT;
 	unsigned char full[KOP_JSON_DIGEST_LEN];
-	size_t ki = k == &E.prog.primary ? E.prog.nkinds : (size_t)(k - E.prog.kinds);
+	size_t ki = (size_t)(k - E.prog.kinds);
 	jv m;
 
 	if (!paths) {
 		size_t i;
 
-		paths = kop_malloc((E.prog.nkinds + 1) * sizeof(*paths));
-		for (i = 0; i <= E.prog.nkinds; i++)
+		paths = kop_malloc(E.prog.nkinds * sizeof(*paths));
+		for (i = 0; i < E.prog.nkinds; i++)
 			paths[i] = jv_invalid();
 	}
 	if (!jv_is_valid(paths[ki])) {

@@ -127,31 +127,6 @@ static void update_aggs_seen(struct prim *p, jv obj, int64_t now)
 	jv_free(obj);
 }
 
-/*
- * Whether the change of primary p to obj (borrowed), its status alone, is
- * the landing of a status we wrote, while the last is still on its way:
- * that one, or one sent before it (status_prev from [1]; [0] was stored
- * when the flight began). The program then sees the status it answered
- * itself, which it may move on from (a generation seen applied), or not.
- * Its reconcile settles like an observed change (settle): it joins the
- * burst of the pods and workloads whose changes the status is made of,
- * rather than running between them.
- */
-static int own_status_landed(struct prim *p, jv obj)
-{
-	jv live;
-	int i, ours;
-
-	if (!status_flight(p, kop_mono_ms()))
-		return 0;
-	live = jv_object_get(jv_copy(obj), kop_json_key("status"));
-	ours = jv_equal(kop_json_read(p->status_sent, strlen(p->status_sent)), jv_copy(live));
-	for (i = 1; !ours && i < p->nprev; i++)
-		ours = jv_equal(kop_json_read(p->status_prev[i], strlen(p->status_prev[i])), jv_copy(live));
-	jv_free(live);
-	return ours;
-}
-
 /* The writes of an object that can be in flight (flight.c's keys: "op|objkey"). */
 static const char *const obj_ops[] = { "apply", "delete", "patch" };
 
@@ -262,10 +237,8 @@ void drop_prim(struct prim *p)
  * come and change in bursts, and one reconcile after the burst writes one
  * status where one a pod would write several. So does a change of a child
  * that leaves its comparison alike (its status alone: a workload's ready
- * replicas, which the program reads like pods), and so does the status we
- * wrote coming back as the primary's change (own_status_landed): while
- * pods come, it joins their burst. Other changes of children, and of
- * primaries, are reconciled at once (drift is corrected without delay);
+ * replicas, which the program reads like pods). Other changes of children,
+ * and primaries, are reconciled at once (drift is corrected without delay);
  * the status such a reconcile derives waits for the burst's end when it says
  * nothing new of where the primary stands (write_status). The end of the input ends every
  * burst (input_end). A primary whose objects are still being listed (before
@@ -461,11 +434,9 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		 * that leaves both alike (its status outside the projection)
 		 * gives the program nothing new and leaves nothing to apply:
 		 * unless a write of its own is on its way, or the program
-		 * desired it with a status (or has not said yet: a child new
-		 * since its primary's last reconcile), it reconciles nothing
-		 * (unseen 1). One that changes only what the program sees of
-		 * its status settles (unseen 2), whatever is on its way: the
-		 * reconcile at the burst's end compares it, a moment later. */
+		 * desired it with a status, it reconciles nothing (unseen 1).
+		 * One that changes only what the program sees of its status
+		 * leaves nothing to apply either: it settles (unseen 2). */
 		jv v = projects(k) ? project(jv_copy(obj), lineno) : jv_invalid();
 		unsigned char ovdig[sizeof(o->vdig)], osdig[sizeof(o->sdig)];
 
@@ -473,22 +444,13 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		memcpy(osdig, o->sdig, sizeof(osdig));
 		if (jv_is_valid(v))
 			store_view(o, v);
-		sdig_of(k, obj, text, tlen, o->sdig);
-		if (!fresh && !relinked && had_view && o->vtext && !memcmp(osdig, o->sdig, sizeof(osdig))) {
-			if (memcmp(ovdig, o->vdig, sizeof(ovdig)))
-				unseen = 2;
-			else if (o->status_free && !in_flight(o))
-				unseen = 1;
-		}
-	} else if (k->role == KOP_ROLE_PRIMARY) {
-		unsigned char osdig[sizeof(o->sdig)];
-
-		memcpy(osdig, o->sdig, sizeof(osdig));
-		sdig_of(k, obj, text, tlen, o->sdig);
-		if (!fresh && !memcmp(osdig, o->sdig, sizeof(osdig)))
-			unseen = 1;	/* (its status alone changed: own_status_landed) */
-		if (E.prog.render)	/* its spec goes to the render program only (README: render) */
-			store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
+		child_digest(k, obj, text, tlen, o->sdig);
+		if (!fresh && !relinked && had_view && o->vtext && o->status_free &&
+		    !memcmp(osdig, o->sdig, sizeof(osdig)) && !in_flight(o))
+			unseen = memcmp(ovdig, o->vdig, sizeof(ovdig)) ? 2 : 1;
+	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
+		/* Its spec goes to the render program only (README: render). */
+		store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
 	}
 	store_text(o, obj, text, tlen, tdig_made);
 	free(text);
@@ -520,10 +482,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 			jv_free(rp);
 		}
 		update_aggs_seen(p, obj, kop_mono_ms());
-		if (unseen && own_status_landed(p, obj))
-			settle(p);
-		else
-			enqueue(p);
+		enqueue(p);
 		break;
 	}
 	case KOP_ROLE_RELATED:
