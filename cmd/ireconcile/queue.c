@@ -31,6 +31,8 @@ void status_prev_drop(struct prim *p, int n)
 	for (i = 0; i < n; i++)
 		free(p->status_prev[i]);
 	memmove(p->status_prev, p->status_prev + n, (size_t)(p->nprev - n) * sizeof(p->status_prev[0]));
+	for (i = p->nprev - n; i < p->nprev; i++)
+		p->status_prev[i] = NULL;	/* (no slot past the end points at what was freed) */
 	p->nprev -= n;
 }
 

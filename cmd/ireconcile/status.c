@@ -322,8 +322,12 @@ int write_status(struct prim *p, jv parent, jv status, enum seen seen, int event
 			status_prev_push(p, p->status_sent);	/* an earlier one of ours, still on its way */
 		} else if (seen == SEEN_FOREIGN) {
 			/* Over someone else's status, stored meanwhile: ours sent before may still land after it. */
-			free(p->status_prev[0]);
-			p->status_prev[0] = kop_json_dump(jv_copy(live));
+			if (p->nprev) {
+				free(p->status_prev[0]);
+				p->status_prev[0] = kop_json_dump(jv_copy(live));
+			} else {	/* (none kept: the flight had failed or timed out meanwhile) */
+				status_prev_push(p, kop_json_dump(jv_copy(live)));
+			}
 			status_prev_push(p, p->status_sent);
 		} else {
 			free(p->status_sent);
