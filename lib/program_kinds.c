@@ -230,6 +230,32 @@ static int load_ignore(jv o, const char *where, struct kop_kind *k, char *err)
 }
 
 /*
+ * The labels a label selector (sel) selects by, each as a path
+ * metadata.labels.KEY appended to paths (consumed; returned). A requirement
+ * ends at a comma outside parentheses; its key comes first, after a "!":
+ * "k=v", "k==v", "k!=v", "k in (a,b)", "k notin (a,b)", "k", "!k".
+ */
+static jv selector_label_paths(const char *sel, jv paths)
+{
+	const char *q = sel;
+
+	while (*q) {
+		size_t n;
+		int depth = 0;
+
+		while (*q == ' ' || *q == ',' || *q == '!')
+			q++;
+		n = strcspn(q, "=!, (");
+		if (n)
+			paths = jv_array_append(paths, JV_ARRAY(jv_string("metadata"), jv_string("labels"),
+								jv_string_sized(q, (int)n)));
+		for (q += n; *q && (depth || *q != ','); q++)
+			depth = *q == '(' ? depth + 1 : *q == ')' && depth ? depth - 1 : depth;
+	}
+	return paths;
+}
+
+/*
  * A child kind's `ignore` against what the engine itself reads or writes
  * on its objects, once its mapping is known: their identity, the members
  * every digest leaves out already (status, resourceVersion), the deletion
@@ -260,30 +286,8 @@ int program_check_ignore(const struct kop_kind *k, char *err)
 		own = jv_array_append(own, JV_ARRAY(jv_string("metadata"), jv_string("labels"),
 						    jv_string(m->namespace_label)));
 	own = jv_array_append(own, JV_ARRAY(jv_string("metadata"), jv_string("deletionTimestamp")));
-	if (k->label_selector) {
-		/* Each requirement's key: "k=v", "k==v", "k!=v", "k in (..)", "k notin (..)", "k", "!k". */
-		const char *q = k->label_selector;
-
-		while (*q) {
-			size_t n;
-
-			while (*q == ' ' || *q == ',' || *q == '!')
-				q++;
-			n = strcspn(q, "=!, (");
-			if (n)
-				own = jv_array_append(own, JV_ARRAY(jv_string("metadata"), jv_string("labels"),
-								    jv_string_sized(q, (int)n)));
-			q += n;
-			if (*q == '(')
-				q += strcspn(q, ")");
-			else
-				q += strcspn(q, ",(");
-			if (*q == '(')
-				q += strcspn(q, ")");
-			if (*q)
-				q++;
-		}
-	}
+	if (k->label_selector)
+		own = selector_label_paths(k->label_selector, own);
 	if (m && jv_get_kind(m->match) == JV_KIND_OBJECT) {
 		jv keys = jv_keys(jv_copy(m->match));
 
