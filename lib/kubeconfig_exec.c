@@ -139,6 +139,14 @@ void kube_exec_free(struct kube_exec *e)
 	free(e);
 }
 
+/* Whether the environment entry "NAME=value" is of the variable name names ("NAME", or "NAME=..."). */
+static int env_named(const char *entry, const char *name)
+{
+	size_t len = strcspn(name, "=");
+
+	return !strncmp(entry, name, len) && entry[len] == '=';
+}
+
 /* The environment for the plugin: ours, with the configured variables and KUBERNETES_EXEC_INFO set,
  * without the GNUTLS_NO_IMPLICIT_INIT iot-operator set for its own processes (KOP_GNUTLS_OURS). */
 static char **exec_environ(const struct kube_exec *e, const char *info)
@@ -154,15 +162,11 @@ static char **exec_environ(const struct kube_exec *e, const char *info)
 		n++;
 	env = kop_calloc(n + 2, sizeof(char *));
 	for (p = environ; *p; p++) {
-		int overridden = !strncmp(*p, "KUBERNETES_EXEC_INFO=", 21) ||
-				 (drop_gnutls && (!strncmp(*p, "GNUTLS_NO_IMPLICIT_INIT=", 24) ||
-						  !strncmp(*p, KOP_GNUTLS_OURS "=", sizeof(KOP_GNUTLS_OURS))));
+		int overridden = env_named(*p, "KUBERNETES_EXEC_INFO") ||
+				 (drop_gnutls && (env_named(*p, "GNUTLS_NO_IMPLICIT_INIT") || env_named(*p, KOP_GNUTLS_OURS)));
 
-		for (i = 0; e->env[i] && !overridden; i++) {
-			size_t nl = strcspn(e->env[i], "=");
-
-			overridden = !strncmp(*p, e->env[i], nl) && (*p)[nl] == '=';
-		}
+		for (i = 0; e->env[i] && !overridden; i++)
+			overridden = env_named(*p, e->env[i]);
 		if (!overridden)
 			env[k++] = kop_strdup(*p);
 	}
