@@ -41,6 +41,7 @@ ifndef V
 QUIET_CC   = @echo '   CC  ' $@;
 QUIET_LINK = @echo '   LINK' $@;
 QUIET_AR   = @echo '   AR  ' $@;
+QUIET_LD   = @echo '   LD  ' $@;
 QUIET_MAN  = @echo '   MAN ' $@;
 endif
 
@@ -77,11 +78,27 @@ $(addprefix $(BIN)/,$(SIMPLE_TOOLS)): $(BIN)/%: $(O)/cmd/%.o $(TOOL_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(QUIET_LINK)$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS)
 
+tool_objs = $(if $(filter $(1),$(SIMPLE_TOOLS)),$(O)/cmd/$(1).o,$(patsubst %.c,$(O)/%.o,$(wildcard cmd/$(1)/*.c)))
 define DIR_TOOL_RULE
-$(BIN)/$(1): $(patsubst %.c,$(O)/%.o,$(wildcard cmd/$(1)/*.c)) $(TOOL_OBJ) $(LIB)
+$(BIN)/$(1): $(call tool_objs,$(1)) $(if $(filter iot-operator,$(1)),$(BUILTIN_OBJS)) $(TOOL_OBJ) $(LIB)
 	@mkdir -p $$(dir $$@)
 	$$(QUIET_LINK)$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(DEP_LIBS)
 endef
+
+# The stages iot-operator starts without exec (cmd/iot-operator/spawner.c):
+# each tool's objects linked into one, its main renamed NAME_main and every
+# other symbol it defines made local, so that the tools' names never meet.
+BUILTINS := kwatch ireconcile kapply kstatus
+BUILTIN_OBJS := $(patsubst %,$(O)/builtin/%.o,$(BUILTINS))
+LD ?= ld
+OBJCOPY ?= objcopy
+define BUILTIN_RULE
+$(O)/builtin/$(1).o: $(call tool_objs,$(1))
+	@mkdir -p $$(dir $$@)
+	$$(QUIET_LD)$$(LD) -r -o $$@.r $$^ && \
+	$$(OBJCOPY) --redefine-sym main=$(1)_main --keep-global-symbol=$(1)_main $$@.r $$@ && rm -f $$@.r
+endef
+$(foreach t,$(BUILTINS),$(eval $(call BUILTIN_RULE,$(t))))
 $(foreach t,$(DIR_TOOLS),$(eval $(call DIR_TOOL_RULE,$(t))))
 
 $(TEST_TOOL): $(patsubst %.c,$(O)/%.o,$(TEST_TOOL_SRCS)) $(LIB)

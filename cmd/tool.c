@@ -536,3 +536,16 @@ found:
 	free(exe);
 	return kop_buf_detach(&b, NULL);
 }
+
+/* (tool.h; here, after the metrics it forgets) */
+void tool_reset(void)
+{
+	PROG = "iot-operator";
+	log_level = LOG_INFO;
+	log_text = 0;
+	memset(&tool_kube, 0, sizeof(tool_kube));
+	/* (the values the process had are its parent's to free: forgotten, not freed) */
+	memset(&metrics, 0, sizeof(metrics));
+	optind = 0;	/* (glibc: 0 starts getopt afresh, its state between calls included) */
+	opterr = 1;
+}

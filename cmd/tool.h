@@ -85,6 +85,13 @@ long tool_parse_duration_ms(const char *s);
  */
 void tool_init(const char *prog, int argc, char **argv, int ignore_sigpipe);
 /*
+ * Before the main of a tool run in a process that was another one until now
+ * (iot-operator's built-in stages: spawner.c forks them without exec): what
+ * this layer keeps, as a fresh process has it. The log level and format, the
+ * common options, the metrics, getopt's position.
+ */
+void tool_reset(void);
+/*
  * Handles a failed write to stdout: EPIPE (reader gone) exits quietly as
  * SIGPIPE would; anything else is fatal (111).
  */

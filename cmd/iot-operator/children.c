@@ -84,7 +84,7 @@ static void reap(void)
 			/* Its group (grandchildren) goes with it. */
 			kill(-pid, SIGKILL);
 		}
-		if (!ours)
+		if (!ours && !spawner_reaped(pid, status))
 			tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("pid"), jv_number(pid)), "reaped an orphaned process");
 	}
 	publish_pids();

@@ -118,6 +118,21 @@ void argv_add(jv *argv, const char *s);
 void argv_kube(jv *argv);
 pid_t spawn_stage(const char *name, jv args, int in, int out, int errfd, int fd3, int fd4, char *err);
 
+/* spawner.c */
+/* The built-in stages: each tool's main, renamed in the objects the Makefile links into iot-operator. */
+int kwatch_main(int argc, char **argv);
+int ireconcile_main(int argc, char **argv);
+int kapply_main(int argc, char **argv);
+int kstatus_main(int argc, char **argv);
+/* At setup, before any thread: forks the spawner. 0, or -1 (errno): the stages are exec'd then. */
+int spawner_start(int argc, char **argv);
+/* Whether name is a built-in stage and the spawner is there to start it. */
+int spawner_has(const char *name);
+/* Starts the built-in argv[0] with fds[0..4] (-1: /dev/null for stdin, inherited 1 and 2, none). */
+pid_t spawner_spawn(char *const argv[], const int fds[5], char *err);
+/* A child reaped: 1 if it was the spawner (then gone for good, said once), 0 if not. */
+int spawner_reaped(pid_t pid, int status);
+
 /* pipeline.c */
 void publish_pids(void);
 void schedule_restart(const char *culprit, const char *why);

@@ -45,7 +45,7 @@ static const char usage[] =
 	"  POD_NAME                   leader identity (default: the host name); with --shards it must\n"
 	"                             be unique among the replicas and a DNS-1123 label\n"
 	"  WATCH_NAMESPACE            accepted for compatibility, ignored\n"
-	"  KOP_STAGE_DIR              where to look for the stages first (as --stage-dir)\n"
+	"  KOP_STAGE_DIR              stages to run instead of the built-in ones (as --stage-dir)\n"
 	"  KOP_WATCH_LIST             as --watch-list\n"
 	"\n"
 	"options:\n"
@@ -63,7 +63,8 @@ static const char usage[] =
 	"                             instances (1..64; Leases " SHARD_PREFIX "-shard-NN; default 0:\n"
 	"                             leader election, one active replica; docs/sharding.md)\n"
 	"  --program DIR              the program (default pipeline/iotservice)\n"
-	"  --stage-dir DIR            look for kwatch, ireconcile, kapply, kstatus here first\n"
+	"  --stage-dir DIR            run the kwatch, ireconcile, kapply, kstatus found here\n"
+	"                             instead of the built-in ones\n"
 	"  --drain-timeout D          SIGTERM: how long the writers may finish (default 10s)\n"
 	"  --watch-list MODE          kwatch's streaming lists: auto (default: fall back to paged\n"
 	"                             LIST + WATCH where they fail), always, never (env KOP_WATCH_LIST)\n"
@@ -281,6 +282,32 @@ static long duration_opt(const char *arg, const char *opt)
 	return ms;
 }
 
+/*
+ * Debian's libcurl links GnuTLS (through librtmp and libldap) beside OpenSSL,
+ * and GnuTLS initialises itself as it is loaded, 0.4 MB that the stages share
+ * with us (spawner.c) spent on a library nothing here uses: TLS is OpenSSL's,
+ * the protocols http and https alone. GnuTLS's own switch,
+ * GNUTLS_NO_IMPLICIT_INIT, must be set before it is loaded: we set it and run
+ * ourselves again, once, first thing (the user's setting wins; if the exec
+ * fails we go on as we are). Marked ours, so that an exec credential plugin
+ * is run without it (kubeconfig_exec.c): it may use GnuTLS.
+ */
+static void gnutls_left_alone(char **argv)
+{
+	char exe[4096];
+	ssize_t n;
+
+	if (getenv("GNUTLS_NO_IMPLICIT_INIT"))
+		return;
+	setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 1);
+	setenv(KOP_GNUTLS_OURS, "1", 1);
+	/* (by its path, not /proc/self/exe: the name the process goes by is the last part of it) */
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+		exe[n] = 0;
+		execv(exe, argv);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -305,6 +332,7 @@ int main(int argc, char **argv)
 	char buf[32];
 	int c, sfd, hfd, code = KOP_EXIT_OK;
 
+	gnutls_left_alone(argv);
 	tool_init("iot-operator", argc, argv, 1);
 	sup.metrics_addr = ":60000";
 	sup.program = "pipeline/iotservice";
@@ -408,18 +436,6 @@ int main(int argc, char **argv)
 	}
 	snprintf(buf, sizeof(buf), "%d", STATS_FD);
 	setenv("KOP_STATS_FD", buf, 1);
-	/*
-	 * Debian's libcurl links GnuTLS (through librtmp and libldap) beside
-	 * OpenSSL, and GnuTLS initialises itself when it is loaded: a stage
-	 * never uses it (TLS is OpenSSL's, the protocols http and https alone),
-	 * so it need not (GnuTLS's own switch; the user's setting wins). Marked
-	 * ours, so that an exec credential plugin is run without it
-	 * (kubeconfig_exec.c): it may use GnuTLS.
-	 */
-	if (!getenv("GNUTLS_NO_IMPLICIT_INIT")) {
-		setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 1);
-		setenv(KOP_GNUTLS_OURS, "1", 1);
-	}
 
 	/* The listening socket before anything else: a bad or busy address ends it here. */
 	hfd = http_bind(sup.metrics_addr);
@@ -443,6 +459,10 @@ int main(int argc, char **argv)
 		(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sfd = setup_signals();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	/* Before any thread: the process that starts the built-in stages (spawner.c). */
+	if (spawner_start(argc, argv) < 0)
+		log_warn("unable to start the spawner (%s): stages are started from their executables",
+			 strerror(errno));
 	tool_logj(LOG_INFO, JV_OBJECT(jv_string("operatorNamespace"), jv_string(sup.operator_name),
 				      jv_string("program"), jv_string(sup.program_dir),
 				      jv_string("leaderElection"), jv_bool(sup.leader_elect && !sup.shards),

@@ -1,7 +1,8 @@
 /*
- * Spawning: a stage's executable found and started with its fds in place,
- * in its own process group, killed if the supervisor dies. Which stages to
- * start, and how they are wired, is pipeline.c's.
+ * Spawning: a stage started with its fds in place, in its own process
+ * group, killed if the supervisor dies: the one in --stage-dir when it is
+ * there, else the built-in one (spawner.c), else its executable beside ours
+ * or on PATH. Which stages to start, and how they are wired, is pipeline.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,17 +66,26 @@ static int is_exec(const char *path)
 	return !stat(path, &s) && S_ISREG(s.st_mode) && !access(path, X_OK);
 }
 
-/* A stage's executable: --stage-dir/KOP_STAGE_DIR, beside our own executable, then PATH. Caller frees. */
-static char *find_stage(const char *name)
+/* A stage's executable in --stage-dir/KOP_STAGE_DIR. Caller frees; NULL if none there. */
+static char *stage_dir_has(const char *name)
 {
 	struct kop_buf b = KOP_BUF_INIT;
-	const char *path = getenv("PATH"), *p;
 
 	if (sup.stage_dir) {
 		kop_buf_addf(&b, "%s/%s", sup.stage_dir, name);
 		if (is_exec(b.buf))
 			return kop_buf_detach(&b, NULL);
 	}
+	kop_buf_release(&b);
+	return NULL;
+}
+
+/* A stage's executable beside our own executable, then on PATH. Caller frees. */
+static char *find_stage(const char *name)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	const char *path = getenv("PATH"), *p;
+
 	if (sup.exe_dir) {
 		kop_buf_reset(&b);
 		kop_buf_addf(&b, "%s/%s", sup.exe_dir, name);
@@ -190,21 +200,24 @@ void argv_kube(jv *argv)
 	}
 }
 
-/* Spawns a stage from a jv array of strings (consumed); the path is looked up here. */
+/*
+ * Spawns a stage from a jv array of strings (consumed): the one in
+ * --stage-dir, else the built-in one, else its executable beside ours or on PATH.
+ */
 pid_t spawn_stage(const char *name, jv args, int in, int out, int errfd, int fd3, int fd4, char *err)
 {
-	char *path = find_stage(name);
+	char *path = stage_dir_has(name);
 	char **argv;
-	int i, n = jv_array_length(jv_copy(args));
+	int i, n = jv_array_length(jv_copy(args)), builtin = 0;
 	pid_t pid;
 
-	if (!path) {
+	if (!path && !(builtin = spawner_has(name)) && !(path = find_stage(name))) {
 		jv_free(args);
 		kop_error(err, "unable to find '%s' (in --stage-dir, beside iot-operator, on PATH)", name);
 		return -1;
 	}
 	argv = kop_calloc((size_t)n + 2, sizeof(*argv));
-	argv[0] = path;
+	argv[0] = builtin ? kop_strdup(name) : path;
 	for (i = 0; i < n; i++) {
 		jv s = jv_array_get(jv_copy(args), i);
 
@@ -212,13 +225,22 @@ pid_t spawn_stage(const char *name, jv args, int in, int out, int errfd, int fd3
 		jv_free(s);
 	}
 	jv_free(args);
-	pid = spawn(path, argv, in, out, errfd, fd3, fd4, err);
+	if (builtin) {
+		const int fds[5] = { in, out, errfd, fd3, fd4 };
+
+		/* (in its own group from its first instruction too: as spawn's, against a kill before it runs) */
+		if ((pid = spawner_spawn(argv, fds, err)) > 0)
+			setpgid(pid, pid);
+	} else {
+		pid = spawn(path, argv, in, out, errfd, fd3, fd4, err);
+	}
 	if (pid > 0) {
 		struct kop_buf cmd = KOP_BUF_INIT;
 
 		for (i = 0; argv[i]; i++)
 			kop_buf_addf(&cmd, "%s%s", i ? " " : "", argv[i]);
-		tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("pid"), jv_number(pid), jv_string("cmd"), jv_string(cmd.buf)),
+		tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("pid"), jv_number(pid), jv_string("cmd"), jv_string(cmd.buf),
+					       jv_string("builtin"), jv_bool(builtin)),
 			  "started stage '%s'", name);
 		kop_buf_release(&cmd);
 	}

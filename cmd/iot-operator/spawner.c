@@ -1,0 +1,408 @@
+/*
+ * The spawner: the built-in stages started without exec. kwatch, ireconcile,
+ * kapply and kstatus are linked into iot-operator as well (the Makefile's
+ * builtin objects, each tool's main renamed NAME_main); a process forked
+ * from the supervisor at setup, before any thread, starts them by forking
+ * itself. A stage so started shares with the supervisor and with the other
+ * stages the pages that loading and setting up the libraries wrote (their
+ * relocations, OpenSSL's and GnuTLS's tables), which exec would make private
+ * to each: about 1 MB a process (docs/performance.md).
+ *
+ * The fork is a clone with CLONE_PARENT: the stage is the supervisor's
+ * child, as an exec'd one is, so that reaping, process groups and the
+ * parent-death signal stay where they were (children.c, spawn.c). The
+ * spawner itself has no thread, no child and no fd but its socket, so what
+ * it forks is as clean as a process that has just started.
+ *
+ * Requests come on a SOCK_SEQPACKET socket, one message each: a header, then
+ * the stage's arguments (the first its name) and environment as
+ * NUL-terminated strings, and the fds it gets (stdin, stdout, stderr, fd 3,
+ * fd 4: those the header names) as SCM_RIGHTS. The answer is its pid, or
+ * -errno. Once the spawner is gone (it could not be started, it was killed)
+ * the stages' executables are run instead (spawn.c): nothing depends on it
+ * but memory. A start it was asked for and did not answer fails, as a stage
+ * that cannot be started does: the pipeline is started again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "iot-operator.h"
+#include "banned.h"
+
+#define NFDS 5			/* stdin, stdout, stderr, FEEDBACK_FD, STATS_FD */
+#define REQ_MAX (256 * 1024)	/* arguments and environment of one request */
+#define ANSWER_MS 10000		/* a spawner that does not answer within this is taken for gone */
+
+struct req {
+	uint32_t nargs, nenv;
+	uint32_t fds;		/* bit i: fd i is in the message */
+};
+
+static const struct builtin {
+	const char *name;
+	int (*main)(int argc, char **argv);
+} builtins[] = {
+	{ "kwatch", kwatch_main },
+	{ "ireconcile", ireconcile_main },
+	{ "kapply", kapply_main },
+	{ "kstatus", kstatus_main },
+};
+
+static struct {
+	pid_t pid;		/* the spawner (0: none) */
+	int fd;			/* our end of its socket */
+	char *args;		/* our own arguments' memory, /proc/PID/cmdline: a stage writes its own there */
+	size_t args_len;
+} sp = { 0, -1, NULL, 0 };
+
+static const struct builtin *builtin_named(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++)
+		if (!strcmp(builtins[i].name, name))
+			return &builtins[i];
+	return NULL;
+}
+
+/* Closes every fd from lo up but keep (-1: none): close_range, or one by one on a kernel before 5.9. */
+static void close_from(int lo, int keep)
+{
+	long max = sysconf(_SC_OPEN_MAX), fd;
+
+	if (keep < lo) {
+		if (!close_range((unsigned)lo, ~0U, 0))
+			return;
+	} else if ((keep == lo || !close_range((unsigned)lo, (unsigned)keep - 1, 0)) &&
+		   !close_range((unsigned)keep + 1, ~0U, 0)) {
+		return;
+	}
+	for (fd = lo; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+		if (fd != keep)
+			close((int)fd);
+}
+
+/* In the stage, before its main: /proc/PID/cmdline (ps, pgrep -f) shows its arguments, as far as they fit. */
+static void set_cmdline(char **argv)
+{
+	size_t off = 0, i, n;
+
+	if (!sp.args || sp.args_len < 2)
+		return;
+	memset(sp.args, 0, sp.args_len);
+	for (i = 0; argv[i] && off + 1 < sp.args_len; i++) {
+		n = strlen(argv[i]);
+		if (n > sp.args_len - 1 - off)
+			n = sp.args_len - 1 - off;
+		memcpy(sp.args + off, argv[i], n);
+		off += n + 1;
+	}
+}
+
+/*
+ * The stage, in the process just cloned: its fds, signals, environment and
+ * name as an exec would have left them, then its main. Never returns.
+ */
+static noreturn void stage_run(const struct builtin *b, char **argv, char **env, int got[NFDS], pid_t parent)
+{
+	static const int dfl[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+	struct sigaction sa;
+	sigset_t none;
+	size_t i;
+	int fd;
+
+	/* Its own process group, killed if the supervisor dies: as spawn.c's children. */
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(KOP_EXIT_TEMP);
+	/* The fds it was given are above NFDS first, so that no dup2 below lands on one not yet placed. */
+	for (i = 0; i < NFDS; i++)
+		if (got[i] >= 0 && got[i] < NFDS && (got[i] = fcntl(got[i], F_DUPFD, NFDS)) < 0)
+			_exit(KOP_EXIT_TEMP);
+	if (got[0] < 0 && (fd = open("/dev/null", O_RDONLY)) >= 0) {
+		dup2(fd, 0);
+		if (fd)
+			close(fd);
+	}
+	for (i = 0; i < NFDS; i++) {
+		if (got[i] >= 0)
+			dup2(got[i], (int)i);
+		else if (i > 2)
+			close((int)i);
+	}
+	close_from(NFDS, -1);	/* (the spawner's socket, the fds as received) */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
+		sigaction(dfl[i], &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	clearenv();
+	for (i = 0; env[i]; i++)
+		putenv(env[i]);
+	prctl(PR_SET_NAME, b->name);
+	set_cmdline(argv);
+	tool_reset();
+	for (i = 0; argv[i]; i++)
+		;
+	exit(b->main((int)i, argv));
+}
+
+/* The strings of a request: n of them from *p, NUL-terminated, into v (n + 1 slots). 0, or -1 if short. */
+static int take_strings(char **p, char *end, uint32_t n, char **v)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		char *nul = memchr(*p, '\0', (size_t)(end - *p));
+
+		if (!nul)
+			return -1;
+		v[i] = *p;
+		*p = nul + 1;
+	}
+	v[n] = NULL;
+	return 0;
+}
+
+/* One request: the stage started, or -errno. The fds received are closed here (the stage has its own). */
+static int32_t serve(char *buf, ssize_t len, int got[NFDS], pid_t parent)
+{
+	struct req h;
+	char *p = buf + sizeof(h), **argv = NULL, **env = NULL;
+	const struct builtin *b;
+	int32_t answer;
+	long pid;
+
+	if (len < (ssize_t)sizeof(h))
+		return -EINVAL;
+	memcpy(&h, buf, sizeof(h));
+	if (!h.nargs || h.nargs > REQ_MAX / 2 || h.nenv > REQ_MAX / 2)
+		return -EINVAL;
+	argv = calloc((size_t)h.nargs + 1, sizeof(*argv));
+	env = calloc((size_t)h.nenv + 1, sizeof(*env));
+	if (!argv || !env) {
+		answer = -ENOMEM;
+	} else if (take_strings(&p, buf + len, h.nargs, argv) || take_strings(&p, buf + len, h.nenv, env)) {
+		answer = -EINVAL;
+	} else if (!(b = builtin_named(argv[0]))) {
+		answer = -ENOENT;
+	} else {
+		/* (a raw clone: glibc's has no CLONE_PARENT; no thread here holds a lock the stage could need) */
+		pid = syscall(SYS_clone, (unsigned long)(CLONE_PARENT | SIGCHLD), NULL, NULL, NULL, 0UL);
+		if (!pid)
+			stage_run(b, argv, env, got, parent);
+		answer = pid < 0 ? -errno : (int32_t)pid;
+	}
+	free(argv);
+	free(env);
+	return answer;
+}
+
+/* The spawner's life: requests until the supervisor closes its end (or dies: SIGKILL then). */
+static noreturn void spawner_loop(pid_t parent)
+{
+	static char buf[REQ_MAX];
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(NFDS * sizeof(int))];
+	} c;
+
+	for (;;) {
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr m = { 0 };
+		struct cmsghdr *cm;
+		int got[NFDS], i, k = 0;
+		int32_t answer;
+		ssize_t n;
+		struct req h = { 0, 0, 0 };
+
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = c.space;
+		m.msg_controllen = sizeof(c.space);
+		n = recvmsg(sp.fd, &m, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(n ? KOP_EXIT_TEMP : KOP_EXIT_OK);
+		for (i = 0; i < NFDS; i++)
+			got[i] = -1;
+		if (n >= (ssize_t)sizeof(h))
+			memcpy(&h, buf, sizeof(h));
+		cm = CMSG_FIRSTHDR(&m);
+		for (i = 0; i < NFDS; i++) {
+			if (!(h.fds & (1u << i)))
+				continue;
+			if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+			    cm->cmsg_len >= CMSG_LEN((size_t)(k + 1) * sizeof(int)))
+				memcpy(&got[i], CMSG_DATA(cm) + (size_t)k * sizeof(int), sizeof(int));
+			k++;
+		}
+		answer = (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? -E2BIG : serve(buf, n, got, parent);
+		/* (every fd that came, those the header did not name too) */
+		for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (i = 0; (size_t)i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(cm) + (size_t)i * sizeof(int), sizeof(int));
+				close(fd);
+			}
+		}
+		while (send(sp.fd, &answer, sizeof(answer), MSG_NOSIGNAL) < 0 && errno == EINTR)
+			;
+	}
+}
+
+int spawner_start(int argc, char **argv)
+{
+	pid_t parent = getpid();
+	int sv[2], i;
+
+	/* Our arguments, as far as they lie end to end as the kernel laid them out: room for a stage's. */
+	if (argc > 0 && argv[0]) {
+		for (i = 1; i < argc && argv[i] == argv[i - 1] + strlen(argv[i - 1]) + 1; i++)
+			;
+		sp.args = argv[0];
+		sp.args_len = (size_t)(argv[i - 1] + strlen(argv[i - 1]) + 1 - argv[0]);
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	sv[0] = fd_high(sv[0]);
+	sv[1] = fd_high(sv[1]);
+	if (sv[0] < 0 || sv[1] < 0 || (sp.pid = fork()) < 0) {
+		if (sv[0] >= 0)
+			close(sv[0]);
+		if (sv[1] >= 0)
+			close(sv[1]);
+		sp.pid = 0;
+		return -1;
+	}
+	if (!sp.pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(KOP_EXIT_TEMP);
+		prctl(PR_SET_NAME, "iot-spawner");
+		sp.fd = sv[1];
+		close_from(3, sp.fd);
+		spawner_loop(parent);
+	}
+	close(sv[1]);
+	sp.fd = sv[0];
+	tool_logj(LOG_DEBUG, JV_OBJECT(jv_string("pid"), jv_number(sp.pid)), "spawner started");
+	return 0;
+}
+
+/* It is gone, or cannot be trusted to answer: the stages are exec'd from now on. */
+static void spawner_lost(const char *why)
+{
+	log_warn("the spawner %s: stages are started from their executables from now on", why);
+	close_fd(&sp.fd);
+	if (sp.pid > 0)
+		kill(sp.pid, SIGKILL);	/* (reaped as an orphan, children.c) */
+	sp.pid = 0;
+}
+
+int spawner_reaped(pid_t pid, int status)
+{
+	char *how, why[160];
+
+	if (!sp.pid || pid != sp.pid)
+		return 0;
+	how = describe_status(status);
+	snprintf(why, sizeof(why), "%s", how);
+	free(how);
+	sp.pid = 0;
+	spawner_lost(why);
+	return 1;
+}
+
+int spawner_has(const char *name)
+{
+	return sp.pid > 0 && builtin_named(name) != NULL;
+}
+
+pid_t spawner_spawn(char *const argv[], const int fds[NFDS], char *err)
+{
+	extern char **environ;
+	struct kop_buf b = KOP_BUF_INIT;
+	struct req h = { 0, 0, 0 };
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(NFDS * sizeof(int))];
+	} c;
+	struct msghdr m = { 0 };
+	struct iovec iov;
+	struct pollfd pfd;
+	int32_t answer;
+	int send_fds[NFDS], k = 0, i;
+	ssize_t n;
+
+	kop_buf_add(&b, (const char *)&h, sizeof(h));
+	for (i = 0; argv[i]; i++, h.nargs++)
+		kop_buf_add(&b, argv[i], strlen(argv[i]) + 1);
+	for (i = 0; environ[i]; i++, h.nenv++)
+		kop_buf_add(&b, environ[i], strlen(environ[i]) + 1);
+	for (i = 0; i < NFDS; i++)
+		if (fds[i] >= 0) {
+			h.fds |= 1u << i;
+			send_fds[k++] = fds[i];
+		}
+	memcpy(b.buf, &h, sizeof(h));
+	if (b.len > REQ_MAX) {
+		kop_buf_release(&b);
+		return kop_error(err, "unable to start '%s': its arguments and environment exceed %d bytes", argv[0],
+				 REQ_MAX);
+	}
+	iov.iov_base = b.buf;
+	iov.iov_len = b.len;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	if (k) {
+		memset(&c, 0, sizeof(c));
+		m.msg_control = c.space;
+		m.msg_controllen = CMSG_SPACE((size_t)k * sizeof(int));
+		c.h.cmsg_level = SOL_SOCKET;
+		c.h.cmsg_type = SCM_RIGHTS;
+		c.h.cmsg_len = CMSG_LEN((size_t)k * sizeof(int));
+		memcpy(CMSG_DATA(&c.h), send_fds, (size_t)k * sizeof(int));
+	}
+	while ((n = sendmsg(sp.fd, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	kop_buf_release(&b);
+	if (n < 0) {
+		char why[KOP_ERRLEN];
+
+		snprintf(why, sizeof(why), "cannot be written to (%s)", strerror(errno));
+		spawner_lost(why);
+		return kop_error(err, "unable to start the built-in '%s': the spawner %s", argv[0], why);
+	}
+	pfd = (struct pollfd){ sp.fd, POLLIN, 0 };
+	while ((i = poll(&pfd, 1, ANSWER_MS)) < 0 && errno == EINTR)
+		;
+	while (i > 0 && (n = recv(sp.fd, &answer, sizeof(answer), 0)) < 0 && errno == EINTR)
+		;
+	if (i <= 0 || n != (ssize_t)sizeof(answer)) {
+		/* (it may have started the stage: the pipeline's start fails, its teardown ends that one) */
+		spawner_lost(i <= 0 ? "did not answer" : "ended before answering");
+		return kop_error(err, "unable to start the built-in '%s': the spawner %s", argv[0],
+				 i <= 0 ? "did not answer" : "ended before answering");
+	}
+	if (answer < 0)
+		return kop_error(err, "unable to start the built-in '%s': %s", argv[0], strerror(-answer));
+	return (pid_t)answer;
+}
