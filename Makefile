@@ -88,14 +88,15 @@ endef
 # The stages iot-operator starts without exec (cmd/iot-operator/spawner.c):
 # each tool's objects linked into one, its main renamed NAME_main and every
 # other symbol it defines made local, so that the tools' names never meet.
+# (Objects of machine code: with -flto they would carry the compiler's IR,
+# which objcopy cannot rename in.)
 BUILTINS := kwatch ireconcile kapply kstatus
 BUILTIN_OBJS := $(patsubst %,$(O)/builtin/%.o,$(BUILTINS))
-LD ?= ld
 OBJCOPY ?= objcopy
 define BUILTIN_RULE
 $(O)/builtin/$(1).o: $(call tool_objs,$(1))
 	@mkdir -p $$(dir $$@)
-	$$(QUIET_LD)$$(LD) -r -o $$@.r $$^ && \
+	$$(QUIET_LD)$$(CC) -r -nostdlib -o $$@.r $$^ && \
 	$$(OBJCOPY) --redefine-sym main=$(1)_main --keep-global-symbol=$(1)_main $$@.r $$@ && rm -f $$@.r
 endef
 $(foreach t,$(BUILTINS),$(eval $(call BUILTIN_RULE,$(t))))

@@ -124,12 +124,18 @@ int kwatch_main(int argc, char **argv);
 int ireconcile_main(int argc, char **argv);
 int kapply_main(int argc, char **argv);
 int kstatus_main(int argc, char **argv);
-/* At setup, before any thread: forks the spawner. 0, or -1 (errno): the stages are exec'd then. */
+/*
+ * At setup, before any thread and once the environment is what the stages are to get: forks the
+ * spawner. 0, or -1 (errno): the stages are exec'd then.
+ */
 int spawner_start(int argc, char **argv);
 /* Whether name is a built-in stage and the spawner is there to start it. */
 int spawner_has(const char *name);
-/* Starts the built-in argv[0] with fds[0..4] (-1: /dev/null for stdin, inherited 1 and 2, none). */
-pid_t spawner_spawn(char *const argv[], const int fds[5], char *err);
+/*
+ * Starts the built-in argv[0] with fds[0..4] (-1: /dev/null for stdin, inherited 1 and 2, none):
+ * its pid, or 0 when the spawner did not (the caller runs its executable; why is logged).
+ */
+pid_t spawner_spawn(char *const argv[], const int fds[5]);
 /* A child reaped: 1 if it was the spawner (then gone for good, said once), 0 if not. */
 int spawner_reaped(pid_t pid, int status);
 

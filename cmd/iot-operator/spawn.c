@@ -225,14 +225,18 @@ pid_t spawn_stage(const char *name, jv args, int in, int out, int errfd, int fd3
 		jv_free(s);
 	}
 	jv_free(args);
-	if (builtin) {
-		const int fds[5] = { in, out, errfd, fd3, fd4 };
-
+	if (builtin && (pid = spawner_spawn(argv, (const int[5]){ in, out, errfd, fd3, fd4 })) > 0) {
 		/* (in its own group from its first instruction too: as spawn's, against a kill before it runs) */
-		if ((pid = spawner_spawn(argv, fds, err)) > 0)
-			setpgid(pid, pid);
+		setpgid(pid, pid);
 	} else {
-		pid = spawn(path, argv, in, out, errfd, fd3, fd4, err);
+		if (builtin && (path = find_stage(name))) {
+			/* (the spawner did not start it, and said why) */
+			builtin = 0;
+			free(argv[0]);
+			argv[0] = path;
+		}
+		pid = !builtin ? spawn(path, argv, in, out, errfd, fd3, fd4, err)
+			       : kop_error(err, "unable to find '%s' (beside iot-operator, on PATH)", name);
 	}
 	if (pid > 0) {
 		struct kop_buf cmd = KOP_BUF_INIT;

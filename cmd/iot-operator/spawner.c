@@ -14,14 +14,20 @@
  * spawner itself has no thread, no child and no fd but its socket, so what
  * it forks is as clean as a process that has just started.
  *
- * Requests come on a SOCK_SEQPACKET socket, one message each: a header, then
- * the stage's arguments (the first its name) and environment as
- * NUL-terminated strings, and the fds it gets (stdin, stdout, stderr, fd 3,
- * fd 4: those the header names) as SCM_RIGHTS. The answer is its pid, or
- * -errno. Once the spawner is gone (it could not be started, it was killed)
- * the stages' executables are run instead (spawn.c): nothing depends on it
- * but memory. A start it was asked for and did not answer fails, as a stage
- * that cannot be started does: the pipeline is started again.
+ * Requests come on a SOCK_SEQPACKET socket, one message each: a header, the
+ * stage's arguments (the first its name) as NUL-terminated strings, and as
+ * SCM_RIGHTS the fds it gets (stdin, stdout, stderr, fd 3, fd 4: those the
+ * header names) and the read end of a pipe the supervisor holds the other end
+ * of. The answer is its pid, or -errno. The stage waits on that pipe before
+ * anything else: it runs once the supervisor, having its pid, writes a byte,
+ * and exits at once if the supervisor closes the pipe instead. So a stage
+ * whose start the supervisor did not hear of never runs. The environment is
+ * the spawner's: the supervisor's once its setup is done, as it stays.
+ *
+ * Whatever goes wrong, the stage is run from its executable instead
+ * (spawn.c): a request too long for one message, a clone refused; and once
+ * the spawner is gone (killed, or not answering), every stage from then on.
+ * Nothing depends on the spawner but memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,12 +47,14 @@
 #include "banned.h"
 
 #define NFDS 5			/* stdin, stdout, stderr, FEEDBACK_FD, STATS_FD */
-#define REQ_MAX (256 * 1024)	/* arguments and environment of one request */
-#define ANSWER_MS 10000		/* a spawner that does not answer within this is taken for gone */
+#define GO NFDS			/* got[GO]: the pipe the stage waits on */
+/* The arguments of one request: well within a Unix socket's default send buffer (208 KiB), which bounds a message. */
+#define REQ_MAX (128 * 1024)
+#define ANSWER_MS 2000		/* a spawner that does not answer within this is taken for gone (the main loop waits meanwhile) */
 
 struct req {
-	uint32_t nargs, nenv;
-	uint32_t fds;		/* bit i: fd i is in the message */
+	uint32_t nargs;
+	uint32_t fds;		/* bit i: fd i is in the message (bit GO always) */
 };
 
 static const struct builtin {
@@ -111,15 +119,18 @@ static void set_cmdline(char **argv)
 }
 
 /*
- * The stage, in the process just cloned: its fds, signals, environment and
- * name as an exec would have left them, then its main. Never returns.
+ * The stage, in the process just cloned: once the supervisor says go, its
+ * fds, signals and name as an exec would have left them, then its main.
+ * Never returns.
  */
-static noreturn void stage_run(const struct builtin *b, char **argv, char **env, int got[NFDS], pid_t parent)
+static noreturn void stage_run(const struct builtin *b, char **argv, int got[NFDS + 1], pid_t parent)
 {
 	static const int dfl[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD };
 	struct sigaction sa;
 	sigset_t none;
 	size_t i;
+	ssize_t n;
+	char go;
 	int fd;
 
 	/* Its own process group, killed if the supervisor dies: as spawn.c's children. */
@@ -127,6 +138,10 @@ static noreturn void stage_run(const struct builtin *b, char **argv, char **env,
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(KOP_EXIT_TEMP);
+	while ((n = read(got[GO], &go, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		_exit(KOP_EXIT_TEMP);	/* (the supervisor did not hear of us: it runs another) */
 	/* The fds it was given are above NFDS first, so that no dup2 below lands on one not yet placed. */
 	for (i = 0; i < NFDS; i++)
 		if (got[i] >= 0 && got[i] < NFDS && (got[i] = fcntl(got[i], F_DUPFD, NFDS)) < 0)
@@ -142,16 +157,13 @@ static noreturn void stage_run(const struct builtin *b, char **argv, char **env,
 		else if (i > 2)
 			close((int)i);
 	}
-	close_from(NFDS, -1);	/* (the spawner's socket, the fds as received) */
+	close_from(NFDS, -1);	/* (the spawner's socket, the fds as received, the pipe) */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
 	for (i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
 		sigaction(dfl[i], &sa, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	clearenv();
-	for (i = 0; env[i]; i++)
-		putenv(env[i]);
 	prctl(PR_SET_NAME, b->name);
 	set_cmdline(argv);
 	tool_reset();
@@ -177,11 +189,11 @@ static int take_strings(char **p, char *end, uint32_t n, char **v)
 	return 0;
 }
 
-/* One request: the stage started, or -errno. The fds received are closed here (the stage has its own). */
-static int32_t serve(char *buf, ssize_t len, int got[NFDS], pid_t parent)
+/* One request: the stage started, or -errno. The fds received are closed by the caller (the stage has its own). */
+static int32_t serve(char *buf, ssize_t len, int got[NFDS + 1], pid_t parent)
 {
 	struct req h;
-	char *p = buf + sizeof(h), **argv = NULL, **env = NULL;
+	char *p = buf + sizeof(h), **argv;
 	const struct builtin *b;
 	int32_t answer;
 	long pid;
@@ -189,13 +201,11 @@ static int32_t serve(char *buf, ssize_t len, int got[NFDS], pid_t parent)
 	if (len < (ssize_t)sizeof(h))
 		return -EINVAL;
 	memcpy(&h, buf, sizeof(h));
-	if (!h.nargs || h.nargs > REQ_MAX / 2 || h.nenv > REQ_MAX / 2)
+	if (!h.nargs || h.nargs > REQ_MAX / 2 || got[GO] < 0)
 		return -EINVAL;
-	argv = calloc((size_t)h.nargs + 1, sizeof(*argv));
-	env = calloc((size_t)h.nenv + 1, sizeof(*env));
-	if (!argv || !env) {
-		answer = -ENOMEM;
-	} else if (take_strings(&p, buf + len, h.nargs, argv) || take_strings(&p, buf + len, h.nenv, env)) {
+	if (!(argv = calloc((size_t)h.nargs + 1, sizeof(*argv))))
+		return -ENOMEM;
+	if (take_strings(&p, buf + len, h.nargs, argv)) {
 		answer = -EINVAL;
 	} else if (!(b = builtin_named(argv[0]))) {
 		answer = -ENOENT;
@@ -203,11 +213,10 @@ static int32_t serve(char *buf, ssize_t len, int got[NFDS], pid_t parent)
 		/* (a raw clone: glibc's has no CLONE_PARENT; no thread here holds a lock the stage could need) */
 		pid = syscall(SYS_clone, (unsigned long)(CLONE_PARENT | SIGCHLD), NULL, NULL, NULL, 0UL);
 		if (!pid)
-			stage_run(b, argv, env, got, parent);
+			stage_run(b, argv, got, parent);
 		answer = pid < 0 ? -errno : (int32_t)pid;
 	}
 	free(argv);
-	free(env);
 	return answer;
 }
 
@@ -217,17 +226,17 @@ static noreturn void spawner_loop(pid_t parent)
 	static char buf[REQ_MAX];
 	union {
 		struct cmsghdr h;
-		char space[CMSG_SPACE(NFDS * sizeof(int))];
+		char space[CMSG_SPACE((NFDS + 1) * sizeof(int))];
 	} c;
 
 	for (;;) {
 		struct iovec iov = { buf, sizeof(buf) };
 		struct msghdr m = { 0 };
 		struct cmsghdr *cm;
-		int got[NFDS], i, k = 0;
+		int got[NFDS + 1], i, k = 0;
 		int32_t answer;
 		ssize_t n;
-		struct req h = { 0, 0, 0 };
+		struct req h = { 0, 0 };
 
 		m.msg_iov = &iov;
 		m.msg_iovlen = 1;
@@ -238,12 +247,12 @@ static noreturn void spawner_loop(pid_t parent)
 			continue;
 		if (n <= 0)
 			_exit(n ? KOP_EXIT_TEMP : KOP_EXIT_OK);
-		for (i = 0; i < NFDS; i++)
+		for (i = 0; i <= NFDS; i++)
 			got[i] = -1;
 		if (n >= (ssize_t)sizeof(h))
 			memcpy(&h, buf, sizeof(h));
 		cm = CMSG_FIRSTHDR(&m);
-		for (i = 0; i < NFDS; i++) {
+		for (i = 0; i <= NFDS; i++) {
 			if (!(h.fds & (1u << i)))
 				continue;
 			if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
@@ -336,73 +345,94 @@ int spawner_has(const char *name)
 	return sp.pid > 0 && builtin_named(name) != NULL;
 }
 
-pid_t spawner_spawn(char *const argv[], const int fds[NFDS], char *err)
+/* Sends the request: 0, or -1 with errno. */
+static int ask(const struct kop_buf *b, const int *fds, int k)
 {
-	extern char **environ;
-	struct kop_buf b = KOP_BUF_INIT;
-	struct req h = { 0, 0, 0 };
 	union {
 		struct cmsghdr h;
-		char space[CMSG_SPACE(NFDS * sizeof(int))];
+		char space[CMSG_SPACE((NFDS + 1) * sizeof(int))];
 	} c;
 	struct msghdr m = { 0 };
-	struct iovec iov;
-	struct pollfd pfd;
-	int32_t answer;
-	int send_fds[NFDS], k = 0, i;
+	struct iovec iov = { b->buf, b->len };
 	ssize_t n;
+
+	memset(&c, 0, sizeof(c));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = c.space;
+	m.msg_controllen = CMSG_SPACE((size_t)k * sizeof(int));
+	c.h.cmsg_level = SOL_SOCKET;
+	c.h.cmsg_type = SCM_RIGHTS;
+	c.h.cmsg_len = CMSG_LEN((size_t)k * sizeof(int));
+	memcpy(CMSG_DATA(&c.h), fds, (size_t)k * sizeof(int));
+	while ((n = sendmsg(sp.fd, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	return n < 0 ? -1 : 0;
+}
+
+/* The answer: a pid, -errno, or 0 when none came within ANSWER_MS (or the spawner ended). */
+static int32_t answer(void)
+{
+	struct pollfd pfd = { sp.fd, POLLIN, 0 };
+	int32_t a;
+	ssize_t n = -1;
+	int r;
+
+	while ((r = poll(&pfd, 1, ANSWER_MS)) < 0 && errno == EINTR)
+		;
+	while (r > 0 && (n = recv(sp.fd, &a, sizeof(a), 0)) < 0 && errno == EINTR)
+		;
+	return n == (ssize_t)sizeof(a) && a ? a : 0;
+}
+
+pid_t spawner_spawn(char *const argv[], const int fds[NFDS])
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	struct req h = { 0, 0 };
+	int send_fds[NFDS + 1], go[2], k = 0, i;
+	int32_t a;
 
 	kop_buf_add(&b, (const char *)&h, sizeof(h));
 	for (i = 0; argv[i]; i++, h.nargs++)
 		kop_buf_add(&b, argv[i], strlen(argv[i]) + 1);
-	for (i = 0; environ[i]; i++, h.nenv++)
-		kop_buf_add(&b, environ[i], strlen(environ[i]) + 1);
+	if (b.len > REQ_MAX) {
+		log_warn("the arguments of '%s' exceed %d bytes: it is started from its executable", argv[0],
+			 REQ_MAX);
+		kop_buf_release(&b);
+		return 0;
+	}
+	if (pipe_high(go) < 0) {
+		kop_buf_release(&b);
+		return 0;	/* (and the exec will say why, if it is the same) */
+	}
 	for (i = 0; i < NFDS; i++)
 		if (fds[i] >= 0) {
 			h.fds |= 1u << i;
 			send_fds[k++] = fds[i];
 		}
+	h.fds |= 1u << GO;
+	send_fds[k++] = go[0];
 	memcpy(b.buf, &h, sizeof(h));
-	if (b.len > REQ_MAX) {
-		kop_buf_release(&b);
-		return kop_error(err, "unable to start '%s': its arguments and environment exceed %d bytes", argv[0],
-				 REQ_MAX);
-	}
-	iov.iov_base = b.buf;
-	iov.iov_len = b.len;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	if (k) {
-		memset(&c, 0, sizeof(c));
-		m.msg_control = c.space;
-		m.msg_controllen = CMSG_SPACE((size_t)k * sizeof(int));
-		c.h.cmsg_level = SOL_SOCKET;
-		c.h.cmsg_type = SCM_RIGHTS;
-		c.h.cmsg_len = CMSG_LEN((size_t)k * sizeof(int));
-		memcpy(CMSG_DATA(&c.h), send_fds, (size_t)k * sizeof(int));
-	}
-	while ((n = sendmsg(sp.fd, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	kop_buf_release(&b);
-	if (n < 0) {
+	if (ask(&b, send_fds, k) < 0) {
 		char why[KOP_ERRLEN];
 
 		snprintf(why, sizeof(why), "cannot be written to (%s)", strerror(errno));
 		spawner_lost(why);
-		return kop_error(err, "unable to start the built-in '%s': the spawner %s", argv[0], why);
+		a = 0;
+	} else if (!(a = answer())) {
+		spawner_lost("did not answer");
+	} else if (a < 0 && a != -EAGAIN && a != -ENOMEM) {
+		/* (a clone refused, by a seccomp profile say, would be refused every time) */
+		char why[KOP_ERRLEN];
+
+		snprintf(why, sizeof(why), "cannot start '%s' (%s)", argv[0], strerror((int)-a));
+		spawner_lost(why);
 	}
-	pfd = (struct pollfd){ sp.fd, POLLIN, 0 };
-	while ((i = poll(&pfd, 1, ANSWER_MS)) < 0 && errno == EINTR)
-		;
-	while (i > 0 && (n = recv(sp.fd, &answer, sizeof(answer), 0)) < 0 && errno == EINTR)
-		;
-	if (i <= 0 || n != (ssize_t)sizeof(answer)) {
-		/* (it may have started the stage: the pipeline's start fails, its teardown ends that one) */
-		spawner_lost(i <= 0 ? "did not answer" : "ended before answering");
-		return kop_error(err, "unable to start the built-in '%s': the spawner %s", argv[0],
-				 i <= 0 ? "did not answer" : "ended before answering");
-	}
-	if (answer < 0)
-		return kop_error(err, "unable to start the built-in '%s': %s", argv[0], strerror(-answer));
-	return (pid_t)answer;
+	kop_buf_release(&b);
+	close(go[0]);
+	/* The stage runs once it reads this byte; when we do not know of it, it reads the pipe's end and exits. */
+	if (a > 0 && write(go[1], "", 1) != 1)
+		a = 0;
+	close(go[1]);
+	return a > 0 ? (pid_t)a : 0;
 }
