@@ -31,7 +31,8 @@ static int read_value(struct reader *r, jv *v, int depth);
  * fell in it. libjq's reference counts are not atomic and the table holds a
  * reference to each string in it: a value read or keyed here stays on its
  * thread (handed to another one whole, it would share strings with it), or
- * every thread that touches it holds one lock while it does (kstatus).
+ * every thread that touches it holds one lock while it does (kstatus, whose
+ * threads then share one table: kop_json_key_share).
  */
 #define INTERN_LEN_MAX 32
 #define INTERN_SLOTS 1024	/* a power of two */
@@ -46,6 +47,7 @@ static pthread_key_t intern_key;
 static pthread_once_t intern_once = PTHREAD_ONCE_INIT;
 static int intern_keyed;
 static _Thread_local struct intern *intern;
+static struct intern *intern_shared;	/* kop_json_key_share: every thread's since (its owner frees it) */
 
 static void intern_free(void *t)
 {
@@ -67,6 +69,8 @@ static struct intern *intern_table(void)
 {
 	if (intern)
 		return intern;
+	if (intern_shared)
+		return intern = intern_shared;
 	pthread_once(&intern_once, intern_key_create);
 	if (intern_keyed && (intern = calloc(INTERN_SLOTS, sizeof(*intern))) &&
 	    pthread_setspecific(intern_key, intern)) {
@@ -105,6 +109,11 @@ static jv read_string_jv(const struct reader *r)
 jv kop_json_key(const char *s)
 {
 	return intern_sized(s, strlen(s));
+}
+
+void kop_json_key_share(void)
+{
+	intern_shared = intern_table();
 }
 
 static int read_hex4(const char *p, unsigned *u)

@@ -222,6 +222,13 @@ jv kop_json_member(jv v, const char *key);
  */
 jv kop_json_key(const char *s);
 /*
+ * From now on every thread shares the calling thread's table rather than
+ * making one of its own (57 KB each): for a process whose threads touch jq
+ * values only while they hold one lock (kstatus's writers). Called before
+ * those threads start.
+ */
+void kop_json_key_share(void);
+/*
  * SHA-256 of v (borrowed) as a tree: kinds, keys, numbers' bits and
  * strings, in iteration order, without making its text (a tenth of the time
  * of jv_dump_string). Equal digests mean equal values; equal values built

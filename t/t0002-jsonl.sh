@@ -372,6 +372,12 @@ test_expect_success 'kop_json_read reads as jv_parse_sized does: recordings, fix
 	test_cmp expect count
 '
 
+test_expect_success 'kop_json_key: a table per thread, one for all after kop_json_key_share' '
+	"$KOP_TEST_TOOL" json-key-share >out &&
+	printf "own\nshared\n" >expect &&
+	test_cmp expect out
+'
+
 test_expect_success 'kop_json_read: short strings shared, on any thread (slots evicted, "", 32 and 33 bytes)' '
 	# 4,000 strings of up to 33 bytes, each met twice, for a table of
 	# 1,024 slots: strings meet again, collide and are evicted

@@ -200,6 +200,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	pthread_mutex_lock(&kstatus_lock);
+	/* (the writers touch jq values only under kstatus_lock: one table of short strings for all) */
+	kop_json_key_share();
 	if (writers_start(opt.concurrency, clients, err) < 0)
 		die(KOP_EXIT_TEMP, "%s", err);
 	free(clients);

@@ -9,6 +9,8 @@
  *                                         (its managedFields cut), or -1
  *   test-tool json-read-check [--thread] < input
  *                                         kop_json_read against jv_parse_sized on every line and value
+ *   test-tool json-key-share              whose table of short strings a thread's kop_json_key
+ *                                         answers from, before kop_json_key_share and after
  * Exit 0, or 1 when any input was bad.
  */
 #include <errno.h>
@@ -449,6 +451,40 @@ static int cmd_json_read_check(int argc, char **argv)
 }
 
 /*
+ * json-key-share: "metadata" keyed on the main thread and on a thread
+ * started after it, once before kop_json_key_share (each its own table:
+ * "own") and once after ("shared"): one line each.
+ */
+static void *key_on_thread(void *arg)
+{
+	jv *k = arg;
+
+	*k = kop_json_key("metadata");
+	return NULL;
+}
+
+static int cmd_json_key_share(int argc, char **argv)
+{
+	jv mine = kop_json_key("metadata"), theirs;
+	int round;
+	pthread_t t;
+
+	for (round = 0; round < 2; round++) {
+		if (round)
+			kop_json_key_share();
+		if ((errno = pthread_create(&t, NULL, key_on_thread, &theirs)) || (errno = pthread_join(t, NULL))) {
+			perror("pthread");
+			jv_free(mine);
+			return 2;
+		}
+		printf("%s\n", theirs.u.ptr == mine.u.ptr ? "shared" : "own");
+		jv_free(theirs);
+	}
+	jv_free(mine);
+	return 0;
+}
+
+/*
  * json-dump-check < input: every JSON value of the input (a stream, as jq
  * reads it) written by kop_json_dump and by libjq's jv_dump_string; prints
  * the count, and both texts of each value where they differ (exit 1).
@@ -503,6 +539,7 @@ static const struct test_cmd builtin_cmds[] = {
 	{ "json-elements", cmd_json_elements },
 	{ "json-dump-check", cmd_json_dump_check },
 	{ "json-read-check", cmd_json_read_check },
+	{ "json-key-share", cmd_json_key_share },
 	{ "json-digest", cmd_json_digest },
 	{ "json-digest-cut", cmd_json_digest_cut },
 	{ "backoff", cmd_backoff },
