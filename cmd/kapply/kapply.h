@@ -33,6 +33,15 @@ struct op {
 	enum op_phase phase;
 	jv line;		/* the input line (kept whole for passthrough) */
 	jv obj;			/* the object of an operation */
+	/*
+	 * An apply or create whose body is its object as it came (the usual one:
+	 * named with its namespace, or a Namespace), once parsed, is kept as its
+	 * text, a fraction of its jq value's size: line and obj are then null,
+	 * and what the result needs of them is here.
+	 */
+	char *text;		/* its object's JSON, or NULL */
+	jv ref;			/* its reference (op_ref) */
+	jv tag;			/* the line's "tag", or jv_invalid() */
 	jv primary;		/* string or null */
 	char *op_name;		/* OP_UNKNOWN: its "op" as given (JSON text when not a string) */
 	char *api_version, *kind_name, *group, *ns, *name, *uid;

@@ -11,6 +11,9 @@ void op_free(struct op *op)
 {
 	jv_free(op->line);
 	jv_free(op->obj);
+	free(op->text);
+	jv_free(op->ref);
+	jv_free(op->tag);
 	jv_free(op->primary);
 	jv_free(op->applied);
 	jv_free(op->live);
@@ -42,6 +45,8 @@ static struct op *op_alloc(enum op_kind kind, jv line)
 	op->primary = jv_null();
 	op->applied = jv_null();
 	op->live = jv_null();
+	op->ref = jv_invalid();
+	op->tag = jv_invalid();
 	kop_backoff_init(&op->backoff, 200, 30000, 1.0);
 	return op;
 }
@@ -208,6 +213,21 @@ static void op_unknown(struct op *op, jv opname)
 	jv_free(opname);
 }
 
+/*
+ * Keeps op as its object's text (kapply.h): what is sent is that text, its
+ * result names the object and gives back the line's tag as before. While 288
+ * operations wait in the queue, this is most of kapply's memory.
+ */
+static void op_compact(struct op *op)
+{
+	op->ref = op_ref(op);
+	op->tag = kop_json_member(jv_copy(op->line), "tag");
+	op->text = kop_json_dump(op->obj);	/* (consumes it) */
+	jv_free(op->line);
+	op->obj = jv_null();
+	op->line = jv_null();
+}
+
 /* An input line (consumed; lineno 0 = from a manifest) as an operation or a passthrough. */
 struct op *op_from_line(jv line, size_t lineno)
 {
@@ -245,6 +265,9 @@ struct op *op_from_line(jv line, size_t lineno)
 		jv_free(pt);
 		jv_free(p);
 	}
+	if (!op->bad && (kind == OP_APPLY || kind == OP_CREATE) && (op->ns || op->is_namespace) && !opt.diff &&
+	    opt.dry_run != DRY_CLIENT)
+		op_compact(op);
 	return op;
 }
 
@@ -255,7 +278,11 @@ const char *op_ns(const struct op *op)
 
 jv op_ref(const struct op *op)
 {
-	jv ref = kop_op_ref(jv_copy(op->obj));
+	jv ref;
+
+	if (op->text)
+		return jv_copy(op->ref);
+	ref = kop_op_ref(jv_copy(op->obj));
 
 	if (op->resolved && op->res.namespaced && !op->ns)
 		ref = jv_object_set(ref, jv_string("namespace"), jv_string(op_ns(op)));
@@ -266,7 +293,8 @@ jv op_ref(const struct op *op)
 void op_done(struct op *op, jv result)
 {
 	jv ok = jv_object_get(jv_copy(result), jv_string("ok"));
-	jv tag = jv_get_kind(op->line) == JV_KIND_OBJECT ? kop_json_member(jv_copy(op->line), "tag") : jv_invalid();
+	jv tag = op->text ? jv_copy(op->tag)
+			  : jv_get_kind(op->line) == JV_KIND_OBJECT ? kop_json_member(jv_copy(op->line), "tag") : jv_invalid();
 	struct kop_buf labels = KOP_BUF_INIT;
 
 	if (jv_get_kind(tag) == JV_KIND_STRING)

@@ -95,7 +95,8 @@ static const char *patch_type(const struct op *op)
 
 /*
  * The request of an operation's write: method, content type, query and body
- * (body returned, owned by the caller). dry = add dryRun=All.
+ * (body returned, owned by the caller; none for an apply or create kept as
+ * text, whose body is op->text). dry = add dryRun=All.
  */
 jv write_request(const struct op *op, const char **method, const char **ctype, struct kop_buf *query, int dry)
 {
@@ -109,7 +110,7 @@ jv write_request(const struct op *op, const char **method, const char **ctype, s
 			add_query(query, "force", "true");
 		if (dry)
 			add_query(query, "dryRun", "All");
-		return apply_body(op);
+		return op->text ? jv_invalid() : apply_body(op);
 	case OP_DELETE:
 		*method = "DELETE";
 		*ctype = "application/json";
@@ -128,7 +129,7 @@ jv write_request(const struct op *op, const char **method, const char **ctype, s
 		add_query(query, "fieldManager", opt.field_manager);
 		if (dry)
 			add_query(query, "dryRun", "All");
-		return apply_body(op);
+		return op->text ? jv_invalid() : apply_body(op);
 	case OP_PASS:
 	case OP_UNKNOWN:
 		break;
@@ -156,7 +157,7 @@ static void op_start(struct op *op)
 {
 	char err[KOP_ERRLEN];
 	struct kop_buf path = KOP_BUF_INIT, query = KOP_BUF_INIT;
-	const char *method = "GET", *ctype = NULL;
+	const char *method = "GET", *ctype = NULL, *text = NULL;
 	jv body = jv_invalid();
 	char *p;
 	struct kube_response dr;
@@ -182,9 +183,10 @@ static void op_start(struct op *op)
 	} else {
 		p = kube_path(&op->res, op->res.namespaced ? op_ns(op) : NULL,
 			      op->kind == OP_CREATE && op->phase != PH_DIFF_GET ? NULL : op->name, NULL);
-		if (op->phase == PH_MAIN)
+		if (op->phase == PH_MAIN) {
 			body = write_request(op, &method, &ctype, &query, opt.dry_run == DRY_SERVER);
-		else if (op->phase == PH_DIFF_DRY)
+			text = op->text;
+		} else if (op->phase == PH_DIFF_DRY)
 			body = write_request(op, &method, &ctype, &query, 1);
 	}
 	kop_buf_addf(&path, "%s%s", p, query.buf ? query.buf : "");
@@ -209,16 +211,16 @@ static void op_start(struct op *op)
 	}
 	if (strcmp(method, "GET") && strcmp(method, "POST"))
 		curl_easy_setopt(op->easy, CURLOPT_CUSTOMREQUEST, method);
-	if (jv_is_valid(body)) {
-		char *text = kop_json_dump(body);
+	if (jv_is_valid(body) || text) {
+		char *dump = text ? NULL : kop_json_dump(body);
 		struct kop_buf h = KOP_BUF_INIT;
 
 		kop_buf_addf(&h, "Content-Type: %s", ctype);
 		op->headers = curl_slist_append(op->headers, h.buf);
 		kop_buf_release(&h);
-		curl_easy_setopt(op->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(text));
-		curl_easy_setopt(op->easy, CURLOPT_COPYPOSTFIELDS, text);
-		free(text);
+		curl_easy_setopt(op->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(text ? text : dump));
+		curl_easy_setopt(op->easy, CURLOPT_COPYPOSTFIELDS, text ? text : dump);
+		free(dump);
 	} else {
 		curl_easy_setopt(op->easy, CURLOPT_HTTPGET, 1L);
 		jv_free(body);
