@@ -15,6 +15,24 @@ spawner () {
 	e2e_stage_pid "$1" iot-spawner
 }
 
+# cockpit_is GEN: the cockpit Deployment runs image registry.example/cockpit:GEN
+cockpit_is () {
+	ksim_curl -o cockpit.json "/apis/apps/v1/namespaces/$I/deployments/cockpit-$X" &&
+	jq -e ".spec.template.spec.containers[0].image == \"registry.example/cockpit:$1\"" cockpit.json >/dev/null
+}
+
+# execd_and_working NAME GEN: operator NAME's four stages run from their executables, and a spec
+# edit to cockpit image GEN reaches its Deployment and the instance is Available again
+execd_and_working () {
+	for s in kwatch ireconcile kapply kstatus; do
+		test_wait_for 10 e2e_stage_pid "$1" $s >/dev/null &&
+		exe_is "$(e2e_stage_pid "$1" $s)" "$KOP_BIN/$s" || return 1
+	done &&
+	k patch iotservice -n $O $X --type merge -p "{\"spec\":{\"cockpit\":{\"image\":\"registry.example/cockpit:$2\"}}}" >patch.out &&
+	test_wait_for 30 status_is Available &&
+	cockpit_is "$2"
+}
+
 # none_left PID...: none of them runs (a zombie waiting for whoever adopted it counts as gone)
 none_left () {
 	for p in "$@"; do
@@ -108,14 +126,7 @@ test_expect_success 'the spawner killed: said once, the stages run on; after a r
 	kill -KILL "$(e2e_stage_pid op kapply)" &&
 	test_wait_for 10 grep -q "stage .kapply. .*; restarting the pipeline" op.err &&
 	test_wait_for 20 grep -q "\"msg\":\"started stage .kstatus.\".*\"builtin\":false" op.err &&
-	for s in kwatch ireconcile kapply kstatus; do
-		test_wait_for 10 e2e_stage_pid op $s >/dev/null &&
-		exe_is "$(e2e_stage_pid op $s)" "$KOP_BIN/$s" || return 1
-	done &&
-	k patch iotservice -n $O $X --type merge -p "{\"spec\":{\"cockpit\":{\"image\":\"registry.example/cockpit:2\"}}}" >patch.out &&
-	test_wait_for 30 status_is Available &&
-	ksim_curl -o cockpit.json "/apis/apps/v1/namespaces/$I/deployments/cockpit-$X" &&
-	jq -e ".spec.template.spec.containers[0].image == \"registry.example/cockpit:2\"" cockpit.json &&
+	execd_and_working op 2 &&
 	test "$(grep -c "stages are started from their executables" op.err)" = 1 &&
 	e2e_operator_stop op
 '
@@ -131,8 +142,7 @@ test_expect_success '--stage-dir: a stage found there is run from there, the oth
 	exe_is "$(e2e_stage_pid op2 kstatus)" "$KOP_BIN/iot-operator" &&
 	k patch iotservice -n $O $X --type merge -p "{\"spec\":{\"cockpit\":{\"image\":\"registry.example/cockpit:3\"}}}" >patch.out &&
 	test_wait_for 30 status_is Available &&
-	ksim_curl -o cockpit.json "/apis/apps/v1/namespaces/$I/deployments/cockpit-$X" &&
-	jq -e ".spec.template.spec.containers[0].image == \"registry.example/cockpit:3\"" cockpit.json
+	cockpit_is 3
 '
 
 test_expect_success 'the supervisor killed (-9): the spawner and every stage go with it' '
@@ -152,14 +162,7 @@ test_expect_success 'the spawner stopped: a start waits for its answer 2 s at mo
 	kill -KILL "$(e2e_stage_pid op3 kwatch)" &&
 	test_wait_for 20 grep -q "the spawner did not answer: stages are started from their executables from now on" op3.err &&
 	test_wait_for 10 none_left $sp &&
-	for s in kwatch ireconcile kapply kstatus; do
-		test_wait_for 10 e2e_stage_pid op3 $s >/dev/null &&
-		exe_is "$(e2e_stage_pid op3 $s)" "$KOP_BIN/$s" || return 1
-	done &&
-	k patch iotservice -n $O $X --type merge -p "{\"spec\":{\"cockpit\":{\"image\":\"registry.example/cockpit:4\"}}}" >patch.out &&
-	test_wait_for 30 status_is Available &&
-	ksim_curl -o cockpit.json "/apis/apps/v1/namespaces/$I/deployments/cockpit-$X" &&
-	jq -e ".spec.template.spec.containers[0].image == \"registry.example/cockpit:4\"" cockpit.json &&
+	execd_and_working op3 4 &&
 	e2e_operator_stop op3
 '
 

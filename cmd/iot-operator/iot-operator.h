@@ -117,6 +117,7 @@ void close_fd(int *fd);
 void argv_add(jv *argv, const char *s);
 void argv_kube(jv *argv);
 pid_t spawn_stage(const char *name, jv args, int in, int out, int errfd, int fd3, int fd4, char *err);
+void signals_as_exec(void);
 
 /* spawner.c */
 /* The built-in stages: each tool's main, renamed in the objects the Makefile links into iot-operator. */

@@ -108,6 +108,26 @@ static char *find_stage(const char *name)
 }
 
 /*
+ * In a child about to become a stage (exec'd, or built in: spawner.c): the
+ * signals we handle or ignore back to their defaults, none blocked, as a
+ * fresh process has them. Async-signal-safe.
+ */
+void signals_as_exec(void)
+{
+	static const int dfl[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+	struct sigaction sa;
+	sigset_t none;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
+		sigaction(dfl[i], &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/*
  * Starts path with stdin/stdout/stderr/fd 3/fd 4 as given (-1: /dev/null for
  * stdin, inherited stdout and stderr, none). fork+exec rather than posix_spawn for one thing
  * posix_spawn cannot do: the stage gets SIGKILL when the supervisor dies
@@ -130,11 +150,6 @@ static pid_t spawn(const char *path, char *const argv[], int in, int out, int er
 		return kop_error(err, "unable to start '%s': %s", path, strerror(e));
 	}
 	if (pid == 0) {
-		static const int dfl[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD };
-		struct sigaction sa;
-		sigset_t none;
-		size_t i;
-
 		/* Its own process group: a terminal's ^C reaches only us, and a teardown reaches its children. */
 		setpgid(0, 0);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -152,12 +167,7 @@ static pid_t spawn(const char *path, char *const argv[], int in, int out, int er
 			dup2(fd3, FEEDBACK_FD);
 		if (fd4 >= 0)
 			dup2(fd4, STATS_FD);
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = SIG_DFL;
-		for (i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
-			sigaction(dfl[i], &sa, NULL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
+		signals_as_exec();
 		execve(path, argv, environ);
 		e = errno;
 		(void)!write(ep[1], &e, sizeof(e));

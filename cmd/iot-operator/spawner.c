@@ -125,9 +125,6 @@ static void set_cmdline(char **argv)
  */
 static noreturn void stage_run(const struct builtin *b, char **argv, int got[NFDS + 1], pid_t parent)
 {
-	static const int dfl[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD };
-	struct sigaction sa;
-	sigset_t none;
 	size_t i;
 	ssize_t n;
 	char go;
@@ -158,12 +155,7 @@ static noreturn void stage_run(const struct builtin *b, char **argv, int got[NFD
 			close((int)i);
 	}
 	close_from(NFDS, -1);	/* (the spawner's socket, the fds as received, the pipe) */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
-		sigaction(dfl[i], &sa, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	signals_as_exec();
 	prctl(PR_SET_NAME, b->name);
 	set_cmdline(argv);
 	tool_reset();
