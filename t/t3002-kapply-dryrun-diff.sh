@@ -34,12 +34,13 @@ test_expect_success 'a line that is not JSON: logged as such with its line numbe
 
 # jv numbers are doubles: an integer past 2^53 is refused, not sent rounded.
 # (The key n is false in YAML 1.1, as kubectl reads it: the path says so.)
-test_expect_success 'an integer beyond 2^53: not sent (a stream line fails, a manifest is refused); 2^53 is' '
+test_expect_success 'an integer beyond 2^53: not sent (a stream line fails, apply or create, a manifest is refused); 2^53 is' '
 	printf "%s\n" "{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"big\",\"namespace\":\"a\"},\"data\":{\"s\":\"9007199254740993\"},\"n\":9007199254740993}}" \
+		"{\"op\":\"create\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"bigc\",\"namespace\":\"a\"},\"n\":9007199254740993}}" \
 		"{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"top\",\"namespace\":\"a\"},\"n\":-9007199254740992}}" |
 		timeout 30 kapply --dry-run=client --kubeconfig /nonexistent >out 2>err &&
 	jq -r "[.op, .ref.name, .ok, .message] | @tsv" out >actual &&
-	printf "result\tbig\tfalse\tline 1, column 140: object.n: an integer beyond 2^53 would be sent rounded (numbers are doubles here), so it is not sent\ndry-run\ttop\t\t\n" >expect &&
+	printf "result\tbig\tfalse\tline 1, column 140: object.n: an integer beyond 2^53 would be sent rounded (numbers are doubles here), so it is not sent\nresult\tbigc\tfalse\tline 2, column 110: object.n: an integer beyond 2^53 would be sent rounded (numbers are doubles here), so it is not sent\ndry-run\ttop\t\t\n" >expect &&
 	test_cmp expect actual &&
 	! grep -F 9007199254740993 out err &&
 	jq -e "select(.op == \"dry-run\") | .request.body.n == -9007199254740992" out &&

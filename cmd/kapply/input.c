@@ -34,7 +34,8 @@ static struct op *next_input(void)
 	if (rc > 0) {
 		struct op *op = op_from_line(v, lineno);
 
-		if (reader.inexact[0] && (op->kind == OP_APPLY || op->kind == OP_PATCH) && !op->bad) {
+		if (reader.inexact[0] && (op->kind == OP_APPLY || op->kind == OP_CREATE || op->kind == OP_PATCH) &&
+		    !op->bad) {
 			struct kop_buf b = KOP_BUF_INIT;
 
 			/* its place, never its digits: they may be a Secret's, or anything's */

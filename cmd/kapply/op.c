@@ -265,8 +265,9 @@ struct op *op_from_line(jv line, size_t lineno)
 		jv_free(pt);
 		jv_free(p);
 	}
-	if (!op->bad && (kind == OP_APPLY || kind == OP_CREATE) && (op->ns || op->is_namespace) && !opt.diff &&
-	    opt.dry_run != DRY_CLIENT)
+	/* (not a manifest's object: -f's objects are all kept until the end anyway) */
+	if (!op->bad && lineno && (kind == OP_APPLY || kind == OP_CREATE) && (op->ns || op->is_namespace) &&
+	    !opt.diff && opt.dry_run != DRY_CLIENT)
 		op_compact(op);
 	return op;
 }
