@@ -480,19 +480,29 @@ char *tool_user_agent(const char *component)
 	return kop_buf_detach(&b, NULL);
 }
 
-char *tool_exe_dir(void)
+char *tool_exe_path(void)
 {
 	char buf[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-	char *slash;
 
 	if (n <= 0)
 		return NULL;
 	buf[n] = 0;
-	if (!(slash = strrchr(buf, '/')))
+	return kop_strdup(buf);
+}
+
+char *tool_exe_dir(void)
+{
+	char *path = tool_exe_path(), *slash;
+
+	if (!path || !(slash = strrchr(path, '/'))) {
+		free(path);
 		return NULL;
+	}
+	if (slash == path)
+		slash++;	/* (the root itself) */
 	*slash = 0;
-	return kop_strdup(*buf ? buf : "/");
+	return path;
 }
 
 static int is_dir(const char *path)

@@ -110,7 +110,8 @@ int tool_finish(int code);
  */
 char *tool_user_agent(const char *component);
 
-/* The directory of the running executable (from /proc/self/exe). Caller frees; NULL when unknown. */
+/* The running executable, and its directory (from /proc/self/exe). Caller frees; NULL when unknown. */
+char *tool_exe_path(void);
 char *tool_exe_dir(void);
 /*
  * A program directory: DIR as given when it exists; else, for a relative

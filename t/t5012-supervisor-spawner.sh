@@ -160,7 +160,7 @@ test_expect_success 'the spawner stopped: a start waits for its answer 2 s at mo
 	sp=$(spawner op3) &&
 	kill -STOP "$sp" &&
 	kill -KILL "$(e2e_stage_pid op3 kwatch)" &&
-	test_wait_for 20 grep -q "the spawner did not answer: stages are started from their executables from now on" op3.err &&
+	test_wait_for 20 grep -q "the spawner did not answer when asked to start .[a-z]*.: stages are started from their executables from now on" op3.err &&
 	test_wait_for 10 none_left $sp &&
 	execd_and_working op3 4 &&
 	e2e_operator_stop op3

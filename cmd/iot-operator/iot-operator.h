@@ -116,8 +116,13 @@ void set_nonblock(int fd);
 void close_fd(int *fd);
 void argv_add(jv *argv, const char *s);
 void argv_kube(jv *argv);
+int socketpair_high(int type, int sv[2]);
 pid_t spawn_stage(const char *name, jv args, int in, int out, int errfd, int fd3, int fd4, char *err);
-void signals_as_exec(void);
+/* Whether --stage-dir holds every stage (then none is built in). */
+int stage_dir_has_all(void);
+/* In a child about to become a stage: its group and parent-death signal; its fds and signals (spawn.c). */
+int child_start(pid_t parent);
+int child_fds(const int fds[5]);
 
 /* spawner.c */
 /* The built-in stages: each tool's main, renamed in the objects the Makefile links into iot-operator. */

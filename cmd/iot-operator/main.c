@@ -296,8 +296,7 @@ static long duration_opt(const char *arg, const char *opt)
 static void gnutls_left_alone(char **argv)
 {
 	const char *preload = getenv("LD_PRELOAD");
-	char exe[4096];
-	ssize_t n;
+	char *exe;
 
 	if (getenv("GNUTLS_NO_IMPLICIT_INIT"))
 		return;
@@ -311,9 +310,9 @@ static void gnutls_left_alone(char **argv)
 	if (!getauxval(AT_BASE) || (preload && strstr(preload, "vgpreload")))
 		return;
 	/* (by its path, not /proc/self/exe: the name the process goes by is the last part of it) */
-	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
-		exe[n] = 0;
+	if ((exe = tool_exe_path())) {
 		execv(exe, argv);
+		free(exe);
 	}
 }
 
@@ -468,8 +467,8 @@ int main(int argc, char **argv)
 		(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sfd = setup_signals();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	/* Before any thread: the process that starts the built-in stages (spawner.c). */
-	if (spawner_start(argc, argv) < 0)
+	/* Before any thread: the process that starts the built-in stages (spawner.c), unless --stage-dir has them all. */
+	if (!stage_dir_has_all() && spawner_start(argc, argv) < 0)
 		log_warn("unable to start the spawner (%s): stages are started from their executables",
 			 strerror(errno));
 	tool_logj(LOG_INFO, JV_OBJECT(jv_string("operatorNamespace"), jv_string(sup.operator_name),

@@ -488,8 +488,7 @@ static int stats_socket(struct stage *s, char *err)
 {
 	int sp[2];
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 || (sp[0] = fd_high(sp[0])) < 0 ||
-	    (sp[1] = fd_high(sp[1])) < 0) {
+	if (socketpair_high(SOCK_STREAM, sp) < 0) {
 		snprintf(err, KOP_ERRLEN, "unable to create a socket pair: %s", strerror(errno));
 		return -1;
 	}

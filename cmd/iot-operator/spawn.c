@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +43,22 @@ int pipe_high(int p[2])
 			close(p[0]);
 		if (p[1] >= 0)
 			close(p[1]);
+		return -1;
+	}
+	return 0;
+}
+
+int socketpair_high(int type, int sv[2])
+{
+	if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	sv[0] = fd_high(sv[0]);
+	sv[1] = fd_high(sv[1]);
+	if (sv[0] < 0 || sv[1] < 0) {
+		if (sv[0] >= 0)
+			close(sv[0]);
+		if (sv[1] >= 0)
+			close(sv[1]);
 		return -1;
 	}
 	return 0;
@@ -80,6 +97,19 @@ static char *stage_dir_has(const char *name)
 	return NULL;
 }
 
+int stage_dir_has_all(void)
+{
+	size_t i;
+	char *path;
+
+	for (i = 0; i < sizeof(stage_names) / sizeof(stage_names[0]); i++) {
+		if (!(path = stage_dir_has(stage_names[i])))
+			return 0;
+		free(path);
+	}
+	return 1;
+}
+
 /* A stage's executable beside our own executable, then on PATH. Caller frees. */
 static char *find_stage(const char *name)
 {
@@ -87,7 +117,6 @@ static char *find_stage(const char *name)
 	const char *path = getenv("PATH"), *p;
 
 	if (sup.exe_dir) {
-		kop_buf_reset(&b);
 		kop_buf_addf(&b, "%s/%s", sup.exe_dir, name);
 		if (is_exec(b.buf))
 			return kop_buf_detach(&b, NULL);
@@ -108,23 +137,50 @@ static char *find_stage(const char *name)
 }
 
 /*
- * In a child about to become a stage (exec'd, or built in: spawner.c): the
- * signals we handle or ignore back to their defaults, none blocked, as a
- * fresh process has them. Async-signal-safe.
+ * In a child about to become a stage (exec'd, or built in: spawner.c), all
+ * async-signal-safe. child_start: its own process group (a terminal's ^C
+ * reaches only us, a teardown reaches its children), SIGKILL when the
+ * supervisor dies; 0, or -1 if it died already. child_fds: fds[0..4] in
+ * place (-1: /dev/null for stdin, 1 and 2 as inherited, 3 and 4 closed), our
+ * signals back to their defaults and none blocked, as a fresh process has
+ * them; 0, or -1 when an fd could not be moved.
  */
-void signals_as_exec(void)
+int child_start(pid_t parent)
+{
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	return getppid() == parent ? 0 : -1;
+}
+
+int child_fds(const int fds[5])
 {
 	static const int dfl[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD };
 	struct sigaction sa;
 	sigset_t none;
-	size_t i;
+	int fd[5], i, null;
 
+	/* Above 4 first, so that no dup2 below lands on one not yet placed. */
+	for (i = 0; i < 5; i++)
+		if ((fd[i] = fds[i]) >= 0 && fd[i] < 5 && (fd[i] = fcntl(fds[i], F_DUPFD, 5)) < 0)
+			return -1;
+	if (fd[0] < 0 && (null = open("/dev/null", O_RDONLY)) >= 0) {
+		dup2(null, 0);
+		if (null)
+			close(null);
+	}
+	for (i = 0; i < 5; i++) {
+		if (fd[i] >= 0)
+			dup2(fd[i], i);
+		else if (i > 2)
+			close(i);
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
-	for (i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
+	for (i = 0; i < (int)(sizeof(dfl) / sizeof(dfl[0])); i++)
 		sigaction(dfl[i], &sa, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	return 0;
 }
 
 /*
@@ -150,24 +206,8 @@ static pid_t spawn(const char *path, char *const argv[], int in, int out, int er
 		return kop_error(err, "unable to start '%s': %s", path, strerror(e));
 	}
 	if (pid == 0) {
-		/* Its own process group: a terminal's ^C reaches only us, and a teardown reaches its children. */
-		setpgid(0, 0);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
+		if (child_start(parent) || child_fds((const int[5]){ in, out, errfd, fd3, fd4 }))
 			_exit(KOP_EXIT_TEMP);
-		if (in >= 0)
-			dup2(in, 0);
-		else if ((in = open("/dev/null", O_RDONLY)) >= 0 && in != 0)
-			dup2(in, 0);
-		if (out >= 0)
-			dup2(out, 1);
-		if (errfd >= 0)
-			dup2(errfd, 2);
-		if (fd3 >= 0)
-			dup2(fd3, FEEDBACK_FD);
-		if (fd4 >= 0)
-			dup2(fd4, STATS_FD);
-		signals_as_exec();
 		execve(path, argv, environ);
 		e = errno;
 		(void)!write(ep[1], &e, sizeof(e));
@@ -219,15 +259,10 @@ pid_t spawn_stage(const char *name, jv args, int in, int out, int errfd, int fd3
 	char *path = stage_dir_has(name);
 	char **argv;
 	int i, n = jv_array_length(jv_copy(args)), builtin = 0;
-	pid_t pid;
+	pid_t pid = 0;
 
-	if (!path && !(builtin = spawner_has(name)) && !(path = find_stage(name))) {
-		jv_free(args);
-		kop_error(err, "unable to find '%s' (in --stage-dir, beside iot-operator, on PATH)", name);
-		return -1;
-	}
 	argv = kop_calloc((size_t)n + 2, sizeof(*argv));
-	argv[0] = builtin ? kop_strdup(name) : path;
+	argv[0] = kop_strdup(name);
 	for (i = 0; i < n; i++) {
 		jv s = jv_array_get(jv_copy(args), i);
 
@@ -235,18 +270,16 @@ pid_t spawn_stage(const char *name, jv args, int in, int out, int errfd, int fd3
 		jv_free(s);
 	}
 	jv_free(args);
-	if (builtin && (pid = spawner_spawn(argv, (const int[5]){ in, out, errfd, fd3, fd4 })) > 0) {
-		/* (in its own group from its first instruction too: as spawn's, against a kill before it runs) */
-		setpgid(pid, pid);
-	} else {
-		if (builtin && (path = find_stage(name))) {
-			/* (the spawner did not start it, and said why) */
-			builtin = 0;
+	if (!path && spawner_has(name))
+		builtin = (pid = spawner_spawn(argv, (const int[5]){ in, out, errfd, fd3, fd4 })) > 0;
+	if (!builtin) {
+		if (path || (path = find_stage(name))) {
 			free(argv[0]);
 			argv[0] = path;
+			pid = spawn(path, argv, in, out, errfd, fd3, fd4, err);
+		} else {
+			pid = kop_error(err, "unable to find '%s' (in --stage-dir, beside iot-operator, on PATH)", name);
 		}
-		pid = !builtin ? spawn(path, argv, in, out, errfd, fd3, fd4, err)
-			       : kop_error(err, "unable to find '%s' (beside iot-operator, on PATH)", name);
 	}
 	if (pid > 0) {
 		struct kop_buf cmd = KOP_BUF_INIT;

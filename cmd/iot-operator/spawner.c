@@ -11,8 +11,8 @@
  * The fork is a clone with CLONE_PARENT: the stage is the supervisor's
  * child, as an exec'd one is, so that reaping, process groups and the
  * parent-death signal stay where they were (children.c, spawn.c). The
- * spawner itself has no thread, no child and no fd but its socket, so what
- * it forks is as clean as a process that has just started.
+ * spawner itself has no thread, no child and no fd but stdin, stdout, stderr
+ * and its socket, so what it forks is as clean as a process just started.
  *
  * Requests come on a SOCK_SEQPACKET socket, one message each: a header, the
  * stage's arguments (the first its name) as NUL-terminated strings, and as
@@ -25,12 +25,13 @@
  * the spawner's: the supervisor's once its setup is done, as it stays.
  *
  * Whatever goes wrong, the stage is run from its executable instead
- * (spawn.c): a request too long for one message, a clone refused; and once
- * the spawner is gone (killed, or not answering), every stage from then on.
- * Nothing depends on the spawner but memory.
+ * (spawn.c), and the warning says why: for that start alone when the request
+ * is too long for one message or the system is short of processes or
+ * memory; for every start from then on when the spawner is gone (killed, not
+ * answering) or refused a clone for any other reason (a seccomp profile, say,
+ * would refuse it every time). Nothing depends on the spawner but memory.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -41,7 +42,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "iot-operator.h"
 #include "banned.h"
@@ -72,7 +72,8 @@ static struct {
 	int fd;			/* our end of its socket */
 	char *args;		/* our own arguments' memory, /proc/PID/cmdline: a stage writes its own there */
 	size_t args_len;
-} sp = { 0, -1, NULL, 0 };
+	char **argv;		/* in a stage: its arguments, which live as long as it does (as exec's would) */
+} sp = { 0, -1, NULL, 0, NULL };
 
 static const struct builtin *builtin_named(const char *name)
 {
@@ -125,43 +126,28 @@ static void set_cmdline(char **argv)
  */
 static noreturn void stage_run(const struct builtin *b, char **argv, int got[NFDS + 1], pid_t parent)
 {
-	size_t i;
 	ssize_t n;
 	char go;
-	int fd;
+	int i;
 
-	/* Its own process group, killed if the supervisor dies: as spawn.c's children. */
-	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
+	if (child_start(parent))
 		_exit(KOP_EXIT_TEMP);
 	while ((n = read(got[GO], &go, 1)) < 0 && errno == EINTR)
 		;
 	if (n != 1)
-		_exit(KOP_EXIT_TEMP);	/* (the supervisor did not hear of us: it runs another) */
-	/* The fds it was given are above NFDS first, so that no dup2 below lands on one not yet placed. */
-	for (i = 0; i < NFDS; i++)
-		if (got[i] >= 0 && got[i] < NFDS && (got[i] = fcntl(got[i], F_DUPFD, NFDS)) < 0)
-			_exit(KOP_EXIT_TEMP);
-	if (got[0] < 0 && (fd = open("/dev/null", O_RDONLY)) >= 0) {
-		dup2(fd, 0);
-		if (fd)
-			close(fd);
-	}
-	for (i = 0; i < NFDS; i++) {
-		if (got[i] >= 0)
-			dup2(got[i], (int)i);
-		else if (i > 2)
-			close((int)i);
+		_exit(KOP_EXIT_TEMP);	/* (the supervisor did not hear of us, and said so: it runs another) */
+	if (child_fds(got)) {
+		log_error("unable to start the built-in '%s': %s", b->name, strerror(errno));
+		_exit(KOP_EXIT_TEMP);
 	}
 	close_from(NFDS, -1);	/* (the spawner's socket, the fds as received, the pipe) */
-	signals_as_exec();
 	prctl(PR_SET_NAME, b->name);
+	sp.argv = argv;
 	set_cmdline(argv);
 	tool_reset();
 	for (i = 0; argv[i]; i++)
 		;
-	exit(b->main((int)i, argv));
+	exit(b->main(i, argv));
 }
 
 /* The strings of a request: n of them from *p, NUL-terminated, into v (n + 1 slots). 0, or -1 if short. */
@@ -182,9 +168,8 @@ static int take_strings(char **p, char *end, uint32_t n, char **v)
 }
 
 /* One request: the stage started, or -errno. The fds received are closed by the caller (the stage has its own). */
-static int32_t serve(char *buf, ssize_t len, int got[NFDS + 1], pid_t parent)
+static int32_t serve(struct req h, char *buf, ssize_t len, int got[NFDS + 1], pid_t parent)
 {
-	struct req h;
 	char *p = buf + sizeof(h), **argv;
 	const struct builtin *b;
 	int32_t answer;
@@ -192,7 +177,6 @@ static int32_t serve(char *buf, ssize_t len, int got[NFDS + 1], pid_t parent)
 
 	if (len < (ssize_t)sizeof(h))
 		return -EINVAL;
-	memcpy(&h, buf, sizeof(h));
 	if (!h.nargs || h.nargs > REQ_MAX / 2 || got[GO] < 0)
 		return -EINVAL;
 	if (!(argv = calloc((size_t)h.nargs + 1, sizeof(*argv))))
@@ -252,7 +236,7 @@ static noreturn void spawner_loop(pid_t parent)
 				memcpy(&got[i], CMSG_DATA(cm) + (size_t)k * sizeof(int), sizeof(int));
 			k++;
 		}
-		answer = (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? -E2BIG : serve(buf, n, got, parent);
+		answer = (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? -E2BIG : serve(h, buf, n, got, parent);
 		/* (every fd that came, those the header did not name too) */
 		for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
 			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
@@ -281,15 +265,11 @@ int spawner_start(int argc, char **argv)
 		sp.args = argv[0];
 		sp.args_len = (size_t)(argv[i - 1] + strlen(argv[i - 1]) + 1 - argv[0]);
 	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+	if (socketpair_high(SOCK_SEQPACKET, sv) < 0)
 		return -1;
-	sv[0] = fd_high(sv[0]);
-	sv[1] = fd_high(sv[1]);
-	if (sv[0] < 0 || sv[1] < 0 || (sp.pid = fork()) < 0) {
-		if (sv[0] >= 0)
-			close(sv[0]);
-		if (sv[1] >= 0)
-			close(sv[1]);
+	if ((sp.pid = fork()) < 0) {
+		close(sv[0]);
+		close(sv[1]);
 		sp.pid = 0;
 		return -1;
 	}
@@ -320,15 +300,14 @@ static void spawner_lost(const char *why)
 
 int spawner_reaped(pid_t pid, int status)
 {
-	char *how, why[160];
+	char *how;
 
 	if (!sp.pid || pid != sp.pid)
 		return 0;
 	how = describe_status(status);
-	snprintf(why, sizeof(why), "%s", how);
-	free(how);
 	sp.pid = 0;
-	spawner_lost(why);
+	spawner_lost(how);
+	free(how);
 	return 1;
 }
 
@@ -379,23 +358,28 @@ static int32_t answer(void)
 
 pid_t spawner_spawn(char *const argv[], const int fds[NFDS])
 {
+	static int long_said;
 	struct kop_buf b = KOP_BUF_INIT;
 	struct req h = { 0, 0 };
+	char why[KOP_ERRLEN];
 	int send_fds[NFDS + 1], go[2], k = 0, i;
-	int32_t a;
+	int32_t a = 0;
 
 	kop_buf_add(&b, (const char *)&h, sizeof(h));
 	for (i = 0; argv[i]; i++, h.nargs++)
 		kop_buf_add(&b, argv[i], strlen(argv[i]) + 1);
 	if (b.len > REQ_MAX) {
-		log_warn("the arguments of '%s' exceed %d bytes: it is started from its executable", argv[0],
-			 REQ_MAX);
+		if (!long_said++)
+			log_warn("the arguments of '%s' exceed %d bytes, more than the spawner takes: it is started "
+				 "from its executable", argv[0], REQ_MAX);
 		kop_buf_release(&b);
 		return 0;
 	}
 	if (pipe_high(go) < 0) {
+		log_warn("unable to start the built-in '%s' (a pipe: %s): it is started from its executable", argv[0],
+			 strerror(errno));
 		kop_buf_release(&b);
-		return 0;	/* (and the exec will say why, if it is the same) */
+		return 0;
 	}
 	for (i = 0; i < NFDS; i++)
 		if (fds[i] >= 0) {
@@ -406,25 +390,27 @@ pid_t spawner_spawn(char *const argv[], const int fds[NFDS])
 	send_fds[k++] = go[0];
 	memcpy(b.buf, &h, sizeof(h));
 	if (ask(&b, send_fds, k) < 0) {
-		char why[KOP_ERRLEN];
-
-		snprintf(why, sizeof(why), "cannot be written to (%s)", strerror(errno));
+		snprintf(why, sizeof(why), "cannot be written to (%s) to start '%s'", strerror(errno), argv[0]);
 		spawner_lost(why);
-		a = 0;
 	} else if (!(a = answer())) {
-		spawner_lost("did not answer");
-	} else if (a < 0 && a != -EAGAIN && a != -ENOMEM) {
-		/* (a clone refused, by a seccomp profile say, would be refused every time) */
-		char why[KOP_ERRLEN];
-
+		snprintf(why, sizeof(why), "did not answer when asked to start '%s'", argv[0]);
+		spawner_lost(why);
+	} else if (a == -EAGAIN || a == -ENOMEM) {
+		log_warn("the spawner cannot start '%s' now (%s): it is started from its executable", argv[0],
+			 strerror((int)-a));
+	} else if (a < 0) {
 		snprintf(why, sizeof(why), "cannot start '%s' (%s)", argv[0], strerror((int)-a));
 		spawner_lost(why);
 	}
 	kop_buf_release(&b);
 	close(go[0]);
-	/* The stage runs once it reads this byte; when we do not know of it, it reads the pipe's end and exits. */
-	if (a > 0 && write(go[1], "", 1) != 1)
-		a = 0;
+	if (a > 0) {
+		/* Its group before it runs (it sets it itself too), against a kill that would come first. */
+		setpgid(a, a);
+		/* It runs once it reads this byte; a stage we do not know of reads the pipe's end and exits. */
+		if (write(go[1], "", 1) != 1)
+			a = 0;
+	}
 	close(go[1]);
 	return a > 0 ? (pid_t)a : 0;
 }
