@@ -32,36 +32,28 @@ int fd_high(int fd)
 	return n;
 }
 
-int pipe_high(int p[2])
+/* Both ends of a pair just made moved to 10 or above: 0, or -1 with both closed. */
+static int pair_high(int p[2])
 {
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -1;
 	p[0] = fd_high(p[0]);
 	p[1] = fd_high(p[1]);
-	if (p[0] < 0 || p[1] < 0) {
-		if (p[0] >= 0)
-			close(p[0]);
-		if (p[1] >= 0)
-			close(p[1]);
-		return -1;
-	}
-	return 0;
+	if (p[0] >= 0 && p[1] >= 0)
+		return 0;
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	return -1;
+}
+
+int pipe_high(int p[2])
+{
+	return pipe2(p, O_CLOEXEC) < 0 ? -1 : pair_high(p);
 }
 
 int socketpair_high(int type, int sv[2])
 {
-	if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) < 0)
-		return -1;
-	sv[0] = fd_high(sv[0]);
-	sv[1] = fd_high(sv[1]);
-	if (sv[0] < 0 || sv[1] < 0) {
-		if (sv[0] >= 0)
-			close(sv[0]);
-		if (sv[1] >= 0)
-			close(sv[1]);
-		return -1;
-	}
-	return 0;
+	return socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) < 0 ? -1 : pair_high(sv);
 }
 
 void set_nonblock(int fd)
