@@ -85,21 +85,15 @@ static const struct builtin *builtin_named(const char *name)
 	return NULL;
 }
 
-/* Closes every fd from lo up but keep (-1: none): close_range, or one by one on a kernel before 5.9. */
-static void close_from(int lo, int keep)
+/* Closes every fd from lo up: close_range, or one by one on a kernel before 5.9. */
+static void close_from(int lo)
 {
 	long max = sysconf(_SC_OPEN_MAX), fd;
 
-	if (keep < lo) {
-		if (!close_range((unsigned)lo, ~0U, 0))
-			return;
-	} else if ((keep == lo || !close_range((unsigned)lo, (unsigned)keep - 1, 0)) &&
-		   !close_range((unsigned)keep + 1, ~0U, 0)) {
+	if (!close_range((unsigned)lo, ~0U, 0))
 		return;
-	}
 	for (fd = lo; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
-		if (fd != keep)
-			close((int)fd);
+		close((int)fd);
 }
 
 /* In the stage, before its main: /proc/PID/cmdline (ps, pgrep -f) shows its arguments, as far as they fit. */
@@ -140,7 +134,7 @@ static noreturn void stage_run(const struct builtin *b, char **argv, int got[NFD
 		log_error("unable to start the built-in '%s': %s", b->name, strerror(errno));
 		_exit(KOP_EXIT_TEMP);
 	}
-	close_from(NFDS, -1);	/* (the spawner's socket, the fds as received, the pipe) */
+	close_from(NFDS);	/* (the spawner's socket, the fds as received, the pipe) */
 	prctl(PR_SET_NAME, b->name);
 	sp.argv = argv;
 	set_cmdline(argv);
@@ -175,9 +169,7 @@ static int32_t serve(struct req h, char *buf, ssize_t len, int got[NFDS + 1], pi
 	int32_t answer;
 	long pid;
 
-	if (len < (ssize_t)sizeof(h))
-		return -EINVAL;
-	if (!h.nargs || h.nargs > REQ_MAX / 2 || got[GO] < 0)
+	if (!h.nargs || h.nargs > REQ_MAX / 2 || got[GO] < 0)	/* (h is zero when the message was shorter) */
 		return -EINVAL;
 	if (!(argv = calloc((size_t)h.nargs + 1, sizeof(*argv))))
 		return -ENOMEM;
@@ -278,8 +270,10 @@ int spawner_start(int argc, char **argv)
 		if (getppid() != parent)
 			_exit(KOP_EXIT_TEMP);
 		prctl(PR_SET_NAME, "iot-spawner");
-		sp.fd = sv[1];
-		close_from(3, sp.fd);
+		/* Its socket on fd 3, nothing of ours above it. */
+		if ((sp.fd = dup2(sv[1], 3)) < 0)
+			_exit(KOP_EXIT_TEMP);
+		close_from(4);
 		spawner_loop(parent);
 	}
 	close(sv[1]);

@@ -41,7 +41,7 @@ struct op {
 	 */
 	char *text;		/* its object's JSON, or NULL */
 	jv ref;			/* its reference (op_ref) */
-	jv tag;			/* the line's "tag", or jv_invalid() */
+	jv tag;			/* the line's "tag" (what kop_json_member gives: a string, or not) */
 	jv primary;		/* string or null */
 	char *op_name;		/* OP_UNKNOWN: its "op" as given (JSON text when not a string) */
 	char *api_version, *kind_name, *group, *ns, *name, *uid;

@@ -215,13 +215,12 @@ static void op_unknown(struct op *op, jv opname)
 
 /*
  * Keeps op as its object's text (kapply.h): what is sent is that text, its
- * result names the object and gives back the line's tag as before. While 288
+ * result names the object as before. While 288
  * operations wait in the queue, this is most of kapply's memory.
  */
 static void op_compact(struct op *op)
 {
 	op->ref = op_ref(op);
-	op->tag = kop_json_member(jv_copy(op->line), "tag");
 	op->text = kop_json_dump(op->obj);	/* (consumes it) */
 	jv_free(op->line);
 	op->obj = jv_null();
@@ -237,6 +236,8 @@ struct op *op_from_line(jv line, size_t lineno)
 
 	op = op_alloc(kind, line);
 	op->lineno = lineno;
+	if (kind != OP_PASS)	/* (its result gives it back; a line passed through has no result of ours) */
+		op->tag = kop_json_member(jv_copy(line), "tag");
 	op->primary = kop_json_member(jv_copy(line), "primary");
 	if (jv_get_kind(op->primary) != JV_KIND_STRING) {
 		jv_free(op->primary);
@@ -294,8 +295,7 @@ jv op_ref(const struct op *op)
 void op_done(struct op *op, jv result)
 {
 	jv ok = jv_object_get(jv_copy(result), jv_string("ok"));
-	jv tag = op->text ? jv_copy(op->tag)
-			  : jv_get_kind(op->line) == JV_KIND_OBJECT ? kop_json_member(jv_copy(op->line), "tag") : jv_invalid();
+	jv tag = jv_copy(op->tag);
 	struct kop_buf labels = KOP_BUF_INIT;
 
 	if (jv_get_kind(tag) == JV_KIND_STRING)

@@ -213,13 +213,14 @@ static void op_start(struct op *op)
 		curl_easy_setopt(op->easy, CURLOPT_CUSTOMREQUEST, method);
 	if (jv_is_valid(body) || text) {
 		char *dump = text ? NULL : kop_json_dump(body);
+		const char *send = text ? text : dump;
 		struct kop_buf h = KOP_BUF_INIT;
 
 		kop_buf_addf(&h, "Content-Type: %s", ctype);
 		op->headers = curl_slist_append(op->headers, h.buf);
 		kop_buf_release(&h);
-		curl_easy_setopt(op->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(text ? text : dump));
-		curl_easy_setopt(op->easy, CURLOPT_COPYPOSTFIELDS, text ? text : dump);
+		curl_easy_setopt(op->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(send));
+		curl_easy_setopt(op->easy, CURLOPT_COPYPOSTFIELDS, send);
 		free(dump);
 	} else {
 		curl_easy_setopt(op->easy, CURLOPT_HTTPGET, 1L);
