@@ -118,6 +118,23 @@ void *kop_hmap_put(struct kop_hmap *m, const char *key, void *val)
 	return NULL;
 }
 
+void kop_hmap_fit(struct kop_hmap *m)
+{
+	size_t cap = 16;
+
+	if (m->cap <= 16 || m->len * 8 >= m->cap)
+		return;
+	if (!m->len) {
+		free(m->ents);
+		m->ents = NULL;
+		m->cap = m->used = 0;
+		return;
+	}
+	while (cap < m->len * 4)
+		cap *= 2;
+	resize(m, cap);
+}
+
 void *kop_hmap_remove(struct kop_hmap *m, const char *key)
 {
 	long i = find(m, key, hash_str(key));

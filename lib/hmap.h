@@ -40,6 +40,12 @@ void *kop_hmap_put(struct kop_hmap *m, const char *key, void *val);
 /* Removes key; returns its value, or NULL when absent. */
 void *kop_hmap_remove(struct kop_hmap *m, const char *key);
 /*
+ * Gives back the slots of a table that has mostly emptied (after a burst):
+ * resized to four times its entries when fewer than an eighth of its slots
+ * hold one, freed when none does. Not while an iteration is under way.
+ */
+void kop_hmap_fit(struct kop_hmap *m);
+/*
  * Iteration: size_t it = 0; const char *k; void *v;
  * while (kop_hmap_next(m, &it, &k, &v)) ...
  * Removing the entry just returned is allowed; adding during iteration is not.

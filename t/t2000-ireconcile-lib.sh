@@ -4,7 +4,7 @@ test_description='ireconcile lib: hash map, desired-subset-of-live, program mapp
 
 for seed in 1 2 3
 do
-	test_expect_success "hash map against a plain array (seed $seed)" '
+	test_expect_success "hash map against a plain array, then emptied and fit to what is left (seed $seed)" '
 		"$KOP_TEST_TOOL" hmap-stress 200000 $seed >out &&
 		echo ok >expect &&
 		test_cmp expect out

@@ -26,6 +26,7 @@
 
 struct prim;
 
+#define KDICT_GENS 2	/* a kind's dictionaries: the first, and one made again (store.c) */
 /* What struct obj keeps of a SHA-256 (of a text, or KOP_JSON_DIGEST_LEN's
  * digests): its first 16 bytes, which tell one state from another as surely
  * (128 bits; a state made to match another's would need a preimage), for
@@ -45,6 +46,7 @@ struct obj {
 	size_t zlen;			/* compressed: its length so (0: text is the JSON) */
 	size_t slen;			/* compressed: the length of what was compressed */
 	int fp;				/* compressed: fingerprinted (kop_json_fingerprint) */
+	unsigned char tgen, vgen;	/* text's, vtext's: the generation of their kind's dictionary */
 	unsigned char tdig[OBJ_DIG];	/* compressed: SHA-256 of the JSON */
 	char *vtext;			/* child kinds with a `project`: what the program sees (NULL: text) */
 	size_t vlen;			/* its length as JSON */
@@ -163,12 +165,16 @@ struct engine {
 	jv related_cache;		/* the program's .related, jv_invalid() when stale */
 	jv children_empty;		/* {"Kind.v": {}} for every child and observed kind */
 	jv aggs_cache;			/* .aggregates, jv_invalid() when stale */
-	struct zdict {			/* per kind: the dictionary its compressed texts use */
+	struct zdict {			/* a dictionary compressed texts use */
 		unsigned char *buf;
 		size_t len;
+	} render_dict;			/* the render answers': the first one's last 32 KB */
+	struct kdict {			/* per kind: its texts' dictionaries (store.c, kind_dict) */
+		struct zdict gen[KDICT_GENS];
+		int n;			/* how many were made */
+		size_t from;		/* the length of the text the last was made from */
 	} *dicts;			/* [0]: the primary's, [1 + i]: E.prog.kinds[i]'s */
-	struct zdict *vdicts;		/* the same for what the program sees of them (vtext) */
-	struct zdict render_dict;	/* the render answers': the first one's last 32 KB */
+	struct kdict *vdicts;		/* the same for what the program sees of them (vtext) */
 	struct zdict rview_dict;	/* what sync sees of them (struct prim's rview): the same */
 	const char *now;
 	const char *event_text;		/* the text of the value handle_event is given when it is one
@@ -246,6 +252,8 @@ extern struct kop_buf outq;
 extern size_t out_chunk;
 size_t out_pending(void);
 void flush_out(int block);
+#define OUT_KEEP (64u << 10)	/* the output buffer kept while idle (out_idle) */
+int64_t out_idle(int64_t now, int64_t timeout);
 void emit_op_text(const char *op, const char *pkey, const char *tag, const char *text, size_t len);
 void emit(jv line);
 
@@ -300,8 +308,8 @@ jv kept_parse(const char *kept, size_t zlen, size_t len, const struct zdict *d);
 char *expand_text(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
 jv expand_parse(const unsigned char *zin, size_t zlen, size_t size, const struct zdict *dict);
 jv parse_obj(const struct obj *o);
-char *kind_compress(const struct kop_kind *k, const char *text, size_t len, size_t *zlen);
-jv kind_parse(const struct kop_kind *k, const char *text, size_t zlen, size_t len);
+char *kind_compress(const struct kop_kind *k, const char *text, size_t len, size_t *zlen, unsigned char *gen);
+jv kind_parse(const struct kop_kind *k, const char *text, size_t zlen, size_t len, unsigned char gen);
 
 /* flight.c */
 void flight_free(void *v);

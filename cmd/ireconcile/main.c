@@ -174,7 +174,9 @@ static void run(const char *feedback, int once)
 			ofd = nfd++;
 		}
 		if (timeout != 0) {
-			tool_metrics_flush(1);	/* about to wait: nothing held back */
+			/* about to wait: nothing held back, and what a burst grew given back */
+			timeout = (int)out_idle(kop_mono_ms(), timeout);
+			tool_metrics_flush(1);
 			timeout = (int)tool_idle(timeout);
 		}
 		r = poll(pfd, (nfds_t)nfd, timeout);
@@ -377,8 +379,12 @@ int main(int argc, char **argv)
 	jv_free(E.aggs_cache);
 	jv_free(E.children_empty);
 	for (i = 0; i <= E.prog.nkinds; i++) {
-		free(E.dicts[i].buf);
-		free(E.vdicts[i].buf);
+		int g;
+
+		for (g = 0; g < KDICT_GENS; g++) {
+			free(E.dicts[i].gen[g].buf);
+			free(E.vdicts[i].gen[g].buf);
+		}
 	}
 	free(E.dicts);
 	free(E.vdicts);

@@ -4,7 +4,8 @@
  * kapply -> kstatus -> feedback -> ireconcile), so blocking on stdout while
  * kstatus blocks on a full feedback FIFO would stop all of them. While more
  * than OUT_HIGH bytes wait, no more is reconciled and stdin is not read
- * (main.c). What goes into the lines is the callers'.
+ * (main.c). What goes into the lines is the callers'. Once nothing was queued
+ * for a second, what a burst grew is given back (out_idle).
  */
 #include <errno.h>
 #include <poll.h>
@@ -14,6 +15,7 @@
 
 struct kop_buf outq;
 static size_t out_start;
+static int64_t out_at;		/* when a line was last queued (monotonic ms) */
 size_t out_chunk = 4096;	/* PIPE_BUF for pipes: a POLLOUT write that never blocks */
 
 size_t out_pending(void)
@@ -45,6 +47,28 @@ void flush_out(int block)
 	kop_buf_reset(&outq);
 }
 
+/*
+ * What a burst grew, given back once nothing was queued for a second: the
+ * queue's buffer (up to OUT_HIGH and a line) and the table of writes in
+ * flight (flight.c). Returns timeout (ms, -1: none) shortened to when that
+ * second is over.
+ */
+int64_t out_idle(int64_t now, int64_t timeout)
+{
+	int64_t due;
+
+	if (outq.cap <= OUT_KEEP && E.flights.cap <= 16)
+		return timeout;
+	if (now - out_at < 1000) {
+		due = 1000 - (now - out_at);
+		return timeout < 0 || due < timeout ? due : timeout;
+	}
+	if (!out_pending() && outq.cap > OUT_KEEP)
+		kop_buf_release(&outq);
+	kop_hmap_fit(&E.flights);
+	return timeout;
+}
+
 /* Drops what was written from the front of the queue once it is most of it. */
 static void out_compact(void)
 {
@@ -55,6 +79,7 @@ static void out_compact(void)
  * the tag kapply gives back in its result (NULL: none). */
 void emit_op_text(const char *op, const char *pkey, const char *tag, const char *text, size_t len)
 {
+	out_at = kop_mono_ms();
 	out_compact();
 	kop_buf_addf(&outq, "{\"op\":\"%s\",\"primary\":", op);
 	kop_json_dump_buf(&outq, jv_string(pkey));
@@ -70,6 +95,7 @@ void emit_op_text(const char *op, const char *pkey, const char *tag, const char 
 
 void emit(jv line)
 {
+	out_at = kop_mono_ms();
 	out_compact();
 	kop_json_dump_buf(&outq, line);
 	kop_buf_add(&outq, "\n", 1);

@@ -21,6 +21,7 @@ struct parked {
 	const struct kop_kind *kind;
 	char *text;
 	size_t len, zlen;
+	unsigned char gen;	/* of the kind's dictionary it was compressed with */
 };
 
 static struct kop_hmap parked;	/* objkey -> struct parked */
@@ -79,7 +80,7 @@ void shard_park(const char *key, const char *pkey, const struct kop_kind *k, jv 
 
 	pk->pkey = kop_strdup(pkey);
 	pk->kind = k;
-	pk->text = kind_compress(k, text, pk->len, &pk->zlen);
+	pk->text = kind_compress(k, text, pk->len, &pk->zlen, &pk->gen);
 	free(text);
 	if ((pk = kop_hmap_put(&parked, key, pk)))
 		parked_free(pk);
@@ -234,7 +235,7 @@ void shard_added(jv ev, size_t lineno)
 			keys[n++] = kop_strdup(k);
 	for (i = 0; i < n; i++) {
 		struct parked *pk = kop_hmap_remove(&parked, keys[i]);
-		jv obj = kind_parse(pk->kind, pk->text, pk->zlen, pk->len);
+		jv obj = kind_parse(pk->kind, pk->text, pk->zlen, pk->len, pk->gen);
 
 		free((char *)keys[i]);
 		if (jv_get_kind(obj) != JV_KIND_OBJECT) {	/* cannot happen: we wrote it */

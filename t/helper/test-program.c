@@ -1,7 +1,8 @@
 /*
  * test-tool commands for lib/hmap.c and lib/program.c:
  *   test-tool hmap-stress [--borrow] N SEED
- *                                   N random puts/removes checked against a plain array; prints "ok"
+ *                                   N random puts/removes checked against a plain array, then all but
+ *                                   a few removed and the table fit (kop_hmap_fit); prints "ok"
  *                                   (--borrow: the map borrows its keys, each the very pointer put)
  *   test-tool json-subset [--fp] < pairs.jsonl   each line [desired, live] -> true or false
  *                                   (--fp: live fingerprinted first, compared by kop_json_subset_fp)
@@ -76,6 +77,32 @@ static int cmd_hmap_stress(int argc, char **argv)
 				rc = 1;
 		}
 		if (seen != want || m.len != want)
+			rc = 1;
+	}
+	/* Emptied after the burst: kop_hmap_fit gives its slots back, and what is left stays found. */
+	for (i = 0; i < keys && !rc; i++) {
+		if (i % 100 == 7 && ref[i])
+			continue;
+		if ((long)kop_hmap_remove(&m, tab[i]) != ref[i])
+			rc = 1;
+		ref[i] = 0;
+	}
+	if (!rc) {
+		size_t left = m.len, cap = m.cap;
+
+		kop_hmap_fit(&m);
+		if (m.len != left || (cap > 16 && left * 8 < cap && (m.cap >= cap || m.cap < left * 4)))
+			rc = 1;
+		for (i = 0; i < keys; i++)
+			if ((long)kop_hmap_get(&m, tab[i]) != ref[i])
+				rc = 1;
+		for (i = 0; i < keys; i++)
+			if (ref[i] && (long)kop_hmap_remove(&m, tab[i]) != ref[i])
+				rc = 1;
+		kop_hmap_fit(&m);
+		if (m.len || (cap > 16 && m.cap) || kop_hmap_get(&m, tab[0]))
+			rc = 1;
+		if (kop_hmap_put(&m, tab[0], (void *)1) || kop_hmap_get(&m, tab[0]) != (void *)1 || m.len != 1)
 			rc = 1;
 	}
 	kop_hmap_release(&m, NULL);
