@@ -155,6 +155,26 @@ test_expect_success 'the object changed by someone else after a write here: read
 	jq -e ".status == {\"phase\":\"Available\"}" w1.json
 '
 
+# (30 s: by then the watch has brought a status written back to ireconcile, whose lines say what is stored)
+test_expect_success 'a status written here is forgotten after 30 s: a line without what is stored then reads the object' '
+	get_w w1 &&
+	uid=$(jq -r .metadata.uid w1.json) &&
+	rm -f to-kstatus out && mkfifo to-kstatus &&
+	{ timeout 90 kstatus --coalesce 0 <to-kstatus >out 2>err & } &&
+	exec 9>to-kstatus &&
+	status_line w1 "$uid" "{\"phase\":\"Processing\",\"message\":\"early\"}" >&9 &&
+	test_wait_for 10 test -s out &&
+	sleep 31 &&
+	curl -sS -f -m 10 -X POST -d "{\"reset\":true}" "$KSIM_URL/ksim/stats" >/dev/null &&
+	status_line w1 "$uid" "{\"phase\":\"Available\"}" >&9 &&
+	exec 9>&- &&
+	wait &&
+	test "$(kstatus_gets)" = 1 &&
+	jq -s -e "length == 2 and all(.ok == true)" out &&
+	get_w w1 &&
+	jq -e ".status == {\"phase\":\"Available\"}" w1.json
+'
+
 test_expect_success 'cleanup' '
 	ksim_stop
 '

@@ -12,34 +12,69 @@
 #define EVENT_WINDOW_MS (10 * 60 * 1000)
 #define EVENT_CACHE_MAX 4096
 
-jv event_cache;
+/* An Event written, by the digest of its event_key (hex): what its repeats need. */
+struct recorded {
+	char *name;		/* the Event object's */
+	int count;
+	int64_t last;		/* wall ms of its last write */
+};
 
+static struct kop_hmap cache;
+
+static void recorded_free(void *v)
+{
+	struct recorded *e = v;
+
+	free(e->name);
+	free(e);
+}
+
+/* The cache's key for an event_key (borrowed): 32 hex digits of its SHA-256, not its text. */
+static void cache_key(jv key, char hex[33])
+{
+	unsigned char d[32];
+
+	kop_sha256(jv_string_value(key), (size_t)jv_string_length_bytes(jv_copy(key)), d);
+	kop_hex(d, 16, hex);
+}
+
+/*
+ * The Events whose repeat window is over forgotten: returns the ms until the
+ * next one's is (-1: none left).
+ */
+int64_t events_idle(int64_t now)
+{
+	size_t it = 0;
+	const char *k;
+	void *v;
+	int64_t next = -1;
+
+	while (kop_hmap_next(&cache, &it, &k, &v)) {
+		struct recorded *e = v;
+		int64_t left = e->last + EVENT_WINDOW_MS - now;
+
+		if (left <= 0)
+			recorded_free(kop_hmap_remove(&cache, k));
+		else if (next < 0 || left < next)
+			next = left;
+	}
+	kop_hmap_fit(&cache);
+	return next;
+}
+
+void events_release(void)
+{
+	kop_hmap_release(&cache, recorded_free);
+}
+
+/* Room for one more: the expired forgotten, or all when none is (only new Event objects for their repeats). */
 static void cache_trim(int64_t now)
 {
-	jv keys;
-	int i, n;
-
-	if (jv_object_length(jv_copy(event_cache)) < EVENT_CACHE_MAX)
+	if (cache.len < EVENT_CACHE_MAX)
 		return;
-	keys = jv_keys(jv_copy(event_cache));
-	n = jv_array_length(jv_copy(keys));
-	for (i = 0; i < n; i++) {
-		jv k = jv_array_get(jv_copy(keys), i);
-		jv e = jv_object_get(jv_copy(event_cache), jv_copy(k));
-		jv last = jv_object_get(e, jv_string("last"));
-
-		if (now - (int64_t)jv_number_value(last) >= EVENT_WINDOW_MS)
-			event_cache = jv_object_delete(event_cache, k);
-		else
-			jv_free(k);
-		jv_free(last);
-	}
-	jv_free(keys);
-	if (jv_object_length(jv_copy(event_cache)) >= EVENT_CACHE_MAX) {
-		/* All recent: forgetting them only means new Event objects for their repeats. */
-		jv_free(event_cache);
-		event_cache = jv_object();
-	}
+	events_idle(now);
+	if (cache.len >= EVENT_CACHE_MAX)
+		kop_hmap_release(&cache, recorded_free);
 }
 
 static jv str_or_null(jv v, const char *key)
@@ -159,7 +194,9 @@ static void event_fails(jv lines, jv ref, const struct kube_response *r, const c
 void do_event(jv lines)
 {
 	jv line = jv_array_get(jv_copy(lines), 0);
-	jv ev = kop_json_member(jv_copy(line), "event"), io, key, entry;
+	jv ev = kop_json_member(jv_copy(line), "event"), io, key;
+	struct recorded *e;
+	char hex[33];
 	char *io_name = NULL, *io_ns = NULL, *type = NULL, *reason = NULL, *message = NULL, *ev_ns = NULL;
 	char ts[40];
 	struct kop_backoff b;
@@ -191,31 +228,30 @@ void do_event(jv lines)
 	ev_ns = kop_strdup(io_ns && *io_ns ? io_ns : default_ns);
 	kop_time_rfc3339(ts, sizeof(ts), (time_t)(now / 1000));
 	key = event_key(line);
-	entry = jv_object_get(jv_copy(event_cache), jv_copy(key));
+	cache_key(key, hex);
+	jv_free(key);
+	e = kop_hmap_get(&cache, hex);
 	kop_backoff_init(&b, 100, 5000, 1.0);
 
-	if (jv_get_kind(entry) == JV_KIND_OBJECT &&
-	    now - (int64_t)jv_number_value(jv_object_get(jv_copy(entry), jv_string("last"))) < EVENT_WINDOW_MS) {
-		char *name = kop_json_str(entry, "name", NULL);
-		int count0 = (int)jv_number_value(jv_object_get(jv_copy(entry), jv_string("count")));
+	if (e && now - e->last < EVENT_WINDOW_MS) {
+		int count0 = e->count;
 		jv patch = jv_object_set(jv_object(), jv_string("count"), jv_number(count0 + n));
 
 		patch = jv_object_set(patch, jv_string("lastTimestamp"), jv_string(ts));
-		kop_buf_addf(&path, "/api/v1/namespaces/%s/events/%s", ev_ns, name);
-		free(name);
+		kop_buf_addf(&path, "/api/v1/namespaces/%s/events/%s", ev_ns, e->name);
 		for (;;) {
 			struct kube_response r;
 
 			if (write_request("PATCH", path.buf, "application/merge-patch+json", jv_copy(patch),
 					 &r) == 0) {
-				entry = jv_object_set(entry, jv_string("count"), jv_number(count0 + n));
-				entry = jv_object_set(entry, jv_string("last"), jv_number((double)now));
-				event_cache = jv_object_set(event_cache, jv_copy(key), jv_copy(entry));
+				/* (the lock was let go meanwhile: the entry is looked up again) */
+				if ((e = kop_hmap_get(&cache, hex))) {
+					e->count = count0 + n;
+					e->last = now;
+				}
 				event_results(lines, event_ref(jv_copy(io), ev_ns), r.code, jv_copy(r.body), count0);
 				kube_response_release(&r);
 				jv_free(patch);
-				jv_free(entry);
-				jv_free(key);
 				goto out;
 			}
 			if (r.code != 404 && retry_after_failure(&r, &b, &tries, 0)) {
@@ -226,8 +262,6 @@ void do_event(jv lines)
 				event_fails(lines, event_ref(jv_copy(io), ev_ns), &r, io_name);
 				kube_response_release(&r);
 				jv_free(patch);
-				jv_free(entry);
-				jv_free(key);
 				goto out;
 			}
 			/* The Event expired: record the repeat as a new one. */
@@ -236,7 +270,6 @@ void do_event(jv lines)
 		}
 		jv_free(patch);
 	}
-	jv_free(entry);
 
 	kop_buf_reset(&path);
 	kop_buf_addf(&path, "/api/v1/namespaces/%s/events", ev_ns);
@@ -263,13 +296,14 @@ void do_event(jv lines)
 		body = jv_object_set(body, jv_string("reportingComponent"), jv_string(opt.component));
 		body = jv_object_set(body, jv_string("reportingInstance"), jv_string(instance));
 		if (write_request("POST", path.buf, "application/json", body, &r) == 0) {
-			entry = jv_object_set(jv_object(), jv_string("name"), jv_string(name));
-			entry = jv_object_set(entry, jv_string("count"), jv_number(n));
-			entry = jv_object_set(entry, jv_string("last"), jv_number((double)now));
 			cache_trim(now);
-			event_cache = jv_object_set(event_cache, jv_copy(key), entry);
+			e = kop_calloc(1, sizeof(*e));
+			e->name = name;
+			e->count = n;
+			e->last = now;
+			if ((e = kop_hmap_put(&cache, hex, e)))
+				recorded_free(e);
 			event_results(lines, event_ref(jv_copy(io), ev_ns), r.code, jv_copy(r.body), 0);
-			free(name);
 			kube_response_release(&r);
 			break;
 		}
@@ -283,7 +317,6 @@ void do_event(jv lines)
 		kube_response_release(&r);
 		break;
 	}
-	jv_free(key);
 out:
 	jv_free(io);
 	jv_free(ev);

@@ -69,9 +69,11 @@ void report_local(const char *what, jv primary, jv ref, long code, const char *r
 /* line_key: the line's op_key when the caller has it (a window's), else NULL: worked out here */
 void do_status(jv line, const char *line_key);
 void status_release(void);	/* what it remembers of its writes */
+int64_t status_idle(int64_t now);	/* the ms until the next is forgotten, -1: none */
 
 /* event.c */
-extern jv event_cache;		/* key -> {"name","namespace","count","first","last"} */
+int64_t events_idle(int64_t now);	/* wall ms; the ms until the next is forgotten, -1: none */
+void events_release(void);
 jv line_primary(jv line);
 jv event_key(jv line);
 void do_event(jv lines);

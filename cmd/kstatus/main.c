@@ -64,6 +64,12 @@ static void on_signal(int sig)
 	stopping = 1;
 }
 
+/* The sooner of two waits in ms (-1: none). */
+static int64_t sooner(int64_t a, int64_t b)
+{
+	return a < 0 ? b : b < 0 || a < b ? a : b;
+}
+
 static void handle(jv line)
 {
 	jv op = kop_json_member(jv_copy(line), "op");
@@ -192,7 +198,6 @@ int main(int argc, char **argv)
 		kube_client_set_user_agent(clients[i], ua);
 	}
 	free(ua);
-	event_cache = jv_object();
 
 	kop_hmap_init(&windows);
 	memset(&sa, 0, sizeof(sa));
@@ -240,6 +245,7 @@ int main(int argc, char **argv)
 			timeout = left < 0 ? 0 : left > 60000 ? 60000 : (int)left;
 		}
 		tool_metrics_flush(1);	/* about to wait for stdin */
+		timeout = (int)sooner(sooner(timeout, status_idle(kop_mono_ms())), events_idle(kop_wall_ms()));
 		pthread_mutex_unlock(&kstatus_lock);
 		rc = poll(&pfd, 1, (int)tool_idle(timeout));
 		pthread_mutex_lock(&kstatus_lock);
@@ -260,7 +266,7 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&kstatus_lock);
 	kop_hmap_release(&windows, NULL);
 	kop_jsonl_release(&reader);
-	jv_free(event_cache);
+	events_release();
 	status_release();
 	curl_global_cleanup();
 	free(host);

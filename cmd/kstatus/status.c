@@ -94,15 +94,17 @@ static jv skipped(jv primary, jv ref, long code, const char *why)
  * resourceVersion the write left: what is stored unless someone wrote
  * since. A status that comes without what is stored (ireconcile's view
  * still waits for the last one to come back) is written from it, without a
- * read. At most WRITTEN_MAX objects are remembered (then none, and so on:
- * an object deleted stays until then, kstatus does not see deletions).
+ * read. Each is remembered for WRITTEN_TTL_MS (status_idle), at most
+ * WRITTEN_MAX objects (then none, and so on: kstatus does not see deletions).
  */
 #define WRITTEN_MAX 10000
+#define WRITTEN_TTL_MS 30000
 
 struct written {
 	char *status;		/* compact JSON */
 	char *rv;
 	char *uid;		/* "" when unknown */
+	int64_t at;		/* when (monotonic ms) */
 };
 
 static struct kop_hmap written;
@@ -148,6 +150,32 @@ static void written_note(const char *key, jv status, const char *uid, const stru
 	w->status = kop_json_dump(jv_copy(status));
 	w->rv = rv;
 	w->uid = kop_strdup(uid ? uid : "");
+	w->at = kop_mono_ms();
+}
+
+/*
+ * A status written WRITTEN_TTL_MS ago is forgotten: by then the watch has
+ * brought it back to ireconcile, whose lines say what is stored. Returns
+ * the ms until the next is (-1: none left).
+ */
+int64_t status_idle(int64_t now)
+{
+	size_t it = 0;
+	const char *k;
+	void *v;
+	int64_t next = -1;
+
+	while (kop_hmap_next(&written, &it, &k, &v)) {
+		struct written *w = v;
+		int64_t left = w->at + WRITTEN_TTL_MS - now;
+
+		if (left <= 0)
+			written_free(kop_hmap_remove(&written, k));
+		else if (next < 0 || left < next)
+			next = left;
+	}
+	kop_hmap_fit(&written);
+	return next;
 }
 
 /*
