@@ -12,7 +12,7 @@
 #define EVENT_WINDOW_MS (10 * 60 * 1000)
 #define EVENT_CACHE_MAX 4096
 
-/* An Event written, by the digest of its event_key (hex): what its repeats need. */
+/* An Event written, by its event_key: what its repeats need. */
 struct recorded {
 	char *name;		/* the Event object's */
 	int count;
@@ -27,15 +27,6 @@ static void recorded_free(void *v)
 
 	free(e->name);
 	free(e);
-}
-
-/* The cache's key for an event_key (borrowed): 32 hex digits of its SHA-256, not its text. */
-static void cache_key(jv key, char hex[33])
-{
-	unsigned char d[32];
-
-	kop_sha256(jv_string_value(key), (size_t)jv_string_length_bytes(jv_copy(key)), d);
-	kop_hex(d, 16, hex);
 }
 
 /*
@@ -194,9 +185,8 @@ static void event_fails(jv lines, jv ref, const struct kube_response *r, const c
 void do_event(jv lines)
 {
 	jv line = jv_array_get(jv_copy(lines), 0);
-	jv ev = kop_json_member(jv_copy(line), "event"), io, key;
+	jv ev = kop_json_member(jv_copy(line), "event"), io, key = jv_invalid();
 	struct recorded *e;
-	char hex[33];
 	char *io_name = NULL, *io_ns = NULL, *type = NULL, *reason = NULL, *message = NULL, *ev_ns = NULL;
 	char ts[40];
 	struct kop_backoff b;
@@ -228,9 +218,7 @@ void do_event(jv lines)
 	ev_ns = kop_strdup(io_ns && *io_ns ? io_ns : default_ns);
 	kop_time_rfc3339(ts, sizeof(ts), (time_t)(now / 1000));
 	key = event_key(line);
-	cache_key(key, hex);
-	jv_free(key);
-	e = kop_hmap_get(&cache, hex);
+	e = kop_hmap_get(&cache, jv_string_value(key));
 	kop_backoff_init(&b, 100, 5000, 1.0);
 
 	if (e && now - e->last < EVENT_WINDOW_MS) {
@@ -245,7 +233,7 @@ void do_event(jv lines)
 			if (write_request("PATCH", path.buf, "application/merge-patch+json", jv_copy(patch),
 					 &r) == 0) {
 				/* (the lock was let go meanwhile: the entry is looked up again) */
-				if ((e = kop_hmap_get(&cache, hex))) {
+				if ((e = kop_hmap_get(&cache, jv_string_value(key)))) {
 					e->count = count0 + n;
 					e->last = now;
 				}
@@ -301,7 +289,7 @@ void do_event(jv lines)
 			e->name = name;
 			e->count = n;
 			e->last = now;
-			if ((e = kop_hmap_put(&cache, hex, e)))
+			if ((e = kop_hmap_put(&cache, jv_string_value(key), e)))
 				recorded_free(e);
 			event_results(lines, event_ref(jv_copy(io), ev_ns), r.code, jv_copy(r.body), 0);
 			kube_response_release(&r);
@@ -318,6 +306,7 @@ void do_event(jv lines)
 		break;
 	}
 out:
+	jv_free(key);
 	jv_free(io);
 	jv_free(ev);
 	jv_free(line);
