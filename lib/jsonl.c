@@ -25,6 +25,8 @@ void kop_jsonl_release(struct kop_jsonl *r)
 	kop_buf_release(&r->in);
 	jv_free(r->pending);
 	r->pending = jv_invalid();
+	free(r->inexact);
+	r->inexact = NULL;
 }
 
 static void compact(struct kop_jsonl *r)
@@ -74,13 +76,27 @@ ssize_t kop_jsonl_read_fd(struct kop_jsonl *r, int fd)
 	return n;
 }
 
+/* For a reader that wants it, where the line (p, len) has its first integer a double cannot hold. */
+static void note_inexact(struct kop_jsonl *r, const char *p, size_t len, size_t lineno)
+{
+	char digits[48];	/* (never shown) */
+	size_t at;
+
+	if (!r->want_inexact)
+		return;
+	if (!r->inexact)
+		r->inexact = kop_malloc(KOP_ERRLEN);
+	r->inexact[0] = '\0';
+	if (kop_json_inexact(p, len, digits, sizeof(digits), &at))
+		kop_json_place(p, len, at, lineno, r->inexact, KOP_ERRLEN);
+}
+
 /* Parses one line into r->pending; -1 with err on malformed input. */
 static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lineno, char *err)
 {
 	jv_parser *parser;
 	jv v, vals;
-	size_t i, at;
-	char digits[48];	/* (never shown) */
+	size_t i;
 
 	for (i = 0; i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r'); i++)
 		;
@@ -100,9 +116,7 @@ static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lin
 			jv_free(r->pending);
 			r->pending = JV_ARRAY(v);
 			r->pending_line = lineno;
-			r->inexact[0] = '\0';
-			if (r->want_inexact && kop_json_inexact(p, len, digits, sizeof(digits), &at))
-				kop_json_place(p, len, at, lineno, r->inexact, sizeof(r->inexact));
+			note_inexact(r, p, len, lineno);
 			return 0;
 		}
 	}
@@ -132,9 +146,7 @@ static int parse_line(struct kop_jsonl *r, const char *p, size_t len, size_t lin
 	jv_free(r->pending);
 	r->pending = vals;
 	r->pending_line = lineno;
-	r->inexact[0] = '\0';
-	if (r->want_inexact && kop_json_inexact(p, len, digits, sizeof(digits), &at))
-		kop_json_place(p, len, at, lineno, r->inexact, sizeof(r->inexact));
+	note_inexact(r, p, len, lineno);
 	return 0;
 }
 

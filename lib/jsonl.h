@@ -35,9 +35,11 @@ struct kop_jsonl {
 	 * 0 it is read as any other (kwatch's watches: an event passed on as text) */
 	int (*take)(void *ctx, const char *text, size_t len);
 	void *take_ctx;
-	/* the place of that line's first integer a double cannot hold (kop_json_inexact,
-	 * kop_json_place: "line 3, column 40: object.spec.replicas"), never its digits; or "" */
-	char inexact[KOP_ERRLEN];
+	/* with want_inexact, the place of that line's first integer a double cannot hold
+	 * (kop_json_inexact, kop_json_place: "line 3, column 40: object.spec.replicas"), never
+	 * its digits, or ""; KOP_ERRLEN bytes, NULL until a line is read (a thousand readers
+	 * of kwatch's need none) */
+	char *inexact;
 };
 
 void kop_jsonl_init(struct kop_jsonl *r, size_t max_line);

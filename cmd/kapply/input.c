@@ -34,7 +34,7 @@ static struct op *next_input(void)
 	if (rc > 0) {
 		struct op *op = op_from_line(v, lineno);
 
-		if (reader.inexact[0] && (op->kind == OP_APPLY || op->kind == OP_CREATE || op->kind == OP_PATCH) &&
+		if (reader.inexact && reader.inexact[0] && (op->kind == OP_APPLY || op->kind == OP_CREATE || op->kind == OP_PATCH) &&
 		    !op->bad) {
 			struct kop_buf b = KOP_BUF_INIT;
 
