@@ -122,17 +122,37 @@ void kop_hmap_fit(struct kop_hmap *m)
 {
 	size_t cap = 16;
 
-	if (m->cap <= 16 || m->len * 8 >= m->cap)
-		return;
-	if (!m->len) {
+	if (m->cap && !m->len) {
 		free(m->ents);
 		m->ents = NULL;
 		m->cap = m->used = 0;
 		return;
 	}
+	if (m->cap <= 16 || m->len * 8 >= m->cap)
+		return;
 	while (cap < m->len * 4)
 		cap *= 2;
 	resize(m, cap);
+}
+
+int64_t kop_hmap_expire(struct kop_hmap *m, int64_t (*left)(const void *val, int64_t now), int64_t now,
+			void (*free_val)(void *))
+{
+	size_t it = 0;
+	const char *k;
+	void *v;
+	int64_t next = -1;
+
+	while (kop_hmap_next(m, &it, &k, &v)) {
+		int64_t l = left(v, now);
+
+		if (l <= 0)
+			free_val(kop_hmap_remove(m, k));
+		else if (next < 0 || l < next)
+			next = l;
+	}
+	kop_hmap_fit(m);
+	return next;
 }
 
 void *kop_hmap_remove(struct kop_hmap *m, const char *key)

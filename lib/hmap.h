@@ -46,6 +46,13 @@ void *kop_hmap_remove(struct kop_hmap *m, const char *key);
  */
 void kop_hmap_fit(struct kop_hmap *m);
 /*
+ * The entries whose left(val, now) is 0 or less removed (their values given
+ * to free_val), then the table fit: returns the least left of those that
+ * stay, -1 when none does.
+ */
+int64_t kop_hmap_expire(struct kop_hmap *m, int64_t (*left)(const void *val, int64_t now), int64_t now,
+			void (*free_val)(void *));
+/*
  * Iteration: size_t it = 0; const char *k; void *v;
  * while (kop_hmap_next(m, &it, &k, &v)) ...
  * Removing the entry just returned is allowed; adding during iteration is not.

@@ -175,7 +175,7 @@ struct engine {
 		size_t from;		/* the length of the text the last was made from */
 	} *dicts;			/* [0]: the primary's, [1 + i]: E.prog.kinds[i]'s */
 	struct kdict *vdicts;		/* the same for what the program sees of them (vtext) */
-	struct zdict rview_dict;	/* what sync sees of them (struct prim's rview): the same */
+	struct zdict rview_dict;	/* what sync sees of them (struct prim's rview): as render_dict */
 	const char *now;
 	const char *event_text;		/* the text of the value handle_event is given when it is one
 					   compact line (reader.c), event_len bytes; else NULL */

@@ -29,28 +29,20 @@ static void recorded_free(void *v)
 	free(e);
 }
 
+static int64_t recorded_left(const void *v, int64_t now)
+{
+	return ((const struct recorded *)v)->last + EVENT_WINDOW_MS - now;
+}
+
 /*
  * The Events whose repeat window is over forgotten: returns the ms until the
- * next one's is (-1: none left).
+ * next one's is (-1: none left), at most a minute (the wall clock may step).
  */
 int64_t events_idle(int64_t now)
 {
-	size_t it = 0;
-	const char *k;
-	void *v;
-	int64_t next = -1;
+	int64_t next = cache.len ? kop_hmap_expire(&cache, recorded_left, now, recorded_free) : -1;
 
-	while (kop_hmap_next(&cache, &it, &k, &v)) {
-		struct recorded *e = v;
-		int64_t left = e->last + EVENT_WINDOW_MS - now;
-
-		if (left <= 0)
-			recorded_free(kop_hmap_remove(&cache, k));
-		else if (next < 0 || left < next)
-			next = left;
-	}
-	kop_hmap_fit(&cache);
-	return next;
+	return next > 60000 ? 60000 : next;
 }
 
 void events_release(void)
@@ -223,23 +215,30 @@ void do_event(jv lines)
 
 	if (e && now - e->last < EVENT_WINDOW_MS) {
 		int count0 = e->count;
+		char *name = kop_strdup(e->name);
 		jv patch = jv_object_set(jv_object(), jv_string("count"), jv_number(count0 + n));
 
 		patch = jv_object_set(patch, jv_string("lastTimestamp"), jv_string(ts));
-		kop_buf_addf(&path, "/api/v1/namespaces/%s/events/%s", ev_ns, e->name);
+		kop_buf_addf(&path, "/api/v1/namespaces/%s/events/%s", ev_ns, name);
 		for (;;) {
 			struct kube_response r;
 
 			if (write_request("PATCH", path.buf, "application/merge-patch+json", jv_copy(patch),
 					 &r) == 0) {
-				/* (the lock was let go meanwhile: the entry is looked up again) */
-				if ((e = kop_hmap_get(&cache, jv_string_value(key)))) {
-					e->count = count0 + n;
-					e->last = now;
+				/* (the lock was let go meanwhile: the entry is looked up again, made again if gone) */
+				if (!(e = kop_hmap_get(&cache, jv_string_value(key)))) {
+					cache_trim(now);
+					e = kop_calloc(1, sizeof(*e));
+					e->name = name;
+					name = NULL;
+					kop_hmap_put(&cache, jv_string_value(key), e);
 				}
+				e->count = count0 + n;
+				e->last = now;
 				event_results(lines, event_ref(jv_copy(io), ev_ns), r.code, jv_copy(r.body), count0);
 				kube_response_release(&r);
 				jv_free(patch);
+				free(name);
 				goto out;
 			}
 			if (r.code != 404 && retry_after_failure(&r, &b, &tries, 0)) {
@@ -250,6 +249,7 @@ void do_event(jv lines)
 				event_fails(lines, event_ref(jv_copy(io), ev_ns), &r, io_name);
 				kube_response_release(&r);
 				jv_free(patch);
+				free(name);
 				goto out;
 			}
 			/* The Event expired: record the repeat as a new one. */
@@ -257,6 +257,7 @@ void do_event(jv lines)
 			break;
 		}
 		jv_free(patch);
+		free(name);
 	}
 
 	kop_buf_reset(&path);

@@ -48,6 +48,7 @@ void writers_queue(jv lines, const char *key, int is_status);	/* lines consumed;
 void writers_pass(jv line, int ours);
 void writers_drain(void);		/* until every operation queued is written, every line passed */
 int writers_full(void);			/* as many operations and lines waiting as the writers may hold */
+int writers_busy(void);			/* an operation queued or being written */
 int writers_pending_for(const char *key);	/* an operation on the object key queued or being written */
 void writers_wait_room(long ms);	/* until not full, stopping, or ms passed */
 void writers_sleep(unsigned ms);	/* the lock let go; ends early when stopping */

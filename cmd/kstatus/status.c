@@ -153,29 +153,28 @@ static void written_note(const char *key, jv status, const char *uid, const stru
 	w->at = kop_mono_ms();
 }
 
+static int64_t written_left(const void *v, int64_t now)
+{
+	return ((const struct written *)v)->at + WRITTEN_TTL_MS - now;
+}
+
 /*
  * A status written WRITTEN_TTL_MS ago is forgotten: by then the watch has
  * brought it back to ireconcile, whose lines say what is stored. Returns
- * the ms until the next is (-1: none left).
+ * the ms until the next is (-1: none left); the table is looked at only then.
  */
 int64_t status_idle(int64_t now)
 {
-	size_t it = 0;
-	const char *k;
-	void *v;
-	int64_t next = -1;
+	static int64_t due = -1;	/* (entries come later than those there: the first one's due) */
 
-	while (kop_hmap_next(&written, &it, &k, &v)) {
-		struct written *w = v;
-		int64_t left = w->at + WRITTEN_TTL_MS - now;
-
-		if (left <= 0)
-			written_free(kop_hmap_remove(&written, k));
-		else if (next < 0 || left < next)
-			next = left;
-	}
-	kop_hmap_fit(&written);
-	return next;
+	if (due < 0 && written.len)
+		due = now;
+	if (due < 0 || now < due)
+		return due < 0 ? -1 : due - now;
+	due = kop_hmap_expire(&written, written_left, now, written_free);
+	if (due >= 0)
+		due += now;
+	return due < 0 ? -1 : due - now;
 }
 
 /*
@@ -195,6 +194,9 @@ static int write_known(jv line, const char *key, jv primary, jv obj, jv status, 
 	struct kube_response r;
 	jv body;
 	int done = 1;
+
+	if (w && written_left(w, kop_mono_ms()) <= 0)
+		w = NULL;	/* (forgotten, if not yet gone: status_idle) */
 
 	if ((!jv_is_valid(stored) || !rv || !*rv) && w && (!uid || !*uid || !*w->uid || !strcmp(uid, w->uid))) {
 		jv_free(stored);

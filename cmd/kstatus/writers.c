@@ -276,6 +276,11 @@ void writers_drain(void)
 		idle_wait(100);
 }
 
+int writers_busy(void)
+{
+	return pending != 0;
+}
+
 int writers_full(void)
 {
 	return pending + nheld >= cap;

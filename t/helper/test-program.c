@@ -2,7 +2,8 @@
  * test-tool commands for lib/hmap.c and lib/program.c:
  *   test-tool hmap-stress [--borrow] N SEED
  *                                   N random puts/removes checked against a plain array, then all but
- *                                   a few removed and the table fit (kop_hmap_fit); prints "ok"
+ *                                   a few removed and the table fit (kop_hmap_fit), then expiry
+ *                                   (kop_hmap_expire); prints "ok"
  *                                   (--borrow: the map borrows its keys, each the very pointer put)
  *   test-tool json-subset [--fp] < pairs.jsonl   each line [desired, live] -> true or false
  *                                   (--fp: live fingerprinted first, compared by kop_json_subset_fp)
@@ -25,6 +26,19 @@
 #include "program.h"
 #include "test-tool.h"
 #include "banned.h"
+
+static int expired;
+
+static int64_t due_left(const void *v, int64_t now)
+{
+	return (int64_t)(intptr_t)v - now;
+}
+
+static void count_expired(void *v)
+{
+	(void)v;
+	expired++;
+}
 
 static int cmd_hmap_stress(int argc, char **argv)
 {
@@ -100,7 +114,18 @@ static int cmd_hmap_stress(int argc, char **argv)
 			if (ref[i] && (long)kop_hmap_remove(&m, tab[i]) != ref[i])
 				rc = 1;
 		kop_hmap_fit(&m);
-		if (m.len || (cap > 16 && m.cap) || kop_hmap_get(&m, tab[0]))
+		if (m.len || m.cap || kop_hmap_get(&m, tab[0]))
+			rc = 1;
+		/* kop_hmap_expire, the values as due times: those due by 50 go, 1 left to the next */
+		for (i = 0; i < 100; i++) {
+			snprintf(tab[i], sizeof(*tab), "key-%ld", i);
+			kop_hmap_put(&m, tab[i], (void *)(i + 1));
+		}
+		expired = 0;
+		if (kop_hmap_expire(&m, due_left, 50, count_expired) != 1 || expired != 50 || m.len != 50 ||
+		    kop_hmap_get(&m, tab[49]) || kop_hmap_get(&m, tab[50]) != (void *)51)
+			rc = 1;
+		if (kop_hmap_expire(&m, due_left, 1000, count_expired) != -1 || expired != 100 || m.len || m.cap)
 			rc = 1;
 		if (kop_hmap_put(&m, tab[0], (void *)1) || kop_hmap_get(&m, tab[0]) != (void *)1 || m.len != 1)
 			rc = 1;
