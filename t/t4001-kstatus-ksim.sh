@@ -134,12 +134,29 @@ test_expect_success 'a status after one written here, without what is stored, is
 	jq -e ".status == {\"phase\":\"Available\"}" w1.json
 '
 
+# kstatus_fed SECONDS: kstatus --coalesce 0 started on the FIFO to-kstatus, written through fd 9 (out, err)
+kstatus_fed () {
+	rm -f to-kstatus out && mkfifo to-kstatus &&
+	{ timeout "$1" kstatus --coalesce 0 <to-kstatus >out 2>err & } &&
+	kstatus_pid=$! &&
+	exec 9>to-kstatus
+}
+
+# second_read_once: kstatus_fed's input ended, it exited 0; since the counters were reset it read the
+# object once, both its lines were written, and w1's status is the second's, Available
+second_read_once () {
+	exec 9>&- &&
+	wait "$kstatus_pid" &&
+	test "$(kstatus_gets)" = 1 &&
+	jq -s -e "length == 2 and all(.ok == true)" out &&
+	get_w w1 &&
+	jq -e ".status == {\"phase\":\"Available\"}" w1.json
+}
+
 test_expect_success 'the object changed by someone else after a write here: read again, the status written is right' '
 	get_w w1 &&
 	uid=$(jq -r .metadata.uid w1.json) &&
-	rm -f to-kstatus out && mkfifo to-kstatus &&
-	{ timeout 30 kstatus --coalesce 0 <to-kstatus >out 2>err & } &&
-	exec 9>to-kstatus &&
+	kstatus_fed 30 &&
 	status_line w1 "$uid" "{\"phase\":\"Processing\",\"message\":\"mine\"}" >&9 &&
 	test_wait_for 10 test -s out &&
 	: someone else writes the status meanwhile &&
@@ -147,32 +164,20 @@ test_expect_success 'the object changed by someone else after a write here: read
 		-d "{\"status\":{\"phase\":\"Failed\",\"other\":1}}" "/apis/test.example.org/v1/namespaces/ns/widgets/w1/status" &&
 	curl -sS -f -m 10 -X POST -d "{\"reset\":true}" "$KSIM_URL/ksim/stats" >/dev/null &&
 	status_line w1 "$uid" "{\"phase\":\"Available\"}" >&9 &&
-	exec 9>&- &&
-	wait &&
-	test "$(kstatus_gets)" = 1 &&
-	jq -s -e "length == 2 and all(.ok == true)" out &&
-	get_w w1 &&
-	jq -e ".status == {\"phase\":\"Available\"}" w1.json
+	second_read_once
 '
 
 # (30 s: by then the watch has brought a status written back to ireconcile, whose lines say what is stored)
 test_expect_success 'a status written here is forgotten after 30 s: a line without what is stored then reads the object' '
 	get_w w1 &&
 	uid=$(jq -r .metadata.uid w1.json) &&
-	rm -f to-kstatus out && mkfifo to-kstatus &&
-	{ timeout 90 kstatus --coalesce 0 <to-kstatus >out 2>err & } &&
-	exec 9>to-kstatus &&
+	kstatus_fed 90 &&
 	status_line w1 "$uid" "{\"phase\":\"Processing\",\"message\":\"early\"}" >&9 &&
 	test_wait_for 10 test -s out &&
 	sleep 31 &&
 	curl -sS -f -m 10 -X POST -d "{\"reset\":true}" "$KSIM_URL/ksim/stats" >/dev/null &&
 	status_line w1 "$uid" "{\"phase\":\"Available\"}" >&9 &&
-	exec 9>&- &&
-	wait &&
-	test "$(kstatus_gets)" = 1 &&
-	jq -s -e "length == 2 and all(.ok == true)" out &&
-	get_w w1 &&
-	jq -e ".status == {\"phase\":\"Available\"}" w1.json
+	second_read_once
 '
 
 test_expect_success 'cleanup' '

@@ -198,7 +198,17 @@ static const struct zdict *kind_dict(struct kdict *kd, const char *text, size_t 
 	return &kd->gen[kd->n - 1];
 }
 
-static char *keep_against(char *text, size_t len, const struct zdict *d, size_t *zlen);
+/* A text (len bytes, malloc'd, consumed) kept against d as it is (unused when len is too short to gain). */
+static char *keep_against(char *text, size_t len, const struct zdict *d, size_t *zlen)
+{
+	unsigned char *z;
+
+	*zlen = len >= COMPRESS_MIN ? compress_text(text, len, &z, d) : 0;
+	if (!*zlen)
+		return text;
+	free(text);
+	return (char *)z;
+}
 
 /* A text of kd's kind (len bytes, malloc'd, consumed) kept as keep_text keeps it, against the
  * dictionary kind_dict gives (*gen its generation). */
@@ -316,17 +326,6 @@ char *keep_text(char *text, size_t len, struct zdict *d, size_t *zlen)
 	return keep_against(text, len, len >= COMPRESS_MIN ? dict_made(d, text, len) : NULL, zlen);
 }
 
-/* keep_text's, against d as it is (unused when len is too short to gain). */
-static char *keep_against(char *text, size_t len, const struct zdict *d, size_t *zlen)
-{
-	unsigned char *z;
-
-	*zlen = len >= COMPRESS_MIN ? compress_text(text, len, &z, d) : 0;
-	if (!*zlen)
-		return text;
-	free(text);
-	return (char *)z;
-}
 
 /* A text keep_text kept (len: its length as JSON), parsed; jv_invalid() if unreadable. */
 jv kept_parse(const char *kept, size_t zlen, size_t len, const struct zdict *d)

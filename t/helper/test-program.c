@@ -34,10 +34,12 @@ static int64_t due_left(const void *v, int64_t now)
 	return (int64_t)(intptr_t)v - now;
 }
 
+static long expired_sum;
+
 static void count_expired(void *v)
 {
-	(void)v;
 	expired++;
+	expired_sum += (long)v;
 }
 
 static int cmd_hmap_stress(int argc, char **argv)
@@ -116,14 +118,18 @@ static int cmd_hmap_stress(int argc, char **argv)
 		kop_hmap_fit(&m);
 		if (m.len || m.cap || kop_hmap_get(&m, tab[0]))
 			rc = 1;
-		/* kop_hmap_expire, the values as due times: those due by 50 go, 1 left to the next */
+		/* kop_hmap_expire, the values as due times: those due by 80 go (each given to free_val),
+		 * 1 left to the next, the table fit to the 20 left */
 		for (i = 0; i < 100; i++) {
 			snprintf(tab[i], sizeof(*tab), "key-%ld", i);
 			kop_hmap_put(&m, tab[i], (void *)(i + 1));
 		}
 		expired = 0;
-		if (kop_hmap_expire(&m, due_left, 50, count_expired) != 1 || expired != 50 || m.len != 50 ||
-		    kop_hmap_get(&m, tab[49]) || kop_hmap_get(&m, tab[50]) != (void *)51)
+		expired_sum = 0;
+		cap = m.cap;
+		if (kop_hmap_expire(&m, due_left, 80, count_expired) != 1 || expired != 80 || expired_sum != 80 * 81 / 2 ||
+		    m.len != 20 || m.cap >= cap || m.cap < 80 || kop_hmap_get(&m, tab[79]) ||
+		    kop_hmap_get(&m, tab[80]) != (void *)81 || kop_hmap_get(&m, tab[99]) != (void *)100)
 			rc = 1;
 		if (kop_hmap_expire(&m, due_left, 1000, count_expired) != -1 || expired != 100 || m.len || m.cap)
 			rc = 1;
