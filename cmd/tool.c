@@ -395,6 +395,11 @@ void tool_metric_note(const char *text)
 	tool_metrics_flush(0);
 }
 
+int64_t tool_sooner(int64_t a, int64_t b)
+{
+	return a < 0 ? b : b < 0 || a < b ? a : b;
+}
+
 int64_t tool_idle(int64_t timeout_ms)
 {
 	static int64_t last;		/* when the heap was last looked at */
@@ -407,7 +412,7 @@ int64_t tool_idle(int64_t timeout_ms)
 	if (now - last < 1000) {
 		int64_t due = 1000 - (now - last);
 
-		return timeout_ms < 0 || due < timeout_ms ? due : timeout_ms;
+		return tool_sooner(timeout_ms, due);
 	}
 	last = now;
 	mi = mallinfo2();

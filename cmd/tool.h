@@ -154,6 +154,8 @@ void tool_metrics_flush(int force);
  * look would be kept for good otherwise.
  */
 int64_t tool_idle(int64_t timeout_ms);
+/* The sooner of two waits in ms (-1: none). */
+int64_t tool_sooner(int64_t a, int64_t b);
 /*
  * Why the tool cannot do its work right now, in a sentence ("" or NULL: it
  * can), sent with the metrics as "note" so that the supervisor's /readyz can

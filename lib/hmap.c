@@ -136,13 +136,17 @@ void kop_hmap_fit(struct kop_hmap *m)
 }
 
 int64_t kop_hmap_expire(struct kop_hmap *m, int64_t (*left)(const void *val, int64_t now), int64_t now,
-			void (*free_val)(void *))
+			void (*free_val)(void *), int64_t *due)
 {
 	size_t it = 0;
 	const char *k;
 	void *v;
 	int64_t next = -1;
 
+	if (*due < 0 && m->len)
+		*due = now;	/* (entries came since it was empty) */
+	if (*due < 0 || now < *due)
+		return *due < 0 ? -1 : *due - now;
 	while (kop_hmap_next(m, &it, &k, &v)) {
 		int64_t l = left(v, now);
 
@@ -152,6 +156,7 @@ int64_t kop_hmap_expire(struct kop_hmap *m, int64_t (*left)(const void *val, int
 			next = l;
 	}
 	kop_hmap_fit(m);
+	*due = next < 0 ? -1 : now + next;
 	return next;
 }
 

@@ -48,10 +48,12 @@ void kop_hmap_fit(struct kop_hmap *m);
 /*
  * The entries whose left(val, now) is 0 or less removed (their values given
  * to free_val), then the table fit: returns the least left of those that
- * stay, -1 when none does.
+ * stay, -1 when none does. *due (the caller's, -1 at first) is when that is:
+ * the table is looked at only from then, or once it holds entries again
+ * after it was empty; entries added meanwhile must not be due sooner.
  */
 int64_t kop_hmap_expire(struct kop_hmap *m, int64_t (*left)(const void *val, int64_t now), int64_t now,
-			void (*free_val)(void *));
+			void (*free_val)(void *), int64_t *due);
 /*
  * Iteration: size_t it = 0; const char *k; void *v;
  * while (kop_hmap_next(m, &it, &k, &v)) ...

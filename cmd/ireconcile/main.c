@@ -155,8 +155,7 @@ static void run(const char *feedback, int once)
 				log_stats(LOG_INFO);
 				E.stats_at = now + E.stats_ms;
 			}
-			if (timeout < 0 || E.stats_at - now < timeout)
-				timeout = (int)(E.stats_at - now);
+			timeout = (int)tool_sooner(timeout, E.stats_at - now);
 		}
 		if (!ending && out_pending() <= OUT_HIGH) {
 			pfd[nfd].fd = 0;

@@ -55,14 +55,10 @@ void flush_out(int block)
  */
 int64_t out_idle(int64_t now, int64_t timeout)
 {
-	int64_t due;
-
 	if (outq.cap <= OUT_KEEP && E.flights.cap <= 16)
 		return timeout;
-	if (now - out_at < 1000) {
-		due = 1000 - (now - out_at);
-		return timeout < 0 || due < timeout ? due : timeout;
-	}
+	if (now - out_at < 1000)
+		return tool_sooner(timeout, 1000 - (now - out_at));
 	if (!out_pending() && outq.cap > OUT_KEEP)
 		kop_buf_release(&outq);
 	kop_hmap_fit(&E.flights);

@@ -40,7 +40,8 @@ static int64_t recorded_left(const void *v, int64_t now)
  */
 int64_t events_idle(int64_t now)
 {
-	int64_t next = cache.len ? kop_hmap_expire(&cache, recorded_left, now, recorded_free) : -1;
+	static int64_t due = -1;	/* (an entry written again is due later: never sooner) */
+	int64_t next = kop_hmap_expire(&cache, recorded_left, now, recorded_free, &due);
 
 	return next > 60000 ? 60000 : next;
 }

@@ -64,12 +64,6 @@ static void on_signal(int sig)
 	stopping = 1;
 }
 
-/* The sooner of two waits in ms (-1: none). */
-static int64_t sooner(int64_t a, int64_t b)
-{
-	return a < 0 ? b : b < 0 || a < b ? a : b;
-}
-
 static void handle(jv line)
 {
 	jv op = kop_json_member(jv_copy(line), "op");
@@ -246,8 +240,9 @@ int main(int argc, char **argv)
 		}
 		tool_metrics_flush(1);	/* about to wait for stdin */
 		/* (what the writers remember meanwhile is looked at again within a second of their last write) */
-		timeout = (int)sooner(sooner(sooner(timeout, status_idle(kop_mono_ms())), events_idle(kop_wall_ms())),
-				      writers_busy() ? 1000 : -1);
+		timeout = (int)tool_sooner(tool_sooner(tool_sooner(timeout, status_idle(kop_mono_ms())),
+						       events_idle(kop_wall_ms())),
+					   writers_busy() ? 1000 : -1);
 		pthread_mutex_unlock(&kstatus_lock);
 		rc = poll(&pfd, 1, (int)tool_idle(timeout));
 		pthread_mutex_lock(&kstatus_lock);

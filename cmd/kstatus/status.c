@@ -167,14 +167,7 @@ int64_t status_idle(int64_t now)
 {
 	static int64_t due = -1;	/* (entries come later than those there: the first one's due) */
 
-	if (due < 0 && written.len)
-		due = now;
-	if (due < 0 || now < due)
-		return due < 0 ? -1 : due - now;
-	due = kop_hmap_expire(&written, written_left, now, written_free);
-	if (due >= 0)
-		due += now;
-	return due < 0 ? -1 : due - now;
+	return kop_hmap_expire(&written, written_left, now, written_free, &due);
 }
 
 /*

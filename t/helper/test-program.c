@@ -105,6 +105,7 @@ static int cmd_hmap_stress(int argc, char **argv)
 	}
 	if (!rc) {
 		size_t left = m.len, cap = m.cap;
+		int64_t due;
 
 		kop_hmap_fit(&m);
 		if (m.len != left || (cap > 16 && left * 8 < cap && (m.cap >= cap || m.cap < left * 4)))
@@ -127,11 +128,17 @@ static int cmd_hmap_stress(int argc, char **argv)
 		expired = 0;
 		expired_sum = 0;
 		cap = m.cap;
-		if (kop_hmap_expire(&m, due_left, 80, count_expired) != 1 || expired != 80 || expired_sum != 80 * 81 / 2 ||
-		    m.len != 20 || m.cap >= cap || m.cap < 80 || kop_hmap_get(&m, tab[79]) ||
+		due = -1;
+		if (kop_hmap_expire(&m, due_left, 80, count_expired, &due) != 1 || due != 81 || expired != 80 ||
+		    expired_sum != 80 * 81 / 2 || m.len != 20 || m.cap >= cap || m.cap < 80 || kop_hmap_get(&m, tab[79]) ||
 		    kop_hmap_get(&m, tab[80]) != (void *)81 || kop_hmap_get(&m, tab[99]) != (void *)100)
 			rc = 1;
-		if (kop_hmap_expire(&m, due_left, 1000, count_expired) != -1 || expired != 100 || m.len || m.cap)
+		/* before its due the table is not looked at: an entry due already (against the contract) stays */
+		kop_hmap_put(&m, tab[0], (void *)1);
+		if (kop_hmap_expire(&m, due_left, 80, count_expired, &due) != 1 || expired != 80 || m.len != 21)
+			rc = 1;
+		if (kop_hmap_expire(&m, due_left, 1000, count_expired, &due) != -1 || due != -1 || expired != 101 ||
+		    m.len || m.cap)
 			rc = 1;
 		if (kop_hmap_put(&m, tab[0], (void *)1) || kop_hmap_get(&m, tab[0]) != (void *)1 || m.len != 1)
 			rc = 1;
