@@ -594,6 +594,29 @@ test_expect_success 'a child changed outside its projection, in its status alone
 	test_cmp expect statuses
 '
 
+# A primary seen again as its last reconcile saw it (its resourceVersion
+# alone moved: a relist, a no-op write) gives the program nothing new: not
+# reconciled for. A label that moved is something the program sees.
+test_expect_success 'a primary seen again as its last reconcile saw it: not reconciled for' '
+	w () { # RV LABEL
+		printf "{\"type\":\"MODIFIED\",\"object\":{\"apiVersion\":\"test.example.org/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\",\"namespace\":\"t\",\"uid\":\"u1\",\"resourceVersion\":\"%s\",\"labels\":{\"l\":\"%s\"}}}}\n" "$1" "$2"
+	} &&
+	mkfifo again.fifo &&
+	{ ( w 1 a
+	    echo "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Widget\",\"apiVersion\":\"test.example.org/v1\",\"metadata\":{\"resourceVersion\":\"2\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}"
+	    test_wait_for 30 test_has_reconciles again.err 1
+	    w 3 a
+	    test_wait_for 30 grep -q "as its last reconcile saw it; not reconciled" again.err
+	    w 4 b
+	    test_wait_for 30 test_has_reconciles again.err 2
+	  ) >again.fifo & } &&
+	timeout 60 ireconcile -v --now $NOW prog/quiet <again.fifo >again.out 2>again.err &&
+	wait &&
+	test_no_sanitizer_report again.err &&
+	test "$(test_reconciles again.err)" = 2 &&
+	test "$(grep -c "as its last reconcile saw it; not reconciled" again.err)" = 1
+'
+
 test_expect_success 'project: an empty list, an empty key, a number: refused naming the entry (100)' '
 	for bad in "[]" "[spec..x]" "[[]]" "[spec, 5]" "5"
 	do

@@ -426,7 +426,8 @@ test_expect_success 'a dropped field: an apply is not landed before its annotati
 # Two statuses on their way, the first lands: the primary changed, but what
 # the program sees is still the second (kstatus writes them in order), so it
 # is not written again, nor derived anew (with the clock, a condition's
-# transition time would move). Once the second lands, nothing either.
+# transition time would move). Once the second lands, the program would see
+# what its last reconcile saw: not even reconciled.
 test_expect_success 'an older status landing while a newer one is on its way writes nothing' '
 	mkfifo older.fifo &&
 	{ ( cat "$FIXTURES/01-namespace.in.jsonl"
@@ -443,9 +444,9 @@ test_expect_success 'an older status landing while a newer one is on its way wri
 	[1,1]
 	[1,0]
 	[0,0]
-	[0,0]
 	EOT
-	test_cmp expect actual
+	test_cmp expect actual &&
+	test "$(grep -c "as its last reconcile saw it; not reconciled" older.err)" = 1
 '
 
 # Someone else's status stored after ours (here read in one batch with our
@@ -477,7 +478,8 @@ test_expect_success 'a status someone else stored while ours was on its way is w
 
 # Someone else's status stored before ours that are on their way (kstatus
 # retries after a conflict): what the program derives from it is written
-# over, and ours landing afterwards are still ours, nothing more is written.
+# over, and ours landing afterwards are still ours, nothing more is written
+# (the last not even reconciled: the one before saw it on its way).
 test_expect_success 'statuses of ours landing after someone else'"'"'s write nothing more' '
 	mkfifo after.fifo &&
 	{ ( cat "$FIXTURES/05-edit-image.in.jsonl"
@@ -500,9 +502,9 @@ test_expect_success 'statuses of ours landing after someone else'"'"'s write not
 	[1,1]
 	[1,1]
 	[0,0]
-	[0,0]
 	EOT
-	test_cmp expect actual
+	test_cmp expect actual &&
+	test "$(grep -c "as its last reconcile saw it; not reconciled" after.err)" = 1
 '
 
 # Deleted while the create of its namespace is on its way (sent, not seen): finalized at once, the

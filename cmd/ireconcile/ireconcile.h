@@ -86,6 +86,11 @@ struct prim {
 	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"[,ERROR_TAG]} */
 	unsigned char *agg;		/* one flag per aggregate */
 	unsigned char pdig[KOP_JSON_DIGEST_LEN];	/* of render_parent(the object), as it arrived */
+	/* What its program saw of it at its last reconcile, when that ran
+	 * through (seen_ok): an event of it that leaves this alike reconciles
+	 * nothing (seen_alike). */
+	int seen_ok;
+	unsigned char seen_dig[KOP_JSON_DIGEST_LEN];
 	int render_valid;		/* render_key, rview, rdig, rstat (and radig) describe the last answer */
 	unsigned char render_key[KOP_JSON_DIGEST_LEN];	/* of the render program's last input */
 	unsigned char *rendered;	/* its output, directives resolved, then packed (kop_fn_pack: read it
@@ -346,6 +351,8 @@ struct flight *status_flight(struct prim *p, int64_t now);
 int write_status(struct prim *p, jv parent, jv status, enum seen seen, int events, int64_t now, struct counts *n);
 void write_events(struct prim *p, jv parent, jv events, struct counts *n);
 jv parent_seen(struct prim *p, jv parent, enum seen *seen, int64_t now);
+void seen_note(struct prim *p, jv seen);
+int seen_alike(struct prim *p, jv obj, int64_t now);
 
 /* children.c */
 int check_output(jv out, char *err);

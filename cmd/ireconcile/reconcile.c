@@ -56,6 +56,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	int64_t t0 = kop_mono_us(), t1, t2, t3, render_jq = 0, render_fn = 0;	/* microseconds */
 	int render_cached = 0, held = 0;
 
+	p->seen_ok = 0;
 	if (p->obj->deleting) {
 		/* Being deleted: ours to finalize only while our finalizer holds it. */
 		if (!E.prog.finalizer || !has_finalizer(parent, E.prog.finalizer, &index))
@@ -74,10 +75,10 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 
 	rdes = jv_array();	/* the rendered .desired as sync sees them */
 	in = jv_object();
-	in = jv_object_set(in, kop_json_key("parent"), parent_seen(p, parent, &seen, now));
-	v = jv_object_get(jv_copy(in), kop_json_key("parent"));
+	v = parent_seen(p, parent, &seen, now);
+	seen_note(p, v);
 	update_aggs(p, v);
-	jv_free(v);
+	in = jv_object_set(in, kop_json_key("parent"), v);
 	in = jv_object_set(in, kop_json_key("children"), build_children(p, ctx));
 	in = jv_object_set(in, kop_json_key("related"), build_related());
 	in = jv_object_set(in, kop_json_key("settings"), jv_copy(E.prog.settings));
@@ -189,6 +190,7 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	kop_hmap_release(&desired, NULL);
 	if (!jv_object_length(jv_copy(p->errors)) && !ctx->rfail && !ctx->unmapped)
 		kop_backoff_reset(&p->backoff);
+	p->seen_ok = 1;
 
 	if (log_enabled(LOG_DEBUG)) {
 		jv f = jv_object_set(jv_object(), kop_json_key("primary"), jv_string(p->key));

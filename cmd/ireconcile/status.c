@@ -443,3 +443,55 @@ jv parent_seen(struct prim *p, jv parent, enum seen *seen, int64_t now)
 		schedule(p, f->at + FLIGHT_TIMEOUT_MS);
 	return jv_object_set(jv_copy(parent), kop_json_key("status"), st);
 }
+
+/*
+ * The digest of what the program sees of p: seen (consumed), parent_seen's
+ * answer, but its resourceVersion (which a write of its status alone moves),
+ * and the part of it the render program gets (p->pdig).
+ */
+static void seen_digest(const struct prim *p, jv seen, unsigned char out[KOP_JSON_DIGEST_LEN])
+{
+	unsigned char both[2 * KOP_JSON_DIGEST_LEN];
+	jv meta = jv_object_get(jv_copy(seen), kop_json_key("metadata"));
+
+	if (jv_get_kind(meta) == JV_KIND_OBJECT)
+		seen = jv_object_set(seen, kop_json_key("metadata"),
+				     jv_object_delete(meta, kop_json_key("resourceVersion")));
+	else
+		jv_free(meta);
+	memcpy(both, p->pdig, KOP_JSON_DIGEST_LEN);
+	kop_json_digest(seen, both + KOP_JSON_DIGEST_LEN);
+	jv_free(seen);
+	kop_sha256(both, sizeof(both), out);
+}
+
+/* Notes seen (borrowed), parent_seen's answer, as what p's program is given
+ * now (the reconcile sets seen_ok once it has run through). */
+void seen_note(struct prim *p, jv seen)
+{
+	seen_digest(p, jv_copy(seen), p->seen_dig);
+}
+
+/*
+ * Whether p's program would see it as its last reconcile did, obj
+ * (borrowed) being the primary as it just arrived (p->obj and p->pdig
+ * already its): our status landing that the program saw on its way, a
+ * relist, a change of what no program reads (its resourceVersion, its
+ * managedFields). Such an event reconciles nothing: the answer would be the
+ * last one. What parent_seen does on the way (a flight seen back) is done
+ * here as it would be there.
+ */
+int seen_alike(struct prim *p, jv obj, int64_t now)
+{
+	unsigned char d[KOP_JSON_DIGEST_LEN];
+	enum seen seen;
+	jv v, ps;
+
+	if (!p->seen_ok)
+		return 0;
+	v = E.prog.render ? jv_object_delete(jv_copy(obj), kop_json_key("spec")) : jv_copy(obj);
+	ps = parent_seen(p, v, &seen, now);
+	jv_free(v);
+	seen_digest(p, ps, d);
+	return !memcmp(d, p->seen_dig, sizeof(d));
+}

@@ -280,6 +280,7 @@ void remove_obj(struct obj *o)
 	} else if (o->kind->role == KOP_ROLE_PRIMARY) {
 		if (p && p->obj == o) {
 			p->obj = NULL;
+			p->seen_ok = 0;
 			p->status_at = 0;	/* (a primary of that name created again: its first status at once) */
 			E.nseen--;
 			tool_metric_set("ireconcile_primaries", NULL, (double)E.nseen);
@@ -482,7 +483,10 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 			jv_free(rp);
 		}
 		update_aggs_seen(p, obj, kop_mono_ms());
-		enqueue(p);
+		if (p->queued || !seen_alike(p, obj, kop_mono_ms()))
+			enqueue(p);
+		else
+			log_debug("primary '%s': as its last reconcile saw it; not reconciled", p->key);
 		break;
 	}
 	case KOP_ROLE_RELATED:
