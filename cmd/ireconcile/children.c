@@ -347,6 +347,12 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 				hold[r] = 1;
 			goto next;
 		}
+		if (flight_on_way(fkey, d, live ? live->rv : "", now)) {
+			/* Sent, and the live object unchanged since: what
+			 * flight_check_text would say, without its text made. */
+			kop_hmap_put(desired, key, &one);
+			goto next;
+		}
 		if (!jv_is_valid(full)) {
 			full = rendered_object(p, ctx, r);
 			if (jv_get_kind(full) != JV_KIND_OBJECT) {

@@ -119,6 +119,20 @@ int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t
 }
 
 /*
+ * Whether the apply fkey of the object whose applied digest (the memo
+ * flight_sent_object keeps) is memo is on its way against the live object
+ * at live_rv: what flight_check_text would answer (0) for its text, told
+ * without making it. A failed one is left to flight_check_text.
+ */
+int flight_on_way(const char *fkey, const unsigned char *memo, const char *live_rv, int64_t now)
+{
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
+
+	return f && f->has_obj && !f->failed && !memcmp(f->memo, memo, sizeof(f->memo)) &&
+	       !strcmp(f->live_rv, live_rv) && (f->acked || now - f->at < FLIGHT_TIMEOUT_MS);
+}
+
+/*
  * What the apply just let through flight_check_text (text, len) was: the
  * rendered object of index r (>= 0) of p's render, or that text. memo: the
  * comparison's memo key.
