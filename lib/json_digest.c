@@ -10,8 +10,9 @@
 #include "kop.h"
 #include "banned.h"
 
-/* The tree of v as tagged, length-prefixed bytes: no two values share them. */
-static void digest_walk(struct kop_buf *b, jv v)
+/* The tree of v as tagged, length-prefixed bytes: no two values share them;
+ * with sorted, objects' members in the order of their keys (jv_keys). */
+static void digest_walk(struct kop_buf *b, jv v, int sorted)
 {
 	jv_kind k = jv_get_kind(v);
 	unsigned char tag = (unsigned char)k;
@@ -34,19 +35,35 @@ static void digest_walk(struct kop_buf *b, jv v)
 		n = (uint32_t)jv_array_length(jv_copy(v));
 		kop_buf_add(b, &n, sizeof(n));
 		jv_array_foreach(v, i, item) {
-			digest_walk(b, item);
+			digest_walk(b, item, sorted);
 			jv_free(item);
 		}
 		break;
 	case JV_KIND_OBJECT: {
 		int it;
 
+		if (sorted) {
+			jv keys = jv_keys(jv_copy(v));
+
+			jv_array_foreach(keys, i, key) {
+				jv val = jv_object_get(jv_copy(v), jv_copy(key));
+
+				digest_walk(b, key, 1);
+				digest_walk(b, val, 1);
+				jv_free(key);
+				jv_free(val);
+			}
+			jv_free(keys);
+			tag = 0xff;
+			kop_buf_add(b, &tag, 1);
+			break;
+		}
 		/* (no jv_object_length: it counts; the closing tag delimits) */
 		for (it = jv_object_iter(v); jv_object_iter_valid(v, it); it = jv_object_iter_next(v, it)) {
 			jv key = jv_object_iter_key(v, it), val = jv_object_iter_value(v, it);
 
-			digest_walk(b, key);
-			digest_walk(b, val);
+			digest_walk(b, key, 0);
+			digest_walk(b, val, 0);
 			jv_free(key);
 			jv_free(val);
 		}
@@ -59,13 +76,23 @@ static void digest_walk(struct kop_buf *b, jv v)
 	}
 }
 
-void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN])
+static void digest(jv v, int sorted, unsigned char out[KOP_JSON_DIGEST_LEN])
 {
 	struct kop_buf b = KOP_BUF_INIT;
 
-	digest_walk(&b, v);
+	digest_walk(&b, v, sorted);
 	kop_sha256(b.buf ? b.buf : "", b.len, out);
 	kop_buf_release(&b);
+}
+
+void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN])
+{
+	digest(v, 0, out);
+}
+
+void kop_json_digest_equal(jv v, unsigned char out[KOP_JSON_DIGEST_LEN])
+{
+	digest(v, 1, out);
 }
 
 int kop_json_text_digest_cut(const char *text, size_t len, jv paths, struct kop_buf *scratch,

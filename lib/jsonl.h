@@ -238,6 +238,10 @@ void kop_json_key_share(void);
  */
 #define KOP_JSON_DIGEST_LEN 32
 void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN]);
+/* The same with each object's members in the order of their keys: equal
+ * values (jv_equal) give equal digests, whatever order they were built in
+ * (an object a server wrote back with its keys sorted). */
+void kop_json_digest_equal(jv v, unsigned char out[KOP_JSON_DIGEST_LEN]);
 /*
  * SHA-256 of the JSON object text (len bytes at text) without the members
  * at paths (kop_json_cut; scratch is the caller's, reused from call to

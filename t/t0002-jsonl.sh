@@ -247,6 +247,18 @@ test_expect_success 'json digests: equal values alike, any difference apart' '
 	test $(sed 1d out | sort -u | wc -l) = 9
 '
 
+test_expect_success 'json digests --equal: key order aside, as digests are' '
+	"$KOP_TEST_TOOL" json-digest --equal "{\"a\":1,\"b\":{\"c\":[{\"d\":1,\"e\":2}],\"f\":null}}" \
+		"{\"b\":{\"f\":null,\"c\":[{\"e\":2,\"d\":1}]},\"a\":1}" \
+		"{\"a\":1,\"b\":{\"c\":[{\"d\":1,\"e\":3}],\"f\":null}}" "{\"ab\":1}" "{\"a\":\"b1\"}" \
+		"[{\"a\":1},{\"b\":1}]" "[{\"b\":1},{\"a\":1}]" >out &&
+	test $(wc -l <out) = 7 &&
+	test "$(sed -n 1p out)" = "$(sed -n 2p out)" &&
+	test $(sed 1d out | sort -u | wc -l) = 6 &&
+	"$KOP_TEST_TOOL" json-digest "{\"a\":1,\"b\":2}" "{\"b\":2,\"a\":1}" >plain &&
+	test "$(sed -n 1p plain)" != "$(sed -n 2p plain)"
+'
+
 test_expect_success 'a text'"'"'s digest with members cut out: the same only for objects alike but for them, there or not' '
 	cat >pairs <<-\EOF &&
 	{"kind":"K","metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1},"status":{"r":1}}

@@ -44,16 +44,78 @@ static void program_failed(struct prim *p, const char *msg, int64_t now)
 	count_reconcile("error");
 }
 
+/* Whether two values (borrowed) of the program's answers say the same: absent as null. */
+static int same_member(jv a, jv b, const char *key)
+{
+	jv x = jv_object_get(jv_copy(a), kop_json_key(key)), y = jv_object_get(jv_copy(b), kop_json_key(key));
+	int same;
+
+	if (!jv_is_valid(x)) {
+		jv_free(x);
+		x = jv_null();
+	}
+	if (!jv_is_valid(y)) {
+		jv_free(y);
+		y = jv_null();
+	}
+	same = jv_identical(jv_copy(x), jv_copy(y)) || jv_equal(jv_copy(x), jv_copy(y));
+	jv_free(x);
+	jv_free(y);
+	return same;
+}
+
+/*
+ * A status just written for p (status, borrowed) comes back as a change of
+ * p, and the program, which reads its own status, may answer otherwise
+ * then: its landing would reconcile p. Asked now instead, on this
+ * reconcile's input (in, consumed) with that status stored: when the answer
+ * is this one (out, borrowed, as the program gave it) but for its events,
+ * none, and the status it was given, the landing is what the program has
+ * seen (seen_note), and reconciles nothing. One run of the program, where
+ * the landing's reconcile would build its whole input again. 1 when so.
+ */
+static int ask_landed(struct prim *p, jv in, jv out, jv status)
+{
+	jv parent = jv_object_set(jv_object_get(jv_copy(in), kop_json_key("parent")), kop_json_key("status"),
+				  jv_copy(status));
+	jv again, ev;
+	char err[KOP_ERRLEN];
+	int same;
+
+	in = jv_object_set(in, kop_json_key("parent"), jv_copy(parent));
+	if (kop_jq_run1(E.prog.sync, in, &again, err) < 0 || jv_get_kind(again) != JV_KIND_OBJECT) {
+		if (jv_is_valid(again))
+			jv_free(again);
+		jv_free(parent);
+		return 0;	/* (the landing's reconcile says what is wrong) */
+	}
+	ev = jv_object_get(jv_copy(again), kop_json_key("events"));
+	same = (jv_get_kind(ev) != JV_KIND_ARRAY || jv_array_length(jv_copy(ev)) == 0) &&
+	       same_member(out, again, "children") && same_member(out, again, "resyncAfterSeconds") &&
+	       same_member(out, again, "finalized");
+	jv_free(ev);
+	if (same) {
+		jv st = jv_object_get(jv_copy(again), kop_json_key("status"));
+
+		same = jv_equal(st, jv_copy(status));
+	}
+	if (same)
+		seen_note(p, parent);
+	jv_free(parent);
+	jv_free(again);
+	return same;
+}
+
 /* One reconcile of p, whose parsed object is ctx->parent. */
 static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 {
 	struct counts n = { 0, 0, 0, 0, 0 };
-	int finalizing = 0, index = -1, status_sent = 1;
+	int finalizing = 0, index = -1, status_sent = 1, landed = 0;
 	enum seen seen = SEEN_STORED;
-	jv in, out, v, parent = ctx->parent, rdes;
+	jv in, out, v, parent = ctx->parent, rdes, asked, given;
 	char err[KOP_ERRLEN], ts[40];
 	struct kop_hmap desired = KOP_HMAP_INIT;
-	int64_t t0 = kop_mono_us(), t1, t2, t3, render_jq = 0, render_fn = 0;	/* microseconds */
+	int64_t t0 = kop_mono_us(), t1, t2, t3, render_jq = 0, render_fn = 0, ask_jq = 0;	/* microseconds */
 	int render_cached = 0, held = 0;
 
 	p->seen_ok = 0;
@@ -107,15 +169,20 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	}
 	in = jv_object_set(in, kop_json_key("pending"), build_pending(p, ctx, now));
 	t1 = kop_mono_us();
+	asked = jv_copy(in);	/* (ask_landed's) */
 	if (kop_jq_run1(E.prog.sync, in, &out, err) < 0) {
+		jv_free(asked);
 		jv_free(rdes);
 		program_failed(p, err, now);
 		return;
 	}
 	t2 = kop_mono_us();
+	given = jv_copy(out);
 	if (check_output(out, err) < 0 || resolve_output(out, rdes, &out, err) < 0 || check_children(out, err) < 0) {
 		if (jv_is_valid(out))
 			jv_free(out);
+		jv_free(given);
+		jv_free(asked);
 		jv_free(rdes);
 		program_failed(p, err, now);
 		return;
@@ -148,10 +215,25 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 		int events = jv_get_kind(ev) == JV_KIND_ARRAY && jv_array_length(jv_copy(ev)) > 0;
 
 		jv_free(ev);
-		status_sent = write_status(p, parent, v, seen, events, now, &n);
+		if (finalizing || ctx->rfail || ctx->unmapped) {
+			status_sent = write_status(p, parent, v, seen, events, now, &n);
+		} else {
+			unsigned before = n.statuses;
+			int64_t ta = kop_mono_us();
+
+			status_sent = write_status(p, parent, jv_copy(v), seen, events, now, &n);
+			if (n.statuses > before) {
+				landed = ask_landed(p, asked, given, v);
+				asked = jv_invalid();
+				ask_jq = kop_mono_us() - ta;
+			}
+			jv_free(v);
+		}
 	} else {
 		jv_free(v);
 	}
+	jv_free(asked);
+	jv_free(given);
 
 	/* Events that came with a status still in flight were sent with it already. */
 	v = jv_object_get(jv_copy(out), kop_json_key("events"));
@@ -197,9 +279,11 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 
 		f = jv_object_set(f, kop_json_key("ms"), jv_number((double)(kop_mono_us() - t0) / 1000));
 		f = jv_object_set(f, kop_json_key("programMs"),
-				  jv_number((double)(t2 - t1 + render_jq + ctx->rerender_jq) / 1000));
+				  jv_number((double)(t2 - t1 + render_jq + ctx->rerender_jq + ask_jq) / 1000));
 		f = jv_object_set(f, kop_json_key("functionsMs"),
 				  jv_number((double)(t3 - t2 + render_fn + ctx->rerender_fn) / 1000));
+		if (n.statuses)
+			f = jv_object_set(f, kop_json_key("landingSeen"), jv_bool(landed));
 		if (E.prog.render) {
 			f = jv_object_set(f, kop_json_key("renderCached"), jv_bool(render_cached));
 			f = jv_object_set(f, kop_json_key("renderKept"), jv_bool(p->rendered != NULL));

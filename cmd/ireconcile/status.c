@@ -460,7 +460,7 @@ static void seen_digest(const struct prim *p, jv seen, unsigned char out[KOP_JSO
 	else
 		jv_free(meta);
 	memcpy(both, p->pdig, KOP_JSON_DIGEST_LEN);
-	kop_json_digest(seen, both + KOP_JSON_DIGEST_LEN);
+	kop_json_digest_equal(seen, both + KOP_JSON_DIGEST_LEN);	/* (a server may sort a status's keys) */
 	jv_free(seen);
 	kop_sha256(both, sizeof(both), out);
 }

@@ -271,12 +271,13 @@ static int cmd_time_parse(int argc, char **argv)
 	return 0;
 }
 
-/* json-digest: a line per JSON argument, the hex of kop_json_digest. */
+/* json-digest [--equal]: a line per JSON argument, the hex of kop_json_digest
+ * (kop_json_digest_equal). */
 static int cmd_json_digest(int argc, char **argv)
 {
-	int i;
+	int i, equal = argc > 1 && !strcmp(argv[1], "--equal");
 
-	for (i = 1; i < argc; i++) {
+	for (i = 1 + equal; i < argc; i++) {
 		jv v = jv_parse(argv[i]);
 		unsigned char d[KOP_JSON_DIGEST_LEN];
 		size_t j;
@@ -286,7 +287,10 @@ static int cmd_json_digest(int argc, char **argv)
 			fprintf(stderr, "not JSON: %s\n", argv[i]);
 			return 1;
 		}
-		kop_json_digest(v, d);
+		if (equal)
+			kop_json_digest_equal(v, d);
+		else
+			kop_json_digest(v, d);
 		jv_free(v);
 		for (j = 0; j < sizeof(d); j++)
 			printf("%02x", d[j]);
