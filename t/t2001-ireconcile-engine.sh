@@ -617,6 +617,60 @@ test_expect_success 'a primary seen again as its last reconcile saw it: not reco
 	test "$(grep -c "as its last reconcile saw it; not reconciled" again.err)" = 1
 '
 
+# A status written is asked of the program at once, with it stored, and
+# with the aggregates it changed: a program that counts itself answers
+# otherwise once its own status counts (its landing reconciles, and writes
+# the count again), one that fails on it fails at the landing's reconcile
+# (the question itself says nothing), and neither is taken as seen.
+test_expect_success 'a status asked of the program at its write: the aggregates it changed, a program failing on it' '
+	rm -rf prog/asked && mkdir prog/asked &&
+	cat >prog/asked/program.yml <<-\EOF &&
+	name: asked
+	primary: {resource: widgets.test.example.org, apiVersion: test.example.org/v1, kind: Widget}
+	mapping: {labels: {name: test.example.org/widget}}
+	children:
+	  - {resource: configmaps, apiVersion: v1, kind: ConfigMap}
+	aggregates:
+	  counted: .status.n != null
+	sync: sync.jq
+	EOF
+	cat >prog/asked/sync.jq <<-\EOF &&
+	if .parent.metadata.name == "bad" and .parent.status.n then error("no status of mine may stand")
+	else {children: [], status: {n: 1, count: (.aggregates.counted | length)}} end
+	EOF
+	widget () { # NAME RV [STATUS]
+		printf "{\"type\":\"%s\",\"object\":{\"apiVersion\":\"test.example.org/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"t\",\"uid\":\"u-%s\",\"resourceVersion\":\"%s\"}%s}}\n" \
+			"$(test -z "${3:-}" && echo ADDED || echo MODIFIED)" "$1" "$1" "$2" "${3:+,\"status\":$3}"
+	} &&
+	mkfifo asked.fifo &&
+	{ ( widget w 1
+	    echo "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Widget\",\"apiVersion\":\"test.example.org/v1\",\"metadata\":{\"resourceVersion\":\"2\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}"
+	    test_wait_for 30 test_has_reconciles asked.err 1
+	    widget w 3 "{\"n\":1,\"count\":0}"
+	    test_wait_for 30 test_has_reconciles asked.err 2
+	    widget w 4 "{\"n\":1,\"count\":1}"
+	    test_wait_for 30 grep -q "as its last reconcile saw it; not reconciled" asked.err
+	    widget bad 5
+	    test_wait_for 30 test_has_reconciles asked.err 3
+	    widget bad 6 "{\"n\":1,\"count\":1}"
+	    test_wait_for 30 grep -q "no status of mine may stand" asked.err
+	  ) >asked.fifo & } &&
+	timeout 60 ireconcile -v --now $NOW --status-interval 0 prog/asked <asked.fifo >asked.out 2>asked.err &&
+	wait &&
+	test_no_sanitizer_report asked.err &&
+	test_reconciled asked.err primary statuses landingSeen >actual &&
+	cat >expect <<-\EOF &&
+	["t/w",1,false]
+	["t/w",1,true]
+	["t/bad",1,false]
+	EOF
+	test_cmp expect actual &&
+	jq -c "select(.op == \"status\") | .object.status" asked.out >statuses &&
+	printf "{\"n\":1,\"count\":0}\n{\"n\":1,\"count\":1}\n{\"n\":1,\"count\":1}\n" >expect &&
+	test_cmp expect statuses &&
+	grep -q "unable to reconcile .t/bad.: .*no status of mine may stand" asked.err
+'
+
 test_expect_success 'project: an empty list, an empty key, a number: refused naming the entry (100)' '
 	for bad in "[]" "[spec..x]" "[[]]" "[spec, 5]" "5"
 	do

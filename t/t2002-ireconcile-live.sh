@@ -506,9 +506,11 @@ test_expect_success '... and holds one that only lists pods until they settle' '
 	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
 	pod_running w1-a 40 >&5 &&
 	test_wait_for 10 count_ge 1 ".op == \"status\" and .object.status.pods == [\"w1-a\"]" &&
+	n=$(reconciled) &&
 	store_status &&
 	: its landing, as the program was told when it was written: not reconciled &&
 	test_wait_for 5 grep -q "as its last reconcile saw it; not reconciled" err &&
+	test "$(reconciled)" = "$n" &&
 	lines=$(wc -l <out) &&
 	n=$(reconciled) &&
 	pod_running w1-b 41 >&5 &&

@@ -70,6 +70,38 @@ test_expect_success 'the render answer is reused until the spec changes' '
 	test_cmp expect actual
 '
 
+# Before the first pass (the lists still coming), a primary's answer is
+# rendered while no input waits: the first pass reads it back. One whose
+# spec changes before the first pass is rendered again then.
+test_expect_success 'a render answer made ahead of the first pass is used by it, unless its input changed' '
+	sed -n 1p "$FIXTURES/01-thing.jsonl" >thing.jsonl &&
+	sed -n 2p "$FIXTURES/01-thing.jsonl" >bookmark.jsonl &&
+	grep -q "\"ADDED\"" thing.jsonl && grep -q initial-events-end bookmark.jsonl &&
+	sed "s/\"red\"/\"green\"/; s/\"ADDED\"/\"MODIFIED\"/" thing.jsonl >green.jsonl &&
+	mkfifo ahead.fifo ahead2.fifo &&
+	{ ( cat thing.jsonl
+	    test_wait_for 30 grep -q "rendered ahead of the first pass" ahead.err
+	    cat bookmark.jsonl
+	    wait_reconciles ahead.err 1
+	  ) >ahead.fifo & } &&
+	test_ireconcile_fifo ahead --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/things" &&
+	test_reconciled ahead.err renderCached applies >actual &&
+	echo "[true,1]" >expect &&
+	test_cmp expect actual &&
+	{ ( cat thing.jsonl
+	    test_wait_for 30 grep -q "rendered ahead of the first pass" ahead2.err
+	    cat green.jsonl bookmark.jsonl
+	    wait_reconciles ahead2.err 1
+	  ) >ahead2.fifo & } &&
+	test_ireconcile_fifo ahead2 --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/things" &&
+	test_reconciled ahead2.err renderCached applies >actual &&
+	echo "[false,1]" >expect &&
+	test_cmp expect actual &&
+	jq -r "select(.op == \"apply\") | .object.data.color" ahead.out ahead2.out >colors &&
+	printf "red\ngreen\n" >expect &&
+	test_cmp expect colors
+'
+
 # shapes: sync sees the rendered children through the kind's project, and
 # what it gives back stands for the whole rendered object (merged with what
 # it changed); observed children given back as they came are kept.

@@ -431,3 +431,71 @@ jv build_pending(struct prim *p, struct rctx *ctx, int64_t now)
 	}
 	return r;
 }
+
+/*
+ * Render answers made ahead of the first pass. While the lists come in,
+ * ireconcile often waits for them (the API server sends them slower than
+ * they are read); a restarted operator's first pass then renders every
+ * primary. A primary seen before the first pass is noted (render_ahead),
+ * and while no input waits, the next one noted is rendered (prerender) and
+ * its answer kept whole, as a reconcile keeps it until its children hold
+ * it: the first pass finds it under its key and reads it back. One whose
+ * input changes before (its spec, a related object listed later) is made
+ * again then: its key says so.
+ */
+void render_ahead(const struct prim *p)
+{
+	if (E.synced || !E.prog.render)
+		return;
+	if (E.nahead == E.ahead_cap) {
+		E.ahead_cap = E.ahead_cap ? 2 * E.ahead_cap : 64;
+		E.ahead = kop_realloc(E.ahead, E.ahead_cap * sizeof(*E.ahead));
+	}
+	E.ahead[E.nahead++] = kop_strdup(p->key);
+}
+
+/* The notes dropped: the first pass is on. */
+void ahead_drop(void)
+{
+	while (E.nahead)
+		free(E.ahead[--E.nahead]);
+	free(E.ahead);
+	E.ahead = NULL;
+	E.ahead_cap = 0;
+}
+
+/* Renders the next primary noted, if any: 1 when one was looked at (more may follow). */
+int prerender(void)
+{
+	struct prim *p = NULL;
+
+	while (!E.synced && E.nahead && !p) {
+		char *key = E.ahead[--E.nahead];
+
+		p = prim_get(key, 0);
+		free(key);
+		if (p && (!p->obj || p->obj->deleting || p->render_valid))
+			p = NULL;	/* (gone, going, or rendered already) */
+	}
+	if (p) {
+		struct rctx ctx;
+		int64_t us_jq, us_fn;
+		int cached;
+		char err[KOP_ERRLEN];
+		jv r;
+
+		rctx_init(&ctx, p);
+		watchdog_mark(p->key);
+		r = render(p, &ctx, &us_jq, &us_fn, &cached, err);
+		watchdog_mark(NULL);
+		if (jv_is_valid(r)) {
+			render_keep(p, &ctx, 0);
+			log_debug("primary '%s': rendered ahead of the first pass (%.3f ms)", p->key,
+				  (double)(us_jq + us_fn) / 1000);
+		}
+		jv_free(r);	/* (a failure: the first pass renders it again, and says why) */
+		rctx_release(&ctx);
+		return 1;
+	}
+	return 0;
+}

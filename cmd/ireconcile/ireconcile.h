@@ -166,6 +166,10 @@ struct engine {
 					   the timers are not scanned before it */
 	int64_t timers_at;		/* when they were last scanned (fire_timers) */
 	int synced;
+	/* Before the first pass: the primaries whose render answers are made
+	 * while nothing else is to be done (cache.c's prerender), by key. */
+	char **ahead;
+	size_t nahead, ahead_cap;
 	int input_ended;		/* stdin is over: what is queued last, nothing waits (input_end) */
 	jv related_cache;		/* the program's .related, jv_invalid() when stale */
 	jv children_empty;		/* {"Kind.v": {}} for every child and observed kind */
@@ -371,10 +375,15 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 jv rendered_full(struct prim *p, struct rctx *ctx);
 jv rendered_object(struct prim *p, struct rctx *ctx, int i);
 void render_keep(struct prim *p, struct rctx *ctx, int held);
+void render_ahead(const struct prim *p);
+int prerender(void);
+void ahead_drop(void);
 jv build_pending(struct prim *p, struct rctx *ctx, int64_t now);
 
 /* reconcile.c */
 __attribute__((noinline)) void reconcile(struct prim *p, int64_t now);
+void rctx_init(struct rctx *ctx, struct prim *p);
+void rctx_release(struct rctx *ctx);
 
 /* watchdog.c */
 extern struct watchdog_state W;

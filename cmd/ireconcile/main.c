@@ -120,7 +120,7 @@ static void run(const char *feedback, int once)
 	}
 	for (;;) {
 		struct pollfd pfd[3];
-		int nfd = 0, timeout, r, ifd = -1, ffd = -1, ofd = -1;
+		int nfd = 0, timeout, r, ifd = -1, ffd = -1, ofd = -1, ahead;
 		/* The end of the input (or --once after the first pass): what is queued, then exit. */
 		int ending = in.eof || (once && E.synced);
 		int64_t now = kop_mono_ms();
@@ -135,6 +135,7 @@ static void run(const char *feedback, int once)
 			if (!E.synced)
 				enqueue_all();
 			E.synced = 1;
+			ahead_drop();
 			shard_synced(in.lineno);
 		}
 		if (E.synced)
@@ -150,6 +151,10 @@ static void run(const char *feedback, int once)
 			timeout = -1;	/* only the output is left to write */
 		else
 			timeout = E.synced ? next_timeout(now) : -1;
+		/* Before the first pass, render answers made while no input waits. */
+		ahead = !ending && !E.synced && E.nahead;
+		if (ahead)
+			timeout = 0;
 		if (E.stats_ms && !ending) {
 			if (now >= E.stats_at) {
 				log_stats(LOG_INFO);
@@ -184,6 +189,8 @@ static void run(const char *feedback, int once)
 				log_error("unable to poll: %s", strerror(errno));
 			continue;
 		}
+		if (ahead && r == 0)
+			prerender();
 		if (ofd >= 0 && pfd[ofd].revents)
 			flush_out(0);
 		if (ifd >= 0 && pfd[ifd].revents) {

@@ -68,21 +68,25 @@ static int same_member(jv a, jv b, const char *key)
  * A status just written for p (status, borrowed) comes back as a change of
  * p, and the program, which reads its own status, may answer otherwise
  * then: its landing would reconcile p. Asked now instead, on this
- * reconcile's input (in, consumed) with that status stored: when the answer
- * is this one (out, borrowed, as the program gave it) but for its events,
- * none, and the status it was given, the landing is what the program has
- * seen (seen_note), and reconciles nothing. One run of the program, where
- * the landing's reconcile would build its whole input again. 1 when so.
+ * reconcile's input (in, consumed) with that status stored, and the
+ * .aggregates and .pending this reconcile's writes made (the status counted
+ * at once, the applies sent): when the answer is this one (out, borrowed, as
+ * the program gave it) but for its events, none, and the status it was
+ * given, the landing is what the program has seen (seen_note), and
+ * reconciles nothing. One run of the program, where the landing's
+ * reconcile would build its whole input again. 1 when so.
  */
-static int ask_landed(struct prim *p, jv in, jv out, jv status)
+static int ask_landed(struct prim *p, struct rctx *ctx, jv in, jv out, jv status, int64_t now)
 {
 	jv parent = jv_object_set(jv_object_get(jv_copy(in), kop_json_key("parent")), kop_json_key("status"),
 				  jv_copy(status));
-	jv again, ev;
+	jv again = jv_invalid(), ev;
 	char err[KOP_ERRLEN];
 	int same;
 
 	in = jv_object_set(in, kop_json_key("parent"), jv_copy(parent));
+	in = jv_object_set(in, kop_json_key("aggregates"), build_aggs());
+	in = jv_object_set(in, kop_json_key("pending"), build_pending(p, ctx, now));
 	if (kop_jq_run1(E.prog.sync, in, &again, err) < 0 || jv_get_kind(again) != JV_KIND_OBJECT) {
 		if (jv_is_valid(again))
 			jv_free(again);
@@ -219,11 +223,12 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 			status_sent = write_status(p, parent, v, seen, events, now, &n);
 		} else {
 			unsigned before = n.statuses;
-			int64_t ta = kop_mono_us();
 
 			status_sent = write_status(p, parent, jv_copy(v), seen, events, now, &n);
 			if (n.statuses > before) {
-				landed = ask_landed(p, asked, given, v);
+				int64_t ta = kop_mono_us();
+
+				landed = ask_landed(p, ctx, asked, given, v, now);
 				asked = jv_invalid();
 				ask_jq = kop_mono_us() - ta;
 			}
@@ -298,6 +303,33 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	}
 }
 
+/* ctx for p (its object in the view): with a render program, sync gets the primary without its spec (vtext). */
+void rctx_init(struct rctx *ctx, struct prim *p)
+{
+	ctx->parent = p->obj->vtext ? parse_view(p->obj) : parse_obj(p->obj);
+	kop_hmap_init(&ctx->live);
+	kop_hmap_init(&ctx->view);
+	ctx->rfull = jv_invalid();
+	ctx->rtext = NULL;
+	ctx->rel = NULL;
+	ctx->nrel = -1;
+	ctx->rerender_jq = ctx->rerender_fn = 0;
+	ctx->rfail = 0;
+	ctx->rfail_msg[0] = '\0';
+	ctx->unmapped = 0;
+	ctx->unmapped_msg[0] = '\0';
+}
+
+void rctx_release(struct rctx *ctx)
+{
+	jv_free(ctx->parent);
+	jv_free(ctx->rfull);
+	free(ctx->rtext);
+	free(ctx->rel);
+	kop_hmap_release(&ctx->live, parsed_free);
+	kop_hmap_release(&ctx->view, parsed_free);
+}
+
 /* (never inlined: bench/ireconcile.sh counts the instructions of reconciles
  * with callgrind's --toggle-collect=reconcile) */
 __attribute__((noinline)) void reconcile(struct prim *p, int64_t now)
@@ -315,26 +347,9 @@ __attribute__((noinline)) void reconcile(struct prim *p, int64_t now)
 		}
 		return;
 	}
-	/* With a render program, sync gets the primary without its spec (vtext). */
-	ctx.parent = p->obj->vtext ? parse_view(p->obj) : parse_obj(p->obj);
-	kop_hmap_init(&ctx.live);
-	kop_hmap_init(&ctx.view);
-	ctx.rfull = jv_invalid();
-	ctx.rtext = NULL;
-	ctx.rel = NULL;
-	ctx.nrel = -1;
-	ctx.rerender_jq = ctx.rerender_fn = 0;
-	ctx.rfail = 0;
-	ctx.rfail_msg[0] = '\0';
-	ctx.unmapped = 0;
-	ctx.unmapped_msg[0] = '\0';
+	rctx_init(&ctx, p);
 	watchdog_mark(p->key);
 	reconcile_parsed(p, &ctx, now);
 	watchdog_mark(NULL);
-	jv_free(ctx.parent);
-	jv_free(ctx.rfull);
-	free(ctx.rtext);
-	free(ctx.rel);
-	kop_hmap_release(&ctx.live, parsed_free);
-	kop_hmap_release(&ctx.view, parsed_free);
+	rctx_release(&ctx);
 }

@@ -483,6 +483,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 			jv_free(rp);
 		}
 		update_aggs_seen(p, obj, kop_mono_ms());
+		render_ahead(p);
 		if (p->queued || !seen_alike(p, obj, kop_mono_ms()))
 			enqueue(p);
 		else
@@ -571,6 +572,7 @@ void handle_event(jv ev, size_t lineno)
 			if (!E.synced) {
 				log_debug("line %zu: initial events end: reconciling every primary", lineno);
 				E.synced = 1;
+				ahead_drop();
 				enqueue_all();
 			}
 			shard_synced(lineno);
