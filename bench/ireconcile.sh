@@ -68,7 +68,8 @@ cg_total () {
 # run_instr NAME PROGRAM INPUT: as run, under callgrind: millions of
 # instructions per reconcile.
 run_instr () {
-	valgrind --tool=callgrind --toggle-collect=reconcile --callgrind-out-file="$tmp/$1.cg" --log-file="$tmp/$1.vg" \
+	valgrind --tool=callgrind --toggle-collect=reconcile --toggle-collect=prerender \
+		--callgrind-out-file="$tmp/$1.cg" --log-file="$tmp/$1.vg" \
 		ireconcile -v "$2" <"$3" >"$tmp/$1.out" 2>"$tmp/$1.err"
 	ir=$(cg_total "$tmp/$1.cg")
 	jq -s -c --arg name "$1" --argjson ir "$ir" '
@@ -92,7 +93,8 @@ churn_instr () {
 	first_n=$(grep -c '"reconciled ' "$tmp/$3.err")
 	churn_log=$tmp/$1_churn.err
 	: >"$churn_log"
-	valgrind --tool=callgrind --toggle-collect=reconcile --callgrind-out-file="$tmp/$1_churn.cg" \
+	valgrind --tool=callgrind --toggle-collect=reconcile --toggle-collect=prerender \
+		--callgrind-out-file="$tmp/$1_churn.cg" \
 		--log-file="$tmp/$1_churn.vg" ireconcile -v "$2" <"$tmp/churn.fifo" >"$tmp/$1_churn.out" \
 		2>"$churn_log" &
 	vg=$!

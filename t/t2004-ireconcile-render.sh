@@ -78,6 +78,8 @@ test_expect_success 'a render answer made ahead of the first pass is used by it,
 	sed -n 2p "$FIXTURES/01-thing.jsonl" >bookmark.jsonl &&
 	grep -q "\"ADDED\"" thing.jsonl && grep -q initial-events-end bookmark.jsonl &&
 	sed "s/\"red\"/\"green\"/; s/\"ADDED\"/\"MODIFIED\"/" thing.jsonl >green.jsonl &&
+	: the edit and the bookmark in one write, read together: nothing rendered between them &&
+	cat green.jsonl bookmark.jsonl >green-bookmark.jsonl &&
 	mkfifo ahead.fifo ahead2.fifo &&
 	{ ( cat thing.jsonl
 	    test_wait_for 30 grep -q "rendered ahead of the first pass" ahead.err
@@ -90,7 +92,7 @@ test_expect_success 'a render answer made ahead of the first pass is used by it,
 	test_cmp expect actual &&
 	{ ( cat thing.jsonl
 	    test_wait_for 30 grep -q "rendered ahead of the first pass" ahead2.err
-	    cat green.jsonl bookmark.jsonl
+	    cat green-bookmark.jsonl
 	    wait_reconciles ahead2.err 1
 	  ) >ahead2.fifo & } &&
 	test_ireconcile_fifo ahead2 --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/things" &&

@@ -168,6 +168,16 @@ static jv kept_answer(struct prim *p)
  * receive the time spent (microseconds), *cached whether the stored answer
  * was used. jv_invalid() with err.
  */
+/* The render key of p's input in d: the parent's part (digested as it arrived) and the rest (in, borrowed). */
+static void render_key_of(const struct prim *p, jv in, unsigned char d[KOP_JSON_DIGEST_LEN])
+{
+	unsigned char both[2 * KOP_JSON_DIGEST_LEN];
+
+	memcpy(both, p->pdig, KOP_JSON_DIGEST_LEN);
+	kop_json_digest(in, both + KOP_JSON_DIGEST_LEN);
+	kop_sha256(both, sizeof(both), d);
+}
+
 jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int *cached, char *err)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
@@ -175,15 +185,8 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 
 	*us_jq = *us_fn = 0;
 	*cached = 0;
-	/* The key: the parent's part (digested as it arrived) and the rest. */
 	in = render_input();
-	{
-		unsigned char both[2 * KOP_JSON_DIGEST_LEN];
-
-		memcpy(both, p->pdig, KOP_JSON_DIGEST_LEN);
-		kop_json_digest(in, both + KOP_JSON_DIGEST_LEN);
-		kop_sha256(both, sizeof(both), d);
-	}
+	render_key_of(p, in, d);
 	if (p->render_valid && !memcmp(d, p->render_key, sizeof(d))) {
 		out = p->rview ? kept_parse(p->rview, p->rview_zlen, p->rview_len, &E.rview_dict) : kept_answer(p);
 		if (jv_is_valid(out)) {
@@ -443,10 +446,11 @@ jv build_pending(struct prim *p, struct rctx *ctx, int64_t now)
  * input changes before (its spec, a related object listed later) is made
  * again then: its key says so.
  */
-void render_ahead(const struct prim *p)
+void render_ahead(struct prim *p)
 {
-	if (E.synced || !E.prog.render)
+	if (E.synced || !E.prog.render || p->ahead)
 		return;
+	p->ahead = 1;
 	if (E.nahead == E.ahead_cap) {
 		E.ahead_cap = E.ahead_cap ? 2 * E.ahead_cap : 64;
 		E.ahead = kop_realloc(E.ahead, E.ahead_cap * sizeof(*E.ahead));
@@ -454,11 +458,29 @@ void render_ahead(const struct prim *p)
 	E.ahead[E.nahead++] = kop_strdup(p->key);
 }
 
+/* Every primary seen noted again: something all their answers read (a related object) changed. */
+void render_ahead_all(void)
+{
+	size_t it = 0;
+	void *v;
+
+	if (E.synced || !E.prog.render)
+		return;
+	while (kop_hmap_next(&E.prims, &it, NULL, &v))
+		if (((struct prim *)v)->obj)
+			render_ahead(v);
+}
+
 /* The notes dropped: the first pass is on. */
 void ahead_drop(void)
 {
-	while (E.nahead)
-		free(E.ahead[--E.nahead]);
+	while (E.nahead) {
+		struct prim *p = prim_get(E.ahead[--E.nahead], 0);
+
+		if (p)
+			p->ahead = 0;
+		free(E.ahead[E.nahead]);
+	}
 	free(E.ahead);
 	E.ahead = NULL;
 	E.ahead_cap = 0;
@@ -474,8 +496,19 @@ int prerender(void)
 
 		p = prim_get(key, 0);
 		free(key);
-		if (p && (!p->obj || p->obj->deleting || p->render_valid))
-			p = NULL;	/* (gone, going, or rendered already) */
+		if (p)
+			p->ahead = 0;
+		if (p && (!p->obj || p->obj->deleting))
+			p = NULL;	/* (gone, or going) */
+		if (p && p->render_valid) {
+			unsigned char d[KOP_JSON_DIGEST_LEN];
+			jv in = render_input();
+
+			render_key_of(p, in, d);
+			jv_free(in);
+			if (!memcmp(d, p->render_key, sizeof(d)))
+				p = NULL;	/* (rendered already, from what is in the view now) */
+		}
 	}
 	if (p) {
 		struct rctx ctx;

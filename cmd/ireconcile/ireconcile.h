@@ -92,6 +92,7 @@ struct prim {
 	int seen_ok;
 	unsigned char seen_dig[KOP_JSON_DIGEST_LEN];
 	int render_valid;		/* render_key, rview, rdig, rstat (and radig) describe the last answer */
+	int ahead;			/* noted to be rendered ahead of the first pass (cache.c) */
 	unsigned char render_key[KOP_JSON_DIGEST_LEN];	/* of the render program's last input */
 	unsigned char *rendered;	/* its output, directives resolved, then packed (kop_fn_pack: read it
 					   through cache.c's kept_answer), compact JSON compressed (NULL: not kept) */
@@ -375,7 +376,8 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 jv rendered_full(struct prim *p, struct rctx *ctx);
 jv rendered_object(struct prim *p, struct rctx *ctx, int i);
 void render_keep(struct prim *p, struct rctx *ctx, int held);
-void render_ahead(const struct prim *p);
+void render_ahead(struct prim *p);
+void render_ahead_all(void);
 int prerender(void);
 void ahead_drop(void);
 jv build_pending(struct prim *p, struct rctx *ctx, int64_t now);

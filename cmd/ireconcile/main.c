@@ -145,8 +145,8 @@ static void run(const char *feedback, int once)
 			break;
 
 		now = kop_mono_ms();
-		if (E.qhead && out_pending() <= OUT_HIGH)
-			timeout = 0;
+		if (E.synced && E.qhead && out_pending() <= OUT_HIGH)
+			timeout = 0;	/* (before the first pass, what is queued waits for it) */
 		else if (ending)
 			timeout = -1;	/* only the output is left to write */
 		else

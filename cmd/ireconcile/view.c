@@ -277,6 +277,7 @@ void remove_obj(struct obj *o)
 		jv_free(E.related_cache);
 		E.related_cache = jv_invalid();
 		enqueue_all();
+		render_ahead_all();
 	} else if (o->kind->role == KOP_ROLE_PRIMARY) {
 		if (p && p->obj == o) {
 			p->obj = NULL;
@@ -495,6 +496,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		jv_free(E.related_cache);
 		E.related_cache = jv_invalid();
 		enqueue_all();
+		render_ahead_all();
 		break;
 	case KOP_ROLE_OBSERVED:
 		settle(o->prim);
