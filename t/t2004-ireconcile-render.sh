@@ -73,30 +73,31 @@ test_expect_success 'the render answer is reused until the spec changes' '
 # Before the first pass (the lists still coming), a primary's answer is
 # rendered while no input waits: the first pass reads it back. One whose
 # spec changes before the first pass is rendered again then.
+#
+# ahead_run NAME THEN: the Thing alone, until it is rendered ahead, then the
+# file THEN in one write (read together: nothing rendered in between); the
+# first reconcile's [renderCached, applies].
+ahead_run () {
+	mkfifo "$1.fifo" &&
+	{ ( cat thing.jsonl
+	    test_wait_for 30 grep -q "rendered ahead of the first pass" "$1.err"
+	    cat "$2"
+	    wait_reconciles "$1.err" 1
+	  ) >"$1.fifo" & } &&
+	test_ireconcile_fifo "$1" --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/things" &&
+	test_reconciled "$1.err" renderCached applies
+}
+
 test_expect_success 'a render answer made ahead of the first pass is used by it, unless its input changed' '
 	sed -n 1p "$FIXTURES/01-thing.jsonl" >thing.jsonl &&
 	sed -n 2p "$FIXTURES/01-thing.jsonl" >bookmark.jsonl &&
 	grep -q "\"ADDED\"" thing.jsonl && grep -q initial-events-end bookmark.jsonl &&
 	sed "s/\"red\"/\"green\"/; s/\"ADDED\"/\"MODIFIED\"/" thing.jsonl >green.jsonl &&
-	: the edit and the bookmark in one write, read together: nothing rendered between them &&
 	cat green.jsonl bookmark.jsonl >green-bookmark.jsonl &&
-	mkfifo ahead.fifo ahead2.fifo &&
-	{ ( cat thing.jsonl
-	    test_wait_for 30 grep -q "rendered ahead of the first pass" ahead.err
-	    cat bookmark.jsonl
-	    wait_reconciles ahead.err 1
-	  ) >ahead.fifo & } &&
-	test_ireconcile_fifo ahead --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/things" &&
-	test_reconciled ahead.err renderCached applies >actual &&
+	ahead_run ahead bookmark.jsonl >actual &&
 	echo "[true,1]" >expect &&
 	test_cmp expect actual &&
-	{ ( cat thing.jsonl
-	    test_wait_for 30 grep -q "rendered ahead of the first pass" ahead2.err
-	    cat green-bookmark.jsonl
-	    wait_reconciles ahead2.err 1
-	  ) >ahead2.fifo & } &&
-	test_ireconcile_fifo ahead2 --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/things" &&
-	test_reconciled ahead2.err renderCached applies >actual &&
+	ahead_run ahead2 green-bookmark.jsonl >actual &&
 	echo "[false,1]" >expect &&
 	test_cmp expect actual &&
 	jq -r "select(.op == \"apply\") | .object.data.color" ahead.out ahead2.out >colors &&
