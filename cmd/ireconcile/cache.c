@@ -1,7 +1,8 @@
 /*
  * The render cache: a render program's answer kept per primary (compressed),
  * with the digests of its children, so that a reconcile whose render input
- * did not change neither runs it nor compares its children again.
+ * did not change neither runs it nor compares its children again; answers
+ * made ahead of the first pass, while the lists come in.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +158,16 @@ static jv kept_answer(struct prim *p)
 	return kept_unpack(expand_parse(p->rendered, p->rendered_zlen, p->rendered_len, &E.render_dict));
 }
 
+/* The render key of p's input in d: the parent's part (digested as it arrived) and the rest (in, borrowed). */
+static void render_key_of(const struct prim *p, jv in, unsigned char d[KOP_JSON_DIGEST_LEN])
+{
+	unsigned char both[2 * KOP_JSON_DIGEST_LEN];
+
+	memcpy(both, p->pdig, KOP_JSON_DIGEST_LEN);
+	kop_json_digest(in, both + KOP_JSON_DIGEST_LEN);
+	kop_sha256(both, sizeof(both), d);
+}
+
 /*
  * The render program's answer for p (docs/writing-programs.md, render),
  * directives resolved, as sync sees it (its desired objects projected):
@@ -168,16 +179,6 @@ static jv kept_answer(struct prim *p)
  * receive the time spent (microseconds), *cached whether the stored answer
  * was used. jv_invalid() with err.
  */
-/* The render key of p's input in d: the parent's part (digested as it arrived) and the rest (in, borrowed). */
-static void render_key_of(const struct prim *p, jv in, unsigned char d[KOP_JSON_DIGEST_LEN])
-{
-	unsigned char both[2 * KOP_JSON_DIGEST_LEN];
-
-	memcpy(both, p->pdig, KOP_JSON_DIGEST_LEN);
-	kop_json_digest(in, both + KOP_JSON_DIGEST_LEN);
-	kop_sha256(both, sizeof(both), d);
-}
-
 jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int *cached, char *err)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
