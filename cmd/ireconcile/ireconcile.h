@@ -378,7 +378,7 @@ jv rendered_object(struct prim *p, struct rctx *ctx, int i);
 void render_keep(struct prim *p, struct rctx *ctx, int held);
 void render_ahead(struct prim *p);
 void render_ahead_all(void);
-int prerender(void);
+__attribute__((noinline)) int prerender(void);
 void ahead_drop(void);
 jv build_pending(struct prim *p, struct rctx *ctx, int64_t now);
 

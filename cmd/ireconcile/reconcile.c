@@ -217,23 +217,18 @@ static void reconcile_parsed(struct prim *p, struct rctx *ctx, int64_t now)
 	if (jv_get_kind(v) == JV_KIND_OBJECT) {
 		jv ev = jv_object_get(jv_copy(out), kop_json_key("events"));
 		int events = jv_get_kind(ev) == JV_KIND_ARRAY && jv_array_length(jv_copy(ev)) > 0;
+		unsigned before = n.statuses;
 
 		jv_free(ev);
-		if (finalizing || ctx->rfail || ctx->unmapped) {
-			status_sent = write_status(p, parent, v, seen, events, now, &n);
-		} else {
-			unsigned before = n.statuses;
+		status_sent = write_status(p, parent, jv_copy(v), seen, events, now, &n);
+		if (n.statuses > before && !finalizing && !ctx->rfail && !ctx->unmapped) {
+			int64_t ta = kop_mono_us();
 
-			status_sent = write_status(p, parent, jv_copy(v), seen, events, now, &n);
-			if (n.statuses > before) {
-				int64_t ta = kop_mono_us();
-
-				landed = ask_landed(p, ctx, asked, given, v, now);
-				asked = jv_invalid();
-				ask_jq = kop_mono_us() - ta;
-			}
-			jv_free(v);
+			landed = ask_landed(p, ctx, asked, given, v, now);
+			asked = jv_invalid();
+			ask_jq = kop_mono_us() - ta;
 		}
+		jv_free(v);
 	} else {
 		jv_free(v);
 	}
