@@ -42,6 +42,7 @@ static void digest_walk(struct kop_buf *b, jv v, int sorted)
 	case JV_KIND_OBJECT: {
 		int it;
 
+		/* (no jv_object_length: it counts; the closing tag delimits) */
 		if (sorted) {
 			jv keys = jv_keys(jv_copy(v));
 
@@ -54,18 +55,15 @@ static void digest_walk(struct kop_buf *b, jv v, int sorted)
 				jv_free(val);
 			}
 			jv_free(keys);
-			tag = 0xff;
-			kop_buf_add(b, &tag, 1);
-			break;
-		}
-		/* (no jv_object_length: it counts; the closing tag delimits) */
-		for (it = jv_object_iter(v); jv_object_iter_valid(v, it); it = jv_object_iter_next(v, it)) {
-			jv key = jv_object_iter_key(v, it), val = jv_object_iter_value(v, it);
+		} else {
+			for (it = jv_object_iter(v); jv_object_iter_valid(v, it); it = jv_object_iter_next(v, it)) {
+				jv key = jv_object_iter_key(v, it), val = jv_object_iter_value(v, it);
 
-			digest_walk(b, key, 0);
-			digest_walk(b, val, 0);
-			jv_free(key);
-			jv_free(val);
+				digest_walk(b, key, 0);
+				digest_walk(b, val, 0);
+				jv_free(key);
+				jv_free(val);
+			}
 		}
 		tag = 0xff;
 		kop_buf_add(b, &tag, 1);

@@ -376,7 +376,7 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 	int pending = 0;
 	jv sent;
 
-	if (!f || f->failed || !f->has_obj || (!f->acked && now - f->at >= FLIGHT_TIMEOUT_MS))
+	if (!f || !f->has_obj || !flight_alive(f, now))
 		goto out;
 	if (f->answer_rv && !strcmp(f->answer_rv, o->rv)) {
 		/* (an apply that changed nothing is answered with the object as it was) */

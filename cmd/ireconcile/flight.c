@@ -78,6 +78,13 @@ int flight_landed(struct obj *o)
 	return 1;
 }
 
+/* Whether f may still land: not failed, and kapply or kstatus said it was
+ * written (--feedback) or it was sent less than FLIGHT_TIMEOUT_MS ago. */
+int flight_alive(const struct flight *f, int64_t now)
+{
+	return !f->failed && (f->acked || now - f->at < FLIGHT_TIMEOUT_MS);
+}
+
 /*
  * 1: send now (remembered as in flight); 0: the same operation is in flight
  * against the same live object, or failed and waits for the backoff.
@@ -94,7 +101,7 @@ int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t
 			schedule(p, f->retry_at);
 			return 0;
 		}
-		if (!f->failed && !strcmp(f->live_rv, live_rv) && (f->acked || now - f->at < FLIGHT_TIMEOUT_MS))
+		if (flight_alive(f, now) && !strcmp(f->live_rv, live_rv))
 			return 0;
 	}
 	if (!f) {
@@ -128,8 +135,8 @@ int flight_on_way(const char *fkey, const unsigned char *memo, const char *live_
 {
 	struct flight *f = kop_hmap_get(&E.flights, fkey);
 
-	return f && f->has_obj && !f->failed && !memcmp(f->memo, memo, sizeof(f->memo)) &&
-	       !strcmp(f->live_rv, live_rv) && (f->acked || now - f->at < FLIGHT_TIMEOUT_MS);
+	return f && f->has_obj && flight_alive(f, now) && !memcmp(f->memo, memo, sizeof(f->memo)) &&
+	       !strcmp(f->live_rv, live_rv);
 }
 
 /*

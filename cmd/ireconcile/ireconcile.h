@@ -326,6 +326,7 @@ void flight_free(void *v);
 void flight_forget(const char *fkey);
 int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t len, const char *live_rv,
 		      int64_t now);
+int flight_alive(const struct flight *f, int64_t now);
 int flight_on_way(const char *fkey, const unsigned char *memo, const char *live_rv, int64_t now);
 void flight_sent_object(struct prim *p, const char *fkey, const unsigned char *memo, int r, const char *text,
 			size_t len);

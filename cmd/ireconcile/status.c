@@ -138,7 +138,7 @@ struct flight *status_flight(struct prim *p, int64_t now)
 	struct flight *f = kop_hmap_get(&E.flights, fkey);
 
 	free(fkey);
-	if (!p->status_sent || !f || f->failed || (!f->acked && now - f->at >= FLIGHT_TIMEOUT_MS))
+	if (!p->status_sent || !f || !flight_alive(f, now))
 		return NULL;
 	return f;
 }
