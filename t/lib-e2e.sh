@@ -118,7 +118,7 @@ e2e_operator_start () {
 			--log-format json "$@" </dev/null >/dev/null 2>>"$TRASH/$e2e_name.err" &
 		echo $! >"$TRASH/$e2e_name.pid.tmp" && mv "$TRASH/$e2e_name.pid.tmp" "$TRASH/$e2e_name.pid"
 		wait $!
-		echo $? >"$TRASH/$e2e_name.code"
+		echo $? >"$TRASH/$e2e_name.code.tmp" && mv "$TRASH/$e2e_name.code.tmp" "$TRASH/$e2e_name.code"
 	) >/dev/null 2>&1 3>&- 4>&- &
 	test_wait_for 5 test -s "$TRASH/$e2e_name.pid"
 }
@@ -133,8 +133,9 @@ e2e_operator_stop () {
 	fi
 	rm -f "$TRASH/$1.pid"
 	if test "$(cat "$TRASH/$1.code")" != 0; then
-		echo "e2e_operator_stop: $1 exited with $(cat "$TRASH/$1.code")"
 		tail -n 20 "$TRASH/$1.err"
+		# (last: t/failures.sh keeps a failure's last lines)
+		echo "e2e_operator_stop: $1 exited with $(cat "$TRASH/$1.code")"
 		return 1
 	fi
 	test_no_sanitizer_report "$TRASH/$1.err"

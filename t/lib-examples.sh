@@ -65,7 +65,7 @@ example_operator_start () {
 			>operator.out 2>operator.log </dev/null &
 		echo $! >operator.pid.tmp && mv operator.pid.tmp operator.pid
 		wait $!
-		echo $? >operator.code
+		echo $? >operator.code.tmp && mv operator.code.tmp operator.code
 	) >/dev/null 2>&1 &
 	eo_i=0
 	while ! test -s operator.pid && test $eo_i -lt 100; do
@@ -91,8 +91,9 @@ example_operator_stop () {
 	fi
 	rm -f operator.pid
 	if test "$(cat operator.code)" != 0; then
-		echo "iot-operator exited with $(cat operator.code)"
 		tail -n 20 operator.log
+		# (last: t/failures.sh keeps a failure's last lines)
+		echo "iot-operator exited with $(cat operator.code)"
 		return 1
 	fi
 	test_no_sanitizer_report operator.log

@@ -36,7 +36,7 @@ test_expect_success 'once watching: a server gone is retried, logged, nothing wr
 	test "$KSIM_URL" = "$server" &&
 	rm -f kw.code &&
 	{ timeout 120 sh -c "echo \$\$ >kw.pid && exec kwatch --kubeconfig kc configmaps@default" >kw.out 2>kw.err
-	  echo $? >kw.code; } &
+	  echo $? >kw.code.tmp && mv kw.code.tmp kw.code; } &
 	test_wait_for 10 grep -q "k8s.io/initial-events-end" kw.out &&
 	lines=$(wc -l <kw.out) &&
 	ksim_stop &&

@@ -17,7 +17,7 @@ sup_start () {
 			--metrics-addr 127.0.0.1:0 --program "$TRASH/prog" "$@" 2>sup.err &
 		echo $! >sup.pid
 		wait $!
-		echo $? >sup.code
+		echo $? >sup.code.tmp && mv sup.code.tmp sup.code
 	) &
 	test_wait_for 10 grep -q "\"port\":" sup.err &&
 	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1) &&

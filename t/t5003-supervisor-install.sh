@@ -26,7 +26,7 @@ test_expect_success 'the installed iot-operator finds its program and stages bes
 			--metrics-addr 127.0.0.1:0 2>sup.err &
 		echo $! >sup.pid
 		wait $!
-		echo $? >sup.code
+		echo $? >sup.code.tmp && mv sup.code.tmp sup.code
 	) &
 	test_wait_for 10 grep -q "pipeline started" sup.err &&
 	kill -TERM "$(cat sup.pid)" &&

@@ -25,7 +25,7 @@ sup_start () {
 			--retry-period 1s 2>"$1.err" &
 		echo $! >"$1.pid"
 		wait $!
-		echo $? >"$1.code"
+		echo $? >"$1.code.tmp" && mv "$1.code.tmp" "$1.code"
 	) &
 	test_wait_for 10 grep -q "\"port\":" "$1.err" &&
 	sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" "$1.err" | head -n 1 >"$1.port"

@@ -22,7 +22,7 @@ start () {
 		OPERATOR_NAME=devawsk8s iot-operator --leader-elect=false --metrics-addr 127.0.0.1:0 2>sup.err &
 		echo $! >sup.pid
 		wait $!
-		echo $? >sup.code
+		echo $? >sup.code.tmp && mv sup.code.tmp sup.code
 	) & } &&
 	test_wait_for 10 grep -q "\"port\":" sup.err &&
 	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1)
@@ -69,7 +69,7 @@ test_expect_success 'a program that cannot work: said once, not restarted, /read
 			--program "$TRASH/prog/iotservice" 2>sup.err &
 		echo $! >sup.pid
 		wait $!
-		echo $? >sup.code
+		echo $? >sup.code.tmp && mv sup.code.tmp sup.code
 	) & } &&
 	test_wait_for 10 grep -q "\"port\":" sup.err &&
 	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1) &&
@@ -123,7 +123,7 @@ test_expect_success 'a standby checks the program too: /readyz names it, it neve
 			--program "$TRASH/prog/iotservice" 2>sup.err &
 		echo $! >sup.pid
 		wait $!
-		echo $? >sup.code
+		echo $? >sup.code.tmp && mv sup.code.tmp sup.code
 	) & } &&
 	test_wait_for 10 grep -q "\"port\":" sup.err &&
 	port=$(sed -n "s/.*\"port\":\([0-9]*\).*/\1/p" sup.err | head -n 1) &&

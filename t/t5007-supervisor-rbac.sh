@@ -51,7 +51,7 @@ test_expect_success 'the operator under the ServiceAccount: leader, example Avai
 			--metrics-addr 127.0.0.1:0 2>sup.err &
 		echo $! >sup.pid
 		wait $!
-		echo $? >sup.code
+		echo $? >sup.code.tmp && mv sup.code.tmp sup.code
 	) & } &&
 	test_wait_for 20 grep -q "became leader" sup.err &&
 	test_wait_for 20 grep -q "initial lists are in" sup.err &&

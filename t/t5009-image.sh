@@ -151,7 +151,7 @@ pod_start () {
 			</dev/null >/dev/null 2>>"$TRASH/pod.err" &
 		echo $! >"$TRASH/pod.pid.tmp" && mv "$TRASH/pod.pid.tmp" "$TRASH/pod.pid"
 		wait $!
-		echo $? >"$TRASH/pod.code"
+		echo $? >"$TRASH/pod.code.tmp" && mv "$TRASH/pod.code.tmp" "$TRASH/pod.code"
 	) >/dev/null 2>&1 &
 	test_wait_for 5 test -s "$TRASH/pod.pid"
 }
