@@ -230,7 +230,7 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 
 		p->radig = kop_calloc((size_t)p->nrdig, sizeof(*p->radig));
 		for (i = 0; i < p->nrdig; i++)
-			kop_program_applied_digest(p->rdig[i], p->obj->uid, p->radig[i]);
+			kop_program_applied_digest(p->rdig[i], obj_uid(p->obj), p->radig[i]);
 	}
 	memcpy(p->render_key, d, sizeof(d));
 	ctx->rfull = jv_copy(out);
@@ -378,13 +378,13 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 
 	if (!f || !f->has_obj || !flight_alive(f, now))
 		goto out;
-	if (f->answer_rv && !strcmp(f->answer_rv, o->rv)) {
+	if (f->answer_rv && !strcmp(f->answer_rv, obj_rv(o))) {
 		/* (an apply that changed nothing is answered with the object as it was) */
 		match_set(o, f->memo);
 		flight_forget(fkey);
 		goto out;
 	}
-	if (!strcmp(f->live_rv, o->rv)) {
+	if (!strcmp(f->live_rv, obj_rv(o))) {
 		pending = 1;	/* not changed since */
 		goto out;
 	}

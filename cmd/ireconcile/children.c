@@ -334,7 +334,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 			if (r >= 0)
 				memcpy(d, p->radig[r], sizeof(d));
 			else
-				kop_program_applied_digest(objdig, p->obj->uid, d);
+				kop_program_applied_digest(objdig, obj_uid(p->obj), d);
 			if (live && live->prim == p)
 				live->status_free = !status;
 		}
@@ -347,7 +347,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 				hold[r] = 1;
 			goto next;
 		}
-		if (flight_on_way(fkey, d, live ? live->rv : "", now)) {
+		if (flight_on_way(fkey, d, live ? obj_rv(live) : "", now)) {
 			/* Sent, and the live object unchanged since: what
 			 * flight_check_text would say, without its text made. */
 			kop_hmap_put(desired, key, &one);
@@ -362,11 +362,11 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 			}
 		}
 		full = kop_program_stamp_applied(kop_program_stamp(&E.prog, k->mapping, full, ctx->parent), d);
-		if (k->create_only && live && *live->uid)
+		if (k->create_only && live && *obj_uid(live))
 			/* (adopt: false) applied to the object seen alone: one deleted and
 			 * made again under its name by someone else meanwhile has another
 			 * uid, and the API server refuses the write (422) */
-			full = jv_setpath(full, JV_ARRAY(jv_string("metadata"), jv_string("uid")), jv_string(live->uid));
+			full = jv_setpath(full, JV_ARRAY(jv_string("metadata"), jv_string("uid")), jv_string(obj_uid(live)));
 		{
 			/* What does not map back could never be seen, compared or pruned. */
 			char *back = kop_program_map(&E.prog, k->mapping, full, NULL);
@@ -395,7 +395,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 			char *text = kop_json_dump_len(full, &tlen);
 
 			full = jv_invalid();	/* consumed */
-			if (flight_check_text(p, fkey, text, tlen, live ? live->rv : "", now)) {
+			if (flight_check_text(p, fkey, text, tlen, live ? obj_rv(live) : "", now)) {
 				if (!live && k->create_only) {
 					emit_op_text("create", p->key, NULL, text, tlen);
 				} else {
@@ -429,17 +429,17 @@ next:
 /* Deletes what p owns, is of a child kind, and is no longer desired. */
 void prune(struct prim *p, struct kop_hmap *desired, int64_t now, struct counts *n)
 {
-	const char *puid = p->obj->uid;
+	const char *puid = obj_uid(p->obj);
 	struct obj *o;
 
 	for (o = p->children; o; o = o->next) {
-		const char *uid = o->uid;
+		const char *uid = obj_uid(o);
 		char *fkey;
 		jv sent;
 
 		if (o->kind->role != KOP_ROLE_CHILD || kop_hmap_get(desired, o->key))
 			continue;
-		if (o->owner_uid && *puid && strcmp(o->owner_uid, puid))
+		if (obj_owner_uid(o) && *puid && strcmp(obj_owner_uid(o), puid))
 			continue;	/* an earlier object of the same name owns it */
 		fkey = join2("delete", o->key);
 		if (o->deleting || !*uid) {
@@ -447,7 +447,7 @@ void prune(struct prim *p, struct kop_hmap *desired, int64_t now, struct counts 
 			continue;	/* going already */
 		}
 		sent = jv_string(uid);
-		if (flight_check(p, fkey, sent, o->rv, now)) {
+		if (flight_check(p, fkey, sent, obj_rv(o), now)) {
 			jv line = op_line("delete", p->key);
 
 			line = jv_object_set(line, kop_json_key("object"), ref_of(o));

@@ -81,10 +81,10 @@ jv build_related(void)
 		struct kop_buf k = KOP_BUF_INIT;
 		jv group;
 
-		if (*o->ns)
-			kop_buf_addf(&k, "%s/%s", o->ns, o->name);
+		if (*obj_ns(o))
+			kop_buf_addf(&k, "%s/%s", obj_ns(o), obj_name(o));
 		else
-			kop_buf_adds(&k, o->name);
+			kop_buf_adds(&k, obj_name(o));
 		group = jv_object_get(jv_copy(r), kop_json_key(o->kind->key));
 		r = jv_object_set(r, kop_json_key(o->kind->key), jv_object_set(group, kop_json_key(k.buf), parse_obj(o)));
 		kop_buf_release(&k);
@@ -124,10 +124,10 @@ jv child_slot(struct prim *p, const struct obj *o)
 {
 	const struct obj *e;
 
-	for (e = p->children; e != o && *o->ns; e = e->next)
-		if (!strcmp(e->kind->key, o->kind->key) && !strcmp(e->name, o->name))
-			return jv_string_fmt("%s/%s", o->ns, o->name);
-	return jv_string(o->name);
+	for (e = p->children; e != o && *obj_ns(o); e = e->next)
+		if (!strcmp(e->kind->key, o->kind->key) && !strcmp(obj_name(e), obj_name(o)))
+			return jv_string_fmt("%s/%s", obj_ns(o), obj_name(o));
+	return jv_string(obj_name(o));
 }
 
 jv build_children(struct prim *p, struct rctx *ctx)
@@ -139,9 +139,9 @@ jv build_children(struct prim *p, struct rctx *ctx)
 		jv group = jv_object_get(jv_copy(c), kop_json_key(o->kind->key));
 		jv slot = child_slot(p, o);
 
-		if (strcmp(jv_string_value(slot), o->name))
+		if (strcmp(jv_string_value(slot), obj_name(o)))
 			log_warn("primary '%s': two %s named '%s'; the one in '%s' is keyed '%s'", p->key, o->kind->key,
-				 o->name, o->ns, jv_string_value(slot));
+				 obj_name(o), obj_ns(o), jv_string_value(slot));
 		group = jv_object_set(group, slot, jv_copy(view_of(ctx, o)));
 		c = jv_object_set(c, kop_json_key(o->kind->key), group);
 	}

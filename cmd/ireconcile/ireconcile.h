@@ -7,6 +7,7 @@
  * Not for other tools: what more than one tool needs lives in lib/.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <openssl/sha.h>
 #include "tool.h"
 #include "jsonl.h"
@@ -36,39 +37,70 @@ struct prim;
 /*
  * A live object in the view. It is kept as compact JSON text, parsed only
  * when a reconcile needs it: parsed jv objects take ten times the memory of
- * their text, and a reconcile touches few objects.
+ * their text, and a reconcile touches few objects. A view holds tens of
+ * thousands of them, so the struct is packed: lengths in 32 bits (a line is
+ * at most MAX_LINE), flags in bits, and its identity strings as offsets into
+ * the texts that hold them (obj_name() and the others below).
  */
 struct obj {
-	char *key;			/* "Kind.group|ns/name" */
+	char *key;			/* "Kind.group|ns/name" (obj_key) */
 	const struct kop_kind *kind;
 	char *text;			/* the object without managedFields (compressed when zlen) */
-	size_t len;			/* its length as JSON */
-	size_t zlen;			/* compressed: its length so (0: text is the JSON) */
-	size_t slen;			/* compressed: the length of what was compressed */
-	int fp;				/* compressed: fingerprinted (kop_json_fingerprint) */
-	unsigned char tgen, vgen;	/* text's, vtext's: the generation of their kind's dictionary */
-	unsigned char tdig[OBJ_DIG];	/* compressed: SHA-256 of the JSON */
 	char *vtext;			/* child kinds with a `project`: what the program sees (NULL: text) */
-	size_t vlen;			/* its length as JSON */
-	size_t vzlen;			/* compressed: its length so (0: vtext is the JSON) */
-	unsigned char vdig[OBJ_DIG];	/* vtext: SHA-256 of its JSON */
-	unsigned char sdig[OBJ_DIG];	/* digest without status and resourceVersion */
-	char *meta;			/* the texts of the five below, one allocation (set_meta) */
-	const char *name, *ns, *uid;	/* ns and uid "" when none */
-	int deleting;			/* metadata.deletionTimestamp is set */
-	const char *rv;			/* metadata.resourceVersion ("" when none) */
-	const char *owner_uid;		/* controller reference's uid when mapped by owner reference (or NULL) */
+	char *meta;			/* "rv\0ns\0uid\0owner_uid\0", one allocation (set_meta) */
 	struct prim *prim;		/* children and observed: their primary */
+	struct obj *prev, *next;	/* in prim->children */
+	uint32_t len;			/* text: its length as JSON */
+	uint32_t zlen;			/* compressed: its length so (0: text is the JSON) */
+	uint32_t slen;			/* compressed: the length of what was compressed */
+	uint32_t vlen;			/* vtext: its length as JSON */
+	uint32_t vzlen;			/* compressed: its length so (0: vtext is the JSON) */
+	uint32_t name_at;		/* in key: where its name starts (the key ends with it) */
+	uint32_t ns_at, uid_at;		/* in meta */
+	uint32_t owner_at;		/* in meta; 0: none */
+	unsigned char tgen, vgen;	/* text's, vtext's: the generation of their kind's dictionary */
+	unsigned fp : 1;		/* compressed: fingerprinted (kop_json_fingerprint) */
+	unsigned deleting : 1;		/* metadata.deletionTimestamp is set */
 	/* It held every field of the desired object of digest `match` when its
 	 * own digest without status was `match_sdig` (match_ok: known). */
-	int match_ok;
-	unsigned char match[OBJ_DIG], match_sdig[OBJ_DIG];
+	unsigned match_ok : 1;
 	/* The last reconcile desired it without a status, or as it was seen: a
 	 * change of its status alone, outside what the program sees of it, is
 	 * nothing to reconcile (view.c). */
-	int status_free;
-	struct obj *prev, *next;	/* in prim->children */
+	unsigned status_free : 1;
+	unsigned char tdig[OBJ_DIG];	/* compressed: SHA-256 of the JSON */
+	unsigned char vdig[OBJ_DIG];	/* vtext: SHA-256 of its JSON */
+	unsigned char sdig[OBJ_DIG];	/* digest without status and resourceVersion */
+	unsigned char match[OBJ_DIG], match_sdig[OBJ_DIG];
 };
+
+/* o's metadata.name, namespace ("" when none), uid ("" when none),
+ * resourceVersion ("" when none), and the uid of its controller when mapped
+ * by owner reference (NULL when not). */
+static inline const char *obj_name(const struct obj *o)
+{
+	return o->key + o->name_at;
+}
+
+static inline const char *obj_ns(const struct obj *o)
+{
+	return o->meta + o->ns_at;
+}
+
+static inline const char *obj_uid(const struct obj *o)
+{
+	return o->meta + o->uid_at;
+}
+
+static inline const char *obj_rv(const struct obj *o)
+{
+	return o->meta;
+}
+
+static inline const char *obj_owner_uid(const struct obj *o)
+{
+	return o->owner_at ? o->meta + o->owner_at : NULL;
+}
 
 /* A primary, known from its object or from children that map to it. */
 struct prim {

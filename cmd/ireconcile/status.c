@@ -47,12 +47,12 @@ static jv ref_object(jv obj, int with_uid)
 /* The same for a stored object, named as the program names its kind. */
 jv ref_of(const struct obj *o)
 {
-	jv m = jv_object_set(jv_object(), kop_json_key("name"), jv_string(o->name));
+	jv m = jv_object_set(jv_object(), kop_json_key("name"), jv_string(obj_name(o)));
 	jv r = jv_object();
 
-	if (*o->ns)
-		m = jv_object_set(m, kop_json_key("namespace"), jv_string(o->ns));
-	m = jv_object_set(m, kop_json_key("uid"), jv_string(o->uid));
+	if (*obj_ns(o))
+		m = jv_object_set(m, kop_json_key("namespace"), jv_string(obj_ns(o)));
+	m = jv_object_set(m, kop_json_key("uid"), jv_string(obj_uid(o)));
 	r = jv_object_set(r, kop_json_key("apiVersion"), jv_string(o->kind->api_version));
 	r = jv_object_set(r, kop_json_key("kind"), jv_string(o->kind->kind));
 	return jv_object_set(r, kop_json_key("metadata"), m);
@@ -69,7 +69,7 @@ static void finalizer_patch(struct prim *p, jv obj, jv patch, int64_t now, struc
 	const char *pkey = p->key;
 	char *fkey = join2("patch", p->obj->key);
 
-	if (flight_check(p, fkey, patch, p->obj->rv, now)) {
+	if (flight_check(p, fkey, patch, obj_rv(p->obj), now)) {
 		jv line = op_line("patch", pkey);
 
 		line = jv_object_set(line, kop_json_key("object"), ref_object(obj, 0));
@@ -112,7 +112,7 @@ void add_finalizer(struct prim *p, jv parent, int64_t now, struct counts *n)
 		patch = jv_array_append(patch, patch_op("add", "/metadata/finalizers/-", jv_string(E.prog.finalizer)));
 	} else {
 		jv_free(list);
-		patch = jv_array_append(patch, test_op("/metadata/resourceVersion", jv_string(p->obj->rv)));
+		patch = jv_array_append(patch, test_op("/metadata/resourceVersion", jv_string(obj_rv(p->obj))));
 		patch = jv_array_append(patch, patch_op("add", "/metadata/finalizers",
 							jv_array_append(jv_array(), jv_string(E.prog.finalizer))));
 	}
@@ -303,14 +303,14 @@ int write_status(struct prim *p, jv parent, jv status, enum seen seen, int event
 		sent = 0;	/* on its way (an older one of ours landed first) */
 	} else if (seen != SEEN_FOREIGN && !events && status_may_wait(p, status, live, seen, now)) {
 		sent = 0;
-	} else if (flight_check(p, fkey, status, p->obj->rv, now)) {
+	} else if (flight_check(p, fkey, status, obj_rv(p->obj), now)) {
 		jv obj = ref_object(parent, 1), line;
 
 		obj = jv_object_set(obj, kop_json_key("status"), jv_copy(status));
 		line = jv_object_set(op_line("status", p->key), kop_json_key("object"), obj);
-		if (seen == SEEN_STORED && *p->obj->rv) {
+		if (seen == SEEN_STORED && *obj_rv(p->obj)) {
 			line = jv_object_set(line, kop_json_key("stored"), jv_copy(live));
-			line = jv_object_set(line, kop_json_key("resourceVersion"), jv_string(p->obj->rv));
+			line = jv_object_set(line, kop_json_key("resourceVersion"), jv_string(obj_rv(p->obj)));
 		}
 		emit(line);
 		n->statuses++;
@@ -425,7 +425,7 @@ jv parent_seen(struct prim *p, jv parent, enum seen *seen, int64_t now)
 		jv_free(live);
 		return jv_copy(parent);
 	}
-	if (strcmp(f->live_rv, p->obj->rv)) {
+	if (strcmp(f->live_rv, obj_rv(p->obj))) {
 		/* The primary changed since: with a status it may be meanwhile? */
 		int i = status_prev_find(p, live);
 

@@ -343,11 +343,14 @@ jv kept_parse(const char *kept, size_t zlen, size_t len, const struct zdict *d)
  */
 void store_view(struct obj *o, jv v)
 {
-	char *text = kop_json_dump_len(v, &o->vlen);
+	size_t len, zlen;
+	char *text = kop_json_dump_len(v, &len);
 
-	text_digest(text, o->vlen, o->vdig);
+	text_digest(text, len, o->vdig);
 	free(o->vtext);
-	o->vtext = keep_kind_text(text, o->vlen, vdict_of(o->kind), &o->vzlen, &o->vgen);
+	o->vtext = keep_kind_text(text, len, vdict_of(o->kind), &zlen, &o->vgen);
+	o->vlen = (uint32_t)len;
+	o->vzlen = (uint32_t)zlen;
 }
 
 /* What the program sees of o (caller owns it); jv_invalid() if it cannot be read back. */

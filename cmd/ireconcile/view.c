@@ -20,27 +20,29 @@ void obj_free(void *v)
 	free(o);
 }
 
-/* o's resourceVersion, name, namespace, uid and owner's uid (NULL: none),
- * copied into one allocation (each is small: five would take twice the
- * memory); any of them may point into the one they replace. */
+/* o's resourceVersion, namespace, uid and owner's uid (NULL: none), copied
+ * into one allocation (each is small: four would take twice the memory);
+ * any of them may point into the one they replace. Its name is the end of
+ * its key (obj_key). */
 static void set_meta(struct obj *o, const char *rv, const char *name, const char *ns, const char *uid,
 		     const char *owner_uid)
 {
-	const char *src[5] = { rv, name, ns, uid, owner_uid ? owner_uid : "" };
-	const char **dst[5] = { &o->rv, &o->name, &o->ns, &o->uid, &o->owner_uid };
-	size_t len[5], total = 0, i;
-	char *m, *at;
+	const char *src[4] = { rv, ns, uid, owner_uid ? owner_uid : "" };
+	uint32_t at[4];
+	size_t len[4], total = 0, i;
+	char *m;
 
-	for (i = 0; i < 5; i++)
+	for (i = 0; i < 4; i++) {
+		at[i] = (uint32_t)total;
 		total += (len[i] = strlen(src[i])) + 1;
-	at = m = kop_malloc(total);
-	for (i = 0; i < 5; i++) {
-		memcpy(at, src[i], len[i] + 1);
-		*dst[i] = at;
-		at += len[i] + 1;
 	}
-	if (!owner_uid)
-		o->owner_uid = NULL;
+	m = kop_malloc(total);
+	for (i = 0; i < 4; i++)
+		memcpy(m + at[i], src[i], len[i] + 1);
+	o->ns_at = at[1];
+	o->uid_at = at[2];
+	o->owner_at = owner_uid ? at[3] : 0;
+	o->name_at = (uint32_t)(strlen(o->key) - strlen(name));
 	free(o->meta);
 	o->meta = m;
 }
@@ -457,7 +459,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 	store_text(o, obj, text, tlen, tdig_made);
 	free(text);
 	set_meta(o, rv ? rv : "", name, ns ? ns : "", meta(obj, "uid") ? meta(obj, "uid") : "",
-		 owner_set ? new_owner : o->owner_uid);
+		 owner_set ? new_owner : obj_owner_uid(o));
 	free(new_owner);
 	o->deleting = has_meta(obj, "deletionTimestamp");
 	switch (k->role) {
