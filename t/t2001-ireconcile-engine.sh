@@ -247,6 +247,31 @@ test_expect_success 'children created together: one reconcile, once the last is 
 	test_cmp expect actual
 '
 
+# The statuses the controllers write as the objects come (here a status on
+# a ConfigMap, which no reconcile has compared yet) wait with them for the
+# last create: one reconcile still, once the last is seen.
+test_expect_success 'a landed child'"'"'s status changing while the other creates are on their way: no reconcile of its own' '
+	mkfifo status.fifo &&
+	{ ( landed_widget
+	    wait_lines status.out 3
+	    landed status.out Namespace blue-w1
+	    sleep 0.5
+	    landed status.out ConfigMap color >color.json
+	    cat color.json
+	    sleep 0.5
+	    jq -c ".type = \"MODIFIED\" | .object.metadata.resourceVersion = \"290\" | .object.status = {phase: \"Seen\"}" color.json
+	    sleep 1
+	    landed status.out ConfigMap size
+	    sleep 1
+	  ) >status.fifo & } &&
+	WIDGET_TEAM=blue timeout 60 ireconcile -v --now $NOW prog/widgets <status.fifo >status.out 2>status.err &&
+	wait &&
+	test_no_sanitizer_report status.err &&
+	test_reconciled status.err applies >actual &&
+	printf "[3]\n[0]\n" >expect &&
+	test_cmp expect actual
+'
+
 test_expect_success 'a create whose object never shows holds the reconcile 5 s at most' '
 	mkfifo never.fifo &&
 	{ ( landed_widget

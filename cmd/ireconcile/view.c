@@ -440,7 +440,12 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		 * unless a write of its own is on its way, or the program
 		 * desired it with a status, it reconciles nothing (unseen 1).
 		 * One that changes only what the program sees of its status
-		 * leaves nothing to apply either: it settles (unseen 2). */
+		 * leaves nothing to apply either: it settles (unseen 2). And a
+		 * change of its status alone while its primary's creates are
+		 * still landing waits for them, as a create seen does
+		 * (flight_landed): the reconcile of the last one sees it, and
+		 * the statuses the controllers write as the objects come give
+		 * it no reconcile of their own (unseen 3). */
 		jv v = projects(k) ? project(jv_copy(obj), lineno) : jv_invalid();
 		unsigned char ovdig[sizeof(o->vdig)], osdig[sizeof(o->sdig)];
 
@@ -449,9 +454,12 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		if (jv_is_valid(v))
 			store_view(o, v);
 		child_digest(k, obj, text, tlen, o->sdig);
-		if (!fresh && !relinked && had_view && o->vtext && o->status_free &&
-		    !memcmp(osdig, o->sdig, sizeof(osdig)) && !in_flight(o))
-			unseen = memcmp(ovdig, o->vdig, sizeof(ovdig)) ? 2 : 1;
+		if (!fresh && !relinked && !memcmp(osdig, o->sdig, sizeof(osdig))) {
+			if (had_view && o->vtext && o->status_free && !in_flight(o))
+				unseen = memcmp(ovdig, o->vdig, sizeof(ovdig)) ? 2 : 1;
+			else if (o->prim->creating > 0)
+				unseen = 3;
+		}
 	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
 		/* Its spec goes to the render program only (README: render). */
 		store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
@@ -505,7 +513,9 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		break;
 	default:
 		/* (one of several created together: once the last is seen) */
-		if (unseen == 2)
+		if (unseen == 3)
+			schedule(o->prim, kop_mono_ms() + LANDED_WAIT_MS);
+		else if (unseen == 2)
 			settle(o->prim);
 		else if (!unseen && (!fresh || !flight_landed(o)))
 			enqueue(o->prim);
