@@ -254,15 +254,17 @@ test_expect_success 'a landed child'"'"'s status changing while the other create
 	mkfifo status.fifo &&
 	{ ( landed_widget
 	    wait_lines status.out 3
-	    landed status.out Namespace blue-w1
-	    sleep 0.5
+	    landed status.out Namespace blue-w1 >ns.json
 	    landed status.out ConfigMap color >color.json
-	    cat color.json
+	    jq -c ".type = \"MODIFIED\" | .object.metadata.resourceVersion = \"290\" | .object.status = {phase: \"Seen\"}" \
+		color.json >color-status.json
+	    landed status.out ConfigMap size >size.json
+	    cat ns.json color.json
+	    sleep 0.3
+	    cat color-status.json
+	    sleep 0.6
+	    cat size.json
 	    sleep 0.5
-	    jq -c ".type = \"MODIFIED\" | .object.metadata.resourceVersion = \"290\" | .object.status = {phase: \"Seen\"}" color.json
-	    sleep 1
-	    landed status.out ConfigMap size
-	    sleep 1
 	  ) >status.fifo & } &&
 	WIDGET_TEAM=blue timeout 60 ireconcile -v --now $NOW prog/widgets <status.fifo >status.out 2>status.err &&
 	wait &&
@@ -285,6 +287,20 @@ test_expect_success 'a create whose object never shows holds the reconcile 5 s a
 	wait &&
 	test_no_sanitizer_report never.err &&
 	test_reconciled never.err applies >actual &&
+	printf "[3]\n[0]\n" >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'the end of the input ends the wait for creates still on their way: one last reconcile' '
+	mkfifo eof.fifo &&
+	{ ( landed_widget
+	    wait_lines eof.out 3
+	    landed eof.out Namespace blue-w1
+	  ) >eof.fifo & } &&
+	WIDGET_TEAM=blue timeout 60 ireconcile -v --now $NOW prog/widgets <eof.fifo >eof.out 2>eof.err &&
+	wait &&
+	test_no_sanitizer_report eof.err &&
+	test_reconciled eof.err applies >actual &&
 	printf "[3]\n[0]\n" >expect &&
 	test_cmp expect actual
 '

@@ -75,6 +75,7 @@ int flight_landed(struct obj *o)
 	if (p->creating <= 0)
 		return 0;
 	schedule(p, kop_mono_ms() + LANDED_WAIT_MS);
+	p->landing = 1;
 	return 1;
 }
 

@@ -114,6 +114,7 @@ struct prim {
 	int64_t settle_from;		/* ... and when that burst began */
 	int status_held;		/* its last status derived waits for --status-interval */
 	int creating;			/* its flights that are unseen creates (flight.c) */
+	int landing;			/* its reconcile waits for them, due then at the latest (flight_landed) */
 	struct kop_backoff backoff;
 	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"[,ERROR_TAG]} */
 	unsigned char *agg;		/* one flag per aggregate */

@@ -145,9 +145,10 @@ void fire_timers(int64_t now)
 
 /*
  * The end of the input: no change will follow, so nothing waits for one.
- * Every burst of observed changes is over (view.c's settle) and every status
+ * Every burst of observed changes is over (view.c's settle), every status
  * held for --status-interval is due (status_may_wait holds none from now
- * on): their primaries are queued, the last reconciles before the exit.
+ * on), and no create still on its way will land (flight_landed): their
+ * primaries are queued, the last reconciles before the exit.
  */
 void input_end(void)
 {
@@ -158,7 +159,7 @@ void input_end(void)
 	while (kop_hmap_next(&E.prims, &it, NULL, &v)) {
 		struct prim *p = v;
 
-		if (p->settle_due || p->status_held) {
+		if (p->settle_due || p->status_held || p->landing) {
 			p->settle_due = 0;
 			enqueue(p);
 		}

@@ -332,6 +332,7 @@ __attribute__((noinline)) void reconcile(struct prim *p, int64_t now)
 	struct rctx ctx;
 
 	p->due = 0;
+	p->landing = 0;
 	p->status_held = 0;	/* (write_status holds it again, if it must) */
 	if (p->settle_due <= now)
 		p->settle_due = 0;	/* (one still to come may hold the status: status_may_wait) */

@@ -441,11 +441,13 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		 * desired it with a status, it reconciles nothing (unseen 1).
 		 * One that changes only what the program sees of its status
 		 * leaves nothing to apply either: it settles (unseen 2). And a
-		 * change of its status alone while its primary's creates are
-		 * still landing waits for them, as a create seen does
-		 * (flight_landed): the reconcile of the last one sees it, and
-		 * the statuses the controllers write as the objects come give
-		 * it no reconcile of their own (unseen 3). */
+		 * change of its status alone while its primary waits for its
+		 * creates to land (flight_landed) waits with it: the reconcile
+		 * of the last one sees it, and the statuses the controllers
+		 * write as the objects come give it no reconcile of their own
+		 * (unseen 3). That wait ends at its reconcile, LANDED_WAIT_MS
+		 * after the first create seen at the latest, whatever is still
+		 * counted as on its way. */
 		jv v = projects(k) ? project(jv_copy(obj), lineno) : jv_invalid();
 		unsigned char ovdig[sizeof(o->vdig)], osdig[sizeof(o->sdig)];
 
@@ -457,7 +459,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		if (!fresh && !relinked && !memcmp(osdig, o->sdig, sizeof(osdig))) {
 			if (had_view && o->vtext && o->status_free && !in_flight(o))
 				unseen = memcmp(ovdig, o->vdig, sizeof(ovdig)) ? 2 : 1;
-			else if (o->prim->creating > 0)
+			else if (o->prim->landing && o->prim->creating > 0)
 				unseen = 3;
 		}
 	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
@@ -514,7 +516,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 	default:
 		/* (one of several created together: once the last is seen) */
 		if (unseen == 3)
-			schedule(o->prim, kop_mono_ms() + LANDED_WAIT_MS);
+			log_debug("'%s': a status of a child while its creates land; waits for them", o->prim->key);
 		else if (unseen == 2)
 			settle(o->prim);
 		else if (!unseen && (!fresh || !flight_landed(o)))
