@@ -214,6 +214,19 @@ landed () {
 		"$1" | tail -n 1
 }
 
+# landed_applies NAME N...: ireconcile -v reads NAME.fifo (a job of the
+# test writes it) into NAME.out and NAME.err; its reconciles applied N...
+landed_applies () {
+	la_name=$1
+	shift
+	WIDGET_TEAM=blue timeout 60 ireconcile -v --now $NOW prog/widgets <"$la_name.fifo" >"$la_name.out" 2>"$la_name.err" &&
+	wait &&
+	test_no_sanitizer_report "$la_name.err" &&
+	test_reconciled "$la_name.err" applies >actual &&
+	printf "[%s]\n" "$@" >expect &&
+	test_cmp expect actual
+}
+
 test_expect_success 'children created together: one reconcile, once the last is seen' '
 	mkfifo landed.fifo &&
 	{ ( landed_widget
@@ -266,12 +279,7 @@ test_expect_success 'a landed child'"'"'s status changing while the other create
 	    cat size.json
 	    sleep 0.5
 	  ) >status.fifo & } &&
-	WIDGET_TEAM=blue timeout 60 ireconcile -v --now $NOW prog/widgets <status.fifo >status.out 2>status.err &&
-	wait &&
-	test_no_sanitizer_report status.err &&
-	test_reconciled status.err applies >actual &&
-	printf "[3]\n[0]\n" >expect &&
-	test_cmp expect actual
+	landed_applies status 3 0
 '
 
 test_expect_success 'a create whose object never shows holds the reconcile 5 s at most' '
@@ -283,12 +291,7 @@ test_expect_success 'a create whose object never shows holds the reconcile 5 s a
 	    # (size never comes)
 	    test_wait_for 30 test_has_reconciles never.err 2
 	  ) >never.fifo & } &&
-	WIDGET_TEAM=blue timeout 60 ireconcile -v --now $NOW prog/widgets <never.fifo >never.out 2>never.err &&
-	wait &&
-	test_no_sanitizer_report never.err &&
-	test_reconciled never.err applies >actual &&
-	printf "[3]\n[0]\n" >expect &&
-	test_cmp expect actual
+	landed_applies never 3 0
 '
 
 test_expect_success 'the end of the input ends the wait for creates still on their way: one last reconcile' '
@@ -297,12 +300,7 @@ test_expect_success 'the end of the input ends the wait for creates still on the
 	    wait_lines eof.out 3
 	    landed eof.out Namespace blue-w1
 	  ) >eof.fifo & } &&
-	WIDGET_TEAM=blue timeout 60 ireconcile -v --now $NOW prog/widgets <eof.fifo >eof.out 2>eof.err &&
-	wait &&
-	test_no_sanitizer_report eof.err &&
-	test_reconciled eof.err applies >actual &&
-	printf "[3]\n[0]\n" >expect &&
-	test_cmp expect actual
+	landed_applies eof 3 0
 '
 
 test_expect_success 'the log of a reconcile has its key, duration and counts' '
