@@ -158,14 +158,16 @@ static jv kept_answer(struct prim *p)
 	return kept_unpack(expand_parse(p->rendered, p->rendered_zlen, p->rendered_len, &E.render_dict));
 }
 
-/* The render key of p's input in d: the parent's part (digested as it arrived) and the rest (in, borrowed). */
-static void render_key_of(const struct prim *p, jv in, unsigned char d[KOP_JSON_DIGEST_LEN])
+/* The render key of p's input in d: the parent's part (digested as it arrived) and the rest (in,
+ * borrowed); whether p's kept answer was made from that input. */
+static int render_current(const struct prim *p, jv in, unsigned char d[KOP_JSON_DIGEST_LEN])
 {
 	unsigned char both[2 * KOP_JSON_DIGEST_LEN];
 
 	memcpy(both, p->pdig, KOP_JSON_DIGEST_LEN);
 	kop_json_digest(in, both + KOP_JSON_DIGEST_LEN);
 	kop_sha256(both, sizeof(both), d);
+	return p->render_valid && !memcmp(d, p->render_key, KOP_JSON_DIGEST_LEN);
 }
 
 /*
@@ -187,8 +189,7 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 	*us_jq = *us_fn = 0;
 	*cached = 0;
 	in = render_input();
-	render_key_of(p, in, d);
-	if (p->render_valid && !memcmp(d, p->render_key, sizeof(d))) {
+	if (render_current(p, in, d)) {
 		out = p->rview ? kept_parse(p->rview, p->rview_zlen, p->rview_len, &E.rview_dict) : kept_answer(p);
 		if (jv_is_valid(out)) {
 			jv_free(in);
@@ -506,10 +507,9 @@ __attribute__((noinline)) int prerender(void)
 			unsigned char d[KOP_JSON_DIGEST_LEN];
 			jv in = render_input();
 
-			render_key_of(p, in, d);
-			jv_free(in);
-			if (!memcmp(d, p->render_key, sizeof(d)))
+			if (render_current(p, in, d))
 				p = NULL;	/* (rendered already, from what is in the view now) */
+			jv_free(in);
 		}
 	}
 	if (p) {
