@@ -139,19 +139,22 @@ void tool_metric_set(const char *name, const char *labels, double value);	/* a g
 void tool_metric_request(const char *method, long code);
 /*
  * Sends the values if any changed: at most every 200 ms unless force. Every
- * tool_metric_* call tries it, so a busy tool needs nothing more; a tool that
- * goes idle (before a blocking read or poll) calls it with force so that its
- * last counts are not held back. tool_finish() forces.
+ * tool_metric_* call tries it, so a busy tool needs nothing more; one that is
+ * about to wait calls tool_idle(), which sends what changed or shortens the
+ * wait to when it may, so that its last counts are not held back for more than
+ * 200 ms. tool_finish() forces.
  */
 void tool_metrics_flush(int force);
 /*
- * About to wait for input: the heap a burst of work left free is given back to
+ * About to wait for input: the values that changed are sent (as
+ * tool_metrics_flush() does, 200 ms apart), and the heap a burst of work left free is given back to
  * the system (glibc keeps it otherwise: kapply held 4 MB after 300 applies),
  * when there is enough of it. The heap is looked at once a second at most
  * (glibc's count walks every free chunk). Returns the wait the caller is about
  * to make (timeout_ms, < 0: none), shortened to when it wants to be called
  * again if it is too soon now: a burst that ended within a second of the last
- * look would be kept for good otherwise.
+ * look would be kept for good otherwise, and values held back until the next
+ * burst. Not thread-safe: the caller holds what guards its tool_metric_* calls.
  */
 int64_t tool_idle(int64_t timeout_ms);
 /* The sooner of two waits in ms (-1: none). */

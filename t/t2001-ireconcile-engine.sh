@@ -733,4 +733,45 @@ test_expect_success 'stdin that cannot be read, a feedback that cannot be opened
 	grep "unable to open .nowhere/fifo." err
 '
 
+
+# The supervisor's /metrics (KOP_STATS_FD): a line when values changed, at most
+# every 200 ms, and the last within 200 ms of going idle, input still open.
+reconciles_sent () {
+	tail -n 1 idle.stats |
+		jq -e --argjson n "$1" "[.metrics[] | select(.name == \"controller_runtime_reconcile_total\") | .value] | add == \$n"
+}
+test_expect_success 'metrics: the last counts sent while idle, not a line at every wait' '
+	mkfifo idle.fifo &&
+	sed -n 1p "$FIXTURES/02-steady.in.jsonl" >w1.line &&
+	grep -q "\"finalizers\":\[\"test.example.org/cleanup\"\]" w1.line &&
+	{ ( cat w1.line
+	    sed -n "/BOOKMARK/p" "$FIXTURES/01-create.in.jsonl"
+	    test_wait_for 30 test_has_reconciles idle.err 1
+	    wc -l <idle.stats >idle.lines0
+	    t0=$(date +%s%3N)
+	    i=2
+	    while test $i -le 21
+	    do
+		sed "s/\"w1\"/\"w$i\"/; s/uid-w1/uid-w$i/" w1.line
+		sleep 0.02
+		i=$((i + 1))
+	    done
+	    test_wait_for 30 test_has_reconciles idle.err 21
+	    test_wait_for 5 reconciles_sent 21 && echo sent >idle.sent
+	    echo $(($(date +%s%3N) - t0)) >idle.ms
+	    wc -l <idle.stats >idle.lines1
+	  ) >idle.fifo & } &&
+	WIDGET_TEAM=blue KOP_STATS_FD=5 timeout 90 ireconcile -v --now $NOW prog/widgets <idle.fifo \
+		>idle.out 2>idle.err 5>idle.stats &&
+	wait &&
+	test_no_sanitizer_report idle.err &&
+	test_reconciles idle.err >n && echo 21 >expect && test_cmp expect n &&
+	echo sent >expect && test_cmp expect idle.sent &&
+	lines=$(($(cat idle.lines1) - $(cat idle.lines0))) &&
+	most=$(($(cat idle.ms) / 200 + 3)) &&
+	echo "$lines lines in $(cat idle.ms) ms (at most $most)" &&
+	test $lines -ge 1 &&
+	test $lines -le $most
+'
+
 test_done

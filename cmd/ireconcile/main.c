@@ -180,7 +180,6 @@ static void run(const char *feedback, int once)
 		if (timeout != 0) {
 			/* about to wait: nothing held back, and what a burst grew given back */
 			timeout = (int)out_idle(kop_mono_ms(), timeout);
-			tool_metrics_flush(1);
 			timeout = (int)tool_idle(timeout);
 		}
 		r = poll(pfd, (nfds_t)nfd, timeout);

@@ -224,10 +224,8 @@ static void run(void)
 		}
 		if (wait > 200 && stopping)
 			wait = 200;
-		if (!inflight) {
-			tool_metrics_flush(1);	/* going idle: the last counts go out now */
-			wait = tool_idle(wait);
-		}
+		if (!inflight)
+			wait = tool_idle(wait);	/* (the last counts go out within 200 ms) */
 		curl_multi_poll(multi, want_stdin ? &wfd : NULL, want_stdin ? 1 : 0, (int)wait, NULL);
 		/* curl reports POLLIN only; poll again for the end of a pipe (POLLHUP). */
 		if (want_stdin && stdin_ready(0) && kop_jsonl_read_fd(&reader, 0) < 0 && errno != EINTR &&

@@ -238,13 +238,13 @@ int main(int argc, char **argv)
 
 			timeout = left < 0 ? 0 : left > 60000 ? 60000 : (int)left;
 		}
-		tool_metrics_flush(1);	/* about to wait for stdin */
 		/* (what the writers remember meanwhile is looked at again within a second of their last write) */
 		timeout = (int)tool_sooner(tool_sooner(tool_sooner(timeout, status_idle(kop_mono_ms())),
 						       events_idle(kop_wall_ms())),
 					   writers_busy() ? 1000 : -1);
+		timeout = (int)tool_idle(timeout);	/* (under the lock: the writers count too) */
 		pthread_mutex_unlock(&kstatus_lock);
-		rc = poll(&pfd, 1, (int)tool_idle(timeout));
+		rc = poll(&pfd, 1, timeout);
 		pthread_mutex_lock(&kstatus_lock);
 		if (stopping)
 			writers_wake();	/* a retry's sleep ends */
