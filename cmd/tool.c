@@ -410,9 +410,10 @@ int64_t tool_sooner(int64_t a, int64_t b)
 
 /*
  * About to wait: the values that changed go out now if the last went 200 ms
- * ago, or the wait ends when they may. (A busy tool waits for its input many
- * times a second: sending them at each wait took 3% of ireconcile's CPU while
- * instances converge, and as much of the supervisor's, which parses them.)
+ * ago, or the wait ends when they may (and again then while the socket is
+ * full). (A busy tool waits for its input many times a second: sending them
+ * at each wait took 3% of ireconcile's CPU while instances converge, and the
+ * supervisor spent half of its own parsing them.)
  */
 static int64_t metrics_idle(int64_t now, int64_t timeout_ms)
 {
@@ -487,6 +488,11 @@ void tool_metrics_flush(int force)
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+			/* (the supervisor's end is gone: nothing will read them, nor wait for them) */
+			metrics.state = -1;
+			metrics.dirty = 0;
+		}
 		break;
 	}
 	if (off == line.len) {

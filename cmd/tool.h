@@ -141,8 +141,9 @@ void tool_metric_request(const char *method, long code);
  * Sends the values if any changed: at most every 200 ms unless force. Every
  * tool_metric_* call tries it, so a busy tool needs nothing more; one that is
  * about to wait calls tool_idle(), which sends what changed or shortens the
- * wait to when it may, so that its last counts are not held back for more than
- * 200 ms. tool_finish() forces.
+ * wait to when it may, so that its last counts are not held back while it
+ * waits. tool_finish() forces. A send that fails but for a full socket (the
+ * supervisor's end gone) stops the metrics for good.
  */
 void tool_metrics_flush(int force);
 /*

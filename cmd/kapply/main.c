@@ -225,7 +225,7 @@ static void run(void)
 		if (wait > 200 && stopping)
 			wait = 200;
 		if (!inflight)
-			wait = tool_idle(wait);	/* (the last counts go out within 200 ms) */
+			wait = tool_idle(wait);	/* (the last counts are not held back while it waits) */
 		curl_multi_poll(multi, want_stdin ? &wfd : NULL, want_stdin ? 1 : 0, (int)wait, NULL);
 		/* curl reports POLLIN only; poll again for the end of a pipe (POLLHUP). */
 		if (want_stdin && stdin_ready(0) && kop_jsonl_read_fd(&reader, 0) < 0 && errno != EINTR &&
