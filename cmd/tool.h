@@ -148,9 +148,9 @@ void tool_metric_request(const char *method, long code);
 void tool_metrics_flush(int force);
 /*
  * About to wait for input: the values that changed are sent (as
- * tool_metrics_flush() does, 200 ms apart), and the heap a burst of work left free is given back to
- * the system (glibc keeps it otherwise: kapply held 4 MB after 300 applies),
- * when there is enough of it. The heap is looked at once a second at most
+ * tool_metrics_flush() does, 200 ms apart), and the heap a burst of work left
+ * free is given back to the system (glibc keeps it otherwise: kapply held 4 MB
+ * after 300 applies), when there is enough of it. The heap is looked at once a second at most
  * (glibc's count walks every free chunk). Returns the wait the caller is about
  * to make (timeout_ms, < 0: none), shortened to when it wants to be called
  * again if it is too soon now: a burst that ended within a second of the last
