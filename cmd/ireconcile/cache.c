@@ -379,8 +379,10 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 
 	if (!f || !f->has_obj || !flight_alive(f, now))
 		goto out;
-	if (f->answer_rv && !strcmp(f->answer_rv, obj_rv(o))) {
-		/* (an apply that changed nothing is answered with the object as it was) */
+	if (f->answer_rv && (!strcmp(f->answer_rv, obj_rv(o)) || (o->sdig_rv && o->sdig_rv == rv_number(f->answer_rv)))) {
+		/* (an apply that changed nothing is answered with the object as it was;
+		 * a controller may have written its status since, as ksim's and
+		 * kube-controller-manager's do at once: 5,000 comparisons at N = 1,000) */
 		match_set(o, f->memo);
 		flight_forget(fkey);
 		goto out;

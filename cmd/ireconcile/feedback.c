@@ -115,8 +115,11 @@ void handle_result(jv r, size_t lineno)
 			 * object in flight (tagged with its memo: not an earlier one's). A dry
 			 * run's is what the write would have made: nothing was. */
 			if (!strcmp(what, "apply") && f->has_obj && tag && rv && *rv &&
-			    !kop_json_cstr(r, "dryRun"))
+			    !kop_json_cstr(r, "dryRun")) {
 				f->answer_rv = kop_strdup(rv);
+				log_debug("feedback line %zu: the apply of '%s' answered with resourceVersion %s",
+					  lineno, okey, rv);
+			}
 		}
 		clear_error(p, fkey, tag);
 	} else {

@@ -49,6 +49,25 @@ int match_holds(const struct obj *o, const unsigned char *d)
 	return o->match_ok && !memcmp(o->match, d, sizeof(o->match)) && !memcmp(o->match_sdig, o->sdig, sizeof(o->sdig));
 }
 
+/*
+ * A resourceVersion as a number, 0 when it is not one (it is opaque to
+ * clients: kube-apiserver's are etcd's revisions, all different, and so are
+ * ksim's; another server's that are not numbers are never compared so).
+ */
+uint64_t rv_number(const char *rv)
+{
+	uint64_t n = 0;
+
+	if (!rv || !*rv || *rv == '0')
+		return 0;
+	for (; *rv; rv++) {
+		if (*rv < '0' || *rv > '9' || n > (UINT64_MAX - 9) / 10)
+			return 0;
+		n = n * 10 + (uint64_t)(*rv - '0');
+	}
+	return n;
+}
+
 /* The live object as the program sees it (borrowed from the context). */
 jv view_of(struct rctx *c, const struct obj *o)
 {

@@ -72,6 +72,10 @@ struct obj {
 	unsigned char vdig[OBJ_DIG];	/* vtext: SHA-256 of its JSON */
 	unsigned char sdig[OBJ_DIG];	/* digest without status and resourceVersion */
 	unsigned char match[OBJ_DIG], match_sdig[OBJ_DIG];
+	/* The resourceVersion (read as a number; 0: not one) of the first
+	 * version seen with its sdig as it is: an apply answered with that
+	 * version is held by this one, which differs but for its status. */
+	uint64_t sdig_rv;
 };
 
 /* o's metadata.name, namespace ("" when none), uid ("" when none),
@@ -374,6 +378,7 @@ void parsed_free(void *v);
 int live_holds(struct rctx *c, const struct obj *o, jv desired);
 void match_set(struct obj *o, const unsigned char *d);
 int match_holds(const struct obj *o, const unsigned char *d);
+uint64_t rv_number(const char *rv);
 jv view_of(struct rctx *c, const struct obj *o);
 jv build_related(void);
 jv build_aggs(void);

@@ -456,6 +456,8 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		if (jv_is_valid(v))
 			store_view(o, v);
 		child_digest(k, obj, text, tlen, o->sdig);
+		if (fresh || memcmp(osdig, o->sdig, sizeof(osdig)))
+			o->sdig_rv = rv_number(rv);
 		if (!fresh && !relinked && !memcmp(osdig, o->sdig, sizeof(osdig))) {
 			if (had_view && o->vtext && o->status_free && !in_flight(o))
 				unseen = memcmp(ovdig, o->vdig, sizeof(ovdig)) ? 2 : 1;
