@@ -368,7 +368,8 @@ void render_keep(struct prim *p, struct rctx *ctx, int held)
  * (its resourceVersion, from the apply's result: feedback.c) holds it
  * without a comparison: it is what the server made of it, admission's
  * changes included, and the first reconcile after a child's create or
- * update most often meets it.
+ * update most often meets it; so does one changed since in its status alone
+ * (struct obj's sdig_rv), unless what was sent has a status.
  */
 static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_t now)
 {
@@ -379,7 +380,8 @@ static int apply_pending(struct prim *p, struct rctx *ctx, struct obj *o, int64_
 
 	if (!f || !f->has_obj || !flight_alive(f, now))
 		goto out;
-	if (f->answer_rv && (!strcmp(f->answer_rv, obj_rv(o)) || (o->sdig_rv && o->sdig_rv == rv_number(f->answer_rv)))) {
+	if (f->answer_rv && (!strcmp(f->answer_rv, obj_rv(o)) ||
+			     (!f->has_status && o->sdig_rv && o->sdig_rv == rv_number(f->answer_rv)))) {
 		/* (an apply that changed nothing is answered with the object as it was;
 		 * a controller may have written its status since, as ksim's and
 		 * kube-controller-manager's do at once: 5,000 comparisons at N = 1,000) */

@@ -403,7 +403,7 @@ void apply_children(struct prim *p, struct rctx *ctx, jv children, jv rdes, stru
 
 					/* (the result names what it answers: feedback.c) */
 					kop_program_applied_hex(d, tag);
-					flight_sent_object(p, fkey, d, r, text, tlen);
+					flight_sent_object(p, fkey, d, r, status, text, tlen);
 					emit_op_text("apply", p->key, tag, text, tlen);
 				}
 				if (!live)

@@ -142,17 +142,18 @@ int flight_on_way(const char *fkey, const unsigned char *memo, const char *live_
 
 /*
  * What the apply just let through flight_check_text (text, len) was: the
- * rendered object of index r (>= 0) of p's render, or that text. memo: the
- * comparison's memo key.
+ * rendered object of index r (>= 0) of p's render, or that text; status:
+ * whether it has a status. memo: the comparison's memo key.
  */
-void flight_sent_object(struct prim *p, const char *fkey, const unsigned char *memo, int r, const char *text,
-			size_t len)
+void flight_sent_object(struct prim *p, const char *fkey, const unsigned char *memo, int r, int status,
+			const char *text, size_t len)
 {
 	struct flight *f = kop_hmap_get(&E.flights, fkey);
 
 	if (!f)
 		return;
 	memcpy(f->memo, memo, sizeof(f->memo));
+	f->has_status = status;
 	f->rindex = r;
 	if (r >= 0) {
 		memcpy(f->rkey, p->render_key, sizeof(f->rkey));

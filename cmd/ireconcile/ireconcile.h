@@ -170,6 +170,7 @@ struct flight {
 	 * (apply_pending): the rendered object of index rindex under the
 	 * render key rkey, stamped, or else the JSON text compressed. */
 	int has_obj;
+	int has_status;			/* the object sent has a status: a change of the live one's matters */
 	unsigned char memo[KOP_JSON_DIGEST_LEN];	/* the comparison memo key (struct obj's match) */
 	int rindex;
 	unsigned char rkey[KOP_JSON_DIGEST_LEN];
@@ -365,7 +366,8 @@ int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t
 		      int64_t now);
 int flight_alive(const struct flight *f, int64_t now);
 int flight_on_way(const char *fkey, const unsigned char *memo, const char *live_rv, int64_t now);
-void flight_sent_object(struct prim *p, const char *fkey, const unsigned char *memo, int r, const char *text,
+void flight_sent_object(struct prim *p, const char *fkey, const unsigned char *memo, int r, int status,
+			const char *text,
 			size_t len);
 int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv, int64_t now);
 const char *flight_create_pending(struct prim *p, int64_t now);
