@@ -733,7 +733,6 @@ test_expect_success 'stdin that cannot be read, a feedback that cannot be opened
 	grep "unable to open .nowhere/fifo." err
 '
 
-
 # The supervisor's /metrics (KOP_STATS_FD): a line when values changed, at most
 # every 200 ms, and the last within 200 ms of going idle, input still open.
 reconciles_sent () {

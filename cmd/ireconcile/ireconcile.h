@@ -367,8 +367,7 @@ int flight_check_text(struct prim *p, const char *fkey, const char *text, size_t
 int flight_alive(const struct flight *f, int64_t now);
 int flight_on_way(const char *fkey, const unsigned char *memo, const char *live_rv, int64_t now);
 void flight_sent_object(struct prim *p, const char *fkey, const unsigned char *memo, int r, int status,
-			const char *text,
-			size_t len);
+			const char *text, size_t len);
 int flight_check(struct prim *p, const char *fkey, jv sent, const char *live_rv, int64_t now);
 const char *flight_create_pending(struct prim *p, int64_t now);
 void flight_mark_unseen(struct prim *p, const char *fkey);

@@ -450,15 +450,17 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		 * counted as on its way. */
 		jv v = projects(k) ? project(jv_copy(obj), lineno) : jv_invalid();
 		unsigned char ovdig[sizeof(o->vdig)], osdig[sizeof(o->sdig)];
+		int sdig_same;
 
 		memcpy(ovdig, o->vdig, sizeof(ovdig));
 		memcpy(osdig, o->sdig, sizeof(osdig));
 		if (jv_is_valid(v))
 			store_view(o, v);
 		child_digest(k, obj, text, tlen, o->sdig);
-		if (fresh || memcmp(osdig, o->sdig, sizeof(osdig)))
+		sdig_same = !fresh && !memcmp(osdig, o->sdig, sizeof(osdig));
+		if (!sdig_same)
 			o->sdig_rv = rv_number(rv);
-		if (!fresh && !relinked && !memcmp(osdig, o->sdig, sizeof(osdig))) {
+		if (sdig_same && !relinked) {
 			if (had_view && o->vtext && o->status_free && !in_flight(o))
 				unseen = memcmp(ovdig, o->vdig, sizeof(ovdig)) ? 2 : 1;
 			else if (o->prim->landing && o->prim->creating > 0)
