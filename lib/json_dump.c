@@ -164,6 +164,11 @@ int kop_jsonl_write(FILE *f, jv v)
 	return rc;
 }
 
+int kop_jsonl_write_text(FILE *f, const char *text, size_t len)
+{
+	return fwrite(text, 1, len, f) != len || putc('\n', f) == EOF || fflush(f) == EOF ? -1 : 0;
+}
+
 char *kop_json_dump_len(jv v, size_t *len)
 {
 	struct kop_buf b = KOP_BUF_INIT;

@@ -121,6 +121,17 @@ ssize_t kop_jsonl_read_fd(struct kop_jsonl *r, int fd);
  * included); the caller decides what that means.
  */
 int kop_jsonl_write(FILE *f, jv v);
+/* The same of a line's text (len bytes, no '\n'), written as it is: a line a stage passes on unread. */
+int kop_jsonl_write_text(FILE *f, const char *text, size_t len);
+/*
+ * A stage-protocol line (len bytes at text) read for where it goes alone,
+ * its other members not parsed (kop_json_spans): *op its "op" and *primary
+ * its "primary" (NULL when absent, and *primary when no string; allocated),
+ * *barrier whether it has a "barrier". 0, or -1 (nothing made) when it must be
+ * parsed: no object, or an "op" that is no string, or either string holding an
+ * escape. A stage passes a line that is not its own on as its text, unread.
+ */
+int kop_line_route(const char *text, size_t len, char **op, char **primary, int *barrier);
 /*
  * The value of the JSON text s[0..len), exactly as jv_parse_sized gives it,
  * in two fifths of its work for the texts kop_json_dump writes: compact, ASCII

@@ -179,6 +179,22 @@ test_expect_success 'stream: an unknown op is answered with a failed result nami
 	get cm after-frob && ! kubectl get cm frob -n ns >/dev/null 2>&1
 '
 
+# (read for its "op" and "primary" alone: its spacing, and a number no double
+# holds, come out as they went in, after the apply of its primary before it)
+test_expect_success 'stream: a line passed through goes on as its text, after its primary'"'"'s operations' '
+	line="{\"op\": \"status\", \"primary\": \"ns/t\", \"n\": 9007199254740993}" &&
+	{
+		echo "{\"op\":\"apply\",\"primary\":\"ns/t\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"text-1\",\"namespace\":\"ns\"}}}" &&
+		echo "$line"
+	} >in &&
+	timeout 60 kapply <in >out 2>err &&
+	test "$(wc -l <out)" -eq 2 &&
+	sed -n 1p out | jq -e ".op == \"result\" and .for == \"apply\" and .ok == true" &&
+	sed -n 2p out >actual &&
+	echo "$line" >expect &&
+	test_cmp expect actual
+'
+
 test_expect_success 'stream: operations on one object keep their order' '
 	for i in 1 2 3 4 5 6; do
 		echo "{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ordered\",\"namespace\":\"ns\"},\"data\":{\"v\":\"$i\"}}}" || return 1

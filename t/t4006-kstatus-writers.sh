@@ -83,6 +83,23 @@ test_expect_success 'one writer: everything in the order it came' '
 	test_cmp expect actual
 '
 
+# (read for its "op" and "primary" alone: a number no double holds, and the
+# spacing, come out as they went in; the line waits for w2's status)
+test_expect_success 'a line passed through goes on as its text, after its primary'"'"'s operations' '
+	{
+		status_line w2 "$uid2" Text &&
+		echo "{\"op\": \"result\", \"for\": \"apply\", \"primary\": \"ns/w2\", \"n\": 9007199254740993}"
+	} >in6 &&
+	timeout 30 kstatus --concurrency 4 --coalesce 0 <in6 >out 2>err &&
+	sed -n 2p out >actual &&
+	echo "{\"op\": \"result\", \"for\": \"apply\", \"primary\": \"ns/w2\", \"n\": 9007199254740993}" >expect &&
+	test_cmp expect actual &&
+	jq -r -s "map(.for) | join(\" \")" out >actual &&
+	echo "status apply" >expect &&
+	test_cmp expect actual &&
+	test "$(phase_of w2)" = Text
+'
+
 # (what comes after it is not held back: w2's status may be written first)
 test_expect_success 'a line naming no primary waits for everything before it' '
 	{

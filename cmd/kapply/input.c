@@ -51,6 +51,16 @@ static struct op *next_input(void)
 	return NULL;
 }
 
+/* A line not kapply's passes through as its text (op_pass_text), while the queue has room. */
+int input_take(void *ctx, const char *text, size_t len)
+{
+	(void)ctx;
+	if (stopping || queue_len >= QUEUE_MAX || !op_pass_text(text, len))
+		return 0;
+	flush_queue();	/* (a line that may pass goes at once) */
+	return 1;
+}
+
 /* Whether every complete line read so far is in the queue (so more may be read). */
 int need_input;
 

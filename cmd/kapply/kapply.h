@@ -39,7 +39,8 @@ struct op {
 	 * text, a fraction of its jq value's size: line and obj are then null,
 	 * and what the result needs of them is here.
 	 */
-	char *text;		/* its object's JSON, or NULL */
+	char *text;		/* its object's JSON, or NULL; OP_PASS taken unread (op_pass_text): the line */
+	size_t text_len;	/* ... and its length */
 	jv ref;			/* its reference (op_ref) */
 	jv tag;			/* the line's "tag" (what kop_json_member gives: a string, or not) */
 	jv primary;		/* string or null */
@@ -107,6 +108,7 @@ extern volatile sig_atomic_t stopping;
 /* op.c */
 void op_free(struct op *op);
 struct op *op_from_line(jv line, size_t lineno);
+int op_pass_text(const char *text, size_t len);
 const char *op_ns(const struct op *op);
 jv op_ref(const struct op *op);
 void op_done(struct op *op, jv result);
@@ -120,6 +122,9 @@ int same(const char *a, const char *b);
 int blocked(size_t i);
 void flush_queue(void);
 
+/* input.c */
+int input_take(void *ctx, const char *text, size_t len);	/* the reader's take (struct kop_jsonl) */
+
 /* request.c */
 jv write_request(const struct op *op, const char **method, const char **ctype, struct kop_buf *query, int dry);
 int64_t schedule(void);
@@ -130,6 +135,7 @@ extern struct kube_response down;	/* why (while server_down) */
 void op_not_sent(struct op *op, const struct kube_response *r);
 void note_exit(int code);
 void emit(jv line);
+void emit_text(const char *text, size_t len);	/* a line passed through unread, as it came */
 void op_failed(struct op *op, const struct kube_response *r);
 void finished(CURLMsg *m);
 

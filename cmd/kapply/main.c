@@ -321,6 +321,7 @@ int main(int argc, char **argv)
 	kop_jsonl_init(&reader, 0);
 	reader.want_inexact = 1;	/* what is applied must not be rounded */
 	reader.fast = 1;		/* (one thread reads and writes) */
+	reader.take = input_take;	/* (the lines of other stages pass as their text) */
 	run();
 	kop_jsonl_release(&reader);
 	for (i = 0; i < (int)queue_len; i++)

@@ -172,8 +172,8 @@ static void op_parse(struct op *op)
  */
 static const char *const passed_ops[] = { "status", "event", "result", "dry-run", "diff" };
 
-/* What kind of line an "op" value makes it (opname is only looked at, not consumed). */
-static enum op_kind kind_of(jv opname)
+/* What kind of line an "op" string makes it (NULL: none). */
+static enum op_kind kind_named(const char *name)
 {
 	static const struct {
 		const char *name;
@@ -181,17 +181,25 @@ static enum op_kind kind_of(jv opname)
 	} ours[] = { { "apply", OP_APPLY }, { "delete", OP_DELETE }, { "patch", OP_PATCH }, { "create", OP_CREATE } };
 	size_t i;
 
+	if (!name)
+		return OP_PASS;
+	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		if (!strcmp(name, ours[i].name))
+			return ours[i].kind;
+	for (i = 0; i < sizeof(passed_ops) / sizeof(passed_ops[0]); i++)
+		if (!strcmp(name, passed_ops[i]))
+			return OP_PASS;
+	return OP_UNKNOWN;
+}
+
+/* The same of an "op" value (only looked at, not consumed). */
+static enum op_kind kind_of(jv opname)
+{
 	if (!jv_is_valid(opname) || jv_get_kind(opname) == JV_KIND_NULL)
 		return OP_PASS;
 	if (jv_get_kind(opname) != JV_KIND_STRING)
 		return OP_UNKNOWN;
-	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
-		if (!strcmp(jv_string_value(opname), ours[i].name))
-			return ours[i].kind;
-	for (i = 0; i < sizeof(passed_ops) / sizeof(passed_ops[0]); i++)
-		if (!strcmp(jv_string_value(opname), passed_ops[i]))
-			return OP_PASS;
-	return OP_UNKNOWN;
+	return kind_named(jv_string_value(opname));
 }
 
 /* An op no stage knows: refused (a failed result naming it), never passed on to be lost. */
@@ -225,6 +233,37 @@ static void op_compact(struct op *op)
 	jv_free(op->line);
 	op->obj = jv_null();
 	op->line = jv_null();
+}
+
+/*
+ * A line that is none of kapply's (a status or an Event for kstatus, a
+ * result) read for where it goes alone (kop_line_route): 1 and the
+ * passthrough queued, kept as its text; 0 when it must be parsed (an
+ * operation of kapply's, or a line kop_line_route cannot read so).
+ */
+int op_pass_text(const char *text, size_t len)
+{
+	char *name, *primary;
+	int barrier, pass;
+	struct op *op;
+
+	if (kop_line_route(text, len, &name, &primary, &barrier) < 0)
+		return 0;
+	pass = kind_named(name) == OP_PASS;
+	free(name);
+	if (!pass) {
+		free(primary);
+		return 0;
+	}
+	op = op_alloc(OP_PASS, jv_invalid());
+	op->text = kop_malloc(len ? len : 1);
+	memcpy(op->text, text, len);
+	op->text_len = len;
+	if (primary)
+		op->primary = jv_string(primary);
+	free(primary);
+	queue_push(op);
+	return 1;
 }
 
 /* An input line (consumed; lineno 0 = from a manifest) as an operation or a passthrough. */

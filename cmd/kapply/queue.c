@@ -80,7 +80,10 @@ void flush_queue(void)
 			if (pass_blocked(i))
 				held = 1;
 			else {
-				emit(jv_copy(op->line));
+				if (op->text)
+					emit_text(op->text, op->text_len);
+				else
+					emit(jv_copy(op->line));
 				op->state = ST_DONE;
 			}
 		}

@@ -46,6 +46,8 @@ int writers_start(unsigned n, struct kube_client **clients, char *err);
 void writers_queue(jv lines, const char *key, int is_status);	/* lines consumed; key copied */
 /* A line passed through (consumed), or a result of ours (superseded: ours), after what it waits for */
 void writers_pass(jv line, int ours);
+/* A line passed through as its text (len bytes at text, copied when held), of primary (taken; NULL: none) */
+void writers_pass_text(const char *text, size_t len, char *primary);
 void writers_drain(void);		/* until every operation queued is written, every line passed */
 int writers_full(void);			/* as many operations and lines waiting as the writers may hold */
 int writers_busy(void);			/* an operation queued or being written */
@@ -58,6 +60,7 @@ void writers_stop(void);		/* drained, then the threads joined and their clients 
 /* request.c */
 extern int passing;		/* emit() is passing a line through */
 void emit(jv line);
+void emit_text(const char *text, size_t len);	/* a line passed through unread, as it came */
 int request(const char *method, const char *path, const char *ctype, jv body, struct kube_response *r);
 /* A write: of a 2xx answer only metadata.resourceVersion and uid are read (kube_request_meta). */
 int write_request(const char *method, const char *path, const char *ctype, jv body, struct kube_response *r);

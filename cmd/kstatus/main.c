@@ -97,6 +97,31 @@ static void handle(jv line)
 	free(key);
 }
 
+/*
+ * A line that is none of kstatus's (kapply's results, most of its input:
+ * twenty-one an IoT instance, against a few statuses and Events) passes
+ * through as its text, read only for where it goes (kop_line_route), not
+ * parsed and written again. 1 when taken; 0 to read it whole: a status, an
+ * Event, a barrier, or a line kop_line_route cannot read so.
+ */
+static int take_line(void *ctx, const char *text, size_t len)
+{
+	char *op, *primary;
+	int barrier, mine;
+
+	(void)ctx;
+	if (kop_line_route(text, len, &op, &primary, &barrier) < 0)
+		return 0;
+	mine = barrier || (op && (!strcmp(op, "status") || !strcmp(op, "event")));
+	free(op);
+	if (mine) {
+		free(primary);
+		return 0;
+	}
+	writers_pass_text(text, len, primary);
+	return 1;
+}
+
 enum { OPT_FIELD_MANAGER = OPT_TOOL_LAST, OPT_COMPONENT, OPT_MAX_RETRIES, OPT_COALESCE, OPT_CONCURRENCY };
 
 static const struct option options[] = {
@@ -207,6 +232,7 @@ int main(int argc, char **argv)
 
 	kop_jsonl_init(&reader, 0);
 	reader.fast = 1;	/* (one thread reads; the writers touch its values only under kstatus_lock, as it does) */
+	reader.take = take_line;
 	while (!stopping) {
 		struct pollfd pfd = { 0, POLLIN, 0 };
 		size_t lineno;

@@ -41,7 +41,9 @@ struct job {
 
 /* A line passed through, held until the operations before it of its primary are done. */
 struct held {
-	jv line;
+	jv line;		/* jv_invalid() when passed as its text */
+	char *text;		/* writers_pass_text's line, len bytes */
+	size_t len;
 	char *primary;		/* NULL: every operation before it */
 	uint64_t seq;
 	int ours;		/* a result of ours (superseded), not a line passed through */
@@ -100,7 +102,11 @@ static void release_held(void)
 		}
 		if (!(*hp = h->next))
 			held_tail = hp;
-		pass(h->line, h->ours);
+		if (h->text)
+			emit_text(h->text, h->len);
+		else
+			pass(h->line, h->ours);
+		free(h->text);
 		free(h->primary);
 		free(h);
 		nheld--;
@@ -240,6 +246,15 @@ void writers_queue(jv lines, const char *key, int is_status)
 	pthread_cond_signal(&w->cv);
 }
 
+static void hold(struct held *h, char *primary)
+{
+	h->primary = primary;
+	h->seq = ++seq;
+	*held_tail = h;
+	held_tail = &h->next;
+	nheld++;
+}
+
 void writers_pass(jv line, int ours)
 {
 	struct held *h;
@@ -252,12 +267,25 @@ void writers_pass(jv line, int ours)
 	}
 	h = kop_calloc(1, sizeof(*h));
 	h->line = line;
-	h->primary = p;
 	h->ours = ours;
-	h->seq = ++seq;
-	*held_tail = h;
-	held_tail = &h->next;
-	nheld++;
+	hold(h, p);
+}
+
+void writers_pass_text(const char *text, size_t len, char *primary)
+{
+	struct held *h;
+
+	if (!must_wait(primary, seq + 1)) {
+		free(primary);
+		emit_text(text, len);
+		return;
+	}
+	h = kop_calloc(1, sizeof(*h));
+	h->line = jv_invalid();
+	h->text = kop_malloc(len ? len : 1);
+	memcpy(h->text, text, len);
+	h->len = len;
+	hold(h, primary);
 }
 
 /* Waits on idle_cv for at most ms (the lock let go); a signal come meanwhile ends the retries' sleeps. */

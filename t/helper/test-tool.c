@@ -7,6 +7,8 @@
  *   test-tool json-digest-cut PATH... < pairs   kop_json_text_digest_cut on lines in pairs
  *   test-tool json-event < events        kop_json_event on every line: type, tab, the object's text
  *                                         (its managedFields cut), or -1
+ *   test-tool line-route < lines         kop_line_route on every line: op, primary, barrier
+ *                                         (tab-separated, "-" when none), or -1
  *   test-tool json-read-check [--thread] < input
  *                                         kop_json_read against jv_parse_sized on every line and value
  *   test-tool json-key-share              whose table of short strings a thread's kop_json_key
@@ -186,6 +188,30 @@ static int cmd_json_event(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	return each_line(one_event, NULL);
+}
+
+static int one_route(const char *line, size_t n, void *data)
+{
+	char *op, *primary;
+	int barrier;
+
+	(void)data;
+	if (kop_line_route(line, n, &op, &primary, &barrier) < 0) {
+		printf("-1\n");
+		return 0;
+	}
+	printf("%s\t%s\t%d\n", op ? op : "-", primary ? primary : "-", barrier);
+	free(op);
+	free(primary);
+	return 0;
+}
+
+/* line-route: each line of stdin through kop_line_route. */
+static int cmd_line_route(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return each_line(one_route, NULL);
 }
 
 static int one_elements(const char *line, size_t n, void *data)
@@ -539,6 +565,7 @@ static const struct test_cmd builtin_cmds[] = {
 	{ "jsonl-feed", cmd_jsonl_feed },
 	{ "json-meta", cmd_json_meta },
 	{ "json-event", cmd_json_event },
+	{ "line-route", cmd_line_route },
 	{ "json-keep", cmd_json_keep },
 	{ "json-elements", cmd_json_elements },
 	{ "json-dump-check", cmd_json_dump_check },
