@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
+#include "jsonl.h"
 #include "tool.h"
 #include "banned.h"
 
@@ -267,6 +268,12 @@ void tool_stdout_failed(void)
 		exit(KOP_EXIT_SIGNAL + SIGPIPE);
 	}
 	die(KOP_EXIT_TEMP, "unable to write to stdout: %s", strerror(errno));
+}
+
+void tool_write_line(const char *text, size_t len)
+{
+	if (kop_jsonl_write_text(stdout, text, len) < 0)
+		tool_stdout_failed();
 }
 
 int tool_finish(int code)

@@ -96,6 +96,8 @@ void tool_reset(void);
  * SIGPIPE would; anything else is fatal (111).
  */
 noreturn void tool_stdout_failed(void);
+/* A line's text (len bytes, no '\n') written to stdout as it came, flushed: a line passed on unread. */
+void tool_write_line(const char *text, size_t len);
 /* End of main(): flush and close stdout, turning errors into 111 (or quiet EPIPE). */
 int tool_finish(int code);
 

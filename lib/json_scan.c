@@ -6,7 +6,9 @@
  * to pass an object on as it came), and the texts of the values at a few
  * paths (kop_json_spans: the fields a kind's `project` list keeps), and the
  * texts of an array's elements (kop_json_elements: one object of ireconcile's
- * kept render answer), each for a fraction of a whole parse. Whole texts are
+ * kept render answer), and where a stage-protocol line goes (kop_line_route:
+ * what kapply and kstatus need to pass a line on as it came), each for a
+ * fraction of a whole parse. Whole texts are
  * json_read.c's.
  */
 #include <stdlib.h>
@@ -207,6 +209,63 @@ int kop_json_meta(const char *text, size_t len, const char *const *names, size_t
 		return -1;
 	}
 	*out = JV_OBJECT(jv_string("metadata"), w.meta);
+	return 0;
+}
+
+/* ---- a stage-protocol line ------------------------------------------------------ */
+
+struct route {
+	const char *const *own;
+	char *op, *primary;
+	int seen_op, seen_primary, barrier, mine;
+};
+
+static int route_member(struct scan *s, const char *k, size_t kn, void *ctx)
+{
+	struct route *r = ctx;
+	const char *b;
+	size_t n, i;
+	int is_op = key_is(k, kn, "op");
+
+	if (key_is(k, kn, "barrier"))
+		return r->barrier++ ? -1 : 0;
+	if (!is_op && !key_is(k, kn, "primary"))
+		return 0;
+	if (is_op ? r->seen_op++ : r->seen_primary++)
+		return -1;	/* twice: the last one would win in a whole parse */
+	if (s->p >= s->end || *s->p != '"')
+		return is_op ? -1 : 0;	/* an op that is no string: a whole parse says; a primary: none */
+	if (scan_string(s, &b, &n) < 0 || memchr(b, '\\', n))
+		return -1;
+	if (!is_op) {
+		r->primary = kop_strndup(b, n);
+		return 1;
+	}
+	for (i = 0; r->own && r->own[i]; i++)
+		if (key_is(b, n, r->own[i])) {
+			r->mine = 1;
+			return -1;	/* (the walk stops: the caller parses it) */
+		}
+	r->op = kop_strndup(b, n);
+	return 1;
+}
+
+int kop_line_route(const char *text, size_t len, const char *const *own, char **op, char **primary, int *barrier)
+{
+	struct scan s = { text, text + len };
+	struct route r = { own, NULL, NULL, 0, 0, 0, 0 };
+	int rc = memchr(text, 0, len) ? -1 : walked_whole(&s, each_member(&s, route_member, &r));
+
+	*op = *primary = NULL;
+	*barrier = 0;
+	if (rc < 0) {
+		free(r.op);
+		free(r.primary);
+		return r.mine ? 1 : -1;
+	}
+	*op = r.op;
+	*primary = r.primary;
+	*barrier = r.barrier;
 	return 0;
 }
 

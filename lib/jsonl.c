@@ -5,50 +5,12 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "jsonl.h"
 #include "kop.h"
 #include "banned.h"
-
-/* The bytes of a JSON string's text without escapes, allocated, or NULL when it is no such string. */
-static char *plain_string(const struct kop_json_span *s)
-{
-	if (s->n < 2 || s->b[0] != '"' || s->b[s->n - 1] != '"' || memchr(s->b + 1, '\\', s->n - 2))
-		return NULL;
-	return kop_strndup(s->b + 1, s->n - 2);
-}
-
-static jv route_paths;
-static pthread_once_t route_once = PTHREAD_ONCE_INIT;
-
-static void route_paths_make(void)
-{
-	route_paths = JV_ARRAY(JV_ARRAY(jv_string("op")), JV_ARRAY(jv_string("primary")),
-			       JV_ARRAY(jv_string("barrier")));
-}
-
-int kop_line_route(const char *text, size_t len, char **op, char **primary, int *barrier)
-{
-	struct kop_json_span s[3];
-
-	*op = *primary = NULL;
-	*barrier = 0;
-	pthread_once(&route_once, route_paths_make);
-	if (kop_json_spans(text, len, route_paths, s) < 0)
-		return -1;
-	if (s[0].b && !(*op = plain_string(&s[0])))
-		return -1;
-	if (s[1].b && s[1].b[0] == '"' && !(*primary = plain_string(&s[1]))) {
-		free(*op);
-		*op = NULL;
-		return -1;
-	}
-	*barrier = s[2].b != NULL;
-	return 0;
-}
 
 void kop_jsonl_init(struct kop_jsonl *r, size_t max_line)
 {

@@ -124,14 +124,17 @@ int kop_jsonl_write(FILE *f, jv v);
 /* The same of a line's text (len bytes, no '\n'), written as it is: a line a stage passes on unread. */
 int kop_jsonl_write_text(FILE *f, const char *text, size_t len);
 /*
- * A stage-protocol line (len bytes at text) read for where it goes alone,
- * its other members not parsed (kop_json_spans): *op its "op" and *primary
- * its "primary" (NULL when absent, and *primary when no string; allocated),
- * *barrier whether it has a "barrier". 0, or -1 (nothing made) when it must be
- * parsed: no object, or an "op" that is no string, or either string holding an
- * escape. A stage passes a line that is not its own on as its text, unread.
+ * A stage-protocol line (len bytes at text, json_scan.c) read for where it
+ * goes alone, the values of its other members skipped (brackets and strings
+ * checked, not parsed), so that a stage passes a line that is not its own on
+ * as its text: 0 and *op, its "op", and *primary, its "primary" (NULL when
+ * absent, and *primary when no string; allocated), *barrier whether it has a
+ * "barrier"; 1 as soon as its "op" is one of own (a NULL-ended list; nothing
+ * made): the caller's own, to parse; -1 (nothing made) when it must be parsed:
+ * no one object, a NUL byte, a member of those twice, an "op" that is no
+ * string, or an escape in a key or in either string.
  */
-int kop_line_route(const char *text, size_t len, char **op, char **primary, int *barrier);
+int kop_line_route(const char *text, size_t len, const char *const *own, char **op, char **primary, int *barrier);
 /*
  * The value of the JSON text s[0..len), exactly as jv_parse_sized gives it,
  * in two fifths of its work for the texts kop_json_dump writes: compact, ASCII

@@ -98,20 +98,26 @@ test_expect_success 'kop_json_event: the object'"'"'s text as it came, its manag
 	test_cmp want got
 '
 
-test_expect_success 'kop_line_route: a line'"'"'s op, primary and barrier read unparsed; an escape in them, an op no string, no object: a whole parse' '
+test_expect_success 'kop_line_route: a line'"'"'s op, primary and barrier read unparsed; the caller'"'"'s own ops, an escape, a member twice, an op no string, no object: a whole parse' '
 	cat >in <<-\EOF &&
 	{"op":"result","for":"apply","primary":"ns/x","ok":true,"n":9007199254740993}
 	{ "op" : "status" , "object":{"op":"inner"}, "primary" : null }
 	{"barrier":7}
 	{"type":"ADDED","object":{}}
+	{"op":"apply","primary":"ns/x","object":{"kind":"ConfigMap"}}
+	{"primary":"ns/x","op":"delete"}
 	{"op":"r\u0065sult","primary":"ns/x"}
 	{"op":"result","primary":"ns/\u0078"}
+	{"op":"result","op":"apply"}
+	{"barrier":1,"barrier":2}
 	{"op":42}
+	{"op":null}
 	["op"]
 	{"op":"result","primary":"ns/x"
+	{"op":"result"} {"op":"result"}
 	EOF
-	"$KOP_TEST_TOOL" line-route <in >got &&
-	printf "result\tns/x\t0\nstatus\t-\t0\n-\t-\t1\n-\t-\t0\n-1\n-1\n-1\n-1\n-1\n" >want &&
+	"$KOP_TEST_TOOL" line-route apply delete <in >got &&
+	printf "result\tns/x\t0\nstatus\t-\t0\n-\t-\t1\n-\t-\t0\n1\n1\n-1\n-1\n-1\n-1\n-1\n-1\n-1\n-1\n-1\n" >want &&
 	test_cmp want got
 '
 

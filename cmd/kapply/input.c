@@ -51,11 +51,15 @@ static struct op *next_input(void)
 	return NULL;
 }
 
-/* A line not kapply's passes through as its text (op_pass_text), while the queue has room. */
+/*
+ * A line not kapply's passes through as its text (op_pass_text), room or
+ * not: what one read of stdin brought in may take the queue past QUEUE_MAX
+ * (read_input reads no more until it is below), never a line taken apart.
+ */
 int input_take(void *ctx, const char *text, size_t len)
 {
 	(void)ctx;
-	if (stopping || queue_len >= QUEUE_MAX || !op_pass_text(text, len))
+	if (!op_pass_text(text, len))
 		return 0;
 	flush_queue();	/* (a line that may pass goes at once) */
 	return 1;

@@ -39,8 +39,8 @@ struct op {
 	 * text, a fraction of its jq value's size: line and obj are then null,
 	 * and what the result needs of them is here.
 	 */
-	char *text;		/* its object's JSON, or NULL; OP_PASS taken unread (op_pass_text): the line */
-	size_t text_len;	/* ... and its length */
+	char *text;		/* its object's JSON, or NULL; of an OP_PASS taken unread (op_pass_text), the line */
+	size_t text_len;	/* (OP_PASS) its length */
 	jv ref;			/* its reference (op_ref) */
 	jv tag;			/* the line's "tag" (what kop_json_member gives: a string, or not) */
 	jv primary;		/* string or null */
@@ -135,7 +135,6 @@ extern struct kube_response down;	/* why (while server_down) */
 void op_not_sent(struct op *op, const struct kube_response *r);
 void note_exit(int code);
 void emit(jv line);
-void emit_text(const char *text, size_t len);	/* a line passed through unread, as it came */
 void op_failed(struct op *op, const struct kube_response *r);
 void finished(CURLMsg *m);
 

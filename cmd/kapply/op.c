@@ -243,21 +243,21 @@ static void op_compact(struct op *op)
  */
 int op_pass_text(const char *text, size_t len)
 {
+	static const char *const own[] = { "apply", "create", "delete", "patch", NULL };
 	char *name, *primary;
 	int barrier, pass;
 	struct op *op;
 
-	if (kop_line_route(text, len, &name, &primary, &barrier) < 0)
+	if (kop_line_route(text, len, own, &name, &primary, &barrier) != 0)
 		return 0;
 	pass = kind_named(name) == OP_PASS;
 	free(name);
 	if (!pass) {
 		free(primary);
-		return 0;
+		return 0;	/* (an op no stage knows: answered as op_from_line answers it) */
 	}
 	op = op_alloc(OP_PASS, jv_invalid());
-	op->text = kop_malloc(len ? len : 1);
-	memcpy(op->text, text, len);
+	op->text = kop_strndup(text, len);	/* (no NUL byte: kop_line_route says so) */
 	op->text_len = len;
 	if (primary)
 		op->primary = jv_string(primary);

@@ -81,7 +81,7 @@ void flush_queue(void)
 				held = 1;
 			else {
 				if (op->text)
-					emit_text(op->text, op->text_len);
+					tool_write_line(op->text, op->text_len);
 				else
 					emit(jv_copy(op->line));
 				op->state = ST_DONE;

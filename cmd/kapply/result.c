@@ -38,12 +38,6 @@ void emit(jv line)
 		tool_stdout_failed();
 }
 
-void emit_text(const char *text, size_t len)
-{
-	if (kop_jsonl_write_text(stdout, text, len) < 0)
-		tool_stdout_failed();
-}
-
 static int established(jv crd)
 {
 	jv conds = jv_getpath(crd, JV_ARRAY(jv_string("status"), jv_string("conditions")));

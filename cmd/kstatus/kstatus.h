@@ -60,7 +60,6 @@ void writers_stop(void);		/* drained, then the threads joined and their clients 
 /* request.c */
 extern int passing;		/* emit() is passing a line through */
 void emit(jv line);
-void emit_text(const char *text, size_t len);	/* a line passed through unread, as it came */
 int request(const char *method, const char *path, const char *ctype, jv body, struct kube_response *r);
 /* A write: of a 2xx answer only metadata.resourceVersion and uid are read (kube_request_meta). */
 int write_request(const char *method, const char *path, const char *ctype, jv body, struct kube_response *r);

@@ -106,17 +106,17 @@ static void handle(jv line)
  */
 static int take_line(void *ctx, const char *text, size_t len)
 {
+	static const char *const own[] = { "status", "event", NULL };
 	char *op, *primary;
-	int barrier, mine;
+	int barrier;
 
 	(void)ctx;
-	if (kop_line_route(text, len, &op, &primary, &barrier) < 0)
+	if (kop_line_route(text, len, own, &op, &primary, &barrier) != 0)
 		return 0;
-	mine = barrier || (op && (!strcmp(op, "status") || !strcmp(op, "event")));
 	free(op);
-	if (mine) {
+	if (barrier) {
 		free(primary);
-		return 0;
+		return 0;	/* (what is held goes first: handle) */
 	}
 	writers_pass_text(text, len, primary);
 	return 1;

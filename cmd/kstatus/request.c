@@ -35,12 +35,6 @@ void emit(jv line)
 		tool_stdout_failed();
 }
 
-void emit_text(const char *text, size_t len)
-{
-	if (kop_jsonl_write_text(stdout, text, len) < 0)
-		tool_stdout_failed();
-}
-
 /*
  * The writer's request, counted for the supervisor's metrics: the body written
  * out under kstatus_lock, which is let go while the server answers

@@ -103,7 +103,7 @@ static void release_held(void)
 		if (!(*hp = h->next))
 			held_tail = hp;
 		if (h->text)
-			emit_text(h->text, h->len);
+			tool_write_line(h->text, h->len);
 		else
 			pass(h->line, h->ours);
 		free(h->text);
@@ -277,13 +277,12 @@ void writers_pass_text(const char *text, size_t len, char *primary)
 
 	if (!must_wait(primary, seq + 1)) {
 		free(primary);
-		emit_text(text, len);
+		tool_write_line(text, len);
 		return;
 	}
 	h = kop_calloc(1, sizeof(*h));
 	h->line = jv_invalid();
-	h->text = kop_malloc(len ? len : 1);
-	memcpy(h->text, text, len);
+	h->text = kop_strndup(text, len);	/* (no NUL byte: kop_line_route says so) */
 	h->len = len;
 	hold(h, primary);
 }

@@ -7,8 +7,8 @@
  *   test-tool json-digest-cut PATH... < pairs   kop_json_text_digest_cut on lines in pairs
  *   test-tool json-event < events        kop_json_event on every line: type, tab, the object's text
  *                                         (its managedFields cut), or -1
- *   test-tool line-route < lines         kop_line_route on every line: op, primary, barrier
- *                                         (tab-separated, "-" when none), or -1
+ *   test-tool line-route [OWN...] < lines  kop_line_route on every line, the ops named its own:
+ *                                         op, primary, barrier (tab-separated, "-" when none), 1 or -1
  *   test-tool json-read-check [--thread] < input
  *                                         kop_json_read against jv_parse_sized on every line and value
  *   test-tool json-key-share              whose table of short strings a thread's kop_json_key
@@ -193,11 +193,10 @@ static int cmd_json_event(int argc, char **argv)
 static int one_route(const char *line, size_t n, void *data)
 {
 	char *op, *primary;
-	int barrier;
+	int barrier, rc;
 
-	(void)data;
-	if (kop_line_route(line, n, &op, &primary, &barrier) < 0) {
-		printf("-1\n");
+	if ((rc = kop_line_route(line, n, data, &op, &primary, &barrier)) != 0) {
+		printf("%d\n", rc);
 		return 0;
 	}
 	printf("%s\t%s\t%d\n", op ? op : "-", primary ? primary : "-", barrier);
@@ -206,12 +205,11 @@ static int one_route(const char *line, size_t n, void *data)
 	return 0;
 }
 
-/* line-route: each line of stdin through kop_line_route. */
+/* line-route: each line of stdin through kop_line_route, the arguments its own ops. */
 static int cmd_line_route(int argc, char **argv)
 {
 	(void)argc;
-	(void)argv;
-	return each_line(one_route, NULL);
+	return each_line(one_route, argv + 1);
 }
 
 static int one_elements(const char *line, size_t n, void *data)
