@@ -238,6 +238,9 @@ static int route_member(struct scan *s, const char *k, size_t kn, void *ctx)
 	if (scan_string(s, &b, &n) < 0 || memchr(b, '\\', n))
 		return -1;
 	if (!is_op) {
+		for (i = 0; i < n; i++)
+			if ((unsigned char)b[i] >= 0x80)
+				return -1;	/* (a parse makes U+FFFD of bytes no UTF-8 holds: compared so) */
 		r->primary = kop_strndup(b, n);
 		return 1;
 	}

@@ -129,10 +129,12 @@ int kop_jsonl_write_text(FILE *f, const char *text, size_t len);
  * checked, not parsed), so that a stage passes a line that is not its own on
  * as its text: 0 and *op, its "op", and *primary, its "primary" (NULL when
  * absent, and *primary when no string; allocated), *barrier whether it has a
- * "barrier"; 1 as soon as its "op" is one of own (a NULL-ended list; nothing
- * made): the caller's own, to parse; -1 (nothing made) when it must be parsed:
- * no one object, a NUL byte, a member of those twice, an "op" that is no
- * string, or an escape in a key or in either string.
+ * "barrier"; 1 as soon as the first "op" met is one of own (a NULL-ended
+ * list; nothing made, the rest not read): the caller's own, to parse; -1
+ * (nothing made) when it must be parsed: no one object, a NUL byte, a member
+ * of those twice, an "op" that is no string, an escape in a key or in either
+ * string, or a "primary" with a byte beyond ASCII (a parse makes U+FFFD of
+ * one no UTF-8 holds). The line itself goes on as it came, such bytes too.
  */
 int kop_line_route(const char *text, size_t len, const char *const *own, char **op, char **primary, int *barrier);
 /*

@@ -21,9 +21,9 @@ struct kube_client {
 	long timeout_ms;
 	char *user_agent;
 	CURLSH *share;
-	/* the easy handle of the last request (request()) made, reset: the next takes it, with the
-	 * multi handle curl_easy_perform made for it (kstatus's writers made and freed both, a
-	 * socket pair included, for every status and Event: 7% of their CPU) */
+	/* the easy handle of the last request (request()), reset: the next takes it, with the multi
+	 * handle and socket pair curl_easy_perform made for it, rather than make them again (a
+	 * client serves one thread at a time, as its share and discovery cache need) */
 	CURL *spare;
 	char *base_url;		/* server, with the host replaced by tls-server-name if set */
 	struct curl_slist *connect_to;	/* tls-server-name: connect to the real host */
@@ -226,10 +226,8 @@ CURL *kube_easy_new(struct kube_client *c, const char *method, const char *path,
 		if (!token)
 			return NULL;
 	}
-	/* (taken atomically: a client may be used by threads one after the other) */
-	e = __atomic_exchange_n(&c->spare, NULL, __ATOMIC_ACQ_REL);
-	if (!e)
-		e = curl_easy_init();
+	e = c->spare ? c->spare : curl_easy_init();
+	c->spare = NULL;
 	if (!e) {
 		kop_error(err, "unable to create a curl handle");
 		return NULL;
@@ -633,15 +631,12 @@ static int request(struct kube_client *c, const char *method, const char *path, 
 	cc = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno);
-	{
-		CURL *none = NULL;
-
-		/* kept for the next request, its options back to their defaults (the headers, body and
-		 * credentials set here no longer referred to); connections stay in the share either way */
-		curl_easy_reset(e);
-		if (!__atomic_compare_exchange_n(&c->spare, &none, e, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			curl_easy_cleanup(e);
-	}
+	/* kept for the next request, its options back to their defaults (the headers, body and
+	 * credentials set here no longer referred to); connections stay in the share either way */
+	curl_easy_reset(e);
+	if (c->spare)
+		curl_easy_cleanup(c->spare);
+	c->spare = e;
 	curl_slist_free_all(headers);
 	if (meta_only)
 		kube_response_meta(resp, code, s.body.buf, s.body.len, s.retry_after, cc, curl_err);

@@ -98,7 +98,7 @@ test_expect_success 'kop_json_event: the object'"'"'s text as it came, its manag
 	test_cmp want got
 '
 
-test_expect_success 'kop_line_route: a line'"'"'s op, primary and barrier read unparsed; the caller'"'"'s own ops, an escape, a member twice, an op no string, no object: a whole parse' '
+test_expect_success 'kop_line_route: a line'"'"'s op, primary and barrier read unparsed; the caller'"'"'s own ops, an escape, a member twice, an op no string, a primary beyond ASCII, no object: a whole parse' '
 	cat >in <<-\EOF &&
 	{"op":"result","for":"apply","primary":"ns/x","ok":true,"n":9007199254740993}
 	{ "op" : "status" , "object":{"op":"inner"}, "primary" : null }
@@ -115,9 +115,10 @@ test_expect_success 'kop_line_route: a line'"'"'s op, primary and barrier read u
 	["op"]
 	{"op":"result","primary":"ns/x"
 	{"op":"result"} {"op":"result"}
+	{"op":"result","primary":"ns/Ã©"}
 	EOF
 	"$KOP_TEST_TOOL" line-route apply delete <in >got &&
-	printf "result\tns/x\t0\nstatus\t-\t0\n-\t-\t1\n-\t-\t0\n1\n1\n-1\n-1\n-1\n-1\n-1\n-1\n-1\n-1\n-1\n" >want &&
+	printf "result\tns/x\t0\nstatus\t-\t0\n-\t-\t1\n-\t-\t0\n1\n1\n-1\n-1\n-1\n-1\n-1\n-1\n-1\n-1\n-1\n-1\n" >want &&
 	test_cmp want got
 '
 

@@ -59,10 +59,7 @@ static struct op *next_input(void)
 int input_take(void *ctx, const char *text, size_t len)
 {
 	(void)ctx;
-	if (!op_pass_text(text, len))
-		return 0;
-	flush_queue();	/* (a line that may pass goes at once) */
-	return 1;
+	return op_pass_text(text, len);
 }
 
 /* Whether every complete line read so far is in the queue (so more may be read). */

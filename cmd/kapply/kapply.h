@@ -37,10 +37,11 @@ struct op {
 	 * An apply or create whose body is its object as it came (the usual one:
 	 * named with its namespace, or a Namespace), once parsed, is kept as its
 	 * text, a fraction of its jq value's size: line and obj are then null,
-	 * and what the result needs of them is here.
+	 * and what the result needs of them is here. A passthrough taken unread
+	 * (op_pass_text) is kept as the line's text: line is then invalid.
 	 */
-	char *text;		/* its object's JSON, or NULL; of an OP_PASS taken unread (op_pass_text), the line */
-	size_t text_len;	/* (OP_PASS) its length */
+	char *text;		/* the object's JSON, or the passthrough's line (NUL-ended); NULL: none */
+	size_t text_len;	/* the passthrough's: its length */
 	jv ref;			/* its reference (op_ref) */
 	jv tag;			/* the line's "tag" (what kop_json_member gives: a string, or not) */
 	jv primary;		/* string or null */
@@ -121,6 +122,7 @@ void queue_push(struct op *op);
 int same(const char *a, const char *b);
 int blocked(size_t i);
 void flush_queue(void);
+int pass_free(const char *primary);
 
 /* input.c */
 int input_take(void *ctx, const char *text, size_t len);	/* the reader's take (struct kop_jsonl) */

@@ -172,20 +172,20 @@ static void op_parse(struct op *op)
  */
 static const char *const passed_ops[] = { "status", "event", "result", "dry-run", "diff" };
 
+/* The ops kapply performs (NULL-ended, as kop_line_route takes them), and their kinds. */
+static const char *const our_ops[] = { "apply", "delete", "patch", "create", NULL };
+static const enum op_kind our_kinds[] = { OP_APPLY, OP_DELETE, OP_PATCH, OP_CREATE };
+
 /* What kind of line an "op" string makes it (NULL: none). */
 static enum op_kind kind_named(const char *name)
 {
-	static const struct {
-		const char *name;
-		enum op_kind kind;
-	} ours[] = { { "apply", OP_APPLY }, { "delete", OP_DELETE }, { "patch", OP_PATCH }, { "create", OP_CREATE } };
 	size_t i;
 
 	if (!name)
 		return OP_PASS;
-	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
-		if (!strcmp(name, ours[i].name))
-			return ours[i].kind;
+	for (i = 0; our_ops[i]; i++)
+		if (!strcmp(name, our_ops[i]))
+			return our_kinds[i];
 	for (i = 0; i < sizeof(passed_ops) / sizeof(passed_ops[0]); i++)
 		if (!strcmp(name, passed_ops[i]))
 			return OP_PASS;
@@ -237,18 +237,18 @@ static void op_compact(struct op *op)
 
 /*
  * A line that is none of kapply's (a status or an Event for kstatus, a
- * result) read for where it goes alone (kop_line_route): 1 and the
- * passthrough queued, kept as its text; 0 when it must be parsed (an
- * operation of kapply's, or a line kop_line_route cannot read so).
+ * result) read for where it goes alone (kop_line_route), and passed on as
+ * its text: written at once when nothing before it holds it (pass_free), else
+ * queued behind what does. 1 when so; 0 when it must be parsed (an operation
+ * of kapply's, or a line kop_line_route cannot read so).
  */
 int op_pass_text(const char *text, size_t len)
 {
-	static const char *const own[] = { "apply", "create", "delete", "patch", NULL };
 	char *name, *primary;
 	int barrier, pass;
 	struct op *op;
 
-	if (kop_line_route(text, len, own, &name, &primary, &barrier) != 0)
+	if (kop_line_route(text, len, our_ops, &name, &primary, &barrier) != 0)
 		return 0;
 	pass = kind_named(name) == OP_PASS;
 	free(name);
@@ -256,8 +256,13 @@ int op_pass_text(const char *text, size_t len)
 		free(primary);
 		return 0;	/* (an op no stage knows: answered as op_from_line answers it) */
 	}
+	if (pass_free(primary)) {
+		tool_write_line(text, len);
+		free(primary);
+		return 1;
+	}
 	op = op_alloc(OP_PASS, jv_invalid());
-	op->text = kop_strndup(text, len);	/* (no NUL byte: kop_line_route says so) */
+	op->text = kop_strndup(text, len);
 	op->text_len = len;
 	if (primary)
 		op->primary = jv_string(primary);

@@ -49,22 +49,38 @@ int blocked(size_t i)
 	return 0;
 }
 
-/* A passthrough line waits for the earlier operations of its primary (of all, without one). */
+/* A passthrough line waits for the earlier operations of its primary (of all, without one):
+ * whether e is one that holds a line of primary (NULL: none). */
+static int holds_pass(const struct op *e, const char *primary)
+{
+	return e->kind != OP_PASS && e->state != ST_DONE &&
+	       (!primary || jv_get_kind(e->primary) != JV_KIND_STRING || !strcmp(jv_string_value(e->primary), primary));
+}
+
 static int pass_blocked(size_t i)
 {
-	const struct op *p = queue[i];
+	const char *primary = jv_get_kind(queue[i]->primary) == JV_KIND_STRING ? jv_string_value(queue[i]->primary) : NULL;
 	size_t j;
 
-	for (j = 0; j < i; j++) {
-		const struct op *e = queue[j];
-
-		if (e->kind == OP_PASS || e->state == ST_DONE)
-			continue;
-		if (jv_get_kind(p->primary) != JV_KIND_STRING || jv_get_kind(e->primary) != JV_KIND_STRING ||
-		    jv_equal(jv_copy(p->primary), jv_copy(e->primary)))
+	for (j = 0; j < i; j++)
+		if (holds_pass(queue[j], primary))
 			return 1;
-	}
 	return 0;
+}
+
+/*
+ * Whether a passthrough line of primary (NULL: none) may go at once, as
+ * flush_queue would let it: no passthrough line waits before it, nor an
+ * unfinished operation of its primary (of any primary, without one).
+ */
+int pass_free(const char *primary)
+{
+	size_t i;
+
+	for (i = 0; i < queue_len; i++)
+		if (queue[i]->kind == OP_PASS || holds_pass(queue[i], primary))
+			return 0;
+	return 1;
 }
 
 /* Writes the passthrough lines that may go, and drops finished entries. */

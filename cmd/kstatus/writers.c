@@ -246,8 +246,24 @@ void writers_queue(jv lines, const char *key, int is_status)
 	pthread_cond_signal(&w->cv);
 }
 
-static void hold(struct held *h, char *primary)
+/* line (consumed), or else text (len bytes, copied when held), of primary (taken): passed on, or held. */
+static void pass_or_hold(jv line, const char *text, size_t len, char *primary, int ours)
 {
+	struct held *h;
+
+	if (!must_wait(primary, seq + 1)) {
+		free(primary);
+		if (text)
+			tool_write_line(text, len);
+		else
+			pass(line, ours);
+		return;
+	}
+	h = kop_calloc(1, sizeof(*h));
+	h->line = line;
+	h->text = text ? kop_strndup(text, len) : NULL;
+	h->len = len;
+	h->ours = ours;
 	h->primary = primary;
 	h->seq = ++seq;
 	*held_tail = h;
@@ -257,34 +273,14 @@ static void hold(struct held *h, char *primary)
 
 void writers_pass(jv line, int ours)
 {
-	struct held *h;
 	char *p = primary_of(jv_copy(line));
 
-	if (!must_wait(p, seq + 1)) {
-		free(p);
-		pass(line, ours);
-		return;
-	}
-	h = kop_calloc(1, sizeof(*h));
-	h->line = line;
-	h->ours = ours;
-	hold(h, p);
+	pass_or_hold(line, NULL, 0, p, ours);
 }
 
 void writers_pass_text(const char *text, size_t len, char *primary)
 {
-	struct held *h;
-
-	if (!must_wait(primary, seq + 1)) {
-		free(primary);
-		tool_write_line(text, len);
-		return;
-	}
-	h = kop_calloc(1, sizeof(*h));
-	h->line = jv_invalid();
-	h->text = kop_strndup(text, len);	/* (no NUL byte: kop_line_route says so) */
-	h->len = len;
-	hold(h, primary);
+	pass_or_hold(jv_invalid(), text, len, primary, 0);
 }
 
 /* Waits on idle_cv for at most ms (the lock let go); a signal come meanwhile ends the retries' sleeps. */
