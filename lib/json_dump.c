@@ -151,22 +151,20 @@ void kop_json_dump_buf(struct kop_buf *b, jv v)
 	jv_free(v);
 }
 
-int kop_jsonl_write(FILE *f, jv v)
-{
-	struct kop_buf b = KOP_BUF_INIT;
-	int rc = 0;
-
-	kop_json_dump_buf(&b, v);
-	kop_buf_add(&b, "\n", 1);
-	if (fwrite(b.buf, 1, b.len, f) != b.len || fflush(f) == EOF)
-		rc = -1;
-	kop_buf_release(&b);
-	return rc;
-}
-
 int kop_jsonl_write_text(FILE *f, const char *text, size_t len)
 {
 	return fwrite(text, 1, len, f) != len || putc('\n', f) == EOF || fflush(f) == EOF ? -1 : 0;
+}
+
+int kop_jsonl_write(FILE *f, jv v)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+	int rc;
+
+	kop_json_dump_buf(&b, v);
+	rc = kop_jsonl_write_text(f, b.buf ? b.buf : "", b.len);
+	kop_buf_release(&b);
+	return rc;
 }
 
 char *kop_json_dump_len(jv v, size_t *len)
