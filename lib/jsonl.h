@@ -197,6 +197,15 @@ struct kop_json_span {
 };
 int kop_json_spans(const char *text, size_t len, jv paths, struct kop_json_span *out);
 /*
+ * Whether the JSON text s[0..len) may be sent as it is in place of the text
+ * libjq's parse and a dump would make of it (json_verbatim.c): 0 when it is
+ * one value of strict JSON (RFC 8259) whose strings are UTF-8 (no escaped
+ * surrogate), whose object keys hold no escape and are each named once in
+ * their object, whose numbers have at most 15 significant digits and no
+ * exponent, nested at most 256 deep; else -1, and a parse says what it means.
+ */
+int kop_json_verbatim(const char *s, size_t len);
+/*
  * The JSON object text (len bytes at text) in *out without the members at
  * paths (as kop_json_spans takes them, borrowed), each cut with one comma
  * beside it, as kwatch cuts metadata.managedFields: what is left reads as

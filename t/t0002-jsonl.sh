@@ -122,6 +122,44 @@ test_expect_success 'kop_line_route: a line'"'"'s op, primary and barrier read u
 	test_cmp want got
 '
 
+test_expect_success 'kop_json_verbatim: strict JSON that a parse cannot change passes; numbers a double cannot hold, exponents, keys twice or escaped, escaped surrogates, bad bytes and anything not JSON do not' '
+	cat >in <<-\EOF &&
+	{"a":1,"b":[true,false,null],"c":{"d":"e","f":[]},"g":{}}
+	 { "a" : 1.50 , "b" : -0.5 , "c" : [ 1 , 2 ] } 
+	{"s":"\u0041\n\"\\\/\b\f\r\t","u":"Ã©ä¸­ð"}
+	{"n":123456789012345,"m":-0.000000000000001,"z":0}
+	[]
+	"x"
+	3
+	{"a":{"b":1},"c":{"b":1}}
+	{"n":1234567890123456}
+	{"n":1.2345678901234567}
+	{"n":1e3}
+	{"n":1E+3}
+	{"a":1,"a":2}
+	{"a":{"b":1,"c":2,"b":1}}
+	{"a\u0062":1}
+	{"s":"\ud800"}
+	{"s":"\q"}
+	{"a":tru}
+	{"a":nan}
+	{"a":01}
+	{"a":.5}
+	{"a":-}
+	{"a":1,}
+	{"a":1} {"b":2}
+	{"a":[1,2}
+	{"a":"x
+	EOF
+	printf "{\"s\":\"\\377\"}\n{\"s\":\"\\300\\200\"}\n{\"s\":\"a\\001b\"}\n{\"s\":\"\\355\\240\\200\"}\n" >>in &&
+	printf "{\"s\":\"\\344\\270\\255\\360\\237\\230\\200\"}\n" >>in &&
+	"$KOP_TEST_TOOL" json-verbatim <in >got &&
+	printf "0\n0\n0\n0\n0\n0\n0\n0\n" >want &&
+	i=0 && while test $i -lt 22; do echo -1; i=$((i + 1)); done >>want &&
+	echo 0 >>want &&
+	test_cmp want got
+'
+
 test_expect_success 'kop_json_elements: the texts of an array'"'"'s elements; what it cannot read right left to a whole parse' '
 	cat >in <<-\EOF &&
 	[{"a":[1,{"b":"]"}]},"x\"]",-1.5e3,true,null,[]]

@@ -59,7 +59,7 @@ static struct op *next_input(void)
 int input_take(void *ctx, const char *text, size_t len)
 {
 	(void)ctx;
-	return op_pass_text(text, len);
+	return op_pass_text(text, len) || op_apply_text(text, len, reader.line - 1);
 }
 
 /* Whether every complete line read so far is in the queue (so more may be read). */

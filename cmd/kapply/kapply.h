@@ -110,6 +110,8 @@ extern volatile sig_atomic_t stopping;
 void op_free(struct op *op);
 struct op *op_from_line(jv line, size_t lineno);
 int op_pass_text(const char *text, size_t len);
+int op_apply_text(const char *text, size_t len, size_t lineno);
+void op_text_release(void);
 const char *op_ns(const struct op *op);
 jv op_ref(const struct op *op);
 void op_done(struct op *op, jv result);

@@ -324,6 +324,7 @@ int main(int argc, char **argv)
 	reader.take = input_take;	/* (the lines of other stages pass as their text) */
 	run();
 	kop_jsonl_release(&reader);
+	op_text_release();
 	for (i = 0; i < (int)queue_len; i++)
 		op_free(queue[i]);
 	free(queue);

@@ -271,6 +271,132 @@ int op_pass_text(const char *text, size_t len)
 	return 1;
 }
 
+/*
+ * What op_apply_text reads of a line: the members op_from_line reads of an
+ * apply or a create, and managedFields (such an object is parsed, to be
+ * sent without them). Made at the first line, freed by op_text_release.
+ */
+enum { TP_OP, TP_TAG, TP_PRIMARY, TP_OBJECT, TP_API_VERSION, TP_KIND, TP_NAME, TP_NS, TP_UID, TP_MANAGED, TP_N };
+static jv text_paths;
+
+void op_text_release(void)
+{
+	if (jv_is_valid(text_paths))
+		jv_free(text_paths);
+	text_paths = jv_invalid();
+}
+
+/* A span that is a string of printable ASCII, no escape: its bytes, NUL-ended (NULL when it is none). */
+static char *plain_string(const struct kop_json_span *sp)
+{
+	size_t i;
+
+	if (!sp->b || sp->n < 2 || sp->b[0] != '"' || sp->b[sp->n - 1] != '"')
+		return NULL;
+	for (i = 1; i + 1 < sp->n; i++) {
+		unsigned char c = (unsigned char)sp->b[i];
+
+		if (c < 0x20 || c > 0x7e || c == '\\' || c == '"')
+			return NULL;
+	}
+	return kop_strndup(sp->b + 1, sp->n - 2);
+}
+
+/*
+ * An apply or a create from stdin taken as its text (the reader's take,
+ * beside op_pass_text): the object goes to the server as it came, without
+ * its parse into jq values and the dump of them that op_compact would make,
+ * when nothing a parse does could change it (kop_json_verbatim: strict JSON,
+ * numbers a double holds, keys each named once) and it is one op_compact
+ * keeps as text (named with its namespace, or a Namespace). The op is what
+ * op_from_line and op_compact make of the line, queued; 1 when so, 0 when the
+ * line must be parsed (anything else: no plain strings for its names, a
+ * CustomResourceDefinition, managedFields, --diff or --dry-run=client).
+ */
+int op_apply_text(const char *text, size_t len, size_t lineno)
+{
+	struct kop_json_span sp[TP_N];
+	enum op_kind kind;
+	char *api_version = NULL, *kind_name = NULL, *name = NULL, *ns = NULL, *uid = NULL, *slash;
+	jv tag = jv_invalid(), primary = jv_null(), ref;
+	struct kop_buf b = KOP_BUF_INIT;
+	struct op *op;
+	int is_namespace;
+
+	if (opt.diff || opt.dry_run == DRY_CLIENT)
+		return 0;
+	if (!jv_is_valid(text_paths))
+		text_paths = jv_parse("[[\"op\"],[\"tag\"],[\"primary\"],[\"object\"],[\"object\",\"apiVersion\"],"
+				      "[\"object\",\"kind\"],[\"object\",\"metadata\",\"name\"],"
+				      "[\"object\",\"metadata\",\"namespace\"],[\"object\",\"metadata\",\"uid\"],"
+				      "[\"object\",\"metadata\",\"managedFields\"]]");
+	if (kop_json_spans(text, len, text_paths, sp) < 0 || !sp[TP_OP].b || !sp[TP_OBJECT].b ||
+	    sp[TP_OBJECT].b[0] != '{' || sp[TP_MANAGED].b)
+		return 0;
+	if (sp[TP_OP].n == 7 && !memcmp(sp[TP_OP].b, "\"apply\"", 7))
+		kind = OP_APPLY;
+	else if (sp[TP_OP].n == 8 && !memcmp(sp[TP_OP].b, "\"create\"", 8))
+		kind = OP_CREATE;
+	else
+		return 0;
+	if (!(api_version = plain_string(&sp[TP_API_VERSION])) || !*api_version ||
+	    !(kind_name = plain_string(&sp[TP_KIND])) || !*kind_name || !(name = plain_string(&sp[TP_NAME])) ||
+	    !*name || (sp[TP_NS].b && (!(ns = plain_string(&sp[TP_NS])) || !*ns)) ||
+	    (sp[TP_UID].b && !(uid = plain_string(&sp[TP_UID]))) ||
+	    !strcmp(kind_name, "CustomResourceDefinition"))
+		goto parse;
+	is_namespace = !strcmp(api_version, "v1") && !strcmp(kind_name, "Namespace");
+	if ((!ns && !is_namespace) || (ns && opt.namespace && strcmp(ns, opt.namespace)))
+		goto parse;
+	if (sp[TP_PRIMARY].b && sp[TP_PRIMARY].b[0] == '"') {
+		char *p = plain_string(&sp[TP_PRIMARY]);
+
+		if (!p)
+			goto parse;
+		primary = jv_string(p);
+		free(p);
+	}
+	if (sp[TP_TAG].b && !jv_is_valid(tag = kop_json_read(sp[TP_TAG].b, sp[TP_TAG].n)))
+		goto parse;
+	if (kop_json_verbatim(text, len) < 0)
+		goto parse;
+
+	op = op_alloc(kind, jv_null());
+	op->lineno = lineno;
+	op->tag = tag;
+	op->primary = primary;
+	op->api_version = api_version;
+	op->kind_name = kind_name;
+	op->name = name;
+	op->ns = ns;
+	op->uid = uid;
+	op->is_namespace = is_namespace;
+	kop_buf_addf(&b, "%s/%s%s%s", kind_name, ns ? ns : "", ns ? "/" : "", name);
+	op->who = kop_buf_detach(&b, NULL);
+	slash = strchr(api_version, '/');
+	op->group = slash ? kop_strndup(api_version, (size_t)(slash - api_version)) : kop_strdup("");
+	kop_buf_addf(&b, "%s/%s/%s/%s", op->group, kind_name, ns ? ns : "", name);
+	op->key = kop_buf_detach(&b, NULL);
+	op->is_binding = !strcmp(op->group, "rbac.authorization.k8s.io") && !strcmp(kind_name, "RoleBinding");
+	/* (kop_op_ref's, in its order) */
+	ref = JV_OBJECT(jv_string("apiVersion"), jv_string(api_version), jv_string("kind"), jv_string(kind_name));
+	if (ns)
+		ref = jv_object_set(ref, jv_string("namespace"), jv_string(ns));
+	op->ref = jv_object_set(ref, jv_string("name"), jv_string(name));
+	op->text = kop_strndup(sp[TP_OBJECT].b, sp[TP_OBJECT].n);
+	queue_push(op);
+	return 1;
+parse:
+	free(api_version);
+	free(kind_name);
+	free(name);
+	free(ns);
+	free(uid);
+	jv_free(tag);
+	jv_free(primary);
+	return 0;
+}
+
 /* An input line (consumed; lineno 0 = from a manifest) as an operation or a passthrough. */
 struct op *op_from_line(jv line, size_t lineno)
 {

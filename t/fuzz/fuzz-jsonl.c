@@ -6,7 +6,8 @@
  * and read back by kop_json_read, which must give the value again; the
  * whole input is read by kop_json_read and jv_parse_sized, which must agree,
  * and kop_json_keep_text, when it reads it, must keep what kop_json_keep
- * keeps of a whole parse.
+ * keeps of a whole parse; a text kop_json_verbatim would have sent as it is
+ * must be one libjq reads.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -87,6 +88,21 @@ static void keep_checked(const char *s, size_t len)
 	jv_free(text);
 }
 
+/* A text kop_json_verbatim lets kapply send as it is, libjq reads too (one value, no error). */
+static void verbatim_checked(const char *s, size_t len)
+{
+	jv v;
+
+	if (kop_json_verbatim(s, len) < 0)
+		return;
+	v = jv_parse_sized(s, (int)len);
+	if (!jv_is_valid(v)) {
+		fprintf(stderr, "kop_json_verbatim takes a text libjq refuses: %.*s\n", (int)len, s);
+		abort();
+	}
+	jv_free(v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static FILE *null;
@@ -104,6 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size <= INT32_MAX) {
 		read_checked((const char *)data, size);
 		keep_checked((const char *)data, size);
+		verbatim_checked((const char *)data, size);
 	}
 	kop_jsonl_init(&r, 4096);
 	while (off < size) {

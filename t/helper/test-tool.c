@@ -9,6 +9,7 @@
  *                                         (its managedFields cut), or -1
  *   test-tool line-route [OWN...] < lines  kop_line_route on every line, the ops named its own:
  *                                         op, primary, barrier (tab-separated, "-" when none), 1 or -1
+ *   test-tool json-verbatim < lines      kop_json_verbatim on every line: 0, or -1 (a parse says it)
  *   test-tool json-read-check [--thread] < input
  *                                         kop_json_read against jv_parse_sized on every line and value
  *   test-tool json-key-share              whose table of short strings a thread's kop_json_key
@@ -210,6 +211,21 @@ static int cmd_line_route(int argc, char **argv)
 {
 	(void)argc;
 	return each_line(one_route, argv + 1);
+}
+
+static int one_verbatim(const char *line, size_t n, void *data)
+{
+	(void)data;
+	printf("%d\n", kop_json_verbatim(line, n));
+	return 0;
+}
+
+/* json-verbatim: each line of stdin through kop_json_verbatim. */
+static int cmd_json_verbatim(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return each_line(one_verbatim, NULL);
 }
 
 static int one_elements(const char *line, size_t n, void *data)
@@ -564,6 +580,7 @@ static const struct test_cmd builtin_cmds[] = {
 	{ "json-meta", cmd_json_meta },
 	{ "json-event", cmd_json_event },
 	{ "line-route", cmd_line_route },
+	{ "json-verbatim", cmd_json_verbatim },
 	{ "json-keep", cmd_json_keep },
 	{ "json-elements", cmd_json_elements },
 	{ "json-dump-check", cmd_json_dump_check },

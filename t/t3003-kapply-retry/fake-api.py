@@ -7,7 +7,8 @@ SCRIPT maps "METHOD /path" (query left out) to a list of replies, served in
 order; the last one repeats. A reply is {"code":N,"body":<json or string>,
 "headers":{...},"delay":SECONDS}. Minimal discovery (/api, /api/v1, /apis, the
 apiextensions and rbac groups) is built in. Every request is logged as one
-JSON line {"method","path","query","contentType","body","at"} (at: when it
+JSON line {"method","path","query","contentType","body","raw","at"} (raw: the body's bytes as
+they came; at: when it
 arrived, in seconds of the monotonic clock). The chosen port is written to
 PORTFILE when ready.
 """
@@ -76,6 +77,7 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             LOG.write(json.dumps({"method": self.command, "path": url.path, "query": url.query,
                                   "contentType": self.headers.get("Content-Type"), "body": body,
+                                  "raw": raw.decode("utf-8", "replace"),
                                   "at": time.monotonic()}) + "\n")
             LOG.flush()
             replies = SCRIPT.get(key)
