@@ -1,9 +1,12 @@
 /*
  * Whether a JSON text may be sent as it is, in place of the text a parse by
  * libjq and a dump would make of it (kop_json_verbatim): kapply sends the
- * objects of its apply lines so. Only texts on which the two cannot differ
- * in meaning pass: strict JSON (RFC 8259) whose numbers a double holds
- * exactly, whose strings are UTF-8, and whose objects name each key once.
+ * objects of its apply and create lines so. Only texts on which the two
+ * cannot differ in meaning pass, read as JSON (a create's body) or as YAML
+ * (an apply's: kube-apiserver reads it with go-yaml): compact JSON (RFC 8259,
+ * no white space outside strings), numbers that read back the same from a
+ * double and that an integer field takes as the dump writes them, strings
+ * of UTF-8 with the escapes both readers know, each key once in its object.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +14,13 @@
 #include "kop.h"
 #include "banned.h"
 
-/* jq 1.6's parser refuses deeper nesting (MAX_PARSING_DEPTH): such a text is left to it to say so. */
-#define VERBATIM_MAX_DEPTH 256
-/* Significant digits a double holds exactly, whatever they are. */
+/*
+ * jq 1.6's parser refuses nesting past its stack of 256 (MAX_PARSING_DEPTH),
+ * where an object's member takes two places (the object and the key) and an
+ * array's element one: far below that, a text is left to it to say so.
+ */
+#define VERBATIM_MAX_DEPTH 128
+/* Significant digits that read back the same from a double, whatever they are. */
 #define VERBATIM_MAX_DIGITS 15
 
 struct vkey {
@@ -26,12 +33,6 @@ struct vscan {
 	struct vkey *keys;	/* the keys of the objects open, outermost first */
 	size_t nkeys, cap;
 };
-
-static void vskip_ws(struct vscan *s)
-{
-	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
-		s->p++;
-}
 
 static int hex4(const unsigned char *p, unsigned *out)
 {
@@ -85,8 +86,10 @@ static size_t utf8_len(const unsigned char *p, const unsigned char *end)
 /*
  * At a '"': past the string. Its bytes in *b, *n when b is not NULL (a key:
  * then without any escape, so that bytes alike are keys alike). Control
- * characters, bad escapes, escaped surrogates (a parse makes U+FFFD of a lone
- * one) and bytes that are no UTF-8 fail.
+ * characters and DEL (the dump escapes it, go-yaml refuses it raw), escapes
+ * other than \" \\ \b \f \n \r \t and \u (go-yaml has no \/), escaped
+ * surrogates (a parse makes U+FFFD of a lone one) and bytes that are no UTF-8
+ * fail.
  */
 static int vstring(struct vscan *s, const char **b, size_t *n)
 {
@@ -103,7 +106,7 @@ static int vstring(struct vscan *s, const char **b, size_t *n)
 			s->p++;
 			return 0;
 		}
-		if (c < 0x20)
+		if (c < 0x20 || c == 0x7f)
 			return -1;
 		if (c == '\\') {
 			unsigned u;
@@ -115,7 +118,7 @@ static int vstring(struct vscan *s, const char **b, size_t *n)
 				if (s->end - s->p < 6 || hex4(s->p + 2, &u) < 0 || (u >= 0xd800 && u <= 0xdfff))
 					return -1;
 				s->p += 6;
-			} else if (c && strchr("\"\\/bfnrt", (int)c)) {
+			} else if (c && strchr("\"\\bfnrt", (int)c)) {
 				s->p += 2;
 			} else {
 				return -1;
@@ -135,7 +138,11 @@ static int vstring(struct vscan *s, const char **b, size_t *n)
 	return -1;
 }
 
-/* A number of at most VERBATIM_MAX_DIGITS significant digits, without an exponent. */
+/*
+ * A number of at most VERBATIM_MAX_DIGITS significant digits, without an
+ * exponent, its fraction (if any) not ending in 0: the dump writes 1.0 as 1,
+ * and a JSON reader refuses 1.0 for an integer field.
+ */
 static int vnumber(struct vscan *s)
 {
 	size_t digits = 0;
@@ -165,6 +172,8 @@ static int vnumber(struct vscan *s)
 			}
 			s->p++;
 		}
+		if (s->p[-1] == '0')
+			return -1;
 	}
 	if (s->p < s->end && (*s->p == 'e' || *s->p == 'E'))
 		return -1;
@@ -182,13 +191,12 @@ static int key_cmp(const void *pa, const void *pb)
 
 static int vvalue(struct vscan *s, int depth);
 
-/* At a '{': past the object, its keys all different. */
+/* At a '{': past the object, its keys all different; depth: the places of libjq's stack before it. */
 static int vobject(struct vscan *s, int depth)
 {
 	size_t first = s->nkeys, i;
 
 	s->p++;
-	vskip_ws(s);
 	if (s->p < s->end && *s->p == '}') {
 		s->p++;
 		return 0;
@@ -196,7 +204,6 @@ static int vobject(struct vscan *s, int depth)
 	for (;;) {
 		struct vkey k;
 
-		vskip_ws(s);
 		if (s->p >= s->end || *s->p != '"' || vstring(s, &k.b, &k.n) < 0)
 			return -1;
 		if (s->nkeys == s->cap) {
@@ -204,13 +211,11 @@ static int vobject(struct vscan *s, int depth)
 			s->keys = kop_realloc(s->keys, s->cap * sizeof(*s->keys));
 		}
 		s->keys[s->nkeys++] = k;
-		vskip_ws(s);
 		if (s->p >= s->end || *s->p != ':')
 			return -1;
 		s->p++;
-		if (vvalue(s, depth) < 0)
+		if (vvalue(s, depth + 2) < 0)	/* (the object and its key: two places of libjq's stack) */
 			return -1;
-		vskip_ws(s);
 		if (s->p < s->end && *s->p == ',') {
 			s->p++;
 			continue;
@@ -233,17 +238,15 @@ static int vobject(struct vscan *s, int depth)
 
 static int vvalue(struct vscan *s, int depth)
 {
-	vskip_ws(s);
 	if (s->p >= s->end)
 		return -1;
 	switch (*s->p) {
 	case '{':
-		return depth >= VERBATIM_MAX_DEPTH ? -1 : vobject(s, depth + 1);
+		return depth >= VERBATIM_MAX_DEPTH ? -1 : vobject(s, depth);
 	case '[':
 		if (depth >= VERBATIM_MAX_DEPTH)
 			return -1;
 		s->p++;
-		vskip_ws(s);
 		if (s->p < s->end && *s->p == ']') {
 			s->p++;
 			return 0;
@@ -251,7 +254,6 @@ static int vvalue(struct vscan *s, int depth)
 		for (;;) {
 			if (vvalue(s, depth + 1) < 0)
 				return -1;
-			vskip_ws(s);
 			if (s->p < s->end && *s->p == ',') {
 				s->p++;
 				continue;
@@ -292,10 +294,8 @@ int kop_json_verbatim(const char *text, size_t len)
 	struct vscan s = { (const unsigned char *)text, (const unsigned char *)text + len, NULL, 0, 0 };
 	int rc = vvalue(&s, 0);
 
-	if (!rc) {
-		vskip_ws(&s);
-		rc = s.p == s.end ? 0 : -1;
-	}
+	if (!rc && s.p != s.end)
+		rc = -1;
 	free(s.keys);
 	return rc;
 }

@@ -400,8 +400,18 @@ int kop_jsonl_next(struct kop_jsonl *r, jv *out, size_t *lineno, char *err)
 		no = r->line++;
 		if (len > r->max_line)
 			return kop_error(err, "line %zu: longer than %zu bytes", no, r->max_line);
-		if (r->take && r->take(r->take_ctx, base, len))
-			continue;
+		if (r->take) {
+			int took = r->take(r->take_ctx, base, len);
+
+			if (took > 0)
+				continue;
+			if (took < 0) {
+				/* (not now: the line stays, the next call offers it again) */
+				r->start = (size_t)(base - r->in.buf);
+				r->line = no;
+				return 0;
+			}
+		}
 		if (parse_line(r, base, len, no, err) < 0)
 			return -1;
 	}

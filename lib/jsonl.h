@@ -32,7 +32,8 @@ struct kop_jsonl {
 				   (its values share short strings, kop_json_key: they stay on the reading thread) */
 	/* when set, each line is offered to take first (text[0..len), the reader's
 	 * bytes, valid during the call): 1 it took the line, which is not parsed;
-	 * 0 it is read as any other (kwatch's watches: an event passed on as text) */
+	 * 0 it is read as any other (kwatch's watches: an event passed on as text);
+	 * -1 not now: kop_jsonl_next returns 0 and offers the line again next time */
 	int (*take)(void *ctx, const char *text, size_t len);
 	void *take_ctx;
 	/* with want_inexact, the place of that line's first integer a double cannot hold
@@ -198,11 +199,13 @@ struct kop_json_span {
 int kop_json_spans(const char *text, size_t len, jv paths, struct kop_json_span *out);
 /*
  * Whether the JSON text s[0..len) may be sent as it is in place of the text
- * libjq's parse and a dump would make of it (json_verbatim.c): 0 when it is
- * one value of strict JSON (RFC 8259) whose strings are UTF-8 (no escaped
- * surrogate), whose object keys hold no escape and are each named once in
- * their object, whose numbers have at most 15 significant digits and no
- * exponent, nested at most 256 deep; else -1, and a parse says what it means.
+ * libjq's parse and a dump would make of it, to a reader of JSON or of YAML
+ * (json_verbatim.c): 0 when it is one value of compact JSON (RFC 8259, no
+ * white space outside strings) whose strings are UTF-8 without DEL, escaped
+ * surrogates or \/, whose object keys hold no escape and are each named
+ * once in their object, whose numbers have at most 15 significant digits, no
+ * exponent and no fraction ending in 0, nested well within libjq's limit;
+ * else -1, and a parse says what it means.
  */
 int kop_json_verbatim(const char *s, size_t len);
 /*

@@ -195,6 +195,23 @@ test_expect_success 'stream: a line passed through goes on as its text, after it
 	test_cmp expect actual
 '
 
+test_expect_success 'stream: more applies than the queue holds, in one read: each applied once and in order, the line behind them last' '
+	{
+		echo "{\"op\":\"apply\",\"primary\":\"ns3/a\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"ns3\"}}}" &&
+		for v in 1 2; do
+			for i in $(seq 1 350); do
+				echo "{\"op\":\"apply\",\"primary\":\"ns3/a\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"q$i\",\"namespace\":\"ns3\"},\"data\":{\"v\":\"$v\"}}}" || return 1
+			done || return 1
+		done &&
+		echo "{\"op\":\"status\",\"primary\":\"ns3/a\",\"n\":1}"
+	} >in &&
+	timeout 120 kapply --concurrency 1 --log-level debug <in >out 2>err &&
+	grep -q "waits unread: 260 operations are held" err &&
+	jq -e -s "length == 702 and (.[:701] | all(.op == \"result\" and .ok)) and .[701].n == 1" out &&
+	timeout 30 kubectl get cm -n ns3 -o json >list.json &&
+	jq -e "[.items[] | select(.metadata.name | startswith(\"q\"))] | length == 350 and all(.data.v == \"2\")" list.json
+'
+
 test_expect_success 'stream: operations on one object keep their order' '
 	for i in 1 2 3 4 5 6; do
 		echo "{\"op\":\"apply\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ordered\",\"namespace\":\"ns\"},\"data\":{\"v\":\"$i\"}}}" || return 1

@@ -10,6 +10,9 @@ int input_done;
 jv manifest_objs;
 int manifest_next, manifest_len;
 
+/* A line is waiting that input_take left for want of room in the queue. */
+static int held;
+
 /* One more input line as an operation, or NULL when there is none now. */
 static struct op *next_input(void)
 {
@@ -29,6 +32,7 @@ static struct op *next_input(void)
 		line = jv_object_set(line, jv_string("object"), jv_array_get(jv_copy(manifest_objs), manifest_next++));
 		return op_from_line(line, 0);
 	}
+	held = 0;
 	while ((rc = kop_jsonl_next(&reader, &v, &lineno, err)) < 0)
 		log_error("stdin: a bad line skipped: %s", err);
 	if (rc > 0) {
@@ -46,7 +50,7 @@ static struct op *next_input(void)
 		}
 		return op;
 	}
-	if (reader.eof)
+	if (reader.eof && !held)
 		input_done = 1;
 	return NULL;
 }
@@ -55,11 +59,20 @@ static struct op *next_input(void)
  * A line not kapply's passes through as its text (op_pass_text), room or
  * not: what one read of stdin brought in may take the queue past QUEUE_MAX
  * (read_input reads no more until it is below), never a line taken apart.
+ * An apply or create is taken as its text (op_apply_text) while the queue
+ * has room; when it has none, the line waits unread (held) until it has.
  */
 int input_take(void *ctx, const char *text, size_t len)
 {
 	(void)ctx;
-	return op_pass_text(text, len) || op_apply_text(text, len, reader.line - 1);
+	if (op_pass_text(text, len))
+		return 1;
+	if (queue_len >= QUEUE_MAX) {
+		held = 1;
+		log_debug("stdin: line %zu waits unread: %zu operations are held", reader.line - 1, queue_len);
+		return -1;
+	}
+	return op_apply_text(text, len, reader.line - 1);
 }
 
 /* Whether every complete line read so far is in the queue (so more may be read). */
@@ -74,7 +87,7 @@ void read_input(void)
 		if (stopping || queue_len >= QUEUE_MAX)
 			return;
 		if (!(op = next_input())) {
-			need_input = 1;
+			need_input = !held;	/* (a line held: stdin waits, as the queue is full) */
 			return;
 		}
 		queue_push(op);

@@ -306,9 +306,9 @@ static char *plain_string(const struct kop_json_span *sp)
  * An apply or a create from stdin taken as its text (the reader's take,
  * beside op_pass_text): the object goes to the server as it came, without
  * its parse into jq values and the dump of them that op_compact would make,
- * when nothing a parse does could change it (kop_json_verbatim: strict JSON,
- * numbers a double holds, keys each named once) and it is one op_compact
- * keeps as text (named with its namespace, or a Namespace). The op is what
+ * when neither that parse nor the server's reading could take it otherwise
+ * than that dump (kop_json_verbatim) and it is one op_compact keeps as text
+ * (named with its namespace, or a Namespace). The op is what
  * op_from_line and op_compact make of the line, queued; 1 when so, 0 when the
  * line must be parsed (anything else: no plain strings for its names, a
  * CustomResourceDefinition, managedFields, --diff or --dry-run=client).
@@ -345,7 +345,7 @@ int op_apply_text(const char *text, size_t len, size_t lineno)
 	    (sp[TP_UID].b && !(uid = plain_string(&sp[TP_UID]))) ||
 	    !strcmp(kind_name, "CustomResourceDefinition"))
 		goto parse;
-	is_namespace = !strcmp(api_version, "v1") && !strcmp(kind_name, "Namespace");
+	is_namespace = !strchr(api_version, '/') && !strcmp(kind_name, "Namespace");	/* (op_parse's) */
 	if ((!ns && !is_namespace) || (ns && opt.namespace && strcmp(ns, opt.namespace)))
 		goto parse;
 	if (sp[TP_PRIMARY].b && sp[TP_PRIMARY].b[0] == '"') {
