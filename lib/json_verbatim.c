@@ -4,9 +4,11 @@
  * objects of its apply and create lines so. Only texts on which the two
  * cannot differ in meaning pass, read as JSON (a create's body) or as YAML
  * (an apply's: kube-apiserver reads it with go-yaml): compact JSON (RFC 8259,
- * no white space outside strings), numbers that read back the same from a
- * double and that an integer field takes as the dump writes them, strings
- * of UTF-8 with the escapes both readers know, each key once in its object.
+ * no white space outside strings), numbers that the dump writes with the
+ * same digits, strings of UTF-8 whose escapes stand for what the dump
+ * writes escaped too or for ASCII, each key once in its object. Such a text
+ * without an escape \u is the dump's own bytes (the jsonl fuzz target checks
+ * it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -87,9 +89,9 @@ static size_t utf8_len(const unsigned char *p, const unsigned char *end)
  * At a '"': past the string. Its bytes in *b, *n when b is not NULL (a key:
  * then without any escape, so that bytes alike are keys alike). Control
  * characters and DEL (the dump escapes it, go-yaml refuses it raw), escapes
- * other than \" \\ \b \f \n \r \t and \u (go-yaml has no \/), escaped
- * surrogates (a parse makes U+FFFD of a lone one) and bytes that are no UTF-8
- * fail.
+ * other than \" \\ \b \f \n \r \t and \u (go-yaml has no \/), a \u beyond
+ * ASCII (the dump writes it raw, and go-yaml reads some such raw characters
+ * otherwise: NEL, LS and PS break a line) and bytes that are no UTF-8 fail.
  */
 static int vstring(struct vscan *s, const char **b, size_t *n)
 {
@@ -115,7 +117,7 @@ static int vstring(struct vscan *s, const char **b, size_t *n)
 				return -1;
 			c = s->p[1];
 			if (c == 'u') {
-				if (s->end - s->p < 6 || hex4(s->p + 2, &u) < 0 || (u >= 0xd800 && u <= 0xdfff))
+				if (s->end - s->p < 6 || hex4(s->p + 2, &u) < 0 || u >= 0x80)
 					return -1;
 				s->p += 6;
 			} else if (c && strchr("\"\\bfnrt", (int)c)) {
@@ -140,13 +142,16 @@ static int vstring(struct vscan *s, const char **b, size_t *n)
 
 /*
  * A number of at most VERBATIM_MAX_DIGITS significant digits, without an
- * exponent, its fraction (if any) not ending in 0: the dump writes 1.0 as 1,
- * and a JSON reader refuses 1.0 for an integer field.
+ * exponent, its fraction (if any) not ending in 0 (the dump writes 1.0 as 1,
+ * and a JSON reader refuses 1.0 for an integer field), and not below 1e-4
+ * unless 0 (the dump writes 0.00001 as 1e-05, and a quantity's reader keeps
+ * the form it is given).
  */
 static int vnumber(struct vscan *s)
 {
-	size_t digits = 0;
+	size_t digits = 0, zeros = 0;
 	int lead = 1;	/* still in the leading zeros, which are not significant */
+	int zero = 0;	/* the integer part is 0 */
 
 	if (s->p < s->end && *s->p == '-')
 		s->p++;
@@ -154,6 +159,7 @@ static int vnumber(struct vscan *s)
 		return -1;
 	if (*s->p == '0') {
 		s->p++;
+		zero = 1;
 	} else {
 		while (s->p < s->end && *s->p >= '0' && *s->p <= '9') {
 			digits++;
@@ -169,10 +175,12 @@ static int vnumber(struct vscan *s)
 			if (*s->p != '0' || !lead) {
 				lead = 0;
 				digits++;
+			} else {
+				zeros++;
 			}
 			s->p++;
 		}
-		if (s->p[-1] == '0')
+		if (s->p[-1] == '0' || (zero && zeros >= 4))
 			return -1;
 	}
 	if (s->p < s->end && (*s->p == 'e' || *s->p == 'E'))

@@ -58,7 +58,8 @@ void kop_jsonl_trim(struct kop_jsonl *r);
 void kop_jsonl_eof(struct kop_jsonl *r);
 /*
  * 1: *out is the next value (caller owns it), *lineno its line.
- * 0: need more input (or, after kop_jsonl_eof, the end).
+ * 0: need more input (or, after kop_jsonl_eof, the end), or take said "not
+ * now" of the next line (it is offered again at the next call).
  * -1: a bad line, described in err ("line 12: ..."); call again to go on.
  */
 int kop_jsonl_next(struct kop_jsonl *r, jv *out, size_t *lineno, char *err);
@@ -201,11 +202,11 @@ int kop_json_spans(const char *text, size_t len, jv paths, struct kop_json_span 
  * Whether the JSON text s[0..len) may be sent as it is in place of the text
  * libjq's parse and a dump would make of it, to a reader of JSON or of YAML
  * (json_verbatim.c): 0 when it is one value of compact JSON (RFC 8259, no
- * white space outside strings) whose strings are UTF-8 without DEL, escaped
- * surrogates or \/, whose object keys hold no escape and are each named
- * once in their object, whose numbers have at most 15 significant digits, no
- * exponent and no fraction ending in 0, nested well within libjq's limit;
- * else -1, and a parse says what it means.
+ * white space outside strings) whose strings are UTF-8 without DEL, \/ or a
+ * \u beyond ASCII, whose object keys hold no escape and are each named once
+ * in their object, whose numbers have at most 15 significant digits, no
+ * exponent, no fraction ending in 0 and none below 1e-4, nested well within
+ * libjq's limit; else -1, and a parse says what it means.
  */
 int kop_json_verbatim(const char *s, size_t len);
 /*

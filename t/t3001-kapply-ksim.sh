@@ -208,6 +208,9 @@ test_expect_success 'stream: more applies than the queue holds, in one read: eac
 	timeout 120 kapply --concurrency 1 --log-level debug <in >out 2>err &&
 	grep -q "waits unread: 260 operations are held" err &&
 	jq -e -s "length == 702 and (.[:701] | all(.op == \"result\" and .ok)) and .[701].n == 1" out &&
+	jq -r ".object.metadata.name // empty" in >names &&
+	jq -r "select(.op == \"result\") | .ref.name" out >done &&
+	test_cmp names done &&
 	timeout 30 kubectl get cm -n ns3 -o json >list.json &&
 	jq -e "[.items[] | select(.metadata.name | startswith(\"q\"))] | length == 350 and all(.data.v == \"2\")" list.json
 '

@@ -10,8 +10,11 @@ int input_done;
 jv manifest_objs;
 int manifest_next, manifest_len;
 
-/* A line is waiting that input_take left for want of room in the queue. */
-static int held;
+/* A line is waiting that input_take left for want of room in the queue;
+ * held_at: its number (no passthrough: it is not read for one again);
+ * full_said: the queue was said full, not since below half of it. */
+static int held, full_said;
+static size_t held_at;
 
 /* One more input line as an operation, or NULL when there is none now. */
 static struct op *next_input(void)
@@ -64,15 +67,22 @@ static struct op *next_input(void)
  */
 int input_take(void *ctx, const char *text, size_t len)
 {
+	size_t lineno = reader.line - 1;
+
 	(void)ctx;
-	if (op_pass_text(text, len))
+	if (lineno != held_at && op_pass_text(text, len))
 		return 1;
-	if (queue_len >= QUEUE_MAX) {
+	if (queue_len >= QUEUE_MAX || stopping) {
 		held = 1;
-		log_debug("stdin: line %zu waits unread: %zu operations are held", reader.line - 1, queue_len);
+		held_at = lineno;
+		if (!full_said && !stopping)
+			log_debug("stdin: line %zu waits unread: %zu operations are held", lineno, queue_len);
+		full_said = 1;
 		return -1;
 	}
-	return op_apply_text(text, len, reader.line - 1);
+	if (queue_len < QUEUE_MAX / 2)
+		full_said = 0;
+	return op_apply_text(text, len, lineno);
 }
 
 /* Whether every complete line read so far is in the queue (so more may be read). */

@@ -88,9 +88,11 @@ static void keep_checked(const char *s, size_t len)
 	jv_free(text);
 }
 
-/* A text kop_json_verbatim lets kapply send as it is, libjq reads too (one value, no error). */
+/* A text kop_json_verbatim lets kapply send as it is, libjq reads too (one value, no error),
+ * and without an escape \\u it is the very text the dump of that value writes. */
 static void verbatim_checked(const char *s, size_t len)
 {
+	char *dump;
 	jv v;
 
 	if (kop_json_verbatim(s, len) < 0)
@@ -100,7 +102,12 @@ static void verbatim_checked(const char *s, size_t len)
 		fprintf(stderr, "kop_json_verbatim takes a text libjq refuses: %.*s\n", (int)len, s);
 		abort();
 	}
-	jv_free(v);
+	dump = kop_json_dump(v);
+	if (!memmem(s, len, "\\u", 2) && (strlen(dump) != len || memcmp(dump, s, len))) {
+		fprintf(stderr, "kop_json_verbatim takes a text its dump writes otherwise:\n%.*s\n%s\n", (int)len, s, dump);
+		abort();
+	}
+	free(dump);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
