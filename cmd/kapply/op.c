@@ -98,11 +98,42 @@ static char *missing_names(const struct op *op)
 	return kop_buf_detach(&b, NULL);
 }
 
+/* As much of Kind/namespace/name as op names, so that even a refusal names its object (NULL: none). */
+static char *op_who(const struct op *op)
+{
+	struct kop_buf b = KOP_BUF_INIT;
+
+	if (!filled(op->kind_name) && !filled(op->name))
+		return NULL;
+	kop_buf_addf(&b, "%s%s", filled(op->kind_name) ? op->kind_name : "",
+		     filled(op->kind_name) && filled(op->name) ? "/" : "");
+	if (filled(op->name))
+		kop_buf_addf(&b, "%s%s%s", filled(op->ns) ? op->ns : "", filled(op->ns) ? "/" : "", op->name);
+	return kop_buf_detach(&b, NULL);
+}
+
+/* op's group and key, from its apiVersion, kind and names (all given). */
+static void op_key(struct op *op)
+{
+	const char *slash = strchr(op->api_version, '/');
+	struct kop_buf b = KOP_BUF_INIT;
+
+	op->group = slash ? kop_strndup(op->api_version, (size_t)(slash - op->api_version)) : kop_strdup("");
+	kop_buf_addf(&b, "%s/%s/%s/%s", op->group, op->kind_name, op->ns ? op->ns : "", op->name);
+	op->key = kop_buf_detach(&b, NULL);
+}
+
+/* An apply's or a create's: whether it writes a Namespace or a RoleBinding, which others wait for. */
+static void op_waited_for(struct op *op)
+{
+	op->is_namespace = !*op->group && !strcmp(op->kind_name, "Namespace");
+	op->is_binding = !strcmp(op->group, "rbac.authorization.k8s.io") && !strcmp(op->kind_name, "RoleBinding");
+}
+
 /* Reads the members every operation needs; a problem is kept in op->bad. */
 static void op_parse(struct op *op)
 {
 	jv meta;
-	char *slash;
 	struct kop_buf b = KOP_BUF_INIT;
 
 	if (jv_get_kind(op->obj) != JV_KIND_OBJECT) {
@@ -118,20 +149,10 @@ static void op_parse(struct op *op)
 	op->name = kop_json_str(op->obj, "metadata", "name");
 	op->uid = kop_json_str(op->obj, "metadata", "uid");
 	op->ns = kop_json_str(op->obj, "metadata", "namespace");
-	/* As much of Kind/namespace/name as there is, so that even a refusal names its object. */
-	if (filled(op->kind_name) || filled(op->name)) {
-		kop_buf_addf(&b, "%s%s", filled(op->kind_name) ? op->kind_name : "",
-			     filled(op->kind_name) && filled(op->name) ? "/" : "");
-		if (filled(op->name))
-			kop_buf_addf(&b, "%s%s%s", filled(op->ns) ? op->ns : "", filled(op->ns) ? "/" : "", op->name);
-		op->who = kop_buf_detach(&b, NULL);
-	}
+	op->who = op_who(op);
 	if ((op->bad = missing_names(op)))
 		return;
-	slash = strchr(op->api_version, '/');
-	op->group = slash ? kop_strndup(op->api_version, (size_t)(slash - op->api_version)) : kop_strdup("");
-	kop_buf_addf(&b, "%s/%s/%s/%s", op->group, op->kind_name, op->ns ? op->ns : "", op->name);
-	op->key = kop_buf_detach(&b, NULL);
+	op_key(op);
 	if (op->ns && opt.namespace && strcmp(op->ns, opt.namespace)) {
 		kop_buf_addf(&b, "the namespace from the provided object '%s' does not match the namespace '%s'",
 			     op->ns, opt.namespace);
@@ -140,10 +161,7 @@ static void op_parse(struct op *op)
 	}
 	if (op->kind != OP_APPLY && op->kind != OP_CREATE)
 		return;
-	if (!*op->group && !strcmp(op->kind_name, "Namespace"))
-		op->is_namespace = 1;
-	if (!strcmp(op->group, "rbac.authorization.k8s.io") && !strcmp(op->kind_name, "RoleBinding"))
-		op->is_binding = 1;
+	op_waited_for(op);
 	if (!strcmp(op->group, "apiextensions.k8s.io") && !strcmp(op->kind_name, "CustomResourceDefinition")) {
 		jv spec = kop_json_member(jv_copy(op->obj), "spec");
 
@@ -317,11 +335,9 @@ int op_apply_text(const char *text, size_t len, size_t lineno)
 {
 	struct kop_json_span sp[TP_N];
 	enum op_kind kind;
-	char *api_version = NULL, *kind_name = NULL, *name = NULL, *ns = NULL, *uid = NULL, *slash;
+	char *api_version = NULL, *kind_name = NULL, *name = NULL, *ns = NULL, *uid = NULL;
 	jv tag = jv_invalid(), primary = jv_null(), ref;
-	struct kop_buf b = KOP_BUF_INIT;
 	struct op *op;
-	int is_namespace;
 
 	if (opt.diff || opt.dry_run == DRY_CLIENT)
 		return 0;
@@ -345,8 +361,9 @@ int op_apply_text(const char *text, size_t len, size_t lineno)
 	    (sp[TP_UID].b && !(uid = plain_string(&sp[TP_UID]))) ||
 	    !strcmp(kind_name, "CustomResourceDefinition"))
 		goto parse;
-	is_namespace = !strchr(api_version, '/') && !strcmp(kind_name, "Namespace");	/* (op_parse's) */
-	if ((!ns && !is_namespace) || (ns && opt.namespace && strcmp(ns, opt.namespace)))
+	/* (op_compact's condition: a namespace, or a Namespace of the core group) */
+	if ((!ns && (strchr(api_version, '/') || strcmp(kind_name, "Namespace"))) ||
+	    (ns && opt.namespace && strcmp(ns, opt.namespace)))
 		goto parse;
 	if (sp[TP_PRIMARY].b && sp[TP_PRIMARY].b[0] == '"') {
 		char *p = plain_string(&sp[TP_PRIMARY]);
@@ -370,14 +387,9 @@ int op_apply_text(const char *text, size_t len, size_t lineno)
 	op->name = name;
 	op->ns = ns;
 	op->uid = uid;
-	op->is_namespace = is_namespace;
-	kop_buf_addf(&b, "%s/%s%s%s", kind_name, ns ? ns : "", ns ? "/" : "", name);
-	op->who = kop_buf_detach(&b, NULL);
-	slash = strchr(api_version, '/');
-	op->group = slash ? kop_strndup(api_version, (size_t)(slash - api_version)) : kop_strdup("");
-	kop_buf_addf(&b, "%s/%s/%s/%s", op->group, kind_name, ns ? ns : "", name);
-	op->key = kop_buf_detach(&b, NULL);
-	op->is_binding = !strcmp(op->group, "rbac.authorization.k8s.io") && !strcmp(kind_name, "RoleBinding");
+	op->who = op_who(op);
+	op_key(op);
+	op_waited_for(op);
 	/* (kop_op_ref's, in its order) */
 	ref = JV_OBJECT(jv_string("apiVersion"), jv_string(api_version), jv_string("kind"), jv_string(kind_name));
 	if (ns)
