@@ -212,6 +212,30 @@ int kop_json_meta(const char *text, size_t len, const char *const *names, size_t
 	return 0;
 }
 
+/*
+ * Whether a JSON string's bytes b[0..n) (between its quotes) are what a parse
+ * gives back, so that they may be taken without one: no escape, and ASCII
+ * alone (a parse makes U+FFFD of bytes no UTF-8 holds).
+ */
+static int plain_ascii(const char *b, size_t n)
+{
+	size_t i;
+
+	if (memchr(b, '\\', n))
+		return 0;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)b[i] >= 0x80)
+			return 0;
+	return 1;
+}
+
+char *kop_json_plain_string(const struct kop_json_span *sp)
+{
+	if (!sp->b || sp->n < 2 || sp->b[0] != '"' || sp->b[sp->n - 1] != '"' || !plain_ascii(sp->b + 1, sp->n - 2))
+		return NULL;
+	return kop_strndup(sp->b + 1, sp->n - 2);
+}
+
 /* ---- a stage-protocol line ------------------------------------------------------ */
 
 struct route {
@@ -238,9 +262,8 @@ static int route_member(struct scan *s, const char *k, size_t kn, void *ctx)
 	if (scan_string(s, &b, &n) < 0 || memchr(b, '\\', n))
 		return -1;
 	if (!is_op) {
-		for (i = 0; i < n; i++)
-			if ((unsigned char)b[i] >= 0x80)
-				return -1;	/* (a parse makes U+FFFD of bytes no UTF-8 holds: compared so) */
+		if (!plain_ascii(b, n))
+			return -1;	/* (compared as a parse gives it: its own ops' primaries are parsed) */
 		r->primary = kop_strndup(b, n);
 		return 1;
 	}

@@ -198,6 +198,9 @@ struct kop_json_span {
 	size_t n;
 };
 int kop_json_spans(const char *text, size_t len, jv paths, struct kop_json_span *out);
+/* A span that is a JSON string of ASCII without an escape (its bytes are what a parse gives):
+ * those bytes, NUL-ended, malloc'd; NULL when it is none (absent, no string, or not so). */
+char *kop_json_plain_string(const struct kop_json_span *sp);
 /*
  * Whether the JSON text s[0..len) may be sent as it is in place of the text
  * libjq's parse and a dump would make of it, to a reader of JSON or of YAML

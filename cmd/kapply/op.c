@@ -304,22 +304,6 @@ void op_text_release(void)
 	text_paths = jv_invalid();
 }
 
-/* A span that is a string of printable ASCII, no escape: its bytes, NUL-ended (NULL when it is none). */
-static char *plain_string(const struct kop_json_span *sp)
-{
-	size_t i;
-
-	if (!sp->b || sp->n < 2 || sp->b[0] != '"' || sp->b[sp->n - 1] != '"')
-		return NULL;
-	for (i = 1; i + 1 < sp->n; i++) {
-		unsigned char c = (unsigned char)sp->b[i];
-
-		if (c < 0x20 || c > 0x7e || c == '\\' || c == '"')
-			return NULL;
-	}
-	return kop_strndup(sp->b + 1, sp->n - 2);
-}
-
 /*
  * An apply or a create from stdin taken as its text (the reader's take,
  * beside op_pass_text): the object goes to the server as it came, without
@@ -349,16 +333,17 @@ int op_apply_text(const char *text, size_t len, size_t lineno)
 	if (kop_json_spans(text, len, text_paths, sp) < 0 || !sp[TP_OP].b || !sp[TP_OBJECT].b ||
 	    sp[TP_OBJECT].b[0] != '{' || sp[TP_MANAGED].b)
 		return 0;
-	if (sp[TP_OP].n == 7 && !memcmp(sp[TP_OP].b, "\"apply\"", 7))
-		kind = OP_APPLY;
-	else if (sp[TP_OP].n == 8 && !memcmp(sp[TP_OP].b, "\"create\"", 8))
-		kind = OP_CREATE;
-	else
+	if (!(name = kop_json_plain_string(&sp[TP_OP])))
 		return 0;
-	if (!(api_version = plain_string(&sp[TP_API_VERSION])) || !*api_version ||
-	    !(kind_name = plain_string(&sp[TP_KIND])) || !*kind_name || !(name = plain_string(&sp[TP_NAME])) ||
-	    !*name || (sp[TP_NS].b && (!(ns = plain_string(&sp[TP_NS])) || !*ns)) ||
-	    (sp[TP_UID].b && !(uid = plain_string(&sp[TP_UID]))) ||
+	kind = kind_named(name);
+	free(name);
+	name = NULL;
+	if (kind != OP_APPLY && kind != OP_CREATE)
+		return 0;
+	if (!(api_version = kop_json_plain_string(&sp[TP_API_VERSION])) || !*api_version ||
+	    !(kind_name = kop_json_plain_string(&sp[TP_KIND])) || !*kind_name || !(name = kop_json_plain_string(&sp[TP_NAME])) ||
+	    !*name || (sp[TP_NS].b && (!(ns = kop_json_plain_string(&sp[TP_NS])) || !*ns)) ||
+	    (sp[TP_UID].b && !(uid = kop_json_plain_string(&sp[TP_UID]))) ||
 	    !strcmp(kind_name, "CustomResourceDefinition"))
 		goto parse;
 	/* (op_compact's condition: a namespace, or a Namespace of the core group) */
@@ -366,7 +351,7 @@ int op_apply_text(const char *text, size_t len, size_t lineno)
 	    (ns && opt.namespace && strcmp(ns, opt.namespace)))
 		goto parse;
 	if (sp[TP_PRIMARY].b && sp[TP_PRIMARY].b[0] == '"') {
-		char *p = plain_string(&sp[TP_PRIMARY]);
+		char *p = kop_json_plain_string(&sp[TP_PRIMARY]);
 
 		if (!p)
 			goto parse;
