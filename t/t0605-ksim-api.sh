@@ -538,6 +538,23 @@ test_expect_success 'status subresource: only .status changes there; the main re
 	req GET $G/g/status && code_is 200 && jq -e ".kind == \"Gadget\" and .status.phase == \"Up\"" out.json
 '
 
+test_expect_success 'status subresource of the apps workloads: the metadata is written, the spec is not (a Deployment'"'"'s labels neither)' '
+	A=/apis/apps/v1/namespaces/default &&
+	req POST $A/deployments "{\"metadata\":{\"name\":\"stm\",\"labels\":{\"l\":\"1\"}},\"spec\":{\"replicas\":0,\"selector\":{\"matchLabels\":{\"a\":\"stm\"}},\"template\":{\"metadata\":{\"labels\":{\"a\":\"stm\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}" &&
+	code_is 201 &&
+	req PATCH $A/deployments/stm/status "{\"metadata\":{\"annotations\":{\"n\":\"2\"},\"labels\":{\"l\":\"9\"}},\"spec\":{\"replicas\":4},\"status\":{\"replicas\":0}}" application/merge-patch+json &&
+	code_is 200 &&
+	jq -e ".metadata.annotations.n == \"2\" and .metadata.labels == {l: \"1\"} and .spec.replicas == 0 and .metadata.generation == 1" out.json &&
+	jq -e "[.metadata.managedFields[] | select(.fieldsV1[\"f:metadata\"][\"f:annotations\"][\"f:n\"]) | .subresource] == [\"status\"]" out.json &&
+	req POST $A/replicasets "{\"metadata\":{\"name\":\"strs\",\"labels\":{\"l\":\"1\"}},\"spec\":{\"replicas\":0,\"selector\":{\"matchLabels\":{\"a\":\"strs\"}},\"template\":{\"metadata\":{\"labels\":{\"a\":\"strs\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}" &&
+	code_is 201 &&
+	req PATCH $A/replicasets/strs/status "{\"metadata\":{\"labels\":{\"l\":\"9\"}},\"spec\":{\"replicas\":4}}" application/merge-patch+json &&
+	code_is 200 &&
+	jq -e ".metadata.labels == {l: \"9\"} and .spec.replicas == 0" out.json &&
+	req DELETE $A/deployments/stm && code_is 200 &&
+	req DELETE $A/replicasets/strs && code_is 200
+'
+
 test_expect_success 'validation ratcheting (1.30): a value stored before its schema was tightened stays; a changed one is judged' '
 	G=/apis/example.com/v1/namespaces/default/gadgets &&
 	C=/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com &&

@@ -57,6 +57,19 @@ test_expect_success 'the create phase goes through the recorded condition states
 	test_cmp expect actual
 '
 
+test_expect_success 'the revision annotation comes with the first status write, on /status, as recorded' '
+	first="[.[] | select(.type == \"MODIFIED\")][0].object
+		| [.metadata.annotations[\"deployment.kubernetes.io/revision\"], [.status.conditions[] | .type + \"/\" + .reason]]" &&
+	jq -s -c "$first" "$R/deployments.watch.jsonl" >expect &&
+	jq -s -c "$first" watch.deployments >actual &&
+	test_cmp expect actual &&
+	kcm="[.[].object.metadata.managedFields[]? | select(.manager == \"kube-controller-manager\")
+		| \"\(.operation)/\(.subresource // \"\")\"] | unique" &&
+	jq -s -c "$kcm" "$R/deployments.watch.jsonl" >expect &&
+	jq -s -c "$kcm" watch.deployments >actual &&
+	test_cmp expect actual
+'
+
 test_expect_success 'a pod-template change rolls the pods over to a new ReplicaSet' '
 	k -n $NS set image deploy/web web=nginx:1.26 >out &&
 	ksim_wait_json 20 ".status.observedGeneration == 2 and .status.updatedReplicas == 2 and

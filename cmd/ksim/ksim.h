@@ -57,7 +57,8 @@ enum ksim_type_flags {
 	KT_RETURN_DELETED = 1 << 6,	/* DELETE answers the object, not a Status (pods, serviceaccounts) */
 	KT_NO_DELCOL = 1 << 7,		/* no deletecollection verb (namespaces) */
 	KT_SCALE = 1 << 8,		/* has a /scale subresource (autoscaling/v1 Scale of spec.replicas) */
-	KT_REVIEW = 1 << 9		/* a review: create only, answered at once, nothing stored (review.c) */
+	KT_REVIEW = 1 << 9,		/* a review: create only, answered at once, nothing stored (review.c) */
+	KT_STATUS_META = 1 << 10	/* a /status write keeps its metadata changes (the apps workloads) */
 };
 
 /*

@@ -120,6 +120,17 @@ static int set_rs_replicas(jv rs, long replicas, long desired, long max)
 	return put_object("/apis/apps/v1", "replicasets", rs);
 }
 
+/* d (consumed) with its revision annotation set to rev. */
+static jv with_revision(jv d, long rev)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%ld", rev);
+	return jv_setpath(d, JV_ARRAY(jv_string("metadata"), jv_string("annotations"),
+				      jv_string("deployment.kubernetes.io/revision")),
+			  jv_string(buf));
+}
+
 static jv new_rs(jv d, const char *hash, long replicas, long revision, long surge)
 {
 	const char *name = str(d, "metadata.name", "");
@@ -242,10 +253,11 @@ void sync_deploy(const char *ns, jv d, jv rss)
 			    new_rs(d, hash, n, maxrev + 1, surge));
 		kop_buf_addf(&name, "%s-%s", str(d, "metadata.name", ""), hash);
 		if (code == 201) {
+			/* its revision annotation and condition, in one status write as kube-controller-manager's */
 			snprintf(msg, sizeof(msg), "Created new replica set \"%s\"", name.buf);
 			conds = set_condition(get(oldst, "conditions", NULL, NULL), "Progressing", "True",
 					      "NewReplicaSetCreated", msg, now, 0);
-			put_status(KCM, "/apis/apps/v1", "deployments", jv_copy(d),
+			put_status(KCM, "/apis/apps/v1", "deployments", with_revision(jv_copy(d), maxrev + 1),
 				   jv_object_set(jv_copy(oldst), jv_string("conditions"), conds),
 				   "kube-controller-manager");
 		}
@@ -391,10 +403,8 @@ void sync_deploy(const char *ns, jv d, jv rss)
 		if (!cur || strcmp(cur, rev)) {
 			/* the revision annotation follows the new ReplicaSet's; the status waits for the next pass */
 			jv_free(status);
-			put_object("/apis/apps/v1", "deployments",
-				   jv_setpath(jv_copy(d), JV_ARRAY(jv_string("metadata"), jv_string("annotations"),
-								   jv_string("deployment.kubernetes.io/revision")),
-					      jv_string(rev)));
+			put_status(KCM, "/apis/apps/v1", "deployments", with_revision(jv_copy(d), rs_revision(newrs)),
+				   jv_copy(oldst), "kube-controller-manager");
 		} else if (!jv_equal(jv_copy(oldst), jv_copy(status))) {
 			put_status(KCM, "/apis/apps/v1", "deployments", jv_copy(d), status, "kube-controller-manager");
 		} else {

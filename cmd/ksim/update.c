@@ -119,7 +119,20 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 		code = 422;
 		goto fail;
 	}
-	if (sub && !strcmp(sub, "status")) {
+	if (sub && !strcmp(sub, "status") && (t->flags & KT_STATUS_META)) {
+		/*
+		 * The status strategies of the apps workloads reset the spec alone,
+		 * a Deployment's its labels too: the rest of the metadata is
+		 * written (kube-controller-manager writes a Deployment's revision
+		 * annotation with its status).
+		 */
+		jv spec = field(old, "spec");
+
+		obj = jv_get_kind(spec) == JV_KIND_OBJECT ? jv_object_set(obj, jv_string("spec"), spec) :
+							     (jv_free(spec), jv_object_delete(obj, jv_string("spec")));
+		if (!strcmp(t->gr, "deployments.apps"))
+			obj = set_meta(obj, "labels", get_meta(old, "labels"));
+	} else if (sub && !strcmp(sub, "status")) {
 		jv st = field(obj, "status");
 		jv mf = get_meta(obj, "managedFields");
 
@@ -193,7 +206,7 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 			goto out;
 		}
 	}
-	if (!sub) {
+	if (!sub || (!strcmp(sub, "status") && (t->flags & KT_STATUS_META))) {
 		jv causes = ksim_size_causes(t, jv_array(), obj);	/* validate.c */
 
 		if (jv_array_length(jv_copy(causes)) > 0) {
