@@ -551,6 +551,19 @@ test_expect_success 'status subresource of the apps workloads: the metadata is w
 	req PATCH $A/replicasets/strs/status "{\"metadata\":{\"labels\":{\"l\":\"9\"}},\"spec\":{\"replicas\":4}}" application/merge-patch+json &&
 	code_is 200 &&
 	jq -e ".metadata.labels == {l: \"9\"} and .spec.replicas == 0" out.json &&
+	jq -c ".metadata.managedFields" out.json >mf.before &&
+	req PATCH $A/replicasets/strs/status "{\"metadata\":{\"managedFields\":[{}]},\"status\":{\"replicas\":0}}" application/merge-patch+json &&
+	code_is 200 &&
+	jq -c ".metadata.managedFields" out.json >mf.after &&
+	test_cmp mf.before mf.after &&
+	jq -e "length > 0" mf.after &&
+	req PATCH $A/replicasets/strs/status "{\"metadata\":null}" application/merge-patch+json &&
+	code_is 400 &&
+	jq -e ".message == \"the name of the object () does not match the name on the URL (strs)\"" out.json &&
+	req PATCH $A/replicasets/strs "[{\"op\":\"replace\",\"path\":\"/metadata/name\",\"value\":\"other\"}]" application/json-patch+json &&
+	code_is 400 &&
+	jq -e ".message == \"the name of the object (other) does not match the name on the URL (strs)\"" out.json &&
+	req GET $A/replicasets/strs && code_is 200 && jq -e ".metadata.labels == {l: \"9\"}" out.json &&
 	req DELETE $A/deployments/stm && code_is 200 &&
 	req DELETE $A/replicasets/strs && code_is 200
 '

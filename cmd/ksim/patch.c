@@ -255,5 +255,16 @@ int do_patch(const struct ksim_request *rq, const struct route *r, const struct 
 		*out = bad_request("the patched object is not a JSON object");
 		return 400;
 	}
+	{
+		/* kube-apiserver's patcher checks the patched object's name (checkName): a patch that removes it is refused */
+		size_t n_len = 0;
+		const char *n = ksim_strl(res, "metadata.name", &n_len);
+
+		if (!n || bytes_differ(n, n_len, r->name)) {
+			*out = name_mismatch(n ? n : "", n ? n_len : 0, r->name);
+			jv_free(res);
+			return 400;
+		}
+	}
 	return do_update(r->t, old, res, r->sub, o, 0, out);
 }

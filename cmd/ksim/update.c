@@ -121,10 +121,11 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 	}
 	if (sub && !strcmp(sub, "status") && (t->flags & KT_STATUS_META)) {
 		/*
-		 * The status strategies of the apps workloads reset the spec alone,
-		 * a Deployment's its labels too: the rest of the metadata is
-		 * written (kube-controller-manager writes a Deployment's revision
-		 * annotation with its status).
+		 * The status strategies of the apps workloads, Jobs and CronJobs
+		 * reset the spec alone, a Deployment's its labels too: the rest of
+		 * the metadata is written (kube-controller-manager writes a
+		 * Deployment's revision annotation with its status). Other kinds
+		 * here keep only the status of a /status write.
 		 */
 		jv spec = field(old, "spec");
 
@@ -132,6 +133,9 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 							     (jv_free(spec), jv_object_delete(obj, jv_string("spec")));
 		if (!strcmp(t->gr, "deployments.apps"))
 			obj = set_meta(obj, "labels", get_meta(old, "labels"));
+		/* a subresource's managedFields are the stored ones, whatever the request sends */
+		if (!mf_done)
+			obj = set_meta(obj, "managedFields", get_meta(old, "managedFields"));
 	} else if (sub && !strcmp(sub, "status")) {
 		jv st = field(obj, "status");
 		jv mf = get_meta(obj, "managedFields");
