@@ -538,7 +538,7 @@ test_expect_success 'status subresource: only .status changes there; the main re
 	req GET $G/g/status && code_is 200 && jq -e ".kind == \"Gadget\" and .status.phase == \"Up\"" out.json
 '
 
-test_expect_success 'status subresource of the apps workloads: the metadata is written, the spec is not (a Deployment'"'"'s labels neither)' '
+test_expect_success 'status subresource of the workloads: the metadata is written, the spec, the managedFields and a Deployment'"'"'s labels are not; a patch cannot rename or move an object' '
 	A=/apis/apps/v1/namespaces/default &&
 	req POST $A/deployments "{\"metadata\":{\"name\":\"stm\",\"labels\":{\"l\":\"1\"}},\"spec\":{\"replicas\":0,\"selector\":{\"matchLabels\":{\"a\":\"stm\"}},\"template\":{\"metadata\":{\"labels\":{\"a\":\"stm\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}" &&
 	code_is 201 &&
@@ -563,7 +563,19 @@ test_expect_success 'status subresource of the apps workloads: the metadata is w
 	req PATCH $A/replicasets/strs "[{\"op\":\"replace\",\"path\":\"/metadata/name\",\"value\":\"other\"}]" application/json-patch+json &&
 	code_is 400 &&
 	jq -e ".message == \"the name of the object (other) does not match the name on the URL (strs)\"" out.json &&
+	req PATCH $A/replicasets/strs "{\"metadata\":{\"namespace\":\"kube-system\"}}" application/merge-patch+json &&
+	code_is 400 &&
+	jq -e ".message == \"the namespace of the provided object does not match the namespace sent on the request\"" out.json &&
 	req GET $A/replicasets/strs && code_is 200 && jq -e ".metadata.labels == {l: \"9\"}" out.json &&
+	req PATCH $A/replicasets/strs/status "{\"status\":null}" application/merge-patch+json &&
+	code_is 200 &&
+	jq -e "has(\"status\") | not" out.json &&
+	req POST $A/statefulsets "{\"metadata\":{\"name\":\"stss\"},\"spec\":{\"replicas\":0,\"serviceName\":\"stss\",\"selector\":{\"matchLabels\":{\"a\":\"stss\"}},\"template\":{\"metadata\":{\"labels\":{\"a\":\"stss\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}" &&
+	code_is 201 &&
+	req PATCH $A/statefulsets/stss/status "{\"metadata\":{\"labels\":{\"l\":\"3\"}},\"spec\":{\"replicas\":2}}" application/merge-patch+json &&
+	code_is 200 &&
+	jq -e ".metadata.labels == {l: \"3\"} and .spec.replicas == 0" out.json &&
+	req DELETE $A/statefulsets/stss && code_is 200 &&
 	req DELETE $A/deployments/stm && code_is 200 &&
 	req DELETE $A/replicasets/strs && code_is 200
 '

@@ -58,7 +58,7 @@ enum ksim_type_flags {
 	KT_NO_DELCOL = 1 << 7,		/* no deletecollection verb (namespaces) */
 	KT_SCALE = 1 << 8,		/* has a /scale subresource (autoscaling/v1 Scale of spec.replicas) */
 	KT_REVIEW = 1 << 9,		/* a review: create only, answered at once, nothing stored (review.c) */
-	KT_STATUS_META = 1 << 10	/* a /status write resets the spec only (apps workloads, Jobs, CronJobs) */
+	KT_STATUS_META = 1 << 10	/* a /status write resets the spec only (workloads, Jobs, CronJobs) */
 };
 
 /*

@@ -256,12 +256,18 @@ int do_patch(const struct ksim_request *rq, const struct route *r, const struct 
 		return 400;
 	}
 	{
-		/* kube-apiserver's patcher checks the patched object's name (checkName): a patch that removes it is refused */
+		/* kube-apiserver's patcher checks the patched object's name and namespace (checkName):
+		 * a patch that removes or changes them is refused */
 		size_t n_len = 0;
 		const char *n = ksim_strl(res, "metadata.name", &n_len);
 
 		if (!n || bytes_differ(n, n_len, r->name)) {
 			*out = name_mismatch(n ? n : "", n ? n_len : 0, r->name);
+			jv_free(res);
+			return 400;
+		}
+		if (r->ns && (r->t->flags & KT_NAMESPACED) && str_set_and_differs(res, "metadata.namespace", r->ns)) {
+			*out = bad_request("the namespace of the provided object does not match the namespace sent on the request");
 			jv_free(res);
 			return 400;
 		}

@@ -28,7 +28,7 @@ static const struct builtin {
 	{ "", "v1", "pods", "Pod", "pod", "po", "all", NS | ST | KT_RETURN_DELETED },
 	{ "", "v1", "podtemplates", "PodTemplate", "podtemplate", "", "", NS },
 	{ "", "v1", "replicationcontrollers", "ReplicationController", "replicationcontroller", "rc", "all",
-	  NS | ST | GEN | KT_SCALE },
+	  NS | ST | GEN | KT_SCALE | KT_STATUS_META },
 	{ "", "v1", "resourcequotas", "ResourceQuota", "resourcequota", "quota", "", NS | ST },
 	{ "", "v1", "secrets", "Secret", "secret", "", "", NS },
 	{ "", "v1", "serviceaccounts", "ServiceAccount", "serviceaccount", "sa", "", NS | KT_RETURN_DELETED },

@@ -121,16 +121,20 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 	}
 	if (sub && !strcmp(sub, "status") && (t->flags & KT_STATUS_META)) {
 		/*
-		 * The status strategies of the apps workloads, Jobs and CronJobs
-		 * reset the spec alone, a Deployment's its labels too: the rest of
-		 * the metadata is written (kube-controller-manager writes a
-		 * Deployment's revision annotation with its status). Other kinds
-		 * here keep only the status of a /status write.
+		 * The status strategies of the workloads (ReplicationControllers
+		 * and the apps group's), Jobs and CronJobs reset the spec alone, a
+		 * Deployment's its labels too: the rest of the metadata is written
+		 * (kube-controller-manager writes a Deployment's revision
+		 * annotation with its status). Other kinds here keep only the
+		 * status of a /status write.
 		 */
-		jv spec = field(old, "spec");
+		jv spec = field(old, "spec"), st = field(obj, "status");
 
 		obj = jv_get_kind(spec) == JV_KIND_OBJECT ? jv_object_set(obj, jv_string("spec"), spec) :
 							     (jv_free(spec), jv_object_delete(obj, jv_string("spec")));
+		if (jv_get_kind(st) == JV_KIND_NULL)	/* (as the other kinds' status: null is none) */
+			obj = jv_object_delete(obj, jv_string("status"));
+		jv_free(st);
 		if (!strcmp(t->gr, "deployments.apps"))
 			obj = set_meta(obj, "labels", get_meta(old, "labels"));
 		/* a subresource's managedFields are the stored ones, whatever the request sends */
