@@ -530,6 +530,7 @@ test_expect_success 'status subresource: only .status changes there; the main re
 	jq -c ".status = {phase: \"Up\"} | .metadata.labels = {sneaky: \"yes\"} | .spec.n = 9" g.json >st.json &&
 	req PUT $G/g/status "$(cat st.json)" && code_is 200 &&
 	jq -e ".status.phase == \"Up\" and .metadata.labels == null and .spec.n == 1 and .metadata.generation == 1" out.json &&
+	jq -e "keys_unsorted == [\"kind\", \"apiVersion\", \"metadata\", \"spec\", \"status\"]" out.json &&
 	jq -c ".status = {phase: \"Down\"} | .spec.n = 5" out.json >main.json &&
 	req PUT $G/g "$(cat main.json)" && code_is 200 &&
 	jq -e ".status.phase == \"Up\" and .spec.n == 5 and .metadata.generation == 2" out.json &&

@@ -257,6 +257,87 @@ static jv drop_nulls(jv obj, jv schema)
 }
 
 /*
+ * The top-level members of *obj but its identity (apiVersion, kind,
+ * metadata) that are the stored object's own storage, objects or arrays
+ * this write did not touch (the spec of a status write, say): taken out of
+ * *obj into the object returned, its key order in *keys, so that
+ * defaulting, pruning and unknown fields go over what the write brought
+ * only. They were gone over when they were stored. old (borrowed) is
+ * jv_invalid() on a create: nothing is taken.
+ */
+static jv untouched_take(jv *obj, jv old, jv *keys)
+{
+	jv kept = jv_object(), src;
+
+	*keys = jv_array();
+	if (jv_get_kind(old) != JV_KIND_OBJECT || jv_get_kind(*obj) != JV_KIND_OBJECT)
+		return kept;
+	src = jv_copy(*obj);
+	jv_object_foreach(src, k, v) {
+		const char *ks = jv_string_value(k);
+		jv_kind vk = jv_get_kind(v);
+		jv ov;
+
+		*keys = jv_array_append(*keys, jv_copy(k));
+		if (!strcmp(ks, "apiVersion") || !strcmp(ks, "kind") || !strcmp(ks, "metadata") ||
+		    (vk != JV_KIND_OBJECT && vk != JV_KIND_ARRAY)) {
+			jv_free(k);
+			jv_free(v);
+			continue;
+		}
+		ov = jv_object_get(jv_copy(old), jv_copy(k));
+		if (jv_is_valid(ov) && jv_identical(ov, jv_copy(v))) {
+			*obj = jv_object_delete(*obj, jv_copy(k));
+			kept = jv_object_set(kept, k, v);
+		} else {
+			jv_free(k);
+			jv_free(v);
+		}
+	}
+	jv_free(src);
+	return kept;
+}
+
+/* obj (consumed) with kept's members (consumed) put back, in the order of keys (consumed), then what obj gained. */
+static jv untouched_put(jv obj, jv kept, jv keys)
+{
+	jv out;
+
+	if (jv_object_length(jv_copy(kept)) == 0) {
+		jv_free(kept);
+		jv_free(keys);
+		return obj;
+	}
+	out = jv_object();
+	jv_array_foreach(keys, i, k) {
+		jv v = jv_object_get(jv_copy(kept), jv_copy(k));
+
+		if (!jv_is_valid(v)) {
+			jv_free(v);
+			v = jv_object_get(jv_copy(obj), jv_copy(k));
+		}
+		if (jv_is_valid(v))
+			out = jv_object_set(out, k, v);
+		else {
+			jv_free(v);
+			jv_free(k);
+		}
+	}
+	jv_object_foreach(obj, k, v) {
+		if (!jv_object_has(jv_copy(out), jv_copy(k)))
+			out = jv_object_set(out, k, v);
+		else {
+			jv_free(k);
+			jv_free(v);
+		}
+	}
+	jv_free(obj);
+	jv_free(kept);
+	jv_free(keys);
+	return out;
+}
+
+/*
  * Schema defaulting, pruning and validation of a custom object: 0, or -1
  * with *err_out a 422 (invalid) or 400 (fieldValidation=Strict and unknown
  * fields). With Warn (the default), each pruned field becomes a warning.
@@ -265,7 +346,7 @@ static jv drop_nulls(jv obj, jv schema)
  */
 int schema_check(const struct ksim_type *t, jv *obj, jv old, const char *name, const struct wopts *o, jv *err_out)
 {
-	jv causes, orig, unknown = jv_array();
+	jv causes, orig, unknown = jv_array(), keys, kept = untouched_take(obj, old, &keys);
 	int custom = (t->flags & KT_CUSTOM) && jv_get_kind(t->schema) == JV_KIND_OBJECT;
 
 	if (!custom) {
@@ -284,6 +365,7 @@ int schema_check(const struct ksim_type *t, jv *obj, jv old, const char *name, c
 			pruned_paths(orig, *obj, "", &unknown);
 		jv_free(orig);
 	}
+	*obj = untouched_put(*obj, kept, keys);
 	if (jv_array_length(jv_copy(unknown)) > 0) {
 		struct kop_buf m = KOP_BUF_INIT;
 
