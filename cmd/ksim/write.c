@@ -262,8 +262,10 @@ static jv drop_nulls(jv obj, jv schema)
  * this write did not touch (the spec of a status write, say): taken out of
  * *obj into the object returned, its key order in *keys, so that
  * defaulting, pruning and unknown fields go over what the write brought
- * only. They were gone over when they were stored. old (borrowed) is
- * jv_invalid() on a create: nothing is taken.
+ * only. They were gone over when they were stored (a CRD's schema changed
+ * since reaches them at the next write that touches them: ksim defaults
+ * and prunes on writes only). old (borrowed) is jv_invalid() on a create:
+ * nothing is taken.
  */
 static jv untouched_take(jv *obj, jv old, jv *keys)
 {
