@@ -262,17 +262,22 @@ static jv drop_nulls(jv obj, jv schema)
  * this write did not touch (the spec of a status write, say): taken out of
  * *obj into the object returned, its key order in *keys, so that
  * defaulting, pruning and unknown fields go over what the write brought
- * only. They were gone over when they were stored (a CRD's schema changed
- * since reaches them at the next write that touches them: ksim defaults
- * and prunes on writes only). old (borrowed) is jv_invalid() on a create:
- * nothing is taken.
+ * only. They were gone over when they were stored, under the same version
+ * (one stored through another version of t, whose schema may differ, is
+ * gone over whole; a CRD's schema changed since reaches them at the next
+ * write that touches them: ksim defaults and prunes on writes only). old
+ * (borrowed) is jv_invalid() on a create: nothing is taken.
  */
-static jv untouched_take(jv *obj, jv old, jv *keys)
+static jv untouched_take(const struct ksim_type *t, jv *obj, jv old, jv *keys)
 {
 	jv kept = jv_object(), src;
+	const char *av;
 
 	*keys = jv_array();
 	if (jv_get_kind(old) != JV_KIND_OBJECT || jv_get_kind(*obj) != JV_KIND_OBJECT)
+		return kept;
+	av = ksim_str(old, "apiVersion");
+	if (!av || strcmp(av, t->api_version))
 		return kept;
 	src = jv_copy(*obj);
 	jv_object_foreach(src, k, v) {
@@ -288,7 +293,11 @@ static jv untouched_take(jv *obj, jv old, jv *keys)
 			continue;
 		}
 		ov = jv_object_get(jv_copy(old), jv_copy(k));
-		if (jv_is_valid(ov) && jv_identical(ov, jv_copy(v))) {
+		if (!jv_is_valid(ov)) {
+			jv_free(ov);
+			jv_free(k);
+			jv_free(v);
+		} else if (jv_identical(ov, jv_copy(v))) {
 			*obj = jv_object_delete(*obj, jv_copy(k));
 			kept = jv_object_set(kept, k, v);
 		} else {
@@ -348,7 +357,7 @@ static jv untouched_put(jv obj, jv kept, jv keys)
  */
 int schema_check(const struct ksim_type *t, jv *obj, jv old, const char *name, const struct wopts *o, jv *err_out)
 {
-	jv causes, orig, unknown = jv_array(), keys, kept = untouched_take(obj, old, &keys);
+	jv causes, orig, unknown = jv_array(), keys, kept = untouched_take(t, obj, old, &keys);
 	int custom = (t->flags & KT_CUSTOM) && jv_get_kind(t->schema) == JV_KIND_OBJECT;
 
 	if (!custom) {
