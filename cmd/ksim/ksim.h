@@ -429,6 +429,8 @@ char *ksim_dump(jv v, size_t *len);
 void ksim_now(char *buf);	/* metav1.Time, 32 bytes */
 /* Canonical key order (kind, apiVersion, metadata in Go's field order, rest). */
 jv ksim_canonical(jv obj);
+/* to (consumed) with the members of from (consumed) it lacks, in from's order. */
+jv ksim_add_missing(jv to, jv from);
 /* String field at a dotted path of an object, or NULL (borrowed from obj). */
 const char *ksim_str(jv obj, const char *path);
 /* The same, and its length in *len: a JSON string may hold a NUL byte, where the C string stops. */

@@ -704,6 +704,20 @@ jv ksim_controller_uid(jv obj)
 	return uid;
 }
 
+jv ksim_add_missing(jv to, jv from)
+{
+	jv_object_foreach(from, k, v) {
+		if (!jv_object_has(jv_copy(to), jv_copy(k)))
+			to = jv_object_set(to, k, v);
+		else {
+			jv_free(k);
+			jv_free(v);
+		}
+	}
+	jv_free(from);
+	return to;
+}
+
 static const char *const meta_order[] = { "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
 	"generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
 	"ownerReferences", "finalizers", "managedFields", NULL };
@@ -725,27 +739,9 @@ jv ksim_canonical(jv obj)
 		for (const char *const *k = meta_order; *k; k++)
 			if (jv_object_has(jv_copy(md), jv_string(*k)))
 				m = jv_object_set(m, jv_string(*k), jv_object_get(jv_copy(md), jv_string(*k)));
-		jv_object_foreach(md, k, v) {
-			if (!jv_object_has(jv_copy(m), jv_copy(k)))
-				m = jv_object_set(m, k, v);
-			else {
-				jv_free(k);
-				jv_free(v);
-			}
-		}
-		jv_free(md);
-		out = jv_object_set(out, jv_string("metadata"), m);
+		out = jv_object_set(out, jv_string("metadata"), ksim_add_missing(m, md));
 	} else {
 		jv_free(md);
 	}
-	jv_object_foreach(obj, k, v) {
-		if (!jv_object_has(jv_copy(out), jv_copy(k)))
-			out = jv_object_set(out, k, v);
-		else {
-			jv_free(k);
-			jv_free(v);
-		}
-	}
-	jv_free(obj);
-	return out;
+	return ksim_add_missing(out, obj);
 }

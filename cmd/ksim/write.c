@@ -334,18 +334,9 @@ static jv untouched_put(jv obj, jv kept, jv keys)
 			jv_free(k);
 		}
 	}
-	jv_object_foreach(obj, k, v) {
-		if (!jv_object_has(jv_copy(out), jv_copy(k)))
-			out = jv_object_set(out, k, v);
-		else {
-			jv_free(k);
-			jv_free(v);
-		}
-	}
-	jv_free(obj);
 	jv_free(kept);
 	jv_free(keys);
-	return out;
+	return ksim_add_missing(out, obj);
 }
 
 /*
