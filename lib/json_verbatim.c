@@ -199,17 +199,26 @@ static int key_cmp(const void *pa, const void *pb)
 
 static int vvalue(struct vscan *s, int depth);
 
+/* After a member or an element: 1 past a ',' (another follows), 0 past close (the end), -1 else. */
+static int vnext(struct vscan *s, char close)
+{
+	if (s->p >= s->end || (*s->p != ',' && *s->p != close))
+		return -1;
+	return *s->p++ == ',';
+}
+
 /* At a '{': past the object, its keys all different; depth: the places of libjq's stack before it. */
 static int vobject(struct vscan *s, int depth)
 {
 	size_t first = s->nkeys, i;
+	int more = 1;
 
 	s->p++;
 	if (s->p < s->end && *s->p == '}') {
 		s->p++;
 		return 0;
 	}
-	for (;;) {
+	while (more) {
 		struct vkey k;
 
 		if (s->p >= s->end || *s->p != '"' || vstring(s, &k.b, &k.n) < 0)
@@ -222,17 +231,9 @@ static int vobject(struct vscan *s, int depth)
 		if (s->p >= s->end || *s->p != ':')
 			return -1;
 		s->p++;
-		if (vvalue(s, depth + 2) < 0)	/* (the object and its key: two places of libjq's stack) */
+		/* (the object and its key: two places of libjq's stack) */
+		if (vvalue(s, depth + 2) < 0 || (more = vnext(s, '}')) < 0)
 			return -1;
-		if (s->p < s->end && *s->p == ',') {
-			s->p++;
-			continue;
-		}
-		if (s->p < s->end && *s->p == '}') {
-			s->p++;
-			break;
-		}
-		return -1;
 	}
 	if (s->nkeys - first > 1) {
 		qsort(s->keys + first, s->nkeys - first, sizeof(*s->keys), key_cmp);
@@ -260,17 +261,12 @@ static int vvalue(struct vscan *s, int depth)
 			return 0;
 		}
 		for (;;) {
-			if (vvalue(s, depth + 1) < 0)
+			int more;
+
+			if (vvalue(s, depth + 1) < 0 || (more = vnext(s, ']')) < 0)
 				return -1;
-			if (s->p < s->end && *s->p == ',') {
-				s->p++;
-				continue;
-			}
-			if (s->p < s->end && *s->p == ']') {
-				s->p++;
+			if (!more)
 				return 0;
-			}
-			return -1;
 		}
 	case '"':
 		return vstring(s, NULL, NULL);
