@@ -57,6 +57,8 @@ jv not_found(const struct ksim_type *t, const char *name);
 int status_code(jv st);
 jv bad_request(const char *msg);
 jv name_mismatch(const char *s, size_t n, const char *url_name);
+/* 1, with *out the 400 of it, when obj (borrowed) names a namespace other than ns (the URL's). */
+int ns_mismatch(jv obj, const char *ns, jv *out);
 int bytes_differ(const char *s, size_t n, const char *want);
 int str_set_and_differs(jv obj, const char *path, const char *want);
 jv invalid_jv(const struct ksim_type *t, jv name, jv causes);

@@ -115,9 +115,8 @@ int do_create(const struct ksim_type *t, const char *ns, jv obj, const struct wo
 	ksim_now(now);
 	obj = secret_string_data(t, obj);
 	if (t->flags & KT_NAMESPACED) {
-		if (str_set_and_differs(obj, "metadata.namespace", ns)) {
+		if (ns_mismatch(obj, ns, out)) {
 			jv_free(obj);
-			*out = bad_request("the namespace of the provided object does not match the namespace sent on the request");
 			return 400;
 		}
 		obj = set_meta(obj, "namespace", jv_string(ns));

@@ -119,9 +119,8 @@ int do_patch(const struct ksim_request *rq, const struct route *r, const struct 
 		if (!name)
 			patch = set_meta(patch, "name", jv_string(r->name));
 		if (r->t->flags & KT_NAMESPACED) {
-			if (str_set_and_differs(patch, "metadata.namespace", r->ns)) {
+			if (ns_mismatch(patch, r->ns, out)) {
 				jv_free(patch);
-				*out = bad_request("the namespace of the provided object does not match the namespace sent on the request");
 				return 400;
 			}
 			patch = set_meta(patch, "namespace", jv_string(r->ns));
@@ -266,8 +265,7 @@ int do_patch(const struct ksim_request *rq, const struct route *r, const struct 
 			jv_free(res);
 			return 400;
 		}
-		if (r->ns && (r->t->flags & KT_NAMESPACED) && str_set_and_differs(res, "metadata.namespace", r->ns)) {
-			*out = bad_request("the namespace of the provided object does not match the namespace sent on the request");
+		if (r->ns && (r->t->flags & KT_NAMESPACED) && ns_mismatch(res, r->ns, out)) {
 			jv_free(res);
 			return 400;
 		}

@@ -91,6 +91,14 @@ jv bad_request(const char *msg)
  * The 400 of a body whose metadata.name (n bytes at s: it may hold a NUL)
  * is not the one on the URL; printed as it is, as kube-apiserver's %s does.
  */
+int ns_mismatch(jv obj, const char *ns, jv *out)
+{
+	if (!str_set_and_differs(obj, "metadata.namespace", ns))
+		return 0;
+	*out = bad_request("the namespace of the provided object does not match the namespace sent on the request");
+	return 1;
+}
+
 jv name_mismatch(const char *s, size_t n, const char *url_name)
 {
 	struct kop_buf b = KOP_BUF_INIT;

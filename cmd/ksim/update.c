@@ -96,7 +96,8 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 	const char *name = ksim_str(old, "metadata.name");
 	char *nm = kop_strdup(name ? name : "");
 	jv rv = get_meta(obj, "resourceVersion"), oldrv = get_meta(old, "resourceVersion");
-	int code = 200;
+	int code = 200, status = sub && !strcmp(sub, "status");
+	int status_meta = status && (t->flags & KT_STATUS_META);	/* (a /status write that writes metadata) */
 
 	ksim_now(now);
 	if (!sub)
@@ -119,7 +120,7 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 		code = 422;
 		goto fail;
 	}
-	if (sub && !strcmp(sub, "status") && (t->flags & KT_STATUS_META)) {
+	if (status_meta) {
 		/*
 		 * The status strategies of the workloads (ReplicationControllers
 		 * and the apps group's), Jobs and CronJobs reset the spec alone, a
@@ -140,7 +141,7 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 		/* a subresource's managedFields are the stored ones, whatever the request sends */
 		if (!mf_done)
 			obj = set_meta(obj, "managedFields", get_meta(old, "managedFields"));
-	} else if (sub && !strcmp(sub, "status")) {
+	} else if (status) {
 		jv st = field(obj, "status");
 		jv mf = get_meta(obj, "managedFields");
 
@@ -214,7 +215,7 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 			goto out;
 		}
 	}
-	if (!sub || (!strcmp(sub, "status") && (t->flags & KT_STATUS_META))) {
+	if (!sub || status_meta) {
 		jv causes = ksim_size_causes(t, jv_array(), obj);	/* validate.c */
 
 		if (jv_array_length(jv_copy(causes)) > 0) {
@@ -238,8 +239,7 @@ int do_update(const struct ksim_type *t, jv old, jv obj, const char *sub, const 
 	if (!mf_done) {
 		jv li = listinfo(t);
 
-		obj = track_update(jv_copy(old), obj, o->manager, sub && !strcmp(sub, "status") ? "status" : NULL,
-					   now, li);
+		obj = track_update(jv_copy(old), obj, o->manager, status ? "status" : NULL, now, li);
 		jv_free(li);
 	}
 	{
@@ -311,9 +311,8 @@ int do_put(const struct ksim_request *rq, const struct route *r, const struct wo
 	if (!bname)
 		obj = set_meta(obj, "name", jv_string(r->name));
 	if (r->ns && (r->t->flags & KT_NAMESPACED)) {
-		if (str_set_and_differs(obj, "metadata.namespace", r->ns)) {
+		if (ns_mismatch(obj, r->ns, out)) {
 			jv_free(obj);
-			*out = bad_request("the namespace of the provided object does not match the namespace sent on the request");
 			return 400;
 		}
 	}

@@ -319,14 +319,11 @@ static jv untouched_put(jv obj, jv kept, jv keys)
 		jv_free(keys);
 		return obj;
 	}
+	obj = jv_object_merge(obj, kept);
 	out = jv_object();
 	jv_array_foreach(keys, i, k) {
-		jv v = jv_object_get(jv_copy(kept), jv_copy(k));
+		jv v = jv_object_get(jv_copy(obj), jv_copy(k));
 
-		if (!jv_is_valid(v)) {
-			jv_free(v);
-			v = jv_object_get(jv_copy(obj), jv_copy(k));
-		}
 		if (jv_is_valid(v))
 			out = jv_object_set(out, k, v);
 		else {
@@ -334,7 +331,6 @@ static jv untouched_put(jv obj, jv kept, jv keys)
 			jv_free(k);
 		}
 	}
-	jv_free(kept);
 	jv_free(keys);
 	return ksim_add_missing(out, obj);
 }
