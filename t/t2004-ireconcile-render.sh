@@ -46,7 +46,7 @@ test_expect_success 'the render answer is reused until the spec changes' '
 	{ ( n=0; for f in 01-thing 02-child 03-status 04-spec; do
 		cat "$FIXTURES/$f.jsonl"; n=$((n + 1)); wait_reconciles things.err $n
 	  done ) >things.fifo & } &&
-	test_ireconcile_fifo things --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/things" &&
+	test_ireconcile_fifo things --now 2026-11-22T10:00:00Z --status-interval 0 --no-render-worker "$FIXTURES/things" &&
 	test_reconciled things.err renderCached applies statuses >actual &&
 	cat >expect <<-\EOT &&
 	[false,1,1]
@@ -72,7 +72,9 @@ test_expect_success 'the render answer is reused until the spec changes' '
 
 # Before the first pass (the lists still coming), a primary's answer is
 # rendered while no input waits: the first pass reads it back. One whose
-# spec changes before the first pass is rendered again then.
+# spec changes before the first pass is rendered again then. (Without the
+# render worker, which t2006 tests, which renders such a change too, when it
+# is quicker than the first pass.)
 #
 # ahead_run NAME THEN: the Thing alone, until it is rendered ahead, then the
 # file THEN in one write (read together: nothing rendered in between); the
@@ -84,7 +86,7 @@ ahead_run () {
 	    cat "$2"
 	    wait_reconciles "$1.err" 1
 	  ) >"$1.fifo" & } &&
-	test_ireconcile_fifo "$1" --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/things" &&
+	test_ireconcile_fifo "$1" --now 2026-11-22T10:00:00Z --status-interval 0 --no-render-worker "$FIXTURES/things" &&
 	test_reconciled "$1.err" renderCached applies
 }
 
@@ -117,7 +119,7 @@ test_expect_success 'projected rendered children are applied whole; observed one
 	    wait_reconciles shapes.err 2; cat "$FIXTURES/06-hold.jsonl"
 	    wait_reconciles shapes.err 3; cat "$FIXTURES/07-release.jsonl"
 	  ) >shapes.fifo & } &&
-	test_ireconcile_fifo shapes --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/shapes" &&
+	test_ireconcile_fifo shapes --now 2026-11-22T10:00:00Z --status-interval 0 --no-render-worker "$FIXTURES/shapes" &&
 	test_reconciled shapes.err renderCached applies deletes >actual &&
 	cat >expect <<-\EOT &&
 	[false,2,0]
@@ -172,7 +174,7 @@ test_expect_success 'a child changed once the render answer is dropped gets the 
 	    applied MODIFIED 22 drift.out | tail -n 1
 	    wait_reconciles drift.err 4
 	  ) >drift.fifo & } &&
-	test_ireconcile_fifo drift --now 2026-11-22T10:00:00Z --status-interval 0 "$FIXTURES/shapes" &&
+	test_ireconcile_fifo drift --now 2026-11-22T10:00:00Z --status-interval 0 --no-render-worker "$FIXTURES/shapes" &&
 	test_reconciled drift.err renderCached renderKept applies >actual &&
 	cat >expect <<-\EOT &&
 	[false,true,2]
@@ -197,7 +199,7 @@ test_expect_success 'a child applied again from the kept answer goes out as rend
 	    applied MODIFIED 21 kept.out | sed -n 1p | jq -c ".object.data.big |= sub(\"49\"; \"94\")"
 	    wait_applies kept.out 3
 	  ) >kept.fifo & } &&
-	test_ireconcile_fifo kept --now 2026-11-22T10:00:00Z "$FIXTURES/shapes" &&
+	test_ireconcile_fifo kept --now 2026-11-22T10:00:00Z --no-render-worker "$FIXTURES/shapes" &&
 	test_reconciled kept.err renderCached renderKept applies >actual &&
 	cat >expect <<-\EOT &&
 	[false,true,2]

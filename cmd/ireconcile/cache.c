@@ -60,7 +60,7 @@ static jv render_view(jv out)
 }
 
 /* The render program's input for p but its .parent: .related and .settings. */
-static jv render_input(void)
+jv render_input(void)
 {
 	jv in = jv_object_set(jv_object(), kop_json_key("related"), build_related());
 
@@ -68,10 +68,9 @@ static jv render_input(void)
 }
 
 /* in (consumed) with p's .parent: the primary whole (sync's .parent may lack its spec, p->obj->vtext). */
-static jv render_input_parent(struct prim *p, struct rctx *ctx, jv in)
+jv render_input_parent(struct prim *p, jv in)
 {
-	return jv_object_set(in, kop_json_key("parent"),
-			     render_parent(p->obj->vtext ? parse_obj(p->obj) : jv_copy(ctx->parent)));
+	return jv_object_set(in, kop_json_key("parent"), render_parent(parse_obj(p->obj)));
 }
 
 /* The digests of the objects of out's .desired (borrowed) in *dig, which of
@@ -116,6 +115,85 @@ static jv render_run(jv in, int64_t *us_jq, int64_t *us_fn, char *err)
 	return out;
 }
 
+/*
+ * The render program's answer on in (consumed), checked, in m: the answer
+ * (directives resolved), what sync sees of it (m->view, jv_invalid() when
+ * that is the answer itself), the digests of its desired objects. What this
+ * process (render) and the render worker (worker.c) make alike: 0, or -1
+ * with err (m then holds nothing).
+ */
+int render_make(jv in, struct rmade *m, int64_t *us_jq, int64_t *us_fn, char *err)
+{
+	m->out = render_run(in, us_jq, us_fn, err);
+	m->view = jv_invalid();
+	m->n = 0;
+	m->dig = NULL;
+	m->stat = NULL;
+	if (!jv_is_valid(m->out))
+		return -1;
+	if (jv_get_kind(m->out) == JV_KIND_OBJECT) {
+		jv des = jv_object_get(jv_copy(m->out), kop_json_key("desired"));
+		int bad = check_ignored(des, "rendered", err);
+
+		jv_free(des);
+		if (bad) {
+			jv_free(m->out);
+			m->out = jv_invalid();
+			return -1;
+		}
+	}
+	m->n = desired_digests(m->out, &m->dig, &m->stat);
+	m->view = render_view(jv_copy(m->out));
+	return 0;
+}
+
+/* What p knew of its last answer forgotten: a new one is made, or taken (render_take). */
+static void render_forget(struct prim *p)
+{
+	p->render_valid = 0;
+	free(p->rendered);
+	p->rendered = NULL;
+	free(p->rview);
+	p->rview = NULL;
+	free(p->rdig);
+	p->rdig = NULL;
+	free(p->rstat);
+	p->rstat = NULL;
+	free(p->radig);
+	p->radig = NULL;
+	p->nrdig = 0;
+}
+
+/* The digests of a new answer, made under render key d, p's (those of m taken). */
+static void render_adopt(struct prim *p, const unsigned char d[KOP_JSON_DIGEST_LEN], struct rmade *m)
+{
+	p->nrdig = m->n;
+	p->rdig = m->dig;
+	p->rstat = m->stat;
+	m->dig = NULL;
+	m->stat = NULL;
+	if (p->nrdig) {
+		int i;
+
+		p->radig = kop_calloc((size_t)p->nrdig, sizeof(*p->radig));
+		for (i = 0; i < p->nrdig; i++)
+			kop_program_applied_digest(p->rdig[i], obj_uid(p->obj), p->radig[i]);
+	}
+	memcpy(p->render_key, d, KOP_JSON_DIGEST_LEN);
+}
+
+/* Keeps an answer's packed text (len bytes: render_store) in p->rendered, compressed: 0 if it could not be. */
+static int render_store_text(struct prim *p, const char *text, size_t len)
+{
+	free(p->rendered);
+	p->rendered = NULL;
+	p->rendered_len = len;
+	/* (answers differ in little but names: with the first as dictionary, an
+	 * IoT instance's takes ~0.6 KB compressed instead of ~8 KB) */
+	p->rendered_zlen = compress_text(text, len, &p->rendered, dict_made(&E.render_dict, text, len));
+	return p->rendered_zlen != 0;
+}
+
 /* Keeps the render answer out (borrowed) in p->rendered, compressed (as jv the
  * desired children of an IoT instance take ~190 KB, as compact JSON ~34 KB,
  * compressed ~0.6 KB): 0 if it could not be. Its base64 strings are kept as
@@ -125,16 +203,12 @@ static jv render_run(jv in, int64_t *us_jq, int64_t *us_fn, char *err)
  * text but for names). */
 static int render_store(struct prim *p, jv out)
 {
-	char *text = kop_json_dump_len(kop_fn_pack(jv_copy(out)), &p->rendered_len);
+	size_t len;
+	char *text = kop_json_dump_len(kop_fn_pack(jv_copy(out)), &len);
+	int ok = render_store_text(p, text, len);
 
-	free(p->rendered);
-	p->rendered = NULL;
-	/* (answers differ in little but names: with the first as dictionary, an
-	 * IoT instance's takes ~0.6 KB compressed instead of ~8 KB) */
-	p->rendered_zlen = compress_text(text, p->rendered_len, &p->rendered,
-					dict_made(&E.render_dict, text, p->rendered_len));
 	free(text);
-	return p->rendered_zlen != 0;
+	return ok;
 }
 
 /* The value of the kept answer's text (packed by render_store) as it was: jv_invalid() if it is not one. */
@@ -160,7 +234,7 @@ static jv kept_answer(struct prim *p)
 
 /* The render key of p's input in d: the parent's part (digested as it arrived) and the rest (in,
  * borrowed); whether p's kept answer was made from that input. */
-static int render_current(const struct prim *p, jv in, unsigned char d[KOP_JSON_DIGEST_LEN])
+int render_current(const struct prim *p, jv in, unsigned char d[KOP_JSON_DIGEST_LEN])
 {
 	unsigned char both[2 * KOP_JSON_DIGEST_LEN];
 
@@ -179,18 +253,24 @@ static int render_current(const struct prim *p, jv in, unsigned char d[KOP_JSON_
  * as computed, in ctx->rfull for this reconcile and in p->rendered for
  * later ones while they may need it (render_keep). *us_jq and *us_fn
  * receive the time spent (microseconds), *cached whether the stored answer
- * was used. jv_invalid() with err.
+ * was used. jv_invalid() with err. An answer the render worker is making
+ * for p is waited for (worker.c).
  */
 jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int *cached, char *err)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
-	jv in, out, view;
+	struct rmade m;
+	jv in, view;
 
 	*us_jq = *us_fn = 0;
 	*cached = 0;
+	if (p->ahead == AHEAD_SENT)
+		worker_wait(p);
+	p->ahead = 0;	/* (rendered here, if at all: the worker is not given it) */
 	in = render_input();
 	if (render_current(p, in, d)) {
-		out = p->rview ? kept_parse(p->rview, p->rview_zlen, p->rview_len, &E.rview_dict) : kept_answer(p);
+		jv out = p->rview ? kept_parse(p->rview, p->rview_zlen, p->rview_len, &E.rview_dict) : kept_answer(p);
+
 		if (jv_is_valid(out)) {
 			jv_free(in);
 			*cached = 1;
@@ -200,58 +280,64 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 		}
 		jv_free(out);	/* cannot happen: computed again below */
 	}
-	p->render_valid = 0;
-	free(p->rendered);
-	p->rendered = NULL;
-	free(p->rview);
-	p->rview = NULL;
-	free(p->rdig);
-	p->rdig = NULL;
-	free(p->rstat);
-	p->rstat = NULL;
-	free(p->radig);
-	p->radig = NULL;
-	p->nrdig = 0;
-	out = render_run(render_input_parent(p, ctx, in), us_jq, us_fn, err);
-	if (!jv_is_valid(out))
-		return out;
-	if (jv_get_kind(out) == JV_KIND_OBJECT) {
-		jv des = jv_object_get(jv_copy(out), kop_json_key("desired"));
-		int bad = check_ignored(des, "rendered", err);
-
-		jv_free(des);
-		if (bad) {
-			jv_free(out);
-			return jv_invalid();
-		}
+	render_forget(p);
+	if (render_make(render_input_parent(p, in), &m, us_jq, us_fn, err) < 0)
+		return jv_invalid();
+	render_adopt(p, d, &m);
+	ctx->rfull = jv_copy(m.out);
+	if (!jv_is_valid(m.view)) {
+		/* Sync sees the answer as computed: that is what is kept. */
+		p->render_valid = render_store(p, m.out);
+		return m.out;
 	}
-	p->nrdig = desired_digests(out, &p->rdig, &p->rstat);
-	if (p->nrdig) {
-		int i;
-
-		p->radig = kop_calloc((size_t)p->nrdig, sizeof(*p->radig));
-		for (i = 0; i < p->nrdig; i++)
-			kop_program_applied_digest(p->rdig[i], obj_uid(p->obj), p->radig[i]);
-	}
-	memcpy(p->render_key, d, sizeof(d));
-	ctx->rfull = jv_copy(out);
 	/* What sync reads of it, kept for as long as p is, compressed against the
 	 * first one's (an IoT instance's: ~4.5 KB as compact JSON, ~0.3 KB so). */
-	view = render_view(jv_copy(out));
-	if (!jv_is_valid(view)) {
-		/* Sync sees the answer as computed: that is what is kept. */
-		jv_free(view);
-		p->render_valid = render_store(p, out);
-		return out;
-	}
+	view = m.view;
 	{
 		char *text = kop_json_dump_len(jv_copy(view), &p->rview_len);
 
 		p->rview = keep_text(text, p->rview_len, &E.rview_dict, &p->rview_zlen);
 	}
 	p->render_valid = 1;
-	jv_free(out);
+	jv_free(m.out);
 	return view;
+}
+
+/*
+ * An answer the render worker made for p under render key d (m: its
+ * digests, taken; full: the answer's packed text, len bytes; view: what
+ * sync sees of it, vlen bytes, NULL when the answer itself), kept as render
+ * and render_keep would have kept it, when d is still p's render key (its
+ * input unchanged since it was sent): 1 then.
+ */
+int render_take(struct prim *p, const unsigned char d[KOP_JSON_DIGEST_LEN], struct rmade *m, const char *full,
+		size_t len, const char *view, size_t vlen)
+{
+	unsigned char now[KOP_JSON_DIGEST_LEN];
+	jv in;
+	int current;
+
+	if (!p->obj || p->obj->deleting)
+		return 0;
+	in = render_input();
+	current = render_current(p, in, now);
+	jv_free(in);
+	if (current || memcmp(now, d, KOP_JSON_DIGEST_LEN))
+		return 0;	/* (rendered here since, or its input changed) */
+	render_forget(p);
+	render_adopt(p, d, m);
+	if (!view) {
+		p->render_valid = render_store_text(p, full, len);
+		return p->render_valid;
+	}
+	p->rview_len = vlen;
+	p->rview = keep_text(kop_strndup(view, vlen), vlen, &E.rview_dict, &p->rview_zlen);
+	p->render_valid = 1;
+	if (!render_store_text(p, full, len)) {
+		free(p->rendered);	/* (computed again when needed: rendered_full) */
+		p->rendered = NULL;
+	}
+	return 1;
 }
 
 /* Whether out (borrowed) has the desired objects of p's last answer (p->rdig). */
@@ -285,7 +371,7 @@ jv rendered_full(struct prim *p, struct rctx *ctx)
 		ctx->rfull = kept_answer(p);
 		return ctx->rfull;
 	}
-	ctx->rfull = render_run(render_input_parent(p, ctx, render_input()), &ctx->rerender_jq, &ctx->rerender_fn, err);
+	ctx->rfull = render_run(render_input_parent(p, render_input()), &ctx->rerender_jq, &ctx->rerender_fn, err);
 	if (!jv_is_valid(ctx->rfull)) {
 		ctx->rfail = 1;
 		snprintf(ctx->rfail_msg, sizeof(ctx->rfail_msg), "render program failed on an input it rendered before: %s",
@@ -443,20 +529,21 @@ jv build_pending(struct prim *p, struct rctx *ctx, int64_t now)
 
 /*
  * Render answers made ahead of the first pass. While the lists come in,
- * ireconcile often waits for them (the API server sends them slower than
- * they are read); a restarted operator's first pass then renders every
- * primary. A primary seen before the first pass is noted (render_ahead),
- * and while no input waits, the next one noted is rendered (prerender) and
- * its answer kept whole, as a reconcile keeps it until its children hold
- * it: the first pass finds it under its key and reads it back. One whose
- * input changes before (its spec, a related object listed later) is made
- * again then: its key says so.
+ * ireconcile is busy reading them, or waits for them (the API server sends
+ * them slower than they are read); a restarted operator's first pass then
+ * renders every primary. A primary seen before the first pass is noted
+ * (render_ahead); the render worker is given the notes one by one
+ * (worker.c), and while no input waits, this process renders the next one
+ * too (prerender). An answer is kept whole, as a reconcile keeps it until
+ * its children hold it: the first pass finds it under its key and reads it
+ * back. One whose input changes before (its spec, a related object listed
+ * later) is made again then: its key says so.
  */
 void render_ahead(struct prim *p)
 {
 	if (E.synced || !E.prog.render || p->ahead)
 		return;
-	p->ahead = 1;
+	p->ahead = AHEAD_NOTED;
 	if (E.nahead == E.ahead_cap) {
 		E.ahead_cap = E.ahead_cap ? 2 * E.ahead_cap : 64;
 		E.ahead = kop_realloc(E.ahead, E.ahead_cap * sizeof(*E.ahead));
@@ -477,13 +564,13 @@ void render_ahead_all(void)
 			render_ahead(v);
 }
 
-/* The notes dropped: the first pass is on. */
-void ahead_drop(void)
+/* The notes dropped (the primaries sent to the worker stay so until its answer). */
+void ahead_free(void)
 {
 	while (E.nahead) {
 		struct prim *p = prim_get(E.ahead[--E.nahead], 0);
 
-		if (p)
+		if (p && p->ahead == AHEAD_NOTED)
 			p->ahead = 0;
 		free(E.ahead[E.nahead]);
 	}
@@ -492,30 +579,50 @@ void ahead_drop(void)
 	E.ahead_cap = 0;
 }
 
+/* The first pass is on: the notes are the render worker's while it works
+ * (the first pass renders those it meets first itself); else dropped. */
+void ahead_drop(void)
+{
+	if (worker_fd() < 0)
+		ahead_free();
+}
+
+/*
+ * The next primary noted (its note taken) whose answer is still to be made
+ * from what is in the view now, its render key in d: NULL when none is left.
+ * A note left behind by a primary since rendered (a reconcile of the first
+ * pass met it first), gone or going, is passed over.
+ */
+struct prim *ahead_next(unsigned char d[KOP_JSON_DIGEST_LEN])
+{
+	while (E.nahead) {
+		char *key = E.ahead[--E.nahead];
+		struct prim *p = prim_get(key, 0);
+		jv in;
+		int current;
+
+		free(key);
+		if (!p || p->ahead != AHEAD_NOTED)
+			continue;
+		p->ahead = 0;
+		if (!p->obj || p->obj->deleting)
+			continue;	/* (gone, or going) */
+		in = render_input();
+		current = render_current(p, in, d);
+		jv_free(in);
+		if (!current)
+			return p;
+	}
+	return NULL;
+}
+
 /* Renders the next primary noted, if any: 1 when one was looked at (more may follow).
  * (never inlined: bench/ireconcile.sh counts its instructions as a reconcile's) */
 __attribute__((noinline)) int prerender(void)
 {
-	struct prim *p = NULL;
+	unsigned char d[KOP_JSON_DIGEST_LEN];
+	struct prim *p = E.synced ? NULL : ahead_next(d);
 
-	while (!E.synced && E.nahead && !p) {
-		char *key = E.ahead[--E.nahead];
-
-		p = prim_get(key, 0);
-		free(key);
-		if (p)
-			p->ahead = 0;
-		if (p && (!p->obj || p->obj->deleting))
-			p = NULL;	/* (gone, or going) */
-		if (p && p->render_valid) {
-			unsigned char d[KOP_JSON_DIGEST_LEN];
-			jv in = render_input();
-
-			if (render_current(p, in, d))
-				p = NULL;	/* (rendered already, from what is in the view now) */
-			jv_free(in);
-		}
-	}
 	if (p) {
 		struct rctx ctx;
 		int64_t us_jq, us_fn;

@@ -27,6 +27,10 @@
 
 struct prim;
 
+/* struct prim's ahead: noted to be rendered ahead of the first pass (cache.c), or sent to the render worker for it (worker.c) */
+#define AHEAD_NOTED 1
+#define AHEAD_SENT 2
+
 #define KDICT_GENS 2	/* a kind's dictionaries: the first, and one made again (store.c) */
 /* What struct obj keeps of a SHA-256 (of a text, or KOP_JSON_DIGEST_LEN's
  * digests): its first 16 bytes, which tell one state from another as surely
@@ -129,7 +133,7 @@ struct prim {
 	int seen_ok;
 	unsigned char seen_dig[KOP_JSON_DIGEST_LEN];
 	int render_valid;		/* render_key, rview, rdig, rstat (and radig) describe the last answer */
-	int ahead;			/* noted to be rendered ahead of the first pass (cache.c) */
+	int ahead;			/* to be rendered ahead of the first pass: AHEAD_NOTED, AHEAD_SENT (0: not) */
 	unsigned char render_key[KOP_JSON_DIGEST_LEN];	/* of the render program's last input */
 	unsigned char *rendered;	/* its output, directives resolved, then packed (kop_fn_pack: read it
 					   through cache.c's kept_answer), compact JSON compressed (NULL: not kept) */
@@ -411,7 +415,21 @@ void prune(struct prim *p, struct kop_hmap *desired, int64_t now, struct counts 
 void tidy_errors(struct prim *p, struct kop_hmap *desired);
 
 /* cache.c */
+/* What a render makes (render_make). */
+struct rmade {
+	jv out;			/* the answer, directives resolved */
+	jv view;		/* what sync sees of it; jv_invalid(): out itself */
+	int n;			/* the objects of its .desired: */
+	unsigned char (*dig)[KOP_JSON_DIGEST_LEN];	/* their digests (NULL when none) */
+	unsigned char *stat;	/* which of them have a status */
+};
 jv render_parent(jv parent);
+jv render_input(void);
+jv render_input_parent(struct prim *p, jv in);
+int render_make(jv in, struct rmade *m, int64_t *us_jq, int64_t *us_fn, char *err);
+int render_current(const struct prim *p, jv in, unsigned char d[KOP_JSON_DIGEST_LEN]);
+int render_take(struct prim *p, const unsigned char d[KOP_JSON_DIGEST_LEN], struct rmade *m, const char *full,
+		size_t len, const char *view, size_t vlen);
 jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int *cached, char *err);
 jv rendered_full(struct prim *p, struct rctx *ctx);
 jv rendered_object(struct prim *p, struct rctx *ctx, int i);
@@ -420,7 +438,19 @@ void render_ahead(struct prim *p);
 void render_ahead_all(void);
 __attribute__((noinline)) int prerender(void);
 void ahead_drop(void);
+void ahead_free(void);
+struct prim *ahead_next(unsigned char d[KOP_JSON_DIGEST_LEN]);
 jv build_pending(struct prim *p, struct rctx *ctx, int64_t now);
+
+/* worker.c */
+void worker_start(void);
+int worker_fd(void);
+void worker_feed(void);
+void worker_read(void);
+void worker_wait(struct prim *p);
+void worker_tend(void);
+void worker_stop(void);
+unsigned long worker_renders(void);
 
 /* reconcile.c */
 __attribute__((noinline)) void reconcile(struct prim *p, int64_t now);

@@ -36,6 +36,9 @@ static const char usage[] =
 	"                         '0x...') || ...; other events are dropped where they enter;\n"
 	"                         a line {\"type\":\"SHARDS\",\"add\":SEL} adds SEL's ranges, their\n"
 	"                         primaries reconciled after the next initial-events-end bookmark\n"
+	"  --no-render-worker     render every answer in this process: by default a second process\n"
+	"                         renders ahead of the first pass while the initial lists come in,\n"
+	"                         and ends with it (a program with a render program only)\n"
 	"  --now TIME             the RFC 3339 time the program sees as .now (default: the clock)\n"
 	"  --once                 exit after the first full reconcile\n"
 	"  --backoff-base D       first delay after a program error or a failed write (default 1s)\n"
@@ -67,7 +70,8 @@ enum {
 	OPT_WATCHDOG,
 	OPT_SETTLE,
 	OPT_STATUS_INTERVAL,
-	OPT_SHARD
+	OPT_SHARD,
+	OPT_NO_RENDER_WORKER
 };
 
 /* The engine: its one instance, shared by every file of ireconcile. */
@@ -85,6 +89,8 @@ static void log_stats(int level)
 	f = jv_object_set(f, kop_json_key("objects"), jv_number((double)E.objs.len));
 	f = jv_object_set(f, kop_json_key("inFlight"), jv_number((double)E.flights.len));
 	f = jv_object_set(f, kop_json_key("synced"), jv_bool(E.synced));
+	if (E.prog.render)
+		f = jv_object_set(f, kop_json_key("workerRenders"), jv_number((double)worker_renders()));
 	if (E.shard)
 		f = jv_object_set(f, kop_json_key("shardDropped"), jv_number((double)E.shard_dropped));
 	tool_logj(level, f, "stats");
@@ -104,11 +110,14 @@ static int open_feedback(const char *path, int *keep)
 	return fd;
 }
 
-static void run(const char *feedback, int once)
+static void run(const char *feedback, int once, int worker)
 {
 	struct reader in, fb;
 	int fbfd = -1, keep = -1;
 	struct stat st;
+
+	if (worker)
+		worker_start();	/* (first: it holds none of what is opened below) */
 
 	if (fstat(1, &st) == 0 && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
 		out_chunk = (size_t)-1;	/* a file or a terminal: writes do not block for long */
@@ -119,8 +128,8 @@ static void run(const char *feedback, int once)
 		reader_init(&fb, "feedback ", fbfd);
 	}
 	for (;;) {
-		struct pollfd pfd[3];
-		int nfd = 0, timeout, r, ifd = -1, ffd = -1, ofd = -1, ahead;
+		struct pollfd pfd[4];
+		int nfd = 0, timeout, r, ifd = -1, ffd = -1, ofd = -1, wfd = -1, ahead;
 		/* The end of the input (or --once after the first pass): what is queued, then exit. */
 		int ending = in.eof || (once && E.synced);
 		int64_t now = kop_mono_ms();
@@ -177,6 +186,11 @@ static void run(const char *feedback, int once)
 			pfd[nfd].events = POLLOUT;
 			ofd = nfd++;
 		}
+		if (worker_fd() >= 0) {
+			pfd[nfd].fd = worker_fd();
+			pfd[nfd].events = POLLIN;
+			wfd = nfd++;
+		}
 		if (timeout != 0) {
 			/* about to wait: nothing held back, and what a burst grew given back */
 			timeout = (int)out_idle(kop_mono_ms(), timeout);
@@ -190,6 +204,8 @@ static void run(const char *feedback, int once)
 		}
 		if (ahead && r == 0)
 			prerender();
+		if (wfd >= 0 && pfd[wfd].revents)
+			worker_tend();
 		if (ofd >= 0 && pfd[ofd].revents)
 			flush_out(0);
 		if (ifd >= 0 && pfd[ifd].revents) {
@@ -201,6 +217,7 @@ static void run(const char *feedback, int once)
 				if (reader_fill(&in) < 0)
 					break;
 				reader_drain(&in, handle_event);
+				worker_tend();
 			} while (!in.eof && ++rounds < 256 && poll(&one, 1, 0) > 0 && one.revents);
 		}
 		if (ffd >= 0 && pfd[ffd].revents) {
@@ -210,6 +227,7 @@ static void run(const char *feedback, int once)
 			reader_drain(&fb, ending ? drop_result : handle_result);
 		}
 	}
+	worker_stop();
 	flush_out(1);
 	kop_buf_release(&outq);
 	reader_release(&in);
@@ -243,11 +261,12 @@ int main(int argc, char **argv)
 		{ "settle", required_argument, NULL, OPT_SETTLE },
 		{ "status-interval", required_argument, NULL, OPT_STATUS_INTERVAL },
 		{ "shard", required_argument, NULL, OPT_SHARD },
+		{ "no-render-worker", no_argument, NULL, OPT_NO_RENDER_WORKER },
 		TOOL_COMMON_OPTIONS,
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *feedback = NULL;
-	int c, watches = 0, once = 0;
+	int c, watches = 0, once = 0, worker = 1;
 	long ms;
 	char err[KOP_ERRLEN], *program_dir;
 	size_t i;
@@ -309,6 +328,9 @@ int main(int argc, char **argv)
 			if (E.shard->key != KOP_SHARD_NAMESPACE)
 				die_usage("invalid --shard '%s': a primary's shard key is a namespace's name "
 					  "(shardRange(object.metadata.namespace, ...))", optarg);
+			break;
+		case OPT_NO_RENDER_WORKER:
+			worker = 0;
 			break;
 		case OPT_WATCHDOG:
 			if ((W.first_ms = tool_parse_duration_ms(optarg)) < 100 || W.first_ms > 86400000)
@@ -373,7 +395,7 @@ int main(int argc, char **argv)
 		else
 			log_warn("unable to start the watchdog thread; a program that never ends would go unsaid");
 	}
-	run(feedback, once);
+	run(feedback, once, worker);
 
 	log_stats(LOG_DEBUG);
 	kop_hmap_release(&E.related, NULL);

@@ -204,6 +204,7 @@ void drain_queue(void)
 		if (shard_waits(p))
 			continue;	/* (shard_synced queues it again) */
 		reconcile(p, kop_mono_ms());
+		worker_tend();
 	}
 	tool_metric_set("workqueue_depth", labels, (double)E.qlen);
 }

@@ -1,0 +1,381 @@
+/*
+ * The render worker: a process forked at the start, before the view is
+ * read, that makes render answers ahead of the first pass on the second
+ * core. A restarted operator's first pass renders every primary, and this
+ * process is busy reading the initial lists meanwhile (cache.c, render
+ * ahead): the worker is given the primaries noted (their render input as
+ * JSON, a few on their way at once), answers with what render_make made of
+ * each (the answer's packed text, what sync sees of it, the digests), and
+ * keeps on through the first pass, which renders itself the primaries it
+ * meets before the worker does. It ends once the first pass is done, so
+ * that its memory is not kept; should it die or stall, the primaries it
+ * held are rendered here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "ireconcile.h"
+#include "banned.h"
+
+#define DEPTH 4			/* requests on their way at once */
+#define WAIT_MS 10000		/* a reconcile waits this long for the answer of its primary, then renders it here */
+
+/* A reply: this, then (ok) n digests, n status flags, the packed answer (len bytes) and what sync sees
+ * of it (vlen bytes; 0: the answer itself), or (not ok) the error message (len bytes). */
+struct head {
+	uint32_t ok, n, len, vlen;
+};
+
+static struct {
+	pid_t pid;		/* 0: none */
+	int req, rep;		/* our ends of its requests and of its replies */
+	size_t max_req;		/* a request's most bytes: DEPTH of them fit in the pipe, never blocking */
+	struct kop_buf in;	/* replies read, the last one maybe not whole */
+	struct {
+		char *pkey;
+		unsigned char d[KOP_JSON_DIGEST_LEN];	/* the render key it was sent under */
+	} sent[DEPTH];		/* answered in order: sent[0] first */
+	int nsent;
+	unsigned long renders;	/* answers taken */
+} R = { .req = -1, .rep = -1 };
+
+/* ---- the worker's side ---------------------------------------------------- */
+
+static int read_full(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+
+	while (n) {
+		ssize_t r = read(fd, p, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static void reply_error(struct kop_buf *b, const char *msg)
+{
+	struct head h = { 0, 0, (uint32_t)strlen(msg), 0 };
+
+	kop_buf_add(b, &h, sizeof(h));
+	kop_buf_add(b, msg, h.len);
+}
+
+/* Reads requests until their end, answering each: the worker's life. */
+static void serve(int req, int rep)
+{
+	struct kop_buf in = KOP_BUF_INIT, out = KOP_BUF_INIT;
+	uint32_t len;
+
+	while (read_full(req, &len, sizeof(len)) == 0 && len <= MAX_LINE) {
+		char err[KOP_ERRLEN];
+		int64_t us = 0;
+		struct rmade m;
+		jv v;
+
+		in.len = 0;
+		kop_buf_grow(&in, (size_t)len + 1);
+		if (read_full(req, in.buf, len) < 0)
+			break;
+		out.len = 0;
+		v = kop_json_read(in.buf, len);
+		if (!jv_is_valid(v)) {
+			jv_free(v);
+			reply_error(&out, "a request that is no JSON");
+		} else if (render_make(v, &m, &us, &us, err) < 0) {
+			reply_error(&out, err);
+		} else {
+			struct head h = { 1, (uint32_t)m.n, 0, 0 };
+			size_t flen, vlen = 0;
+			char *full = kop_json_dump_len(kop_fn_pack(jv_copy(m.out)), &flen);
+			char *view = jv_is_valid(m.view) ? kop_json_dump_len(jv_copy(m.view), &vlen) : NULL;
+
+			h.len = (uint32_t)flen;
+			h.vlen = (uint32_t)vlen;
+			kop_buf_add(&out, &h, sizeof(h));
+			if (m.n) {
+				kop_buf_add(&out, m.dig, (size_t)m.n * sizeof(*m.dig));
+				kop_buf_add(&out, m.stat, (size_t)m.n);
+			}
+			kop_buf_add(&out, full, flen);
+			if (view)
+				kop_buf_add(&out, view, vlen);
+			free(full);
+			free(view);
+			jv_free(m.out);
+			if (jv_is_valid(m.view))
+				jv_free(m.view);
+			free(m.dig);
+			free(m.stat);
+		}
+		if (kop_write_all(rep, out.buf, out.len) < 0)
+			break;
+		if (in.cap > (1u << 20))
+			kop_buf_release(&in);
+		if (out.cap > (1u << 20))
+			kop_buf_release(&out);
+	}
+	_exit(0);	/* (nothing of the engine's to flush or free: it is the other process's) */
+}
+
+/* ---- this side ------------------------------------------------------------ */
+
+/* The worker started (a program with a render program only); without one, everything is rendered here. */
+void worker_start(void)
+{
+	int rq[2], rp[2], sz;
+	pid_t parent = getpid(), pid;
+
+	if (!E.prog.render)
+		return;
+	if (pipe2(rq, O_CLOEXEC) < 0)
+		goto fail;
+	if (pipe2(rp, O_CLOEXEC) < 0) {
+		close(rq[0]);
+		close(rq[1]);
+		goto fail;
+	}
+	(void)fcntl(rq[1], F_SETPIPE_SZ, 1 << 20);
+	sz = fcntl(rq[1], F_GETPIPE_SZ);
+	R.max_req = (sz > 0 ? (size_t)sz : 65536) / DEPTH;
+	pid = fork();
+	if (pid < 0) {
+		close(rq[0]);
+		close(rq[1]);
+		close(rp[0]);
+		close(rp[1]);
+		goto fail;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		close(rq[1]);
+		close(rp[0]);
+		/* (it ends with this process, however that ends) */
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
+		/* (the spare time of the cores: while the lists come in, the API
+		 * server's, kwatch's and this process's work comes first) */
+		errno = 0;
+		if (nice(10) == -1 && errno)
+			log_debug("render worker: unable to lower its priority: %s", strerror(errno));
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		if (null >= 0) {
+			/* (stdout is kapply's: nothing of the worker's goes there) */
+			(void)dup2(null, 0);
+			(void)dup2(null, 1);
+		}
+		serve(rq[0], rp[1]);
+	}
+	close(rq[0]);
+	close(rp[1]);
+	(void)fcntl(rp[0], F_SETFL, O_NONBLOCK);
+	R.pid = pid;
+	R.req = rq[1];
+	R.rep = rp[0];
+	log_debug("render worker %ld started", (long)pid);
+	return;
+fail:
+	log_warn("unable to start the render worker: %s; rendering in this process alone", strerror(errno));
+}
+
+/* Its replies' fd, to poll; -1 when there is no worker. */
+int worker_fd(void)
+{
+	return R.pid ? R.rep : -1;
+}
+
+unsigned long worker_renders(void)
+{
+	return R.renders;
+}
+
+/* The worker gone (why: NULL once its work is done): killed and reaped; the primaries it held are rendered here. */
+static void worker_end(const char *why)
+{
+	int i;
+
+	if (!R.pid)
+		return;
+	if (why)
+		log_warn("the render worker %s; rendering in this process alone", why);
+	else
+		log_debug("render worker done: %lu answers taken", R.renders);
+	(void)kill(R.pid, SIGKILL);
+	while (waitpid(R.pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	close(R.req);
+	close(R.rep);
+	R.pid = 0;
+	R.req = R.rep = -1;
+	for (i = 0; i < R.nsent; i++) {
+		struct prim *p = prim_get(R.sent[i].pkey, 0);
+
+		if (p && p->ahead == AHEAD_SENT) {
+			p->ahead = 0;
+			render_ahead(p);	/* (before the first pass, for prerender; after, the pass renders it) */
+		}
+		free(R.sent[i].pkey);
+	}
+	R.nsent = 0;
+	kop_buf_release(&R.in);
+	if (E.synced)
+		ahead_free();	/* (the first pass left them to the worker) */
+}
+
+void worker_stop(void)
+{
+	worker_end(NULL);
+}
+
+/* The reply at the start of R.in, whole (its head h), for R.sent[0]. */
+static void take(const struct head *h)
+{
+	const char *at = R.in.buf + sizeof(*h);
+	struct prim *p = prim_get(R.sent[0].pkey, 0);
+
+	if (p && p->ahead == AHEAD_SENT) {
+		p->ahead = 0;
+		if (h->ok) {
+			struct rmade m = { jv_invalid(), jv_invalid(), (int)h->n, NULL, NULL };
+			const char *full = at + (size_t)h->n * (KOP_JSON_DIGEST_LEN + 1);
+
+			if (m.n) {
+				m.dig = kop_malloc((size_t)m.n * sizeof(*m.dig));
+				memcpy(m.dig, at, (size_t)m.n * sizeof(*m.dig));
+				m.stat = kop_malloc((size_t)m.n);
+				memcpy(m.stat, at + (size_t)m.n * sizeof(*m.dig), (size_t)m.n);
+			}
+			if (render_take(p, R.sent[0].d, &m, full, h->len, h->vlen ? full + h->len : NULL, h->vlen)) {
+				R.renders++;
+				log_debug("primary '%s': rendered ahead of the first pass by the render worker", p->key);
+			} else
+				render_ahead(p);	/* (its input changed: made again; after the first pass, by it) */
+			free(m.dig);
+			free(m.stat);
+		} else {
+			/* (the first pass renders it again, and says why) */
+			log_debug("primary '%s': the render worker's render failed: %.*s", p->key, (int)h->len, at);
+		}
+	}
+	free(R.sent[0].pkey);
+	memmove(R.sent, R.sent + 1, (size_t)(R.nsent - 1) * sizeof(R.sent[0]));
+	R.nsent--;
+}
+
+/* The worker's replies that have come, taken. */
+void worker_read(void)
+{
+	int eof = 0;
+
+	while (R.pid) {
+		ssize_t n;
+
+		kop_buf_grow(&R.in, 65536);
+		n = read(R.rep, R.in.buf + R.in.len, R.in.cap - R.in.len);
+		if (n > 0) {
+			R.in.len += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		eof = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+		break;
+	}
+	while (R.pid && R.in.len >= sizeof(struct head)) {
+		struct head h;
+		size_t need;
+
+		memcpy(&h, R.in.buf, sizeof(h));
+		if (!R.nsent || h.n > (1u << 20) || h.len > MAX_LINE || h.vlen > MAX_LINE) {
+			worker_end("answered what was not asked");
+			return;
+		}
+		need = sizeof(h) + (h.ok ? (size_t)h.n * (KOP_JSON_DIGEST_LEN + 1) + h.vlen : 0) + h.len;
+		if (R.in.len < need)
+			break;
+		take(&h);
+		kop_buf_drop(&R.in, need);
+	}
+	if (R.pid && R.in.cap > (1u << 20) && !R.in.len)
+		kop_buf_release(&R.in);
+	if (eof && R.pid)
+		worker_end("ended before its work was done");
+}
+
+/* The worker given the next primaries noted, up to DEPTH on their way; once the first
+ * pass is done with every note and the worker with every answer, it is stopped. */
+void worker_feed(void)
+{
+	unsigned char d[KOP_JSON_DIGEST_LEN];
+	struct prim *p;
+
+	while (R.pid && R.nsent < DEPTH && (p = ahead_next(d))) {
+		size_t len;
+		char *text = kop_json_dump_len(render_input_parent(p, render_input()), &len);
+		uint32_t n = (uint32_t)len;
+
+		if (len + sizeof(n) > R.max_req) {
+			free(text);	/* (too large to send without blocking: rendered here) */
+			continue;
+		}
+		/* (the pipe has room for both: DEPTH requests of max_req at most are in it) */
+		if (kop_write_all(R.req, &n, sizeof(n)) < 0 || kop_write_all(R.req, text, len) < 0) {
+			free(text);
+			worker_end("could not be written to");
+			render_ahead(p);
+			return;
+		}
+		free(text);
+		R.sent[R.nsent].pkey = kop_strdup(p->key);
+		memcpy(R.sent[R.nsent].d, d, sizeof(d));
+		R.nsent++;
+		p->ahead = AHEAD_SENT;
+	}
+	if (R.pid && E.synced && !R.nsent && !E.nahead)
+		worker_stop();
+}
+
+/* Between the reconciles of a pass, and the reads of a burst of input: its answers taken, and more sent. */
+void worker_tend(void)
+{
+	if (!R.pid)
+		return;
+	worker_read();
+	worker_feed();
+}
+
+/* p's answer, sent to the worker, waited for (a reconcile of the first pass needs it). */
+void worker_wait(struct prim *p)
+{
+	int64_t until = kop_mono_ms() + WAIT_MS;
+
+	while (R.pid && p->ahead == AHEAD_SENT) {
+		struct pollfd pfd = { R.rep, POLLIN, 0 };
+		int64_t left = until - kop_mono_ms();
+
+		if (left <= 0) {
+			worker_end("has not answered for 10 s: stopped");
+			break;
+		}
+		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) {
+			worker_end("could not be waited for");
+			break;
+		}
+		worker_read();
+	}
+}

@@ -1,0 +1,171 @@
+#!/bin/sh
+test_description='ireconcile: the render worker makes ahead of the first pass the answers this process would; one that fails, dies or is done leaves the rest to this process'
+. "${0%/*}/test-lib.sh"
+
+command -v ireconcile >/dev/null || test_skip_all 'ireconcile not built'
+
+F="$PROJECT_ROOT/t/t2104-iotservice-ireconcile"
+NOW=2026-11-22T10:05:00Z
+OPERATOR_NAME=devawsk8s
+export OPERATOR_NAME
+
+# instance FIXTURE NAME: t2104's FIXTURE with example-iotservice renamed NAME, its lines before
+# the bookmark in NAME.pre, those after it in NAME.post; without the related Secret of devawsk8s
+# (pre.jsonl has it once) and the bookmark (post.jsonl starts with it)
+instance () {
+	n=$(grep -n "\"type\":\"BOOKMARK\"" "$F/$1.in.jsonl" | cut -d: -f1) &&
+	jq -r --arg x "$2" --argjson n "$n" '
+		[inputs] | to_entries[]
+		| select(.value.type != "BOOKMARK" and
+			 (.value.object.metadata.namespace != "devawsk8s" or .value.object.kind != "Secret"))
+		| .value |= walk(if type == "string" then gsub("example-iotservice"; $x) else . end)
+		| "\(if .key + 1 < $n then "pre" else "post" end) \(.value | tojson)"' \
+		-n "$F/$1.in.jsonl" >"$2.both" &&
+	sed -n "s/^pre //p" "$2.both" >"$2.pre" &&
+	sed -n "s/^post //p" "$2.both" >"$2.post" &&
+	test -s "$2.pre"
+}
+
+# canon FILE: its lines canonical and sorted (the order across primaries is the engine's)
+canon () {
+	jq -S -c -f "$TEST_DIRECTORY/normalize.jq" "$1" | sort
+}
+
+# ahead_at_least LOG N: ireconcile -v's LOG says N primaries or more were rendered ahead of the
+# first pass, by either process
+ahead_at_least () {
+	test "$(grep -c "rendered ahead of the first pass" "$1")" -ge "$2"
+}
+
+# worker_renders LOG: the answers of the render worker taken, from the last stats line of LOG
+worker_renders () {
+	jq -s "map(select(.msg? == \"stats\")) | last | .workerRenders" "$1"
+}
+
+# worker_pid LOG: the pid of the render worker ireconcile -v's LOG says it started (fails until then)
+worker_pid () {
+	sed -n "s/.*\"render worker \([0-9]*\) started\".*/\1/p" "$1" | grep .
+}
+
+# gone PID: no process PID (reaped)
+gone () {
+	! kill -0 "$1" 2>/dev/null
+}
+
+test_expect_success 'setup: twelve instances, at rest, edited, invalid, and without them the answer written alike' '
+	for x in a b c d e f; do instance 04-steady "steady-$x" || return 1; done &&
+	instance 05-edit-image edit-a && instance 05-edit-image edit-b &&
+	instance 06-core core && instance 08-invalid invalid &&
+	instance 01-namespace new-a && instance 07-prune prune &&
+	{
+		grep "\"name\":\"image-pull-secret\",\"namespace\":\"devawsk8s\"" "$F/04-steady.in.jsonl" &&
+		cat ./*.pre
+	} >pre.jsonl &&
+	{
+		grep "\"type\":\"BOOKMARK\"" "$F/04-steady.in.jsonl" &&
+		cat ./*.post
+	} >post.jsonl &&
+	test $(grep -c "\"kind\":\"IoTService\"" pre.jsonl) = 12 &&
+	cat pre.jsonl post.jsonl >in.jsonl &&
+	ireconcile -v --once --no-render-worker --now $NOW "$PROJECT_ROOT/pipeline/iotservice" \
+		<in.jsonl >ref.out 2>ref.err &&
+	test_no_sanitizer_report ref.err &&
+	test "$(worker_renders ref.err)" = 0 &&
+	# (something to write: a render answer wrong or lost would show)
+	test "$(jq -r .op ref.out | grep -c apply)" -ge 20 &&
+	canon ref.out >ref.canon
+'
+
+test_expect_success 'answers rendered ahead by the worker: the same writes as without it' '
+	mkfifo ahead.fifo &&
+	{ ( cat pre.jsonl
+	    test_wait_for 30 ahead_at_least ahead.err 12
+	    cat post.jsonl
+	  ) >ahead.fifo & } &&
+	ireconcile -v --once --now $NOW "$PROJECT_ROOT/pipeline/iotservice" <ahead.fifo >ahead.out 2>ahead.err &&
+	wait &&
+	test_no_sanitizer_report ahead.err &&
+	test "$(worker_renders ahead.err)" -ge 1 &&
+	grep -q "render worker done" ahead.err &&
+	! grep "\"level\":\"warn\"" ahead.err | grep -q "render worker" &&
+	canon ahead.out >actual &&
+	test_cmp ref.canon actual
+'
+
+test_expect_success 'a worker killed before its work is done: this process renders the rest, the same writes' '
+	mkfifo killed.fifo &&
+	{ ( cat pre.jsonl
+	    test_wait_for 30 test -f killed
+	    cat post.jsonl
+	  ) >killed.fifo & } &&
+	{ ireconcile -v --once --now $NOW "$PROJECT_ROOT/pipeline/iotservice" <killed.fifo >killed.out 2>killed.err & } &&
+	test_wait_for 30 worker_pid killed.err &&
+	kill -9 "$(worker_pid killed.err)" &&
+	touch killed &&
+	wait &&
+	test_no_sanitizer_report killed.err &&
+	grep -q "the render worker ended before its work was done" killed.err &&
+	canon killed.out >actual &&
+	test_cmp ref.canon actual
+'
+
+test_expect_success 'the worker ends with the first pass, while this process goes on' '
+	mkfifo done.fifo &&
+	{ ( cat pre.jsonl post.jsonl
+	    test_wait_for 30 test -f checked
+	  ) >done.fifo & } &&
+	{ ireconcile -v --now $NOW "$PROJECT_ROOT/pipeline/iotservice" <done.fifo >done.out 2>done.err & } &&
+	test_wait_for 30 grep -q "render worker done" done.err &&
+	w=$(worker_pid done.err) &&
+	test -n "$w" &&
+	test_wait_for 10 gone "$w" &&
+	# (the stats line it logs as it ends is not there yet)
+	! grep -q "\"msg\":\"stats\"" done.err &&
+	touch checked &&
+	wait &&
+	test_no_sanitizer_report done.err &&
+	canon done.out >actual &&
+	test_cmp ref.canon actual
+'
+
+# things N BAD: N Things t1..tN of namespace blue, tBAD's color "bad", then the bookmark
+things () {
+	jq -n -c --argjson n "$1" --argjson bad "$2" '
+		(range(1; $n + 1) as $i
+		 | {type: "ADDED", object: {apiVersion: "test.example.org/v1", kind: "Thing",
+		    metadata: {name: "t\($i)", namespace: "blue", uid: "uid-t\($i)", resourceVersion: "\(10 + $i)"},
+		    spec: {color: (if $i == $bad then "bad" else "c\($i)" end)}}}),
+		{type: "BOOKMARK", object: {kind: "Thing", apiVersion: "test.example.org/v1",
+		 metadata: {resourceVersion: "100", annotations: {"k8s.io/initial-events-end": "true"}}}}'
+}
+
+# errors LOG: the messages of LOG's error lines, sorted
+errors () {
+	jq -r "select(.level? == \"error\") | .msg" "$1" | sort
+}
+
+test_expect_success 'a render that fails in the worker is made again by the first pass, which says why' '
+	things 8 5 >colors.jsonl &&
+	head -n 8 colors.jsonl >colors.pre && tail -n 1 colors.jsonl >colors.post &&
+	ireconcile -v --once --no-render-worker --now $NOW "$FIXTURES/colors" <colors.jsonl \
+		>colors-ref.out 2>colors-ref.err &&
+	errors colors-ref.err >expect &&
+	grep -q "no bad colors, t5" expect &&
+	mkfifo colors.fifo &&
+	{ ( cat colors.pre
+	    test_wait_for 30 ahead_at_least colors.err 7
+	    cat colors.post
+	  ) >colors.fifo & } &&
+	ireconcile -v --once --now $NOW "$FIXTURES/colors" <colors.fifo >colors.out 2>colors.err &&
+	wait &&
+	test_no_sanitizer_report colors.err &&
+	errors colors.err >actual &&
+	test_cmp expect actual &&
+	canon colors-ref.out >expect &&
+	canon colors.out >actual &&
+	test_cmp expect actual &&
+	test "$(jq -r "select(.op == \"apply\") | .object.metadata.name" colors.out | sort | tr "\n" " ")" = \
+		"t1-cm t2-cm t3-cm t4-cm t6-cm t7-cm t8-cm "
+'
+
+test_done

@@ -1,0 +1,1 @@
+{children: .rendered.desired, status: {children: (.rendered.desired | length)}}
