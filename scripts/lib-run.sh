@@ -14,11 +14,12 @@
 #   start_operator DIR                run_operator without the CRD and namespace (they are there);
 #                                     START_LIMIT_S (default 30) bounds the wait for its initial lists
 #   stop_operator                     SIGTERM, SIGKILL after 15 s
-#   op_procs                          the supervisor's pid and its stages', one a line
-#   tree_procs PID                    PID and its children, one a line
+#   op_procs                          the supervisor's pid and its stages' (and theirs), one a line
+#   tree_procs PID                    PID and its descendants, one a line
 #   stop_tree PID                     stops a background subshell PID and its children
-#   tree_ticks PID                    utime+stime of PID and its children, and what PID reaped
-#                                     (cutime+cstime: stages that ended), in clock ticks
+#   tree_ticks PID                    utime+stime of PID and its descendants, and what each reaped
+#                                     (cutime+cstime: stages that ended, ireconcile's render
+#                                     worker once done), in clock ticks
 #   proc_ticks PID                    "PID COMM TICKS" (utime+stime) of PID and each of its children,
 #                                     sorted by PID (for join)
 #   ksim_ticks                        utime+stime of ksim (its simulated controllers included)
@@ -27,7 +28,7 @@
 #                                     /ksim/stats answer (file STATS): {"GET":n,…,"total":n,"writes":n}
 #   status_kb PID FIELD               a kB field of /proc/PID/status (VmRSS, VmHWM)
 #   tree_kb PID FILE FIELD            sets kb: the sum of a kB field of /proc/P/FILE (status VmRSS,
-#                                     smaps_rollup Pss) over PID and its children, with shell
+#                                     smaps_rollup Pss) over PID and its descendants, with shell
 #                                     builtins alone (for samplers: see below)
 #   avail_watch OUT N                 a watch of the IoTServices of devawsk8s from now on, in the
 #                                     background (sets watch_pid); writes one line to OUT, "all" once
@@ -105,7 +106,9 @@ stop_tree () {
 
 tree_procs () {
 	echo "$1"
-	cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | sed '/^$/d'
+	for tp_c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		tree_procs "$tp_c"	# (the list is expanded before: the call may set tp_c)
+	done
 }
 
 op_procs () {
@@ -116,8 +119,8 @@ tree_ticks () {
 	tt_t=0
 	for tt_p in $(tree_procs "$1"); do
 		# fields after the ")" of comm: state is $1, utime $12, stime $13, cutime $14, cstime $15
-		tt_v=$(sed 's/.*) //' "/proc/$tt_p/stat" 2>/dev/null | awk -v top="$([ "$tt_p" = "$1" ] && echo 1)" \
-			'{ print $12 + $13 + (top ? $14 + $15 : 0) }') || tt_v=0
+		# (a process that ended is counted once: by the one that reaped it, while that one is in the tree)
+		tt_v=$(sed 's/.*) //' "/proc/$tt_p/stat" 2>/dev/null | awk '{ print $12 + $13 + $14 + $15 }') || tt_v=0
 		tt_t=$((tt_t + ${tt_v:-0}))
 	done
 	echo "$tt_t"
@@ -149,16 +152,21 @@ status_kb () {
 # samples of a `perf record -a` while 1,000 IoTServices converged. Hence no process started in
 # tree_kb, and a watch that says when, rather than a poll.)
 tree_kb () {
-	kb=0 tk_kids=
-	for tk_f in /proc/"$1"/task/*/children; do
-		tk_k=
-		read -r tk_k 2>/dev/null <"$tk_f" || :
-		tk_kids="$tk_kids $tk_k"
-	done
-	for tk_p in "$1" $tk_kids; do
-		while read -r tk_n tk_v tk_u; do
-			if test "$tk_n" = "$3:"; then kb=$((kb + tk_v)); break; fi
-		done 2>/dev/null <"/proc/$tk_p/$2" || :
+	kb=0 tk_file=$2 tk_field=$3 tk_todo=$1
+	while test -n "$tk_todo"; do
+		tk_next=
+		for tk_p in $tk_todo; do
+			while read -r tk_n tk_v tk_u; do
+				if test "$tk_n" = "$tk_field:"; then kb=$((kb + tk_v)); break; fi
+			done 2>/dev/null <"/proc/$tk_p/$tk_file" || :
+			for tk_f in /proc/"$tk_p"/task/*/children; do
+				tk_k=
+				read -r tk_k 2>/dev/null <"$tk_f" || :
+				tk_next="$tk_next $tk_k"
+			done
+		done
+		tk_todo=${tk_next# }
+		case $tk_todo in *[0-9]*) ;; *) tk_todo= ;; esac
 	done
 }
 
