@@ -308,7 +308,8 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
  * digests, taken; full: the answer's packed text, len bytes; view: what
  * sync sees of it, vlen bytes, NULL when the answer itself), kept as render
  * and render_keep would have kept it, when d is still p's render key (its
- * input unchanged since it was sent): 1 then.
+ * input unchanged since it was sent): 1 then; 0 when p or its input has
+ * changed; -1 when it could not be kept (the first pass renders it).
  */
 int render_take(struct prim *p, const unsigned char d[KOP_JSON_DIGEST_LEN], struct rmade *m, const char *full,
 		size_t len, const char *view, size_t vlen)
@@ -328,7 +329,7 @@ int render_take(struct prim *p, const unsigned char d[KOP_JSON_DIGEST_LEN], stru
 	render_adopt(p, d, m);
 	if (!view) {
 		p->render_valid = render_store_text(p, full, len);
-		return p->render_valid;
+		return p->render_valid ? 1 : -1;
 	}
 	p->rview_len = vlen;
 	p->rview = keep_text(kop_strndup(view, vlen), vlen, &E.rview_dict, &p->rview_zlen);

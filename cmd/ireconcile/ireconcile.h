@@ -445,6 +445,7 @@ jv build_pending(struct prim *p, struct rctx *ctx, int64_t now);
 /* worker.c */
 void worker_start(void);
 int worker_fd(void);
+int worker_req_fd(void);
 void worker_feed(void);
 void worker_read(void);
 void worker_wait(struct prim *p);

@@ -110,14 +110,11 @@ static int open_feedback(const char *path, int *keep)
 	return fd;
 }
 
-static void run(const char *feedback, int once, int worker)
+static void run(const char *feedback, int once)
 {
 	struct reader in, fb;
 	int fbfd = -1, keep = -1;
 	struct stat st;
-
-	if (worker)
-		worker_start();	/* (first: it holds none of what is opened below) */
 
 	if (fstat(1, &st) == 0 && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
 		out_chunk = (size_t)-1;	/* a file or a terminal: writes do not block for long */
@@ -128,8 +125,8 @@ static void run(const char *feedback, int once, int worker)
 		reader_init(&fb, "feedback ", fbfd);
 	}
 	for (;;) {
-		struct pollfd pfd[4];
-		int nfd = 0, timeout, r, ifd = -1, ffd = -1, ofd = -1, wfd = -1, ahead;
+		struct pollfd pfd[5];
+		int nfd = 0, timeout, r, ifd = -1, ffd = -1, ofd = -1, wfd = -1, rfd = -1, ahead;
 		/* The end of the input (or --once after the first pass): what is queued, then exit. */
 		int ending = in.eof || (once && E.synced);
 		int64_t now = kop_mono_ms();
@@ -191,6 +188,11 @@ static void run(const char *feedback, int once, int worker)
 			pfd[nfd].events = POLLIN;
 			wfd = nfd++;
 		}
+		if (worker_req_fd() >= 0) {
+			pfd[nfd].fd = worker_req_fd();
+			pfd[nfd].events = POLLOUT;
+			rfd = nfd++;
+		}
 		if (timeout != 0) {
 			/* about to wait: nothing held back, and what a burst grew given back */
 			timeout = (int)out_idle(kop_mono_ms(), timeout);
@@ -204,7 +206,7 @@ static void run(const char *feedback, int once, int worker)
 		}
 		if (ahead && r == 0)
 			prerender();
-		if (wfd >= 0 && pfd[wfd].revents)
+		if ((wfd >= 0 && pfd[wfd].revents) || (rfd >= 0 && pfd[rfd].revents))
 			worker_tend();
 		if (ofd >= 0 && pfd[ofd].revents)
 			flush_out(0);
@@ -387,6 +389,8 @@ int main(int argc, char **argv)
 		if (E.prog.kinds[i].role != KOP_ROLE_RELATED)
 			E.children_empty = jv_object_set(E.children_empty, kop_json_key(E.prog.kinds[i].key), jv_object());
 
+	if (worker)
+		worker_start();	/* (before the watchdog's thread, and what run opens) */
 	{
 		pthread_t t;
 
@@ -395,7 +399,7 @@ int main(int argc, char **argv)
 		else
 			log_warn("unable to start the watchdog thread; a program that never ends would go unsaid");
 	}
-	run(feedback, once, worker);
+	run(feedback, once);
 
 	log_stats(LOG_DEBUG);
 	kop_hmap_release(&E.related, NULL);

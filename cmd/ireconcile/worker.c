@@ -24,6 +24,7 @@
 #include "banned.h"
 
 #define DEPTH 4			/* requests on their way at once */
+#define NAME "ireconcile-rw"	/* its name (comm), as ps and the benchmarks show it */
 #define WAIT_MS 10000		/* a reconcile waits this long for the answer of its primary, then renders it here */
 
 /* A reply: this, then (ok) n digests, n status flags, the packed answer (len bytes) and what sync sees
@@ -34,8 +35,8 @@ struct head {
 
 static struct {
 	pid_t pid;		/* 0: none */
-	int req, rep;		/* our ends of its requests and of its replies */
-	size_t max_req;		/* a request's most bytes: DEPTH of them fit in the pipe, never blocking */
+	int req, rep;		/* our ends of its requests and of its replies, both non-blocking */
+	struct kop_buf out;	/* requests not written yet */
 	struct kop_buf in;	/* replies read, the last one maybe not whole */
 	struct {
 		char *pkey;
@@ -96,21 +97,27 @@ static void serve(int req, int rep)
 		} else if (render_make(v, &m, &us, &us, err) < 0) {
 			reply_error(&out, err);
 		} else {
+			/* (what this process reads back is at most MAX_LINE: a longer answer is
+			 * rendered there, and fails there, where it is said) */
 			struct head h = { 1, (uint32_t)m.n, 0, 0 };
 			size_t flen, vlen = 0;
 			char *full = kop_json_dump_len(kop_fn_pack(jv_copy(m.out)), &flen);
 			char *view = jv_is_valid(m.view) ? kop_json_dump_len(jv_copy(m.view), &vlen) : NULL;
 
-			h.len = (uint32_t)flen;
-			h.vlen = (uint32_t)vlen;
-			kop_buf_add(&out, &h, sizeof(h));
-			if (m.n) {
-				kop_buf_add(&out, m.dig, (size_t)m.n * sizeof(*m.dig));
-				kop_buf_add(&out, m.stat, (size_t)m.n);
+			if (flen > MAX_LINE || vlen > MAX_LINE || (size_t)m.n > (1u << 20)) {
+				reply_error(&out, "an answer too large to pass on");
+			} else {
+				h.len = (uint32_t)flen;
+				h.vlen = (uint32_t)vlen;
+				kop_buf_add(&out, &h, sizeof(h));
+				if (m.n) {
+					kop_buf_add(&out, m.dig, (size_t)m.n * sizeof(*m.dig));
+					kop_buf_add(&out, m.stat, (size_t)m.n);
+				}
+				kop_buf_add(&out, full, flen);
+				if (view)
+					kop_buf_add(&out, view, vlen);
 			}
-			kop_buf_add(&out, full, flen);
-			if (view)
-				kop_buf_add(&out, view, vlen);
 			free(full);
 			free(view);
 			jv_free(m.out);
@@ -131,10 +138,11 @@ static void serve(int req, int rep)
 
 /* ---- this side ------------------------------------------------------------ */
 
-/* The worker started (a program with a render program only); without one, everything is rendered here. */
+/* The worker started (a program with a render program only); without one, everything is rendered
+ * here. Before any thread: the child of a fork has only the thread that forked. */
 void worker_start(void)
 {
-	int rq[2], rp[2], sz;
+	int rq[2], rp[2];
 	pid_t parent = getpid(), pid;
 
 	if (!E.prog.render)
@@ -146,9 +154,6 @@ void worker_start(void)
 		close(rq[1]);
 		goto fail;
 	}
-	(void)fcntl(rq[1], F_SETPIPE_SZ, 1 << 20);
-	sz = fcntl(rq[1], F_GETPIPE_SZ);
-	R.max_req = (sz > 0 ? (size_t)sz : 65536) / DEPTH;
 	pid = fork();
 	if (pid < 0) {
 		close(rq[0]);
@@ -166,6 +171,7 @@ void worker_start(void)
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(0);
+		(void)prctl(PR_SET_NAME, NAME);
 		/* (the spare time of the cores: while the lists come in, the API
 		 * server's, kwatch's and this process's work comes first) */
 		errno = 0;
@@ -183,6 +189,7 @@ void worker_start(void)
 	}
 	close(rq[0]);
 	close(rp[1]);
+	(void)fcntl(rq[1], F_SETFL, O_NONBLOCK);
 	(void)fcntl(rp[0], F_SETFL, O_NONBLOCK);
 	R.pid = pid;
 	R.req = rq[1];
@@ -197,6 +204,12 @@ fail:
 int worker_fd(void)
 {
 	return R.pid ? R.rep : -1;
+}
+
+/* Its requests' fd, to poll for room while some are not written yet; -1 otherwise. */
+int worker_req_fd(void)
+{
+	return R.pid && R.out.len ? R.req : -1;
 }
 
 unsigned long worker_renders(void)
@@ -233,6 +246,7 @@ static void worker_end(const char *why)
 	}
 	R.nsent = 0;
 	kop_buf_release(&R.in);
+	kop_buf_release(&R.out);
 	if (E.synced)
 		ahead_free();	/* (the first pass left them to the worker) */
 }
@@ -260,11 +274,14 @@ static void take(const struct head *h)
 				m.stat = kop_malloc((size_t)m.n);
 				memcpy(m.stat, at + (size_t)m.n * sizeof(*m.dig), (size_t)m.n);
 			}
-			if (render_take(p, R.sent[0].d, &m, full, h->len, h->vlen ? full + h->len : NULL, h->vlen)) {
+			int r = render_take(p, R.sent[0].d, &m, full, h->len, h->vlen ? full + h->len : NULL, h->vlen);
+
+			if (r > 0) {
 				R.renders++;
 				log_debug("primary '%s': rendered ahead of the first pass by the render worker", p->key);
-			} else
+			} else if (r == 0) {
 				render_ahead(p);	/* (its input changed: made again; after the first pass, by it) */
+			}
 			free(m.dig);
 			free(m.stat);
 		} else {
@@ -317,8 +334,30 @@ void worker_read(void)
 		worker_end("ended before its work was done");
 }
 
-/* The worker given the next primaries noted, up to DEPTH on their way; once the first
- * pass is done with every note and the worker with every answer, it is stopped. */
+/* What requests wait, written as far as the pipe takes them. */
+static void flush_requests(void)
+{
+	while (R.pid && R.out.len) {
+		ssize_t n = write(R.req, R.out.buf, R.out.len);
+
+		if (n > 0) {
+			kop_buf_drop(&R.out, (size_t)n);
+		} else if (n < 0 && errno == EAGAIN) {
+			return;	/* (the rest once it has read: worker_req_fd) */
+		} else if (!(n < 0 && errno == EINTR)) {
+			worker_end("could not be written to");
+			return;
+		}
+	}
+	if (R.out.cap > (1u << 20))
+		kop_buf_release(&R.out);
+}
+
+/*
+ * The worker given the next primaries noted, up to DEPTH on their way. It
+ * is stopped once the first pass is over (nothing left queued: what it is
+ * still making is for no reconcile that waits), or has nothing more for it.
+ */
 void worker_feed(void)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
@@ -329,24 +368,20 @@ void worker_feed(void)
 		char *text = kop_json_dump_len(render_input_parent(p, render_input()), &len);
 		uint32_t n = (uint32_t)len;
 
-		if (len + sizeof(n) > R.max_req) {
-			free(text);	/* (too large to send without blocking: rendered here) */
+		if (len > MAX_LINE) {
+			free(text);	/* (not ahead: the first pass renders it, and says what is wrong with it) */
 			continue;
 		}
-		/* (the pipe has room for both: DEPTH requests of max_req at most are in it) */
-		if (kop_write_all(R.req, &n, sizeof(n)) < 0 || kop_write_all(R.req, text, len) < 0) {
-			free(text);
-			worker_end("could not be written to");
-			render_ahead(p);
-			return;
-		}
+		kop_buf_add(&R.out, &n, sizeof(n));
+		kop_buf_add(&R.out, text, len);
 		free(text);
 		R.sent[R.nsent].pkey = kop_strdup(p->key);
 		memcpy(R.sent[R.nsent].d, d, sizeof(d));
 		R.nsent++;
 		p->ahead = AHEAD_SENT;
 	}
-	if (R.pid && E.synced && !R.nsent && !E.nahead)
+	flush_requests();
+	if (R.pid && E.synced && (!E.qhead || (!R.nsent && !E.nahead)))
 		worker_stop();
 }
 
