@@ -37,6 +37,19 @@ ahead_at_least () {
 	test "$(grep -c "rendered ahead of the first pass" "$1")" -ge "$2"
 }
 
+# ahead_run NAME PROGRAM PRE N POST: ireconcile -v --once PROGRAM reads the file PRE, then,
+# once N primaries are rendered ahead of the first pass, the file POST (NAME.out, NAME.err)
+ahead_run () {
+	mkfifo "$1.fifo" &&
+	{ ( cat "$3"
+	    test_wait_for 30 ahead_at_least "$1.err" "$4"
+	    cat "$5"
+	  ) >"$1.fifo" & } &&
+	ireconcile -v --once --now $NOW "$2" <"$1.fifo" >"$1.out" 2>"$1.err" &&
+	wait &&
+	test_no_sanitizer_report "$1.err"
+}
+
 # worker_renders LOG: the answers of the render worker taken, from the last stats line of LOG
 worker_renders () {
 	jq -s "map(select(.msg? == \"stats\")) | last | .workerRenders" "$1"
@@ -77,14 +90,7 @@ test_expect_success 'setup: twelve instances, at rest, edited, invalid, and with
 '
 
 test_expect_success 'answers rendered ahead by the worker: the same writes as without it' '
-	mkfifo ahead.fifo &&
-	{ ( cat pre.jsonl
-	    test_wait_for 30 ahead_at_least ahead.err 12
-	    cat post.jsonl
-	  ) >ahead.fifo & } &&
-	ireconcile -v --once --now $NOW "$PROJECT_ROOT/pipeline/iotservice" <ahead.fifo >ahead.out 2>ahead.err &&
-	wait &&
-	test_no_sanitizer_report ahead.err &&
+	ahead_run ahead "$PROJECT_ROOT/pipeline/iotservice" pre.jsonl 12 post.jsonl &&
 	test "$(worker_renders ahead.err)" -ge 1 &&
 	! grep "\"level\":\"warn\"" ahead.err | grep -q "render worker" &&
 	canon ahead.out >actual &&
@@ -135,14 +141,7 @@ test_expect_success 'a render that fails in the worker is made again by the firs
 		>colors-ref.out 2>colors-ref.err &&
 	errors colors-ref.err >expect &&
 	grep -q "no bad colors, t5" expect &&
-	mkfifo colors.fifo &&
-	{ ( cat colors.pre
-	    test_wait_for 30 ahead_at_least colors.err 7
-	    cat colors.post
-	  ) >colors.fifo & } &&
-	ireconcile -v --once --now $NOW "$FIXTURES/colors" <colors.fifo >colors.out 2>colors.err &&
-	wait &&
-	test_no_sanitizer_report colors.err &&
+	ahead_run colors "$FIXTURES/colors" colors.pre 7 colors.post &&
 	errors colors.err >actual &&
 	test_cmp expect actual &&
 	# (the four noted last are the first sent to the worker: t8 to t5)
