@@ -50,6 +50,11 @@ ahead_run () {
 	test_no_sanitizer_report "$1.err"
 }
 
+# ahead_here_at_least LOG N: the same, of those rendered by ireconcile itself
+ahead_here_at_least () {
+	test "$(grep -c "rendered ahead of the first pass (" "$1")" -ge "$2"
+}
+
 # worker_renders LOG: the answers of the render worker taken, from the last stats line of LOG
 worker_renders () {
 	jq -s "map(select(.msg? == \"stats\")) | last | .workerRenders" "$1"
@@ -158,7 +163,7 @@ ticks () {
 	sed "s/.*) //" "/proc/$1/stat" | awk "{ print \$12 + \$13 }"
 }
 
-# busy PID: process PID has had 0.2 s of CPU (a 0.6 s render under way)
+# busy PID: process PID has had 0.2 s of CPU (a render of about a second under way)
 busy () {
 	test "$(ticks "$1")" -ge "$(( $(getconf CLK_TCK) / 5 ))"
 }
@@ -180,6 +185,8 @@ test_expect_success 'a worker killed while it renders: this process renders what
 	w=$(worker_pid slow.err) &&
 	test_wait_for 30 busy "$w" &&
 	kill -9 "$w" &&
+	# (what it held is noted again, and rendered ahead here: ireconcile waits for no more input)
+	test_wait_for 60 ahead_here_at_least slow.err 4 &&
 	touch killed &&
 	wait &&
 	test_no_sanitizer_report slow.err &&
@@ -189,6 +196,21 @@ test_expect_success 'a worker killed while it renders: this process renders what
 	canon slow-ref.out >expect &&
 	canon slow.out >actual &&
 	test_cmp expect actual
+'
+
+# Requests larger than the pipe holds (a spec of 200 KB each, four on their way): what is not
+# written yet is, while the first pass waits for their answers.
+test_expect_success 'render inputs larger than the pipe: written as the worker reads them, the same writes' '
+	things 6 0 >big.jsonl &&
+	jq -c "if .type == \"ADDED\" then .object.spec.pad = (\"x\" * 200000) else . end" big.jsonl >big-pad.jsonl &&
+	ireconcile -v --once --no-render-worker --now $NOW "$FIXTURES/colors" <big-pad.jsonl >big-ref.out 2>big-ref.err &&
+	ireconcile -v --once --now $NOW "$FIXTURES/colors" <big-pad.jsonl >big.out 2>big.err &&
+	test_no_sanitizer_report big.err &&
+	! grep "\"level\":\"warn\"" big.err | grep -q "render worker" &&
+	canon big-ref.out >expect &&
+	canon big.out >actual &&
+	test_cmp expect actual &&
+	test "$(jq -r "select(.op == \"apply\") | .object.metadata.name" big.out | wc -l)" = 6
 '
 
 test_done

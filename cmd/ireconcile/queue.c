@@ -206,5 +206,6 @@ void drain_queue(void)
 		reconcile(p, kop_mono_ms());
 		worker_tend();
 	}
+	worker_tend();	/* (the queue may have emptied of primaries waiting for their shard) */
 	tool_metric_set("workqueue_depth", labels, (double)E.qlen);
 }

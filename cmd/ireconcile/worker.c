@@ -25,7 +25,9 @@
 
 #define DEPTH 4			/* requests on their way at once */
 #define NAME "ireconcile-rw"	/* its name (comm), as ps and the benchmarks show it */
-#define WAIT_MS 10000		/* a reconcile waits this long for the answer of its primary, then renders it here */
+/* A reconcile waits this long for the answer of its primary, then renders it here (half the
+ * watchdog's first alarm by default: a worker's stall is not said to be the reconcile's program) */
+#define WAIT_MS 5000
 
 /* A reply: this, then (ok) n digests, n status flags, the packed answer (len bytes) and what sync sees
  * of it (vlen bytes; 0: the answer itself), or (not ok) the error message (len bytes). */
@@ -358,11 +360,20 @@ static void flush_requests(void)
  * is stopped once the first pass is over (nothing left queued: what it is
  * still making is for no reconcile that waits), or has nothing more for it.
  */
+static int first_pass_over(void)
+{
+	return E.synced && (!E.qhead || (!R.nsent && !E.nahead));
+}
+
 void worker_feed(void)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
 	struct prim *p;
 
+	if (R.pid && first_pass_over()) {
+		worker_stop();
+		return;
+	}
 	while (R.pid && R.nsent < DEPTH && (p = ahead_next(d))) {
 		size_t len;
 		char *text = kop_json_dump_len(render_input_parent(p, render_input()), &len);
@@ -381,7 +392,7 @@ void worker_feed(void)
 		p->ahead = AHEAD_SENT;
 	}
 	flush_requests();
-	if (R.pid && E.synced && (!E.qhead || (!R.nsent && !E.nahead)))
+	if (R.pid && first_pass_over())
 		worker_stop();
 }
 
@@ -400,17 +411,19 @@ void worker_wait(struct prim *p)
 	int64_t until = kop_mono_ms() + WAIT_MS;
 
 	while (R.pid && p->ahead == AHEAD_SENT) {
-		struct pollfd pfd = { R.rep, POLLIN, 0 };
+		/* (what is not written of the requests yet is, meanwhile: p's may be among them) */
+		struct pollfd pfd[2] = { { R.rep, POLLIN, 0 }, { R.req, POLLOUT, 0 } };
 		int64_t left = until - kop_mono_ms();
 
 		if (left <= 0) {
-			worker_end("has not answered for 10 s: stopped");
+			worker_end("has not answered for 5 s: stopped");
 			break;
 		}
-		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) {
+		if (poll(pfd, R.out.len ? 2 : 1, (int)left) < 0 && errno != EINTR) {
 			worker_end("could not be waited for");
 			break;
 		}
+		flush_requests();
 		worker_read();
 	}
 }
