@@ -186,6 +186,8 @@ void worker_start(void)
 			/* (stdout is kapply's: nothing of the worker's goes there) */
 			(void)dup2(null, 0);
 			(void)dup2(null, 1);
+			if (null > 1)
+				close(null);
 		}
 		serve(rq[0], rp[1]);
 	}
@@ -269,6 +271,7 @@ static void take(const struct head *h)
 		if (h->ok) {
 			struct rmade m = { jv_invalid(), jv_invalid(), (int)h->n, NULL, NULL };
 			const char *full = at + (size_t)h->n * (KOP_JSON_DIGEST_LEN + 1);
+			int r;
 
 			if (m.n) {
 				m.dig = kop_malloc((size_t)m.n * sizeof(*m.dig));
@@ -276,8 +279,7 @@ static void take(const struct head *h)
 				m.stat = kop_malloc((size_t)m.n);
 				memcpy(m.stat, at + (size_t)m.n * sizeof(*m.dig), (size_t)m.n);
 			}
-			int r = render_take(p, R.sent[0].d, &m, full, h->len, h->vlen ? full + h->len : NULL, h->vlen);
-
+			r = render_take(p, R.sent[0].d, &m, full, h->len, h->vlen ? full + h->len : NULL, h->vlen);
 			if (r > 0) {
 				R.renders++;
 				log_debug("primary '%s': rendered ahead of the first pass by the render worker", p->key);
