@@ -194,6 +194,14 @@ static int render_store_text(struct prim *p, const char *text, size_t len)
 	return p->rendered_zlen != 0;
 }
 
+/* Keeps what sync sees of an answer (text, len bytes, malloc'd: consumed) in p->rview, compressed against
+ * the first one's (an IoT instance's: ~4.5 KB as compact JSON, ~0.3 KB so), for as long as p is. */
+static void view_keep(struct prim *p, char *text, size_t len)
+{
+	p->rview_len = len;
+	p->rview = keep_text(text, len, &E.rview_dict, &p->rview_zlen);
+}
+
 /* Keeps the render answer out (borrowed) in p->rendered, compressed (as jv the
  * desired children of an IoT instance take ~190 KB, as compact JSON ~34 KB,
  * compressed ~0.6 KB): 0 if it could not be. Its base64 strings are kept as
@@ -260,7 +268,9 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
 	struct rmade m;
-	jv in, view;
+	size_t len;
+	char *text;
+	jv in;
 
 	*us_jq = *us_fn = 0;
 	*cached = 0;
@@ -290,17 +300,11 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 		p->render_valid = render_store(p, m.out);
 		return m.out;
 	}
-	/* What sync reads of it, kept for as long as p is, compressed against the
-	 * first one's (an IoT instance's: ~4.5 KB as compact JSON, ~0.3 KB so). */
-	view = m.view;
-	{
-		char *text = kop_json_dump_len(jv_copy(view), &p->rview_len);
-
-		p->rview = keep_text(text, p->rview_len, &E.rview_dict, &p->rview_zlen);
-	}
+	text = kop_json_dump_len(jv_copy(m.view), &len);
+	view_keep(p, text, len);
 	p->render_valid = 1;
 	jv_free(m.out);
-	return view;
+	return m.view;
 }
 
 /*
@@ -331,13 +335,9 @@ int render_take(struct prim *p, const unsigned char d[KOP_JSON_DIGEST_LEN], stru
 		p->render_valid = render_store_text(p, full, len);
 		return p->render_valid ? 1 : -1;
 	}
-	p->rview_len = vlen;
-	p->rview = keep_text(kop_strndup(view, vlen), vlen, &E.rview_dict, &p->rview_zlen);
+	view_keep(p, kop_strndup(view, vlen), vlen);
 	p->render_valid = 1;
-	if (!render_store_text(p, full, len)) {
-		free(p->rendered);	/* (computed again when needed: rendered_full) */
-		p->rendered = NULL;
-	}
+	(void)render_store_text(p, full, len);	/* (if it cannot be, computed again when needed: rendered_full) */
 	return 1;
 }
 
