@@ -35,13 +35,15 @@ tmp=${BENCH_TMP:-$(mktemp -d)}
 log () { echo "bench ireconcile: $*" >&2; }
 
 # run NAME PROGRAM INPUT [SKIP]: runs ireconcile -v, prints the figures of
-# the reconciles after the first SKIP (default 0).
+# the reconciles after the first SKIP (default 0). Every run renders in the
+# one process (--no-render-worker): a reconcile's figures count its render.
 run () {
 	if [ "$INSTR" = only ]; then
 		run_instr "$@"
 		return
 	fi
-	/usr/bin/time -f "%e %M" -o "$tmp/$1.time" ireconcile -v "$2" <"$3" >"$tmp/$1.out" 2>"$tmp/$1.err"
+	/usr/bin/time -f "%e %M" -o "$tmp/$1.time" ireconcile -v --no-render-worker "$2" <"$3" >"$tmp/$1.out" \
+		2>"$tmp/$1.err"
 	read -r wall rss <"$tmp/$1.time"
 	jq -s -c --arg name "$1" --arg wall "$wall" --arg rss "$rss" --argjson skip "${4:-0}" '
 		[.[] | select(.msg? // "" | startswith("reconciled "))][$skip:] as $r
@@ -70,7 +72,7 @@ cg_total () {
 run_instr () {
 	valgrind --tool=callgrind --toggle-collect=reconcile --toggle-collect=prerender \
 		--callgrind-out-file="$tmp/$1.cg" --log-file="$tmp/$1.vg" \
-		ireconcile -v "$2" <"$3" >"$tmp/$1.out" 2>"$tmp/$1.err"
+		ireconcile -v --no-render-worker "$2" <"$3" >"$tmp/$1.out" 2>"$tmp/$1.err"
 	ir=$(cg_total "$tmp/$1.cg")
 	jq -s -c --arg name "$1" --argjson ir "$ir" '
 		[.[] | select(.msg? // "" | startswith("reconciled "))] as $r
@@ -95,7 +97,7 @@ churn_instr () {
 	: >"$churn_log"
 	valgrind --tool=callgrind --toggle-collect=reconcile --toggle-collect=prerender \
 		--callgrind-out-file="$tmp/$1_churn.cg" \
-		--log-file="$tmp/$1_churn.vg" ireconcile -v "$2" <"$tmp/churn.fifo" >"$tmp/$1_churn.out" \
+		--log-file="$tmp/$1_churn.vg" ireconcile -v --no-render-worker "$2" <"$tmp/churn.fifo" >"$tmp/$1_churn.out" \
 		2>"$churn_log" &
 	vg=$!
 	{

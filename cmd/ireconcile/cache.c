@@ -202,6 +202,12 @@ static void view_keep(struct prim *p, char *text, size_t len)
 	p->rview = keep_text(text, len, &E.rview_dict, &p->rview_zlen);
 }
 
+/* The text an answer (out, borrowed) is kept as: compact JSON, its base64 strings packed (render_store). */
+char *render_packed(jv out, size_t *len)
+{
+	return kop_json_dump_len(kop_fn_pack(jv_copy(out)), len);
+}
+
 /* Keeps the render answer out (borrowed) in p->rendered, compressed (as jv the
  * desired children of an IoT instance take ~190 KB, as compact JSON ~34 KB,
  * compressed ~0.6 KB): 0 if it could not be. Its base64 strings are kept as
@@ -212,7 +218,7 @@ static void view_keep(struct prim *p, char *text, size_t len)
 static int render_store(struct prim *p, jv out)
 {
 	size_t len;
-	char *text = kop_json_dump_len(kop_fn_pack(jv_copy(out)), &len);
+	char *text = render_packed(out, &len);
 	int ok = render_store_text(p, text, len);
 
 	free(text);
@@ -242,7 +248,7 @@ static jv kept_answer(struct prim *p)
 
 /* The render key of p's input in d: the parent's part (digested as it arrived) and the rest (in,
  * borrowed); whether p's kept answer was made from that input. */
-int render_current(const struct prim *p, jv in, unsigned char d[KOP_JSON_DIGEST_LEN])
+static int render_current(const struct prim *p, jv in, unsigned char d[KOP_JSON_DIGEST_LEN])
 {
 	unsigned char both[2 * KOP_JSON_DIGEST_LEN];
 
@@ -275,7 +281,7 @@ jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int 
 	*us_jq = *us_fn = 0;
 	*cached = 0;
 	if (p->ahead == AHEAD_SENT)
-		worker_wait(p);
+		worker_wait(p);	/* (if it renders p now; else p is rendered here, its answer then dropped) */
 	p->ahead = 0;	/* (rendered here, if at all: the worker is not given it) */
 	in = render_input();
 	if (render_current(p, in, d)) {
@@ -589,18 +595,18 @@ void ahead_drop(void)
 }
 
 /*
- * The next primary noted (its note taken) whose answer is still to be made
- * from what is in the view now, its render key in d: NULL when none is left.
- * A note left behind by a primary since rendered (a reconcile of the first
- * pass met it first), gone or going, is passed over.
+ * The next primary noted (its note taken, the latest first) whose answer is
+ * still to be made from what is in the view now: its render key in d, the
+ * render program's input but its .parent in *in (render_input: the
+ * caller's). NULL when none is left. A note left behind by a primary since
+ * rendered (a reconcile of the first pass met it first), gone or going, is
+ * passed over.
  */
-struct prim *ahead_next(unsigned char d[KOP_JSON_DIGEST_LEN])
+struct prim *ahead_next(unsigned char d[KOP_JSON_DIGEST_LEN], jv *in)
 {
 	while (E.nahead) {
 		char *key = E.ahead[--E.nahead];
 		struct prim *p = prim_get(key, 0);
-		jv in;
-		int current;
 
 		free(key);
 		if (!p || p->ahead != AHEAD_NOTED)
@@ -608,12 +614,12 @@ struct prim *ahead_next(unsigned char d[KOP_JSON_DIGEST_LEN])
 		p->ahead = 0;
 		if (!p->obj || p->obj->deleting)
 			continue;	/* (gone, or going) */
-		in = render_input();
-		current = render_current(p, in, d);
-		jv_free(in);
-		if (!current)
+		*in = render_input();
+		if (!render_current(p, *in, d))
 			return p;
+		jv_free(*in);
 	}
+	*in = jv_invalid();
 	return NULL;
 }
 
@@ -622,8 +628,10 @@ struct prim *ahead_next(unsigned char d[KOP_JSON_DIGEST_LEN])
 __attribute__((noinline)) int prerender(void)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
-	struct prim *p = E.synced ? NULL : ahead_next(d);
+	jv in = jv_invalid();
+	struct prim *p = E.synced ? NULL : ahead_next(d, &in);
 
+	jv_free(in);	/* (render builds it again, as a reconcile does) */
 	if (p) {
 		struct rctx ctx;
 		int64_t us_jq, us_fn;

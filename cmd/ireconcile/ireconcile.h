@@ -209,8 +209,10 @@ struct engine {
 					   the timers are not scanned before it */
 	int64_t timers_at;		/* when they were last scanned (fire_timers) */
 	int synced;
-	/* Before the first pass: the primaries whose render answers are made
-	 * while nothing else is to be done (cache.c's prerender), by key. */
+	/* The primaries seen before the first pass, by key, whose render
+	 * answers are made ahead of it: by the render worker (worker.c), for as
+	 * long as it lives, and by prerender while nothing else is to be done
+	 * (cache.c). Taken the latest first. */
 	char **ahead;
 	size_t nahead, ahead_cap;
 	int input_ended;		/* stdin is over: what is queued last, nothing waits (input_end) */
@@ -427,7 +429,7 @@ jv render_parent(jv parent);
 jv render_input(void);
 jv render_input_parent(struct prim *p, jv in);
 int render_make(jv in, struct rmade *m, int64_t *us_jq, int64_t *us_fn, char *err);
-int render_current(const struct prim *p, jv in, unsigned char d[KOP_JSON_DIGEST_LEN]);
+char *render_packed(jv out, size_t *len);
 int render_take(struct prim *p, const unsigned char d[KOP_JSON_DIGEST_LEN], struct rmade *m, const char *full,
 		size_t len, const char *view, size_t vlen);
 jv render(struct prim *p, struct rctx *ctx, int64_t *us_jq, int64_t *us_fn, int *cached, char *err);
@@ -439,15 +441,13 @@ void render_ahead_all(void);
 __attribute__((noinline)) int prerender(void);
 void ahead_drop(void);
 void ahead_free(void);
-struct prim *ahead_next(unsigned char d[KOP_JSON_DIGEST_LEN]);
+struct prim *ahead_next(unsigned char d[KOP_JSON_DIGEST_LEN], jv *in);
 jv build_pending(struct prim *p, struct rctx *ctx, int64_t now);
 
 /* worker.c */
 void worker_start(void);
 int worker_fd(void);
 int worker_req_fd(void);
-void worker_feed(void);
-void worker_read(void);
 void worker_wait(struct prim *p);
 void worker_tend(void);
 void worker_stop(void);

@@ -24,9 +24,12 @@
 #include "banned.h"
 
 #define DEPTH 4			/* requests on their way at once */
-#define NAME "ireconcile-rw"	/* its name (comm), as ps and the benchmarks show it */
-/* A reconcile waits this long for the answer of its primary, then renders it here (half the
- * watchdog's first alarm by default: a worker's stall is not said to be the reconcile's program) */
+#define NAME "ireconcile-rw"	/* its name (comm: ps -o comm, top, the benchmarks) */
+#define MAX_DIGESTS (1u << 20)	/* an answer's desired objects, at most */
+#define KEEP_BUF (1u << 20)	/* a buffer grown past this is given back once empty */
+/* A reconcile waits this long at most for the answer the worker is making of its primary, then
+ * stops the worker and renders it here (half the watchdog's default first alarm, which a wait
+ * longer than --watchdog also raises) */
 #define WAIT_MS 5000
 
 /* A reply: this, then (ok) n digests, n status flags, the packed answer (len bytes) and what sync sees
@@ -103,10 +106,10 @@ static void serve(int req, int rep)
 			 * rendered there, and fails there, where it is said) */
 			struct head h = { 1, (uint32_t)m.n, 0, 0 };
 			size_t flen, vlen = 0;
-			char *full = kop_json_dump_len(kop_fn_pack(jv_copy(m.out)), &flen);
+			char *full = render_packed(m.out, &flen);
 			char *view = jv_is_valid(m.view) ? kop_json_dump_len(jv_copy(m.view), &vlen) : NULL;
 
-			if (flen > MAX_LINE || vlen > MAX_LINE || (size_t)m.n > (1u << 20)) {
+			if (flen > MAX_LINE || vlen > MAX_LINE || (size_t)m.n > MAX_DIGESTS) {
 				reply_error(&out, "an answer too large to pass on");
 			} else {
 				h.len = (uint32_t)flen;
@@ -130,9 +133,9 @@ static void serve(int req, int rep)
 		}
 		if (kop_write_all(rep, out.buf, out.len) < 0)
 			break;
-		if (in.cap > (1u << 20))
+		if (in.cap > KEEP_BUF)
 			kop_buf_release(&in);
-		if (out.cap > (1u << 20))
+		if (out.cap > KEEP_BUF)
 			kop_buf_release(&out);
 	}
 	_exit(0);	/* (nothing of the engine's to flush or free: it is the other process's) */
@@ -221,7 +224,8 @@ unsigned long worker_renders(void)
 	return R.renders;
 }
 
-/* The worker gone (why: NULL once its work is done): killed and reaped; the primaries it held are rendered here. */
+/* The worker gone (why: what went wrong, NULL once its work is done): killed and reaped; the
+ * primaries it held are rendered here. */
 static void worker_end(const char *why)
 {
 	int i;
@@ -229,7 +233,7 @@ static void worker_end(const char *why)
 	if (!R.pid)
 		return;
 	if (why)
-		log_warn("the render worker %s; rendering in this process alone", why);
+		log_warn("%s; rendering in this process alone", why);
 	else
 		log_debug("render worker done: %lu answers taken", R.renders);
 	(void)kill(R.pid, SIGKILL);
@@ -299,9 +303,9 @@ static void take(const struct head *h)
 }
 
 /* The worker's replies that have come, taken. */
-void worker_read(void)
+static void worker_read(void)
 {
-	int eof = 0;
+	char why[KOP_ERRLEN] = "";
 
 	while (R.pid) {
 		ssize_t n;
@@ -314,7 +318,10 @@ void worker_read(void)
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		eof = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+		if (n == 0)
+			snprintf(why, sizeof(why), "the render worker ended before its work was done");
+		else if (errno != EAGAIN)
+			snprintf(why, sizeof(why), "unable to read the render worker's answers: %s", strerror(errno));
 		break;
 	}
 	while (R.pid && R.in.len >= sizeof(struct head)) {
@@ -322,8 +329,8 @@ void worker_read(void)
 		size_t need;
 
 		memcpy(&h, R.in.buf, sizeof(h));
-		if (!R.nsent || h.n > (1u << 20) || h.len > MAX_LINE || h.vlen > MAX_LINE) {
-			worker_end("answered what was not asked");
+		if (!R.nsent || h.n > MAX_DIGESTS || h.len > MAX_LINE || h.vlen > MAX_LINE) {
+			worker_end("the render worker answered what was not asked");
 			return;
 		}
 		need = sizeof(h) + (h.ok ? (size_t)h.n * (KOP_JSON_DIGEST_LEN + 1) + h.vlen : 0) + h.len;
@@ -332,10 +339,10 @@ void worker_read(void)
 		take(&h);
 		kop_buf_drop(&R.in, need);
 	}
-	if (R.pid && R.in.cap > (1u << 20) && !R.in.len)
+	if (R.pid && R.in.cap > KEEP_BUF && !R.in.len)
 		kop_buf_release(&R.in);
-	if (eof && R.pid)
-		worker_end("ended before its work was done");
+	if (*why)
+		worker_end(why);
 }
 
 /* What requests wait, written as far as the pipe takes them. */
@@ -349,11 +356,15 @@ static void flush_requests(void)
 		} else if (n < 0 && errno == EAGAIN) {
 			return;	/* (the rest once it has read: worker_req_fd) */
 		} else if (!(n < 0 && errno == EINTR)) {
-			worker_end("could not be written to");
+			char why[KOP_ERRLEN];
+
+			snprintf(why, sizeof(why), "unable to write to the render worker: %s",
+				 n < 0 ? strerror(errno) : "nothing written");
+			worker_end(why);
 			return;
 		}
 	}
-	if (R.out.cap > (1u << 20))
+	if (R.out.cap > KEEP_BUF)
 		kop_buf_release(&R.out);
 }
 
@@ -367,18 +378,19 @@ static int first_pass_over(void)
 	return E.synced && (!E.qhead || (!R.nsent && !E.nahead));
 }
 
-void worker_feed(void)
+static void worker_feed(void)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
 	struct prim *p;
+	jv in;
 
 	if (R.pid && first_pass_over()) {
 		worker_stop();
 		return;
 	}
-	while (R.pid && R.nsent < DEPTH && (p = ahead_next(d))) {
+	while (R.pid && R.nsent < DEPTH && (p = ahead_next(d, &in))) {
 		size_t len;
-		char *text = kop_json_dump_len(render_input_parent(p, render_input()), &len);
+		char *text = kop_json_dump_len(render_input_parent(p, in), &len);
 		uint32_t n = (uint32_t)len;
 
 		if (len > MAX_LINE) {
@@ -407,22 +419,33 @@ void worker_tend(void)
 	worker_feed();
 }
 
-/* p's answer, sent to the worker, waited for (a reconcile of the first pass needs it). */
+/* p's answer, if the worker is making it now (the first sent, not answered yet), waited for: a
+ * reconcile of the first pass needs it. One still waiting its turn is rendered here (the worker
+ * runs at a lower priority). */
 void worker_wait(struct prim *p)
 {
 	int64_t until = kop_mono_ms() + WAIT_MS;
 
+	if (!R.nsent || strcmp(R.sent[0].pkey, p->key))
+		return;
 	while (R.pid && p->ahead == AHEAD_SENT) {
 		/* (what is not written of the requests yet is, meanwhile: p's may be among them) */
 		struct pollfd pfd[2] = { { R.rep, POLLIN, 0 }, { R.req, POLLOUT, 0 } };
 		int64_t left = until - kop_mono_ms();
 
 		if (left <= 0) {
-			worker_end("has not answered for 5 s: stopped");
+			char why[KOP_ERRLEN];
+
+			snprintf(why, sizeof(why), "the render worker has not answered for %d s: stopped",
+				 WAIT_MS / 1000);
+			worker_end(why);
 			break;
 		}
 		if (poll(pfd, R.out.len ? 2 : 1, (int)left) < 0 && errno != EINTR) {
-			worker_end("could not be waited for");
+			char why[KOP_ERRLEN];
+
+			snprintf(why, sizeof(why), "unable to wait for the render worker: %s", strerror(errno));
+			worker_end(why);
 			break;
 		}
 		flush_requests();
