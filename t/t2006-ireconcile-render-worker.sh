@@ -159,6 +159,17 @@ test_expect_success 'a render that fails in the worker is made again by the firs
 		"t1-cm t2-cm t3-cm t4-cm t6-cm t7-cm t8-cm "
 '
 
+# taken_over NAME MESSAGE: NAME.err logs MESSAGE and no answer of the worker taken, and NAME.out
+# holds the writes of the run without a worker (NAME-ref.out)
+taken_over () {
+	test_no_sanitizer_report "$1.err" &&
+	grep -q "$2" "$1.err" &&
+	test "$(worker_renders "$1.err")" = 0 &&
+	canon "$1-ref.out" >expect &&
+	canon "$1.out" >actual &&
+	test_cmp expect actual
+}
+
 # ticks PID: the CPU time of process PID, in clock ticks
 ticks () {
 	sed "s/.*) //" "/proc/$1/stat" | awk "{ print \$12 + \$13 }"
@@ -190,13 +201,8 @@ test_expect_success 'a worker killed while it renders: this process renders what
 	test_wait_for 60 ahead_here_at_least slow.err 2 &&
 	touch killed &&
 	wait &&
-	test_no_sanitizer_report slow.err &&
-	grep -q "the render worker ended before its work was done" slow.err &&
 	# (killed within its first render: nothing of it was taken)
-	test "$(worker_renders slow.err)" = 0 &&
-	canon slow-ref.out >expect &&
-	canon slow.out >actual &&
-	test_cmp expect actual
+	taken_over slow "the render worker ended before its work was done"
 '
 
 # Requests larger than the pipe holds (a spec of 200 KB each, four on their way): what is not
@@ -232,12 +238,7 @@ test_expect_success 'a worker that stalls: stopped after 5 s, this process rende
 	kill -STOP "$(worker_pid stall.err)" &&
 	touch stopped &&
 	wait &&
-	test_no_sanitizer_report stall.err &&
-	grep -q "the render worker has not answered for 5 s: stopped; rendering in this process alone" stall.err &&
-	test "$(worker_renders stall.err)" = 0 &&
-	canon stall-ref.out >expect &&
-	canon stall.out >actual &&
-	test_cmp expect actual
+	taken_over stall "the render worker has not answered for 5 s: stopped; rendering in this process alone"
 '
 
 test_done
