@@ -87,10 +87,6 @@ jv bad_request(const char *msg)
 	return ksim_status(400, "BadRequest", msg, jv_null());
 }
 
-/*
- * The 400 of a body whose metadata.name (n bytes at s: it may hold a NUL)
- * is not the one on the URL; printed as it is, as kube-apiserver's %s does.
- */
 int ns_mismatch(jv obj, const char *ns, jv *out)
 {
 	if (!str_set_and_differs(obj, "metadata.namespace", ns))
@@ -99,6 +95,10 @@ int ns_mismatch(jv obj, const char *ns, jv *out)
 	return 1;
 }
 
+/*
+ * The 400 of a body whose metadata.name (n bytes at s: it may hold a NUL)
+ * is not the one on the URL; printed as it is, as kube-apiserver's %s does.
+ */
 jv name_mismatch(const char *s, size_t n, const char *url_name)
 {
 	struct kop_buf b = KOP_BUF_INIT;

@@ -283,21 +283,12 @@ static jv untouched_take(const struct ksim_type *t, jv *obj, jv old, jv *keys)
 	jv_object_foreach(src, k, v) {
 		const char *ks = jv_string_value(k);
 		jv_kind vk = jv_get_kind(v);
-		jv ov;
 
 		*keys = jv_array_append(*keys, jv_copy(k));
-		if (!strcmp(ks, "apiVersion") || !strcmp(ks, "kind") || !strcmp(ks, "metadata") ||
-		    (vk != JV_KIND_OBJECT && vk != JV_KIND_ARRAY)) {
-			jv_free(k);
-			jv_free(v);
-			continue;
-		}
-		ov = jv_object_get(jv_copy(old), jv_copy(k));
-		if (!jv_is_valid(ov)) {
-			jv_free(ov);
-			jv_free(k);
-			jv_free(v);
-		} else if (jv_identical(ov, jv_copy(v))) {
+		/* (a member old lacks is jv_invalid() there: identical to nothing) */
+		if (strcmp(ks, "apiVersion") && strcmp(ks, "kind") && strcmp(ks, "metadata") &&
+		    (vk == JV_KIND_OBJECT || vk == JV_KIND_ARRAY) &&
+		    jv_identical(jv_object_get(jv_copy(old), jv_copy(k)), jv_copy(v))) {
 			*obj = jv_object_delete(*obj, jv_copy(k));
 			kept = jv_object_set(kept, k, v);
 		} else {
