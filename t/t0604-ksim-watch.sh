@@ -54,6 +54,43 @@ test_expect_success 'resourceVersion N replays the changes after N only' '
 	test_cmp expect actual
 '
 
+# Merge-patches configmap v's data.n: value
+setn () {
+	ksim_curl -o /dev/null -f -X PATCH -H "Content-Type: application/merge-patch+json" \
+		-d "{\"data\":{\"n\":\"$1\"}}" $CM/v
+}
+
+# Each event of configmap v in watch output $1: type, data.n, resourceVersion
+vevents () {
+	jq -r "select(.object.metadata.name == \"v\") | \"\(.type) \(.object.data.n) \(.object.metadata.resourceVersion)\"" "$1"
+}
+
+test_expect_success 'an object is sent as each version was: replayed, current, and in a later initial state' '
+	ksim_curl -o /dev/null -f -X POST -H "Content-Type: application/json" \
+		-d "{\"metadata\":{\"name\":\"v\"},\"data\":{\"n\":\"1\"}}" $CM &&
+	watch_bg w0.out "resourceVersion=0&timeoutSeconds=1" &&
+	wait &&
+	rv1=$(ksim_curl $CM/v | jq -r .metadata.resourceVersion) &&
+	echo "ADDED 1 $rv1" >expect &&
+	vevents w0.out >actual &&
+	test_cmp expect actual &&
+	setn 2 &&
+	rv2=$(ksim_curl $CM/v | jq -r .metadata.resourceVersion) &&
+	setn 3 &&
+	rv3=$(ksim_curl $CM/v | jq -r .metadata.resourceVersion) &&
+	watch_bg w1.out "resourceVersion=$rv1&timeoutSeconds=1" &&
+	wait &&
+	printf "MODIFIED 2 $rv2\nMODIFIED 3 $rv3\n" >expect &&
+	vevents w1.out >actual &&
+	test_cmp expect actual &&
+	watch_bg w2.out "resourceVersion=0&timeoutSeconds=1" &&
+	wait &&
+	echo "ADDED 3 $rv3" >expect &&
+	vevents w2.out >actual &&
+	test_cmp expect actual &&
+	ksim_curl -o /dev/null -f -X DELETE $CM/v
+'
+
 test_expect_success 'timeoutSeconds ends the stream cleanly (zero chunk)' '
 	start=$(date +%s) &&
 	ksim_curl --raw -o raw.out "$CM?watch=true&resourceVersion=0&timeoutSeconds=1" &&

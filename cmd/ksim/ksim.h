@@ -164,8 +164,8 @@ void ksim_store_each(const char *gr, const char *ns, const char *after,
 		     int (*fn)(jv obj, const char *key, void *data), void *data);
 /*
  * A stored object's compact JSON as one view of it shows it (`view` says
- * which: read.c's list answers), NULL until someone fills it; the store
- * drops it when the object changes or goes.
+ * which: read.c's list answers, watch.c's events and initial states), NULL
+ * until someone fills it; the store drops it when the object changes or goes.
  */
 struct ksim_json_cache {
 	char *json;
@@ -175,6 +175,9 @@ struct ksim_json_cache {
 /* ksim_store_each() that also hands fn the object's cache (lock held; valid until the next commit). */
 void ksim_store_each_cached(const char *gr, const char *ns, const char *after,
 			    int (*fn)(jv obj, const char *key, struct ksim_json_cache *cache, void *data), void *data);
+/* The cache of the object stored under obj's name in gr when obj (borrowed) is that
+ * object as stored now, not an older version of it; else NULL (lock held). */
+struct ksim_json_cache *ksim_store_cache_of(const char *gr, jv obj);
 size_t ksim_store_count(const char *gr, const char *ns);
 /* 1 when a stored Service has spec.clusterIP ip (an index kept by every commit). */
 int ksim_store_service_ip_used(const char *ip);

@@ -183,6 +183,14 @@ jv ksim_store_get(const char *gr, const char *ns, const char *name)
 	return o ? o->val : jv_invalid();
 }
 
+struct ksim_json_cache *ksim_store_cache_of(const char *gr, jv obj)
+{
+	struct coll *c = coll_get(gr, 0);
+	struct obj *o = c ? obj_find(c, ksim_str(obj, "metadata.namespace"), ksim_str(obj, "metadata.name"), NULL) : NULL;
+
+	return o && jv_identical(jv_copy(o->val), jv_copy(obj)) ? &o->cache : NULL;
+}
+
 struct walk {
 	const char *after;
 	int (*fn)(jv, const char *, void *);

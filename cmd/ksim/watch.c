@@ -149,15 +149,50 @@ static jv view(struct ksim_watch *w, const struct ksim_type *t, jv obj)
 	return obj;
 }
 
+/* What jv_dump writes for {"type": type, "object": obj}, obj's JSON given. */
+static void emit_text(struct ksim_watch *w, const char *type, const char *json, size_t len)
+{
+	kop_buf_addf(&w->out, "{\"type\":\"%s\",\"object\":", type);
+	kop_buf_add(&w->out, json, len);
+	kop_buf_add(&w->out, "}\n", 2);
+}
+
+/*
+ * obj (borrowed), the object stored now, as the watch w (not a Table) shows
+ * it: the stored object's cache, made unless it holds that view already.
+ * Serialized once per version of the object, for every event and initial
+ * state that sends it (a restarted client's watches list what the events
+ * sent before: lock held).
+ */
+static void stored_view(struct ksim_watch *w, const struct ksim_type *t, struct ksim_json_cache *c, jv obj)
+{
+	char key[256];
+
+	snprintf(key, sizeof(key), "%s %s", t->api_version, t->kind);
+	if (!c->json || strcmp(c->view, key)) {
+		free(c->json);
+		free(c->view);
+		c->json = ksim_dump(view(w, t, jv_copy(obj)), &c->len);
+		c->view = kop_strdup(key);
+	}
+}
+
 /*
  * An event of the ring as this watch's client sees it: emit(w, type,
  * view(w, t, ev->obj)), the same bytes, but the object is serialized once
- * for every watch that shows it the same way (lock held).
+ * for every watch that shows it the same way: in the stored object's cache
+ * while it is the version stored, else with the event (lock held).
  */
 static void emit_event(struct ksim_watch *w, const struct ksim_type *t, const char *type, struct ksim_event *ev)
 {
+	struct ksim_json_cache *c = w->table ? NULL : ksim_store_cache_of(ev->gr, ev->obj);
 	struct kop_buf key = KOP_BUF_INIT;
 
+	if (c) {
+		stored_view(w, t, c, ev->obj);
+		emit_text(w, type, c->json, c->len);
+		return;
+	}
 	if (w->table || ev->rv + KSIM_JSON_WINDOW <= ksim.rv) {
 		/* a Table, or a watch far behind: store.c keeps the JSON of the last events only */
 		emit(w, type, view(w, t, jv_copy(ev->obj)));
@@ -172,10 +207,7 @@ static void emit_event(struct ksim_watch *w, const struct ksim_type *t, const ch
 	} else {
 		kop_buf_release(&key);
 	}
-	/* what jv_dump writes for {"type": type, "object": obj} */
-	kop_buf_addf(&w->out, "{\"type\":\"%s\",\"object\":", type);
-	kop_buf_add(&w->out, ev->json, ev->json_len);
-	kop_buf_add(&w->out, "}\n", 2);
+	emit_text(w, type, ev->json, ev->json_len);
 }
 
 static void emit_error(struct ksim_watch *w, const char *msg)
@@ -231,8 +263,18 @@ static void send_initial(struct ksim_watch *w, const struct ksim_type *t)
 {
 	int n = jv_array_length(jv_copy(w->initial));
 
-	while (w->initial_next < n && w->out.len < 256 * 1024)
-		emit(w, "ADDED", view(w, t, jv_array_get(jv_copy(w->initial), w->initial_next++)));
+	while (w->initial_next < n && w->out.len < 256 * 1024) {
+		jv obj = jv_array_get(jv_copy(w->initial), w->initial_next++);
+		struct ksim_json_cache *c = w->table ? NULL : ksim_store_cache_of(t->gr, obj);
+
+		if (c) {
+			stored_view(w, t, c, obj);
+			emit_text(w, "ADDED", c->json, c->len);
+			jv_free(obj);
+		} else {
+			emit(w, "ADDED", view(w, t, obj));	/* (changed since the watch began) */
+		}
+	}
 	if (w->initial_next >= n) {
 		jv_free(w->initial);
 		w->initial = jv_null();
