@@ -595,6 +595,35 @@ void ahead_drop(void)
 }
 
 /*
+ * Every primary queued for the first pass (the initial state is in, the
+ * notes ahead_drop left), in the order that lets the render worker keep
+ * ahead of it: those rendered already, those the worker is making, then
+ * those noted, in the order the worker takes them (ahead_next). A
+ * reconcile of the pass then finds its answer made, rather than make it
+ * here (this process's own work in the pass is about as long as the
+ * worker's render of the same primary).
+ */
+void first_pass_enqueue(void)
+{
+	size_t it = 0, i;
+	void *v;
+
+	while (kop_hmap_next(&E.prims, &it, NULL, &v))
+		if (((struct prim *)v)->obj && !((struct prim *)v)->ahead)
+			enqueue(v);
+	for (it = 0; kop_hmap_next(&E.prims, &it, NULL, &v);)
+		if (((struct prim *)v)->obj && ((struct prim *)v)->ahead == AHEAD_SENT)
+			enqueue(v);
+	for (i = E.nahead; i-- > 0;) {
+		struct prim *p = prim_get(E.ahead[i], 0);
+
+		if (p && p->obj)
+			enqueue(p);
+	}
+	enqueue_all();	/* (none should be left) */
+}
+
+/*
  * The next primary noted (its note taken, the latest first) whose answer is
  * still to be made from what is in the view now: its render key in d, the
  * render program's input but its .parent in *in (render_input: the

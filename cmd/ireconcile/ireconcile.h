@@ -440,6 +440,7 @@ void render_ahead(struct prim *p);
 void render_ahead_all(void);
 __attribute__((noinline)) int prerender(void);
 void ahead_drop(void);
+void first_pass_enqueue(void);
 void ahead_free(void);
 struct prim *ahead_next(unsigned char d[KOP_JSON_DIGEST_LEN], jv *in);
 jv build_pending(struct prim *p, struct rctx *ctx, int64_t now);

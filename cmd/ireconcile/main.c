@@ -138,10 +138,12 @@ static void run(const char *feedback, int once)
 		}
 		if (in.eof && (!E.synced || E.shard_wait)) {
 			/* a recorded file: its end ends the initial state (and the lists of ranges added) */
-			if (!E.synced)
-				enqueue_all();
+			int first = !E.synced;
+
 			E.synced = 1;
 			ahead_drop();
+			if (first)
+				first_pass_enqueue();
 			shard_synced(in.lineno);
 		}
 		if (E.synced)

@@ -593,7 +593,7 @@ void handle_event(jv ev, size_t lineno)
 				log_debug("line %zu: initial events end: reconciling every primary", lineno);
 				E.synced = 1;
 				ahead_drop();
-				enqueue_all();
+				first_pass_enqueue();
 			}
 			shard_synced(lineno);
 		}
