@@ -111,7 +111,9 @@ struct ksim_event {
 	/*
 	 * Ring entries only (watch.c, lock held): obj as a watch that is not a
 	 * Table shows it, compact JSON, made once for every such watch of
-	 * view_key ("apiVersion kind"); NULL until a watch needs it.
+	 * view_key ("apiVersion kind") once obj is no longer the version stored
+	 * (until then the stored object's cache holds it); NULL until a watch
+	 * needs it.
 	 */
 	char *json;
 	size_t json_len;

@@ -166,14 +166,16 @@ static void emit_text(struct ksim_watch *w, const char *type, const char *json, 
  */
 static void stored_view(struct ksim_watch *w, const struct ksim_type *t, struct ksim_json_cache *c, jv obj)
 {
-	char key[256];
+	struct kop_buf key = KOP_BUF_INIT;
 
-	snprintf(key, sizeof(key), "%s %s", t->api_version, t->kind);
-	if (!c->json || strcmp(c->view, key)) {
+	kop_buf_addf(&key, "%s %s", t->api_version, t->kind);
+	if (!c->json || strcmp(c->view, key.buf)) {
 		free(c->json);
 		free(c->view);
 		c->json = ksim_dump(view(w, t, jv_copy(obj)), &c->len);
-		c->view = kop_strdup(key);
+		c->view = kop_buf_detach(&key, NULL);
+	} else {
+		kop_buf_release(&key);
 	}
 }
 
