@@ -595,32 +595,47 @@ void ahead_drop(void)
 }
 
 /*
- * Every primary queued for the first pass (the initial state is in, the
- * notes ahead_drop left), in the order that lets the render worker keep
- * ahead of it: those rendered already, those the worker is making, then
- * those noted, in the order the worker takes them (ahead_next). A
- * reconcile of the pass then finds its answer made, rather than make it
- * here (this process's own work in the pass is about as long as the
- * worker's render of the same primary).
+ * Called as the first pass begins (the initial state in, after ahead_drop):
+ * the queue, which the lists filled in the order they came, put in the
+ * order in which the render worker makes the answers, so that the pass
+ * finds each made rather than make it here. First those neither noted nor
+ * sent (rendered already, or to be rendered in the pass: a render the
+ * worker failed or was not given), while the worker goes on; then those
+ * it holds, in the order it answers them; then those noted, in the order
+ * it takes them (ahead_next); then the rest as they were (primaries known
+ * from their children alone). The pass's own work on a primary takes longer
+ * than the worker's render of it: it seldom waits for one (worker_wait).
+ * Without a worker, the queue is left as it is.
  */
 void first_pass_enqueue(void)
 {
-	size_t it = 0, i;
-	void *v;
+	struct prim **was, *p;
+	size_t n = 0, i;
 
-	while (kop_hmap_next(&E.prims, &it, NULL, &v))
-		if (((struct prim *)v)->obj && !((struct prim *)v)->ahead)
-			enqueue(v);
-	for (it = 0; kop_hmap_next(&E.prims, &it, NULL, &v);)
-		if (((struct prim *)v)->obj && ((struct prim *)v)->ahead == AHEAD_SENT)
-			enqueue(v);
-	for (i = E.nahead; i-- > 0;) {
-		struct prim *p = prim_get(E.ahead[i], 0);
-
-		if (p && p->obj)
-			enqueue(p);
+	if (worker_fd() < 0) {
+		enqueue_all();
+		return;
 	}
-	enqueue_all();	/* (none should be left) */
+	was = kop_calloc(E.qlen ? E.qlen : 1, sizeof(*was));
+	while ((p = E.qhead)) {
+		E.qhead = p->qnext;
+		p->qnext = NULL;
+		p->queued = 0;
+		was[n++] = p;
+	}
+	E.qtail = NULL;
+	E.qlen = 0;
+	for (i = 0; i < n; i++)
+		if (was[i]->obj && !was[i]->ahead)
+			enqueue(was[i]);
+	worker_enqueue_sent();
+	for (i = E.nahead; i-- > 0;)
+		if ((p = prim_get(E.ahead[i], 0)) && p->obj && p->ahead == AHEAD_NOTED)
+			enqueue(p);
+	for (i = 0; i < n; i++)
+		enqueue(was[i]);
+	free(was);
+	enqueue_all();	/* (any primary the lists did not queue) */
 }
 
 /*

@@ -450,6 +450,7 @@ void worker_start(void);
 int worker_fd(void);
 int worker_req_fd(void);
 void worker_wait(struct prim *p);
+void worker_enqueue_sent(void);
 void worker_tend(void);
 void worker_stop(void);
 unsigned long worker_renders(void);

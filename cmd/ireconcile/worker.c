@@ -27,10 +27,11 @@
 #define NAME "ireconcile-rw"	/* its name (comm: ps -o comm, top, the benchmarks) */
 #define MAX_DIGESTS (1u << 20)	/* an answer's desired objects, at most */
 #define KEEP_BUF (1u << 20)	/* a buffer grown past this is given back once empty */
-/* A reconcile waits this long at most for the answer the worker is making of its primary, then
- * stops the worker and renders it here (half the watchdog's default first alarm, which a wait
- * longer than --watchdog also raises) */
-#define WAIT_MS 5000
+/* A reconcile of the first pass waits this long at most for the answer the worker is making of
+ * its primary (a render takes milliseconds); then it renders it here, and the rest of the pass
+ * renders without waiting: the worker runs at nice 10, and on a busy machine, or stalled, it
+ * would set the pace of a pass that waits for it. */
+#define SLOW_MS 250
 
 /* A reply: this, then (ok) n digests, n status flags, the packed answer (len bytes) and what sync sees
  * of it (vlen bytes; 0: the answer itself), or (not ok) the error message (len bytes). */
@@ -48,6 +49,7 @@ static struct {
 		unsigned char d[KOP_JSON_DIGEST_LEN];	/* the render key it was sent under */
 	} sent[DEPTH];		/* answered in order: sent[0] first */
 	int nsent;
+	int slow;		/* it kept a reconcile waiting SLOW_MS: none waits for it any more */
 	unsigned long renders;	/* answers taken */
 } R = { .req = -1, .rep = -1 };
 
@@ -410,6 +412,19 @@ static void worker_feed(void)
 		worker_stop();
 }
 
+/* The primaries the worker holds queued, in the order it answers them (first_pass_enqueue). */
+void worker_enqueue_sent(void)
+{
+	int i;
+
+	for (i = 0; i < R.nsent; i++) {
+		struct prim *p = prim_get(R.sent[i].pkey, 0);
+
+		if (p && p->obj && p->ahead == AHEAD_SENT)
+			enqueue(p);
+	}
+}
+
 /* Between the reconciles of a pass, and the reads of a burst of input: its answers taken, and more sent. */
 void worker_tend(void)
 {
@@ -421,12 +436,12 @@ void worker_tend(void)
 
 /* p's answer, if the worker is making it now (the first sent, not answered yet), waited for: a
  * reconcile of the first pass needs it. One still waiting its turn is rendered here (the worker
- * runs at a lower priority). */
+ * runs at a lower priority), and so is p after SLOW_MS. */
 void worker_wait(struct prim *p)
 {
-	int64_t until = kop_mono_ms() + WAIT_MS;
+	int64_t until = kop_mono_ms() + SLOW_MS;
 
-	if (!R.nsent || strcmp(R.sent[0].pkey, p->key))
+	if (R.slow || !R.nsent || strcmp(R.sent[0].pkey, p->key))
 		return;
 	while (R.pid && p->ahead == AHEAD_SENT) {
 		/* (what is not written of the requests yet is, meanwhile: p's may be among them) */
@@ -434,11 +449,9 @@ void worker_wait(struct prim *p)
 		int64_t left = until - kop_mono_ms();
 
 		if (left <= 0) {
-			char why[KOP_ERRLEN];
-
-			snprintf(why, sizeof(why), "the render worker has not answered for %d s: stopped",
-				 WAIT_MS / 1000);
-			worker_end(why);
+			R.slow = 1;
+			log_info("the render worker has not answered for %d ms: the first pass renders "
+				 "without waiting for it", SLOW_MS);
 			break;
 		}
 		if (poll(pfd, R.out.len ? 2 : 1, (int)left) < 0 && errno != EINTR) {
