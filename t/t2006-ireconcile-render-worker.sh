@@ -238,8 +238,23 @@ test_expect_success 'a worker that stalls: after 250 ms this process renders wha
 	kill -STOP "$(worker_pid stall.err)" &&
 	touch stopped &&
 	wait &&
-	taken_over stall "the render worker has not answered for 250 ms: the first pass renders without waiting for it" &&
-	test "$(grep -c "has not answered" stall.err)" = 1
+	taken_over stall "the first pass has waited 250 ms for the render worker: it renders without waiting for it from now on" &&
+	test "$(grep -c "has waited 250 ms" stall.err)" = 1
+'
+
+# A worker slower than the first pass (each render some 0.15 s, and none made ahead): the pass
+# waits for its answers 250 ms in all, not for each, then renders the rest here.
+test_expect_success 'a slow worker: the first pass waits 250 ms for it in all, then renders the rest here' '
+	things 8 0 medium >medium.jsonl &&
+	ireconcile -v --once --no-render-worker --now $NOW "$FIXTURES/colors" <medium.jsonl \
+		>medium-ref.out 2>medium-ref.err &&
+	ireconcile -v --once --now $NOW "$FIXTURES/colors" <medium.jsonl >medium.out 2>medium.err &&
+	test_no_sanitizer_report medium.err &&
+	test "$(grep -c "has waited 250 ms for the render worker" medium.err)" = 1 &&
+	test "$(worker_renders medium.err)" -lt 8 &&
+	canon medium-ref.out >expect &&
+	canon medium.out >actual &&
+	test_cmp expect actual
 '
 
 test_done

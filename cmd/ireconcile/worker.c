@@ -27,10 +27,10 @@
 #define NAME "ireconcile-rw"	/* its name (comm: ps -o comm, top, the benchmarks) */
 #define MAX_DIGESTS (1u << 20)	/* an answer's desired objects, at most */
 #define KEEP_BUF (1u << 20)	/* a buffer grown past this is given back once empty */
-/* A reconcile of the first pass waits this long at most for the answer the worker is making of
- * its primary (a render takes milliseconds); then it renders it here, and the rest of the pass
- * renders without waiting: the worker runs at nice 10, and on a busy machine, or stalled, it
- * would set the pace of a pass that waits for it. */
+/* The reconciles of the first pass wait this long in all for the answers the worker is making
+ * (a render takes milliseconds, and the pass seldom catches up with the worker); then the rest
+ * of the pass renders here without waiting, and the worker is given nothing more: it runs at
+ * nice 10, and on a busy machine, or stalled, it would set the pace of a pass that waits for it. */
 #define SLOW_MS 250
 
 /* A reply: this, then (ok) n digests, n status flags, the packed answer (len bytes) and what sync sees
@@ -49,7 +49,8 @@ static struct {
 		unsigned char d[KOP_JSON_DIGEST_LEN];	/* the render key it was sent under */
 	} sent[DEPTH];		/* answered in order: sent[0] first */
 	int nsent;
-	int slow;		/* it kept a reconcile waiting SLOW_MS: none waits for it any more */
+	int64_t waited;		/* ms the first pass waited for its answers */
+	int slow;		/* SLOW_MS waited: none waits for it any more, nor is it given more */
 	unsigned long renders;	/* answers taken */
 } R = { .req = -1, .rep = -1 };
 
@@ -377,7 +378,7 @@ static void flush_requests(void)
  */
 static int first_pass_over(void)
 {
-	return E.synced && (!E.qhead || (!R.nsent && !E.nahead));
+	return E.synced && (!E.qhead || (!R.nsent && (!E.nahead || R.slow)));
 }
 
 static void worker_feed(void)
@@ -390,7 +391,7 @@ static void worker_feed(void)
 		worker_stop();
 		return;
 	}
-	while (R.pid && R.nsent < DEPTH && (p = ahead_next(d, &in))) {
+	while (R.pid && !R.slow && R.nsent < DEPTH && (p = ahead_next(d, &in))) {
 		size_t len;
 		char *text = kop_json_dump_len(render_input_parent(p, in), &len);
 		uint32_t n = (uint32_t)len;
@@ -436,10 +437,10 @@ void worker_tend(void)
 
 /* p's answer, if the worker is making it now (the first sent, not answered yet), waited for: a
  * reconcile of the first pass needs it. One still waiting its turn is rendered here (the worker
- * runs at a lower priority), and so is p after SLOW_MS. */
+ * runs at a lower priority), and so is p once the pass has waited SLOW_MS in all. */
 void worker_wait(struct prim *p)
 {
-	int64_t until = kop_mono_ms() + SLOW_MS;
+	int64_t start = kop_mono_ms(), until = start + SLOW_MS - R.waited;
 
 	if (R.slow || !R.nsent || strcmp(R.sent[0].pkey, p->key))
 		return;
@@ -450,8 +451,8 @@ void worker_wait(struct prim *p)
 
 		if (left <= 0) {
 			R.slow = 1;
-			log_info("the render worker has not answered for %d ms: the first pass renders "
-				 "without waiting for it", SLOW_MS);
+			log_info("the first pass has waited %d ms for the render worker: it renders without "
+				 "waiting for it from now on", SLOW_MS);
 			break;
 		}
 		if (poll(pfd, R.out.len ? 2 : 1, (int)left) < 0 && errno != EINTR) {
@@ -464,4 +465,5 @@ void worker_wait(struct prim *p)
 		flush_requests();
 		worker_read();
 	}
+	R.waited += kop_mono_ms() - start;
 }
