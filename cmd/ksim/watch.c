@@ -179,6 +179,19 @@ static void stored_view(struct ksim_watch *w, const struct ksim_type *t, struct 
 	}
 }
 
+/* obj (borrowed) sent as an event of type from the stored object's cache: 1 when obj is the
+ * version stored and w not a Table; else 0, nothing sent (lock held). */
+static int emit_stored(struct ksim_watch *w, const struct ksim_type *t, const char *gr, const char *type, jv obj)
+{
+	struct ksim_json_cache *c = w->table ? NULL : ksim_store_cache_of(gr, obj);
+
+	if (!c)
+		return 0;
+	stored_view(w, t, c, obj);
+	emit_text(w, type, c->json, c->len);
+	return 1;
+}
+
 /*
  * An event of the ring as this watch's client sees it: emit(w, type,
  * view(w, t, ev->obj)), the same bytes, but the object is serialized once
@@ -187,14 +200,10 @@ static void stored_view(struct ksim_watch *w, const struct ksim_type *t, struct 
  */
 static void emit_event(struct ksim_watch *w, const struct ksim_type *t, const char *type, struct ksim_event *ev)
 {
-	struct ksim_json_cache *c = w->table ? NULL : ksim_store_cache_of(ev->gr, ev->obj);
 	struct kop_buf key = KOP_BUF_INIT;
 
-	if (c) {
-		stored_view(w, t, c, ev->obj);
-		emit_text(w, type, c->json, c->len);
+	if (emit_stored(w, t, ev->gr, type, ev->obj))
 		return;
-	}
 	if (w->table || ev->rv + KSIM_JSON_WINDOW <= ksim.rv) {
 		/* a Table, or a watch far behind: store.c keeps the JSON of the last events only */
 		emit(w, type, view(w, t, jv_copy(ev->obj)));
@@ -267,15 +276,11 @@ static void send_initial(struct ksim_watch *w, const struct ksim_type *t)
 
 	while (w->initial_next < n && w->out.len < 256 * 1024) {
 		jv obj = jv_array_get(jv_copy(w->initial), w->initial_next++);
-		struct ksim_json_cache *c = w->table ? NULL : ksim_store_cache_of(t->gr, obj);
 
-		if (c) {
-			stored_view(w, t, c, obj);
-			emit_text(w, "ADDED", c->json, c->len);
+		if (emit_stored(w, t, t->gr, "ADDED", obj))
 			jv_free(obj);
-		} else {
-			emit(w, "ADDED", view(w, t, obj));	/* (changed since the watch began) */
-		}
+		else
+			emit(w, "ADDED", view(w, t, obj));	/* (a Table, or changed since the watch began) */
 	}
 	if (w->initial_next >= n) {
 		jv_free(w->initial);
