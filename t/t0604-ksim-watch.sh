@@ -128,12 +128,13 @@ test_expect_success 'sendInitialEvents without resourceVersionMatch=NotOlderThan
 	jq -e ".message | contains(\"sendInitialEvents is forbidden for list\")" out.json
 '
 
-test_expect_success 'a label selector turns relabelings into ADDED and DELETED' '
+test_expect_success 'a label selector turns relabelings into ADDED and DELETED (the object as it was)' '
 	mkcm sel "{\"tier\":\"front\"}" &&
 	rv=$(ksim_curl $CM/sel | jq -r .metadata.resourceVersion) &&
 	watch_bg w.out "resourceVersion=$rv&labelSelector=tier%3Dfront&timeoutSeconds=3" &&
 	sleep 0.3 &&
-	ksim_curl -o /dev/null -X PATCH -H "Content-Type: application/merge-patch+json" -d "{\"metadata\":{\"labels\":{\"tier\":\"back\"}}}" $CM/sel &&
+	left=$(ksim_curl -X PATCH -H "Content-Type: application/merge-patch+json" -d "{\"metadata\":{\"labels\":{\"tier\":\"back\"}}}" $CM/sel |
+		jq -r .metadata.resourceVersion) &&
 	ksim_curl -o /dev/null -X PATCH -H "Content-Type: application/merge-patch+json" -d "{\"data\":{\"x\":\"1\"}}" $CM/sel &&
 	ksim_curl -o /dev/null -X PATCH -H "Content-Type: application/merge-patch+json" -d "{\"metadata\":{\"labels\":{\"tier\":\"front\"}}}" $CM/sel &&
 	ksim_curl -o /dev/null -X PATCH -H "Content-Type: application/merge-patch+json" -d "{\"data\":{\"x\":\"2\"}}" $CM/sel &&
@@ -141,6 +142,9 @@ test_expect_success 'a label selector turns relabelings into ADDED and DELETED' 
 	wait &&
 	events w.out >actual &&
 	printf "DELETED sel\nADDED sel\nMODIFIED sel\n" >expect &&
+	test_cmp expect actual &&
+	jq -r "select(.type == \"DELETED\") | \"\(.object.metadata.labels.tier) \(.object.metadata.resourceVersion)\"" w.out >actual &&
+	echo "front $left" >expect &&
 	test_cmp expect actual
 '
 

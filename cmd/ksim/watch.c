@@ -221,6 +221,21 @@ static void emit_event(struct ksim_watch *w, const struct ksim_type *t, const ch
 	emit_text(w, type, ev->json, ev->json_len);
 }
 
+/*
+ * A change that takes the object out of what w selects: DELETED with the
+ * object as it was, at the change's resourceVersion, as kube-apiserver's
+ * watch cache sends it (cacheWatcher.convertToWatchEvent; lock held).
+ */
+static void emit_left(struct ksim_watch *w, const struct ksim_type *t, struct ksim_event *ev)
+{
+	char rv[32];
+
+	snprintf(rv, sizeof(rv), "%llu", (unsigned long long)ev->rv);
+	emit(w, "DELETED", view(w, t, jv_setpath(jv_copy(ev->old), JV_ARRAY(jv_string("metadata"),
+									    jv_string("resourceVersion")),
+						  jv_string(rv))));
+}
+
 static void emit_error(struct ksim_watch *w, const char *msg)
 {
 	emit(w, "ERROR", ksim_status(410, "Expired", msg, jv_null()));
@@ -544,7 +559,7 @@ static void drain(struct ksim_watch *w, const struct ksim_type *t)
 			else if (mn)
 				emit_event(w, t, "ADDED", ev);
 			else if (mo)
-				emit_event(w, t, "DELETED", ev);
+				emit_left(w, t, ev);
 			break;
 		case KSIM_DELETED:
 			if (matches(w, t, ev->obj))
