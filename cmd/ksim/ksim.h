@@ -102,6 +102,18 @@ void ksim_types_crd_changed(jv crd, int deleted);
 enum ksim_event_type { KSIM_ADDED, KSIM_MODIFIED, KSIM_DELETED };
 extern const char *const ksim_event_names[];
 
+/*
+ * An object's compact JSON as one view of it shows it (`view` says which:
+ * read.c's list answers, watch.c's events and initial states), NULL until
+ * someone fills it: a stored object's (the store drops it when the object
+ * changes or goes), or a ring event's.
+ */
+struct ksim_json_cache {
+	char *json;
+	size_t len;
+	char *view;
+};
+
 struct ksim_event {
 	uint64_t rv;		/* the write's resourceVersion */
 	enum ksim_event_type type;
@@ -110,14 +122,11 @@ struct ksim_event {
 	jv old;			/* previous state, or null on ADDED */
 	/*
 	 * Ring entries only (watch.c, lock held): obj as a watch that is not a
-	 * Table shows it, compact JSON, made once for every such watch of
-	 * view_key ("apiVersion kind") once obj is no longer the version stored
-	 * (until then the stored object's cache holds it); NULL until a watch
-	 * needs it.
+	 * Table shows it, made once for every such watch of that view
+	 * ("apiVersion kind") once obj is no longer the version stored (until
+	 * then the stored object's cache holds it).
 	 */
-	char *json;
-	size_t json_len;
-	char *view_key;
+	struct ksim_json_cache text;
 };
 /* Events whose json is kept: the last KSIM_JSON_WINDOW (store.c drops older ones, watch.c makes no more). */
 #define KSIM_JSON_WINDOW 4096
@@ -164,16 +173,6 @@ jv ksim_store_get(const char *gr, const char *ns, const char *name);
  */
 void ksim_store_each(const char *gr, const char *ns, const char *after,
 		     int (*fn)(jv obj, const char *key, void *data), void *data);
-/*
- * A stored object's compact JSON as one view of it shows it (`view` says
- * which: read.c's list answers, watch.c's events and initial states), NULL
- * until someone fills it; the store drops it when the object changes or goes.
- */
-struct ksim_json_cache {
-	char *json;
-	size_t len;
-	char *view;
-};
 /* ksim_store_each() that also hands fn the object's cache (lock held; valid until the next commit). */
 void ksim_store_each_cached(const char *gr, const char *ns, const char *after,
 			    int (*fn)(jv obj, const char *key, struct ksim_json_cache *cache, void *data), void *data);

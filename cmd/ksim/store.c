@@ -354,8 +354,7 @@ static jv set_rv(jv obj, uint64_t rv)
 void ksim_event_release(struct ksim_event *ev)
 {
 	free(ev->gr);
-	free(ev->json);
-	free(ev->view_key);
+	cache_drop(&ev->text);
 	jv_free(ev->obj);
 	jv_free(ev->old);
 	memset(ev, 0, sizeof(*ev));
@@ -429,12 +428,7 @@ jv ksim_store_commit(const char *gr, jv old, jv obj)
 		ksim_event_release(ev);
 	/* watch.c's serialized objects are kept for the last KSIM_JSON_WINDOW events only (memory) */
 	if (rv > KSIM_JSON_WINDOW && ksim.history > KSIM_JSON_WINDOW) {
-		struct ksim_event *stale = &ksim.ring[(rv - KSIM_JSON_WINDOW) % ksim.history];
-
-		free(stale->json);
-		free(stale->view_key);
-		stale->json = stale->view_key = NULL;
-		stale->json_len = 0;
+		cache_drop(&ksim.ring[(rv - KSIM_JSON_WINDOW) % ksim.history].text);
 	}
 	ev->rv = rv;
 	ev->type = type;
@@ -486,8 +480,7 @@ int ksim_next_event(uint64_t *cursor, long timeout_ms, struct ksim_event *out)
 		out->gr = kop_strdup(ev->gr);
 		out->obj = ksim_deep_copy(jv_copy(ev->obj));
 		out->old = ksim_deep_copy(jv_copy(ev->old));
-		out->json = out->view_key = NULL;
-		out->json_len = 0;
+		memset(&out->text, 0, sizeof(out->text));
 	}
 	ksim_unlock();
 	return r;

@@ -158,13 +158,12 @@ static void emit_text(struct ksim_watch *w, const char *type, const char *json, 
 }
 
 /*
- * obj (borrowed), the object stored now, as the watch w (not a Table) shows
- * it: the stored object's cache, made unless it holds that view already.
- * Serialized once per version of the object, for every event and initial
- * state that sends it (a restarted client's watches list what the events
- * sent before: lock held).
+ * c, obj's (borrowed) JSON, as the watch w (not a Table) shows it: made
+ * unless c holds that view already. Serialized once per version of the
+ * object, for every event and initial state that sends it (a restarted
+ * client's watches list what the events sent before: lock held).
  */
-static void stored_view(struct ksim_watch *w, const struct ksim_type *t, struct ksim_json_cache *c, jv obj)
+static void cached_view(struct ksim_watch *w, const struct ksim_type *t, struct ksim_json_cache *c, jv obj)
 {
 	struct kop_buf key = KOP_BUF_INIT;
 
@@ -187,7 +186,7 @@ static int emit_stored(struct ksim_watch *w, const struct ksim_type *t, const ch
 
 	if (!c)
 		return 0;
-	stored_view(w, t, c, obj);
+	cached_view(w, t, c, obj);
 	emit_text(w, type, c->json, c->len);
 	return 1;
 }
@@ -200,8 +199,6 @@ static int emit_stored(struct ksim_watch *w, const struct ksim_type *t, const ch
  */
 static void emit_event(struct ksim_watch *w, const struct ksim_type *t, const char *type, struct ksim_event *ev)
 {
-	struct kop_buf key = KOP_BUF_INIT;
-
 	if (emit_stored(w, t, ev->gr, type, ev->obj))
 		return;
 	if (w->table || ev->rv + KSIM_JSON_WINDOW <= ksim.rv) {
@@ -209,16 +206,8 @@ static void emit_event(struct ksim_watch *w, const struct ksim_type *t, const ch
 		emit(w, type, view(w, t, jv_copy(ev->obj)));
 		return;
 	}
-	kop_buf_addf(&key, "%s %s", t->api_version, t->kind);
-	if (!ev->json || strcmp(ev->view_key, key.buf)) {
-		free(ev->json);
-		free(ev->view_key);
-		ev->json = ksim_dump(view(w, t, jv_copy(ev->obj)), &ev->json_len);
-		ev->view_key = kop_buf_detach(&key, NULL);
-	} else {
-		kop_buf_release(&key);
-	}
-	emit_text(w, type, ev->json, ev->json_len);
+	cached_view(w, t, &ev->text, ev->obj);
+	emit_text(w, type, ev->text.json, ev->text.len);
 }
 
 /*
