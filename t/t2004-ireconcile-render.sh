@@ -33,18 +33,21 @@ s1_0_applied_alike () {
 	test_cmp first second
 }
 
-# The events come in four paced steps, each its own reconcile: the Thing,
+# The events come in five paced steps, each its own reconcile: the Thing,
 # its ConfigMap appearing, a status-only change (someone else's: ours
-# coming back would reconcile nothing), then a spec change. Each
-# step is sent once the one before is reconciled. (Here and below,
+# coming back would reconcile nothing), a spec change, then a label added
+# (the render program gets the metadata too). Each step is sent once the
+# one before is reconciled. (Here and below,
 # --status-interval 0 writes each step's status in its own reconcile, which
 # the tests count; t2104 tests the interval.)
 test_expect_success 'the render answer is reused until the spec changes' '
+	jq -c ".object.metadata.resourceVersion = \"14\" | .object.metadata.labels = {tier: \"gold\"}" \
+		"$FIXTURES/04-spec.jsonl" >05-label.jsonl &&
 	mkfifo things.fifo &&
 	# Braces: without them "mkfifo && (...) &" sends mkfifo to the background
 	# too, and the reader below could open things.fifo before it exists.
-	{ ( n=0; for f in 01-thing 02-child 03-status 04-spec; do
-		cat "$FIXTURES/$f.jsonl"; n=$((n + 1)); wait_reconciles things.err $n
+	{ ( n=0; for f in "$FIXTURES/01-thing" "$FIXTURES/02-child" "$FIXTURES/03-status" "$FIXTURES/04-spec" 05-label; do
+		cat "$f.jsonl"; n=$((n + 1)); wait_reconciles things.err $n
 	  done ) >things.fifo & } &&
 	test_ireconcile_fifo things --now 2026-11-22T10:00:00Z --status-interval 0 --no-render-worker "$FIXTURES/things" &&
 	test_reconciled things.err renderCached applies statuses >actual &&
@@ -53,6 +56,7 @@ test_expect_success 'the render answer is reused until the spec changes' '
 	[true,0,1]
 	[true,0,1]
 	[false,1,0]
+	[false,0,0]
 	EOT
 	test_cmp expect actual &&
 	jq -r "select(.op == \"apply\") | .object.data | \"\(.color) \(.sum)\"" things.out >actual &&

@@ -29,6 +29,43 @@ jv render_parent(jv parent)
 	return parent;
 }
 
+/*
+ * p->pdig, the digest of render_parent(obj), for the primary's object as it
+ * arrived (obj borrowed; text, tlen bytes, its JSON as it came). Its events
+ * are mostly our statuses landing, which leave that part alone, and an
+ * IoTService's spec is 13 KB: a walk of it for the digest was a quarter of
+ * such an event's cost. So the text of what it covers (the text without the
+ * members render_parent drops) is digested as bytes, and the walk made only
+ * when those bytes changed: equal texts are equal values. A text the scan
+ * cannot cut is walked each time.
+ */
+void render_parent_digest(struct prim *p, jv obj, const char *text, size_t tlen)
+{
+	static jv dropped;
+	struct kop_buf b = KOP_BUF_INIT;
+	unsigned char raw[KOP_JSON_DIGEST_LEN];
+	jv rp;
+
+	if (!jv_is_valid(dropped))
+		dropped = JV_ARRAY(JV_ARRAY(jv_string("metadata"), jv_string("resourceVersion")),
+				   JV_ARRAY(jv_string("metadata"), jv_string("finalizers")),
+				   JV_ARRAY(jv_string("metadata"), jv_string("managedFields")), JV_ARRAY(jv_string("status")));
+	if (text && kop_json_cut(text, tlen, dropped, &b) == 0) {
+		kop_sha256(b.buf, b.len, raw);
+		kop_buf_release(&b);
+		if (p->praw_ok && !memcmp(raw, p->praw, sizeof(raw)))
+			return;
+		memcpy(p->praw, raw, sizeof(raw));
+		p->praw_ok = 1;
+	} else {
+		kop_buf_release(&b);
+		p->praw_ok = 0;
+	}
+	rp = render_parent(jv_copy(obj));
+	kop_json_digest(rp, p->pdig);
+	jv_free(rp);
+}
+
 /* The render answer (consumed) with each desired object projected by its
  * kind's `project`; jv_invalid() when no object changed. */
 static jv render_view(jv out)

@@ -127,6 +127,8 @@ struct prim {
 	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"[,ERROR_TAG]} */
 	unsigned char *agg;		/* one flag per aggregate */
 	unsigned char pdig[KOP_JSON_DIGEST_LEN];	/* of render_parent(the object), as it arrived */
+	unsigned char praw[KOP_JSON_DIGEST_LEN];	/* of the text pdig was made from (praw_ok: made) */
+	int praw_ok;
 	/* What its program saw of it at its last reconcile, when that ran
 	 * through (seen_ok): an event of it that leaves this alike reconciles
 	 * nothing (seen_alike). */
@@ -426,6 +428,7 @@ struct rmade {
 	unsigned char *stat;	/* which of them have a status */
 };
 jv render_parent(jv parent);
+void render_parent_digest(struct prim *p, jv obj, const char *text, size_t tlen);
 jv render_input(void);
 jv render_input_parent(struct prim *p, jv in);
 int render_make(jv in, struct rmade *m, int64_t *us_jq, int64_t *us_fn, char *err);

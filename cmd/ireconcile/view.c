@@ -471,7 +471,6 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
 	}
 	store_text(o, obj, text, tlen, tdig_made);
-	free(text);
 	set_meta(o, rv ? rv : "", name, ns ? ns : "", meta(obj, "uid") ? meta(obj, "uid") : "",
 		 owner_set ? new_owner : obj_owner_uid(o));
 	free(new_owner);
@@ -493,12 +492,8 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 			tool_metric_set("ireconcile_primaries", NULL, (double)E.nseen);
 		}
 		p->obj = o;
-		if (E.prog.render) {
-			jv rp = render_parent(jv_copy(obj));
-
-			kop_json_digest(rp, p->pdig);
-			jv_free(rp);
-		}
+		if (E.prog.render)
+			render_parent_digest(p, obj, text, tlen);
 		update_aggs_seen(p, obj, kop_mono_ms());
 		render_ahead(p);
 		if (p->queued || !seen_alike(p, obj, kop_mono_ms()))
@@ -526,6 +521,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		else if (!unseen && (!fresh || !flight_landed(o)))
 			enqueue(o->prim);
 	}
+	free(text);
 	jv_free(obj);
 }
 
