@@ -50,6 +50,11 @@ jv ssa_fs_value(struct walk *w, jv v, int mode);
 jv ssa_list_index(enum lt t, jv entry, jv list);
 void ssa_fs_diff(struct walk *w, jv old, jv new, jv *changed, jv *removed);
 
+/* ssa_shape.c: whether the set of v (borrowed) at w's path is kept by its shape; the set of v,
+ * as make(w, v, mode) makes it (called when its shape is not kept yet), sorted and interned */
+int ssa_shape_kept(const struct walk *w, jv v);
+jv ssa_shape_fs_value(struct walk *w, jv v, int mode, jv (*make)(struct walk *, jv, int));
+
 /* ssa_intern.c: the set (consumed) as equal nodes already kept share it (callers serialize) */
 jv ssa_set_intern(jv set);
 /* whether node (borrowed) is one ssa_set_intern() keeps (and so sorted, at every level) */
@@ -69,6 +74,8 @@ const char *ssa_str_or(jv o, const char *key, jv *hold);
 int ssa_entry_is(jv e, const char *manager, const char *op, const char *api_version, const char *sub);
 jv ssa_entries_finish(jv entries);
 jv ssa_entry_fields(jv e);
+/* set (consumed) in managedFields' order, at every level (what ssa_set_intern() wants) */
+jv ssa_set_sorted(jv set);
 jv ssa_entry_set_fields(jv e, jv set);
 jv ssa_new_entry(const char *manager, const char *op, const char *api_version, const char *now,
 		 const char *sub, jv set);

@@ -143,9 +143,17 @@ jv ssa_set_inter(jv a, jv b)
 	return ssa_node_build(member, ch);
 }
 
+static jv fs_value(struct walk *w, jv v, int mode);
+
 /* The field set of v (borrowed) at the current pattern. mode FS_UPDATE marks
- * maps and lists themselves ("."), as a write that adds them does. */
+ * maps and lists themselves ("."), as a write that adds them does. A
+ * top-level member's is looked up by its shape (ssa_shape.c). */
 jv ssa_fs_value(struct walk *w, jv v, int mode)
+{
+	return ssa_shape_kept(w, v) ? ssa_shape_fs_value(w, v, mode, fs_value) : fs_value(w, v, mode);
+}
+
+static jv fs_value(struct walk *w, jv v, int mode)
 {
 	jv entry, node;
 	enum lt t;

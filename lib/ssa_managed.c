@@ -253,7 +253,7 @@ static jv sorted_set_(jv set, int *moved)
 	return set;
 }
 
-static jv sorted_set(jv set)
+jv ssa_set_sorted(jv set)
 {
 	int moved = 0;
 
@@ -263,7 +263,7 @@ static jv sorted_set(jv set)
 jv ssa_entry_set_fields(jv e, jv set)
 {
 	return jv_object_set(e, jv_string("fieldsV1"),
-			     ssa_set_intern(jv_is_valid(set) ? sorted_set(set) : (jv_free(set), jv_object())));
+			     ssa_set_intern(jv_is_valid(set) ? ssa_set_sorted(set) : (jv_free(set), jv_object())));
 }
 
 jv ssa_new_entry(const char *manager, const char *op, const char *api_version, const char *now,

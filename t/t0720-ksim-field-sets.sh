@@ -84,6 +84,87 @@ test_expect_success 'field sets outgrow the table, are let go once nothing holds
 	test_cmp expect.s1 actual
 '
 
+# A top-level member's set is kept by its shape (lib/ssa_shape.c): what its
+# keys, its list elements' keys and its null members are, at one path, in one
+# mode. pod NAME SPEC: a Pod of that spec created by manager a; spec_set:
+# the f:spec of the last answer's first entry.
+pod () {
+	ksim_expect_code 201 $TOK POST "$NS/pods?fieldManager=a" "{\"metadata\":{\"name\":\"$1\"},\"spec\":$2}"
+}
+spec_set () {
+	jq -c ".metadata.managedFields[0].fieldsV1[\"f:spec\"]" body.json
+}
+containers () { # the keys of the last answer's first entry's f:spec.f:containers
+	jq -c ".metadata.managedFields[0].fieldsV1[\"f:spec\"][\"f:containers\"] | keys" body.json
+}
+
+test_expect_success 'a set kept by its shape: another list key, member or mode is another set' '
+	pod x1 "{\"containers\":[{\"name\":\"x\",\"image\":\"i:1\",\"ports\":[{\"containerPort\":80}]}]}" &&
+	spec_set >x1.set && containers >actual &&
+	echo "[\".\",\"k:{\\\"name\\\":\\\"x\\\"}\"]" >expect && test_cmp expect actual &&
+	# (other scalars, the same shape: the same set)
+	pod x2 "{\"containers\":[{\"name\":\"x\",\"image\":\"i:2\",\"ports\":[{\"containerPort\":80}]}]}" &&
+	spec_set >x2.set && test_cmp x1.set x2.set &&
+	# (another container name, another port, another member: each its own)
+	pod y1 "{\"containers\":[{\"name\":\"y\",\"image\":\"i:1\",\"ports\":[{\"containerPort\":80}]}]}" &&
+	containers >actual &&
+	echo "[\".\",\"k:{\\\"name\\\":\\\"y\\\"}\"]" >expect && test_cmp expect actual &&
+	pod x3 "{\"containers\":[{\"name\":\"x\",\"image\":\"i:1\",\"ports\":[{\"containerPort\":81}]}]}" &&
+	jq -c ".metadata.managedFields[0].fieldsV1[\"f:spec\"][\"f:containers\"] | del(.[\".\"])[] | .[\"f:ports\"] | keys" body.json >actual &&
+	echo "[\".\",\"k:{\\\"containerPort\\\":81,\\\"protocol\\\":\\\"TCP\\\"}\"]" >expect && test_cmp expect actual &&
+	pod x4 "{\"hostname\":\"h\",\"containers\":[{\"name\":\"x\",\"image\":\"i:1\",\"ports\":[{\"containerPort\":80}]}]}" &&
+	jq -e ".metadata.managedFields[0].fieldsV1[\"f:spec\"] | has(\"f:hostname\")" body.json &&
+	! jq -e "has(\"f:hostname\")" x1.set &&
+	pod x6 "{\"subdomain\":\"s\",\"containers\":[{\"name\":\"x\",\"image\":\"i:1\",\"ports\":[{\"containerPort\":80}]}]}" &&
+	jq -e ".metadata.managedFields[0].fieldsV1[\"f:spec\"] | has(\"f:subdomain\") and (has(\"f:hostname\") | not)" body.json &&
+	# (one shape applied, then created: an apply marks no map itself, a create does)
+	ksim_expect_code 201 $TOK PATCH "$NS/configmaps/m1?fieldManager=b" \
+		"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"m1\"},\"data\":{\"a\":\"1\"}}" \
+		application/apply-patch+yaml &&
+	jq -c ".metadata.managedFields[0].fieldsV1[\"f:data\"]" body.json >actual &&
+	echo "{\"f:a\":{}}" >expect && test_cmp expect actual &&
+	ksim_expect_code 201 $TOK POST "$NS/configmaps?fieldManager=a" "{\"metadata\":{\"name\":\"m2\"},\"data\":{\"a\":\"2\"}}" &&
+	jq -c ".metadata.managedFields[0].fieldsV1[\"f:data\"]" body.json >actual &&
+	echo "{\".\":{},\"f:a\":{}}" >expect && test_cmp expect actual &&
+	# (applied, the same spec: an apply marks no map or list itself)
+	ksim_expect_code 201 $TOK PATCH "$NS/pods/x5?fieldManager=b" \
+		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"x5\"},\"spec\":{\"containers\":[{\"name\":\"x\",\"image\":\"i:1\",\"ports\":[{\"containerPort\":80}]}]}}" \
+		application/apply-patch+yaml &&
+	jq -e ".metadata.managedFields | map(select(.manager == \"b\"))[0].fieldsV1[\"f:spec\"]
+		| (has(\".\") | not) and (.[\"f:containers\"] | has(\".\") | not)" body.json &&
+	jq -e "has(\".\") or (.[\"f:containers\"] | has(\".\"))" x1.set
+'
+
+# widgets LISTTYPE: the Widget CRD, its spec.items a list of that x-kubernetes-list-type (map: by name)
+widgets () {
+	jq -n -c --arg t "$1" "{apiVersion: \"apiextensions.k8s.io/v1\", kind: \"CustomResourceDefinition\",
+		metadata: {name: \"widgets.t0720.example.com\"},
+		spec: {group: \"t0720.example.com\", scope: \"Namespaced\", names: {plural: \"widgets\", kind: \"Widget\"},
+		       versions: [{name: \"v1\", served: true, storage: true, schema: {openAPIV3Schema: {type: \"object\",
+			properties: {spec: {type: \"object\", properties: {items: ({type: \"array\",
+				items: {type: \"object\", properties: {name: {type: \"string\"}}, required: [\"name\"]},
+				\"x-kubernetes-list-type\": \$t} + if \$t == \"map\" then {\"x-kubernetes-list-map-keys\": [\"name\"]}
+									 else {} end)}}}}}}]}}"
+}
+W=/apis/t0720.example.com/v1/namespaces/default/widgets
+
+test_expect_success 'a set kept by its shape is not one of a schema since changed' '
+	CRD=/apis/apiextensions.k8s.io/v1/customresourcedefinitions &&
+	ksim_expect_code 201 $TOK POST $CRD "$(widgets map)" &&
+	test_wait_for 10 eval "test \"\$(ksim_code $TOK GET $W)\" = 200" && ksim_expect_code 200 $TOK GET $W &&
+	ksim_expect_code 201 $TOK POST "$W?fieldManager=a" \
+		"{\"apiVersion\":\"t0720.example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\"},\"spec\":{\"items\":[{\"name\":\"a\"}]}}" &&
+	jq -c ".metadata.managedFields[0].fieldsV1[\"f:spec\"][\"f:items\"] | keys" body.json >actual &&
+	echo "[\".\",\"k:{\\\"name\\\":\\\"a\\\"}\"]" >expect && test_cmp expect actual &&
+	ksim_expect_code 200 $TOK GET $CRD/widgets.t0720.example.com &&
+	jq -c ".spec.versions[0].schema = $(widgets atomic | jq -c ".spec.versions[0].schema")" body.json >atomic.json &&
+	ksim_expect_code 200 $TOK PUT $CRD/widgets.t0720.example.com "$(cat atomic.json)" &&
+	ksim_expect_code 201 $TOK POST "$W?fieldManager=a" \
+		"{\"apiVersion\":\"t0720.example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w2\"},\"spec\":{\"items\":[{\"name\":\"a\"}]}}" &&
+	jq -c ".metadata.managedFields[0].fieldsV1[\"f:spec\"][\"f:items\"]" body.json >actual &&
+	echo "{}" >expect && test_cmp expect actual
+'
+
 test_expect_success 'ksim stops cleanly' '
 	ksim_stop
 '
