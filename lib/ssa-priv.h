@@ -44,6 +44,7 @@ int ssa_node_member(jv n);
 jv ssa_node_build(int member, jv children);
 jv ssa_set_union(jv a, jv b);
 jv ssa_set_diff(jv a, jv b);
+int ssa_set_covers(jv a, jv b);
 int ssa_set_meets(jv a, jv b);
 jv ssa_set_inter(jv a, jv b);
 jv ssa_fs_value(struct walk *w, jv v, int mode);

@@ -79,6 +79,32 @@ jv ssa_set_diff(jv a, jv b)
 	return ssa_node_build(member, ch);
 }
 
+/* Whether every member of the set b is one of a (both borrowed): ssa_set_union(a, b) equals a,
+ * told without building it. */
+int ssa_set_covers(jv a, jv b)
+{
+	int it, covers;
+
+	if (!jv_is_valid(b))
+		return 1;
+	if (!jv_is_valid(a) || (ssa_node_member(b) && !ssa_node_member(a)))
+		return 0;
+	covers = 1;
+	for (it = jv_object_iter(b); covers && jv_object_iter_valid(b, it); it = jv_object_iter_next(b, it)) {
+		jv k = jv_object_iter_key(b, it);
+
+		if (strcmp(jv_string_value(k), ".")) {
+			jv x = jv_object_get(jv_copy(a), jv_copy(k)), y = jv_object_iter_value(b, it);
+
+			covers = jv_is_valid(x) && ssa_set_covers(x, y);
+			jv_free(x);
+			jv_free(y);
+		}
+		jv_free(k);
+	}
+	return covers;
+}
+
 /* Whether the sets a and b (borrowed) share a member: jv_is_valid(ssa_set_inter(a, b))
  * without building it. */
 int ssa_set_meets(jv a, jv b)

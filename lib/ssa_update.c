@@ -81,8 +81,11 @@ jv kop_ssa_track_update(jv old_or_null, jv new, const char *manager, const char 
 	}
 	if (mine >= 0) {
 		jv e = jv_array_get(jv_copy(entries), mine);
-		jv f = ssa_set_diff(ssa_set_union(ssa_entry_fields(e), jv_copy(changed)), jv_copy(removed));
+		jv f = ssa_entry_fields(e);
 
+		/* (a controller writing the fields it wrote before: its set as it was, not built again) */
+		if (!ssa_set_covers(f, changed) || ssa_set_meets(f, removed))
+			f = ssa_set_diff(ssa_set_union(f, jv_copy(changed)), jv_copy(removed));
 		e = ssa_entry_set_fields(e, f);
 		e = jv_object_set(e, jv_string("time"), jv_string(now));
 		entries = jv_array_set(entries, mine, e);

@@ -148,6 +148,19 @@ widgets () {
 }
 W=/apis/t0720.example.com/v1/namespaces/default/widgets
 
+test_expect_success 'a manager that writes again what it owns keeps its set; one that drops a field loses it' '
+	ksim_expect_code 201 $TOK POST "$NS/configmaps?fieldManager=a" "{\"metadata\":{\"name\":\"r1\"},\"data\":{\"a\":\"1\",\"b\":\"2\"}}" &&
+	ksim_expect_code 200 $TOK PUT "$NS/configmaps/r1?fieldManager=a" "{\"metadata\":{\"name\":\"r1\"},\"data\":{\"a\":\"3\",\"b\":\"4\"}}" &&
+	mf >actual &&
+	ksim_expect_code 200 $TOK PUT "$NS/configmaps/r1?fieldManager=a" "{\"metadata\":{\"name\":\"r1\"},\"data\":{\"a\":\"3\"}}" &&
+	mf >>actual &&
+	cat >expect <<-\EOT &&
+	[["a",{"f:data":{".":{},"f:a":{},"f:b":{}}}]]
+	[["a",{"f:data":{".":{},"f:a":{}}}]]
+	EOT
+	test_cmp expect actual
+'
+
 test_expect_success 'a set kept by its shape is not one of a schema since changed' '
 	CRD=/apis/apiextensions.k8s.io/v1/customresourcedefinitions &&
 	ksim_expect_code 201 $TOK POST $CRD "$(widgets map)" &&
