@@ -172,8 +172,8 @@ jv ssa_set_inter(jv a, jv b)
 static jv fs_value(struct walk *w, jv v, int mode);
 
 /* The field set of v (borrowed) at the current pattern. mode FS_UPDATE marks
- * maps and lists themselves ("."), as a write that adds them does. A
- * top-level member's is looked up by its shape (ssa_shape.c). */
+ * maps and lists themselves ("."), as a write that adds them does. Looked
+ * up by its shape (ssa_shape.c) but at the top and in metadata. */
 jv ssa_fs_value(struct walk *w, jv v, int mode)
 {
 	return ssa_shape_kept(w, v) ? ssa_shape_fs_value(w, v, mode, fs_value) : fs_value(w, v, mode);
@@ -200,7 +200,8 @@ static jv fs_value(struct walk *w, jv v, int mode)
 			}
 			size_t mark = ssa_pat_field(w, ks);
 			int meta = !strcmp(w->pat.buf, "metadata");
-			jv cn = ssa_fs_value(w, c, mode);
+			/* (a top-level member's looked up by its shape; below, the caller's was) */
+			jv cn = mark ? fs_value(w, c, mode) : ssa_fs_value(w, c, mode);
 
 			if (meta && jv_object_length(jv_copy(cn)) == 0) {
 				jv_free(cn);
@@ -235,7 +236,7 @@ static jv fs_value(struct walk *w, jv v, int mode)
 		jv key = ssa_list_elem_key(t, entry, e);
 
 		if (jv_get_kind(key) == JV_KIND_STRING) {
-			jv en = t == LT_MAP ? ssa_fs_value(w, e, mode) : jv_object();
+			jv en = t == LT_MAP ? fs_value(w, e, mode) : jv_object();
 
 			if (t == LT_MAP)
 				en = ssa_node_build(1, en);

@@ -2,10 +2,11 @@
  * The field sets of shapes met before. The field set of a value depends on
  * its shape alone: the mode, its keys, which members are null, and, as the
  * listinfo types its lists, their elements' keys; never on a scalar. A
- * controller creates each Pod from a template like hundreds before it, and
- * an apply sends a spec shaped as every instance's: the set of such a
- * top-level member (spec, status, data: not metadata, whose owner
- * references name their owner) is looked up by a digest of that shape,
+ * controller creates each Pod from a template like hundreds before it, an
+ * apply sends a spec shaped as every instance's, a status write adds the
+ * conditions every such object gets: the set of such a map or list (below
+ * the top, out of metadata, whose owner references name their owner) that
+ * ssa_fs_value is asked for is looked up by a digest of that shape,
  * made by a walk that mirrors ssa_fs_value's and reads the listinfo as it
  * does (a schema changed since gives other tokens) but builds nothing, and
  * kept sorted and interned, as managedFields store it.
@@ -112,13 +113,15 @@ static struct slot {
 	jv set;		/* sorted, interned; invalid (all zero bits): an empty slot */
 } slots[SLOTS];
 
-/* Whether the walk is at a top-level member whose set is worth keeping by its shape. */
+/* Whether the set of v at the walk's path is kept by its shape: a map or a list below the top,
+ * out of metadata (where the keys skipped and the maps not marked are a matter of the path). */
 int ssa_shape_kept(const struct walk *w, jv v)
 {
 	jv_kind k = jv_get_kind(v);
+	size_t first = strcspn(w->pat.buf, ".[");
 
-	return (k == JV_KIND_OBJECT || k == JV_KIND_ARRAY) && w->pat.len && !strchr(w->pat.buf, '.') &&
-	       !strchr(w->pat.buf, '[') && strcmp(w->pat.buf, "metadata");
+	return (k == JV_KIND_OBJECT || k == JV_KIND_ARRAY) && w->pat.len &&
+	       !(first == 8 && !memcmp(w->pat.buf, "metadata", 8));
 }
 
 jv ssa_shape_fs_value(struct walk *w, jv v, int mode, jv (*make)(struct walk *, jv, int))
