@@ -318,8 +318,32 @@ int ssa_valid_managed(jv mf)
 	return ok;
 }
 
+/* A set (consumed) as structured-merge-diff decodes and encodes it: "." (what
+ * it holds skipped) only beside the members below it; a member with none
+ * below it is {}. */
+static jv canonical_set(jv set)
+{
+	jv out = jv_object();
+	int self = 0;
+
+	jv_object_foreach(set, k, v) {
+		if (!strcmp(jv_string_value(k), ".")) {
+			self = 1;
+			jv_free(k);
+			jv_free(v);
+		} else {
+			out = jv_object_set(out, k, canonical_set(v));
+		}
+	}
+	jv_free(set);
+	if (self && jv_object_length(jv_copy(out)) > 0)
+		out = jv_object_set(out, jv_string("."), jv_object());
+	return out;
+}
+
 /* Entries a client sent (consumed, ssa_valid_managed) as kube-apiserver stores
- * what it decodes: each set in its order, empty ones dropped, sorted. */
+ * what it decodes: each set in its order and its canonical form, empty ones
+ * dropped, sorted. */
 jv ssa_entries_stored(jv mf)
 {
 	jv out = jv_array();
@@ -327,7 +351,7 @@ jv ssa_entries_stored(jv mf)
 	jv_array_foreach(mf, i, e) {
 		jv f = ssa_entry_fields(e);
 
-		out = jv_array_append(out, jv_is_valid(f) ? ssa_entry_set_fields(e, f) : (jv_free(f), e));
+		out = jv_array_append(out, jv_is_valid(f) ? ssa_entry_set_fields(e, canonical_set(f)) : (jv_free(f), e));
 	}
 	jv_free(mf);
 	return ssa_entries_finish(out);
