@@ -22,6 +22,8 @@ jv set_meta(jv obj, const char *key, jv val)
 {
 	jv m = meta(obj);
 
+	/* (taken out of obj first: held once, it is changed in place, not copied) */
+	obj = jv_object_set(obj, jv_string("metadata"), jv_null());
 	if (jv_get_kind(val) == JV_KIND_INVALID || jv_get_kind(val) == JV_KIND_NULL) {
 		jv_free(val);
 		m = jv_object_delete(m, jv_string(key));
