@@ -51,9 +51,9 @@ jv ssa_fs_value(struct walk *w, jv v, int mode);
 jv ssa_list_index(enum lt t, jv entry, jv list);
 void ssa_fs_diff(struct walk *w, jv old, jv new, jv *changed, jv *removed);
 
-/* ssa_shape.c: whether the set of v (borrowed) at w's path is kept by its shape; the set of v,
- * as make(w, v, mode) makes it (called when its shape is not kept yet), sorted and interned */
-int ssa_shape_kept(const struct walk *w, jv v);
+/* ssa_shape.c: whether the set of v (borrowed) at w's path is looked up by its shape; the set of
+ * v, sorted and interned, as make(w, v, mode) makes it (called for a shape not met yet) */
+int ssa_by_shape(const struct walk *w, jv v);
 jv ssa_shape_fs_value(struct walk *w, jv v, int mode, jv (*make)(struct walk *, jv, int));
 
 /* ssa_intern.c: the set (consumed) as equal nodes already kept share it (callers serialize) */

@@ -176,9 +176,10 @@ static jv fs_value(struct walk *w, jv v, int mode);
  * up by its shape (ssa_shape.c) but at the top and in metadata. */
 jv ssa_fs_value(struct walk *w, jv v, int mode)
 {
-	return ssa_shape_kept(w, v) ? ssa_shape_fs_value(w, v, mode, fs_value) : fs_value(w, v, mode);
+	return ssa_by_shape(w, v) ? ssa_shape_fs_value(w, v, mode, fs_value) : fs_value(w, v, mode);
 }
 
+/* (ssa_shape.c's shape_of reads of v what this reads, branch for branch: the two change together.) */
 static jv fs_value(struct walk *w, jv v, int mode)
 {
 	jv entry, node;

@@ -336,9 +336,7 @@ static jv canonical_set(jv set)
 		}
 	}
 	jv_free(set);
-	if (self && jv_object_length(jv_copy(out)) > 0)
-		out = jv_object_set(out, jv_string("."), jv_object());
-	return out;
+	return self ? ssa_node_build(1, out) : out;
 }
 
 /* Entries a client sent (consumed, ssa_valid_managed) as kube-apiserver stores

@@ -84,10 +84,10 @@ test_expect_success 'field sets outgrow the table, are let go once nothing holds
 	test_cmp expect.s1 actual
 '
 
-# A top-level member's set is kept by its shape (lib/ssa_shape.c): what its
-# keys, its list elements' keys and its null members are, at one path, in one
-# mode. pod NAME SPEC: a Pod of that spec created by manager a; spec_set:
-# the f:spec of the last answer's first entry.
+# A map's or list's set is looked up by its shape (lib/ssa_shape.c): its keys,
+# its list elements' keys and its null members, in one mode. pod NAME SPEC: a
+# Pod of that spec created by manager a; spec_set: the f:spec of the last
+# answer's first entry.
 pod () {
 	ksim_expect_code 201 $TOK POST "$NS/pods?fieldManager=a" "{\"metadata\":{\"name\":\"$1\"},\"spec\":$2}"
 }

@@ -11,7 +11,8 @@
 #include "ireconcile.h"
 #include "banned.h"
 
-/* The part of a primary (consumed) that its render program gets. */
+/* The part of a primary (consumed) that its render program gets. (render_parent_digest cuts the
+ * same members from its text.) */
 jv render_parent(jv parent)
 {
 	jv meta = jv_object_get(jv_copy(parent), kop_json_key("metadata"));
@@ -30,36 +31,29 @@ jv render_parent(jv parent)
 }
 
 /*
- * p->pdig, the digest of render_parent(obj), for the primary's object as it
- * arrived (obj borrowed; text, tlen bytes, its JSON as it came). Its events
- * are mostly our statuses landing, which leave that part alone, and an
- * IoTService's spec is 13 KB: a walk of it for the digest was a quarter of
- * such an event's cost. So the text of what it covers (the text without the
- * members render_parent drops) is digested as bytes, and the walk made only
- * when those bytes changed: equal texts are equal values. A text the scan
- * cannot cut is walked each time.
+ * p->pdig, the key of render_parent(obj) for the render cache, the primary's
+ * object as it arrived (obj borrowed; text, tlen bytes, its JSON as it came).
+ * Its events are mostly our statuses landing, and an IoTService's spec is
+ * 13 KB: a walk of the parsed object was a quarter of such an event's cost.
+ * So it is the digest of the text without the members render_parent drops,
+ * where a scan cuts them, as child_digest does (store.c); else of the walk.
+ * The two never meet: a text that cannot be cut now and can later only
+ * looks changed once, and is rendered again.
  */
 void render_parent_digest(struct prim *p, jv obj, const char *text, size_t tlen)
 {
-	static jv dropped;
-	struct kop_buf b = KOP_BUF_INIT;
-	unsigned char raw[KOP_JSON_DIGEST_LEN];
+	static jv dropped;	/* (render_parent's, in step with it) */
+	static struct kop_buf cut = KOP_BUF_INIT;
 	jv rp;
 
 	if (!jv_is_valid(dropped))
 		dropped = JV_ARRAY(JV_ARRAY(jv_string("metadata"), jv_string("resourceVersion")),
 				   JV_ARRAY(jv_string("metadata"), jv_string("finalizers")),
 				   JV_ARRAY(jv_string("metadata"), jv_string("managedFields")), JV_ARRAY(jv_string("status")));
-	if (text && kop_json_cut(text, tlen, dropped, &b) == 0) {
-		kop_sha256(b.buf, b.len, raw);
-		kop_buf_release(&b);
-		if (p->praw_ok && !memcmp(raw, p->praw, sizeof(raw)))
-			return;
-		memcpy(p->praw, raw, sizeof(raw));
-		p->praw_ok = 1;
-	} else {
-		kop_buf_release(&b);
-		p->praw_ok = 0;
+	if (text && kop_json_text_digest_cut(text, tlen, dropped, &cut, p->pdig) == 0) {
+		if (cut.cap > 1 << 20)
+			kop_buf_release(&cut);
+		return;
 	}
 	rp = render_parent(jv_copy(obj));
 	kop_json_digest(rp, p->pdig);

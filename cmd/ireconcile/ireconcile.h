@@ -126,9 +126,7 @@ struct prim {
 	struct kop_backoff backoff;
 	jv errors;			/* "op|objkey" -> {"op","ref","code","reason","message"[,ERROR_TAG]} */
 	unsigned char *agg;		/* one flag per aggregate */
-	unsigned char pdig[KOP_JSON_DIGEST_LEN];	/* of render_parent(the object), as it arrived */
-	unsigned char praw[KOP_JSON_DIGEST_LEN];	/* of the text pdig was made from (praw_ok: made) */
-	int praw_ok;
+	unsigned char pdig[KOP_JSON_DIGEST_LEN];	/* render_parent(the object)'s key, as it arrived */
 	/* What its program saw of it at its last reconcile, when that ran
 	 * through (seen_ok): an event of it that leaves this alike reconciles
 	 * nothing (seen_alike). */
