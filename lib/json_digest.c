@@ -93,13 +93,21 @@ void kop_json_digest_equal(jv v, unsigned char out[KOP_JSON_DIGEST_LEN])
 	digest(v, 1, out);
 }
 
-int kop_json_text_digest_cut(const char *text, size_t len, jv paths, struct kop_buf *scratch,
-			     unsigned char out[KOP_JSON_DIGEST_LEN])
+int kop_json_digest_cut(const char *text, size_t len, jv obj, jv paths, struct kop_buf *scratch,
+			unsigned char out[KOP_JSON_DIGEST_LEN])
 {
-	if (kop_json_cut(text, len, paths, scratch) < 0)
-		return -1;
-	kop_sha256(scratch->buf ? scratch->buf : "", scratch->len, out);
-	return 0;
+	jv cut;
+
+	if (text && kop_json_cut(text, len, paths, scratch) == 0) {
+		kop_sha256(scratch->buf ? scratch->buf : "", scratch->len, out);
+		if (scratch->cap > 1 << 20)
+			kop_buf_release(scratch);
+		return 0;
+	}
+	cut = jv_delpaths(jv_copy(obj), jv_copy(paths));
+	kop_json_digest(jv_is_valid(cut) ? cut : obj, out);
+	jv_free(cut);
+	return -1;
 }
 
 #define FP_PREFIX "\0sha256:"

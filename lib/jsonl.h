@@ -275,15 +275,18 @@ void kop_json_digest(jv v, unsigned char out[KOP_JSON_DIGEST_LEN]);
  * (an object a server wrote back with its keys sorted). */
 void kop_json_digest_equal(jv v, unsigned char out[KOP_JSON_DIGEST_LEN]);
 /*
- * SHA-256 of the JSON object text (len bytes at text) without the members
- * at paths (kop_json_cut; scratch is the caller's, reused from call to
- * call): two texts with one digest hold the same object but for those
- * members, there or not. 0, or -1 when kop_json_cut cannot say: then digest
- * the parsed value. A value's other texts (spacing, key order) give other
- * digests: a cache key, not an identity.
+ * A digest of the JSON object obj (borrowed) without the members at paths
+ * (borrowed, as kop_json_cut takes them), there or not: SHA-256 of its text
+ * (len bytes at text) with them cut, where kop_json_cut can say (scratch is
+ * the caller's, reused from call to call, given back once past 1 MB); else,
+ * or without a text, kop_json_digest of obj with them deleted (whole, when
+ * a member on the way is no object). 0 when the text was digested, -1 when
+ * obj was. Two texts with one digest hold the same object but for those
+ * members; a value's other texts (spacing, key order), or a walk where a
+ * text was digested, give other digests: a cache key, not an identity.
  */
-int kop_json_text_digest_cut(const char *text, size_t len, jv paths, struct kop_buf *scratch,
-			     unsigned char out[KOP_JSON_DIGEST_LEN]);
+int kop_json_digest_cut(const char *text, size_t len, jv obj, jv paths, struct kop_buf *scratch,
+			unsigned char out[KOP_JSON_DIGEST_LEN]);
 
 /*
  * Fields kept (a program's `project` list, kwatch's --keep): paths is an

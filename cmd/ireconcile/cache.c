@@ -32,32 +32,21 @@ jv render_parent(jv parent)
 
 /*
  * p->pdig, the key of render_parent(obj) for the render cache, the primary's
- * object as it arrived (obj borrowed; text, tlen bytes, its JSON as it came).
- * Its events are mostly our statuses landing, and an IoTService's spec is
- * 13 KB: a walk of the parsed object was a quarter of such an event's cost.
- * So it is the digest of the text without the members render_parent drops,
- * where a scan cuts them, as child_digest does (store.c); else of the walk.
- * The two never meet: a text that cannot be cut now and can later only
- * looks changed once, and is rendered again.
+ * object as it arrived (obj borrowed; text, tlen bytes, its JSON as it came):
+ * the digest of its text without the members render_parent drops (its
+ * events are mostly our statuses landing, and a walk of an IoTService's
+ * 13 KB spec was a quarter of such an event's cost), as a child's is.
  */
 void render_parent_digest(struct prim *p, jv obj, const char *text, size_t tlen)
 {
 	static jv dropped;	/* (render_parent's, in step with it) */
 	static struct kop_buf cut = KOP_BUF_INIT;
-	jv rp;
 
 	if (!jv_is_valid(dropped))
 		dropped = JV_ARRAY(JV_ARRAY(jv_string("metadata"), jv_string("resourceVersion")),
 				   JV_ARRAY(jv_string("metadata"), jv_string("finalizers")),
 				   JV_ARRAY(jv_string("metadata"), jv_string("managedFields")), JV_ARRAY(jv_string("status")));
-	if (text && kop_json_text_digest_cut(text, tlen, dropped, &cut, p->pdig) == 0) {
-		if (cut.cap > 1 << 20)
-			kop_buf_release(&cut);
-		return;
-	}
-	rp = render_parent(jv_copy(obj));
-	kop_json_digest(rp, p->pdig);
-	jv_free(rp);
+	kop_json_digest_cut(text, tlen, obj, dropped, &cut, p->pdig);
 }
 
 /* The render answer (consumed) with each desired object projected by its

@@ -38,7 +38,6 @@ void child_digest(const struct kop_kind *k, jv obj, const char *text, size_t len
 	static struct kop_buf cut = KOP_BUF_INIT;
 	unsigned char full[KOP_JSON_DIGEST_LEN];
 	size_t ki = (size_t)(k - E.prog.kinds);
-	jv m;
 
 	if (!paths) {
 		size_t i;
@@ -53,31 +52,8 @@ void child_digest(const struct kop_kind *k, jv obj, const char *text, size_t len
 		if (jv_get_kind(k->ignore) == JV_KIND_ARRAY)
 			paths[ki] = jv_array_concat(paths[ki], jv_copy(k->ignore));
 	}
-	if (text && kop_json_text_digest_cut(text, len, paths[ki], &cut, full) == 0) {
-		memcpy(d, full, OBJ_DIG);
-		if (cut.cap > 1 << 20)
-			kop_buf_release(&cut);
-		return;
-	}
-	m = jv_object_get(jv_copy(obj), kop_json_key("metadata"));
-	obj = jv_object_delete(jv_copy(obj), kop_json_key("status"));
-	if (jv_get_kind(m) == JV_KIND_OBJECT)
-		obj = jv_object_set(obj, kop_json_key("metadata"), jv_object_delete(m, kop_json_key("resourceVersion")));
-	else
-		jv_free(m);
-	if (jv_get_kind(k->ignore) == JV_KIND_ARRAY) {
-		jv cut_obj = jv_delpaths(jv_copy(obj), jv_copy(k->ignore));
-
-		if (jv_is_valid(cut_obj)) {	/* (else, a member on the way is no object: digested with them) */
-			jv_free(obj);
-			obj = cut_obj;
-		} else {
-			jv_free(cut_obj);
-		}
-	}
-	kop_json_digest(obj, full);
+	kop_json_digest_cut(text, len, obj, paths[ki], &cut, full);
 	memcpy(d, full, OBJ_DIG);
-	jv_free(obj);
 }
 
 /* What struct obj keeps of the SHA-256 of len bytes at text. */

@@ -4,7 +4,7 @@
  *   test-tool backoff BASE CAP JITTER N   N delays in ms, one per line
  *   test-tool time-parse RFC3339          seconds since the epoch
  *   test-tool json-dump-check < input     kop_json_dump against jv_dump_string on every value
- *   test-tool json-digest-cut PATH... < pairs   kop_json_text_digest_cut on lines in pairs
+ *   test-tool json-digest-cut PATH... < pairs   kop_json_digest_cut on lines in pairs
  *   test-tool json-event < events        kop_json_event on every line: type, tab, the object's text
  *                                         (its managedFields cut), or -1
  *   test-tool line-route [OWN...] < lines  kop_line_route on every line, the ops named its own:
@@ -351,7 +351,7 @@ static jv cut_one(struct cut_pair *c, const char *text, size_t len, unsigned cha
 {
 	jv v = kop_json_read(text, len);
 
-	*ok = kop_json_text_digest_cut(text, len, c->paths, &c->scratch, d) == 0;
+	*ok = jv_get_kind(v) == JV_KIND_OBJECT && kop_json_digest_cut(text, len, v, c->paths, &c->scratch, d) == 0;
 	if (jv_get_kind(v) != JV_KIND_OBJECT)
 		return v;
 	return jv_delpaths(v, jv_copy(c->paths));
@@ -387,8 +387,8 @@ static int one_cut(const char *line, size_t n, void *data)
 }
 
 /* json-digest-cut PATH...: stdin's lines in pairs, JSON objects' texts: whether their
- * kop_json_text_digest_cut without the dotted PATHs is the same ("same", "differ", or
- * "-1" when it cannot say), then whether the values without them are "equal"; exit 1
+ * kop_json_digest_cut without the dotted PATHs is the same ("same", "differ", or
+ * "-1" when it digests the value, not the text), then whether the values without them are "equal"; exit 1
  * when one digest stood for two values. */
 static int cmd_json_digest_cut(int argc, char **argv)
 {
