@@ -3,7 +3,8 @@
  * one JSON line {"type":"ADDED|MODIFIED|DELETED","object":{…}}, then, once
  * the initial state of every resource is out, one BOOKMARK line marked
  * k8s.io/initial-events-end. One watch per resource, all multiplexed on one
- * curl multi handle; lib/watch.c decides what each watch asks and emits.
+ * curl multi handle, run by its sockets' events (lib/curlev.c: a thousand
+ * watches cost what is ready); lib/watch.c decides what each watch asks and emits.
  *
  * Output blocks when stdout is full (backpressure: while a line is being
  * written nothing is read from the network); a closed stdout ends kwatch as
@@ -22,6 +23,7 @@
 #include <curl/curl.h>
 #include "kop.h"
 #include "kube.h"
+#include "curlev.h"
 #include "jqrun.h"
 #include "shard.h"
 #include "watch.h"
@@ -158,6 +160,7 @@ static struct {
 
 static struct kube_client *client;
 static CURLM *multi;
+static struct kop_curlev cev;	/* multi, run by its sockets' events */
 static struct res **res;
 static size_t nres;
 static struct tmpl *tmpl;
@@ -928,10 +931,10 @@ static int synced(void)
 static int run(void)
 {
 	for (;;) {
-		int64_t now = kop_mono_ms(), wake = now + 1000;
-		struct curl_waitfd extra[3];
+		int64_t now = kop_mono_ms(), wake = now + 1000, cwait;
+		struct pollfd pfd[4];
 		CURLMsg *m;
-		int running, left, all_synced, all_done = 1;
+		int left, all_synced, all_done = 1;
 		size_t i;
 
 		if (stopping)
@@ -964,7 +967,7 @@ static int run(void)
 				r->next_at = now;
 			}
 		}
-		curl_multi_perform(multi, &running);
+		kop_curlev_run(&cev, kop_mono_ms());
 		while ((m = curl_multi_info_read(multi, &left))) {
 			struct res *r;
 			int rc;
@@ -997,24 +1000,24 @@ static int run(void)
 			    res[i]->started + stall_ms() < wake)
 				wake = res[i]->started + stall_ms();
 		}
-		extra[0] = (struct curl_waitfd){ .fd = sigpipe_fd[0], .events = CURL_WAIT_POLLIN };
-		extra[1] = (struct curl_waitfd){ .fd = 1, .events = 0 };
-		extra[2] = (struct curl_waitfd){ .fd = opt.control_fd, .events = CURL_WAIT_POLLIN };
-		if (wake > now)
-			curl_multi_poll(multi, extra, opt.control_fd >= 0 ? 3 : 2, (int)tool_idle(wake - now), NULL);
-		if (extra[0].revents) {
+		pfd[0] = (struct pollfd){ .fd = kop_curlev_fd(&cev), .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = sigpipe_fd[0], .events = POLLIN };
+		pfd[2] = (struct pollfd){ .fd = 1, .events = 0 };	/* (a reader gone: POLLERR) */
+		pfd[3] = (struct pollfd){ .fd = opt.control_fd, .events = POLLIN };
+		pfd[1].revents = pfd[3].revents = 0;
+		cwait = kop_curlev_timeout(&cev, now);
+		if (cwait >= 0 && cwait < wake - now)
+			wake = now + cwait;
+		if (wake > now && poll(pfd, opt.control_fd >= 0 ? 4 : 3, (int)tool_idle(wake - now)) < 0 && errno != EINTR)
+			log_warn("unable to poll: %s", strerror(errno));
+		if (pfd[1].revents) {
 			char buf[64];
 
 			while (read(sigpipe_fd[0], buf, sizeof(buf)) > 0)
 				;
 		}
-		if (opt.control_fd >= 0) {
-			/* (asked here: curl says nothing of a hang-up, which would wake its poll at once) */
-			struct pollfd p = { .fd = opt.control_fd, .events = POLLIN };
-
-			if (poll(&p, 1, 0) > 0 && p.revents)
-				control_read();
-		}
+		if (opt.control_fd >= 0 && pfd[3].revents)
+			control_read();
 		check_stdout();
 	}
 }
@@ -1484,6 +1487,7 @@ static void cleanup(void)
 	free(res);
 	kop_buf_release(&control);
 	curl_multi_cleanup(multi);
+	kop_curlev_free(&cev);
 	kube_client_free(client);
 	if (projection)
 		kop_jq_free(projection);
@@ -1625,6 +1629,8 @@ int main(int argc, char **argv)
 			  tmpl[0].arg);
 	if (!(multi = curl_multi_init()))
 		die(KOP_EXIT_TEMP, "unable to initialise libcurl");
+	if (kop_curlev_init(&cev, multi, err) < 0)
+		die(KOP_EXIT_TEMP, "%s", err);
 	tool_metric_add("kwatch_objects_parsed_total", NULL, 0);	/* (0 included: what the scan spared) */
 	for (i = 0; i < nres; i++)
 		if (res[i]->w.shard)
