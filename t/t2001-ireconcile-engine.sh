@@ -773,4 +773,39 @@ test_expect_success 'metrics: the last counts sent while idle, not a line at eve
 	test $lines -le $most
 '
 
+# While more output waits than stdout takes (1 MiB), nothing more is
+# reconciled, but stdin is still read: the writer upstream is never held up,
+# and what is reconciled once the output drains sees every change that came
+# meanwhile. The reader here takes nothing until the whole input is written,
+# the edits once reconciles have begun.
+test_expect_success 'output waiting: stdin still read, later reconciles see what came meanwhile' '
+	jq -nc --arg c "$(printf "%04000d" 0 | tr 0 r)" "range(600) as \$i |
+		{type: \"ADDED\", object: {apiVersion: \"test.example.org/v1\", kind: \"Widget\",
+		 metadata: {name: \"w\(\$i)\", namespace: \"blue\", uid: \"uid-w\(\$i)\",
+			    resourceVersion: \"\(10 + \$i)\", generation: 1,
+			    finalizers: [\"test.example.org/cleanup\"]},
+		 spec: {color: \$c, size: 1}}}" >busy.a &&
+	sed -n "/BOOKMARK/p" "$FIXTURES/01-create.in.jsonl" >>busy.a &&
+	jq -c "select(.type == \"ADDED\") | .type = \"MODIFIED\" |
+		.object.metadata.resourceVersion = (.object.metadata.resourceVersion | tonumber + 1000 | tostring) |
+		.object.spec.color |= gsub(\"r\"; \"b\")" busy.a >busy.b &&
+	mkfifo busy.fifo &&
+	{ ( if test_wait_for 30 test -f busy.written; then echo yes >busy.first; fi; cat ) <busy.fifo >busy.out & } &&
+	{ cat busy.a
+	  test_wait_for 30 test_has_reconciles busy.err 100
+	  cat busy.b
+	  touch busy.written
+	} | WIDGET_TEAM=blue timeout 60 ireconcile -v --now $NOW prog/widgets >busy.fifo 2>busy.err &&
+	wait &&
+	test_no_sanitizer_report busy.err &&
+	echo yes >expect && test_cmp expect busy.first &&
+	jq -r "select(.op == \"apply\" and .object.metadata.name == \"color\") |
+		[.object.metadata.namespace, .object.data.color[0:1]] | @tsv" busy.out >applied &&
+	sort -u applied | awk "{ n[\$1] = n[\$1] \$2 } END { for (k in n) print n[k] }" | sort | uniq -c >kinds &&
+	cat kinds &&
+	# every widget ends with the new colour; some were reconciled only after it came, once
+	awk "\$2 !~ /b\$/ { bad = 1 } END { exit bad }" kinds &&
+	grep -q " b\$" kinds
+'
+
 test_done

@@ -248,7 +248,7 @@ struct engine {
 	int feedback;			/* --feedback: every write's result comes back */
 };
 
-/* While more than this waits for stdout, no more is reconciled and stdin is not read (output.c). */
+/* While more than this waits for stdout, no more is reconciled (output.c). */
 #define OUT_HIGH (1u << 20)
 
 #define project(obj, lineno) project_kind(obj, lineno, 1, NULL)

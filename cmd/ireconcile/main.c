@@ -170,7 +170,9 @@ static void run(const char *feedback, int once)
 			}
 			timeout = (int)tool_sooner(timeout, E.stats_at - now);
 		}
-		if (!ending && out_pending() <= OUT_HIGH) {
+		/* (read while output waits too: the view stays current, and what is reconciled once
+		 * it is written sees every change that came meanwhile) */
+		if (!ending) {
 			pfd[nfd].fd = 0;
 			pfd[nfd].events = POLLIN;
 			ifd = nfd++;

@@ -3,8 +3,8 @@
  * blocking while it is a full pipe: the stages form a cycle (ireconcile ->
  * kapply -> kstatus -> feedback -> ireconcile), so blocking on stdout while
  * kstatus blocks on a full feedback FIFO would stop all of them. While more
- * than OUT_HIGH bytes wait, no more is reconciled and stdin is not read
- * (main.c). What goes into the lines is the callers'. Once nothing was queued
+ * than OUT_HIGH bytes wait, no more is reconciled (queue.c); stdin is still
+ * read (main.c). What goes into the lines is the callers'. Once nothing was queued
  * for a second, what a burst grew is given back (out_idle).
  */
 #include <errno.h>
