@@ -801,7 +801,7 @@ test_expect_success 'output waiting: stdin still read, later reconciles see what
 	echo yes >expect && test_cmp expect busy.first &&
 	jq -r "select(.op == \"apply\" and .object.metadata.name == \"color\") |
 		[.object.metadata.namespace, .object.data.color[0:1]] | @tsv" busy.out >applied &&
-	sort -u applied | awk "{ n[\$1] = n[\$1] \$2 } END { for (k in n) print n[k] }" | sort | uniq -c >kinds &&
+	awk "{ n[\$1] = n[\$1] \$2 } END { for (k in n) print n[k] }" applied | sort | uniq -c >kinds &&
 	cat kinds &&
 	# every widget ends with the new colour; some were reconciled only after it came, once
 	awk "\$2 !~ /b\$/ { bad = 1 } END { exit bad }" kinds &&
