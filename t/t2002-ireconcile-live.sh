@@ -246,6 +246,41 @@ test_expect_success 'an apply answered with a version since written in its statu
 	test_no_sanitizer_report err
 '
 
+# An apply is in flight until its object is seen back; once both its answer and the object at the
+# answer's resourceVersion are in, it is not kept until the next reconcile. The answer first: the
+# object ends it as it comes.
+test_expect_success 'an apply'"'"'s answer, then its object: no longer in flight as it comes' '
+	start_live -v &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	cm_result 1 41 >&6 &&
+	test_wait_for 5 logs_ge 1 ".msg | test(\"apply of .* answered with resourceVersion 41\")" &&
+	test "$(logs ".msg | test(\"no longer in flight\")")" -eq 0 &&
+	cm_live 41 none >&5 &&
+	test_wait_for 5 logs_ge 1 ".msg | test(\"color. is at the resourceVersion its apply was answered with .41.: no longer in flight\")" &&
+	stop_live &&
+	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 1 &&
+	test_no_sanitizer_report err
+'
+
+# The object first, while its primary waits for the namespace created with it (no reconcile in
+# between): the answer ends it as it comes.
+test_expect_success 'an object, then its apply'"'"'s answer: no longer in flight as it comes' '
+	start_live -v &&
+	cat "$FIXTURES/create.jsonl" >&5 &&
+	test_wait_for 5 count_ge 2 ".op == \"apply\"" &&
+	cm_live 41 none >&5 &&
+	sleep 0.3 &&
+	cm_result 1 41 >&6 &&
+	test_wait_for 5 logs_ge 1 ".msg | test(\"color. is at the resourceVersion its apply was answered with .41.: no longer in flight\")" &&
+	test "$(reconciled)" -eq 1 &&
+	sed -n 2p "$FIXTURES/cm-live.jsonl" >&5 &&
+	test_wait_for 5 reconciled_ge 2 &&
+	stop_live &&
+	test "$(count ".op == \"apply\" and .object.kind == \"ConfigMap\"")" -eq 1 &&
+	test_no_sanitizer_report err
+'
+
 test_expect_success 'the late success of an earlier apply is not taken for the latest one'"'"'s' '
 	start_blue -v --backoff-base 300ms --backoff-cap 300ms &&
 	cm_result 1 41 >&6 &&

@@ -48,6 +48,7 @@ void handle_result(jv r, size_t lineno)
 	struct prim *p;
 	char *okey = NULL, *fkey;
 	struct flight *f;
+	struct obj *o;
 
 	if (!op && jv_object_has(jv_copy(r), kop_json_key("barrier"))) {
 		shard_barrier(r, lineno);
@@ -119,6 +120,8 @@ void handle_result(jv r, size_t lineno)
 				f->answer_rv = kop_strdup(rv);
 				log_debug("feedback line %zu: the apply of '%s' answered with resourceVersion %s",
 					  lineno, okey, rv);
+				if ((o = kop_hmap_get(&E.objs, okey)))
+					flight_apply_seen(o);	/* (the watch came first) */
 			}
 		}
 		clear_error(p, fkey, tag);

@@ -79,6 +79,28 @@ int flight_landed(struct obj *o)
 	return 1;
 }
 
+/*
+ * The child o is at the resourceVersion an apply of it was answered with
+ * (feedback.c): that apply landed, so it is no longer in flight, and o holds
+ * what was sent (apply_pending's first case, told as soon as both the
+ * answer and the object are in rather than at the next reconcile: a
+ * thousand primaries' creates are not all kept until each is reconciled).
+ * Called as either comes in.
+ */
+void flight_apply_seen(struct obj *o)
+{
+	char *fkey = join2("apply", o->key);
+	struct flight *f = kop_hmap_get(&E.flights, fkey);
+
+	if (f && f->has_obj && !f->failed && f->answer_rv && !f->unseen && !strcmp(f->answer_rv, obj_rv(o))) {
+		log_debug("'%s' is at the resourceVersion its apply was answered with (%s): no longer in flight",
+			  o->key, f->answer_rv);
+		match_set(o, f->memo);
+		flight_forget(fkey);
+	}
+	free(fkey);
+}
+
 /* Whether f may still land: not failed, and kapply or kstatus said it was
  * written (--feedback) or it was sent less than FLIGHT_TIMEOUT_MS ago. */
 int flight_alive(const struct flight *f, int64_t now)

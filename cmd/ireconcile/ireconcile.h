@@ -379,6 +379,7 @@ const char *flight_create_pending(struct prim *p, int64_t now);
 void flight_mark_unseen(struct prim *p, const char *fkey);
 void flight_unseen_clear(struct flight *f);
 int flight_landed(struct obj *o);
+void flight_apply_seen(struct obj *o);
 
 /* input.c */
 void parsed_free(void *v);

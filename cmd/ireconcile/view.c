@@ -520,6 +520,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 			settle(o->prim);
 		else if (!unseen && (!fresh || !flight_landed(o)))
 			enqueue(o->prim);
+		flight_apply_seen(o);
 	}
 	free(text);
 	jv_free(obj);
