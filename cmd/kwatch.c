@@ -1004,11 +1004,12 @@ static int run(void)
 		pfd[1] = (struct pollfd){ .fd = sigpipe_fd[0], .events = POLLIN };
 		pfd[2] = (struct pollfd){ .fd = 1, .events = 0 };	/* (a reader gone: POLLERR) */
 		pfd[3] = (struct pollfd){ .fd = opt.control_fd, .events = POLLIN };
-		pfd[1].revents = pfd[3].revents = 0;
 		cwait = kop_curlev_timeout(&cev, now);
 		if (cwait >= 0 && cwait < wake - now)
 			wake = now + cwait;
-		if (wake > now && poll(pfd, opt.control_fd >= 0 ? 4 : 3, (int)tool_idle(wake - now)) < 0 && errno != EINTR)
+		/* (asked even when something is due at once: the control fd and the signals are not left behind) */
+		if (poll(pfd, opt.control_fd >= 0 ? 4 : 3, wake > now ? (int)tool_idle(wake - now) : 0) < 0 &&
+		    errno != EINTR)
 			log_warn("unable to poll: %s", strerror(errno));
 		if (pfd[1].revents) {
 			char buf[64];

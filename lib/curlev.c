@@ -71,7 +71,9 @@ void kop_curlev_free(struct kop_curlev *ev)
 
 int kop_curlev_fd(const struct kop_curlev *ev)
 {
-	return ev->epfd;
+	/* (broken: the set no longer follows curl's sockets, and one left writable would wake
+	 * every poll at once; kop_curlev_timeout's 50 ms paces curl_multi_perform instead) */
+	return ev->broken ? -1 : ev->epfd;
 }
 
 int64_t kop_curlev_timeout(const struct kop_curlev *ev, int64_t now)
@@ -95,8 +97,10 @@ void kop_curlev_run(struct kop_curlev *ev, int64_t now)
 	n = epoll_wait(ev->epfd, ready, (int)(sizeof(ready) / sizeof(ready[0])), 0);
 	for (i = 0; i < n; i++) {
 		uint32_t e = ready[i].events;
-		int flags = (e & (EPOLLIN | EPOLLHUP) ? CURL_CSELECT_IN : 0) | (e & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
-			    (e & EPOLLERR ? CURL_CSELECT_ERR : 0);
+		/* (an error or hang-up is read, as curl's own poll does, so that the transfer fails with
+		 * what the read says rather than a bare CURL_CSELECT_ERR) */
+		int flags = (e & (EPOLLIN | EPOLLHUP | EPOLLERR) ? CURL_CSELECT_IN : 0) |
+			    (e & EPOLLOUT ? CURL_CSELECT_OUT : 0);
 
 		curl_multi_socket_action(ev->multi, ready[i].data.fd, flags, &running);
 	}

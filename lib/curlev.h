@@ -24,7 +24,8 @@ int kop_curlev_init(struct kop_curlev *ev, CURLM *multi, char *err);
 /* After curl_multi_cleanup (which still tells of the sockets it closes). */
 void kop_curlev_free(struct kop_curlev *ev);
 
-/* A file descriptor to poll for POLLIN with the caller's own: ready when a transfer's socket is. */
+/* A file descriptor to poll for POLLIN with the caller's own: ready when a transfer's socket is
+ * (-1, which poll skips, once the set failed: then kop_curlev_timeout paces the transfers). */
 int kop_curlev_fd(const struct kop_curlev *ev);
 
 /* Milliseconds from now until curl's timer is due (0: due), -1 when it has none. */
