@@ -968,6 +968,11 @@ static int run(void)
 			}
 		}
 		kop_curlev_run(&cev, kop_mono_ms());
+		if (cev.broken == 1) {
+			log_warn("the epoll set refused a socket (%s): the watches are run every 50 ms from now on",
+				 strerror(cev.broken_errno));
+			cev.broken = 2;	/* (said once) */
+		}
 		while ((m = curl_multi_info_read(multi, &left))) {
 			struct res *r;
 			int rc;

@@ -30,9 +30,11 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
 	memset(&e, 0, sizeof(e));
 	e.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
 	e.data.fd = s;
-	if (epoll_ctl(ev->epfd, EPOLL_CTL_MOD, s, &e) < 0 &&
-	    (errno != ENOENT || epoll_ctl(ev->epfd, EPOLL_CTL_ADD, s, &e) < 0))
+	if (!ev->broken && epoll_ctl(ev->epfd, EPOLL_CTL_MOD, s, &e) < 0 &&
+	    (errno != ENOENT || epoll_ctl(ev->epfd, EPOLL_CTL_ADD, s, &e) < 0)) {
 		ev->broken = 1;
+		ev->broken_errno = errno;
+	}
 	return 0;
 }
 

@@ -89,8 +89,13 @@ int flight_landed(struct obj *o)
  */
 void flight_apply_seen(struct obj *o)
 {
-	char *fkey = join2("apply", o->key);
-	struct flight *f = kop_hmap_get(&E.flights, fkey);
+	char *fkey;
+	struct flight *f;
+
+	if (!E.flights.len)
+		return;
+	fkey = join2("apply", o->key);
+	f = kop_hmap_get(&E.flights, fkey);
 
 	if (f && f->has_obj && !f->failed && f->answer_rv && !f->unseen && !strcmp(f->answer_rv, obj_rv(o))) {
 		log_debug("'%s' is at the resourceVersion its apply was answered with (%s): no longer in flight",
