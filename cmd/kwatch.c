@@ -161,6 +161,7 @@ static struct {
 static struct kube_client *client;
 static CURLM *multi;
 static struct kop_curlev cev;	/* multi, run by its sockets' events */
+static int broken_said;		/* cev.broken logged */
 static struct res **res;
 static size_t nres;
 static struct tmpl *tmpl;
@@ -968,10 +969,10 @@ static int run(void)
 			}
 		}
 		kop_curlev_run(&cev, kop_mono_ms());
-		if (cev.broken == 1) {
+		if (cev.broken && !broken_said) {
 			log_warn("the epoll set refused a socket (%s): the watches are run every 50 ms from now on",
 				 strerror(cev.broken_errno));
-			cev.broken = 2;	/* (said once) */
+			broken_said = 1;
 		}
 		while ((m = curl_multi_info_read(multi, &left))) {
 			struct res *r;

@@ -16,8 +16,7 @@ struct kop_curlev {
 	int epfd;		/* the transfers' sockets; readable when one of them is ready */
 	int64_t due;		/* curl's timer (monotonic ms), -1: none */
 	unsigned timer_calls;	/* times curl set its timer */
-	int broken;		/* a socket the epoll set refused: run as curl_multi_perform does (the caller may
-				   set it above 1 once it has said so) */
+	int broken;		/* a socket the epoll set refused: run as curl_multi_perform does */
 	int broken_errno;	/* why */
 };
 
