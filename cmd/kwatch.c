@@ -205,50 +205,62 @@ static int write_blocking(int fd, const char *p, size_t len)
 	return 0;
 }
 
-/* Writes one line (with its '\n') to stdout, then to the record file. */
-static void out_line(const char *line, size_t len)
+/*
+ * The lines of one pass of the run loop, written together once the pass is
+ * done (out_flush, before it waits): one write, and one wakeup of the reader,
+ * for the events of a burst rather than one each. Past PENDING_MAX (a pipe's
+ * capacity) they are written at once.
+ */
+#define PENDING_MAX 65536
+static struct kop_buf pending = KOP_BUF_INIT;
+
+/* Writes the pending lines to stdout, then to the record file. */
+static void out_flush(void)
 {
 	int rc;
 
-	if (stopping)
+	if (!pending.len)
 		return;
-	rc = write_blocking(1, line, len);
+	rc = stopping ? 1 : write_blocking(1, pending.buf, pending.len);
 	if (rc < 0)
 		tool_stdout_failed();	/* EPIPE: quiet end, as SIGPIPE */
-	if (rc > 0)
-		return;
-	if (record_fd >= 0 && write_blocking(record_fd, line, len) < 0)
+	if (!rc && record_fd >= 0 && write_blocking(record_fd, pending.buf, pending.len) < 0)
 		die(KOP_EXIT_TEMP, "unable to write to '%s': %s", opt.record, strerror(errno));
+	if (pending.cap > 4 * PENDING_MAX)
+		kop_buf_release(&pending);	/* (a line that large is rare: its room is not kept) */
+	else
+		kop_buf_reset(&pending);
+}
+
+/* A line is complete in pending. */
+static void out_done(void)
+{
+	if (pending.len >= PENDING_MAX)
+		out_flush();
 }
 
 /* One event line: what jv_dump_string of {"type","object"} writes, by kop_json_dump's faster writer. */
 static void out_event(const char *type, jv obj)
 {
-	struct kop_buf line = KOP_BUF_INIT;
-
-	kop_buf_adds(&line, "{\"type\":\"");
-	kop_buf_adds(&line, type);
-	kop_buf_adds(&line, "\",\"object\":");
-	kop_json_dump_buf(&line, obj);
-	kop_buf_add(&line, "}\n", 2);
-	out_line(line.buf, line.len);
-	kop_buf_release(&line);
+	kop_buf_adds(&pending, "{\"type\":\"");
+	kop_buf_adds(&pending, type);
+	kop_buf_adds(&pending, "\",\"object\":");
+	kop_json_dump_buf(&pending, obj);
+	kop_buf_add(&pending, "}\n", 2);
+	out_done();
 }
 
 /* The same with the object's text already made: text[0..len) but for [cut_b..cut_e). */
 static void out_text_cut(const char *type, const char *text, size_t len, size_t cut_b, size_t cut_e)
 {
-	struct kop_buf line = KOP_BUF_INIT;
-
-	kop_buf_grow(&line, len + 40);
-	kop_buf_adds(&line, "{\"type\":\"");
-	kop_buf_adds(&line, type);
-	kop_buf_adds(&line, "\",\"object\":");
-	kop_buf_add(&line, text, cut_b);
-	kop_buf_add(&line, text + cut_e, len - cut_e);
-	kop_buf_add(&line, "}\n", 2);
-	out_line(line.buf, line.len);
-	kop_buf_release(&line);
+	kop_buf_grow(&pending, len + 40);
+	kop_buf_adds(&pending, "{\"type\":\"");
+	kop_buf_adds(&pending, type);
+	kop_buf_adds(&pending, "\",\"object\":");
+	kop_buf_add(&pending, text, cut_b);
+	kop_buf_add(&pending, text + cut_e, len - cut_e);
+	kop_buf_add(&pending, "}\n", 2);
+	out_done();
 }
 
 static void out_text(const char *type, const char *text, size_t len)
@@ -904,16 +916,6 @@ static void setup_signals(void)
 }
 
 /* A pipe on stdout whose reader went away says so with POLLERR: end quietly, as SIGPIPE would. */
-static void check_stdout(void)
-{
-	struct pollfd p = { .fd = 1, .events = 0 };
-
-	if (poll(&p, 1, 0) > 0 && (p.revents & POLLERR)) {
-		errno = EPIPE;
-		tool_stdout_failed();
-	}
-}
-
 static void reap(void);
 static void control_read(void);
 
@@ -929,8 +931,19 @@ static int synced(void)
 	return 1;
 }
 
+/*
+ * After a pass that wrote lines, the watches' sockets are left for GATHER_MS
+ * (the control fd and the signals are not): the events that come meanwhile
+ * are read in one pass and written in one write, rather than a pass, a write
+ * and a wakeup of the reader each. A burst of events is handed on at most
+ * GATHER_MS later.
+ */
+#define GATHER_MS 2
+
 static int run(void)
 {
+	int64_t gather_until = 0;
+
 	for (;;) {
 		int64_t now = kop_mono_ms(), wake = now + 1000, cwait;
 		struct pollfd pfd[4];
@@ -1006,13 +1019,19 @@ static int run(void)
 			    res[i]->started + stall_ms() < wake)
 				wake = res[i]->started + stall_ms();
 		}
-		pfd[0] = (struct pollfd){ .fd = kop_curlev_fd(&cev), .events = POLLIN };
+		if (pending.len) {
+			out_flush();
+			gather_until = now + GATHER_MS;
+		}
+		pfd[0] = (struct pollfd){ .fd = now < gather_until ? -1 : kop_curlev_fd(&cev), .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = sigpipe_fd[0], .events = POLLIN };
 		pfd[2] = (struct pollfd){ .fd = 1, .events = 0 };	/* (a reader gone: POLLERR) */
 		pfd[3] = (struct pollfd){ .fd = opt.control_fd, .events = POLLIN };
 		cwait = kop_curlev_timeout(&cev, now);
 		if (cwait >= 0 && cwait < wake - now)
 			wake = now + cwait;
+		if (now < gather_until && gather_until < wake)
+			wake = gather_until;
 		/* (asked even when something is due at once: the control fd and the signals are not left behind) */
 		if (poll(pfd, opt.control_fd >= 0 ? 4 : 3, wake > now ? (int)tool_idle(wake - now) : 0) < 0 &&
 		    errno != EINTR)
@@ -1025,7 +1044,10 @@ static int run(void)
 		}
 		if (opt.control_fd >= 0 && pfd[3].revents)
 			control_read();
-		check_stdout();
+		if (pfd[2].revents & POLLERR) {
+			errno = EPIPE;
+			tool_stdout_failed();
+		}
 	}
 }
 
@@ -1652,6 +1674,7 @@ int main(int argc, char **argv)
 			}
 	setup_signals();
 	code = run();
+	out_flush();
 	cleanup();
 	return tool_finish(code);
 }
