@@ -23,6 +23,22 @@ void kube_resource_release(struct kube_resource *r)
 	r->verbs = jv_null();
 }
 
+static char *dup_or_null(const char *s)
+{
+	return s ? kop_strdup(s) : NULL;
+}
+
+void kube_resource_copy(struct kube_resource *dst, const struct kube_resource *src)
+{
+	dst->group = dup_or_null(src->group);
+	dst->version = dup_or_null(src->version);
+	dst->resource = dup_or_null(src->resource);
+	dst->kind = dup_or_null(src->kind);
+	dst->api_version = dup_or_null(src->api_version);
+	dst->namespaced = src->namespaced;
+	dst->verbs = jv_copy(src->verbs);
+}
+
 /* A string member (not consumed), borrowed from a jv that the caller keeps: "" when absent. */
 static jv member(jv obj, const char *key)
 {
@@ -327,11 +343,11 @@ static int fetch(struct kube_client *c, const char *path, jv *out, char *err)
 
 static int load_discovery(struct kube_client *c, char *err)
 {
-	jv *docs, *groups, api, apis, list, core_versions;
+	jv *docs, *groups, *kinds, api, apis, list, core_versions;
 	int *have;
 	char path[512];
 
-	kube_discovery_cache(c, &docs, &groups, &have);
+	kube_discovery_cache(c, &docs, &groups, &kinds, &have);
 	if (fetch(c, "/api", &api, err))
 		return -1;
 	if (fetch(c, "/apis", &apis, err)) {
@@ -340,7 +356,9 @@ static int load_discovery(struct kube_client *c, char *err)
 	}
 	jv_free(*docs);
 	jv_free(*groups);
+	jv_free(*kinds);
 	*docs = jv_object();
+	*kinds = jv_object();
 	/* Core as a group named "", first. */
 	core_versions = jv_array();
 	list = member(api, "versions");
@@ -407,19 +425,19 @@ static int load_discovery(struct kube_client *c, char *err)
 
 void kube_discovery_invalidate(struct kube_client *c)
 {
-	jv *docs, *groups;
+	jv *docs, *groups, *kinds;
 	int *have;
 
-	kube_discovery_cache(c, &docs, &groups, &have);
+	kube_discovery_cache(c, &docs, &groups, &kinds, &have);
 	*have = 0;
 }
 
 int kube_resolve(struct kube_client *c, const char *name, struct kube_resource *out, char *err)
 {
-	jv *docs, *groups;
+	jv *docs, *groups, *kinds;
 	int *have, fresh = 0;
 
-	kube_discovery_cache(c, &docs, &groups, &have);
+	kube_discovery_cache(c, &docs, &groups, &kinds, &have);
 	if (!*have) {
 		if (load_discovery(c, err))
 			return -1;
@@ -435,23 +453,25 @@ int kube_resolve(struct kube_client *c, const char *name, struct kube_resource *
 	return kube_discovery_find(jv_copy(*docs), jv_copy(*groups), name, out, err);
 }
 
-static int find_gvk(jv docs, const char *api_version, const char *kind, struct kube_resource *out)
+/* The resource of kind in docs' document for api_version (not a subresource): its APIResource, or jv_invalid(). */
+static jv find_gvk(jv docs, const char *api_version, const char *kind)
 {
 	jv doc = jv_object_get(jv_copy(docs), jv_string(api_version)), list = member(doc, "resources");
-	const char *slash = strchr(api_version, '/');
-	int hit = 0;
+	jv hit = jv_invalid();
 
 	if (jv_get_kind(list) == JV_KIND_ARRAY) {
-		jv_array_foreach(list, i, res) {
-			jv name = member(res, "name");
-			int sub = jv_get_kind(name) != JV_KIND_STRING || strchr(jv_string_value(name), '/');
+		int i, n = jv_array_length(jv_copy(list));
 
-			if (!hit && !sub && match_kind(res, kind)) {
-				hit = 1;
-				fill(out, jv_copy(res), slash ? kop_strndup(api_version, (size_t)(slash - api_version)) : kop_strdup(""),
-				     kop_strdup(slash ? slash + 1 : api_version));
+		for (i = 0; i < n && !jv_is_valid(hit); i++) {
+			jv res = jv_array_get(jv_copy(list), i);
+
+			if (match_kind(res, kind)) {
+				jv name = member(res, "name");
+
+				if (jv_get_kind(name) == JV_KIND_STRING && !strchr(jv_string_value(name), '/'))
+					hit = jv_copy(res);
+				jv_free(name);
 			}
-			jv_free(name);
 			jv_free(res);
 		}
 	}
@@ -460,19 +480,45 @@ static int find_gvk(jv docs, const char *api_version, const char *kind, struct k
 	return hit;
 }
 
+/* out filled from res (consumed), found for api_version. */
+static void fill_gvk(struct kube_resource *out, jv res, const char *api_version)
+{
+	const char *slash = strchr(api_version, '/');
+
+	fill(out, res, slash ? kop_strndup(api_version, (size_t)(slash - api_version)) : kop_strdup(""),
+	     kop_strdup(slash ? slash + 1 : api_version));
+}
+
 int kube_resolve_gvk(struct kube_client *c, const char *api_version, const char *kind, struct kube_resource *out,
 		     struct kube_response *fail, char *err)
 {
-	jv *docs, *groups, doc;
+	jv *docs, *groups, *kinds, doc, key, res;
 	int *have;
 	char path[512];
 	struct kube_response r;
+	struct kop_buf k = KOP_BUF_INIT;
 
 	memset(out, 0, sizeof(*out));
 	out->verbs = jv_null();
-	kube_discovery_cache(c, &docs, &groups, &have);
-	if (find_gvk(*docs, api_version, kind, out))
+	kube_discovery_cache(c, &docs, &groups, &kinds, &have);
+	/* (found before in the same docs: each apply of a kind asks for it again) */
+	kop_buf_adds(&k, api_version);
+	kop_buf_add(&k, "", 1);
+	kop_buf_adds(&k, kind);
+	key = jv_string_sized(k.buf, (int)k.len);
+	kop_buf_release(&k);
+	res = jv_object_get(jv_copy(*kinds), jv_copy(key));
+	if (jv_is_valid(res)) {
+		jv_free(key);
+		fill_gvk(out, res, api_version);
 		return 0;
+	}
+	if (jv_is_valid(res = find_gvk(*docs, api_version, kind))) {
+		*kinds = jv_object_set(*kinds, key, jv_copy(res));
+		fill_gvk(out, res, api_version);
+		return 0;
+	}
+	jv_free(key);
 	/* Not known (yet): the group version's own document, as a RESTMapper
 	 * asks (a CRD just created; no other group's trouble matters here). */
 	snprintf(path, sizeof(path), "%s/%s", strchr(api_version, '/') ? "/apis" : "/api", api_version);
@@ -494,12 +540,17 @@ int kube_resolve_gvk(struct kube_client *c, const char *api_version, const char 
 		doc = r.body;
 		r.body = jv_null();
 		kube_response_release(&r);
-		if (jv_get_kind(doc) == JV_KIND_OBJECT)
+		if (jv_get_kind(doc) == JV_KIND_OBJECT) {
 			*docs = jv_object_set(*docs, jv_string(api_version), doc);
-		else
+			jv_free(*kinds);
+			*kinds = jv_object();	/* (what it held was found in the document replaced) */
+		} else {
 			jv_free(doc);
-		if (find_gvk(*docs, api_version, kind, out))
+		}
+		if (jv_is_valid(res = find_gvk(*docs, api_version, kind))) {
+			fill_gvk(out, res, api_version);
 			return 0;
+		}
 	}
 	return kop_error(err, "no matches for kind \"%s\" in version \"%s\"", kind, api_version);
 }

@@ -45,8 +45,10 @@ int kube_read_token_file(const char *path, char **token, char *err);
 
 /*
  * The discovery cache inside a client (lib/discovery.c): docs maps
- * groupVersion -> APIResourceList, groups is the APIGroupList with core first.
+ * groupVersion -> APIResourceList, groups is the APIGroupList with core first;
+ * kinds maps "apiVersion\0kind" -> the APIResource kube_resolve_gvk found in
+ * docs, and is emptied whenever docs changes.
  */
-void kube_discovery_cache(struct kube_client *c, jv **docs, jv **groups, int **have);
+void kube_discovery_cache(struct kube_client *c, jv **docs, jv **groups, jv **kinds, int **have);
 
 #endif

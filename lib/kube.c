@@ -31,13 +31,14 @@ struct kube_client {
 	int token_stale;	/* re-read the token file before the next request */
 	/* discovery cache (lib/discovery.c) */
 	int have_discovery;
-	jv disc_docs, disc_groups;
+	jv disc_docs, disc_groups, disc_kinds;
 };
 
-void kube_discovery_cache(struct kube_client *c, jv **docs, jv **groups, int **have)
+void kube_discovery_cache(struct kube_client *c, jv **docs, jv **groups, jv **kinds, int **have)
 {
 	*docs = &c->disc_docs;
 	*groups = &c->disc_groups;
+	*kinds = &c->disc_kinds;
 	*have = &c->have_discovery;
 }
 
@@ -105,6 +106,7 @@ struct kube_client *kube_client_new(struct kube_config *cfg, long timeout_ms, ch
 	c->token_read_ms = kop_mono_ms();
 	c->disc_docs = jv_object();
 	c->disc_groups = jv_null();
+	c->disc_kinds = jv_object();
 	if (c->cfg.tls_server_name && !strncmp(c->cfg.server, "https://", 8)) {
 		if (setup_server_name(c, err)) {
 			kube_client_free(c);
@@ -134,6 +136,7 @@ void kube_client_free(struct kube_client *c)
 	curl_slist_free_all(c->connect_to);
 	jv_free(c->disc_docs);
 	jv_free(c->disc_groups);
+	jv_free(c->disc_kinds);
 	free(c);
 }
 
@@ -198,6 +201,16 @@ static void set_blob(CURL *e, CURLoption opt, const char *data, size_t len)
 	blob.len = len;
 	blob.flags = CURL_BLOB_COPY;
 	curl_easy_setopt(e, opt, &blob);
+}
+
+void kube_easy_done(struct kube_client *c, CURL *e)
+{
+	/* its options back to their defaults (the headers, body and credentials set for it no
+	 * longer referred to); connections stay in the share (or the multi handle) either way */
+	curl_easy_reset(e);
+	if (c->spare)
+		curl_easy_cleanup(c->spare);
+	c->spare = e;
 }
 
 CURL *kube_easy_new(struct kube_client *c, const char *method, const char *path, struct curl_slist **headers,
@@ -631,12 +644,7 @@ static int request(struct kube_client *c, const char *method, const char *path, 
 	cc = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno);
-	/* kept for the next request, its options back to their defaults (the headers, body and
-	 * credentials set here no longer referred to); connections stay in the share either way */
-	curl_easy_reset(e);
-	if (c->spare)
-		curl_easy_cleanup(c->spare);
-	c->spare = e;
+	kube_easy_done(c, e);
 	curl_slist_free_all(headers);
 	if (meta_only)
 		kube_response_meta(resp, code, s.body.buf, s.body.len, s.retry_after, cc, curl_err);

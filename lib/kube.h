@@ -146,11 +146,17 @@ int kube_request_text(struct kube_client *c, const char *method, const char *pat
  * write/header callbacks, body, timeout and CURLOPT_ERRORBUFFER (curl keeps
  * no buffer the caller could read otherwise), may curl_slist_append more
  * headers to *headers (the list is never empty, so its head stays put), and
- * frees *headers with curl_slist_free_all after curl_easy_cleanup.
- * NULL with err when credentials cannot be obtained.
+ * frees *headers with curl_slist_free_all after curl_easy_cleanup (or
+ * kube_easy_done). NULL with err when credentials cannot be obtained.
  */
 CURL *kube_easy_new(struct kube_client *c, const char *method, const char *path, struct curl_slist **headers,
 		    char *err);
+/*
+ * Instead of curl_easy_cleanup, for a handle of c's done with (out of any
+ * multi handle): reset and kept, the next kube_easy_new takes it rather than
+ * make one (one is kept: a handle kept before is cleaned up).
+ */
+void kube_easy_done(struct kube_client *c, CURL *e);
 /*
  * Builds a kube_response from a finished transfer: HTTP code, the body
  * bytes, the Retry-After header value (NULL if none), the curl result and
@@ -180,6 +186,8 @@ struct kube_resource {
 	jv verbs;		/* array of strings */
 };
 void kube_resource_release(struct kube_resource *r);
+/* dst (uninitialized) made a copy of src, which stays the caller's. */
+void kube_resource_copy(struct kube_resource *dst, const struct kube_resource *src);
 
 /*
  * Resolves a resource name as kubectl does: "deployments", "deployment",

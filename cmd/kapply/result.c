@@ -321,7 +321,7 @@ void finished(CURLMsg *m)
 		r.os_errno = (int)os_errno;
 	}
 	curl_multi_remove_handle(multi, m->easy_handle);
-	curl_easy_cleanup(m->easy_handle);
+	kube_easy_done(client, m->easy_handle);
 	curl_slist_free_all(op->headers);
 	op->headers = NULL;
 	op->easy = NULL;
