@@ -143,6 +143,7 @@ struct res {
 /* A RESOURCE@~ argument: one watch per namespace that the namespaces watch writes. */
 struct tmpl {
 	char *arg, *name, *label, *field, *shard, *keep;
+	struct kube_resource r;		/* name resolved at the start: each namespace's watch takes a copy */
 	struct kop_shard_sel sel;	/* shard parsed; sel.n == 0: none */
 	int none_left;			/* --shard-control removed every range of sel: no namespace wanted */
 };
@@ -168,6 +169,7 @@ static struct tmpl *tmpl;
 static size_t ntmpl;
 static struct res *ns_res;	/* the namespaces watch the RESOURCE@~ ones follow */
 static size_t nforbidden;	/* RESOURCE@~ watches waiting for their rights (forbidden > 0) */
+static size_t ndropped;		/* watches marked dropped since reap() last ran */
 static struct kop_jq *projection;
 static int record_fd = -1;
 static int sigpipe_fd[2] = { -1, -1 };
@@ -344,12 +346,42 @@ static uint64_t text_hash(const char *p, size_t n)
 static void ns_seen(jv ns);
 static void rights_may_have_come(jv obj);
 
-static void count_event(const char *type)
+/*
+ * kwatch_events_total by type: counted here, and added to the metric once a
+ * pass (counts_flush), since tool_metric_add makes its series' key each call.
+ */
+static const char *const event_types[] = { "ADDED", "MODIFIED", "DELETED" };
+static unsigned long event_counts[sizeof(event_types) / sizeof(event_types[0])];
+
+static void count_add(const char *type, double n)
 {
 	char labels[64];
 
 	snprintf(labels, sizeof(labels), "type=%s", type);
-	tool_metric_add("kwatch_events_total", labels, 1);
+	tool_metric_add("kwatch_events_total", labels, n);
+}
+
+static void count_event(const char *type)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(event_types) / sizeof(event_types[0]); i++)
+		if (!strcmp(type, event_types[i])) {
+			event_counts[i]++;
+			return;
+		}
+	count_add(type, 1);
+}
+
+static void counts_flush(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(event_types) / sizeof(event_types[0]); i++)
+		if (event_counts[i]) {
+			count_add(event_types[i], (double)event_counts[i]);
+			event_counts[i] = 0;
+		}
 }
 
 /*
@@ -998,16 +1030,20 @@ static int run(void)
 			if (rc >= 0)
 				return rc;
 		}
-		for (i = 0; i < nres; i++) {
-			int blocked = res[i]->dyn && res[i]->forbidden;
-
-			all_done &= res[i]->done || (res[i]->w.synced && !res[i]->easy) || blocked;
-		}
-		all_synced = synced();
+		/* (each a walk of every watch: asked only while its answer is used) */
+		all_synced = (!bookmark_written || opt.once) && synced();
 		if (all_synced && !bookmark_written && !stopping)
 			out_bookmark();
-		if (opt.once && all_synced && all_done)
-			return KOP_EXIT_OK;
+		if (opt.once && all_synced) {
+			for (i = 0; i < nres; i++) {
+				int blocked = res[i]->dyn && res[i]->forbidden;
+
+				all_done &= res[i]->done || (res[i]->w.synced && !res[i]->easy) || blocked;
+			}
+			if (all_done)
+				return KOP_EXIT_OK;
+		}
+		counts_flush();
 		tool_metrics_flush(0);
 		now = kop_mono_ms();
 		for (i = 0; i < nres; i++) {
@@ -1237,9 +1273,9 @@ static void setup_template(const char *arg, const struct spec *s)
 		die_usage("'%s': %s are not namespaced, and RESOURCE@~ watches in each namespace", arg, r.resource);
 	if (!has_verb(r.verbs, "list") || !has_verb(r.verbs, "watch"))
 		die(KOP_EXIT_PERM, "resource '%s' cannot be listed and watched", s->name);
-	kube_resource_release(&r);
 	tmpl = kop_realloc(tmpl, (ntmpl + 1) * sizeof(*tmpl));
 	t = &tmpl[ntmpl++];
+	t->r = r;
 	t->arg = kop_strdup(arg);
 	t->name = kop_strdup(s->name);
 	t->label = s->label ? kop_strdup(s->label) : opt.label ? kop_strdup(opt.label) : NULL;
@@ -1269,13 +1305,7 @@ static void add_dyn(const struct tmpl *t, const char *ns)
 	char err[KOP_ERRLEN], *path;
 	struct kop_buf name = KOP_BUF_INIT;
 
-	if (kube_resolve(client, t->name, &r->r, err) < 0) {
-		/* (resolved once at the start: discovery is cached, so this is rare) */
-		tool_logj(LOG_ERROR, JV_OBJECT(jv_string("resource"), jv_string(t->arg)),
-			  "unable to watch '%s' in namespace '%s': %s", t->name, ns, err);
-		free(r);
-		return;
-	}
+	kube_resource_copy(&r->r, &t->r);
 	r->dyn = 1;
 	r->ns = kop_strdup(ns);
 	kop_buf_addf(&name, "%s@%s", t->name, ns);
@@ -1338,6 +1368,7 @@ static void ns_seen(jv ev)
 				if (going) {
 					kw_watch_forget(&r->w);
 					r->dropped = 1;
+					ndropped++;
 				}
 			}
 			if (!have && !going && tmpl_wants(&tmpl[j], name))
@@ -1376,6 +1407,9 @@ static void reap(void)
 {
 	size_t i, n = 0;
 
+	if (!ndropped)
+		return;
+	ndropped = 0;
 	for (i = 0; i < nres; i++) {
 		if (res[i]->dropped) {
 			if (res[i]->forbidden)
@@ -1435,6 +1469,7 @@ static void shards_removed(const char *line)
 				if (r->forbidden)
 					nforbidden--, r->forbidden = 0;
 				r->dropped = 1;
+				ndropped++;
 				stopped++;
 			}
 			continue;
@@ -1510,6 +1545,7 @@ static void cleanup(void)
 		free(tmpl[i].field);
 		free(tmpl[i].shard);
 		free(tmpl[i].keep);
+		kube_resource_release(&tmpl[i].r);
 		kop_shard_free(&tmpl[i].sel);
 	}
 	free(tmpl);
@@ -1675,6 +1711,7 @@ int main(int argc, char **argv)
 	setup_signals();
 	code = run();
 	out_flush();
+	counts_flush();
 	cleanup();
 	return tool_finish(code);
 }
