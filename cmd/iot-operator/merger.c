@@ -127,7 +127,7 @@ void kwatch_read(struct stage *s)
 {
 	char buf[65536];
 	ssize_t n = read(s->out_fd, buf, sizeof(buf));
-	size_t start = 0, i;
+	size_t start = 0;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -139,9 +139,13 @@ void kwatch_read(struct stage *s)
 		close_fd(&s->out_fd);
 		return;
 	}
-	for (i = 0; i < (size_t)n; i++) {
-		if (buf[i] != '\n')
-			continue;
+	while (start < (size_t)n) {
+		const char *nl = memchr(buf + start, '\n', (size_t)n - start);
+		size_t i;
+
+		if (!nl)
+			break;
+		i = (size_t)(nl - buf);
 		if (s->out.len) {
 			kop_buf_add(&s->out, buf + start, i - start);
 			merge_line(s, s->out.buf, s->out.len);
