@@ -31,13 +31,13 @@ jv render_parent(jv parent)
 }
 
 /*
- * p->pdig, the key of render_parent(obj) for the render cache, the primary's
+ * d, the key of render_parent(obj) for the render cache (p->pdig), of a primary's
  * object as it arrived (obj borrowed; text, tlen bytes, its JSON as it came):
  * the digest of its text without the members render_parent drops (its
  * events are mostly our statuses landing, and a walk of an IoTService's
  * 13 KB spec was a quarter of such an event's cost), as a child's is.
  */
-void render_parent_digest(struct prim *p, jv obj, const char *text, size_t tlen)
+void render_parent_digest(jv obj, const char *text, size_t tlen, unsigned char d[KOP_JSON_DIGEST_LEN])
 {
 	static jv dropped;	/* (render_parent's, in step with it) */
 	static struct kop_buf cut = KOP_BUF_INIT;
@@ -46,7 +46,7 @@ void render_parent_digest(struct prim *p, jv obj, const char *text, size_t tlen)
 		dropped = JV_ARRAY(JV_ARRAY(jv_string("metadata"), jv_string("resourceVersion")),
 				   JV_ARRAY(jv_string("metadata"), jv_string("finalizers")),
 				   JV_ARRAY(jv_string("metadata"), jv_string("managedFields")), JV_ARRAY(jv_string("status")));
-	kop_json_digest_cut(text, tlen, obj, dropped, &cut, p->pdig);
+	kop_json_digest_cut(text, tlen, obj, dropped, &cut, d);
 }
 
 /* The render answer (consumed) with each desired object projected by its

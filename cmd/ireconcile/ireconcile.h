@@ -427,7 +427,7 @@ struct rmade {
 	unsigned char *stat;	/* which of them have a status */
 };
 jv render_parent(jv parent);
-void render_parent_digest(struct prim *p, jv obj, const char *text, size_t tlen);
+void render_parent_digest(jv obj, const char *text, size_t tlen, unsigned char d[KOP_JSON_DIGEST_LEN]);
 jv render_input(void);
 jv render_input_parent(struct prim *p, jv in);
 int render_make(jv in, struct rmade *m, int64_t *us_jq, int64_t *us_fn, char *err);

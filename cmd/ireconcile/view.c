@@ -329,8 +329,8 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 	const char *rv;
 	char *text, *new_owner = NULL;
 	size_t tlen;
-	int fresh, relinked = 0, had_view, unseen = 0, owner_set = 0;
-	unsigned char tdig[OBJ_DIG];
+	int fresh, relinked = 0, had_view, unseen = 0, owner_set = 0, text_kept = 0;
+	unsigned char tdig[OBJ_DIG], pdig[KOP_JSON_DIGEST_LEN];
 	const unsigned char *tdig_made = NULL;	/* tdig, once same_text made it */
 
 	if (!name || !*name || !kind || !av) {
@@ -467,10 +467,17 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 				unseen = 3;
 		}
 	} else if (k->role == KOP_ROLE_PRIMARY && E.prog.render) {
-		/* Its spec goes to the render program only (README: render). */
+		/* Its spec goes to the render program only (README: render). Its
+		 * text is read only to render, and what the render gets of it is
+		 * what pdig covers: a text that renders as the one kept (a
+		 * status, a finalizer, a resourceVersion changed) leaves that one
+		 * kept, rather than compressed and digested again. */
 		store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
+		render_parent_digest(obj, text, tlen, pdig);
+		text_kept = !fresh && o->prim && o->prim->obj == o && !memcmp(pdig, o->prim->pdig, sizeof(pdig));
 	}
-	store_text(o, obj, text, tlen, tdig_made);
+	if (!text_kept)
+		store_text(o, obj, text, tlen, tdig_made);
 	set_meta(o, rv ? rv : "", name, ns ? ns : "", meta(obj, "uid") ? meta(obj, "uid") : "",
 		 owner_set ? new_owner : obj_owner_uid(o));
 	free(new_owner);
@@ -493,7 +500,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		}
 		p->obj = o;
 		if (E.prog.render)
-			render_parent_digest(p, obj, text, tlen);
+			memcpy(p->pdig, pdig, sizeof(pdig));
 		update_aggs_seen(p, obj, kop_mono_ms());
 		render_ahead(p);
 		if (p->queued || !seen_alike(p, obj, kop_mono_ms()))
