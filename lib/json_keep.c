@@ -12,15 +12,18 @@
 /* v (consumed) with value (consumed) at path[from..] (keys), objects made on the way. */
 static jv keep_set(jv v, jv path, int from, int n, jv value)
 {
-	jv key = jv_array_get(jv_copy(path), from);
+	jv key = jv_array_get(jv_copy(path), from), sub;
 
 	if (from == n - 1)
 		return jv_object_set(v, key, value);
-	{
-		jv sub = jv_object_has(jv_copy(v), jv_copy(key)) ? jv_object_get(jv_copy(v), jv_copy(key)) : jv_object();
-
-		return jv_object_set(v, key, keep_set(sub, path, from + 1, n, value));
-	}
+	sub = jv_object_get(jv_copy(v), jv_copy(key));
+	if (jv_is_valid(sub))
+		/* (v's hold on sub let go, its member left where it is: sub, held once, is then
+		 * changed in place rather than copied) */
+		v = jv_object_set(v, jv_copy(key), jv_null());
+	else
+		sub = jv_object();
+	return jv_object_set(v, key, keep_set(sub, path, from + 1, n, value));
 }
 
 jv kop_json_keep(jv obj, jv paths)
@@ -34,7 +37,11 @@ jv kop_json_keep(jv obj, jv paths)
 		for (j = 0; j < n && jv_get_kind(v) == JV_KIND_OBJECT; j++) {
 			jv key = jv_array_get(jv_copy(path), j);
 
-			v = jv_object_has(jv_copy(v), jv_copy(key)) ? jv_object_get(v, key) : (jv_free(v), jv_free(key), jv_null());
+			v = jv_object_get(v, key);
+			if (!jv_is_valid(v)) {
+				jv_free(v);
+				v = jv_null();	/* (absent) */
+			}
 		}
 		if (j == n && jv_get_kind(v) != JV_KIND_NULL)
 			out = keep_set(out, path, 0, n, v);
