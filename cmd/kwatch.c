@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -208,6 +209,31 @@ static int write_blocking(int fd, const char *p, size_t len)
 }
 
 /*
+ * Once SIGTERM came: what was made before it, written while the reader takes
+ * it, a piece at a time (PIPE_BUF at most: a pipe with room takes it
+ * without blocking) once stdout has room, a second at most for each. 0, 1
+ * when the rest was dropped, or -1 with errno.
+ */
+static int write_stopping(int fd, const char *p, size_t len)
+{
+	while (len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 1000) <= 0 || !(pfd.revents & POLLOUT))
+			return 1;
+		n = write(fd, p, len < PIPE_BUF ? len : PIPE_BUF);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
  * The lines of one pass of the run loop, written together once the pass is
  * done (out_flush, before it waits): one write, and one wakeup of the reader,
  * for the events of a burst rather than one each. Past PENDING_MAX (a pipe's
@@ -223,7 +249,7 @@ static void out_flush(void)
 
 	if (!pending.len)
 		return;
-	rc = stopping ? 1 : write_blocking(1, pending.buf, pending.len);
+	rc = stopping ? write_stopping(1, pending.buf, pending.len) : write_blocking(1, pending.buf, pending.len);
 	if (rc < 0)
 		tool_stdout_failed();	/* EPIPE: quiet end, as SIGPIPE */
 	if (!rc && record_fd >= 0 && write_blocking(record_fd, pending.buf, pending.len) < 0)
@@ -244,6 +270,10 @@ static void out_done(void)
 /* One event line: what jv_dump_string of {"type","object"} writes, by kop_json_dump's faster writer. */
 static void out_event(const char *type, jv obj)
 {
+	if (stopping) {
+		jv_free(obj);	/* (made after SIGTERM: dropped) */
+		return;
+	}
 	kop_buf_adds(&pending, "{\"type\":\"");
 	kop_buf_adds(&pending, type);
 	kop_buf_adds(&pending, "\",\"object\":");
@@ -255,6 +285,8 @@ static void out_event(const char *type, jv obj)
 /* The same with the object's text already made: text[0..len) but for [cut_b..cut_e). */
 static void out_text_cut(const char *type, const char *text, size_t len, size_t cut_b, size_t cut_e)
 {
+	if (stopping)
+		return;
 	kop_buf_grow(&pending, len + 40);
 	kop_buf_adds(&pending, "{\"type\":\"");
 	kop_buf_adds(&pending, type);
@@ -947,7 +979,6 @@ static void setup_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-/* A pipe on stdout whose reader went away says so with POLLERR: end quietly, as SIGPIPE would. */
 static void reap(void);
 static void control_read(void);
 
@@ -1080,6 +1111,7 @@ static int run(void)
 		}
 		if (opt.control_fd >= 0 && pfd[3].revents)
 			control_read();
+		/* a pipe on stdout whose reader went away says so with POLLERR: end quietly, as SIGPIPE would */
 		if (pfd[2].revents & POLLERR) {
 			errno = EPIPE;
 			tool_stdout_failed();
@@ -1551,6 +1583,7 @@ static void cleanup(void)
 	free(tmpl);
 	free(res);
 	kop_buf_release(&control);
+	kop_buf_release(&pending);
 	curl_multi_cleanup(multi);
 	kop_curlev_free(&cev);
 	kube_client_free(client);
