@@ -471,10 +471,13 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		 * text is read only to render, and what the render gets of it is
 		 * what pdig covers: a text that renders as the one kept (a
 		 * status, a finalizer, a resourceVersion changed) leaves that one
-		 * kept, rather than compressed and digested again. */
+		 * kept, rather than compressed and digested again. Not with
+		 * --shard: a primary whose range leaves is parked from its text,
+		 * to come back as it was last seen. */
 		store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
 		render_parent_digest(obj, text, tlen, pdig);
-		text_kept = !fresh && o->prim && o->prim->obj == o && !memcmp(pdig, o->prim->pdig, sizeof(pdig));
+		text_kept = !E.shard && !fresh && o->prim && o->prim->obj == o &&
+			    !memcmp(pdig, o->prim->pdig, sizeof(pdig));
 	}
 	if (!text_kept)
 		store_text(o, obj, text, tlen, tdig_made);
