@@ -133,6 +133,19 @@ test_expect_success 'SIGTERM: the request in flight finishes and its result is w
 	jq -e ".ok == true and .resourceVersion == \"11\"" out
 '
 
+test_expect_success 'SIGTERM with a request that outlasts the 10 s drain: said unfinished, exit 111, nothing left held' '
+	rm -f rc pid out err &&
+	{ cm stuck; sleep 14; } |
+		sh -c "exec 6<&0; timeout 40 kapply --kubeconfig kubeconfig <&6 >out 2>err & echo \$! >pid; wait \$!; echo \$? >rc" &
+	test_wait_for 10 grep -q "/stuck" requests.jsonl &&
+	kill -TERM $(cat pid) &&
+	test_wait_for 20 test -s rc &&
+	test "$(cat rc)" = 111 &&
+	grep -F "stopping with 1 operations unfinished" err &&
+	test_no_sanitizer_report err &&
+	! test -s out
+'
+
 test_expect_success 'a CRD that never becomes Established: its objects wait, then fail; the CRD times out' '
 	cat >crd.yaml <<-\EOF &&
 	apiVersion: apiextensions.k8s.io/v1

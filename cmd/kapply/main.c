@@ -238,8 +238,21 @@ static void run(void)
 			if (m->msg == CURLMSG_DONE)
 				finished(m);
 	}
-	if (multi)
+	if (multi) {
+		size_t i;
+
+		/* (stopped with operations in flight: their handles go before the multi handle's, and
+		 * before the client's share they use) */
+		for (i = 0; i < queue_len; i++)
+			if (queue[i]->easy) {
+				curl_multi_remove_handle(multi, queue[i]->easy);
+				curl_easy_cleanup(queue[i]->easy);
+				queue[i]->easy = NULL;
+				curl_slist_free_all(queue[i]->headers);
+				queue[i]->headers = NULL;
+			}
 		curl_multi_cleanup(multi);
+	}
 }
 
 int main(int argc, char **argv)
