@@ -122,24 +122,26 @@ test_expect_success '--qps and --burst limit the request rate' '
 	test $(( (end - start) / 1000000 )) -ge 900
 '
 
-test_expect_success 'SIGTERM: the request in flight finishes and its result is written, then exit 0' '
-	# stdin stays open (the sleep) while the request is in flight; rc records the exit code
-	{ cm slow; sleep 5; } |
-		sh -c "exec 6<&0; timeout 30 kapply --kubeconfig kubeconfig <&6 >out 2>err & echo \$! >pid; wait \$!; echo \$? >rc" &
-	test_wait_for 10 grep -q "/slow" requests.jsonl &&
+# sigterm_in_flight NAME SECONDS: kapply applies ConfigMap NAME read from a stdin
+# that stays open SECONDS (in the background, its pid in pid); once the server
+# has the request, SIGTERM; then its exit code in rc (out, err: its output)
+sigterm_in_flight () {
+	rm -f rc pid out err
+	{ cm "$1"; sleep "$2"; } |
+		sh -c "exec 6<&0; timeout 40 kapply --kubeconfig kubeconfig <&6 >out 2>err & echo \$! >pid; wait \$!; echo \$? >rc" &
+	test_wait_for 10 grep -q "/$1" requests.jsonl &&
 	kill -TERM $(cat pid) &&
-	test_wait_for 10 test -s rc &&
+	test_wait_for 20 test -s rc
+}
+
+test_expect_success 'SIGTERM: the request in flight finishes and its result is written, then exit 0' '
+	sigterm_in_flight slow 5 &&
 	test "$(cat rc)" = 0 &&
 	jq -e ".ok == true and .resourceVersion == \"11\"" out
 '
 
 test_expect_success 'SIGTERM with a request that outlasts the 10 s drain: said unfinished, exit 111, nothing left held' '
-	rm -f rc pid out err &&
-	{ cm stuck; sleep 14; } |
-		sh -c "exec 6<&0; timeout 40 kapply --kubeconfig kubeconfig <&6 >out 2>err & echo \$! >pid; wait \$!; echo \$? >rc" &
-	test_wait_for 10 grep -q "/stuck" requests.jsonl &&
-	kill -TERM $(cat pid) &&
-	test_wait_for 20 test -s rc &&
+	sigterm_in_flight stuck 14 &&
 	test "$(cat rc)" = 111 &&
 	grep -F "stopping with 1 operations unfinished" err &&
 	test_no_sanitizer_report err &&
