@@ -132,6 +132,7 @@ int input_take(void *ctx, const char *text, size_t len);	/* the reader's take (s
 /* request.c */
 jv write_request(const struct op *op, const char **method, const char **ctype, struct kop_buf *query, int dry);
 int64_t schedule(void);
+void op_end_transfer(struct op *op);
 
 /* result.c */
 extern int server_down;	/* -f: the server could not be reached; nothing more is sent */

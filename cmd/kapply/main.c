@@ -241,16 +241,11 @@ static void run(void)
 	if (multi) {
 		size_t i;
 
-		/* (stopped with operations in flight: their handles go before the multi handle's, and
-		 * before the client's share they use) */
+		/* (stopped with operations in flight: their handles out of the multi handle before it
+		 * goes, and back to the client, which frees them before the share they use) */
 		for (i = 0; i < queue_len; i++)
-			if (queue[i]->easy) {
-				curl_multi_remove_handle(multi, queue[i]->easy);
-				curl_easy_cleanup(queue[i]->easy);
-				queue[i]->easy = NULL;
-				curl_slist_free_all(queue[i]->headers);
-				queue[i]->headers = NULL;
-			}
+			if (queue[i]->easy)
+				op_end_transfer(queue[i]);
 		curl_multi_cleanup(multi);
 	}
 }

@@ -153,6 +153,16 @@ static int resolve(struct op *op, struct kube_response *fail, char *err)
 }
 
 /* Starts the next request of op (or puts it back in the queue to retry). */
+/* op's transfer (finished, or stopped) out of the multi handle, its handle given back to the client. */
+void op_end_transfer(struct op *op)
+{
+	curl_multi_remove_handle(multi, op->easy);
+	kube_easy_done(client, op->easy);
+	op->easy = NULL;
+	curl_slist_free_all(op->headers);
+	op->headers = NULL;
+}
+
 static void op_start(struct op *op)
 {
 	char err[KOP_ERRLEN];

@@ -320,11 +320,7 @@ void finished(CURLMsg *m)
 		curl_easy_getinfo(m->easy_handle, CURLINFO_OS_ERRNO, &os_errno);
 		r.os_errno = (int)os_errno;
 	}
-	curl_multi_remove_handle(multi, m->easy_handle);
-	kube_easy_done(client, m->easy_handle);
-	curl_slist_free_all(op->headers);
-	op->headers = NULL;
-	op->easy = NULL;
+	op_end_transfer(op);
 	inflight--;
 	tool_metric_request(op->method, r.code);
 	if (r.code)
