@@ -104,9 +104,11 @@ int kop_json_digest_cut(const char *text, size_t len, jv obj, jv paths, struct k
 			kop_buf_release(scratch);
 		return 0;
 	}
+	obj = jv_is_valid(obj) ? jv_copy(obj) : text ? kop_json_read(text, len) : jv_null();
 	cut = jv_delpaths(jv_copy(obj), jv_copy(paths));
 	kop_json_digest(jv_is_valid(cut) ? cut : obj, out);
 	jv_free(cut);
+	jv_free(obj);
 	return -1;
 }
 

@@ -53,6 +53,45 @@ jv kop_json_keep(jv obj, jv paths)
 	return out;
 }
 
+/* pick (consumed) with path[from..n) read whole. */
+static jv pick_path(jv pick, jv path, int from, int n)
+{
+	jv key = jv_array_get(jv_copy(path), from), sub;
+
+	if (jv_get_kind(key) != JV_KIND_STRING) {
+		jv_free(key);
+		return pick;
+	}
+	sub = jv_object_get(jv_copy(pick), jv_copy(key));
+	if (jv_get_kind(sub) == JV_KIND_TRUE) {	/* (read whole already) */
+		jv_free(key);
+		jv_free(sub);
+		return pick;
+	}
+	if (from == n - 1 || jv_get_kind(sub) == JV_KIND_FALSE) {
+		/* (a member passed over with a path in it: read whole) */
+		jv_free(sub);
+		return jv_object_set(pick, key, jv_true());
+	}
+	if (jv_get_kind(sub) != JV_KIND_OBJECT) {
+		jv_free(sub);
+		sub = jv_object();
+	}
+	return jv_object_set(pick, key, pick_path(sub, path, from + 1, n));
+}
+
+jv kop_json_keep_pick(jv pick, jv paths)
+{
+	jv_array_foreach(paths, i, path) {
+		int n = jv_array_length(jv_copy(path));
+
+		if (n > 0)
+			pick = pick_path(pick, path, 0, n);
+		jv_free(path);
+	}
+	return pick;
+}
+
 int kop_json_keep_text(const char *text, size_t len, jv paths, jv *out)
 {
 	struct kop_json_span spans[KOP_JSON_SPANS_MAX];

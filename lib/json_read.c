@@ -335,6 +335,150 @@ static int read_value(struct reader *r, jv *v, int depth)
 	}
 }
 
+/* A string at r->p (its opening quote) passed over: what read_string_bytes
+ * takes, nothing copied. */
+static int skip_string(struct reader *r)
+{
+	const char *p = r->p + 1;
+
+	for (;;) {
+		unsigned char c;
+
+		if (p == r->end)
+			return -1;
+		c = (unsigned char)*p;
+		if (c == '"')
+			break;
+		if (c < 0x20 || c >= 0x80)
+			return -1;
+		if (c != '\\') {
+			p++;
+			continue;
+		}
+		if (r->end - p < 2)
+			return -1;
+		switch (p[1]) {
+		case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+			p += 2;
+			break;
+		case 'u': {
+			unsigned u;
+
+			if (r->end - p < 6 || read_hex4(p + 2, &u) || u >= 0x80)
+				return -1;
+			p += 6;
+			break;
+		}
+		default:
+			return -1;
+		}
+	}
+	r->p = p + 1;
+	return 0;
+}
+
+/* A value passed over: what read_value takes, nothing made. */
+static int skip_value(struct reader *r, int depth)
+{
+	jv n;
+
+	if (r->p == r->end || depth > READ_DEPTH_MAX)
+		return -1;
+	switch (*r->p) {
+	case '{': {
+		int more = read_open(r, '}');
+
+		while (more > 0) {
+			if (r->p == r->end || *r->p != '"' || skip_string(r) || r->p == r->end || *r->p++ != ':' ||
+			    skip_value(r, depth + 1))
+				return -1;
+			more = read_after(r, '}');
+		}
+		return more;
+	}
+	case '[': {
+		int more = read_open(r, ']');
+
+		while (more > 0) {
+			if (skip_value(r, depth + 1))
+				return -1;
+			more = read_after(r, ']');
+		}
+		return more;
+	}
+	case '"':
+		return skip_string(r);
+	case 't':
+		return read_literal(r, "true", jv_true(), &n);
+	case 'f':
+		return read_literal(r, "false", jv_false(), &n);
+	case 'n':
+		return read_literal(r, "null", jv_null(), &n);
+	default:
+		if (read_number(r, &n))
+			return -1;
+		jv_free(n);
+		return 0;
+	}
+}
+
+/* An object at r->p read as pick (borrowed) says (kop_json_read_pick). */
+static int read_picked(struct reader *r, jv pick, int rest, jv *v, int depth)
+{
+	jv o;
+	int more;
+
+	if (r->p == r->end || *r->p != '{' || depth > READ_DEPTH_MAX)
+		return read_value(r, v, depth);	/* (no object where the pick goes down: read whole) */
+	o = jv_object();
+	more = read_open(r, '}');
+	while (more > 0) {
+		jv key, val = jv_invalid(), how;
+		int rc;
+
+		if (r->p == r->end || *r->p != '"' || read_string_bytes(r) || r->p == r->end || *r->p++ != ':') {
+			more = -1;
+			break;
+		}
+		key = read_string_jv(r);
+		how = jv_object_get(jv_copy(pick), jv_copy(key));	/* (invalid: not named) */
+		if (jv_get_kind(how) == JV_KIND_OBJECT)
+			rc = read_picked(r, how, rest, &val, depth + 1);
+		else if (jv_is_valid(how) ? jv_get_kind(how) == JV_KIND_TRUE : rest)
+			rc = read_value(r, &val, depth + 1);
+		else
+			rc = skip_value(r, depth + 1);
+		jv_free(how);
+		if (rc) {
+			jv_free(key);
+			more = -1;
+			break;
+		}
+		if (jv_is_valid(val))
+			o = jv_object_set(o, key, val);
+		else
+			jv_free(key);
+		more = read_after(r, '}');
+	}
+	return read_done(o, more, v);
+}
+
+int kop_json_read_pick(const char *s, size_t len, jv pick, int rest, jv *out)
+{
+	struct reader r = { s, s + len, KOP_BUF_INIT };
+	jv v;
+	int rc = r.p < r.end && *r.p == '{' ? read_picked(&r, pick, rest, &v, 0) : -1;
+
+	kop_buf_release(&r.str);
+	if (rc == 0 && r.p == r.end) {
+		*out = v;
+		return 0;
+	}
+	if (rc == 0)
+		jv_free(v);
+	return -1;
+}
+
 int kop_json_read_fast(const char *s, size_t len, jv *out)
 {
 	struct reader r = { s, s + len, KOP_BUF_INIT };

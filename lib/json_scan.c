@@ -364,7 +364,8 @@ static int event_meta_member(struct scan *s, const char *k, size_t kn, void *ctx
 static int event_obj_member(struct scan *s, const char *k, size_t kn, void *ctx)
 {
 	struct event_scan *e = ctx;
-	int *seen = key_is(k, kn, "kind") ? &e->seen_kind : key_is(k, kn, "apiVersion") ? &e->seen_av : NULL;
+	int is_kind = key_is(k, kn, "kind");
+	int *seen = is_kind ? &e->seen_kind : key_is(k, kn, "apiVersion") ? &e->seen_av : NULL;
 
 	if (seen) {
 		const char *b;
@@ -372,6 +373,8 @@ static int event_obj_member(struct scan *s, const char *k, size_t kn, void *ctx)
 
 		if ((*seen)++ || s->p >= s->end || *s->p != '"' || scan_string(s, &b, &n) < 0)
 			return -1;
+		*(is_kind ? &e->ev->kind : &e->ev->api_version) = b;
+		*(is_kind ? &e->ev->kind_len : &e->ev->api_version_len) = n;
 		return 1;
 	}
 	if (!key_is(k, kn, "metadata"))

@@ -153,6 +153,16 @@ jv kop_json_read(const char *s, size_t len);
  * the text, -1 (nothing made) when the text is one it leaves to libjq. */
 int kop_json_read_fast(const char *s, size_t len, jv *out);
 /*
+ * The same reader on the JSON object text s[0..len), building only the
+ * members pick (borrowed, an object) names: a member pick maps to true is
+ * read whole, to false passed over, to an object read as that object says
+ * (whole when its value is no object); a member it does not name is read
+ * whole when rest, else passed over. What is passed over is checked as the
+ * reader checks what it reads, never built: 0 and *out, or -1 (nothing made)
+ * when the reader would leave the whole text to libjq.
+ */
+int kop_json_read_pick(const char *s, size_t len, jv pick, int rest, jv *out);
+/*
  * The string fields names[0..n) of the metadata of the JSON object text
  * (json_scan.c), read without building the rest: 0 and *out =
  * {"metadata":{NAME: "...", ...}} (those present as strings), or -1 (nothing
@@ -179,6 +189,8 @@ struct kop_json_event {
 	size_t obj_len;
 	size_t cut_b, cut_e;	/* obj[cut_b..cut_e): metadata.managedFields with a comma beside it
 				   (equal: none) */
+	const char *kind, *api_version;	/* the strings' bytes as written (escapes too), */
+	size_t kind_len, api_version_len;	/* kind_len and api_version_len of them */
 	jv meta;		/* {"metadata":{name, namespace, uid, resourceVersion: those present as strings}} */
 };
 int kop_json_event(const char *text, size_t len, struct kop_json_event *ev);
@@ -280,8 +292,9 @@ void kop_json_digest_equal(jv v, unsigned char out[KOP_JSON_DIGEST_LEN]);
  * (len bytes at text) with them cut, where kop_json_cut can say (scratch is
  * the caller's, reused from call to call, given back once past 1 MB); else,
  * or without a text, kop_json_digest of obj with them deleted (whole, when
- * a member on the way is no object). 0 when the text was digested, -1 when
- * obj was. Two texts with one digest hold the same object but for those
+ * a member on the way is no object); obj jv_invalid(): the text's value, read
+ * then (an object read in part, kop_json_read_pick). 0 when the text was
+ * digested, -1 when the value was. Two texts with one digest hold the same object but for those
  * members; a value's other texts (spacing, key order), or a walk where a
  * text was digested, give other digests: a cache key, not an identity.
  */
@@ -299,6 +312,10 @@ jv kop_json_keep(jv obj, jv paths);
  * (kop_json_spans): 0 and *out, or -1 (nothing made) when the text must be
  * read whole first. */
 int kop_json_keep_text(const char *text, size_t len, jv paths, jv *out);
+/* pick (consumed; kop_json_read_pick's) with each of paths (borrowed) read
+ * whole as well: what an object must hold for kop_json_keep of it to be the
+ * same as of the whole object. */
+jv kop_json_keep_pick(jv pick, jv paths);
 /* As one line of text: paths separated by ',', keys by '.', and '.', ',',
  * ':' and '\' in a key escaped with '\' ("metadata.labels.app\.kubernetes\.io/name"). */
 void kop_fields_format(jv paths, struct kop_buf *b);

@@ -92,7 +92,7 @@ test_expect_success 'kop_json_event: the object'"'"'s text as it came, its manag
 	{"type":"MODIFIED","object":{"kind":"K","apiVersion":"v1","metadata":{"name":"a","labels":{"x\u0041":"y"}},"spec":{"a\"b":1}}}
 	EOF
 	"$KOP_TEST_TOOL" json-event <in >got &&
-	printf "ADDED\t%s\n-1\n-1\n-1\n-1\nMODIFIED\t%s\n" \
+	printf "ADDED\tK\tv1\t%s\n-1\n-1\n-1\n-1\nMODIFIED\tK\tv1\t%s\n" \
 		"{\"kind\":\"K\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"uid\":\"u\"},\"spec\":1}" \
 		"$(sed -n "6s/.*\"object\"://; 6s/}\$//p" in)" >want &&
 	test_cmp want got
@@ -311,6 +311,79 @@ test_expect_success 'kop_json_keep_text leaves to a whole parse what it cannot r
 	printf "{\"\\377\":1,\"\\357\\277\\275\":2,\"a\":{\"\\377\":3}}\n" >in &&
 	"$KOP_TEST_TOOL" json-keep "$(printf "\\357\\277\\275"),a" <in >got &&
 	printf -- "-1\nwhole: {\"\\357\\277\\275\":2,\"a\":{\"\\357\\277\\275\":3}}\n" >want &&
+	test_cmp want got
+'
+
+test_expect_success 'kop_json_read_pick builds what a whole parse holds of what it names: recordings' '
+	fields="metadata.generation,spec.replicas,spec.selector,spec.type,status.readyReplicas,status.phase,data" &&
+	"$KOP_TEST_TOOL" json-pick "$fields" <objs >got &&
+	awk "NR % 4 == 1" got >picked && awk "NR % 4 == 2" got | sed "s/^whole: //" >whole &&
+	test_cmp whole picked &&
+	awk "NR % 4 == 3" got | sed "s/^drop: //" >dropped && awk "NR % 4 == 0" got | sed "s/^whole: //" >whole &&
+	test_cmp whole dropped &&
+	test $(grep -vc "^-1\$" picked) -gt 100 &&
+	grep -q "\"spec\":{\"replicas\"" picked &&
+	# (spaced out, the reader leaves the text to libjq; so does the pick)
+	"$KOP_TEST_TOOL" json-pick "$fields" <spaced >got &&
+	test $(grep -vc "^-1\$\|^whole: -\$\|^drop: -1\$" got) = 0
+'
+
+test_expect_success 'kop_json_read_pick passes over what it does not name, checked as a read would, never built' '
+	cat >in <<-\EOF &&
+	{"kind":"K","spec":{"replicas":2,"template":{"a":["}",{"b":"\"]"}],"c":-1.5e3,"d":[true,false,null]}},"x":1}
+	{"kind":"K","spec":"text","status":{"phase":"P","other":{"deep":[[[]]]}}}
+	{"kind":"K","spec":{"replicas":2,"template":{"a":[1,]}}}
+	{"kind":"K","spec":{"template":{"a":"\u0000"}},"status":{"phase":"P"}}
+	{"kind":"K","spec":{"template":{"a":"\u00e9"}}}
+	{"kind":"K","spec":{"template":{"a":"x" "b":1}}}
+	{"kind":"K","spec":{"template":{"a":01}}}
+	{"kind":"K","spec":{"template":{"a":tru}}}
+	{"kind":"K","spec":{"replicas":2}} {"a":1}
+	["kind"]
+	EOF
+	"$KOP_TEST_TOOL" json-pick spec.replicas,status.phase <in >got &&
+	cat >want <<-\EOF &&
+	{"id":{"kind":"K"},"keep":{"spec":{"replicas":2}}}
+	whole: {"id":{"kind":"K"},"keep":{"spec":{"replicas":2}}}
+	drop: {"kind":"K","x":1}
+	whole: {"kind":"K","x":1}
+	{"id":{"kind":"K"},"keep":{"status":{"phase":"P"}}}
+	whole: {"id":{"kind":"K"},"keep":{"status":{"phase":"P"}}}
+	drop: {"kind":"K","status":{"phase":"P","other":{"deep":[[[]]]}}}
+	whole: {"kind":"K","status":{"phase":"P","other":{"deep":[[[]]]}}}
+	-1
+	whole: -
+	drop: -1
+	whole: -
+	{"id":{"kind":"K"},"keep":{"status":{"phase":"P"}}}
+	whole: {"id":{"kind":"K"},"keep":{"status":{"phase":"P"}}}
+	drop: {"kind":"K","status":{"phase":"P"}}
+	whole: {"kind":"K","status":{"phase":"P"}}
+	-1
+	whole: -
+	drop: -1
+	whole: -
+	-1
+	whole: -
+	drop: -1
+	whole: -
+	-1
+	whole: -
+	drop: -1
+	whole: -
+	-1
+	whole: -
+	drop: -1
+	whole: -
+	-1
+	whole: -
+	drop: -1
+	whole: -
+	-1
+	whole: -
+	drop: -1
+	whole: -
+	EOF
 	test_cmp want got
 '
 

@@ -66,6 +66,32 @@ test_expect_success '04-steady: a stream with nothing new writes nothing at all'
 	test_cmp /dev/null 04-steady.out
 '
 
+# (a child is read in part as it comes, what the program sees of it; it is
+# compared from its text)
+test_expect_success '04-steady, then a Deployment whose status changed where the program does not look: nothing; edited there (its image): applied back' '
+	dep=$(jq -c "select(.object.kind == \"Deployment\")" "$FIXTURES/04-steady.in.jsonl" | head -n 1) &&
+	{ cat "$FIXTURES/04-steady.in.jsonl" &&
+	  echo "$dep" | jq -c ".type = \"MODIFIED\" | .object.metadata.resourceVersion = \"900\"
+		| .object.status.conditions = [{type: \"Available\", status: \"True\"}]"
+	} >status.in.jsonl &&
+	{ cat status.in.jsonl &&
+	  echo "$dep" | jq -c ".type = \"MODIFIED\" | .object.metadata.resourceVersion = \"901\"
+		| .object.status.conditions = [{type: \"Available\", status: \"True\"}]
+		| .object.spec.template.spec.containers[0].image = \"example.org/edited:1\""
+	} >drift.in.jsonl &&
+	for f in status drift; do
+		OPERATOR_NAME=devawsk8s ireconcile --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
+			<$f.in.jsonl >$f.out 2>$f.err &&
+		test_no_sanitizer_report $f.err || return 1
+	done &&
+	test_cmp /dev/null status.out &&
+	jq -r "\"\(.op) \(.object.kind) \(.object.metadata.name) \(.object.spec.template.spec.containers[0].image)\"" \
+		drift.out >actual &&
+	echo "apply Deployment $(echo "$dep" | jq -r .object.metadata.name) $(echo "$dep" |
+		jq -r ".object.spec.template.spec.containers[0].image")" >expect &&
+	test_cmp expect actual
+'
+
 test_expect_success '05-edit-image: one Deployment applied, Processing for generation 2' '
 	ops 05-edit-image >actual &&
 	cat >expect <<-\EOT &&

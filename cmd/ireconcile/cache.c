@@ -32,7 +32,8 @@ jv render_parent(jv parent)
 
 /*
  * d, the key of render_parent(obj) for the render cache (p->pdig), of a primary's
- * object as it arrived (obj borrowed; text, tlen bytes, its JSON as it came):
+ * object as it arrived (obj borrowed, or jv_invalid(): read from the text if
+ * needed; text, tlen bytes, its JSON as it came):
  * the digest of its text without the members render_parent drops (its
  * events are mostly our statuses landing, and a walk of an IoTService's
  * 13 KB spec was a quarter of such an event's cost), as a child's is.

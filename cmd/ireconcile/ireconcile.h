@@ -195,6 +195,8 @@ struct reader {
 	struct kop_buf acc;		/* a multi-line value being collected */
 	size_t acc_line;
 	int in_multi;
+	/* tried first on each compact line, before the whole is read: 0 and *v, or -1 (NULL: none) */
+	int (*read)(const char *text, size_t len, jv *v);
 };
 
 struct engine {
@@ -234,6 +236,9 @@ struct engine {
 	const char *event_text;		/* the text of the value handle_event is given when it is one
 					   compact line (reader.c), event_len bytes; else NULL */
 	size_t event_len;
+	struct kop_json_event event_scan;	/* event_text's scan, when event_read made one */
+	int event_scanned;		/* event_scan is event_text's (its meta freed) */
+	int event_picked;		/* the object was read in part (event_read) */
 	unsigned backoff_base, backoff_cap;
 	long settle_ms;		/* --settle: an observed object's change reconciles this much later */
 	long status_interval_ms;	/* --status-interval: a status saying nothing new waits this long */
@@ -330,6 +335,7 @@ void drain_queue(void);
 void obj_free(void *v);
 void update_aggs(struct prim *p, jv obj);
 jv project_kind(jv obj, size_t lineno, int whole, int *projected);
+int event_read(const char *line, size_t len, jv *ev);
 void handle_event(jv ev, size_t lineno);
 /* line: the watch event's text obj was read from, unprojected (line_len bytes), or NULL */
 void handle_object(const char *type, jv obj, const char *line, size_t line_len, size_t lineno);

@@ -119,6 +119,7 @@ static void run(const char *feedback, int once)
 	if (fstat(1, &st) == 0 && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
 		out_chunk = (size_t)-1;	/* a file or a terminal: writes do not block for long */
 	reader_init(&in, "", 0);
+	in.read = event_read;
 	if (feedback) {
 		E.feedback = 1;
 		fbfd = open_feedback(feedback, &keep);

@@ -29,7 +29,8 @@ int projects(const struct kop_kind *k)
  * while it stays, so does its comparison with a desired object that sets
  * none of them. From its text (len bytes at text) without those members,
  * there or not, where a scan finds them (a fraction of a walk of the parsed
- * object); else from obj (borrowed) without them. The two never meet: a
+ * object); else from obj (borrowed; jv_invalid(): the text's value, read
+ * then) without them. The two never meet: a
  * text that cannot be scanned now and can later only looks changed once,
  * and is compared again. */
 void child_digest(const struct kop_kind *k, jv obj, const char *text, size_t len, unsigned char d[OBJ_DIG])
@@ -195,7 +196,8 @@ static char *keep_kind_text(char *text, size_t len, struct kdict *kd, size_t *zl
 }
 
 /*
- * Keeps an object's text (its JSON, obj borrowed). One whose program sees a
+ * Keeps an object's text (its JSON; obj borrowed, its value, or jv_invalid():
+ * read from the text if needed). One whose program sees a
  * projection of it (vtext) is read whole only to compare it again after a
  * change other than its status, or to render (a primary): it is kept
  * compressed, with a digest to tell a new state; a child also fingerprinted
@@ -217,7 +219,7 @@ void store_text(struct obj *o, jv obj, const char *text, size_t len, const unsig
 		int changed = 0;
 
 		if (o->kind->role == KOP_ROLE_CHILD && kop_json_fp_text_needed(text, len)) {
-			jv f = kop_json_fingerprint(jv_copy(obj), &changed);
+			jv f = kop_json_fingerprint(jv_is_valid(obj) ? jv_copy(obj) : kop_json_read(text, len), &changed);
 
 			if (changed)
 				st = fptext = kop_json_dump_len(f, &slen);

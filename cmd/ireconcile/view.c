@@ -308,15 +308,105 @@ static char *event_object_text(const char *line, size_t len, size_t *tlen)
 	struct kop_json_event ev;
 	char *t;
 
-	if (kop_json_event(line, len, &ev) < 0)
-		return NULL;
-	jv_free(ev.meta);
+	if (E.event_scanned && line == E.event_text) {
+		ev = E.event_scan;	/* (event_read's) */
+	} else {
+		if (kop_json_event(line, len, &ev) < 0)
+			return NULL;
+		jv_free(ev.meta);
+	}
 	*tlen = ev.obj_len - (ev.cut_e - ev.cut_b);
 	t = kop_malloc(*tlen + 1);
 	memcpy(t, ev.obj, ev.cut_b);
 	memcpy(t + ev.cut_b, ev.obj + ev.cut_e, ev.obj_len - ev.cut_e);
 	t[*tlen] = 0;
 	return t;
+}
+
+/*
+ * What is built of an object of kind k as it enters (event_read), the rest
+ * passed over (kop_json_read_pick: pick, and *rest for what it does not
+ * name), or jv_null(): all of it. Of a child whose view is a list of fields,
+ * those and its identity (all the view takes of it; it is compared from its
+ * text); of a primary whose spec only the render program reads, all but the
+ * spec (the render reads its text). Made once per kind; borrowed.
+ */
+static jv pick_of(const struct kop_kind *k, int *rest)
+{
+	static jv *picks;	/* [0]: the primary's, [1 + i]: E.prog.kinds[i]'s */
+	size_t i = k == &E.prog.primary ? 0 : 1 + (size_t)(k - E.prog.kinds), j;
+
+	if (!picks) {
+		picks = kop_malloc((E.prog.nkinds + 1) * sizeof(*picks));
+		for (j = 0; j <= E.prog.nkinds; j++)
+			picks[j] = jv_invalid();
+	}
+	if (!jv_is_valid(picks[i])) {
+		if (k->role == KOP_ROLE_PRIMARY && E.prog.render && !projects(k))
+			picks[i] = JV_OBJECT(jv_string("spec"), jv_false());
+		else if (k->role == KOP_ROLE_CHILD && !k->project && jv_get_kind(k->keep) == JV_KIND_ARRAY)
+			picks[i] = kop_json_keep_pick(JV_OBJECT(jv_string("apiVersion"), jv_true(), jv_string("kind"),
+								jv_true(), jv_string("metadata"), jv_true()),
+						      k->keep);
+		else
+			picks[i] = jv_null();
+	}
+	*rest = k->role == KOP_ROLE_PRIMARY;
+	return picks[i];
+}
+
+/* Whether the n bytes at b are s. */
+static int scanned_is(const char *b, size_t n, const char *s)
+{
+	return n == strlen(s) && !memcmp(b, s, n);
+}
+
+/* A string of the scanned text (n bytes at b) with no escape in it, copied
+ * into buf (size bytes): buf, or NULL. */
+static const char *scanned_str(const char *b, size_t n, char *buf, size_t size)
+{
+	if (n >= size || memchr(b, '\\', n))
+		return NULL;
+	memcpy(buf, b, n);
+	buf[n] = 0;
+	return buf;
+}
+
+/*
+ * A watch event line read for handle_event with only what the view takes of
+ * its object built (pick_of), its scan kept for handle_object: 0 and *ev, or
+ * -1 (nothing made): read it whole.
+ */
+int event_read(const char *line, size_t len, jv *ev)
+{
+	struct kop_json_event *sc = &E.event_scan;
+	char kind[128], av[320];
+	const struct kop_kind *k = NULL;
+	jv pick, obj;
+	int rest;
+
+	/* (not under --shard: an object of another shard is parked from its value) */
+	if (E.shard || kop_json_event(line, len, sc) < 0)
+		return -1;
+	if ((scanned_is(sc->type, sc->type_len, "ADDED") || scanned_is(sc->type, sc->type_len, "MODIFIED") ||
+	     scanned_is(sc->type, sc->type_len, "DELETED")) &&
+	    scanned_str(sc->kind, sc->kind_len, kind, sizeof(kind)) &&
+	    scanned_str(sc->api_version, sc->api_version_len, av, sizeof(av)))
+		k = kop_program_find_kind(&E.prog, av, kind, meta(sc->meta, "namespace"), meta(sc->meta, "name"));
+	jv_free(sc->meta);
+	sc->meta = jv_invalid();
+	if (!k)
+		return -1;
+	pick = pick_of(k, &rest);
+	if (jv_get_kind(pick) != JV_KIND_OBJECT ||
+	    /* (a child with long strings, a Secret's data, is fingerprinted from its value: store_text) */
+	    (!rest && kop_json_fp_text_needed(sc->obj, sc->obj_len)) ||
+	    kop_json_read_pick(sc->obj, sc->obj_len, pick, rest, &obj) < 0)
+		return -1;
+	*ev = JV_OBJECT(kop_json_key("type"), jv_string_sized(sc->type, (int)sc->type_len), kop_json_key("object"),
+			obj);
+	E.event_scanned = E.event_picked = 1;
+	return 0;
 }
 
 void handle_object(const char *type, jv obj, const char *line, size_t line_len, size_t lineno)
@@ -330,6 +420,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 	char *text, *new_owner = NULL;
 	size_t tlen;
 	int fresh, relinked = 0, had_view, unseen = 0, owner_set = 0, text_kept = 0;
+	jv value;		/* obj, or jv_invalid() when it was read in part: read from text where needed */
 	unsigned char tdig[OBJ_DIG], pdig[KOP_JSON_DIGEST_LEN];
 	const unsigned char *tdig_made = NULL;	/* tdig, once same_text made it */
 
@@ -370,6 +461,8 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 				    jv_object_delete(jv_object_get(jv_copy(obj), kop_json_key("metadata")),
 						     kop_json_key("managedFields")));
 	rv = meta(obj, "resourceVersion");
+	/* (one read in part, event_read, has its text: its scan was made) */
+	value = line && line == E.event_text && E.event_picked ? jv_invalid() : obj;
 	text = line ? event_object_text(line, line_len, &tlen) : NULL;
 	if (!text)
 		text = kop_json_dump_len(jv_copy(obj), &tlen);
@@ -456,7 +549,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		memcpy(osdig, o->sdig, sizeof(osdig));
 		if (jv_is_valid(v))
 			store_view(o, v);
-		child_digest(k, obj, text, tlen, o->sdig);
+		child_digest(k, value, text, tlen, o->sdig);
 		sdig_same = !fresh && !memcmp(osdig, o->sdig, sizeof(osdig));
 		if (!sdig_same)
 			o->sdig_rv = rv_number(rv);
@@ -475,12 +568,12 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		 * --shard: a primary whose range leaves is parked from its text,
 		 * to come back as it was last seen. */
 		store_view(o, jv_object_delete(jv_copy(obj), kop_json_key("spec")));
-		render_parent_digest(obj, text, tlen, pdig);
+		render_parent_digest(value, text, tlen, pdig);
 		text_kept = !E.shard && !fresh && o->prim && o->prim->obj == o &&
 			    !memcmp(pdig, o->prim->pdig, sizeof(pdig));
 	}
 	if (!text_kept)
-		store_text(o, obj, text, tlen, tdig_made);
+		store_text(o, value, text, tlen, tdig_made);
 	set_meta(o, rv ? rv : "", name, ns ? ns : "", meta(obj, "uid") ? meta(obj, "uid") : "",
 		 owner_set ? new_owner : obj_owner_uid(o));
 	free(new_owner);

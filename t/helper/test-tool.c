@@ -177,13 +177,15 @@ static int one_event(const char *line, size_t n, void *data)
 		return 0;
 	}
 	jv_free(ev.meta);
-	printf("%.*s\t%.*s%.*s\n", (int)ev.type_len, ev.type, (int)ev.cut_b, ev.obj,
-	       (int)(ev.obj_len - ev.cut_e), ev.obj + ev.cut_e);
+	printf("%.*s\t%.*s\t%.*s\t%.*s%.*s\n", (int)ev.type_len, ev.type, (int)ev.kind_len, ev.kind,
+	       (int)ev.api_version_len, ev.api_version, (int)ev.cut_b, ev.obj, (int)(ev.obj_len - ev.cut_e),
+	       ev.obj + ev.cut_e);
 	return 0;
 }
 
-/* json-event: each line of stdin through kop_json_event: the type, then the object's text
- * with its managedFields cut, a tab between ("-1" when it leaves the line to a whole parse). */
+/* json-event: each line of stdin through kop_json_event: the type, the kind, the apiVersion,
+ * then the object's text with its managedFields cut, tabs between ("-1" when it leaves the line
+ * to a whole parse). */
 static int cmd_json_event(int argc, char **argv)
 {
 	(void)argc;
@@ -283,6 +285,67 @@ static int cmd_json_keep(int argc, char **argv)
 	if (argc < 2 || kop_fields_parse(argv[1], &paths, err) < 0)
 		return 2;
 	each_line(one_keep, &paths);
+	jv_free(paths);
+	return 0;
+}
+
+/* What json-pick compares of an object (v consumed): its identity and the fields kept. */
+static jv picked_part(jv v, jv paths)
+{
+	jv id = kop_json_keep(jv_copy(v), JV_ARRAY(JV_ARRAY(jv_string("apiVersion")), JV_ARRAY(jv_string("kind")),
+						    JV_ARRAY(jv_string("metadata"))));
+
+	return JV_OBJECT(jv_string("id"), id, jv_string("keep"), kop_json_keep(v, jv_copy(paths)));
+}
+
+/* json-pick FIELDS: each line of stdin, an object's text, read by
+ * kop_json_read_pick with its identity and FIELDS named ("-1" when it leaves
+ * the text to a whole parse), then by a whole parse ("whole: ..."), each
+ * written as its identity and kop_json_keep of FIELDS; then read with its
+ * "spec" alone passed over ("drop: ...", or "drop: -1"), and whole without
+ * its spec ("whole: ..."). */
+static int one_pick(const char *line, size_t n, void *data)
+{
+	jv paths = *(jv *)data, v, whole = jv_invalid();
+	jv pick = kop_json_keep_pick(JV_OBJECT(jv_string("apiVersion"), jv_true(), jv_string("kind"), jv_true(),
+					       jv_string("metadata"), jv_true()), paths);
+	jv drop = JV_OBJECT(jv_string("spec"), jv_false());
+
+	if (kop_json_read_fast(line, n, &whole) < 0)
+		whole = jv_invalid();
+	if (kop_json_read_pick(line, n, pick, 0, &v) < 0)
+		printf("-1\n");
+	else
+		kop_jsonl_write(stdout, picked_part(v, paths));
+	printf("whole: ");
+	if (jv_get_kind(whole) == JV_KIND_OBJECT)
+		kop_jsonl_write(stdout, picked_part(jv_copy(whole), paths));
+	else
+		printf("-\n");
+	printf("drop: ");
+	if (kop_json_read_pick(line, n, drop, 1, &v) < 0)
+		printf("-1\n");
+	else
+		kop_jsonl_write(stdout, v);
+	printf("whole: ");
+	if (jv_get_kind(whole) == JV_KIND_OBJECT)
+		kop_jsonl_write(stdout, jv_object_delete(jv_copy(whole), jv_string("spec")));
+	else
+		printf("-\n");
+	jv_free(whole);
+	jv_free(pick);
+	jv_free(drop);
+	return 0;
+}
+
+static int cmd_json_pick(int argc, char **argv)
+{
+	char err[KOP_ERRLEN];
+	jv paths;
+
+	if (argc < 2 || kop_fields_parse(argv[1], &paths, err) < 0)
+		return 2;
+	each_line(one_pick, &paths);
 	jv_free(paths);
 	return 0;
 }
@@ -582,6 +645,7 @@ static const struct test_cmd builtin_cmds[] = {
 	{ "line-route", cmd_line_route },
 	{ "json-verbatim", cmd_json_verbatim },
 	{ "json-keep", cmd_json_keep },
+	{ "json-pick", cmd_json_pick },
 	{ "json-elements", cmd_json_elements },
 	{ "json-dump-check", cmd_json_dump_check },
 	{ "json-read-check", cmd_json_read_check },
