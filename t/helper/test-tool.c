@@ -292,10 +292,11 @@ static int cmd_json_keep(int argc, char **argv)
 /* What json-pick compares of an object (v consumed): its identity and the fields kept. */
 static jv picked_part(jv v, jv paths)
 {
-	jv id = kop_json_keep(jv_copy(v), JV_ARRAY(JV_ARRAY(jv_string("apiVersion")), JV_ARRAY(jv_string("kind")),
-						    JV_ARRAY(jv_string("metadata"))));
+	jv ids = JV_ARRAY(JV_ARRAY(jv_string("apiVersion")), JV_ARRAY(jv_string("kind")), JV_ARRAY(jv_string("metadata")));
+	jv id = kop_json_keep(jv_copy(v), ids);
 
-	return JV_OBJECT(jv_string("id"), id, jv_string("keep"), kop_json_keep(v, jv_copy(paths)));
+	jv_free(ids);
+	return JV_OBJECT(jv_string("id"), id, jv_string("keep"), kop_json_keep(v, paths));
 }
 
 /* json-pick FIELDS: each line of stdin, an object's text, read by
