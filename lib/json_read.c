@@ -131,12 +131,14 @@ static int read_hex4(const char *p, unsigned *u)
 	return 0;
 }
 
-/* The string at r->p (its opening quote), unescaped into r->str. */
-static int read_string_bytes(struct reader *r)
+/* The string at r->p (its opening quote): its bytes unescaped into r->str
+ * when keep, else only checked. */
+static int read_string_as(struct reader *r, int keep)
 {
 	const char *p = r->p + 1, *run = p;
 
-	r->str.len = 0;
+	if (keep)
+		r->str.len = 0;
 	for (;;) {
 		unsigned char c;
 
@@ -151,7 +153,8 @@ static int read_string_bytes(struct reader *r)
 			p++;
 			continue;
 		}
-		kop_buf_add(&r->str, run, (size_t)(p - run));
+		if (keep)
+			kop_buf_add(&r->str, run, (size_t)(p - run));
 		if (r->end - p < 2)
 			return -1;
 		switch (p[1]) {
@@ -175,11 +178,13 @@ static int read_string_bytes(struct reader *r)
 		default:
 			return -1;
 		}
-		kop_buf_add(&r->str, (const char *)&c, 1);
+		if (keep)
+			kop_buf_add(&r->str, (const char *)&c, 1);
 		p += 2;
 		run = p;
 	}
-	kop_buf_add(&r->str, run, (size_t)(p - run));
+	if (keep)
+		kop_buf_add(&r->str, run, (size_t)(p - run));
 	r->p = p + 1;
 	return 0;
 }
@@ -288,7 +293,7 @@ static int read_value(struct reader *r, jv *v, int depth)
 		while (more > 0) {
 			jv key, val;
 
-			if (r->p == r->end || *r->p != '"' || read_string_bytes(r)) {
+			if (r->p == r->end || *r->p != '"' || read_string_as(r, 1)) {
 				more = -1;
 				break;
 			}
@@ -320,7 +325,7 @@ static int read_value(struct reader *r, jv *v, int depth)
 		return read_done(a, more, v);
 	}
 	case '"':
-		if (read_string_bytes(r))
+		if (read_string_as(r, 1))
 			return -1;
 		*v = read_string_jv(r);
 		return 0;
@@ -335,48 +340,6 @@ static int read_value(struct reader *r, jv *v, int depth)
 	}
 }
 
-/* A string at r->p (its opening quote) passed over: what read_string_bytes
- * takes, nothing copied. */
-static int skip_string(struct reader *r)
-{
-	const char *p = r->p + 1;
-
-	for (;;) {
-		unsigned char c;
-
-		if (p == r->end)
-			return -1;
-		c = (unsigned char)*p;
-		if (c == '"')
-			break;
-		if (c < 0x20 || c >= 0x80)
-			return -1;
-		if (c != '\\') {
-			p++;
-			continue;
-		}
-		if (r->end - p < 2)
-			return -1;
-		switch (p[1]) {
-		case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-			p += 2;
-			break;
-		case 'u': {
-			unsigned u;
-
-			if (r->end - p < 6 || read_hex4(p + 2, &u) || u >= 0x80)
-				return -1;
-			p += 6;
-			break;
-		}
-		default:
-			return -1;
-		}
-	}
-	r->p = p + 1;
-	return 0;
-}
-
 /* A value passed over: what read_value takes, nothing made. */
 static int skip_value(struct reader *r, int depth)
 {
@@ -389,7 +352,7 @@ static int skip_value(struct reader *r, int depth)
 		int more = read_open(r, '}');
 
 		while (more > 0) {
-			if (r->p == r->end || *r->p != '"' || skip_string(r) || r->p == r->end || *r->p++ != ':' ||
+			if (r->p == r->end || *r->p != '"' || read_string_as(r, 0) || r->p == r->end || *r->p++ != ':' ||
 			    skip_value(r, depth + 1))
 				return -1;
 			more = read_after(r, '}');
@@ -407,7 +370,7 @@ static int skip_value(struct reader *r, int depth)
 		return more;
 	}
 	case '"':
-		return skip_string(r);
+		return read_string_as(r, 0);
 	case 't':
 		return read_literal(r, "true", jv_true(), &n);
 	case 'f':
@@ -436,7 +399,7 @@ static int read_picked(struct reader *r, jv pick, int rest, jv *v, int depth)
 		jv key, val = jv_invalid(), how;
 		int rc;
 
-		if (r->p == r->end || *r->p != '"' || read_string_bytes(r) || r->p == r->end || *r->p++ != ':') {
+		if (r->p == r->end || *r->p != '"' || read_string_as(r, 1) || r->p == r->end || *r->p++ != ':') {
 			more = -1;
 			break;
 		}
@@ -463,11 +426,14 @@ static int read_picked(struct reader *r, jv pick, int rest, jv *v, int depth)
 	return read_done(o, more, v);
 }
 
-int kop_json_read_pick(const char *s, size_t len, jv pick, int rest, jv *out)
+/* The text s[0..len) as one value: read whole (pick jv_invalid()), or as pick says
+ * (kop_json_read_pick). */
+static int read_text(const char *s, size_t len, jv pick, int rest, jv *out)
 {
 	struct reader r = { s, s + len, KOP_BUF_INIT };
 	jv v;
-	int rc = r.p < r.end && *r.p == '{' ? read_picked(&r, pick, rest, &v, 0) : -1;
+	int rc = !jv_is_valid(pick) ? read_value(&r, &v, 0) :
+		 r.p < r.end && *r.p == '{' ? read_picked(&r, pick, rest, &v, 0) : -1;
 
 	kop_buf_release(&r.str);
 	if (rc == 0 && r.p == r.end) {
@@ -479,20 +445,14 @@ int kop_json_read_pick(const char *s, size_t len, jv pick, int rest, jv *out)
 	return -1;
 }
 
+int kop_json_read_pick(const char *s, size_t len, jv pick, int rest, jv *out)
+{
+	return read_text(s, len, pick, rest, out);
+}
+
 int kop_json_read_fast(const char *s, size_t len, jv *out)
 {
-	struct reader r = { s, s + len, KOP_BUF_INIT };
-	jv v;
-	int rc = read_value(&r, &v, 0);
-
-	kop_buf_release(&r.str);
-	if (rc == 0 && r.p == r.end) {
-		*out = v;
-		return 0;
-	}
-	if (rc == 0)
-		jv_free(v);
-	return -1;
+	return read_text(s, len, jv_invalid(), 0, out);
 }
 
 jv kop_json_read(const char *s, size_t len)

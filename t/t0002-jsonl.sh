@@ -332,14 +332,7 @@ test_expect_success 'kop_json_read_pick passes over what it does not name, check
 	cat >in <<-\EOF &&
 	{"kind":"K","spec":{"replicas":2,"template":{"a":["}",{"b":"\"]"}],"c":-1.5e3,"d":[true,false,null]}},"x":1}
 	{"kind":"K","spec":"text","status":{"phase":"P","other":{"deep":[[[]]]}}}
-	{"kind":"K","spec":{"replicas":2,"template":{"a":[1,]}}}
 	{"kind":"K","spec":{"template":{"a":"\u0000"}},"status":{"phase":"P"}}
-	{"kind":"K","spec":{"template":{"a":"\u00e9"}}}
-	{"kind":"K","spec":{"template":{"a":"x" "b":1}}}
-	{"kind":"K","spec":{"template":{"a":01}}}
-	{"kind":"K","spec":{"template":{"a":tru}}}
-	{"kind":"K","spec":{"replicas":2}} {"a":1}
-	["kind"]
 	EOF
 	"$KOP_TEST_TOOL" json-pick spec.replicas,status.phase <in >got &&
 	cat >want <<-\EOF &&
@@ -351,39 +344,25 @@ test_expect_success 'kop_json_read_pick passes over what it does not name, check
 	whole: {"id":{"kind":"K"},"keep":{"status":{"phase":"P"}}}
 	drop: {"kind":"K","status":{"phase":"P","other":{"deep":[[[]]]}}}
 	whole: {"kind":"K","status":{"phase":"P","other":{"deep":[[[]]]}}}
-	-1
-	whole: -
-	drop: -1
-	whole: -
 	{"id":{"kind":"K"},"keep":{"status":{"phase":"P"}}}
 	whole: {"id":{"kind":"K"},"keep":{"status":{"phase":"P"}}}
 	drop: {"kind":"K","status":{"phase":"P"}}
 	whole: {"kind":"K","status":{"phase":"P"}}
-	-1
-	whole: -
-	drop: -1
-	whole: -
-	-1
-	whole: -
-	drop: -1
-	whole: -
-	-1
-	whole: -
-	drop: -1
-	whole: -
-	-1
-	whole: -
-	drop: -1
-	whole: -
-	-1
-	whole: -
-	drop: -1
-	whole: -
-	-1
-	whole: -
-	drop: -1
-	whole: -
 	EOF
+	test_cmp want got &&
+	# what the reader leaves to libjq, passed over or not: left to it
+	cat >in <<-\EOF &&
+	{"kind":"K","spec":{"replicas":2,"template":{"a":[1,]}}}
+	{"kind":"K","spec":{"template":{"a":"\u00e9"}}}
+	{"kind":"K","spec":{"template":{"a":"x" "b":1}}}
+	{"kind":"K","spec":{"template":{"a":01}}}
+	{"kind":"K","spec":{"template":{"a":tru}}}
+	{"kind":"K","spec":{"template":{"a":"\q"}}}
+	{"kind":"K","spec":{"replicas":2}} {"a":1}
+	["kind"]
+	EOF
+	"$KOP_TEST_TOOL" json-pick spec.replicas,status.phase <in >got &&
+	for i in 1 2 3 4 5 6 7 8; do printf -- "-1\nwhole: -\ndrop: -1\nwhole: -\n"; done >want &&
 	test_cmp want got
 '
 

@@ -277,16 +277,22 @@ static int one_keep(const char *line, size_t n, void *data)
 	return 0;
 }
 
-static int cmd_json_keep(int argc, char **argv)
+/* each_line(fn) given the paths of the field list argv[1] (2 when there is none). */
+static int each_line_fields(int argc, char **argv, int (*fn)(const char *, size_t, void *))
 {
 	char err[KOP_ERRLEN];
 	jv paths;
 
 	if (argc < 2 || kop_fields_parse(argv[1], &paths, err) < 0)
 		return 2;
-	each_line(one_keep, &paths);
+	each_line(fn, &paths);
 	jv_free(paths);
 	return 0;
+}
+
+static int cmd_json_keep(int argc, char **argv)
+{
+	return each_line_fields(argc, argv, one_keep);
 }
 
 /* What json-pick compares of an object (v consumed): its identity and the fields kept. */
@@ -341,14 +347,7 @@ static int one_pick(const char *line, size_t n, void *data)
 
 static int cmd_json_pick(int argc, char **argv)
 {
-	char err[KOP_ERRLEN];
-	jv paths;
-
-	if (argc < 2 || kop_fields_parse(argv[1], &paths, err) < 0)
-		return 2;
-	each_line(one_pick, &paths);
-	jv_free(paths);
-	return 0;
+	return each_line_fields(argc, argv, one_pick);
 }
 
 static int cmd_backoff(int argc, char **argv)
