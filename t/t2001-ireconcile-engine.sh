@@ -139,6 +139,21 @@ test_expect_success 'a malformed line is skipped, named by its line and column i
 	test_cmp expect actual.noquote
 '
 
+test_expect_success 'an object without a name (of a kind with a related object of that name) is skipped, said' '
+	{ printf "%s\n" "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"blue\"}}}" \
+		"{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"blue\",\"name\":7}}}" &&
+	  cat "$FIXTURES/02-steady.in.jsonl"; } >noname.in &&
+	WIDGET_TEAM=blue ireconcile --now $NOW prog/widgets <noname.in >noname.out 2>noname.err &&
+	test_no_sanitizer_report noname.err &&
+	test_cmp /dev/null noname.out &&
+	jq -r "select(.level == \"warn\") | .msg" noname.err >actual &&
+	cat >expect <<-\EOF &&
+	line 1: ADDED event with an object without metadata; skipped
+	line 2: an object without metadata.name; skipped
+	EOF
+	test_cmp expect actual
+'
+
 test_expect_success 'events before the bookmark are reconciled once, with the latest state' '
 	WIDGET_TEAM=blue ireconcile -v --now $NOW prog/widgets \
 		<"$FIXTURES/04-collect.in.jsonl" >collect.out 2>collect.err &&

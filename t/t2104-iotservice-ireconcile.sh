@@ -92,6 +92,20 @@ test_expect_success '04-steady, then a Deployment whose status changed where the
 	test_cmp expect actual
 '
 
+test_expect_success 'an event line malformed outside its object (read in part) is skipped as when read whole' '
+	dep=$(jq -c "select(.object.kind == \"Deployment\")" "$FIXTURES/04-steady.in.jsonl" | head -n 1) &&
+	{ cat "$FIXTURES/04-steady.in.jsonl" &&
+	  echo "$dep" | jq -c ".type = \"MODIFIED\" | .object.metadata.resourceVersion = \"901\"
+		| .object.spec.template.spec.containers[0].image = \"example.org/edited:1\"" | sed "s/}\$/,\"x\":tru}/"
+	} >badtail.in.jsonl &&
+	OPERATOR_NAME=devawsk8s ireconcile --now 2026-11-22T10:05:00Z "$PROJECT_ROOT/pipeline/iotservice" \
+		<badtail.in.jsonl >badtail.out 2>badtail.err &&
+	test_no_sanitizer_report badtail.err &&
+	test_cmp /dev/null badtail.out &&
+	jq -r "select(.level == \"warn\") | .msg" badtail.err >actual &&
+	grep -q "^line $(wc -l <badtail.in.jsonl), column [0-9]*: .*; skipped\$" actual
+'
+
 test_expect_success '05-edit-image: one Deployment applied, Processing for generation 2' '
 	ops 05-edit-image >actual &&
 	cat >expect <<-\EOT &&

@@ -324,12 +324,13 @@ static char *event_object_text(const char *line, size_t len, size_t *tlen)
 }
 
 /*
- * What is built of an object of kind k as it enters (event_read), the rest
- * passed over (kop_json_read_pick: pick, and *rest for what it does not
- * name), or jv_null(): all of it. Of a child whose view is a list of fields,
- * those and its identity (all the view takes of it; it is compared from its
- * text); of a primary whose spec only the render program reads, all but the
- * spec (the render reads its text). Made once per kind; borrowed.
+ * What is built of an event line whose object is of kind k (event_read), the
+ * rest passed over (kop_json_read_pick: pick, and *rest for what it does not
+ * name), or jv_null(): all of it. Its type, and of the object: of a child
+ * whose view is a list of fields, those and its identity (all the view takes
+ * of it; it is compared from its text); of a primary whose spec only the
+ * render program reads, all but the spec (the render reads its text). Made
+ * once per kind; borrowed.
  */
 static jv pick_of(const struct kop_kind *k, int *rest)
 {
@@ -342,14 +343,16 @@ static jv pick_of(const struct kop_kind *k, int *rest)
 			picks[j] = jv_invalid();
 	}
 	if (!jv_is_valid(picks[i])) {
+		jv obj = jv_null();
+
 		if (k->role == KOP_ROLE_PRIMARY && E.prog.render && !projects(k))
-			picks[i] = JV_OBJECT(jv_string("spec"), jv_false());
+			obj = JV_OBJECT(jv_string("spec"), jv_false());
 		else if (k->role == KOP_ROLE_CHILD && !k->project && jv_get_kind(k->keep) == JV_KIND_ARRAY)
-			picks[i] = kop_json_keep_pick(JV_OBJECT(jv_string("apiVersion"), jv_true(), jv_string("kind"),
-								jv_true(), jv_string("metadata"), jv_true()),
-						      k->keep);
-		else
-			picks[i] = jv_null();
+			obj = kop_json_keep_pick(JV_OBJECT(jv_string("apiVersion"), jv_true(), jv_string("kind"),
+							   jv_true(), jv_string("metadata"), jv_true()),
+						 k->keep);
+		picks[i] = jv_get_kind(obj) == JV_KIND_NULL ? obj :
+			   JV_OBJECT(jv_string("type"), jv_true(), jv_string("object"), obj);
 	}
 	*rest = k->role == KOP_ROLE_PRIMARY;
 	return picks[i];
@@ -382,29 +385,30 @@ int event_read(const char *line, size_t len, jv *ev)
 	struct kop_json_event *sc = &E.event_scan;
 	char kind[128], av[320];
 	const struct kop_kind *k = NULL;
-	jv pick, obj;
+	const char *name;
+	jv pick;
 	int rest;
 
 	/* (not under --shard: an object of another shard is parked from its value) */
 	if (E.shard || kop_json_event(line, len, sc) < 0)
 		return -1;
+	/* (an object without a name is left to the whole read, which says so) */
 	if ((scanned_is(sc->type, sc->type_len, "ADDED") || scanned_is(sc->type, sc->type_len, "MODIFIED") ||
 	     scanned_is(sc->type, sc->type_len, "DELETED")) &&
 	    scanned_str(sc->kind, sc->kind_len, kind, sizeof(kind)) &&
-	    scanned_str(sc->api_version, sc->api_version_len, av, sizeof(av)))
-		k = kop_program_find_kind(&E.prog, av, kind, meta(sc->meta, "namespace"), meta(sc->meta, "name"));
+	    scanned_str(sc->api_version, sc->api_version_len, av, sizeof(av)) &&
+	    (name = meta(sc->meta, "name")) && *name)
+		k = kop_program_find_kind(&E.prog, av, kind, meta(sc->meta, "namespace"), name);
 	jv_free(sc->meta);
 	sc->meta = jv_invalid();
 	if (!k)
 		return -1;
 	pick = pick_of(k, &rest);
+	/* (the whole line is read: what is passed over of it checked as the whole read would) */
 	if (jv_get_kind(pick) != JV_KIND_OBJECT ||
 	    /* (a child with long strings, a Secret's data, is fingerprinted from its value: store_text) */
-	    (!rest && kop_json_fp_text_needed(sc->obj, sc->obj_len)) ||
-	    kop_json_read_pick(sc->obj, sc->obj_len, pick, rest, &obj) < 0)
+	    (!rest && kop_json_fp_text_needed(sc->obj, sc->obj_len)) || kop_json_read_pick(line, len, pick, rest, ev) < 0)
 		return -1;
-	*ev = JV_OBJECT(kop_json_key("type"), jv_string_sized(sc->type, (int)sc->type_len), kop_json_key("object"),
-			obj);
 	E.event_scanned = E.event_picked = 1;
 	return 0;
 }
@@ -582,6 +586,7 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 	case KOP_ROLE_PRIMARY: {
 		struct kop_buf pk = KOP_BUF_INIT;
 		struct prim *p;
+		jv seen;
 
 		if (ns && *ns)
 			kop_buf_addf(&pk, "%s/%s", ns, name);
@@ -597,7 +602,11 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 		p->obj = o;
 		if (E.prog.render)
 			memcpy(p->pdig, pdig, sizeof(pdig));
-		update_aggs_seen(p, obj, kop_mono_ms());
+		/* (with a render program, what the program sees of a primary has no spec, however
+		 * the line was read: event_read) */
+		seen = E.prog.render ? jv_object_delete(jv_copy(obj), kop_json_key("spec")) : jv_copy(obj);
+		update_aggs_seen(p, seen, kop_mono_ms());
+		jv_free(seen);
 		render_ahead(p);
 		if (p->queued || !seen_alike(p, obj, kop_mono_ms()))
 			enqueue(p);
