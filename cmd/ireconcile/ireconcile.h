@@ -236,8 +236,9 @@ struct engine {
 	const char *event_text;		/* the text of the value handle_event is given when it is one
 					   compact line (reader.c), event_len bytes; else NULL */
 	size_t event_len;
-	struct kop_json_event event_scan;	/* event_text's scan, when event_read made one */
-	int event_scanned;		/* event_scan is event_text's (its meta freed) */
+	struct kop_json_event event_scan;	/* the last line's scan (event_read) */
+	int event_scanned;		/* event_scan is of the line read last, event_text when that is
+					   set (its meta freed) */
 	int event_picked;		/* the object was read in part (event_read) */
 	unsigned backoff_base, backoff_cap;
 	long settle_ms;		/* --settle: an observed object's change reconciles this much later */

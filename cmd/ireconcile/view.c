@@ -377,8 +377,8 @@ static const char *scanned_str(const char *b, size_t n, char *buf, size_t size)
 
 /*
  * A watch event line read for handle_event with only what the view takes of
- * its object built (pick_of), its scan kept for handle_object: 0 and *ev, or
- * -1 (nothing made): read it whole.
+ * its object built (pick_of): 0 and *ev, or -1 (nothing made): read it whole.
+ * Its scan is kept for handle_object either way (E.event_scanned).
  */
 int event_read(const char *line, size_t len, jv *ev)
 {
@@ -389,9 +389,11 @@ int event_read(const char *line, size_t len, jv *ev)
 	jv pick;
 	int rest;
 
+	E.event_scanned = E.event_picked = 0;
 	/* (not under --shard: an object of another shard is parked from its value) */
 	if (E.shard || kop_json_event(line, len, sc) < 0)
 		return -1;
+	E.event_scanned = 1;
 	/* (an object without a name is left to the whole read, which says so) */
 	if ((scanned_is(sc->type, sc->type_len, "ADDED") || scanned_is(sc->type, sc->type_len, "MODIFIED") ||
 	     scanned_is(sc->type, sc->type_len, "DELETED")) &&
@@ -409,7 +411,7 @@ int event_read(const char *line, size_t len, jv *ev)
 	    /* (a child with long strings, a Secret's data, is fingerprinted from its value: store_text) */
 	    (!rest && kop_json_fp_text_needed(sc->obj, sc->obj_len)) || kop_json_read_pick(line, len, pick, rest, ev) < 0)
 		return -1;
-	E.event_scanned = E.event_picked = 1;
+	E.event_picked = 1;
 	return 0;
 }
 
