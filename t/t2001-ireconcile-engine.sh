@@ -110,13 +110,19 @@ test_expect_success 'a name with a NUL byte: the object skipped, a desired child
 	grep "desired child 1: its metadata.name holds a NUL byte" nulchild.err
 '
 
+# skipped NAME: prog/widgets over NAME.in, which writes nothing (the lines
+# that say something skipped), the messages of its warnings in actual
+skipped () {
+	WIDGET_TEAM=blue ireconcile --now $NOW prog/widgets <$1.in >$1.out 2>$1.err &&
+	test_no_sanitizer_report $1.err &&
+	test_cmp /dev/null $1.out &&
+	jq -r "select(.level == \"warn\") | .msg" $1.err >actual
+}
+
 test_expect_success 'a line with a NUL byte is skipped whole, with its column' '
 	{ sed -n 1p "$FIXTURES/02-steady.in.jsonl" | tr -d "\n" && printf "\0{\"type\":\"ADDED\"}\n" &&
 	  cat "$FIXTURES/02-steady.in.jsonl"; } >nulline.in &&
-	WIDGET_TEAM=blue ireconcile --now $NOW prog/widgets <nulline.in >nulline.out 2>nulline.err &&
-	test_no_sanitizer_report nulline.err &&
-	test_cmp /dev/null nulline.out &&
-	jq -r "select(.level == \"warn\") | .msg" nulline.err >actual &&
+	skipped nulline &&
 	printf "line 1, column %d: a NUL byte, which JSON text cannot hold; skipped\n" \
 		$(( $(sed -n 1p "$FIXTURES/02-steady.in.jsonl" | wc -c) )) >expect &&
 	test_cmp expect actual
@@ -127,10 +133,7 @@ test_expect_success 'a line with a NUL byte is skipped whole, with its column' '
 test_expect_success 'a malformed line is skipped, named by its line and column in the input' '
 	{ printf "{\"type\":\"ADDED\",,}\n{\n  \"type\": \"ADDED\",\n  \"object\": x\n}\n" &&
 	  cat "$FIXTURES/02-steady.in.jsonl"; } >bad.in &&
-	WIDGET_TEAM=blue ireconcile --now $NOW prog/widgets <bad.in >bad.out 2>bad.err &&
-	test_no_sanitizer_report bad.err &&
-	test_cmp /dev/null bad.out &&
-	jq -r "select(.level == \"warn\") | .msg" bad.err >actual &&
+	skipped bad &&
 	cat >expect <<-\EOF &&
 	line 1, column 17: Expected value before ,; skipped
 	line 4, column 14: Invalid numeric literal; skipped
@@ -143,10 +146,7 @@ test_expect_success 'an object without a name (of a kind with a related object o
 	{ printf "%s\n" "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"blue\"}}}" \
 		"{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"namespace\":\"blue\",\"name\":7}}}" &&
 	  cat "$FIXTURES/02-steady.in.jsonl"; } >noname.in &&
-	WIDGET_TEAM=blue ireconcile --now $NOW prog/widgets <noname.in >noname.out 2>noname.err &&
-	test_no_sanitizer_report noname.err &&
-	test_cmp /dev/null noname.out &&
-	jq -r "select(.level == \"warn\") | .msg" noname.err >actual &&
+	skipped noname &&
 	cat >expect <<-\EOF &&
 	line 1: ADDED event with an object without metadata; skipped
 	line 2: an object without metadata.name; skipped
