@@ -152,7 +152,6 @@ static int resolve(struct op *op, struct kube_response *fail, char *err)
 	return 0;
 }
 
-/* Starts the next request of op (or puts it back in the queue to retry). */
 /* op's transfer (finished, or stopped) out of the multi handle, its handle given back to the client. */
 void op_end_transfer(struct op *op)
 {
@@ -163,6 +162,7 @@ void op_end_transfer(struct op *op)
 	op->headers = NULL;
 }
 
+/* Starts the next request of op (or puts it back in the queue to retry). */
 static void op_start(struct op *op)
 {
 	char err[KOP_ERRLEN];
