@@ -474,8 +474,8 @@ void seen_note(struct prim *p, jv seen)
 
 /*
  * Whether p's program would see it as its last reconcile did, obj
- * (borrowed) being the primary as it just arrived (p->obj and p->pdig
- * already its): our status landing that the program saw on its way, a
+ * (borrowed) being what the program sees of the primary as it just arrived
+ * (without its spec with a render program; p->obj and p->pdig already its): our status landing that the program saw on its way, a
  * relist, a change of what no program reads (its resourceVersion, its
  * managedFields). Such an event reconciles nothing: the answer would be the
  * last one. What parent_seen does on the way (a flight seen back) is done
@@ -485,13 +485,11 @@ int seen_alike(struct prim *p, jv obj, int64_t now)
 {
 	unsigned char d[KOP_JSON_DIGEST_LEN];
 	enum seen seen;
-	jv v, ps;
+	jv ps;
 
 	if (!p->seen_ok)
 		return 0;
-	v = E.prog.render ? jv_object_delete(jv_copy(obj), kop_json_key("spec")) : jv_copy(obj);
-	ps = parent_seen(p, v, &seen, now);
-	jv_free(v);
+	ps = parent_seen(p, obj, &seen, now);
 	seen_digest(p, ps, d);
 	return !memcmp(d, p->seen_dig, sizeof(d));
 }

@@ -606,14 +606,15 @@ void handle_object(const char *type, jv obj, const char *line, size_t line_len, 
 			memcpy(p->pdig, pdig, sizeof(pdig));
 		/* (with a render program, what the program sees of a primary has no spec, however
 		 * the line was read: event_read) */
-		seen = E.prog.render ? jv_object_delete(jv_copy(obj), kop_json_key("spec")) : jv_copy(obj);
+		seen = E.prog.render && jv_object_has(jv_copy(obj), kop_json_key("spec")) ?
+			       jv_object_delete(jv_copy(obj), kop_json_key("spec")) : jv_copy(obj);
 		update_aggs_seen(p, seen, kop_mono_ms());
-		jv_free(seen);
 		render_ahead(p);
-		if (p->queued || !seen_alike(p, obj, kop_mono_ms()))
+		if (p->queued || !seen_alike(p, seen, kop_mono_ms()))
 			enqueue(p);
 		else
 			log_debug("primary '%s': as its last reconcile saw it; not reconciled", p->key);
+		jv_free(seen);
 		break;
 	}
 	case KOP_ROLE_RELATED:
